@@ -1,0 +1,26 @@
+# `make demo` and `make test` create .venv on first use (pip takes torch from the local disk).
+PY      := .venv/bin/python
+STAMP   := .venv/.installed
+
+.PHONY: demo test venv clean bench
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q -U pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	.venv/bin/paravt demo --out runs/demo
+
+test: $(STAMP)
+	$(PY) -m pytest tests -x -q --timeout=600
+
+bench: $(STAMP)
+	$(PY) benchmarks/video_decode.py
+	$(PY) benchmarks/dispatch.py
+
+clean:
+	rm -rf runs .pytest_cache

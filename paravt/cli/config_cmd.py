@@ -1,0 +1,36 @@
+"""`paravt config show|check`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from paravt import config as cfgmod
+from paravt.errors import ConfigError
+
+app = typer.Typer(help="Show or validate configuration files.", no_args_is_help=True)
+console = Console()
+
+
+@app.command("show")
+def show(path: Path | None = typer.Argument(None, help="A YAML config; omitted: the defaults.")) -> None:
+    """Print the resolved config (every field, defaults included) as YAML."""
+    try:
+        cfg = cfgmod.load(path) if path else cfgmod.TrainConfig()
+    except ConfigError as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+    typer.echo(cfgmod.dump(cfg), nl=False)
+
+
+@app.command("check")
+def check(path: Path) -> None:
+    """Validate a YAML config; exit 2 with every bad field listed."""
+    try:
+        cfgmod.load(path)
+    except ConfigError as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+    console.print(f"[green]{path}: ok[/green]")

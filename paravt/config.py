@@ -1,0 +1,228 @@
+"""Every knob of paravt, typed and validated, in one place.
+
+Each default is written once, here, with one ``description``. Defaults marked [paper] follow
+DESIGN.md §4–5 (docs/ARCHITECTURE.md). Objects below the CLI/trainer layer never receive these
+models: builders pass plain values (STYLE.md §3). ``paravt config show`` prints the reference YAML.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from paravt.errors import ConfigError
+
+DispatchMode = Literal["parallel", "sequential", "none"]
+TaskType = Literal["mcq", "tvg", "oe"]
+ModelFamily = Literal["qwen2_5_vl", "qwen3_vl"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+
+
+class VideoConfig(_Strict):
+    """How frames are sampled from a video (overview and crops)."""
+
+    overview_nframes: int = Field(16, ge=0, le=768, description="Frames in the main agent's overview (0 = on-demand context: metadata only).")
+    overview_max_pixels: int = Field(64 * 64, ge=16, description="Max pixels per overview frame (resized keeping aspect).")
+    crop_max_frames: int = Field(16, ge=1, le=256, description="Max frames a sub-agent sees of its window [DESIGN §2].")
+    crop_fps: float = Field(1.0, gt=0, description="Sampling rate inside a crop window, capped by crop_max_frames [DESIGN §2].")
+    crop_max_pixels: int = Field(224 * 224, ge=16, description="Max pixels per crop frame [DESIGN §2].")
+    size_factor: int = Field(32, ge=1, description="Resize to multiples of patch*merge: 28 for Qwen2.5-VL, 32 for Qwen3-VL.")
+    cache_size: int = Field(256, ge=0, description="Entries of the per-process decoded-frames LRU cache.")
+
+
+class ModelConfig(_Strict):
+    """Which policy to load and how."""
+
+    path: str = Field("runs/tiny-model", description="HF checkpoint directory or hub id (loaded offline), or an http(s) URL for the openai backend.")
+    backend: Literal["hf", "openai"] = Field("hf", description="Inference backend of the Generator.")
+    device: str = Field("cpu", description="torch device for the hf backend.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field("float32", description="Parameter dtype for the hf backend.")
+    served_model_name: str | None = Field(None, description="Model name sent to an OpenAI-compatible server (default: the server's first model).")
+    request_timeout_s: float = Field(120.0, gt=0, description="Per-request timeout of the openai backend.")
+    max_retries: int = Field(3, ge=0, description="Retries with exponential back-off of the openai backend.")
+    max_concurrency: int = Field(16, ge=1, description="Concurrent requests of the openai backend.")
+
+
+class SamplingConfig(_Strict):
+    temperature: float = Field(0.7, ge=0, description="Sampling temperature tau [paper]; 0 = greedy.")
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_new_tokens: int = Field(2048, ge=1, description="Max new tokens per main-agent turn [paper].")
+    sub_max_new_tokens: int = Field(512, ge=1, description="Max tokens of a sub-agent summary [DESIGN §2].")
+
+
+class RolloutConfig(_Strict):
+    """One episode: dispatch mode and limits (DESIGN §2)."""
+
+    mode: DispatchMode = "parallel"
+    k_max: int = Field(8, ge=1, description="Max tool calls per main turn.")
+    max_turns: int = Field(3, ge=1, description="Max main-agent turns.")
+    min_window_s: float = Field(1.0, gt=0, description="Minimum crop window length in seconds.")
+    max_context_tokens: int = Field(16384, ge=64, description="Context length; an observation that overflows ends the episode with reason 'length'.")
+    think_prefix: bool = Field(True, description="Force '<think>\\n' at the start of every main-agent response (Exploration Anchoring).")
+    execute_tool_code: bool = Field(False, description="Execute <tool_code> blocks as calls (they are always counted as reversions).")
+    train_subagents: bool = Field(True, description="Sub-agent trajectories are trained with their episode's advantage.")
+    subagent_timeout_s: float = Field(300.0, gt=0, description="Timeout of one batched sub-agent request.")
+    tools: list[str] = Field(default_factory=lambda: ["crop_video"], description="Enabled tools (registry names).")
+    tool_server_url: str | None = Field(None, description="Use tools through this paravt tool server instead of in-process.")
+    prompt_version: str = Field("v1", description="Version of the packaged prompt templates.")
+
+
+class RewardConfig(_Strict):
+    """R = R_acc + lambda_fmt * R_fmt + R_tool, R_fmt = R_base + lambda_anchor * R_anchor (DESIGN §4)."""
+
+    lambda_fmt: float = Field(1.0, description="Weight of the format reward [paper].")
+    lambda_anchor: float = Field(0.5, description="Weight of the anchor reward inside R_fmt [paper].")
+    alpha: float = Field(0.4, description="Anchor bonus for a correctly closed </think> [paper].")
+    beta: float = Field(0.3, description="Anchor bonus for the full think -> /think -> answer flow [paper].")
+    gamma: float = Field(0.3, description="Anchor penalty for <think> opened but never closed [paper].")
+    anchor: bool = Field(True, description="Exploration Anchoring reward on/off (ablation switch).")
+    tool_mode: Literal["parse_bonus", "accumulative", "off"] = Field("parse_bonus", description="R_tool: 0.1 parse bonus, PyVision-RL accumulative, or off.")
+    tool_bonus: float = Field(0.1, description="Parse bonus, or per-successful-call reward in accumulative mode [paper].")
+    bias: float = Field(-0.2, description="Added to every reward before group normalisation [paper].")
+    judge_url: str | None = Field(None, description="OpenAI-compatible endpoint of an LLM judge for open-ended answers (None = token F1).")
+    judge_model: str | None = None
+    judge_timeout_s: float = Field(30.0, gt=0)
+
+
+class GatingConfig(_Strict):
+    enabled: bool = Field(True, description="nFrames Gating: per-prompt overview budget drawn from `choices` [paper].")
+    choices: list[int] = Field(default_factory=lambda: [4, 8, 16, 32, 64], description="Overview frame budgets [paper].")
+
+    @model_validator(mode="after")
+    def _positive(self) -> GatingConfig:
+        if not self.choices or any(c <= 0 for c in self.choices):
+            raise ValueError(f"gating.choices must be non-empty positive ints, got {self.choices}")
+        return self
+
+
+class RLConfig(_Strict):
+    """PARA-GRPO (DESIGN §5)."""
+
+    engine: Literal["local", "verl"] = "local"
+    group_size: int = Field(8, ge=2, description="G rollouts per prompt [paper].")
+    prompts_per_step: int = Field(4, ge=1, description="Prompts kept per step (after online filtering).")
+    oversample: float = Field(1.0, ge=1.0, description="Roll out ceil(oversample * prompts_per_step) prompts, keep the top by reward std.")
+    drop_zero_variance: bool = Field(True, description="Drop groups whose rewards are all equal.")
+    std_normalize: bool = Field(True, description="Divide group-centred rewards by the group std (False: PyVision-RL / Dr.GRPO).")
+    clip_eps: float = Field(0.2, gt=0, description="PPO clip epsilon [paper].")
+    kl_coef: float = Field(0.01, ge=0, description="KL coefficient to the reference policy [paper].")
+    kl_estimator: Literal["k1", "k3"] = "k3"
+    lr: float = Field(2e-6, gt=0, description="Learning rate [paper].")
+    max_grad_norm: float = Field(1.0, gt=0)
+    steps: int = Field(30, ge=1)
+    ppo_epochs: int = Field(1, ge=1)
+    micro_batch_size: int = Field(8, ge=1)
+    seed: int = 0
+    gating: GatingConfig = Field(default_factory=GatingConfig)
+    save_every: int = Field(10, ge=1)
+    logprob_mismatch_warn: float = Field(0.05, ge=0, description="Warn when mean |recomputed - sampled| old logprob exceeds this.")
+
+
+class SFTConfig(_Strict):
+    lr: float = Field(1e-3, gt=0)
+    epochs: int = Field(1, ge=1)
+    max_steps: int | None = Field(None, ge=1)
+    batch_size: int = Field(8, ge=1)
+    max_grad_norm: float = Field(1.0, gt=0)
+    warmup_steps: int = Field(10, ge=0)
+    seed: int = 0
+    save_every: int = Field(100, ge=1)
+    include_subagent_rows: bool = True
+
+
+class EvalConfig(_Strict):
+    modes: list[DispatchMode] = Field(default_factory=lambda: ["parallel"])
+    nframes: int = Field(64, ge=0)
+    limit: int | None = Field(None, ge=1)
+    workers: int = Field(4, ge=1)
+    temperature: float = Field(0.0, ge=0, description="Eval decodes greedily by default.")
+
+
+class TrainConfig(_Strict):
+    """Top-level config of `paravt train sft|rl` and `paravt eval` (YAML-loadable)."""
+
+    out_dir: str = "runs/train"
+    data: str = Field("runs/synth/rl.parquet", description="Training parquet (rl.parquet or sft.parquet).")
+    data_root: str | None = Field(None, description="Root for relative video paths (default: the parquet's directory).")
+    init_from: str | None = Field(None, description="Checkpoint to start from (default: model.path).")
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    video: VideoConfig = Field(default_factory=VideoConfig)
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    rl: RLConfig = Field(default_factory=RLConfig)
+    sft: SFTConfig = Field(default_factory=SFTConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+
+    @model_validator(mode="after")
+    def _cross_field(self) -> TrainConfig:
+        if self.rollout.mode == "none" and self.rollout.tools:
+            pass  # tools are simply unused in direct mode
+        if self.video.overview_nframes == 0 and self.rollout.mode == "none":
+            raise ValueError("video.overview_nframes=0 with rollout.mode='none' shows the model nothing; set overview_nframes > 0 or use a tool mode")
+        return self
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _format_errors(err: ValidationError, source: str) -> str:
+    lines = [f"invalid config ({source}): {err.error_count()} problem(s)"]
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+        lines.append(f"  - {loc}: {e['msg']} (got {e.get('input')!r})")
+    lines.append("Fix the fields above; `paravt config show` prints every field with its default.")
+    return "\n".join(lines)
+
+
+def validate(cls: type[M], data: dict[str, Any], source: str = "<dict>") -> M:
+    """Build ``cls`` from a dict, raising ConfigError that names every bad field."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_errors(err, source)) from None
+
+
+def load(path: str | Path, cls: type[M] = TrainConfig, overrides: list[str] | None = None) -> M:  # type: ignore[assignment]
+    """Load a YAML file into ``cls``; ``overrides`` are ``a.b.c=value`` strings (YAML-parsed values)."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {p} does not exist; pass an existing YAML file (see configs/)")
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"config file {p} is not valid YAML: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {p} must hold a mapping at the top level, got {type(data).__name__}")
+    for item in overrides or []:
+        apply_override(data, item)
+    return validate(cls, data, str(p))
+
+
+def apply_override(data: dict[str, Any], item: str) -> None:
+    """Apply one ``a.b.c=value`` override in place."""
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} must look like key.sub=value")
+    key, raw = item.split("=", 1)
+    node = data
+    parts = key.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"override {item!r}: {part} is not a section")
+    node[parts[-1]] = yaml.safe_load(raw)
+
+
+def dump(cfg: BaseModel) -> str:
+    """The config as YAML (every field, defaults included)."""
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+
+
+def save(cfg: BaseModel, path: str | Path) -> None:
+    Path(path).write_text(dump(cfg))

@@ -1,0 +1,72 @@
+"""The protocol's tags and the canonical text forms of tool calls and tool responses (DESIGN §2).
+
+Everything that WRITES protocol text (prompts, the oracle that writes SFT traces, the episode's
+tool-response turn) uses these functions, so that what the parser reads is what we write.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+TOOL_CALL_OPEN, TOOL_CALL_CLOSE = "<tool_call>", "</tool_call>"
+TOOL_RESPONSE_OPEN, TOOL_RESPONSE_CLOSE = "<tool_response>", "</tool_response>"
+ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
+TOOL_CODE_OPEN, TOOL_CODE_CLOSE = "<tool_code>", "</tool_code>"
+IM_START, IM_END = "<|im_start|>", "<|im_end|>"
+
+#: Forced at the start of every main-agent response (Exploration Anchoring, DESIGN §2).
+THINK_PREFIX = THINK_OPEN + "\n"
+
+PROTOCOL_TAGS: tuple[str, ...] = (
+    THINK_OPEN, THINK_CLOSE, TOOL_CALL_OPEN, TOOL_CALL_CLOSE, TOOL_RESPONSE_OPEN,
+    TOOL_RESPONSE_CLOSE, ANSWER_OPEN, ANSWER_CLOSE, TOOL_CODE_OPEN, TOOL_CODE_CLOSE,
+)
+
+
+def fmt_time(seconds: float) -> str:
+    """``MM:SS`` (or ``H:MM:SS`` past an hour), rounded to the second."""
+    s = max(0, int(round(seconds)))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}"
+
+
+def render_tool_call(name: str, arguments: Mapping[str, Any]) -> str:
+    """One canonical call block: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``."""
+    body = json.dumps({"name": name, "arguments": dict(arguments)}, ensure_ascii=False)
+    return f"{TOOL_CALL_OPEN}\n{body}\n{TOOL_CALL_CLOSE}"
+
+
+def render_crop_call(start_time: float, end_time: float) -> str:
+    return render_tool_call("crop_video", {"start_time": _num(start_time), "end_time": _num(end_time)})
+
+
+def render_result_line(index: int, start: float | None, end: float | None, text: str) -> str:
+    """``[i] MM:SS–MM:SS: text`` (window omitted for calls that have none, e.g. python)."""
+    window = f" {fmt_time(start)}–{fmt_time(end)}" if start is not None and end is not None else ""
+    return f"[{index}]{window}: {text.strip()}"
+
+
+def render_tool_response_body(lines: Sequence[str]) -> str:
+    """The content of the ONE tool-response turn holding all K results, in call order. The chat
+    template wraps a ``tool`` message in ``<tool_response>``…``</tool_response>``."""
+    return "\n".join(lines)
+
+
+def render_answer(think: str, answer: str, *, with_open_think: bool = True) -> str:
+    """A final main-agent response. With ``with_open_think=False`` the leading ``<think>\\n`` is
+    omitted because it is the forced prefix (it is prompt, not completion)."""
+    head = THINK_PREFIX if with_open_think else ""
+    return f"{head}{think.strip()}\n{THINK_CLOSE}\n{ANSWER_OPEN}{answer}{ANSWER_CLOSE}"
+
+
+def render_tool_turn(think: str, calls: Sequence[str], *, with_open_think: bool = True) -> str:
+    head = THINK_PREFIX if with_open_think else ""
+    return f"{head}{think.strip()}\n{THINK_CLOSE}\n" + "\n".join(calls)
+
+
+def _num(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else round(float(x), 2)

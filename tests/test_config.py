@@ -1,0 +1,39 @@
+from pathlib import Path
+
+import pytest
+
+from paravt import config as cfgmod
+from paravt.errors import ConfigError
+
+
+def test_defaults_are_the_papers() -> None:
+    cfg = cfgmod.TrainConfig()
+    assert cfg.reward.lambda_fmt == 1.0 and cfg.reward.lambda_anchor == 0.5
+    assert (cfg.reward.alpha, cfg.reward.beta, cfg.reward.gamma) == (0.4, 0.3, 0.3)
+    assert cfg.reward.bias == -0.2
+    assert cfg.rl.group_size == 8 and cfg.rl.clip_eps == 0.2 and cfg.rl.kl_coef == 0.01
+    assert cfg.rl.lr == 2e-6 and cfg.sampling.temperature == 0.7
+    assert cfg.rl.gating.choices == [4, 8, 16, 32, 64]
+
+
+def test_yaml_round_trip(tmp_path: Path) -> None:
+    cfg = cfgmod.TrainConfig()
+    cfg.rl.kl_coef = 0.05
+    cfgmod.save(cfg, tmp_path / "c.yaml")
+    assert cfgmod.load(tmp_path / "c.yaml") == cfg
+
+
+def test_every_bad_field_is_named(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("rl:\n  group_size: 1\n  clip_eps: -1\nrollout:\n  modee: x\n")
+    with pytest.raises(ConfigError) as info:
+        cfgmod.load(tmp_path / "c.yaml")
+    msg = str(info.value)
+    assert "rl.group_size" in msg and "rl.clip_eps" in msg and "rollout.modee" in msg
+
+
+def test_overrides_apply_and_validate(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("rl:\n  steps: 3\n")
+    cfg = cfgmod.load(tmp_path / "c.yaml", overrides=["rl.kl_coef=0.1", "rollout.mode=sequential"])
+    assert cfg.rl.kl_coef == 0.1 and cfg.rollout.mode == "sequential" and cfg.rl.steps == 3
+    with pytest.raises(ConfigError, match="rollout.mode"):
+        cfgmod.load(tmp_path / "c.yaml", overrides=["rollout.mode=fast"])
