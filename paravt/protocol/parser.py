@@ -1,0 +1,407 @@
+"""The ONE tool-call parser, shared by training, eval and rewards (DESIGN §2).
+
+What is recognised
+- ``<tool_call>…</tool_call>`` blocks. The body is, in order of preference:
+  a JSON object ``{"name": …, "arguments": {…}}`` (``"parameters"`` is accepted for
+  ``"arguments"``, and ``arguments`` may itself be a JSON string, OpenAI style); the same object
+  with trailing commas; the same object as a Python literal (single quotes, ``True``/``None``);
+  a Markdown code fence around any of these is ignored. A body that starts with ``name(`` is a
+  python-style call: ``crop_video(80, 150)``, ``crop_video("v.mp4", 80, 150)``,
+  ``crop_video(start_time=80, end_time=150)``, also ``crop_video(1:20, 2:30)`` and
+  ``print(crop_video(…))``.
+- ``<tool_code>…</tool_code>`` blocks (the pretrained prior's tag): always COUNTED
+  (``ParseResult.n_tool_code``, a reversion metric); parsed as calls (``source="tool_code"``) only
+  when ``execute_tool_code=True``.
+- Python-style calls in free text (e.g. inside ``<think>``) are NOT calls.
+
+Block boundaries: a block opened by ``<tool_call>`` ends at the next protocol tag. If that tag is
+``</tool_call>`` the block is closed; otherwise (another opening, ``<answer>``, end of text…) the
+call is unclosed and carries an error. So every opening yields exactly one ``ParsedCall`` (or one
+count in ``n_tool_code``): nothing is silently dropped.
+
+Arguments: ``video_path`` is dropped (the video is bound to the episode); ``start``/``end`` are
+aliases of ``start_time``/``end_time``; those two are normalised to float seconds
+(``times.parse_time``). ``validate_calls`` then applies the per-turn limits.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from paravt.errors import ToolCallError
+from paravt.protocol import tags as T
+from paravt.protocol.times import parse_time
+
+__all__ = [
+    "ParsedCall", "ParseResult", "parse_calls", "validate_calls", "crop_window", "parse_time",
+    "POSITIONAL_PARAMS", "WINDOW_TOOLS",
+]
+
+Source = Literal["json", "python", "tool_code"]
+
+#: How positional arguments of a python-style call map to names, per tool.
+POSITIONAL_PARAMS: Mapping[str, tuple[str, ...]] = {
+    "crop_video": ("start_time", "end_time"),
+    "python": ("code",),
+}
+#: Tools whose calls carry a ``[start_time, end_time]`` window (validated and clamped).
+WINDOW_TOOLS: frozenset[str] = frozenset({"crop_video"})
+
+_ALIASES = {"start": "start_time", "end": "end_time"}
+_IGNORED_ARGS = ("video_path",)
+_TIME_KEYS = ("start_time", "end_time")
+_ALL_TAGS = (*T.PROTOCOL_TAGS, T.IM_START, T.IM_END)
+_TAG_RE = re.compile("|".join(re.escape(t) for t in _ALL_TAGS))
+_FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.S)
+_TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
+_CALL_RE = re.compile(r"^(?:print\s*\(\s*)?([A-Za-z_][\w.]*)\s*\((.*?)\)\s*\)?$", re.S)
+_NAME_RE = re.compile(r"^[A-Za-z_][\w.]*\s*\(")
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    """One tool call as written by the model (or the error that prevents running it)."""
+
+    index: int  # 0-based position among the calls of this text, in text order
+    name: str | None  # tool name; None when the block could not be parsed
+    arguments: dict[str, Any]  # normalised (times in float seconds, video_path dropped)
+    raw: str  # the whole block as written, tags included
+    source: Source  # "json" / "python": inside <tool_call>; "tool_code": an executed <tool_code>
+    closed: bool  # the block's closing tag was found
+    error: str | None = None  # why this call cannot run (None = it can)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def window(self) -> tuple[float, float] | None:
+        """``(start_time, end_time)`` when both are present as numbers (validated calls hold the
+        clamped window); None otherwise. Check ``ok`` before running it."""
+        return crop_window(self)
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    calls: tuple[ParsedCall, ...]  # one per <tool_call> (and per <tool_code> when executed)
+    n_tool_code: int  # <tool_code> openings (reversions), executed or not
+    n_tool_call: int = 0  # <tool_call> openings
+    executed_tool_code: bool = False
+
+    @property
+    def valid(self) -> tuple[ParsedCall, ...]:
+        return tuple(c for c in self.calls if c.error is None)
+
+
+def crop_window(call: ParsedCall) -> tuple[float, float] | None:
+    s, e = call.arguments.get("start_time"), call.arguments.get("end_time")
+    if _is_number(s) and _is_number(e):
+        return float(s), float(e)
+    return None
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+# ----------------------------------------------------------------------------------- parsing
+
+
+def parse_calls(
+    text: str,
+    *,
+    execute_tool_code: bool = False,
+    positional: Mapping[str, Sequence[str]] | None = None,
+) -> ParseResult:
+    """All tool calls of one model output, in text order. Never raises on any string."""
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    pos = POSITIONAL_PARAMS if positional is None else positional
+    tags = [(m.start(), m.group()) for m in _TAG_RE.finditer(text)]
+    calls: list[ParsedCall] = []
+    n_code = n_call = 0
+    for i, (start, tag) in enumerate(tags):
+        if tag not in (T.TOOL_CALL_OPEN, T.TOOL_CODE_OPEN):
+            continue
+        close = T.TOOL_CALL_CLOSE if tag == T.TOOL_CALL_OPEN else T.TOOL_CODE_CLOSE
+        nxt_pos, nxt_tag = tags[i + 1] if i + 1 < len(tags) else (len(text), "")
+        closed = nxt_tag == close
+        body = text[start + len(tag):nxt_pos]
+        raw = text[start:nxt_pos + (len(close) if closed else 0)]
+        if tag == T.TOOL_CODE_OPEN:
+            n_code += 1
+            if not execute_tool_code:
+                continue
+            source: Source = "tool_code"
+        else:
+            n_call += 1
+            source = "json"
+        calls.append(_make_call(len(calls), body, raw, source, closed, tag, pos))
+    return ParseResult(tuple(calls), n_code, n_call, execute_tool_code)
+
+
+def _make_call(index: int, body: str, raw: str, source: Source, closed: bool, tag: str,
+               pos: Mapping[str, Sequence[str]]) -> ParsedCall:
+    name, args, style, error = _parse_body(body, pos)
+    if source != "tool_code":
+        source = style
+    if name is not None:
+        args, arg_error = _normalise_args(args)
+        error = error or arg_error
+    if not closed:
+        unclosed = f"unclosed {tag}: the block has no closing tag before the next tag or the end"
+        error = unclosed if error is None else f"{unclosed}; {error}"
+    return ParsedCall(index, name, args, raw, source, closed, error)
+
+
+def _parse_body(body: str, pos: Mapping[str, Sequence[str]]
+                ) -> tuple[str | None, dict[str, Any], Literal["json", "python"], str | None]:
+    s = body.strip()
+    fence = _FENCE_RE.match(s)
+    if fence:
+        s = fence.group(1).strip()
+    if not s:
+        return None, {}, "json", "empty call block"
+    if _NAME_RE.match(s):
+        name, args, error = _parse_python_call(s, pos)
+        return name, args, "python", error
+    obj, error = _load_object(s)
+    if error is not None:
+        return None, {}, "json", error
+    name, args, error = _call_from_object(obj)
+    return name, args, "json", error
+
+
+def _load_object(s: str) -> tuple[Any, str | None]:
+    """JSON, then JSON without trailing commas, then a Python literal."""
+    try:
+        return json.loads(s), None
+    except (ValueError, RecursionError) as err:
+        first = f"not valid JSON ({err})"
+    try:
+        return json.loads(_TRAILING_COMMA_RE.sub(r"\1", s)), None
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return ast.literal_eval(s), None
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return None, first
+
+
+def _call_from_object(obj: Any) -> tuple[str | None, dict[str, Any], str | None]:
+    if not isinstance(obj, dict):
+        return None, {}, f"expected one JSON object per block, got {type(obj).__name__}"
+    name = obj.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return None, {}, 'the call has no "name" string'
+    args = obj.get("arguments", obj.get("parameters", {}))
+    if isinstance(args, str):
+        loaded, err = _load_object(args) if args.strip() else ({}, None)
+        if err is not None:
+            return name.strip(), {}, f'"arguments" is a string that is {err}'
+        args = loaded
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        return name.strip(), {}, f'"arguments" must be an object, got {type(args).__name__}'
+    return name.strip(), {str(k): v for k, v in args.items()}, None
+
+
+def _parse_python_call(s: str, pos: Mapping[str, Sequence[str]]
+                       ) -> tuple[str | None, dict[str, Any], str | None]:
+    parsed = _python_call_ast(s) or _python_call_split(s)
+    if parsed is None:
+        return None, {}, f"not a call: {s[:60]!r}"
+    name, positional, keywords = parsed
+    if name == "print" and not positional and not keywords:
+        return None, {}, "empty print()"
+    names = list(pos.get(name, ()))
+    if name in WINDOW_TOOLS and positional and _is_path_like(positional[0]):
+        positional = positional[1:]  # crop_video("v.mp4", 80, 150): the path is ignored
+    args: dict[str, Any] = {}
+    if names:
+        if len(positional) > len(names):
+            return name, {}, f"{name} takes at most {len(names)} positional arguments " \
+                f"({', '.join(names)}), got {len(positional)}"
+        args.update(zip(names, positional))
+    elif positional:
+        args["args"] = list(positional)
+    for key, value in keywords:
+        if key in args:
+            return name, {}, f"argument {key!r} given twice"
+        args[key] = value
+    return name, args, None
+
+
+def _python_call_ast(s: str) -> tuple[str, list[Any], list[tuple[str, Any]]] | None:
+    try:
+        tree = ast.parse(s, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    node = tree.body
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print" \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Call) and not node.keywords:
+        node = node.args[0]
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    if name is None or any(k.arg is None for k in node.keywords):
+        return None
+    try:
+        positional = [ast.literal_eval(a) for a in node.args]
+        keywords = [(str(k.arg), ast.literal_eval(k.value)) for k in node.keywords]
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return None
+    return name, positional, keywords
+
+
+def _python_call_split(s: str) -> tuple[str, list[Any], list[tuple[str, Any]]] | None:
+    """Fallback for calls that are not Python, e.g. ``crop_video(1:20, 2:30)``: split the
+    argument list on commas outside quotes; values stay strings (times parse later)."""
+    m = _CALL_RE.match(s)
+    if m is None:
+        return None
+    name = m.group(1).rsplit(".", 1)[-1]
+    positional: list[Any] = []
+    keywords: list[tuple[str, Any]] = []
+    for part in _split_args(m.group(2)):
+        key, eq, value = part.partition("=")
+        if eq and re.fullmatch(r"\s*[A-Za-z_]\w*\s*", key):
+            keywords.append((key.strip(), _scalar(value)))
+        elif keywords:
+            return None  # positional after keyword
+        else:
+            positional.append(_scalar(part))
+    return name, positional, keywords
+
+
+def _split_args(arglist: str) -> list[str]:
+    parts, cur, quote = [], [], ""
+    for ch in arglist:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch == ",":
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur))
+    parts = [p.strip() for p in parts]
+    return [] if parts == [""] else parts
+
+
+def _scalar(token: str) -> Any:
+    t = token.strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
+        return t[1:-1]
+    try:
+        return json.loads(t)
+    except ValueError:
+        return t
+
+
+def _is_path_like(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        parse_time(value)
+    except ToolCallError:
+        return True
+    return False
+
+
+def _normalise_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    out = {k: v for k, v in args.items() if k not in _IGNORED_ARGS}
+    for alias, canon in _ALIASES.items():
+        if alias in out and canon not in out:
+            out[canon] = out.pop(alias)
+    error = None
+    for key in _TIME_KEYS:
+        if key in out:
+            try:
+                out[key] = parse_time(out[key])
+            except ToolCallError as err:
+                error = error or f"{key}: {err}"
+    return out, error
+
+
+# -------------------------------------------------------------------------------- validation
+
+
+def validate_calls(
+    calls: Iterable[ParsedCall],
+    *,
+    duration: float,
+    k_max: int,
+    min_window: float,
+    known_tools: set[str] | frozenset[str],
+    window_tools: frozenset[str] = WINDOW_TOOLS,
+) -> tuple[ParsedCall, ...]:
+    """Each call validated independently (DESIGN §2); returns the calls in order, with ``error``
+    set on the ones that cannot run. Rules, first failing one wins:
+
+    1. a parse error stays; 2. the tool must be in ``known_tools``; 3. a window tool needs
+    ``start_time`` and ``end_time`` with start < end (as written); 4. the window is clamped to
+    ``[0, duration]`` and the CLAMPED window is recorded in ``arguments``; 5. the clamped window
+    must be at least ``min_window`` long; 6. it must not repeat the window of an earlier valid
+    call of the same turn; 7. at most ``k_max`` calls are accepted: a valid call beyond the
+    first ``k_max`` valid ones is rejected ("beyond k_max").
+    """
+    if not duration > 0 or k_max < 1 or min_window < 0:
+        raise ToolCallError(
+            f"validate_calls needs duration > 0, k_max >= 1, min_window >= 0; got duration="
+            f"{duration}, k_max={k_max}, min_window={min_window}: pass the video's probed duration "
+            "and the rollout limits")
+    out: list[ParsedCall] = []
+    seen: set[tuple[float, float]] = set()
+    accepted = 0
+    for call in calls:
+        checked = _check_call(call, duration, min_window, known_tools, window_tools, seen)
+        if checked.error is None:
+            if accepted >= k_max:
+                checked = replace(checked, error=f"beyond k_max: only {k_max} calls run per turn")
+            else:
+                accepted += 1
+                if checked.window is not None and checked.name in window_tools:
+                    seen.add(_key(checked.window))
+        out.append(checked)
+    return tuple(out)
+
+
+def _check_call(call: ParsedCall, duration: float, min_window: float,
+                known: set[str] | frozenset[str], window_tools: frozenset[str],
+                seen: set[tuple[float, float]]) -> ParsedCall:
+    if call.error is not None:
+        return call
+    if call.name not in known:
+        avail = ", ".join(sorted(known)) or "none"
+        return replace(call, error=f"unknown tool {call.name!r}; available: {avail}")
+    if call.name not in window_tools:
+        return call
+    missing = [k for k in _TIME_KEYS if not isinstance(call.arguments.get(k), float)]
+    if missing:
+        return replace(call, error=f"{call.name} needs {' and '.join(missing)} (seconds or MM:SS)")
+    start, end = call.arguments["start_time"], call.arguments["end_time"]
+    if start >= end:
+        return replace(call, error=f"start_time {start:g} must be < end_time {end:g}")
+    cs, ce = min(max(start, 0.0), float(duration)), min(max(end, 0.0), float(duration))
+    args = {**call.arguments, "start_time": cs, "end_time": ce}
+    call = replace(call, arguments=args)
+    if ce - cs < min_window:
+        return replace(call, error=f"window {cs:g}-{ce:g} s (clamped to the {duration:g} s video) "
+                                   f"is shorter than {min_window:g} s")
+    if _key((cs, ce)) in seen:
+        return replace(call, error=f"duplicate window {cs:g}-{ce:g} s in the same turn")
+    return call
+
+
+def _key(window: tuple[float, float]) -> tuple[float, float]:
+    return round(window[0], 6), round(window[1], 6)
