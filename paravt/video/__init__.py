@@ -4,7 +4,32 @@ H.264 writer with drawing helpers (DESIGN.md §1, `video/`)."""
 from __future__ import annotations
 
 from paravt.video import draw
+from paravt.video.cache import DecodeStats, clear_cache, decode_stats
+from paravt.video.decode import (
+    frame_count,
+    frames_at,
+    probe,
+    sample_frames,
+    sample_overview,
+    smart_resize,
+    target_times,
+)
 from paravt.video.types import Frames, VideoInfo
 from paravt.video.writer import write_video
 
-__all__ = ["Frames", "VideoInfo", "draw", "write_video"]
+__all__ = [
+    "DecodeStats",
+    "Frames",
+    "VideoInfo",
+    "clear_cache",
+    "decode_stats",
+    "draw",
+    "frame_count",
+    "frames_at",
+    "probe",
+    "sample_frames",
+    "sample_overview",
+    "smart_resize",
+    "target_times",
+    "write_video",
+]

@@ -1,0 +1,225 @@
+"""Per-process caches of the video layer, and the decode counters.
+
+Two bounded LRU caches, both keyed by the file's identity ``(resolved path, mtime_ns, size)`` so
+that a rewritten file is never served stale:
+
+- open containers (``ContainerPool``): opening an mp4 parses its index (moov); a pooled container
+  is *lent* to one caller at a time (PyAV containers are not thread-safe), returned afterwards,
+  and closed when evicted;
+- decoded results (``ResultCache``): ``Frames`` keyed by file identity + sampling spec, so the G
+  rollouts of one prompt (same video, same overview / same window) decode once. Concurrent misses
+  on one key wait for the first decoder instead of decoding again. Cached arrays are read-only.
+
+Everything is guarded by locks: decoding is called from worker threads (``asyncio.to_thread``).
+``decode_stats()`` exposes the counters; tests use them to prove a hit does not decode.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import av
+import av.container
+
+from paravt.errors import VideoError
+from paravt.video.types import Frames
+
+MAX_OPEN_CONTAINERS = 8
+MAX_CACHED_RESULTS = 64
+
+
+@dataclass(frozen=True)
+class FileKey:
+    """Identity of a file's content as far as the caches care."""
+
+    path: str  # resolved absolute path
+    mtime_ns: int
+    size: int
+
+
+@dataclass(frozen=True)
+class DecodeStats:
+    """Counters since process start or the last `clear_cache()`."""
+
+    hits: int  # sample requests served from the result cache
+    misses: int  # sample requests that had to decode
+    decoded_frames: int  # frames the codec produced (including ones skipped on the way to a target)
+    seeks: int  # container seeks
+    containers_opened: int  # av.open calls (pool misses)
+
+
+def file_key(path: str | Path) -> FileKey:
+    """Stat ``path``; `VideoError` if it is missing, not a regular file, or empty."""
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise VideoError(f"video file {str(p)!r} does not exist; check the path (relative to {os.getcwd()!r})") from None
+    except OSError as err:
+        raise VideoError(f"cannot stat video file {str(p)!r}: {err.strerror}; check the path and permissions") from None
+    if not p.is_file():
+        raise VideoError(f"{str(p)!r} is not a regular file; pass the path of a video file (e.g. .mp4)")
+    if st.st_size == 0:
+        raise VideoError(f"video file {str(p)!r} is empty (0 bytes); re-create or re-download it")
+    return FileKey(str(p.resolve()), st.st_mtime_ns, st.st_size)
+
+
+class _Counters:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.hits = self.misses = self.decoded_frames = self.seeks = self.containers_opened = 0
+
+    def add(self, **deltas: int) -> None:
+        with self.lock:
+            for name, delta in deltas.items():
+                setattr(self, name, getattr(self, name) + delta)
+
+    def snapshot(self) -> DecodeStats:
+        with self.lock:
+            return DecodeStats(self.hits, self.misses, self.decoded_frames, self.seeks, self.containers_opened)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.hits = self.misses = self.decoded_frames = self.seeks = self.containers_opened = 0
+
+
+COUNTERS = _Counters()
+
+
+def open_container(key: FileKey) -> av.container.InputContainer:
+    """Open ``key.path`` with PyAV; any PyAV/OS failure becomes a `VideoError`."""
+    try:
+        container = av.open(key.path, mode="r")
+    except (av.error.FFmpegError, OSError, UnicodeDecodeError) as err:
+        raise VideoError(
+            f"{key.path!r} ({key.size} bytes) cannot be opened as a video: {err}; the file is not a "
+            "video or is truncated/corrupt (an mp4 cut short loses its index); re-encode or re-download it"
+        ) from None
+    COUNTERS.add(containers_opened=1)
+    if not container.streams.video:
+        container.close()
+        raise VideoError(f"{key.path!r} has no video stream (only audio/data); pass a file with a video track")
+    return container
+
+
+class ContainerPool:
+    """Bounded LRU pool of idle open containers; `lend` gives one caller exclusive use."""
+
+    def __init__(self, capacity: int = MAX_OPEN_CONTAINERS) -> None:
+        self.capacity = capacity
+        self._idle: OrderedDict[FileKey, list[av.container.InputContainer]] = OrderedDict()
+        self._count = 0
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def lend(self, key: FileKey) -> Iterator[av.container.InputContainer]:
+        container = self._take(key)
+        ok = False
+        try:
+            yield container
+            ok = True
+        finally:
+            if ok:
+                self._give_back(key, container)
+            else:  # state after an error is unknown: do not reuse it
+                container.close()
+
+    def _take(self, key: FileKey) -> av.container.InputContainer:
+        with self._lock:
+            idle = self._idle.get(key)
+            if idle:
+                self._count -= 1
+                container = idle.pop()
+                if not idle:
+                    del self._idle[key]
+                return container
+        return open_container(key)
+
+    def _give_back(self, key: FileKey, container: av.container.InputContainer) -> None:
+        evicted: list[av.container.InputContainer] = []
+        with self._lock:
+            self._idle.setdefault(key, []).append(container)
+            self._idle.move_to_end(key)
+            self._count += 1
+            while self._count > self.capacity:
+                old_key, old = next(iter(self._idle.items()))
+                evicted.append(old.pop(0))
+                self._count -= 1
+                if not old:
+                    del self._idle[old_key]
+        for c in evicted:
+            c.close()
+
+    def clear(self) -> None:
+        with self._lock:
+            idle, self._idle, self._count = self._idle, OrderedDict(), 0
+        for containers in idle.values():
+            for c in containers:
+                c.close()
+
+
+class ResultCache:
+    """Bounded LRU of decoded `Frames` with single-flight misses (one decode per key)."""
+
+    def __init__(self, capacity: int = MAX_CACHED_RESULTS) -> None:
+        self.capacity = capacity
+        self._data: OrderedDict[Hashable, Frames] = OrderedDict()
+        self._inflight: dict[Hashable, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def _lookup(self, key: Hashable) -> Frames | None:
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is not None:
+                self._data.move_to_end(key)
+            return hit
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Frames]) -> Frames:
+        """Return the cached value for ``key`` or compute, freeze and store it."""
+        hit = self._lookup(key)
+        if hit is None:
+            with self._lock:
+                key_lock = self._inflight.setdefault(key, threading.Lock())
+            with key_lock:  # a concurrent miss on the same key waits here, then hits
+                hit = self._lookup(key)
+                if hit is None:
+                    COUNTERS.add(misses=1)
+                    try:
+                        value = compute()
+                        value.array.flags.writeable = False  # shared between callers
+                        with self._lock:
+                            self._data[key] = value
+                            while len(self._data) > self.capacity:
+                                self._data.popitem(last=False)
+                    finally:
+                        with self._lock:
+                            self._inflight.pop(key, None)
+                    return value
+        COUNTERS.add(hits=1)
+        return hit
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+POOL = ContainerPool()
+RESULTS = ResultCache()
+
+
+def decode_stats() -> DecodeStats:
+    """Counters of the process-wide caches (hits, misses, decoded frames, seeks, opens)."""
+    return COUNTERS.snapshot()
+
+
+def clear_cache() -> None:
+    """Close pooled containers, drop cached results and reset the counters."""
+    POOL.clear()
+    RESULTS.clear()
+    COUNTERS.reset()

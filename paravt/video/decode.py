@@ -1,0 +1,319 @@
+"""Probe videos and sample frames from a time window with PyAV, seeking to keyframes.
+
+Sampling rule (``sample_frames``): n frames over the window [start, end] (seconds relative to the
+video's first frame) are aimed at the *centres* of n equal slots,
+
+    t_i = start + (i + 0.5) · (end − start) / n,   i = 0 … n−1,
+
+and each target returns the decoded frame whose presentation time is NEAREST to t_i (ties go to
+the earlier frame). The returned ``Frames.timestamps`` are those frames' exact pts (relative to the
+first frame), not the targets. When n exceeds the number of frames in the window, neighbouring
+targets pick the same frame: duplicates are returned on purpose so that the count is always n
+(the model's token budget is fixed by n).
+
+Decoding: seek backward to the keyframe at or before the first target, decode forward only as far
+as the last target. When the next target lies more than one GOP (keyframe interval, learned from
+the keyframes seen so far; 10 s assumed before two are seen) beyond the current position, seek
+again instead of decoding through: the seek then lands after the current position and decodes at
+most one GOP. Frames are ordered by ``frame.pts`` (never by counters), so B-frames, variable frame
+rate, a non-zero start pts and interleaved audio streams are handled.
+
+Windows must lie inside [0, duration]; a window partly outside raises `VideoError` (the tool layer
+clamps model-chosen windows before calling).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import av.container
+import numpy as np
+
+from paravt.errors import VideoError
+from paravt.video import cache
+from paravt.video.types import Frames, VideoInfo
+
+#: Assumed keyframe interval before two keyframes have been seen (x264's default 250 frames at 25 fps).
+DEFAULT_GOP_S = 10.0
+#: Slack when checking a window against the duration (container durations are rounded).
+WINDOW_TOLERANCE_S = 1e-3
+
+
+# ----------------------------------------------------------------------------- pure helpers
+
+
+def smart_resize(h: int, w: int, *, max_pixels: int, factor: int) -> tuple[int, int]:
+    """Qwen-VL's resize rule: round h and w to multiples of ``factor``; if that exceeds
+    ``max_pixels``, scale both down by the same ratio and floor to multiples of ``factor``.
+    Never below one factor per side (so the result exceeds a ``max_pixels`` < factor²).
+
+    Example: 360×640, factor 32, max 224·224 = 50176 → rounding gives 352×640 = 225280 > max,
+    ratio √(230400/50176) = 2.143, 168/32 → 5·32 = 160, 298.7/32 → 9·32 = 288: (160, 288).
+    """
+    if h <= 0 or w <= 0 or factor <= 0 or max_pixels <= 0:
+        raise VideoError(
+            f"smart_resize(h={h}, w={w}, max_pixels={max_pixels}, factor={factor}): all must be positive"
+        )
+    hb = max(factor, round(h / factor) * factor)
+    wb = max(factor, round(w / factor) * factor)
+    if hb * wb > max_pixels:
+        beta = math.sqrt(h * w / max_pixels)
+        hb = max(factor, math.floor(h / beta / factor) * factor)
+        wb = max(factor, math.floor(w / beta / factor) * factor)
+    return hb, wb
+
+
+def target_times(start: float, end: float, n: int) -> tuple[float, ...]:
+    """Centres of n equal slots of [start, end]: start + (i + 0.5)(end − start)/n."""
+    step = (end - start) / n
+    return tuple(start + (i + 0.5) * step for i in range(n))
+
+
+def frame_count(
+    start: float, end: float, *, nframes: int | None, fps: float | None, max_frames: int | None
+) -> int:
+    """How many frames to sample: ``nframes`` if given, else max(1, round((end − start)·fps));
+    either is then capped by ``max_frames``."""
+    if nframes is not None:
+        if nframes <= 0:
+            raise VideoError(f"nframes={nframes} must be ≥ 1; ask for at least one frame")
+        n = nframes
+    elif fps is not None:
+        if not fps > 0:
+            raise VideoError(f"fps={fps} must be > 0; pass a positive sampling rate or nframes")
+        n = max(1, round((end - start) * fps))
+    else:
+        raise VideoError("neither nframes nor fps given; pass nframes=N or fps=F")
+    if max_frames is not None:
+        if max_frames <= 0:
+            raise VideoError(f"max_frames={max_frames} must be ≥ 1 (or None for no cap)")
+        n = min(n, max_frames)
+    return n
+
+
+def check_window(info: VideoInfo, start: float, end: float) -> None:
+    """`VideoError` unless 0 ≤ start < end ≤ duration (within `WINDOW_TOLERANCE_S`)."""
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise VideoError(f"window [{start}, {end}] is not finite; pass numbers of seconds")
+    if start >= end:
+        raise VideoError(f"window [{start}, {end}] has start ≥ end; pass start < end (seconds)")
+    if start < -WINDOW_TOLERANCE_S or end > info.duration + WINDOW_TOLERANCE_S:
+        raise VideoError(
+            f"window [{start}, {end}] s is outside the video {info.path!r}, which spans "
+            f"[0, {info.duration:.3f}] s; clamp the window to the video first"
+        )
+
+
+# ----------------------------------------------------------------------------- probe
+
+
+def _stream_info(path: str, container: av.container.InputContainer) -> VideoInfo:
+    s = container.streams.video[0]
+    tb = s.time_base or Fraction(1, 1)
+    start = float(s.start_time * tb) if s.start_time is not None else 0.0
+    if s.duration:
+        duration = float(s.duration * tb)
+    elif container.duration:
+        duration = container.duration / av.time_base - start
+    else:
+        duration = 0.0
+    if not duration > 0:
+        raise VideoError(f"{path!r}: the video stream has no duration; the file is empty or broken, re-encode it")
+    rate = s.average_rate or s.guessed_rate
+    fps = float(rate) if rate else (s.frames / duration if s.frames else 0.0)
+    if not fps > 0:
+        raise VideoError(f"{path!r}: cannot determine the frame rate; re-encode the file")
+    num_frames = s.frames if s.frames else round(duration * fps)
+    cc = s.codec_context
+    return VideoInfo(path, duration, fps, int(num_frames), cc.width, cc.height, cc.name, start)
+
+
+def probe(path: str | Path) -> VideoInfo:
+    """Read duration, fps, frame count, size, codec and start time of the first video stream."""
+    key = cache.file_key(path)
+    with cache.POOL.lend(key) as container:
+        return _stream_info(str(path), container)
+
+
+# ----------------------------------------------------------------------------- decoding
+
+
+@dataclass
+class _Gop:
+    """Keyframe pts seen so far; estimates the keyframe interval for the seek-or-decode choice."""
+
+    default: int
+    keys: set[int]
+
+    def interval(self) -> int:
+        ks = sorted(self.keys)
+        gaps = [b - a for a, b in zip(ks, ks[1:])]
+        return max(gaps) if gaps else self.default
+
+
+def _frames_from(container: av.container.InputContainer, stream: av.video.stream.VideoStream, offset: int, gop: _Gop) -> Iterator[av.VideoFrame]:
+    container.seek(offset, backward=True, any_frame=False, stream=stream)
+    cache.COUNTERS.add(seeks=1)
+    for packet in container.demux(stream):
+        for frame in packet.decode():
+            if frame.pts is None:
+                continue
+            cache.COUNTERS.add(decoded_frames=1)
+            if frame.key_frame:
+                gop.keys.add(frame.pts)
+            yield frame
+
+
+def _seek_before(container: av.container.InputContainer, stream: av.video.stream.VideoStream, target: int, first_pts: int, gop: _Gop) -> Iterator[av.VideoFrame]:
+    """Frames in pts order starting at or before ``target`` (re-seeking further back when the
+    demuxer lands after the target, which some indexes do)."""
+    backoff = max(1, round(1 / stream.time_base))  # 1 s, doubled on each retry
+    offset = target
+    while True:
+        frames = _frames_from(container, stream, offset, gop)
+        first = next(frames, None)
+        at_start = offset <= first_pts
+        if first is not None and (first.pts <= target or at_start):
+            return itertools.chain([first], frames)
+        if at_start:
+            return iter(())
+        offset = max(first_pts, target - backoff)
+        backoff *= 2
+
+
+def _decode_run(
+    container: av.container.InputContainer, stream: av.video.stream.VideoStream, targets: Sequence[int], j: int,
+    picked: list[av.VideoFrame | None], first_pts: int, gop: _Gop, reseek: bool,
+) -> int:
+    """Seek for ``targets[j]`` and decode forward, filling ``picked``; return the next pending
+    index (stops early when seeking to the next target is cheaper than decoding through)."""
+    prev: av.VideoFrame | None = None
+    max_gap = round(0.1 / stream.time_base)  # largest pts step seen (at least 0.1 s)
+    for frame in _seek_before(container, stream, targets[j], first_pts, gop):
+        if prev is not None:
+            if frame.pts <= prev.pts:
+                continue  # leading frames of an open GOP: not in presentation order, skip
+            max_gap = max(max_gap, frame.pts - prev.pts)
+        while j < len(targets) and frame.pts >= targets[j]:
+            near_prev = prev is not None and targets[j] - prev.pts <= frame.pts - targets[j]
+            picked[j] = prev if near_prev else frame
+            j += 1
+        if j == len(targets):
+            return j
+        prev = frame
+        if reseek and targets[j] - frame.pts > gop.interval():
+            return j
+    _check_not_truncated(stream, prev, targets[-1], first_pts, 2 * max_gap)
+    for k in range(j, len(targets)):
+        picked[k] = prev
+    return len(targets)
+
+
+def _check_not_truncated(
+    stream: av.video.stream.VideoStream, last: av.VideoFrame | None, target: int, first_pts: int, slack: int
+) -> None:
+    """At end of stream, targets may lie within the last frame's display time; a target far past
+    the last decodable frame means the file lost its tail."""
+    tb = stream.time_base
+    if last is None or target - last.pts > slack:
+        ended = "no frame" if last is None else f"the last frame at {float((last.pts - first_pts) * tb):.3f} s"
+        raise VideoError(
+            f"decoding {stream.container.name!r} found {ended}, but {float((target - first_pts) * tb):.3f} s "
+            "was requested inside the duration the header promises; the file is truncated or corrupt, "
+            "re-encode or re-download it"
+        )
+
+
+def _to_arrays(picked: Sequence[av.VideoFrame], size: tuple[int, int] | None) -> np.ndarray:
+    out: dict[int, np.ndarray] = {}  # duplicates are converted once
+    arrays = []
+    for frame in picked:
+        if id(frame) not in out:
+            if size is None:
+                out[id(frame)] = frame.to_ndarray(format="rgb24")
+            else:
+                out[id(frame)] = frame.to_ndarray(format="rgb24", height=size[0], width=size[1], interpolation="AREA")
+        arrays.append(out[id(frame)])
+    return np.stack(arrays)
+
+
+def _decode_times(
+    key: cache.FileKey, times: Sequence[float], max_pixels: int | None, size_factor: int, reseek: bool
+) -> Frames:
+    with cache.POOL.lend(key) as container:
+        stream = container.streams.video[0]
+        tb = stream.time_base
+        first_pts = stream.start_time or 0
+        targets = [first_pts + round(t / tb) for t in times]
+        gop = _Gop(default=round(DEFAULT_GOP_S / tb), keys=set())
+        picked: list[av.VideoFrame | None] = [None] * len(targets)
+        j = 0
+        try:
+            while j < len(targets):
+                j = _decode_run(container, stream, targets, j, picked, first_pts, gop, reseek)
+            frames = [f for f in picked if f is not None]
+            assert len(frames) == len(targets)
+            size = None
+            if max_pixels is not None:
+                size = smart_resize(frames[0].height, frames[0].width, max_pixels=max_pixels, factor=size_factor)
+            array = _to_arrays(frames, size)
+        except av.error.FFmpegError as err:
+            raise VideoError(
+                f"decoding {key.path!r} failed: {err}; the stream is corrupt or truncated, re-encode it"
+            ) from None
+        stamps = tuple(float((f.pts - first_pts) * tb) for f in frames)
+    return Frames(array, stamps)
+
+
+def frames_at(
+    path: str | Path, times: Sequence[float], *, max_pixels: int | None = None, size_factor: int = 32,
+    reseek: bool = True,
+) -> Frames:
+    """The decoded frames nearest to each time in ``times`` (seconds from the first frame,
+    non-decreasing, inside [0, duration]); cached. ``reseek=False`` always decodes straight
+    through from the first target (for benchmarks)."""
+    key = cache.file_key(path)
+    if not times:
+        raise VideoError("no times given; pass at least one time in seconds")
+    if any(b < a for a, b in zip(times, times[1:])):
+        raise VideoError(f"times {list(times)} are not sorted; pass them in non-decreasing order")
+    if max_pixels is not None and (max_pixels <= 0 or size_factor <= 0):
+        raise VideoError(f"max_pixels={max_pixels}, size_factor={size_factor}: both must be positive")
+    info = probe(path)
+    if times[0] < -WINDOW_TOLERANCE_S or times[-1] > info.duration + WINDOW_TOLERANCE_S:
+        raise VideoError(
+            f"times [{times[0]}, …, {times[-1]}] s fall outside the video {info.path!r}, which spans "
+            f"[0, {info.duration:.3f}] s; clamp them to the video first"
+        )
+    spec = ("at", tuple(times), max_pixels, size_factor, reseek)
+    return cache.RESULTS.get_or_compute(
+        (key, spec), lambda: _decode_times(key, times, max_pixels, size_factor, reseek)
+    )
+
+
+def sample_frames(
+    path: str | Path, start: float, end: float, *, nframes: int | None = None, fps: float | None = None,
+    max_frames: int | None = None, max_pixels: int | None = None, size_factor: int = 32,
+) -> Frames:
+    """Sample frames uniformly over [start, end] seconds (see the module docstring for the rule).
+
+    ``nframes`` wins over ``fps``; ``max_frames`` caps either. ``max_pixels`` resizes every frame to
+    `smart_resize` (multiples of ``size_factor``: 28 for Qwen2.5-VL, 32 for Qwen3-VL); None keeps
+    the native size. Cached per (file, spec); cached arrays are read-only.
+    """
+    info = probe(path)
+    check_window(info, start, end)
+    n = frame_count(start, end, nframes=nframes, fps=fps, max_frames=max_frames)
+    return frames_at(path, target_times(start, end, n), max_pixels=max_pixels, size_factor=size_factor)
+
+
+def sample_overview(path: str | Path, nframes: int, *, max_pixels: int | None = None, size_factor: int = 32) -> Frames:
+    """``nframes`` frames sampled uniformly over the whole video."""
+    info = probe(path)
+    return sample_frames(path, 0.0, info.duration, nframes=nframes, max_pixels=max_pixels, size_factor=size_factor)
