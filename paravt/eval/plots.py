@@ -1,0 +1,170 @@
+"""PNG figures and tables of the report: training curves, accuracy by gated n, the eval table.
+
+Figures are built with matplotlib's object API (``Figure``, Agg canvas; no pyplot state), so
+they are safe to build from any thread and never open a window.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from paravt.errors import DataError
+
+#: Training-log keys plotted by default, in this order (DESIGN §6; CONTRACTS.md train_log.jsonl).
+TRAIN_METRICS: tuple[str, ...] = (
+    "f_tau", "kappa", "acc", "kl",
+    "reward/mean", "reward/acc", "reward/format", "reward/anchor", "reward/tool",
+    "loss", "skip_tool_rate", "tool_code_rate",
+)
+
+
+def present_metrics(logs: Mapping[str, Sequence[Mapping[str, Any]]], keys: Sequence[str] = TRAIN_METRICS) -> list[str]:
+    """The ``keys`` that hold a number in at least one row of at least one log."""
+    return [k for k in keys if any(_num(row.get(k)) is not None for log in logs.values() for row in log)]
+
+
+def _num(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return None
+    return float(x)
+
+
+def training_curves_figure(
+    logs: Mapping[str, Sequence[Mapping[str, Any]]], keys: Sequence[str] = TRAIN_METRICS, *, cols: int = 3
+) -> Figure:
+    """One subplot per metric present, one line per run (``logs``: run name → train_log rows)."""
+    keys = present_metrics(logs, keys)
+    if not keys:
+        raise DataError(f"none of the metrics {list(TRAIN_METRICS)} appears in the training logs {list(logs)}")
+    rows_n = math.ceil(len(keys) / cols)
+    fig = Figure(figsize=(4.0 * cols, 2.6 * rows_n), dpi=100)
+    for i, key in enumerate(keys):
+        ax = fig.add_subplot(rows_n, cols, i + 1)
+        for j, (name, log) in enumerate(logs.items()):
+            pts = [(row.get("step", n), _num(row.get(key))) for n, row in enumerate(log)]
+            pts = [(s, y) for s, y in pts if y is not None and _num(s) is not None]
+            if pts:
+                xs, ys = zip(*pts)
+                ax.plot(xs, ys, "-", marker="." if len(pts) < 30 else None, color=f"C{j}", label=name, lw=1.4)
+        ax.set_title(key, fontsize=10)
+        ax.set_xlabel("step", fontsize=8)
+        ax.tick_params(labelsize=8)
+        ax.grid(alpha=0.3)
+        if i == 0:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def accuracy_by_n_figure(groups: Mapping[str, Mapping[int, float]]) -> Figure:
+    """Grouped bars: x = gated n (overview frames), one bar per group (run × mode)."""
+    ns = sorted({n for g in groups.values() for n in g})
+    if not ns:
+        raise DataError("no accuracy by nframes to plot; the eval rows or train logs hold no nframes")
+    fig = Figure(figsize=(max(6.0, 1.2 * len(ns) + 2), 3.8), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    width = 0.8 / max(1, len(groups))
+    x = np.arange(len(ns))
+    for j, (name, accs) in enumerate(groups.items()):
+        vals = [accs.get(n, np.nan) for n in ns]
+        bars = ax.bar(x + (j - (len(groups) - 1) / 2) * width, vals, width, label=name, color=f"C{j}")
+        for b, v in zip(bars, vals):
+            if not np.isnan(v):
+                ax.annotate(f"{v:.2f}", (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(x, [str(n) for n in ns])
+    ax.set_xlabel("gated n (overview frames)")
+    ax.set_ylabel("accuracy (mean score)")
+    ax.set_ylim(0, 1.1)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, ncols=min(3, len(groups)))
+    fig.tight_layout()
+    return fig
+
+
+def save_png(fig: Figure, out_png: str | Path | BinaryIO) -> None:
+    fig.savefig(out_png, format="png")
+
+
+def training_curves_png(logs: Mapping[str, Sequence[Mapping[str, Any]]], out_png: str | Path | BinaryIO) -> None:
+    save_png(training_curves_figure(logs), out_png)
+
+
+def accuracy_by_n_png(groups: Mapping[str, Mapping[int, float]], out_png: str | Path | BinaryIO) -> None:
+    save_png(accuracy_by_n_figure(groups), out_png)
+
+
+@dataclass(frozen=True)
+class EvalTableRow:
+    """One line of the eval table: a model/run in one dispatch mode (None = no such rows)."""
+
+    run: str
+    mode: str
+    n: int
+    mcq_acc: float | None
+    tvg_miou: float | None
+    tvg_r05: float | None
+    oe_f1: float | None
+    acc_necessary: float | None
+    acc_unnecessary: float | None
+    calls: float | None
+    tokens: float | None  # main + sub input tokens per rollout
+    latency_s: float | None
+
+
+EVAL_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("run", "model / run"), ("mode", "mode"), ("n", "n"), ("mcq_acc", "MCQ acc"), ("tvg_miou", "mIoU"),
+    ("tvg_r05", "R@0.5"), ("oe_f1", "F1"), ("acc_necessary", "acc tool-nec."),
+    ("acc_unnecessary", "acc tool-unnec."), ("calls", "calls / rollout"), ("tokens", "tokens / rollout"),
+    ("latency_s", "latency (s)"),
+)
+
+
+def eval_table(metrics_by_run: Mapping[str, Mapping[str, Any]]) -> list[EvalTableRow]:
+    """Rows of the eval table from `compute_metrics` outputs (run name → metrics)."""
+    out = []
+    for run, met in metrics_by_run.items():
+        for mode, bd in (met.get("by_mode") or {}).items():
+            s = bd["summary"]
+            nec = bd.get("by_tool_necessary", {})
+            out.append(EvalTableRow(
+                run=run, mode=mode, n=int(s.get("n", 0)), mcq_acc=s.get("mcq_acc"), tvg_miou=s.get("tvg_miou"),
+                tvg_r05=s.get("tvg_r@0.5"), oe_f1=s.get("oe_f1"),
+                acc_necessary=nec.get("necessary", {}).get("score"),
+                acc_unnecessary=nec.get("unnecessary", {}).get("score"),
+                calls=s.get("mean_calls"), tokens=(s.get("tokens") or {}).get("total_input"),
+                latency_s=s.get("latency_s"),
+            ))
+    return out
+
+
+def accuracy_by_n(metrics_by_run: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[int, float]]:
+    """``"run · mode"`` → {n: mean score} from `compute_metrics` outputs."""
+    out: dict[str, dict[int, float]] = {}
+    for run, met in metrics_by_run.items():
+        for mode, bd in (met.get("by_mode") or {}).items():
+            accs = {int(n): s["score"] for n, s in bd.get("by_nframes", {}).items() if s.get("n")}
+            if accs:
+                out[f"{run} · {mode}"] = accs
+    return out
+
+
+def train_accuracy_by_n(logs: Mapping[str, Sequence[Mapping[str, Any]]], last: int = 20) -> dict[str, dict[int, float]]:
+    """Training accuracy by gated n: mean of each run's ``acc/n/<n>`` over its last ``last`` logged values."""
+    out: dict[str, dict[int, float]] = {}
+    for run, log in logs.items():
+        accs: dict[int, float] = {}
+        keys = {k for row in log for k in row if k.startswith("acc/n/") and k[6:].isdigit()}
+        for k in keys:
+            vals = [v for row in log if (v := _num(row.get(k))) is not None][-last:]
+            if vals:
+                accs[int(k[6:])] = float(np.mean(vals))
+        if accs:
+            out[f"{run} · train"] = accs
+    return out

@@ -1,0 +1,334 @@
+"""One self-contained HTML report of training and eval runs (DESIGN.md §1 `eval/`).
+
+`build_report` finds, under each given directory (recursively), training runs (``run.json``
+and/or ``train_log.jsonl``) and eval runs (``results.jsonl``, with ``metrics.json`` as fallback),
+and writes a single ``report.html``: training curves, the eval table of modes, accuracy by gated
+n, tokens against K, and a few transcripts with their crop windows on a timeline of the video and
+a contact sheet of each window. Every image is an inline base64 PNG; there is no external CSS,
+JS or font, so the file can be mailed or archived alone. A missing video only drops thumbnails.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from paravt.errors import DataError, ParavtError
+from paravt.eval import plots
+from paravt.eval.metrics import compute_metrics
+from paravt.eval.results import ResultRow, load_results, read_jsonl
+from paravt.eval.tokens import tokens_vs_k_figure
+
+N_TRANSCRIPTS = 4
+THUMB_FRAMES = 8
+MAX_WINDOWS_SHOWN = 6
+
+
+@dataclass(frozen=True)
+class TrainRun:
+    name: str
+    path: Path
+    kind: str
+    log: tuple[dict[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    name: str
+    path: Path
+    rows: tuple[ResultRow, ...]
+    metrics: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Discovered:
+    train: tuple[TrainRun, ...]
+    evals: tuple[EvalRun, ...]
+
+
+def _label(d: Path, root: Path) -> str:
+    rel = d.relative_to(root)
+    return root.name if rel == Path(".") else f"{root.name}/{rel.as_posix()}"
+
+
+def _train_run(d: Path, root: Path) -> TrainRun:
+    meta: dict[str, Any] = {}
+    if (d / "run.json").exists():
+        try:
+            meta = json.loads((d / "run.json").read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise DataError(f"{d / 'run.json'} is not valid JSON ({e}); rewrite it or remove the run") from e
+    name = str(meta.get("name") or _label(d, root))
+    return TrainRun(name, d, str(meta.get("kind", "?")), tuple(read_jsonl(d / "train_log.jsonl")))
+
+
+def _eval_run(d: Path, root: Path) -> EvalRun:
+    rows = tuple(load_results(d / "results.jsonl"))
+    if rows:
+        met = compute_metrics(rows)
+    else:
+        met = json.loads((d / "metrics.json").read_text(encoding="utf-8")) if (d / "metrics.json").exists() else {}
+    parent_meta = d.parent / "run.json"
+    name = _label(d, root)
+    if parent_meta.exists() and d != root:
+        name = f"{json.loads(parent_meta.read_text(encoding='utf-8')).get('name', d.parent.name)}/{d.name}"
+    return EvalRun(name, d, rows, met)
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
+    return out
+
+
+def discover(run_dirs: Sequence[Path]) -> Discovered:
+    """Training and eval runs under ``run_dirs`` (searched recursively, each dir once)."""
+    train, evals = [], []
+    seen: set[Path] = set()
+    for root in (Path(p).resolve() for p in run_dirs):
+        if not root.is_dir():
+            raise DataError(f"run directory {root} does not exist; pass a directory written by paravt train/eval")
+        dirs = sorted({p.parent for pat in ("run.json", "train_log.jsonl", "results.jsonl", "metrics.json")
+                       for p in root.rglob(pat)})
+        for d in dirs:
+            if d in seen:
+                continue
+            seen.add(d)
+            if (d / "run.json").exists() or (d / "train_log.jsonl").exists():
+                train.append(_train_run(d, root))
+            if (d / "results.jsonl").exists() or (d / "metrics.json").exists():
+                evals.append(_eval_run(d, root))
+    tn, en = _unique([t.name for t in train]), _unique([e.name for e in evals])
+    return Discovered(
+        tuple(TrainRun(n, t.path, t.kind, t.log) for n, t in zip(tn, train)),
+        tuple(EvalRun(n, e.path, e.rows, e.metrics) for n, e in zip(en, evals)),
+    )
+
+
+# ---------------------------------------------------------------- images
+
+
+def _png_b64(fig_or_image: Any) -> str:
+    buf = io.BytesIO()
+    if isinstance(fig_or_image, Figure):
+        fig_or_image.savefig(buf, format="png")
+    else:  # PIL image
+        fig_or_image.save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _img(b64: str, alt: str, css: str = "") -> str:
+    return f'<img alt="{html.escape(alt)}" class="{css}" src="data:image/png;base64,{b64}">'
+
+
+def _figure_section(make: Callable[[], Figure], alt: str) -> str:
+    try:
+        return _img(_png_b64(make()), alt, "fig")
+    except DataError as e:
+        return f'<p class="muted">{html.escape(str(e))}</p>'
+
+
+_NUM = r"(\d+(?:\.\d+)?)"
+
+
+def parse_interval(text: str | None) -> tuple[float, float] | None:
+    """First ``[a, b]`` / ``a - b`` / ``a to b`` pair of seconds in ``text`` (display only)."""
+    m = re.search(_NUM + r"\s*(?:s|seconds)?\s*(?:,|-|–|to)\s*" + _NUM, text or "")
+    if not m:
+        return None
+    a, b = float(m.group(1)), float(m.group(2))
+    return (a, b) if b > a else None
+
+
+def timeline_figure(row: ResultRow) -> Figure:
+    """The video as a bar [0, duration] with each call's window in its own lane (failed calls
+    hatched), and for temporal grounding the ground-truth and predicted spans."""
+    dur = row.duration or max([c.end or 0.0 for c in row.calls] + [1.0])
+    lanes: list[tuple[str, float, float, str, str]] = []
+    for i, c in enumerate(row.calls[:MAX_WINDOWS_SHOWN * 2], 1):
+        if c.start is not None and c.end is not None:
+            lanes.append((f"[{i}]", c.start, c.end, f"C{(i - 1) % 10}", "" if c.ok else "//"))
+    if row.task == "tvg":
+        for label, text, color in (("truth", row.answer, "green"), ("pred", row.prediction, "orange")):
+            iv = parse_interval(text)
+            if iv:
+                lanes.append((label, iv[0], iv[1], color, ""))
+    fig = Figure(figsize=(9.0, 0.5 + 0.28 * (len(lanes) + 1)), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.barh(0, dur, left=0, height=0.6, color="0.85")
+    for y, (label, a, b, color, hatch) in enumerate(lanes, 1):
+        ax.barh(y, max(b - a, dur / 400), left=a, height=0.6, color=color, alpha=0.8, hatch=hatch,
+                edgecolor="red" if hatch else color)
+        ax.text(min(b, dur) + dur / 200, y, f"{a:.1f}–{b:.1f}s", va="center", fontsize=7)
+    ax.set_yticks(range(len(lanes) + 1), ["video"] + [lane[0] for lane in lanes], fontsize=7)
+    ax.set_ylim(len(lanes) + 0.6, -0.6)
+    ax.set_xlim(0, dur * 1.12)
+    ax.set_xlabel("seconds", fontsize=7)
+    ax.tick_params(axis="x", labelsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def _window_sheet_b64(video: str, start: float, end: float) -> str | None:
+    """Contact sheet of ``THUMB_FRAMES`` frames of [start, end], or None when the video (or the
+    video layer) is unavailable."""
+    if not video or not Path(video).exists():
+        return None
+    try:
+        from paravt.video import sample_frames
+        from paravt.video.sheet import contact_sheet
+    except ImportError:
+        return None
+    try:
+        frames = sample_frames(video, start=start, end=end, nframes=THUMB_FRAMES)
+        return _png_b64(contact_sheet(frames, cols=8, thumb_width=160))
+    except ParavtError:
+        return None
+
+
+# ---------------------------------------------------------------- html
+
+_CSS = """
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;
+color:#222;line-height:1.4}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}
+h3{font-size:14px;margin:18px 0 6px}
+table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
+th{background:#f0f0f0}td.l,th.l{text-align:left}.muted{color:#888}
+img.fig{max-width:100%;border:1px solid #eee}img.sheet{max-width:100%;display:block;margin:2px 0 8px}
+.turn{border-left:3px solid #bbb;margin:4px 0;padding:2px 8px;white-space:pre-wrap;font:12px monospace}
+.turn.assistant{border-color:#3b7dd8}.turn.tool{border-color:#d89b3b}.turn.user{border-color:#888}
+.card{border:1px solid #ddd;border-radius:6px;padding:8px 14px;margin:14px 0}
+.ok{color:#1a7f37}.bad{color:#c62828}
+"""
+
+
+def _fmt(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}" if abs(x) < 1000 else f"{x:,.0f}"
+    return html.escape(str(x))
+
+
+def _eval_table_html(evals: Sequence[EvalRun]) -> str:
+    rows = plots.eval_table({e.name: e.metrics for e in evals})
+    if not rows:
+        return '<p class="muted">No eval runs found.</p>'
+    head = "".join(f'<th class="{"l" if k in ("run", "mode") else ""}">{html.escape(t)}</th>'
+                   for k, t in plots.EVAL_COLUMNS)
+    body = []
+    for r in rows:
+        cells = []
+        for k, _ in plots.EVAL_COLUMNS:
+            v = getattr(r, k)
+            digits = 0 if k == "tokens" else 2 if k in ("calls", "latency_s") else 3
+            cells.append(f'<td class="{"l" if k in ("run", "mode") else ""}">{_fmt(v, digits)}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    gaps = [f"{html.escape(e.name)} · {html.escape(m)}: {_fmt(bd.get('tool_necessity_gap'))}"
+            for e in evals for m, bd in (e.metrics.get("by_mode") or {}).items()
+            if bd.get("tool_necessity_gap") is not None]
+    note = ('<p>Tool Necessity Gap (score on tool-unnecessary − tool-necessary prompts): '
+            + "; ".join(gaps) + "</p>") if gaps else ""
+    return f'<table id="eval-table"><tr>{head}</tr>{"".join(body)}</table>{note}'
+
+
+def _pick_transcripts(evals: Sequence[EvalRun], n: int) -> list[tuple[str, ResultRow]]:
+    """Up to ``n`` rows, round-robin over (run, mode), preferring rollouts with calls, correct first."""
+    queues: list[list[tuple[str, ResultRow]]] = []
+    for e in evals:
+        for mode in sorted({r.mode for r in e.rows}):
+            rs = sorted((r for r in e.rows if r.mode == mode), key=lambda r: (r.n_calls == 0, not r.correct))
+            queues.append([(e.name, r) for r in rs])
+    out: list[tuple[str, ResultRow]] = []
+    while len(out) < n and any(queues):
+        for q in queues:
+            if q and len(out) < n:
+                out.append(q.pop(0))
+    return out
+
+
+def _transcript_html(run: str, row: ResultRow) -> str:
+    verdict = '<span class="ok">correct</span>' if row.correct else '<span class="bad">wrong</span>'
+    opts = f"<br>options: {html.escape(' | '.join(row.options))}" if row.options else ""
+    parts = [
+        f'<div class="card transcript"><h3>{html.escape(run)} · {html.escape(row.mode)} · '
+        f"{html.escape(row.id)} ({html.escape(row.task)}, n={row.nframes})</h3>",
+        f"<p>Q: {html.escape(row.question)}{opts}<br>answer: <b>{html.escape(row.answer)}</b> · prediction: "
+        f"<b>{html.escape(str(row.prediction))}</b> · score {_fmt(row.score)} {verdict} · {row.n_calls} calls · "
+        f"{row.tokens.total_input} input tokens · {row.latency_s:.2f} s · end: {html.escape(row.end_reason)}</p>",
+        _img(_png_b64(timeline_figure(row)), f"timeline of {row.id}", "fig"),
+    ]
+    for i, c in enumerate(row.calls[:MAX_WINDOWS_SHOWN], 1):
+        if c.start is None or c.end is None:
+            continue
+        status = "" if c.ok else f' <span class="bad">error: {html.escape(str(c.error))}</span>'
+        parts.append(f"<div><b>[{i}] {c.start:.1f}–{c.end:.1f}s</b>{status} — {html.escape(c.summary[:300])}</div>")
+        sheet = _window_sheet_b64(row.video, c.start, c.end) if c.ok else None
+        if sheet:
+            parts.append(_img(sheet, f"frames of window {i}", "sheet"))
+        elif c.ok:
+            parts.append('<div class="muted">(no thumbnails: video unavailable)</div>')
+    for t in row.transcript:
+        cls = re.sub(r"[^a-z]", "", t.role.lower())
+        parts.append(f'<div class="turn {cls}"><b>{html.escape(t.role)}:</b> {html.escape(t.text)}</div>')
+    parts.append("</div>")
+    return "\n".join(parts)
+
+
+def _section(anchor: str, title: str, body: str) -> str:
+    return f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{body}\n</section>'
+
+
+def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS) -> str:
+    """The report page for already discovered runs."""
+    logs = {t.name: t.log for t in found.train if t.log}
+    mets = {e.name: e.metrics for e in found.evals if e.metrics}
+    all_rows = [r for e in found.evals for r in e.rows]
+    runs_list = "".join(f"<li>train ({html.escape(t.kind)}): <b>{html.escape(t.name)}</b> — {len(t.log)} steps "
+                        f"<span class='muted'>{html.escape(str(t.path))}</span></li>" for t in found.train)
+    runs_list += "".join(f"<li>eval: <b>{html.escape(e.name)}</b> — {len(e.rows)} rollouts "
+                         f"<span class='muted'>{html.escape(str(e.path))}</span></li>" for e in found.evals)
+    by_n = plots.accuracy_by_n(mets) or plots.train_accuracy_by_n(logs)
+    sections = [
+        _section("runs", "Runs", f"<ul>{runs_list or '<li>none found</li>'}</ul>"),
+        _section("training", "Training curves", _figure_section(lambda: plots.training_curves_figure(logs), "training curves")
+                 if logs else '<p class="muted">No training logs found.</p>'),
+        _section("eval", "Eval table of modes", _eval_table_html(found.evals)),
+        _section("acc-by-n", "Accuracy by gated n", _figure_section(lambda: plots.accuracy_by_n_figure(by_n), "accuracy by n")),
+        _section("tokens", "Input tokens per rollout vs K (DESIGN §7)",
+                 _figure_section(lambda: tokens_vs_k_figure(all_rows), "tokens vs K") if all_rows
+                 else '<p class="muted">No eval rows found.</p>'),
+        _section("transcripts", "Transcripts", "\n".join(_transcript_html(n, r) for n, r in
+                                                          _pick_transcripts(found.evals, n_transcripts))
+                 or '<p class="muted">No eval rows found.</p>'),
+    ]
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>paravt report</title>'
+            f"<style>{_CSS}</style></head><body><h1>paravt report</h1><p class='muted'>generated {stamp}</p>\n"
+            + "\n".join(sections) + "\n</body></html>\n")
+
+
+def build_report(run_dirs: Sequence[Path], out: Path) -> Path:
+    """Write the report of every run under ``run_dirs`` to ``out`` (one HTML file); returns ``out``."""
+    found = discover(run_dirs)
+    if not found.train and not found.evals:
+        raise DataError(f"no run.json, train_log.jsonl or results.jsonl under {[str(p) for p in run_dirs]}; "
+                        "pass a directory written by paravt train or paravt eval")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_html(found), encoding="utf-8")
+    return out

@@ -1,0 +1,122 @@
+"""Token budget of a rollout (DESIGN.md §7 [paper]) and its fit to measured eval rows.
+
+With v visual tokens per overview, s system tokens and h history tokens per call, the main
+agent reads about ``T_seq(K) = K·(v + s) + K(K+1)/2 · h`` input tokens when it makes K calls one
+per turn (every turn re-reads the context, which grows by one crop each time), and
+``T_par(K) = v + s + K·h`` when the K calls go out in one turn. The measured quantity is the main
+agent's input tokens per rollout (``TokenRow.main_input``); sub-agent tokens are reported apart.
+
+`fit_token_budget` estimates v from the measured visual tokens of rollouts whose main context
+holds only the overview (non-sequential modes), then s and h by least squares over all rows.
+A rollout with K = 0 reads the overview and the system prompt once in either mode, so it is
+fitted as ``v + s`` (the literal ``T_seq(0)`` is 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import fmean, median
+from typing import BinaryIO
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from paravt.errors import DataError
+from paravt.eval.results import ResultRow
+
+SEQUENTIAL_MODES = frozenset({"sequential"})
+
+
+def t_seq(k: int | float, v: float, s: float, h: float) -> float:
+    """Main-agent input tokens with K sequential calls [paper, DESIGN §7]."""
+    return k * (v + s) + k * (k + 1) / 2 * h
+
+
+def t_par(k: int | float, v: float, s: float, h: float) -> float:
+    """Main-agent input tokens with K parallel calls in one turn [paper, DESIGN §7]."""
+    return v + s + k * h
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """Fitted parameters of the token model and the rows they were fitted on."""
+
+    v: float  # visual tokens per overview
+    s: float  # system (+ question) tokens
+    h: float  # history tokens added per call
+    n_rows: int
+    rmse: float  # root-mean-square error of the fit on those rows, in tokens
+
+
+def _features(row: ResultRow) -> tuple[float, float, float]:
+    """Coefficients of (v, s, h) in the model of ``row``'s main-agent input tokens."""
+    k = row.n_calls
+    if row.mode in SEQUENTIAL_MODES and k > 0:
+        return (k, k, k * (k + 1) / 2)
+    return (1.0, 1.0, float(k))
+
+
+def fit_token_budget(rows: Sequence[ResultRow]) -> TokenBudget:
+    """Estimate v, s, h from measured rows (see the module docstring). Raises `DataError` when
+    the rows cannot determine s and h (fewer than two distinct call patterns)."""
+    if not rows:
+        raise DataError("no result rows to fit the token budget on; run an eval first")
+    overview = [r.tokens.main_visual for r in rows if r.mode not in SEQUENTIAL_MODES or r.n_calls == 0]
+    v = float(median(overview)) if overview else float(min(r.tokens.main_visual for r in rows))
+    feats = np.array([_features(r) for r in rows], dtype=np.float64)  # N×3
+    target = np.array([r.tokens.main_input for r in rows], dtype=np.float64) - v * feats[:, 0]  # N
+    a = feats[:, 1:]  # N×2: coefficients of s and h
+    if np.linalg.matrix_rank(a) < 2:
+        raise DataError(
+            f"{len(rows)} rows with call counts {sorted({r.n_calls for r in rows})} in modes "
+            f"{sorted({r.mode for r in rows})} cannot separate s from h; the fit needs rows with at "
+            "least two different numbers of calls"
+        )
+    (s, h), *_ = np.linalg.lstsq(a, target, rcond=None)
+    resid = target - a @ np.array([s, h])
+    return TokenBudget(v=v, s=float(s), h=float(h), n_rows=len(rows), rmse=float(np.sqrt(np.mean(resid**2))))
+
+
+def tokens_vs_k_figure(rows: Sequence[ResultRow], *, k_max: int | None = None) -> Figure:
+    """Measured main-agent input tokens per rollout against the number of calls K, per mode
+    (points: rollouts; line markers: mean at each K), next to the fitted T_par / T_seq curves."""
+    fig = Figure(figsize=(7.0, 4.2), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    modes = sorted({r.mode for r in rows})
+    colors = {m: f"C{i}" for i, m in enumerate(modes)}
+    for m in modes:
+        mr = [r for r in rows if r.mode == m]
+        ks = np.array([r.n_calls for r in mr], dtype=float)
+        ys = np.array([r.tokens.main_input for r in mr], dtype=float)
+        jitter = (np.arange(len(ks)) % 5 - 2) * 0.04
+        ax.scatter(ks + jitter, ys, s=10, alpha=0.35, color=colors[m])
+        uk = sorted(set(ks.tolist()))
+        ax.plot(uk, [fmean(ys[ks == k]) for k in uk], "o", ms=7, color=colors[m], label=f"{m} (measured mean)")
+    kmax = k_max if k_max is not None else max([r.n_calls for r in rows] + [4])
+    grid = np.arange(0, kmax + 1)
+    try:
+        b = fit_token_budget(rows)
+    except DataError as e:
+        ax.set_title(f"measured only (no fit: {str(e)[:60]}…)", fontsize=8)
+    else:
+        ax.plot(grid, [t_par(k, b.v, b.s, b.h) for k in grid], "-", color="0.3", label="T_par = v+s+K·h")
+        ax.plot(grid[1:], [t_seq(k, b.v, b.s, b.h) for k in grid[1:]], "--", color="0.3",
+                label="T_seq = K(v+s)+K(K+1)/2·h")
+        ax.set_title(f"fit: v={b.v:.0f}, s={b.s:.0f}, h={b.h:.0f} (rmse {b.rmse:.0f} tok, {b.n_rows} rollouts)",
+                     fontsize=9)
+    ax.set_xlabel("K (tool calls per rollout)")
+    ax.set_ylabel("main-agent input tokens / rollout")
+    ax.set_xticks(grid)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def tokens_vs_k_plot(rows: Sequence[ResultRow], out_png: str | Path | BinaryIO, *, k_max: int | None = None) -> None:
+    """Write `tokens_vs_k_figure` as a PNG to a path or binary file object."""
+    if not rows:
+        raise DataError("no result rows to plot tokens against K; run an eval first")
+    tokens_vs_k_figure(rows, k_max=k_max).savefig(out_png, format="png")
