@@ -55,8 +55,6 @@ WINDOW_TOOLS: frozenset[str] = frozenset({"crop_video"})
 _ALIASES = {"start": "start_time", "end": "end_time"}
 _IGNORED_ARGS = ("video_path",)
 _TIME_KEYS = ("start_time", "end_time")
-_ALL_TAGS = (*T.PROTOCOL_TAGS, T.IM_START, T.IM_END)
-_TAG_RE = re.compile("|".join(re.escape(t) for t in _ALL_TAGS))
 _FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.S)
 _TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
 _CALL_RE = re.compile(r"^(?:print\s*\(\s*)?([A-Za-z_][\w.]*)\s*\((.*?)\)\s*\)?$", re.S)
@@ -122,7 +120,7 @@ def parse_calls(
     if not isinstance(text, str):
         text = "" if text is None else str(text)
     pos = POSITIONAL_PARAMS if positional is None else positional
-    tags = [(m.start(), m.group()) for m in _TAG_RE.finditer(text)]
+    tags = T.find_tags(text)
     calls: list[ParsedCall] = []
     n_code = n_call = 0
     for i, (start, tag) in enumerate(tags):

@@ -7,6 +7,7 @@ tool-response turn) uses these functions, so that what the parser reads is what 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -70,3 +71,25 @@ def render_tool_turn(think: str, calls: Sequence[str], *, with_open_think: bool 
 
 def _num(x: float) -> float | int:
     return int(x) if float(x).is_integer() else round(float(x), 2)
+
+
+# --- reading helpers (added by the protocol/parser owner) -------------------------------------
+
+ALL_TAGS: tuple[str, ...] = (*PROTOCOL_TAGS, IM_START, IM_END)
+TAG_RE = re.compile("|".join(re.escape(t) for t in ALL_TAGS))
+_OBSERVATION_RE = re.compile(
+    re.escape(TOOL_RESPONSE_OPEN) + r".*?(?:" + re.escape(TOOL_RESPONSE_CLOSE) + r"|\Z)", re.S)
+
+
+def strip_observations(text: str) -> str:
+    """``text`` with the CONTENT of every ``<tool_response>`` block removed (the tags stay; an
+    unclosed block runs to the end). Observations are not the model's output: a sub-agent summary
+    that quotes ``<answer>`` must not count as the main agent's answer or format."""
+    return _OBSERVATION_RE.sub(
+        lambda m: TOOL_RESPONSE_OPEN + (TOOL_RESPONSE_CLOSE if m.group().endswith(TOOL_RESPONSE_CLOSE)
+                                        else ""), text)
+
+
+def find_tags(text: str) -> list[tuple[int, str]]:
+    """``(position, tag)`` of every protocol tag and chat marker, in order."""
+    return [(m.start(), m.group()) for m in TAG_RE.finditer(text)]

@@ -1,0 +1,137 @@
+"""Format statistics of one output: the ONE source of the format rewards (DESIGN §4) and the
+closure/reversion metrics (DESIGN §6). Computed on the text the reward sees (think prefix +
+completion), with observation contents removed (``tags.strip_observations``).
+
+Definitions (each flag is used by exactly one reward term or metric, named in brackets):
+
+- ``think_opened``: a ``<think>`` tag is present.
+- ``think_closed`` [anchor +alpha, closure metric]: the FIRST ``<think>`` is correctly closed:
+  the next protocol tag after it is ``</think>``.
+- ``think_unclosed`` [anchor -gamma]: the LAST ``<think>`` has no ``</think>`` after it.
+- ``think_chars`` [base +0.2 when >= 10]: length of the stripped content of the first think
+  block (to its ``</think>``, or to the next tag / the end when unclosed).
+- ``think_first`` [base +0.3]: think precedes the first action: a ``<think>`` … ``</think>`` pair
+  occurs before the first ``<tool_call>`` (or, with no tool call, before the first ``<answer>``).
+  With neither a tool call nor an answer it is False.
+- ``answer_opened`` [base +0.3]: an ``<answer>`` tag is present.
+- ``answer_closed`` [base +0.2, closure metric]: the last ``<answer>`` is followed by
+  ``</answer>`` as the next protocol tag.
+- ``balanced`` [base +0.1]: for each pair think, tool_call, answer, tool_code, tool_response the
+  occurrences alternate open, close, open, close … and end closed (zero occurrences is balanced).
+- ``flow`` [anchor +beta]: the think/answer tags, read in order and ignoring tool tags, are one or
+  more ``<think></think>`` pairs followed by exactly one ``<answer></answer>``.
+- ``n_tool_call`` / ``n_tool_call_ok`` [tool parse bonus, closure metric]: ``<tool_call>``
+  openings / those closed whose body parsed as a JSON object with a ``name`` (the parser's
+  tolerant JSON: trailing commas and single quotes accepted; python-style calls are not JSON).
+- ``n_tool_code`` [reversion metric]: ``<tool_code>`` openings.
+- ``n_calls`` [kappa]: calls the parser returns (``<tool_call>`` blocks, valid or not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from paravt.protocol import tags as T
+from paravt.protocol.parser import parse_calls
+
+THINK_MIN_CHARS = 10  # [paper] DESIGN §4: think content of at least 10 characters
+
+_PAIRS = ((T.THINK_OPEN, T.THINK_CLOSE), (T.TOOL_CALL_OPEN, T.TOOL_CALL_CLOSE),
+          (T.ANSWER_OPEN, T.ANSWER_CLOSE), (T.TOOL_CODE_OPEN, T.TOOL_CODE_CLOSE),
+          (T.TOOL_RESPONSE_OPEN, T.TOOL_RESPONSE_CLOSE))
+
+
+@dataclass(frozen=True)
+class FormatStats:
+    think_opened: bool
+    think_closed: bool
+    think_unclosed: bool
+    think_chars: int
+    think_first: bool
+    answer_opened: bool
+    answer_closed: bool
+    balanced: bool
+    flow: bool
+    n_tool_call: int
+    n_tool_call_ok: int
+    n_tool_code: int
+    n_calls: int
+
+    @property
+    def tool_call_closed(self) -> bool:
+        """At least one closed and JSON-parseable ``<tool_call>``."""
+        return self.n_tool_call_ok > 0
+
+    @property
+    def tool_code(self) -> bool:
+        return self.n_tool_code > 0
+
+
+def format_stats(text: str) -> FormatStats:
+    """Format statistics of ``text`` (pass the think prefix + completion). Never raises."""
+    if not isinstance(text, str):
+        text = ""
+    text = T.strip_observations(text)
+    tags = T.find_tags(text)
+    names = [tag for _, tag in tags]
+    parsed = parse_calls(text)
+    ok = sum(1 for c in parsed.calls if c.closed and c.source == "json" and c.name is not None)
+    return FormatStats(
+        think_opened=T.THINK_OPEN in names,
+        think_closed=_next_is(names, T.THINK_OPEN, T.THINK_CLOSE, first=True),
+        think_unclosed=_last_unclosed(names),
+        think_chars=_think_chars(text, tags),
+        think_first=_think_first(names),
+        answer_opened=T.ANSWER_OPEN in names,
+        answer_closed=_next_is(names, T.ANSWER_OPEN, T.ANSWER_CLOSE, first=False),
+        balanced=all(_alternates(names, o, c) for o, c in _PAIRS),
+        flow=_flow(names),
+        n_tool_call=parsed.n_tool_call,
+        n_tool_call_ok=ok,
+        n_tool_code=parsed.n_tool_code,
+        n_calls=len(parsed.calls),
+    )
+
+
+def _next_is(names: list[str], open_tag: str, close_tag: str, *, first: bool) -> bool:
+    idx = [i for i, n in enumerate(names) if n == open_tag]
+    if not idx:
+        return False
+    i = idx[0] if first else idx[-1]
+    return i + 1 < len(names) and names[i + 1] == close_tag
+
+
+def _last_unclosed(names: list[str]) -> bool:
+    idx = [i for i, n in enumerate(names) if n == T.THINK_OPEN]
+    return bool(idx) and T.THINK_CLOSE not in names[idx[-1] + 1:]
+
+
+def _think_chars(text: str, tags: list[tuple[int, str]]) -> int:
+    for i, (pos, tag) in enumerate(tags):
+        if tag == T.THINK_OPEN:
+            end = tags[i + 1][0] if i + 1 < len(tags) else len(text)
+            return len(text[pos + len(tag):end].strip())
+    return 0
+
+
+def _think_first(names: list[str]) -> bool:
+    action = T.TOOL_CALL_OPEN if T.TOOL_CALL_OPEN in names else T.ANSWER_OPEN
+    if action not in names:
+        return False
+    before = names[:names.index(action)]
+    return T.THINK_OPEN in before and T.THINK_CLOSE in before[before.index(T.THINK_OPEN):]
+
+
+def _alternates(names: list[str], open_tag: str, close_tag: str) -> bool:
+    seq = [n for n in names if n in (open_tag, close_tag)]
+    return len(seq) % 2 == 0 and all(n == (open_tag if i % 2 == 0 else close_tag)
+                                     for i, n in enumerate(seq))
+
+
+def _flow(names: list[str]) -> bool:
+    seq = [n for n in names if n in (T.THINK_OPEN, T.THINK_CLOSE, T.ANSWER_OPEN, T.ANSWER_CLOSE)]
+    if len(seq) < 4 or seq[-2:] != [T.ANSWER_OPEN, T.ANSWER_CLOSE]:
+        return False
+    head = seq[:-2]
+    no_answer = T.ANSWER_OPEN not in head and T.ANSWER_CLOSE not in head
+    return no_answer and _alternates(head, T.THINK_OPEN, T.THINK_CLOSE)
