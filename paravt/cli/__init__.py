@@ -8,6 +8,9 @@ from __future__ import annotations
 import typer
 
 from paravt.cli import config_cmd
+from paravt.cli import model as model_cmd
+from paravt.cli import report
+from paravt.cli import video as video_cmd
 
 app = typer.Typer(
     name="paravt",
@@ -18,6 +21,9 @@ app = typer.Typer(
 )
 
 app.add_typer(config_cmd.app, name="config")
+app.add_typer(model_cmd.app, name="model")
+app.command("report")(report.report)
+app.add_typer(video_cmd.app, name="video")
 
 
 def main() -> None:  # pragma: no cover - console entry

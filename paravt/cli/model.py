@@ -1,0 +1,67 @@
+"""`paravt model tiny|info`: build an offline tiny checkpoint, describe a checkpoint."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+
+import typer
+from rich.console import Console
+
+from paravt.errors import ModelError
+
+app = typer.Typer(help="Build and inspect model checkpoints.", no_args_is_help=True)
+console = Console()
+
+
+class FamilyOpt(str, Enum):
+    qwen2_5_vl = "qwen2_5_vl"
+    qwen3_vl = "qwen3_vl"
+
+
+class SizeOpt(str, Enum):
+    xs = "xs"
+    s = "s"
+    m = "m"
+
+
+@app.command("tiny")
+def tiny(
+    out: str = typer.Option(..., "--out", help="Directory to write the checkpoint to."),
+    family: FamilyOpt = typer.Option(FamilyOpt.qwen3_vl, "--family"),
+    size: SizeOpt = typer.Option(SizeOpt.s, "--size", help="xs ≈ hidden 64/2 layers, s ≈ 128/4, m ≈ 256/4."),
+    seed: int = typer.Option(0, "--seed"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Build a randomly initialised tiny Qwen-VL model + tokenizer + processor, fully offline."""
+    from paravt.models.tiny import build_tiny
+
+    built = build_tiny(family.value, size.value, out, seed=seed)
+    if as_json:
+        typer.echo(json.dumps(built.__dict__))
+        return
+    console.print(f"[green]wrote {built.family}/{built.size} to {built.path}[/green]: "
+                  f"{built.num_params:,} parameters, vocab {built.vocab_size}")
+
+
+@app.command("info")
+def info(path: str = typer.Argument(..., help="Checkpoint directory or cached hub id."),
+         as_json: bool = typer.Option(False, "--json")) -> None:
+    """Print family, parameter count and vocabulary size of a checkpoint."""
+    from paravt.models.loading import load_policy
+
+    try:
+        policy = load_policy(path)
+    except ModelError as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+    facts = {"path": path, "family": policy.family,
+             "num_params": sum(p.numel() for p in policy.model.parameters()),
+             "vocab_size": len(policy.tokenizer)}
+    if as_json:
+        typer.echo(json.dumps(facts))
+        return
+    for k, v in facts.items():
+        console.print(f"{k}: {v}")
+if __name__ == "__main__":  # pragma: no cover - `python -m paravt.cli.model`
+    app()

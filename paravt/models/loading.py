@@ -1,0 +1,67 @@
+"""Load a policy (model + processor) from a local HF directory or a cached hub id, offline.
+
+One code path for the tiny checkpoints and for real ones such as ``Qwen/Qwen3-VL-8B-Instruct``
+(``local_files_only=True``: nothing is downloaded here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from paravt.errors import ModelError
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+_FAMILIES = {"qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl"}
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedPolicy:
+    model: Any  # a transformers *ForConditionalGeneration in eval mode
+    processor: Any  # Qwen2_5_VLProcessor | Qwen3VLProcessor
+    tokenizer: Any  # the processor's tokenizer
+    family: str  # "qwen2_5_vl" | "qwen3_vl"
+    path: str = ""
+
+
+def family_of(model_type: str) -> str:
+    """Map a config ``model_type`` to a paravt family (``ModelError`` for unsupported ones)."""
+    if model_type not in _FAMILIES:
+        raise ModelError(
+            f"model_type {model_type!r} is not supported; paravt handles {', '.join(_FAMILIES)} "
+            "(Qwen2.5-VL / Qwen3-VL checkpoints)")
+    return _FAMILIES[model_type]
+
+
+def load_processor(path: str) -> Any:
+    from transformers import AutoProcessor
+
+    try:
+        return AutoProcessor.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise ModelError(
+            f"cannot load a processor from {path!r}: {err}. Pass a local checkpoint directory (e.g. "
+            "one written by `paravt model tiny`) or a hub id already in the local HF cache") from None
+
+
+def load_policy(path: str, *, device: str = "cpu", dtype: str = "float32") -> LoadedPolicy:
+    """Load model + processor from ``path`` (local dir or cached hub id) onto ``device``."""
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    if dtype not in _DTYPES:
+        raise ModelError(f"dtype {dtype!r} is not supported; use one of {', '.join(_DTYPES)}")
+    try:
+        config = AutoConfig.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError) as err:
+        raise ModelError(
+            f"cannot load a model config from {path!r}: {err}. Build one with `paravt model tiny "
+            "--out DIR` or download the checkpoint into the HF cache first") from None
+    family = family_of(config.model_type)
+    processor = load_processor(path)
+    model = AutoModelForImageTextToText.from_pretrained(
+        path, local_files_only=True, dtype=_DTYPES[dtype])
+    model.to(device).eval()
+    return LoadedPolicy(model=model, processor=processor, tokenizer=processor.tokenizer,
+                        family=family, path=str(path))

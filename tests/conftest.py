@@ -1,0 +1,39 @@
+"""Shared fixtures: tiny Qwen-VL checkpoints built once per test session (offline, ~2 s each).
+
+Use ``tiny_qwen3_dir`` / ``tiny_qwen25_dir`` (size xs) or ``tiny_model_dir(family, size)`` for
+other combinations; every checkpoint is built at most once per session into a tmp dir and must be
+treated as read-only (copy it before training into it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from paravt.models.tiny import build_tiny
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., str]:
+    built: dict[tuple[str, str], str] = {}
+
+    def get(family: str, size: str = "xs") -> str:
+        key = (family, size)
+        if key not in built:
+            out = Path(tmp_path_factory.mktemp(f"tiny-{family}-{size}"))
+            built[key] = build_tiny(family, size, out).path
+        return built[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_dir(tiny_model_dir: Callable[..., str]) -> str:
+    return tiny_model_dir("qwen3_vl", "xs")
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen25_dir(tiny_model_dir: Callable[..., str]) -> str:
+    return tiny_model_dir("qwen2_5_vl", "xs")

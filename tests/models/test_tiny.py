@@ -1,0 +1,67 @@
+"""Tiny offline checkpoints: build, save, load through the same path as a real checkpoint."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from paravt.errors import ModelError
+from paravt.models.loading import load_policy
+from paravt.models.tiny import SIZES, build_tiny
+
+
+@pytest.mark.parametrize("family,cls", [("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration"),
+                                        ("qwen3_vl", "Qwen3VLForConditionalGeneration")])
+def test_tiny_checkpoint_loads_with_auto_classes_and_matching_token_ids(family, cls, loaded_policy) -> None:
+    p = loaded_policy(family)
+    assert type(p.model).__name__ == cls and p.family == family
+    cfg, tok = p.model.config, p.tokenizer
+    assert cfg.video_token_id == tok.convert_tokens_to_ids("<|video_pad|>")
+    assert cfg.image_token_id == tok.convert_tokens_to_ids("<|image_pad|>")
+    assert cfg.vision_start_token_id == tok.convert_tokens_to_ids("<|vision_start|>")
+    assert cfg.text_config.vocab_size == len(tok)
+    assert cfg.text_config.hidden_size == SIZES["xs"].hidden
+    assert p.model.generation_config.eos_token_id == tok.convert_tokens_to_ids("<|im_end|>")
+
+
+def test_tokenizer_keeps_protocol_numbers_and_phrases_short(loaded_policy) -> None:
+    tok = loaded_policy("qwen3_vl").tokenizer
+    call = '<tool_call>\n{"name": "crop_video", "arguments": {"start_time": 30, "end_time": 60}}\n</tool_call>'
+    n_call = len(tok(call, add_special_tokens=False)["input_ids"])
+    n_bytes = len(call.encode())
+    assert n_call < n_bytes / 2.5, (n_call, n_bytes)  # trained merges, not raw bytes
+    assert len(tok(" The answer is", add_special_tokens=False)["input_ids"]) <= 4
+
+
+def test_cli_builds_a_checkpoint_and_info_describes_it(tmp_path: Path) -> None:
+    out = tmp_path / "m"
+    cmd = [sys.executable, "-m", "paravt.cli.model"]
+    run = subprocess.run([*cmd, "tiny", "--family", "qwen2_5_vl", "--size", "xs", "--out", str(out), "--json"],
+                         capture_output=True, text=True, check=True)
+    built = json.loads(run.stdout.strip().splitlines()[-1])
+    run = subprocess.run([*cmd, "info", str(out), "--json"], capture_output=True, text=True, check=True)
+    facts = json.loads(run.stdout.strip().splitlines()[-1])
+    assert facts["family"] == "qwen2_5_vl"
+    assert facts["num_params"] == built["num_params"] and facts["vocab_size"] == built["vocab_size"]
+
+
+def test_same_seed_builds_identical_weights(tmp_path: Path) -> None:
+    a = build_tiny("qwen3_vl", "xs", tmp_path / "a", seed=3)
+    b = build_tiny("qwen3_vl", "xs", tmp_path / "b", seed=3)
+    ma, mb = load_policy(a.path).model, load_policy(b.path).model
+    assert all(torch.equal(x, y) for x, y in zip(ma.state_dict().values(), mb.state_dict().values()))
+
+
+def test_loading_a_missing_checkpoint_says_how_to_get_one(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="paravt model tiny"):
+        load_policy(str(tmp_path / "nothing-here"))
+
+
+def test_unknown_size_is_rejected_with_choices(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="xs, s, m"):
+        build_tiny("qwen3_vl", "xl", tmp_path)
