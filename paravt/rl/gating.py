@@ -1,0 +1,55 @@
+"""nFrames Gating [paper, DESIGN §5]: the overview frame budget n of one prompt in one epoch.
+
+n ~ Uniform(choices), drawn from an RNG seeded by a stable hash (BLAKE2b) of
+(seed, epoch, prompt id). Consequences:
+
+- every one of the G rollouts of a prompt gets the same n (same key → same draw);
+- a new epoch reshuffles the budgets (the epoch is part of the key);
+- the value is the same in every process and on every machine: Python's built-in ``hash`` is
+  salted per process (PYTHONHASHSEED) and is never used;
+- n is a frame COUNT and overrides any fps setting: callers pass it as ``nframes`` and drop fps.
+
+What is not covered: stratification (each epoch draws independently per prompt, so the share of
+each n in one epoch is only approximately 1/len(choices)).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Sequence
+
+from paravt.errors import ConfigError
+
+_PERSON = b"paravt-gating"  # BLAKE2b personalisation: keys of other modules never collide
+
+
+def _check_choices(choices: Sequence[int]) -> None:
+    bad = [c for c in choices if isinstance(c, bool) or not isinstance(c, int) or c <= 0]
+    if not choices or bad:
+        raise ConfigError(
+            f"gating choices must be a non-empty list of positive ints, got {list(choices)!r}; "
+            "fix rl.gating.choices (paper default: [4, 8, 16, 32, 64])"
+        )
+
+
+def gating_key(seed: int, epoch: int, prompt_id: str) -> int:
+    """128-bit integer key of (seed, epoch, prompt id), stable across processes and machines.
+
+    JSON encoding of the triple keeps the fields unambiguous ("1","23" never equals "12","3").
+    """
+    payload = json.dumps([int(seed), int(epoch), str(prompt_id)]).encode("utf-8")
+    digest = hashlib.blake2b(payload, digest_size=16, person=_PERSON).digest()
+    return int.from_bytes(digest, "big")
+
+
+def gated_nframes(seed: int, epoch: int, prompt_id: str, choices: Sequence[int]) -> int:
+    """Overview frame count of ``prompt_id`` in ``epoch``: uniform over ``choices``.
+
+    ``random.Random`` seeded with an int is deterministic across processes (its int seeding does
+    not involve ``hash``), and ``randrange`` draws exactly uniformly (no modulo bias).
+    """
+    _check_choices(choices)
+    rng = random.Random(gating_key(seed, epoch, prompt_id))
+    return int(choices[rng.randrange(len(choices))])
