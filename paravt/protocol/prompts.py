@@ -1,0 +1,157 @@
+"""Prompt rendering from the versioned templates in ``paravt/protocol/templates/<version>/``.
+
+Templates are ``string.Template`` files (``$name`` placeholders; literal braces are safe). Every
+text that shows media holds exactly one ``<video>`` marker per clip; the chat layer replaces it.
+Prompts are deliberately short: a tiny model with a 2K context is trained on them.
+
+Changing a template's wording means adding a new version directory (``v2``) and a line here,
+never editing ``v1`` in place (STYLE.md §11).
+
+Versions:
+- v1: first version (system prompts for parallel / sequential / none / eva; user; sub-agent;
+  sequential observation).
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Literal
+
+from paravt.errors import ConfigError
+from paravt.protocol import tags as T
+
+Mode = Literal["parallel", "sequential", "none", "eva"]
+VIDEO_MARKER = "<video>"
+_LETTERED = ("A. ", "A) ", "(A) ")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as the model sees it: ``parameters`` is a JSON schema (``examples`` of a property
+    feed the call example and are not printed)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+CROP_VIDEO_SPEC = ToolSpec(
+    name="crop_video",
+    description="Look closely at one time window of the video.",
+    parameters={
+        "type": "object",
+        "properties": {
+            "start_time": {"type": "number", "description": "start, seconds", "examples": [30]},
+            "end_time": {"type": "number", "description": "end, seconds", "examples": [60]},
+        },
+        "required": ["start_time", "end_time"],
+    },
+)
+
+
+def system_prompt(mode: Mode, tools: Sequence[ToolSpec] = (), *, version: str = "v1",
+                  k_max: int = 8) -> str:
+    """The main agent's system prompt. Tool modes default to ``(CROP_VIDEO_SPEC,)``; ``k_max``
+    is the per-turn call limit stated in parallel mode."""
+    if mode not in ("parallel", "sequential", "none", "eva"):
+        raise ConfigError(f"prompt mode {mode!r} is unknown; use parallel, sequential, none or eva")
+    if mode == "none":
+        return _render(version, "system_none")
+    specs = tuple(tools) or (CROP_VIDEO_SPEC,)
+    return _render(version, f"system_{mode}", k_max=str(k_max), tools=tool_section(specs, version))
+
+
+def tool_section(tools: Sequence[ToolSpec], version: str = "v1") -> str:
+    """Name, description and JSON schema of each tool, then one call in the canonical form."""
+    specs = "\n".join(
+        f"- {t.name}: {t.description} Arguments: {json.dumps(_strip_examples(t.parameters))}"
+        for t in tools)
+    example = T.render_tool_call(tools[0].name, _example_arguments(tools[0])) if tools else ""
+    return _render(version, "tools", specs=specs, example=example)
+
+
+def user_prompt(question: str, options: Sequence[str] | None, *, duration: float, nframes: int,
+                fps: float | None = None, size: tuple[int, int] | None = None,
+                version: str = "v1") -> str:
+    """The main agent's first user turn: one ``<video>`` marker (the overview) when
+    ``nframes > 0``; with ``nframes == 0`` (on-demand context) no marker, only the metadata."""
+    meta = f"Video: {_secs(duration)} s ({T.fmt_time(duration)})"
+    if nframes > 0:
+        video, meta = VIDEO_MARKER + "\n", f"{meta}, {nframes} frames shown."
+    else:
+        extra = ([f"{_secs(fps)} fps"] if fps else []) + ([f"{size[0]}x{size[1]}"] if size else [])
+        video = ""
+        meta = ", ".join([meta, *extra]) + ". No frames shown: use tools to look."
+    opts = ""
+    if options:
+        opts = "\nOptions:\n" + "\n".join(_lettered(i, o) for i, o in enumerate(options))
+    return _render(version, "user", video=video, meta=meta, question=question.strip(), options=opts)
+
+
+def subagent_system_prompt(version: str = "v1") -> str:
+    return _render(version, "subagent_system")
+
+
+def subagent_user_prompt(question: str, start: float, end: float, *, version: str = "v1") -> str:
+    return _render(version, "subagent_user", window=_window(start, end), start=_secs(start),
+                   end=_secs(end), question=question.strip())
+
+
+def sequential_observation_text(start: float, end: float, *, version: str = "v1") -> str:
+    return _render(version, "sequential_observation", window=_window(start, end))
+
+
+# ----------------------------------------------------------------------------------- helpers
+
+
+def _render(version: str, name: str, **values: str) -> str:
+    return string.Template(_template(version, name)).substitute(values).strip("\n")
+
+
+@lru_cache(maxsize=64)
+def _template(version: str, name: str) -> str:
+    root = resources.files("paravt.protocol") / "templates"
+    path = root / version / f"{name}.txt"
+    if not path.is_file():
+        have = sorted(p.name for p in root.iterdir() if p.is_dir())
+        raise ConfigError(f"prompt template {version}/{name}.txt does not exist; "
+                          f"rollout.prompt_version must be one of {have}")
+    return path.read_text(encoding="utf-8")
+
+
+def _strip_examples(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _strip_examples(v) for k, v in schema.items() if k != "examples"}
+    return schema
+
+
+def _example_arguments(spec: ToolSpec) -> dict[str, Any]:
+    props = spec.parameters.get("properties", {})
+    defaults = {"number": 0, "integer": 0, "string": "...", "boolean": False}
+    out = {}
+    for key in spec.parameters.get("required", list(props)):
+        prop = props.get(key, {})
+        examples = prop.get("examples") or [defaults.get(prop.get("type", "string"), "...")]
+        out[key] = examples[0]
+    return out
+
+
+def _lettered(i: int, option: str) -> str:
+    text = option.strip()
+    letter = chr(ord("A") + i)
+    if any(text.startswith(p.replace("A", letter)) for p in _LETTERED):
+        return text
+    return f"{letter}. {text}"
+
+
+def _window(start: float, end: float) -> str:
+    return f"{T.fmt_time(start)}-{T.fmt_time(end)}"
+
+
+def _secs(x: float) -> str:
+    return f"{float(x):.2f}".rstrip("0").rstrip(".")
