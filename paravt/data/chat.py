@@ -1,0 +1,83 @@
+"""Rows → what the trainers and the episode consume.
+
+`to_chat_messages` decodes every video part through `paravt.video.sample_frames` (the episode's
+own sampler), so the text's `<video>` markers and the frames line up one to one and SFT sees the
+frames the policy sees at rollout. A part spanning the whole video is the overview and uses
+``max_pixels``; any other window is a crop and uses ``crop_max_pixels`` (DESIGN §2: overview
+64×64, crops up to 224×224).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from paravt.data.schema import Message, Row, TextPart, VideoPart
+from paravt.errors import DataError
+from paravt.models.base import ChatMessage
+from paravt.video.types import Frames
+
+if TYPE_CHECKING:  # the agent imports heavy modules; only needed when building inputs
+    from paravt.agent import EpisodeInput
+
+_WHOLE_TOL_S = 0.05
+
+
+def resolve(root: str | Path, rel: str) -> Path:
+    p = Path(rel)
+    return p if p.is_absolute() else Path(root) / p
+
+
+def _decode(part: VideoPart, root: str | Path, duration: float, max_pixels: int, crop_max_pixels: int,
+            size_factor: int) -> Frames:
+    from paravt.video import sample_frames
+
+    path = resolve(root, part.video)
+    if not path.exists():
+        raise DataError(f"video {path} of a row does not exist; check the data root ({root}) or rebuild the data")
+    whole = part.video_start <= _WHOLE_TOL_S and abs(part.video_end - duration) <= _WHOLE_TOL_S
+    return sample_frames(path, part.video_start, part.video_end, nframes=part.nframes,
+                         max_pixels=max_pixels if whole else crop_max_pixels, size_factor=size_factor)
+
+
+def message_to_chat(m: Message, root: str | Path, *, duration: float, max_pixels: int,
+                    crop_max_pixels: int, size_factor: int) -> ChatMessage:
+    if isinstance(m.content, str):
+        return ChatMessage(m.role, m.content)
+    texts: list[str] = []
+    videos: list[Frames] = []
+    for p in m.content:
+        if isinstance(p, TextPart):
+            texts.append(p.text)
+        else:
+            texts.append("<video>")
+            videos.append(_decode(p, root, duration, max_pixels, crop_max_pixels, size_factor))
+    return ChatMessage(m.role, "".join(texts), videos=tuple(videos))
+
+
+def to_chat_messages(row: Row, root: str | Path, *, max_pixels: int = 64 * 64, size_factor: int = 32,
+                     crop_max_pixels: int | None = None) -> list[ChatMessage]:
+    """The row's messages with frames decoded (assistant texts keep their ``<think>\\n`` prefix,
+    see `paravt.data.schema`)."""
+    crop = max_pixels if crop_max_pixels is None else crop_max_pixels
+    return [message_to_chat(m, root, duration=row.extra_info.duration, max_pixels=max_pixels,
+                            crop_max_pixels=crop, size_factor=size_factor) for m in row.messages]
+
+
+def to_episode_input(row: Row, root: str | Path, *, nframes: int | None = None) -> EpisodeInput:
+    """The episode's input for a row: absolute video path, question, task, answer, options, the
+    row's overview budget (or ``nframes``) and meta (tool necessity at that n, subset, duration)."""
+    from paravt.agent import EpisodeInput
+
+    if not row.videos:
+        raise DataError(f"row {row.id} has no video; every ParaVT row needs one (videos column)")
+    e = row.extra_info
+    n = e.nframes if nframes is None else nframes
+    meta: dict[str, object] = {"subset": e.subset, "duration": e.duration, "split": e.split, "source": e.source}
+    if e.tool_necessary_at_n is not None:
+        meta["tool_necessary_at_n"] = dict(e.tool_necessary_at_n)
+        meta["tool_necessary"] = e.tool_necessary_at_n.get(n)
+    if e.needle_start is not None:
+        meta["needle"] = (e.needle_start, e.needle_end)
+    return EpisodeInput(id=e.id, video=str(resolve(root, row.videos[0]).resolve()), question=e.question,
+                        task=e.task, answer=e.answer, options=e.options, nframes=n, meta=meta)

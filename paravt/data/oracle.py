@@ -1,0 +1,186 @@
+"""The ORACLE that writes ParaVT-Synth SFT traces (DESIGN §9).
+
+Parallel trace (mode ``parallel``): if the needle is visible in the row's n-frame overview, the
+first turn answers directly. Otherwise it splits [0, D] into K disjoint windows and calls them
+all in one turn; the tool turn holds the K labelled results (`render_result_line`): windows whose
+sub-agent frames show the needle report it with its time, the others report that nothing brief
+appears; the final turn answers from the summaries.
+
+Window sizing: a sub-agent samples ``min(16, round(W·1 fps))`` frames of its window W with the
+target rule t_i = start + (i + 0.5)·W/nframes, so the spacing of its frames is max(1, W/16) s.
+Windows are at most `MAX_WINDOW_S` = 40 s long (spacing ≤ 2.5 s < the 3 s minimum needle), so no
+window can miss a needle that lies inside it; K = max(2, ceil(D / 40)) ∈ [2, 8] for D ≤ 300 s, which
+fits K_max = 8 and always covers the WHOLE video (no guess about "the plausible part" is needed).
+The builder asserts, per trace, that some window's sampled frames really show the needle.
+
+Sequential trace (mode ``sequential``): one call per turn, windows in time order, the cropped
+frames shown in the tool turn (``[1] MM:SS–MM:SS: <video>``); it stops at the first window showing the needle. Only written when
+that takes at most ``seq_max_calls`` calls (default 2, so the trace fits max_turns = 3).
+
+Direct trace (mode ``none``): no tools, written only when the overview shows the needle.
+
+Assistant messages of main traces start with ``THINK_PREFIX`` (see `paravt.data.schema`). Think
+texts are short fixed templates so a tiny tokenizer/model learns them fast.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from paravt.data.questions import Question, fmt_seconds
+from paravt.data.scenes import VideoSpec, overview_indices, window_indices
+from paravt.data.schema import ExtraInfo, Message, Part, SFTRow, TextPart, VideoPart
+from paravt.errors import DataError
+from paravt.protocol.tags import (
+    render_answer,
+    render_crop_call,
+    render_result_line,
+    render_tool_response_body,
+    render_tool_turn,
+)
+from paravt.video.decode import frame_count
+
+MAX_WINDOW_S = 40.0
+CROP_FPS = 1.0
+CROP_MAX_FRAMES = 16
+NOTHING = "Nothing brief appears in this window."
+
+
+@dataclass(frozen=True)
+class Window:
+    start: float
+    end: float
+
+    @property
+    def nframes(self) -> int:
+        return crop_nframes(self.start, self.end)
+
+
+def crop_nframes(start: float, end: float, fps: float = CROP_FPS, max_frames: int = CROP_MAX_FRAMES) -> int:
+    """Frames a sub-agent sees of [start, end] (`paravt.video.frame_count` with the crop tool's
+    fps and max_frames, DESIGN §2)."""
+    return frame_count(start, end, nframes=None, fps=fps, max_frames=max_frames)
+
+
+def plan_windows(duration: float, *, max_window: float = MAX_WINDOW_S, k_max: int = 8) -> tuple[Window, ...]:
+    """K = max(2, ceil(D / max_window)) equal windows with whole-second bounds covering [0, D]."""
+    k = max(2, math.ceil(duration / max_window))
+    if k > k_max:
+        raise DataError(f"a {duration} s video needs {k} windows of ≤ {max_window} s but k_max={k_max}; "
+                        "shorten the videos or raise k_max")
+    bounds = [round(j * duration / k) for j in range(k + 1)]
+    return tuple(Window(float(a), float(b)) for a, b in zip(bounds, bounds[1:]))
+
+
+def sub_summary(spec: VideoSpec, w: Window) -> str:
+    """What an ideal sub-agent reports for window ``w`` (needle seen in its sampled frames?)."""
+    seen = set(window_indices(spec, w.start, w.end, w.nframes)) & set(spec.needle_frames())
+    if not seen:
+        return NOTHING
+    n = spec.needle
+    s, e = max(n.start, w.start), min(n.end, w.end)
+    return f"{n.description[0].upper()}{n.description[1:]} appears from {fmt_seconds(s)} s to {fmt_seconds(e)} s."
+
+
+def _split_marker(text: str, part: VideoPart) -> tuple[Part, ...]:
+    if text.count("<video>") != 1:
+        raise DataError(f"prompt text must hold exactly one <video> marker, got {text.count('<video>')}")
+    before, after = text.split("<video>")
+    return tuple(p for p in (TextPart(before) if before else None, part, TextPart(after) if after else None) if p)
+
+
+def main_prompt(spec: VideoSpec, rel: str, q: Question, nframes: int, mode: str) -> tuple[Message, Message]:
+    from paravt.protocol import prompts
+
+    tools = () if mode == "none" else (prompts.CROP_VIDEO_SPEC,)
+    system = Message("system", prompts.system_prompt(mode, tools))  # type: ignore[arg-type]
+    text = prompts.user_prompt(q.question, q.options, duration=float(spec.duration), nframes=nframes,
+                               fps=float(spec.fps), size=(spec.width, spec.height))
+    user = Message("user", _split_marker(text, VideoPart(rel, 0.0, float(spec.duration), nframes)))
+    return system, user
+
+
+def overview_hit_time(spec: VideoSpec, n: int) -> float | None:
+    needle = set(spec.needle_frames())
+    hits = [k for k in overview_indices(spec, n) if k in needle]
+    return hits[0] / spec.fps if hits else None
+
+
+def _answer_think(spec: VideoSpec, q: Question) -> str:
+    n = spec.needle
+    return f"The needle is {n.description} from {fmt_seconds(n.start)} s to {fmt_seconds(n.end)} s."
+
+
+def parallel_trace(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo) -> tuple[SFTRow, tuple[Window, ...]]:
+    """The oracle's parallel-mode trace at ``extra.nframes``; returns the row and the windows called
+    (empty when the overview suffices)."""
+    system, user = main_prompt(spec, rel, q, extra.nframes, "parallel")
+    t = overview_hit_time(spec, extra.nframes)
+    if t is not None:
+        think = f"The overview shows {spec.needle.description} at {fmt_seconds(t)} s. {_answer_think(spec, q)}"
+        msgs = (system, user, Message("assistant", render_answer(think, q.answer)))
+        return SFTRow(f"{extra.id}-par", "main", "parallel", msgs, (rel,), extra), ()
+    windows = plan_windows(spec.duration)
+    calls = [render_crop_call(w.start, w.end) for w in windows]
+    think1 = f"The overview shows no brief event. I will search {len(windows)} windows in parallel."
+    summaries = [sub_summary(spec, w) for w in windows]
+    found = [i for i, s in enumerate(summaries) if s != NOTHING]
+    if not found:
+        raise DataError(f"{spec.name}: no window shows the needle at {spec.needle}; the window plan is wrong")
+    lines = [render_result_line(i + 1, w.start, w.end, s) for i, (w, s) in enumerate(zip(windows, summaries))]
+    cite = " ".join(f"Window [{i + 1}] shows it." for i in found)
+    think2 = f"{cite} {_answer_think(spec, q)}"
+    msgs = (system, user, Message("assistant", render_tool_turn(think1, calls)),
+            Message("tool", render_tool_response_body(lines)), Message("assistant", render_answer(think2, q.answer)))
+    return SFTRow(f"{extra.id}-par", "main", "parallel", msgs, (rel,), extra), windows
+
+
+def direct_trace(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo) -> SFTRow | None:
+    """Direct-answer trace (no tools), only when the overview at ``extra.nframes`` shows the needle."""
+    t = overview_hit_time(spec, extra.nframes)
+    if t is None:
+        return None
+    system, user = main_prompt(spec, rel, q, extra.nframes, "none")
+    think = f"The overview shows {spec.needle.description} at {fmt_seconds(t)} s. {_answer_think(spec, q)}"
+    msgs = (system, user, Message("assistant", render_answer(think, q.answer)))
+    return SFTRow(f"{extra.id}-dir", "main", "none", msgs, (rel,), extra)
+
+
+def sequential_trace(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, *, seq_max_calls: int = 2) -> SFTRow | None:
+    """One call per turn in time order until a window shows the needle (None if that needs more
+    than ``seq_max_calls`` calls, or if the overview already shows it)."""
+    if overview_hit_time(spec, extra.nframes) is not None:
+        return None
+    windows = plan_windows(spec.duration)
+    first = next(i for i, w in enumerate(windows) if sub_summary(spec, w) != NOTHING)
+    if first + 1 > seq_max_calls:
+        return None
+    system, user = main_prompt(spec, rel, q, extra.nframes, "sequential")
+    msgs: list[Message] = [system, user]
+    for i, w in enumerate(windows[: first + 1]):
+        think = ("The overview shows no brief event. I will check the video window by window."
+                 if i == 0 else "Nothing brief appeared there. I will check the next window.")
+        msgs.append(Message("assistant", render_tool_turn(think, [render_crop_call(w.start, w.end)])))
+        part = VideoPart(rel, w.start, w.end, w.nframes)
+        msgs.append(Message("tool", _split_marker(sequential_tool_body(w), part)))
+    think = f"The last window shows it. {_answer_think(spec, q)}"
+    msgs.append(Message("assistant", render_answer(think, q.answer)))
+    return SFTRow(f"{extra.id}-seq", "main", "sequential", tuple(msgs), (rel,), extra)
+
+
+def sequential_tool_body(w: Window) -> str:
+    """The sequential-mode tool turn for one crop, as the episode composes it: one result line
+    whose body is the crop's frames (``[1] MM:SS–MM:SS: <video>``)."""
+    return render_tool_response_body([render_result_line(1, w.start, w.end, "<video>")])
+
+
+def sub_row(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, w: Window, index: int) -> SFTRow:
+    """A sub-agent training row: system + user(question + window video) → the summary."""
+    from paravt.protocol import prompts
+
+    text = prompts.subagent_user_prompt(q.question, w.start, w.end)
+    msgs = (Message("system", prompts.subagent_system_prompt()),
+            Message("user", _split_marker(text, VideoPart(rel, w.start, w.end, w.nframes))),
+            Message("assistant", sub_summary(spec, w)))
+    return SFTRow(f"{extra.id}-sub{index}", "sub", "sub", msgs, (rel,), extra)

@@ -1,0 +1,76 @@
+"""ParaVT-Synth questions: every answer needs the needle (DESIGN §9).
+
+- MCQ: what colour flashed / which digit appeared / which shape appeared; four options written
+  ``"A. red"`` … ``"D. blue"`` (the VideoMME convention; the answer is the letter).
+- Temporal grounding (tvg): "When does <the needle> appear?" → ``"[start, end]"`` in seconds.
+- Open-ended (oe): "What brief event appears?" → a 2-word label ("red flash", "digit 7",
+  "blue circle"), well under the DAPO 15-word limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from paravt.data.scenes import NEEDLE_COLORS, SHAPES, Needle
+
+LETTERS = "ABCD"
+
+
+@dataclass(frozen=True)
+class Question:
+    task: str  # mcq | tvg | oe
+    question: str
+    answer: str
+    options: tuple[str, ...] | None = None
+
+
+def fmt_seconds(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.1f}"
+
+
+def span_text(start: float, end: float) -> str:
+    return f"[{fmt_seconds(start)}, {fmt_seconds(end)}]"
+
+
+def _mcq_choices(needle: Needle, rng: np.random.Generator) -> tuple[str, list[str]]:
+    if needle.kind == "flash":
+        others = [c for c in NEEDLE_COLORS if c != needle.color]
+        wrong = [str(c) for c in rng.choice(others, size=3, replace=False)]
+        return needle.color, wrong
+    if needle.kind == "digit":
+        others = [str(d) for d in range(10) if d != needle.digit]
+        return str(needle.digit), [str(d) for d in rng.choice(others, size=3, replace=False)]
+    combos = [f"{c} {s}" for c in NEEDLE_COLORS for s in SHAPES if f"{c} {s}" != needle.label]
+    return needle.label, [str(x) for x in rng.choice(combos, size=3, replace=False)]
+
+
+def mcq(needle: Needle, rng: np.random.Generator) -> Question:
+    right, wrong = _mcq_choices(needle, rng)
+    order = [right, *wrong]
+    perm = [int(i) for i in rng.permutation(4)]
+    shuffled = [order[i] for i in perm]
+    letter = LETTERS[shuffled.index(right)]
+    options = tuple(f"{LETTERS[i]}. {text}" for i, text in enumerate(shuffled))
+    stem = {
+        "flash": "What colour is the brief full-frame flash?",
+        "digit": "Which digit briefly appears in large print?",
+        "shape": "Which large shape briefly appears?",
+    }[needle.kind]
+    return Question("mcq", stem, letter, options)
+
+
+def tvg(needle: Needle) -> Question:
+    what = {"flash": f"the {needle.color} flash", "digit": f"the digit {needle.digit}",
+            "shape": f"the {needle.color} {needle.shape}"}[needle.kind]
+    return Question("tvg", f"When does {what} appear? Answer with [start, end] in seconds.",
+                    span_text(needle.start, needle.end))
+
+
+def oe(needle: Needle) -> Question:
+    return Question("oe", "What brief event appears in the video? Answer in a few words.", needle.label)
+
+
+def questions_for(needle: Needle, rng: np.random.Generator) -> tuple[Question, Question, Question]:
+    return mcq(needle, rng), tvg(needle), oe(needle)

@@ -1,0 +1,166 @@
+"""ParaVT-Synth builder: videos + sft/rl/eval parquets + manifest (DESIGN §9).
+
+Layout of ``out_dir``::
+
+    videos/train/v0000.mp4 …   videos/eval/e0000.mp4 …   (disjoint seeds: eval never reuses a train video)
+    sft.parquet   main traces (parallel oracle, sequential, direct) + sub-agent rows
+    rl.parquet    prompts (kind=rl) with ground truth, three tasks per train video
+    eval.parquet  prompts (kind=rl, split=eval, nframes=64) on the eval videos
+    manifest.json counts, generator parameters, measured needle property, timing
+
+Every random choice comes from ``numpy.random.default_rng([seed, stream, index])``, so the rows are
+identical for a seed (x264 output is deterministic too, but tests compare decoded content).
+Videos are written by a process pool (``workers``, default 2).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from paravt.data import oracle
+from paravt.data.questions import questions_for
+from paravt.data.scenes import VideoSpec, caught_by_overview, iter_frames, make_spec
+from paravt.data.schema import OVERVIEW_NS, ExtraInfo, RLRow, Row, SFTRow, write_rows
+from paravt.errors import DataError
+
+_TRAIN, _EVAL, _QUESTIONS = 0, 1, 2
+EVAL_NFRAMES = 64
+
+
+@dataclass(frozen=True)
+class Manifest:
+    out_dir: str
+    counts: dict[str, Any]
+    params: dict[str, Any]
+    needle: dict[str, Any]  # share of prompts whose needle an n-frame overview misses, per n
+    timing_s: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+
+def _rng(seed: int, stream: int, index: int) -> np.random.Generator:
+    return np.random.default_rng([seed, stream, index])
+
+
+def _write_video(args: tuple[VideoSpec, str, int]) -> str:
+    from paravt.video import write_video
+
+    spec, path, gop = args
+    write_video(path, iter_frames(spec), spec.fps, gop=gop, crf=23, bframes=True)
+    return path
+
+
+def _extra(spec: VideoSpec, q: Any, vid: str, nframes: int, split: str) -> ExtraInfo:
+    return ExtraInfo(
+        id=f"{vid}-{q.task}", task=q.task, question=q.question, answer=q.answer,
+        duration=float(spec.duration), options=q.options, nframes=nframes, subset=f"synth-{spec.needle.kind}",
+        split=split, needle_start=float(spec.needle.start), needle_end=float(spec.needle.end),
+        needle_kind=spec.needle.kind,
+        tool_necessary_at_n={n: not caught_by_overview(spec, n) for n in OVERVIEW_NS},
+        source="paravt-synth",
+    )
+
+
+def _rl_row(spec: VideoSpec, rel: str, q: Any, extra: ExtraInfo) -> RLRow:
+    system, user = oracle.main_prompt(spec, rel, q, extra.nframes, "parallel")
+    return RLRow(extra.id, (system, user), (rel,), extra)
+
+
+def _train_rows(spec: VideoSpec, rel: str, seed: int, index: int, seq_max_calls: int) -> tuple[list[SFTRow], list[RLRow]]:
+    rng = _rng(seed, _QUESTIONS, index)
+    sft: list[SFTRow] = []
+    rl: list[RLRow] = []
+    for q in questions_for(spec.needle, rng):
+        n = int(rng.choice(OVERVIEW_NS))
+        extra = _extra(spec, q, spec.name, n, "train")
+        rl.append(_rl_row(spec, rel, q, extra))
+        row, windows = oracle.parallel_trace(spec, rel, q, extra)
+        sft.append(row)
+        if windows:
+            hits = [i for i, w in enumerate(windows) if oracle.sub_summary(spec, w) != oracle.NOTHING]
+            misses = [i for i in range(len(windows)) if i not in hits]
+            chosen = hits + [int(rng.choice(misses))] if misses else hits
+            sft.extend(oracle.sub_row(spec, rel, q, extra, windows[i], i + 1) for i in sorted(chosen))
+        seq = oracle.sequential_trace(spec, rel, q, extra, seq_max_calls=seq_max_calls)
+        if seq is not None:
+            sft.append(seq)
+        direct = oracle.direct_trace(spec, rel, q, replace(extra, nframes=64))
+        if direct is not None:
+            sft.append(direct)
+    return sft, rl
+
+
+def _needle_stats(extras: list[ExtraInfo], specs: list[VideoSpec]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for n in OVERVIEW_NS:
+        miss = [bool(e.tool_necessary_at_n and e.tool_necessary_at_n[n]) for e in extras]
+        approx = [min(1.0, n * (s.needle.end - s.needle.start) / s.duration) for s in specs]
+        out[str(n)] = {"tool_necessary_share": round(float(np.mean(miss)), 4) if miss else None,
+                       "approx_catch_prob": round(float(np.mean(approx)), 4) if approx else None}
+    return out
+
+
+def build(out_dir: str | Path, *, videos: int = 200, eval_videos: int = 40, seed: int = 0,
+          workers: int = 2, size: tuple[int, int] = (64, 64), min_duration: int = 60,
+          max_duration: int = 300, gop: int = 20, seq_max_calls: int = 2) -> Manifest:
+    """Build ParaVT-Synth in ``out_dir`` (see the module docstring); returns the manifest."""
+    if videos < 1 or eval_videos < 0 or not 10 <= min_duration <= max_duration:
+        raise DataError(f"videos={videos}, eval_videos={eval_videos}, durations [{min_duration}, {max_duration}]: "
+                        "need videos ≥ 1, eval_videos ≥ 0 and 10 ≤ min_duration ≤ max_duration")
+    out = Path(out_dir)
+    t0 = time.perf_counter()
+    kw = dict(min_duration=min_duration, max_duration=max_duration, size=size)
+    train = [make_spec(f"v{i:04d}", _rng(seed, _TRAIN, i), **kw) for i in range(videos)]  # type: ignore[arg-type]
+    evals = [make_spec(f"e{i:04d}", _rng(seed, _EVAL, i), **kw) for i in range(eval_videos)]  # type: ignore[arg-type]
+    rel = {s.name: f"videos/{'train' if s.name[0] == 'v' else 'eval'}/{s.name}.mp4" for s in train + evals}
+    for sub in ("train", "eval"):
+        (out / "videos" / sub).mkdir(parents=True, exist_ok=True)
+    jobs = [(s, str(out / rel[s.name]), gop) for s in train + evals]
+    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(_write_video, jobs, chunksize=4))
+    t_video = time.perf_counter() - t0
+
+    sft: list[Row] = []
+    rl: list[Row] = []
+    for i, spec in enumerate(train):
+        s_rows, r_rows = _train_rows(spec, rel[spec.name], seed, i, seq_max_calls)
+        sft.extend(s_rows)
+        rl.extend(r_rows)
+    ev: list[Row] = []
+    for i, spec in enumerate(evals):
+        for q in questions_for(spec.needle, _rng(seed, _QUESTIONS + 1, i)):
+            ev.append(_rl_row(spec, rel[spec.name], q, _extra(spec, q, spec.name, EVAL_NFRAMES, "eval")))
+    write_rows(out / "sft.parquet", sft)
+    write_rows(out / "rl.parquet", rl)
+    write_rows(out / "eval.parquet", ev)
+
+    counts = {
+        "videos": {"train": len(train), "eval": len(evals)},
+        "sft": dict(sorted(Counter(f"{r.kind}/{r.mode}" for r in sft).items())),
+        "sft_total": len(sft), "rl": len(rl), "eval": len(ev),
+        "tasks": dict(sorted(Counter(r.extra_info.task for r in rl).items())),
+        "needle_kinds": dict(sorted(Counter(s.needle.kind for s in train).items())),
+        "parallel_calls": dict(sorted(Counter(
+            str(sum(m.text.count("<tool_call>") for m in r.messages if m.role == "assistant")) for r in sft
+            if r.kind == "main" and r.mode == "parallel").items())),
+    }
+    params = {"seed": seed, "videos": videos, "eval_videos": eval_videos, "size": list(size),
+              "fps_choices": [1, 2], "duration_s": [min_duration, max_duration], "needle_len_s": [3, 8],
+              "scene_len_s": [20, 60], "max_window_s": oracle.MAX_WINDOW_S, "crop_fps": oracle.CROP_FPS,
+              "crop_max_frames": oracle.CROP_MAX_FRAMES, "gop": gop, "crf": 23,
+              "seq_max_calls": seq_max_calls, "eval_nframes": EVAL_NFRAMES, "overview_ns": list(OVERVIEW_NS)}
+    needle = {"train_prompts": _needle_stats([r.extra_info for r in rl], [s for s in train for _ in range(3)]),
+              "eval_prompts": _needle_stats([r.extra_info for r in ev], [s for s in evals for _ in range(3)])}
+    manifest = Manifest(str(out), counts, params, needle,
+                        {"videos": round(t_video, 2), "total": round(time.perf_counter() - t0, 2)})
+    (out / "manifest.json").write_text(manifest.to_json() + "\n")
+    return manifest
