@@ -1,0 +1,192 @@
+"""PPO-clip policy loss with a KL penalty to the reference policy (GRPO, DESIGN §5).
+
+All per-token tensors are (B, T) and ALIGNED: position t of ``logprobs``, ``old_logprobs``,
+``ref_logprobs``, ``advantages`` and ``mask`` refers to the same predicted token (see
+``paravt.rl.batching`` for how they are built from token ids). ``mask`` is 1 on tokens the policy
+sampled and 0 on prompt, scaffolding, tool-response (observation) and padding tokens: masked
+positions contribute neither to the loss nor to its gradient, whatever values they hold.
+
+Aggregation is TOKEN-MEAN: sum over every unmasked token of the batch divided by the number of
+such tokens (verl ``loss_agg_mode="token-mean"``, DAPO). Long rollouts therefore weigh more than
+short ones; the alternative "seq-mean" (mean per sequence, then over sequences) gives every
+rollout equal weight regardless of length and is not implemented. For gradient accumulation pass
+``global_tokens`` = the unmasked-token count of the WHOLE batch to every micro-batch: the
+micro-batch losses (and every reported metric) then SUM exactly to the full-batch values.
+
+Numerical guards, as in verl: the log ratio is clamped to [−20, 20] before ``exp``, and the k3
+estimator to at most 10. Not implemented: dual-clip PPO, entropy bonus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from paravt.errors import ConfigError, DataError
+
+KLKind = Literal["k1", "k3"]
+_LOG_RATIO_CLAMP = 20.0
+_K3_MAX = 10.0
+
+
+@dataclass(frozen=True)
+class LossOutput:
+    """Policy loss of one (micro-)batch. Metrics are token-means with the loss's denominator."""
+
+    loss: torch.Tensor  # () differentiable
+    clip_frac: float  # share of tokens whose clipped term was the active (pessimistic) one
+    approx_kl: float  # token-mean of old_logprob − logprob (verl's ppo_kl)
+    ratio_mean: float  # token-mean of exp(logprob − old_logprob)
+    n_tokens: int  # unmasked tokens in THIS micro-batch
+
+
+@dataclass(frozen=True)
+class GRPOLossOutput:
+    """Total GRPO loss = policy loss + kl_coef · token-mean KL, with its parts for logging."""
+
+    loss: torch.Tensor  # () differentiable
+    policy_loss: float
+    kl: float  # token-mean KL estimate to the reference policy (0.0 without ref_logprobs)
+    clip_frac: float
+    approx_kl: float
+    ratio_mean: float
+    n_tokens: int
+
+
+def _check_same_shape(**tensors: torch.Tensor) -> None:
+    shapes = {name: tuple(t.shape) for name, t in tensors.items()}
+    if len(set(shapes.values())) != 1 or len(next(iter(shapes.values()))) != 2:
+        raise DataError(f"loss inputs must all be (B, T) with the same shape, got {shapes}")
+
+
+def token_mean(
+    values: torch.Tensor, mask: torch.Tensor, global_tokens: int | None = None
+) -> torch.Tensor:
+    """sum(values where mask) / denominator; denominator = ``global_tokens`` or mask.sum().
+
+    Masked positions are selected away with ``torch.where`` (not multiplied by 0), so NaN or inf
+    there cannot leak into the result or its gradient. An empty mask gives a zero that still
+    belongs to the autograd graph.
+    """
+    keep = mask.bool()  # (B, T)
+    local = int(keep.sum().item())
+    denom = local if global_tokens is None else int(global_tokens)
+    if denom < local:
+        raise DataError(
+            f"global_tokens={global_tokens} is smaller than this micro-batch's {local} unmasked "
+            "tokens; pass the unmasked-token count of the whole batch"
+        )
+    total = torch.where(keep, values, torch.zeros_like(values)).sum()  # ()
+    return total / max(denom, 1)
+
+
+def policy_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_eps: float,
+    clip_eps_high: float | None = None,
+    global_tokens: int | None = None,
+) -> LossOutput:
+    """PPO-clip: token-mean of max(−A·ρ, −A·clip(ρ, 1 − ε, 1 + ε_high)), ρ = exp(logp − old).
+
+    ``advantages`` may be (B, T) per token or (B,) per sequence (broadcast over T).
+    ``clip_eps_high`` defaults to ``clip_eps`` (DAPO's clip-higher uses a larger value).
+    """
+    high = clip_eps if clip_eps_high is None else clip_eps_high
+    if not 0.0 < clip_eps < 1.0 or high <= 0.0:
+        raise ConfigError(
+            f"clip_eps={clip_eps}, clip_eps_high={clip_eps_high}: need 0 < clip_eps < 1 and "
+            "clip_eps_high > 0 (paper: clip_eps 0.2)"
+        )
+    if advantages.dim() == 1:
+        advantages = advantages[:, None].expand_as(logprobs)  # (B, T)
+    _check_same_shape(
+        logprobs=logprobs, old_logprobs=old_logprobs, advantages=advantages, mask=mask
+    )
+    log_ratio = (logprobs - old_logprobs).clamp(-_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP)  # (B, T)
+    ratio = torch.exp(log_ratio)  # (B, T)
+    unclipped = -advantages * ratio  # (B, T)
+    clipped = -advantages * ratio.clamp(1.0 - clip_eps, 1.0 + high)  # (B, T)
+    per_token = torch.maximum(unclipped, clipped)  # (B, T)
+    loss = token_mean(per_token, mask, global_tokens)  # ()
+    with torch.no_grad():
+        clip_frac = token_mean((clipped > unclipped).to(ratio.dtype), mask, global_tokens)
+        approx_kl = token_mean(-log_ratio, mask, global_tokens)
+        ratio_mean = token_mean(ratio, mask, global_tokens)
+    return LossOutput(
+        loss=loss,
+        clip_frac=float(clip_frac),
+        approx_kl=float(approx_kl),
+        ratio_mean=float(ratio_mean),
+        n_tokens=int(mask.bool().sum().item()),
+    )
+
+
+def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, kind: KLKind) -> torch.Tensor:
+    """Per-token estimate of KL(π_θ ‖ π_ref) from samples of π_θ; returns (B, T).
+
+    k1 = logp − ref (unbiased, can be negative, high variance);
+    k3 = exp(ref − logp) − (ref − logp) − 1 (unbiased, always ≥ 0, low variance; Schulman,
+    "Approximating KL divergence", 2020; verl's ``low_var_kl``), capped at 10.
+    """
+    if logprobs.shape != ref_logprobs.shape:
+        raise DataError(
+            f"logprobs {tuple(logprobs.shape)} and ref_logprobs {tuple(ref_logprobs.shape)} differ"
+        )
+    if kind == "k1":
+        return logprobs - ref_logprobs  # (B, T)
+    if kind == "k3":
+        d = (ref_logprobs - logprobs).clamp(-_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP)  # (B, T)
+        return (torch.exp(d) - d - 1.0).clamp(max=_K3_MAX)  # (B, T)
+    raise ConfigError(f"kl kind {kind!r} is not one of 'k1', 'k3'; fix rl.kl_estimator")
+
+
+def grpo_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_eps: float,
+    clip_eps_high: float | None = None,
+    ref_logprobs: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+    kl_kind: KLKind = "k3",
+    global_tokens: int | None = None,
+) -> GRPOLossOutput:
+    """policy_loss + kl_coef · token_mean(kl_penalty(logprobs, ref_logprobs, kl_kind)).
+
+    Both terms use the same mask and denominator, so accumulation over micro-batches with
+    ``global_tokens`` stays exact. ``ref_logprobs`` is required when ``kl_coef > 0``.
+    """
+    if kl_coef < 0:
+        raise ConfigError(f"kl_coef={kl_coef} must be >= 0 (paper: 0.01)")
+    if kl_coef > 0 and ref_logprobs is None:
+        raise ConfigError(
+            f"kl_coef={kl_coef} needs ref_logprobs; pass the reference policy's logprobs or set "
+            "rl.kl_coef=0"
+        )
+    pol = policy_loss(
+        logprobs, old_logprobs, advantages, mask,
+        clip_eps=clip_eps, clip_eps_high=clip_eps_high, global_tokens=global_tokens,
+    )
+    total = pol.loss
+    kl_value = 0.0
+    if ref_logprobs is not None:
+        kl = token_mean(kl_penalty(logprobs, ref_logprobs, kl_kind), mask, global_tokens)  # ()
+        total = total + kl_coef * kl
+        kl_value = float(kl.detach())
+    return GRPOLossOutput(
+        loss=total,
+        policy_loss=float(pol.loss.detach()),
+        kl=kl_value,
+        clip_frac=pol.clip_frac,
+        approx_kl=pol.approx_kl,
+        ratio_mean=pol.ratio_mean,
+        n_tokens=pol.n_tokens,
+    )
