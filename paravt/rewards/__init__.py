@@ -1,0 +1,25 @@
+"""PARA-GRPO rewards and metrics (DESIGN §4, §6). Pure Python: no torch, no I/O.
+
+- ``accuracy``: ``mcq_accuracy``, ``tvg_iou``, ``token_f1`` and the registry ``ACCURACY`` by task;
+- ``composite``: ``RewardWeights``, ``RewardBreakdown``, ``base_format_reward``, ``anchor_reward``,
+  ``tool_reward``, ``compute_reward``;
+- ``metrics``: ``RolloutRecord``, ``aggregate``;
+- ``judge``: optional LLM judge for open-ended answers (httpx, imported only on use).
+"""
+
+from paravt.rewards.accuracy import ACCURACY, accuracy, mcq_accuracy, token_f1, tvg_iou
+from paravt.rewards.composite import (
+    RewardBreakdown,
+    RewardWeights,
+    anchor_reward,
+    base_format_reward,
+    compute_reward,
+    tool_reward,
+)
+from paravt.rewards.metrics import RolloutRecord, aggregate
+
+__all__ = [
+    "ACCURACY", "accuracy", "mcq_accuracy", "token_f1", "tvg_iou", "RewardBreakdown",
+    "RewardWeights", "anchor_reward", "base_format_reward", "compute_reward", "tool_reward",
+    "RolloutRecord", "aggregate",
+]

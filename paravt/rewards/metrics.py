@@ -1,0 +1,91 @@
+"""Rollout metrics (DESIGN §6), aggregated from per-rollout records. Pure Python.
+
+Keys of ``aggregate`` (all floats; means over the records unless said otherwise):
+
+- ``n``: number of records;
+- ``f_tau``: mean R_fmt (the format reward) — at the sampling temperature when the records are
+  the training rollouts;
+- ``kappa``: mean number of tool calls per rollout (``RolloutRecord.n_calls``);
+- ``closure/think``, ``closure/tool_call``, ``closure/answer``: fraction of rollouts with a
+  correctly closed first ``<think>``, a closed and JSON-parseable ``<tool_call>``, a closed
+  ``<answer>``;
+- ``reversion/tool_code``: fraction emitting ``<tool_code>``;
+- ``skip_tool_rate``: fraction with no tool call;
+- ``degenerate_rate``;
+- ``acc``, ``acc/task/<task>``, ``acc/n/<n_frames>`` (records with ``n_frames`` set);
+- ``reward/<component>`` for reward, acc, format, format_base, anchor, tool, bias;
+- ``subagent_latency_s`` (records that have it) and ``tokens/<key>`` (mean over records holding
+  that key).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from paravt.rewards.composite import RewardBreakdown
+
+_COMPONENTS = ("reward", "acc", "format", "format_base", "anchor", "tool", "bias")
+
+
+@dataclass(frozen=True)
+class RolloutRecord:
+    breakdown: RewardBreakdown
+    task: str
+    n_frames: int | None = None  # gated overview budget of the rollout's group
+    n_calls: int | None = None  # tool calls executed in the episode (None: breakdown.n_calls)
+    subagent_latency_s: float | None = None  # mean latency of this rollout's sub-agent calls
+    tokens: Mapping[str, int] = field(default_factory=dict)  # e.g. {"main_text": 120, "visual": 512}
+
+    @property
+    def calls(self) -> int:
+        return self.breakdown.n_calls if self.n_calls is None else self.n_calls
+
+
+def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
+    """The DESIGN §6 metrics of ``records`` (empty input → ``{"n": 0.0}``)."""
+    recs = list(records)
+    out: dict[str, float] = {"n": float(len(recs))}
+    if not recs:
+        return out
+    b = [r.breakdown for r in recs]
+    out["f_tau"] = _mean(x.format for x in b)
+    out["kappa"] = _mean(r.calls for r in recs)
+    out["closure/think"] = _mean(x.closed_think for x in b)
+    out["closure/tool_call"] = _mean(x.closed_tool_call for x in b)
+    out["closure/answer"] = _mean(x.closed_answer for x in b)
+    out["reversion/tool_code"] = _mean(x.tool_code for x in b)
+    out["skip_tool_rate"] = _mean(r.calls == 0 for r in recs)
+    out["degenerate_rate"] = _mean(x.degenerate for x in b)
+    out["acc"] = _mean(x.acc for x in b)
+    for key, vals in _grouped(recs, lambda r: f"acc/task/{r.task}").items():
+        out[key] = _mean(vals)
+    for key, vals in _grouped(recs, lambda r: None if r.n_frames is None else f"acc/n/{r.n_frames}").items():
+        out[key] = _mean(vals)
+    for name in _COMPONENTS:
+        out[f"reward/{name}"] = _mean(getattr(x, name) for x in b)
+    lat = [r.subagent_latency_s for r in recs if r.subagent_latency_s is not None]
+    if lat:
+        out["subagent_latency_s"] = _mean(lat)
+    tok: dict[str, list[float]] = defaultdict(list)
+    for r in recs:
+        for k, v in r.tokens.items():
+            tok[f"tokens/{k}"].append(float(v))
+    out.update({k: _mean(v) for k, v in sorted(tok.items())})
+    return out
+
+
+def _grouped(recs: Iterable[RolloutRecord],
+             key_of: Callable[[RolloutRecord], str | None]) -> dict[str, list[float]]:
+    groups: dict[str, list[float]] = defaultdict(list)
+    for r in recs:
+        key = key_of(r)
+        if key is not None:
+            groups[key].append(r.breakdown.acc)
+    return dict(sorted(groups.items()))
+
+
+def _mean(values: Iterable[float | bool | int]) -> float:
+    vals = [float(v) for v in values]
+    return sum(vals) / len(vals) if vals else 0.0
