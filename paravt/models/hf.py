@@ -1,0 +1,147 @@
+"""HFGenerator: the local transformers backend of ``Generator`` (CPU / one GPU).
+
+- Batching: concurrent ``generate`` calls (e.g. the sub-agents of one turn, the G rollouts of a
+  group) are queued for ``window_s`` and served as left-padded batched ``model.generate`` calls of
+  at most ``max_batch`` rows, grouped by (temperature, top_p). Rows with smaller
+  ``max_new_tokens`` are cut afterwards: decoding is causal, so a cut row equals a row generated
+  with its own limit.
+- Tokens: vision placeholder ids are suppressed (a random model would otherwise sample them and
+  break the next turn's rope index); generation stops on ``<|im_end|>``, which is returned as the
+  last sampled token (finish ``stop``); without it the finish is ``length``.
+- Logprobs are ``log_softmax`` of the PROCESSED scores, i.e. the log-probability under the
+  distribution actually sampled from: at temperature τ and top_p = 1 that is
+  ``log_softmax(logits / τ)`` over the non-suppressed vocabulary; greedy (τ = 0) reports
+  ``log_softmax(logits)`` (τ = 1). With top_p < 1 tokens outside the nucleus get -inf, so the
+  logprob is renormalised over the nucleus.
+- Seeds: a batch whose requests all carry a seed runs under ``torch.manual_seed(mix(seeds))`` in a
+  forked RNG: the same requests in the same call give the same samples. Batch composition changes
+  the draw, so reproducibility holds per batch, not per row.
+- Failures: a batch that raises is retried row by row; a row that still raises becomes a
+  ``finish_reason="error"`` output carrying the message. The torch work runs in a worker thread
+  (``asyncio.to_thread``) so the event loop stays free; batches never run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from paravt.models.base import GenOutput, GenRequest
+from paravt.models.chat import ChatCodec
+from paravt.models.loading import LoadedPolicy
+from paravt.models.media import batch_inputs
+
+_Pending = tuple[GenRequest, "asyncio.Future[GenOutput]"]
+
+
+def _batch_seed(requests: Sequence[GenRequest]) -> int | None:
+    seeds = [r.sampling.seed for r in requests]
+    if any(s is None for s in seeds):
+        return None
+    mixed = 0
+    for s in seeds:
+        mixed = (mixed * 1_000_003 + int(s)) % (2**63 - 1)  # type: ignore[arg-type]
+    return mixed
+
+
+def error_output(message: str, latency_s: float = 0.0) -> GenOutput:
+    return GenOutput(token_ids=(), logprobs=(), text="", finish_reason="error", error=message,
+                     metrics={"latency_s": latency_s})
+
+
+class HFGenerator:
+    """Batched local generation with a transformers model (see the module docstring)."""
+
+    def __init__(self, policy: LoadedPolicy, *, max_batch: int = 16, window_s: float = 0.005) -> None:
+        self.policy = policy
+        self.model = policy.model
+        self.codec = ChatCodec(policy.processor, policy.family)
+        self.max_batch = max_batch
+        self.window_s = window_s
+        self._pending: list[_Pending] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def generate(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
+        if not requests:
+            return []
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in requests]
+        self._pending.extend(zip(requests, futures))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_soon())
+        return list(await asyncio.gather(*futures))
+
+    async def aclose(self) -> None:
+        if self._flusher is not None and not self._flusher.done():
+            await self._flusher
+
+    async def _flush_soon(self) -> None:
+        await asyncio.sleep(self.window_s)
+        while self._pending:
+            batch, self._pending = self._pending, []
+            for chunk in self._chunks(batch):
+                outs = await asyncio.to_thread(self.run_batch, [r for r, _ in chunk])
+                for (_, fut), out in zip(chunk, outs):
+                    if not fut.done():
+                        fut.set_result(out)
+
+    def _chunks(self, batch: list[_Pending]) -> list[list[_Pending]]:
+        groups: dict[tuple[float, float], list[_Pending]] = {}
+        for item in batch:
+            s = item[0].sampling
+            groups.setdefault((s.temperature, s.top_p), []).append(item)
+        return [g[i:i + self.max_batch] for g in groups.values() for i in range(0, len(g), self.max_batch)]
+
+    # ---- blocking part (worker thread) -----------------------------------------------------
+    def run_batch(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
+        """Serve requests of equal (temperature, top_p) in one ``model.generate``; never raises."""
+        t0 = time.perf_counter()
+        try:
+            return self._generate_batch(requests, t0)
+        except Exception as err:  # noqa: BLE001 - a failed batch is retried row by row
+            if len(requests) == 1:
+                return [error_output(f"{type(err).__name__}: {err}", time.perf_counter() - t0)]
+            return [self.run_batch([r])[0] for r in requests]
+
+    @torch.no_grad()
+    def _generate_batch(self, requests: Sequence[GenRequest], t0: float) -> list[GenOutput]:
+        device = next(self.model.parameters()).device
+        inputs = batch_inputs(self.policy.processor, [(r.prompt_ids, r.videos, r.images) for r in requests],
+                              pad_id=self.codec.pad_id, device=device)
+        s = requests[0].sampling
+        max_new = max(r.sampling.max_new_tokens for r in requests)
+        sample = s.temperature > 0
+        kwargs: dict[str, Any] = dict(
+            max_new_tokens=max_new, do_sample=sample, top_k=0, top_p=s.top_p if sample else 1.0,
+            temperature=s.temperature if sample else 1.0, repetition_penalty=1.0,
+            eos_token_id=list(self.codec.stop_token_ids), pad_token_id=self.codec.pad_id,
+            suppress_tokens=list(self.codec.vision_token_ids), output_scores=True,
+            return_dict_in_generate=True)
+        seed = _batch_seed(requests) if sample else None
+        with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
+            if seed is not None:
+                torch.manual_seed(seed)
+            out = self.model.generate(**inputs, **kwargs)
+        width = inputs["input_ids"].shape[1]
+        new = out.sequences[:, width:]  # B×N
+        logp = torch.log_softmax(torch.stack(out.scores, dim=1).float(), dim=-1)  # B×N×V
+        tok_logp = logp.gather(-1, new[..., None])[..., 0]  # B×N
+        latency = time.perf_counter() - t0
+        return [self._row_output(new[i], tok_logp[i], r.sampling.max_new_tokens, latency, len(requests))
+                for i, r in enumerate(requests)]
+
+    def _row_output(self, ids: torch.Tensor, logps: torch.Tensor, max_new: int, latency: float,
+                    batch: int) -> GenOutput:
+        tokens = ids.tolist()[:max_new]
+        stops = set(self.codec.stop_token_ids)
+        end = next((i + 1 for i, t in enumerate(tokens) if t in stops), None)
+        finish = "stop" if end is not None else "length"
+        tokens = tokens[:end] if end is not None else tokens
+        return GenOutput(
+            token_ids=tuple(tokens), logprobs=tuple(float(x) for x in logps[: len(tokens)].tolist()),
+            text=self.codec.decode(tokens), finish_reason=finish,
+            metrics={"latency_s": latency, "batch_size": float(batch)})
