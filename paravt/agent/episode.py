@@ -1,0 +1,337 @@
+"""One question on one video, in dispatch mode ``parallel``, ``sequential`` or ``none`` (DESIGN §2).
+
+The main agent sees the system prompt, the question and an overview of ``nframes`` frames. Each
+main turn starts with the forced think prefix (prompt tokens). When it emits tool calls:
+
+* ``parallel``: every valid call runs concurrently; the frames of every ``crop_video`` window go to
+  a sub-agent (same weights, its own short context), and all sub-agents of the turn are generated as
+  ONE batched request. The K results come back in ONE tool turn, labelled with their windows.
+* ``sequential`` (baseline): one call per turn; the crop's frames are re-injected into the main
+  context as a video.
+* ``none``: no tools; the first response is final.
+
+Failures are data: a malformed call, a bad window, a broken video or a sub-agent timeout becomes
+an ``error:`` line in the tool response, and the episode goes on. An observation that would overflow
+the context is rolled back and the episode ends with reason ``length`` (vision spans never cut).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from paravt.agent.settings import EpisodeInput, EpisodeSettings
+from paravt.agent.trajectory import CallRecord, EndReason, Trajectory, TrajectoryBuilder, TurnRecord
+from paravt.agent.subagents import SubagentCall, run_subagents
+from paravt.errors import VideoError
+from paravt.models.base import ChatMessage, GenOutput, GenRequest, Generator, SamplingParams
+from paravt.models.chat import ChatCodec
+from paravt.protocol import prompts, tags
+from paravt.protocol.answer import extract_answer
+from paravt.protocol.parser import ParsedCall, parse_calls, validate_calls
+from paravt.tools import Observation, ToolContext, ToolSet, build_toolset
+from paravt.video import probe, sample_frames
+from paravt.video.types import Frames, VideoInfo
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    """Input tokens summed over every generation request of the rollout (DESIGN §7), split by
+    agent and by kind, plus all generated tokens."""
+
+    main_visual: int = 0
+    main_text: int = 0
+    sub_visual: int = 0
+    sub_text: int = 0
+    generated: int = 0
+
+    @property
+    def total_input(self) -> int:
+        return self.main_visual + self.main_text + self.sub_visual + self.sub_text
+
+    def to_json(self) -> dict[str, int]:
+        return {"main_visual": self.main_visual, "main_text": self.main_text, "sub_visual": self.sub_visual,
+                "sub_text": self.sub_text, "generated": self.generated}
+
+
+@dataclass(frozen=True, eq=False)
+class EpisodeResult:
+    input: EpisodeInput
+    main: Trajectory
+    subs: tuple[Trajectory, ...]
+    completion: str  # each main turn's prefix + response, joined by "\n" (rewards read this)
+    answer: str | None
+    calls: tuple[CallRecord, ...]
+    n_successful_calls: int
+    tokens: TokenCounts
+    latency_s: float
+    error: str | None = None
+
+    @property
+    def end_reason(self) -> EndReason:
+        return self.main.end_reason
+
+    @property
+    def trajectories(self) -> tuple[Trajectory, ...]:
+        return (self.main, *self.subs)
+
+
+@dataclass
+class _Tally:
+    main_visual: int = 0
+    main_text: int = 0
+    sub_visual: int = 0
+    sub_text: int = 0
+    generated: int = 0
+
+    def freeze(self) -> TokenCounts:
+        return TokenCounts(self.main_visual, self.main_text, self.sub_visual, self.sub_text, self.generated)
+
+
+@dataclass
+class _Run:
+    inp: EpisodeInput
+    generator: Generator
+    codec: ChatCodec
+    settings: EpisodeSettings
+    tools: ToolSet
+    episode_id: str
+    main: TrajectoryBuilder = field(init=False)
+    messages: list[ChatMessage] = field(default_factory=list)
+    subs: list[Trajectory] = field(default_factory=list)
+    calls: list[CallRecord] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    tally: _Tally = field(default_factory=_Tally)
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        self.main = TrajectoryBuilder(self.episode_id, "main", 0)
+
+    # -- setup -----------------------------------------------------------------------------
+    async def _open_video(self) -> tuple[VideoInfo | None, Frames | None]:
+        s = self.settings
+        try:
+            info = await asyncio.to_thread(probe, self.inp.video)
+            if self.inp.nframes <= 0:
+                return info, None
+            frames = await asyncio.to_thread(
+                sample_frames, self.inp.video, 0.0, info.duration, nframes=self.inp.nframes,
+                max_pixels=s.overview_max_pixels, size_factor=s.size_factor,
+            )
+            return info, frames
+        except VideoError as err:
+            self.error = str(err)
+            return None, None
+
+    def _opening(self, info: VideoInfo | None, overview: Frames | None) -> list[ChatMessage]:
+        s, inp = self.settings, self.inp
+        system = prompts.system_prompt(s.mode, self.tools.specs if s.mode != "none" else (), version=s.prompt_version)
+        if info is None:
+            question = f"{inp.question}\n(The video could not be opened: {self.error})"
+            user = prompts.user_prompt(question, inp.options, duration=0.0, nframes=0)
+        else:
+            user = prompts.user_prompt(
+                inp.question, inp.options, duration=info.duration, nframes=len(overview) if overview else 0,
+                fps=info.fps, size=(info.width, info.height),
+            )
+        videos = (overview,) if overview is not None else ()
+        return [ChatMessage("system", system), ChatMessage("user", user, videos=videos)]
+
+    # -- one main turn -----------------------------------------------------------------------
+    async def _generate_main(self) -> tuple[GenOutput, str, int] | None:
+        s = self.settings
+        prefix = tags.THINK_PREFIX if s.think_prefix else ""
+        head = self.codec.generation_prompt(prefix)
+        room = s.max_context_tokens - len(self.main) - len(head)
+        if room <= 0:
+            return None
+        self.main.add_context(head)
+        prompt_ids = tuple(self.main.ids)
+        visual = count_vision_tokens(self.codec, prompt_ids)
+        self.tally.main_visual += visual
+        self.tally.main_text += len(prompt_ids) - visual
+        sampling = s.sampling if s.sampling.max_new_tokens <= room else _with_max(s.sampling, room)
+        req = GenRequest(prompt_ids, tuple(self.messages), tuple(self.main.videos), tuple(self.main.images),
+                         sampling, response_prefix=prefix)
+        (out,) = await self.generator.generate([req])
+        self.tally.generated += len(out.token_ids)
+        return out, prefix, visual
+
+    def _record_sampled(self, out: GenOutput) -> None:
+        self.main.add_sampled(out.token_ids, out.logprobs)
+        self.main.add_context(self.codec.close_turn(out.token_ids))
+
+    async def run(self) -> EpisodeResult:
+        t0 = time.perf_counter()
+        info, overview = await self._open_video()
+        self.messages = self._opening(info, overview)
+        for msg in self.messages:
+            enc = self.codec.encode_message(msg)
+            self.main.add_context(enc.ids, enc.videos, enc.images)
+        end = await self._loop(info)
+        await self.tools.finish(self._ctx(info)) if info is not None else None
+        completion = "\n".join(self.texts)
+        ok_calls = sum(1 for c in self.calls if c.ok)
+        return EpisodeResult(
+            input=self.inp, main=self.main.freeze(end), subs=tuple(self.subs), completion=completion,
+            answer=extract_answer(completion) if completion else None, calls=tuple(self.calls),
+            n_successful_calls=ok_calls, tokens=self.tally.freeze(), latency_s=time.perf_counter() - t0,
+            error=self.error,
+        )
+
+    async def _loop(self, info: VideoInfo | None) -> EndReason:
+        s = self.settings
+        for turn in range(s.max_turns):
+            t0 = time.perf_counter()
+            gen = await self._generate_main()
+            if gen is None:
+                return "length"
+            out, prefix, visual = gen
+            text = prefix + out.text
+            self.texts.append(text)
+            if out.finish_reason == "error":
+                self.error = out.error
+                self.main.turns.append(TurnRecord(text, "error", latency_s=time.perf_counter() - t0))
+                self.main.add_context(self.codec.close_turn(()))
+                return "error"
+            self._record_sampled(out)
+            self.messages.append(ChatMessage("assistant", text))
+            parsed = parse_calls(text, execute_tool_code=s.execute_tool_code).calls
+            record = lambda calls: TurnRecord(  # noqa: E731
+                text, out.finish_reason, tuple(calls), time.perf_counter() - t0,
+                len(self.main.ids), visual, len(out.token_ids))
+            if out.finish_reason == "length":
+                self.main.turns.append(record(()))
+                return "length"
+            if s.mode == "none" or not parsed:
+                self.main.turns.append(record(()))
+                return "answer"
+            if turn == s.max_turns - 1:
+                self.main.turns.append(record(()))
+                return "max_turns"
+            records, fits = await self._act(turn, parsed, info)
+            self.main.turns.append(record(records))
+            if not fits:
+                return "length"
+        return "max_turns"
+
+    # -- tools and sub-agents ---------------------------------------------------------------
+    def _ctx(self, info: VideoInfo | None) -> ToolContext:
+        s = self.settings
+        return ToolContext(
+            episode_id=self.episode_id, video=self.inp.video, info=info,  # type: ignore[arg-type]
+            crop_max_frames=s.crop_max_frames, crop_fps=s.crop_fps, crop_max_pixels=s.crop_max_pixels,
+            size_factor=s.size_factor,
+        )
+
+    def _validate(self, parsed: Sequence[ParsedCall], info: VideoInfo | None) -> list[ParsedCall]:
+        s = self.settings
+        if info is None:
+            return [replace(c, error=c.error or f"video unavailable: {self.error}") for c in parsed]
+        duration = info.duration
+        k_max = 1 if s.mode == "sequential" else s.k_max
+        return list(validate_calls(parsed, duration=duration, k_max=k_max, min_window=s.min_window_s,
+                                   known_tools=set(self.tools.names)))
+
+    async def _act(self, turn: int, parsed: Sequence[ParsedCall], info: VideoInfo | None) -> tuple[list[CallRecord], bool]:
+        t0 = time.perf_counter()
+        calls = self._validate(parsed, info)
+        valid = [c for c in calls if c.error is None]
+        if info is None:
+            obs_valid = [Observation(error=f"video unavailable: {self.error}") for _ in valid]
+        else:
+            obs_valid = await self.tools.run_calls(self._ctx(info), valid)
+        obs_by_pos = dict(zip([id(c) for c in valid], obs_valid, strict=True))
+        observations = [obs_by_pos.get(id(c)) or Observation(error=c.error) for c in calls]
+        if self.settings.mode == "parallel":
+            observations = await self._summarise(turn, calls, observations)
+        lines, videos, records = self._compose(turn, calls, observations, time.perf_counter() - t0)
+        msg = ChatMessage("tool", tags.render_tool_response_body(lines), videos=tuple(videos))
+        enc = self.codec.encode_message(msg)
+        fits = len(self.main) + len(enc.ids) + len(self.codec.generation_prompt(tags.THINK_PREFIX)) < self.settings.max_context_tokens
+        if fits:
+            self.main.add_context(enc.ids, enc.videos, enc.images)
+            self.messages.append(msg)
+        self.calls.extend(records)
+        return records, fits
+
+    async def _summarise(self, turn: int, calls: Sequence[ParsedCall], obs: list[Observation]) -> list[Observation]:
+        """Parallel mode: every crop that returned frames goes to a sub-agent; ONE batched request."""
+        jobs = [
+            SubagentCall(index=i + 1, frames=o.frames, window=o.window or (0.0, 0.0))
+            for i, o in enumerate(obs) if o.error is None and o.delivery == "subagent" and o.frames is not None
+        ]
+        if not jobs:
+            return obs
+        results = await run_subagents(
+            jobs, question=self.inp.question, generator=self.generator, codec=self.codec,
+            sampling=self.settings.sub_sampling, timeout_s=self.settings.subagent_timeout_s,
+            episode_id=self.episode_id, first_index=len(self.subs) + 1, version=self.settings.prompt_version,
+        )
+        out = list(obs)
+        for job, res in zip(jobs, results, strict=True):
+            if res.trajectory is not None:
+                self.subs.append(res.trajectory)
+                visual = count_vision_tokens(self.codec, res.trajectory.ids[: res.trajectory.prompt_len])
+                self.tally.sub_visual += visual
+                self.tally.sub_text += res.trajectory.prompt_len - visual
+                self.tally.generated += res.trajectory.n_sampled
+            prev = out[job.index - 1]
+            out[job.index - 1] = Observation(text=res.summary, window=prev.window, error=res.error, delivery="text")
+        return out
+
+    def _compose(self, turn: int, calls: Sequence[ParsedCall], obs: Sequence[Observation], latency: float):
+        lines: list[str] = []
+        videos: list[Frames] = []
+        records: list[CallRecord] = []
+        for i, (call, o) in enumerate(zip(calls, obs, strict=True), start=1):
+            start, end = o.window if o.window else (call.window or (None, None))
+            if o.error is not None:
+                body = f"error: {o.error}"
+            elif o.frames is not None:
+                videos.append(o.frames)
+                body = (o.text + " " if o.text else "") + "<video>"
+            else:
+                body = o.text
+            lines.append(tags.render_result_line(i, start, end, body))
+            records.append(CallRecord(turn, i, call.name, start, end, o.error is None, o.error,
+                                      o.text, latency))
+        return lines, videos, records
+
+
+def _with_max(sp: SamplingParams, n: int) -> SamplingParams:
+    return replace(sp, max_new_tokens=max(1, n))
+
+
+def count_vision_tokens(codec: ChatCodec, ids: Sequence[int]) -> int:
+    """Vision placeholder tokens (pads and their start/end markers) in ``ids``."""
+    vision = set(codec.vision_token_ids)
+    return sum(1 for i in ids if i in vision)
+
+
+async def run_episode(
+    inp: EpisodeInput, *, generator: Generator, codec: ChatCodec, settings: EpisodeSettings,
+    episode_id: str | None = None, tools: ToolSet | None = None,
+) -> EpisodeResult:
+    """Run one episode. Never raises for model output or a broken video (see module doc)."""
+    toolset = tools if tools is not None else build_toolset(["crop_video"])
+    run = _Run(inp, generator, codec, settings, toolset, episode_id or uuid.uuid4().hex[:12])
+    return await run.run()
+
+
+async def run_group(
+    inputs: Sequence[EpisodeInput], *, generator: Generator, codec: ChatCodec, settings: EpisodeSettings,
+    tools: ToolSet | None = None, episode_ids: Sequence[str] | None = None,
+) -> list[EpisodeResult]:
+    """Run many episodes concurrently (G rollouts of many prompts). Their generation requests
+    reach the backend together, so a batching backend serves them in shared batches; decoded
+    overview frames are shared through the video cache."""
+    toolset = tools if tools is not None else build_toolset(["crop_video"])
+    ids = list(episode_ids) if episode_ids is not None else [uuid.uuid4().hex[:12] for _ in inputs]
+    return list(await asyncio.gather(*(
+        run_episode(inp, generator=generator, codec=codec, settings=settings, episode_id=eid, tools=toolset)
+        for inp, eid in zip(inputs, ids, strict=True)
+    )))

@@ -1,0 +1,121 @@
+"""`paravt eval`: run episodes on an eval set, score them, write results and metrics.
+
+Each (sample, mode) becomes one row of ``results.jsonl`` (appended and flushed as it finishes, so
+an interrupted run resumes by skipping finished ids) and the run ends with ``metrics.json``.
+Episodes run ``workers`` at a time; with the hf backend their generation requests meet in shared
+batches. Greedy decoding by default. The model is a local HF directory (hf backend) or the URL of
+an OpenAI-compatible server (vLLM / SGLang; openai backend).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, run_episode
+from paravt.eval.metrics import compute_metrics
+from paravt.eval.results import CallRow, ResultRow, TokenRow, TranscriptTurn, append_result, finished_ids, load_results
+from paravt.models.base import Generator
+from paravt.models.chat import ChatCodec
+from paravt.rewards import RewardWeights, compute_reward
+
+
+@dataclass
+class Backend:
+    generator: Generator
+    codec: ChatCodec
+    tools: Any
+
+
+def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("crop_video",),
+                 tool_server_url: str | None = None, timeout_s: float = 120.0, max_retries: int = 3,
+                 max_concurrency: int = 16, served_model_name: str | None = None,
+                 processor_dir: str | None = None) -> Backend:
+    """A generator + codec for a local checkpoint or an OpenAI-compatible URL."""
+    from paravt.tools import build_toolset
+
+    toolset = build_toolset(list(tools), server_url=tool_server_url)
+    if model.startswith(("http://", "https://")):
+        return open_remote(model, processor_dir=processor_dir, toolset=toolset, timeout_s=timeout_s,
+                           max_retries=max_retries, max_concurrency=max_concurrency,
+                           served_model_name=served_model_name)
+    from paravt.models.hf import HFGenerator
+    from paravt.models.loading import load_policy
+
+    policy = load_policy(model, device=device)
+    policy.model.eval()
+    return Backend(HFGenerator(policy), ChatCodec(policy.processor), toolset)
+
+
+def open_remote(url: str, *, processor_dir: str | None, toolset: Any, timeout_s: float, max_retries: int,
+                max_concurrency: int, served_model_name: str | None) -> Backend:
+    from paravt.models.loading import load_processor
+    from paravt.models.openai_backend import OpenAIGenerator
+
+    if processor_dir is None:
+        raise ValueError(f"{url}: pass --processor DIR (the served model's processor, for token ids)")
+    processor = load_processor(processor_dir)
+    gen = OpenAIGenerator(url, model=served_model_name, timeout_s=timeout_s, max_retries=max_retries,
+                          max_concurrency=max_concurrency, tokenizer=processor.tokenizer)
+    return Backend(gen, ChatCodec(processor), toolset)
+
+
+def result_row(res: EpisodeResult, mode: str, weights: RewardWeights) -> ResultRow:
+    inp = res.input
+    b = compute_reward(res.completion, task=inp.task, answer=inp.answer, options=inp.options, prefix="",
+                       successful_calls=res.n_successful_calls, weights=weights)
+    calls = tuple(CallRow(c.name or "?", c.start, c.end, c.ok, c.error, c.summary) for c in res.calls)
+    transcript = [TranscriptTurn("assistant", t.text) for t in res.main.turns]
+    for sub in res.subs:
+        transcript.extend(TranscriptTurn(f"sub[{sub.index}]", t.text) for t in sub.turns)
+    t = res.tokens
+    return ResultRow(
+        id=inp.id, mode=mode, task=inp.task, subset=str(inp.meta.get("subset", "")), nframes=inp.nframes,
+        video=inp.video, duration=float(inp.meta.get("duration") or 0.0), question=inp.question,
+        options=inp.options, answer=inp.answer, prediction=res.answer, score=float(b.acc),
+        correct=b.acc >= (0.5 if inp.task == "tvg" else 1.0) if inp.task != "oe" else b.acc >= 0.5,
+        calls=calls, n_calls=len(calls),
+        tokens=TokenRow(t.main_visual, t.main_text, t.sub_visual, t.sub_text, t.generated),
+        latency_s=res.latency_s, end_reason=res.end_reason,
+        tool_necessary=inp.meta.get("tool_necessary"), transcript=tuple(transcript),
+    )
+
+
+async def _run_mode(samples: Sequence[EpisodeInput], mode: str, backend: Backend, settings: EpisodeSettings,
+                    out: Path, workers: int, weights: RewardWeights, progress: Progress | None) -> None:
+    done = finished_ids(out / "results.jsonl", mode)
+    todo = [s for s in samples if s.id not in done]
+    sem = asyncio.Semaphore(workers)
+    task = progress.add_task(f"eval {mode}", total=len(samples), completed=len(samples) - len(todo)) if progress else None
+    mode_settings = replace(settings, mode=mode)  # type: ignore[arg-type]
+
+    async def one(s: EpisodeInput) -> None:
+        async with sem:
+            res = await run_episode(s, generator=backend.generator, codec=backend.codec, settings=mode_settings,
+                                    tools=backend.tools, episode_id=f"{mode}-{s.id}")
+        append_result(out / "results.jsonl", result_row(res, mode, weights))
+        if progress is not None and task is not None:
+            progress.update(task, advance=1)
+
+    await asyncio.gather(*(one(s) for s in todo))
+
+
+def evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: EpisodeSettings, *, modes: Sequence[str],
+             out: Path, workers: int = 4, weights: RewardWeights | None = None, progress: bool = True) -> dict[str, Any]:
+    """Run every mode on the same samples; write results.jsonl + metrics.json; return the metrics."""
+    out.mkdir(parents=True, exist_ok=True)
+    w = weights or RewardWeights()
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   disable=not progress)
+    with bar:
+        for mode in modes:
+            asyncio.run(_run_mode(samples, mode, backend, settings, out, workers, w, bar))
+    metrics = compute_metrics(load_results(out / "results.jsonl"))
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=float))
+    return metrics

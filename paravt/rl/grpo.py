@@ -1,0 +1,187 @@
+"""PARA-GRPO in one process (CPU or one GPU): the reference implementation (DESIGN §5).
+
+One step, top to bottom:
+
+1. take ``ceil(oversample · prompts_per_step)`` prompts from a seeded per-epoch permutation;
+2. nFrames Gating: each prompt gets n ~ U(choices) keyed by (seed, epoch, prompt id), the same n
+   for its G rollouts (off: ``video.overview_nframes``);
+3. roll out G episodes per prompt (``paravt.agent.run_group``, all concurrently, so the batching
+   generator serves them together);
+4. reward each episode (``paravt.rewards``), bias included;
+5. online filters: drop zero-variance groups, keep the ``prompts_per_step`` groups with the largest
+   reward std (PyVision-RL's oversample–filter–rank);
+6. group advantages (with or without std normalisation), broadcast to the episode's sub-agent
+   trajectories when ``train_subagents``;
+7. PPO-clip update with KL to the frozen reference (``paravt.rl.update``);
+8. log every metric, checkpoint every ``save_every`` steps (atomic; resume is bit-for-bit).
+
+Every ablation of the paper is one flag: vanilla GRPO = ``reward.anchor=false``,
+``rollout.think_prefix=false``, ``rl.gating.enabled=false``; ``reward.tool_mode=off`` (− tool
+reward); ``reward.gamma=0`` (− γ penalty).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, run_group
+from paravt.config import TrainConfig
+from paravt.rewards import RewardWeights, compute_reward
+from paravt.rewards.metrics import RolloutRecord, aggregate
+from paravt.rl import filters
+from paravt.rl.advantages import group_advantages
+from paravt.rl.gating import gated_nframes
+from paravt.rl.session import PolicySession
+from paravt.rl.update import TrainItem, ppo_update
+
+
+@dataclass
+class DataCursor:
+    """Where the trainer is in the prompt stream (saved in checkpoints)."""
+
+    epoch: int = 0
+    position: int = 0
+
+    def take(self, n_rows: int, k: int, seed: int) -> list[tuple[int, int]]:
+        """``k`` (row index, epoch) pairs; a new seeded permutation each epoch."""
+        out = []
+        for _ in range(k):
+            if self.position >= n_rows:
+                self.epoch, self.position = self.epoch + 1, 0
+            perm = _permutation(n_rows, seed, self.epoch)
+            out.append((perm[self.position], self.epoch))
+            self.position += 1
+        return out
+
+
+def _permutation(n: int, seed: int, epoch: int) -> list[int]:
+    rng = random.Random(f"perm:{seed}:{epoch}")
+    idx = list(range(n))
+    rng.shuffle(idx)
+    return idx
+
+
+@dataclass
+class StepOutput:
+    metrics: dict[str, float]
+    results: list[EpisodeResult] = field(default_factory=list)
+
+
+class GRPOTrainer:
+    """Owns the policy, the reference, the optimizer and the data cursor."""
+
+    def __init__(self, cfg: TrainConfig, prompts: list[EpisodeInput], session: PolicySession) -> None:
+        if not prompts:
+            raise ValueError("no RL prompts: build them with `paravt data synth` (rl.parquet)")
+        self.cfg, self.prompts, self.s = cfg, prompts, session
+        self.cursor = DataCursor()
+        self.weights = RewardWeights.from_config(cfg.reward)
+        self.settings = EpisodeSettings.from_config(cfg)
+
+    # -- one step ------------------------------------------------------------------------------
+    def step(self, step: int) -> StepOutput:
+        cfg, rl = self.cfg, self.cfg.rl
+        t0 = time.perf_counter()
+        n_prompts = math.ceil(rl.oversample * rl.prompts_per_step)
+        picks = self.cursor.take(len(self.prompts), n_prompts, rl.seed)
+        inputs, groups = self._expand(picks)
+        torch.manual_seed(hash_seed(rl.seed, step))
+        results = asyncio.run(self._rollout(inputs, step))
+        t1 = time.perf_counter()
+        rewards = [self._reward(r) for r in results]
+        t2 = time.perf_counter()
+        kept, drop_counts = self._filter(groups, [b.reward for b in rewards])
+        items = self._items(results, rewards, groups, kept)
+        stats = ppo_update(
+            self.s.model, self.s.processor, self.s.optimizer, items, clip_eps=rl.clip_eps, kl_coef=rl.kl_coef,
+            kl_kind=rl.kl_estimator, max_grad_norm=rl.max_grad_norm, ref_model=self.s.ref_model,
+            ppo_epochs=rl.ppo_epochs, temperature=cfg.sampling.temperature,
+        )
+        t3 = time.perf_counter()
+        records = [RolloutRecord(b, task=r.input.task, n_frames=r.input.nframes, n_calls=len(r.calls),
+                                 tokens=r.tokens.to_json())
+                   for r, b in zip(results, rewards, strict=True)]
+        metrics = {**aggregate(records), **stats.to_metrics(), **drop_counts,
+                   "groups/kept": float(len(kept)), "time/rollout": t1 - t0, "time/reward": t2 - t1,
+                   "time/update": t3 - t2, "lr": self.s.optimizer.param_groups[0]["lr"],
+                   "tokens/input_per_rollout": _mean([r.tokens.total_input for r in results]),
+                   "tokens/generated_per_rollout": _mean([r.tokens.generated for r in results])}
+        return StepOutput(metrics, results)
+
+    def _expand(self, picks: list[tuple[int, int]]) -> tuple[list[EpisodeInput], dict[str, list[int]]]:
+        """G copies of each picked prompt with its gated n; groups map a group key to indices."""
+        rl = self.cfg.rl
+        inputs: list[EpisodeInput] = []
+        groups: dict[str, list[int]] = {}
+        for k, (row, epoch) in enumerate(picks):
+            base = self.prompts[row]
+            n = (gated_nframes(rl.seed, epoch, base.id, rl.gating.choices) if rl.gating.enabled
+                 else self.cfg.video.overview_nframes)
+            key = f"{k}:{base.id}"
+            groups[key] = list(range(len(inputs), len(inputs) + rl.group_size))
+            inputs.extend(base.with_nframes(n) for _ in range(rl.group_size))
+        return inputs, groups
+
+    async def _rollout(self, inputs: list[EpisodeInput], step: int) -> list[EpisodeResult]:
+        ids = [f"s{step}-e{i}" for i in range(len(inputs))]
+        return await run_group(inputs, generator=self.s.generator, codec=self.s.codec, settings=self.settings,
+                               tools=self.s.tools, episode_ids=ids)
+
+    def _reward(self, r: EpisodeResult):  # -> RewardBreakdown
+        inp = r.input
+        return compute_reward(r.completion, task=inp.task, answer=inp.answer, options=inp.options, prefix="",
+                              successful_calls=r.n_successful_calls, weights=self.weights)
+
+    def _filter(self, groups: dict[str, list[int]], rewards: list[float]) -> tuple[list[str], dict[str, float]]:
+        rl = self.cfg.rl
+        by_group = {g: [rewards[i] for i in idx] for g, idx in groups.items()}
+        kept = list(by_group)
+        counts: dict[str, float] = {"filter/zero_var_dropped": 0.0, "filter/rank_dropped": 0.0}
+        if rl.drop_zero_variance:
+            res = filters.drop_zero_variance(by_group)
+            kept = list(res.kept)
+            counts["filter/zero_var_dropped"] = float(len(res.dropped))
+        ranked = filters.rank_by_std({g: by_group[g] for g in kept}, keep=rl.prompts_per_step)
+        counts["filter/rank_dropped"] = float(len(ranked.dropped))
+        return list(ranked.kept), counts
+
+    def _items(self, results: list[EpisodeResult], rewards: list[Any], groups: dict[str, list[int]],
+               kept: list[str]) -> list[TrainItem]:
+        items: list[TrainItem] = []
+        for g in kept:
+            idx = groups[g]
+            adv = group_advantages([rewards[i].reward for i in idx], std_normalize=self.cfg.rl.std_normalize)
+            for i, a in zip(idx, adv, strict=True):
+                r = results[i]
+                items.append(TrainItem(r.main, a))
+                if self.cfg.rollout.train_subagents:
+                    items.extend(TrainItem(sub, a) for sub in r.subs)
+        return items
+
+
+def hash_seed(seed: int, step: int) -> int:
+    """A stable per-step seed (no salted ``hash``)."""
+    return (seed * 1_000_003 + step * 7919) % (2**31 - 1)
+
+
+def _mean(xs: list[float] | list[int]) -> float:
+    return float(sum(xs)) / len(xs) if xs else 0.0
+
+
+def train_rl(cfg: TrainConfig, *, resume: bool = False, progress: bool = True,
+             stop_after: int | None = None) -> Path:
+    """`paravt train rl` (engine local). Returns the run directory."""
+    from paravt.rl.loop import run_training
+
+    return run_training(cfg, kind="rl", resume=resume, progress=progress, stop_after=stop_after)
+
+
+__all__ = ["DataCursor", "GRPOTrainer", "StepOutput", "train_rl", "hash_seed", "Path"]

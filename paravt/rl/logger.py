@@ -1,0 +1,68 @@
+"""Step metrics: always a JSONL file (``train_log.jsonl``), TensorBoard when it is installed."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+
+class MetricsLogger:
+    def __init__(self, run_dir: Path, *, name: str, kind: str, config: dict[str, Any], resume: bool = False) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "run.json").write_text(json.dumps({"name": name, "kind": kind, "config": config}, indent=1))
+        self.path = self.run_dir / "train_log.jsonl"
+        if not resume and self.path.exists():
+            self.path.unlink()
+        self._tb = None
+        try:
+            from torch.utils.tensorboard import SummaryWriter  # optional dependency
+
+            self._tb = SummaryWriter(str(self.run_dir / "tb"))
+        except ImportError:
+            pass
+
+    def truncate_after(self, step: int) -> None:
+        """On resume: forget lines logged after the checkpoint (they will be logged again)."""
+        if not self.path.exists():
+            return
+        keep = [ln for ln in self.path.read_text().splitlines() if ln.strip() and _step(ln) <= step]
+        self.path.write_text("".join(k + "\n" for k in keep))
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        row = {"step": step, **{k: _clean(v) for k, v in metrics.items()}}
+        with self.path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self._tb is not None:
+            for k, v in row.items():
+                if k != "step" and isinstance(v, (int, float)) and v is not None:
+                    self._tb.add_scalar(k, v, step)
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+
+
+def _step(line: str) -> int:
+    try:
+        return int(json.loads(line).get("step", -1))
+    except (ValueError, AttributeError):
+        return 1 << 60
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for ln in Path(path).read_text().splitlines():
+        try:
+            rows.append(json.loads(ln))
+        except ValueError:
+            continue  # a line cut by a kill
+    return rows

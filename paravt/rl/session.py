@@ -1,0 +1,45 @@
+"""Everything a trainer holds on to: policy, processor, codec, optimizer, reference, generator."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from paravt.models.chat import ChatCodec
+from paravt.models.loading import load_policy
+
+
+@dataclass
+class PolicySession:
+    model: Any
+    processor: Any
+    codec: ChatCodec
+    optimizer: torch.optim.Optimizer
+    ref_model: Any | None = None
+    generator: Any | None = None  # paravt.models.hf.HFGenerator for RL; None for SFT
+    tools: Any | None = None  # paravt.tools.ToolSet
+
+    @classmethod
+    def create(cls, path: str, *, lr: float, device: str = "cpu", dtype: str = "float32", reference: bool = False,
+               generate: bool = False, tools: list[str] | None = None, tool_server_url: str | None = None,
+               weight_decay: float = 0.0) -> PolicySession:
+        policy = load_policy(path, device=device, dtype=dtype)
+        model = policy.model
+        model.train()
+        ref = None
+        if reference:
+            ref = copy.deepcopy(model).eval()
+            for p in ref.parameters():
+                p.requires_grad_(False)
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+        gen = toolset = None
+        if generate:
+            from paravt.models.hf import HFGenerator
+            from paravt.tools import build_toolset
+
+            gen = HFGenerator(policy)
+            toolset = build_toolset(tools or ["crop_video"], server_url=tool_server_url)
+        return cls(model, policy.processor, ChatCodec(policy.processor), opt, ref, gen, toolset)
