@@ -10,6 +10,7 @@ import typer
 from paravt.cli import config_cmd
 from paravt.cli import model as model_cmd
 from paravt.cli import report
+from paravt.cli import score
 from paravt.cli import video as video_cmd
 
 app = typer.Typer(
@@ -23,6 +24,7 @@ app = typer.Typer(
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(model_cmd.app, name="model")
 app.command("report")(report.report)
+app.command("score")(score.score)
 app.add_typer(video_cmd.app, name="video")
 
 

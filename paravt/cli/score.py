@@ -1,0 +1,103 @@
+"""`paravt score --in FILE.jsonl [--config C.yaml] [--summary]`: score completions offline.
+
+Input line: ``{"completion": str, "task": "mcq"|"tvg"|"oe", "answer": str, "options": [str]?,
+"prefix": str?, "successful_calls": int?}``. Output (stdout, one JSON line per input line, same
+order): ``{"reward", "acc", "format", "format_base", "anchor", "tool", "answer", "degenerate",
+"closed": {"think", "tool_call", "answer"}, "tool_code", "n_calls"}``; a bad line gives
+``{"error": "..."}`` and the rest continue. ``--summary`` prints the aggregated metrics table on
+stderr (stdout stays JSON lines). Exit 0 unless the file or the config cannot be read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from paravt import config as cfgmod
+from paravt.errors import ConfigError, ParavtError
+from paravt.protocol import tags as T
+from paravt.rewards.composite import RewardBreakdown, RewardWeights, compute_reward
+from paravt.rewards.metrics import RolloutRecord, aggregate
+
+_TASKS = ("mcq", "tvg", "oe")
+
+
+def score(
+    in_file: Path = typer.Option(..., "--in", help="JSONL file of completions to score."),
+    config: Path | None = typer.Option(None, "--config", help="YAML config (its `reward` section is used)."),
+    summary: bool = typer.Option(False, "--summary", help="Print the aggregated metrics (stderr)."),
+) -> None:
+    """Score completions with the PARA-GRPO reward; one JSON line out per line in."""
+    err = Console(stderr=True)
+    try:
+        weights = RewardWeights.from_config(cfgmod.load(config).reward) if config else RewardWeights()
+        lines = in_file.read_text(encoding="utf-8").splitlines()
+    except (ConfigError, OSError, UnicodeDecodeError) as exc:
+        err.print(f"[red]cannot score {in_file}: {exc}[/red]")
+        raise typer.Exit(2) from None
+    records: list[RolloutRecord] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            row = _row(line)
+            b = compute_reward(row["completion"], task=row["task"], answer=row["answer"],
+                               options=row.get("options"), prefix=row.get("prefix", T.THINK_PREFIX),
+                               successful_calls=row.get("successful_calls"), weights=weights)
+        except (ValueError, ParavtError) as exc:
+            typer.echo(json.dumps({"error": str(exc)}))
+            continue
+        records.append(RolloutRecord(breakdown=b, task=row["task"]))
+        typer.echo(json.dumps(output_line(b), ensure_ascii=False))
+    if summary:
+        err.print(_table(aggregate(records)))
+
+
+def output_line(b: RewardBreakdown) -> dict[str, Any]:
+    """The documented output format of one scored line."""
+    return {
+        "reward": round(b.reward, 6), "acc": round(b.acc, 6), "format": round(b.format, 6),
+        "format_base": round(b.format_base, 6), "anchor": round(b.anchor, 6),
+        "tool": round(b.tool, 6), "answer": b.answer, "degenerate": b.degenerate,
+        "closed": {"think": b.closed_think, "tool_call": b.closed_tool_call,
+                   "answer": b.closed_answer},
+        "tool_code": b.tool_code, "n_calls": b.n_calls,
+    }
+
+
+def _row(line: str) -> dict[str, Any]:
+    try:
+        row = json.loads(line)
+    except ValueError as exc:
+        raise ValueError(f"line is not JSON: {exc}") from None
+    if not isinstance(row, dict):
+        raise ValueError("line must be a JSON object")
+    if not isinstance(row.get("completion"), str):
+        raise ValueError('"completion" must be a string')
+    if row.get("task") not in _TASKS:
+        raise ValueError(f'"task" must be one of {list(_TASKS)}, got {row.get("task")!r}')
+    if "answer" not in row:
+        raise ValueError('"answer" is missing')
+    opts = row.get("options")
+    if opts is not None and not (isinstance(opts, list) and all(isinstance(o, str) for o in opts)):
+        raise ValueError('"options" must be a list of strings')
+    if not isinstance(row.get("prefix", ""), str):
+        raise ValueError('"prefix" must be a string')
+    calls = row.get("successful_calls")
+    if calls is not None and (isinstance(calls, bool) or not isinstance(calls, int) or calls < 0):
+        raise ValueError('"successful_calls" must be a non-negative integer')
+    return row
+
+
+def _table(metrics: dict[str, float]) -> Table:
+    table = Table(title="paravt score: aggregated metrics")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in metrics.items():
+        table.add_row(key, f"{value:.4f}")
+    return table
