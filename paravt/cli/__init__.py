@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from paravt.cli import config_cmd
+from paravt.cli import config_cmd, demo, eval_cmd, infer, train
 from paravt.cli import model as model_cmd
 from paravt.cli import report
 from paravt.cli import score
@@ -22,6 +22,10 @@ app = typer.Typer(
 )
 
 app.add_typer(config_cmd.app, name="config")
+app.add_typer(train.app, name="train")
+app.command("infer")(infer.infer)
+app.command("eval")(eval_cmd.eval_cmd)
+app.command("demo")(demo.demo)
 app.add_typer(model_cmd.app, name="model")
 app.command("report")(report.report)
 app.command("score")(score.score)

@@ -1,0 +1,52 @@
+"""`paravt train sft|rl --config C.yaml [--resume] [--set key=value ...]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from paravt import config as cfgmod
+from paravt.errors import ParavtError
+
+app = typer.Typer(help="SFT cold start and PARA-GRPO training.", no_args_is_help=True)
+console = Console()
+
+
+def _load(config: Path, overrides: list[str] | None) -> cfgmod.TrainConfig:
+    try:
+        return cfgmod.load(config, overrides=overrides or [])
+    except ParavtError as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+
+
+@app.command("sft")
+def sft(config: Path = typer.Option(..., "--config", "-c"), resume: bool = typer.Option(False, "--resume"),
+        set_: list[str] = typer.Option(None, "--set", help="Override a field: key.sub=value")) -> None:
+    """Supervised cold start on parquet traces (loss on assistant tokens only)."""
+    from paravt.rl.loop import run_training
+
+    cfg = _load(config, set_)
+    out = run_training(cfg, kind="sft", resume=resume)
+    console.print(f"[green]SFT done[/green]: {out}/model  (log: {out}/train_log.jsonl)")
+
+
+@app.command("rl")
+def rl(config: Path = typer.Option(..., "--config", "-c"), resume: bool = typer.Option(False, "--resume"),
+       engine: str | None = typer.Option(None, "--engine", help="local | verl (default: rl.engine)"),
+       dry_run: bool = typer.Option(False, "--dry-run", help="verl: print the resolved config and command"),
+       set_: list[str] = typer.Option(None, "--set", help="Override a field: key.sub=value")) -> None:
+    """PARA-GRPO: single-process (engine local) or on verl (engine verl)."""
+    cfg = _load(config, set_)
+    if engine:
+        cfg.rl.engine = engine  # type: ignore[assignment]
+    if cfg.rl.engine == "verl":
+        from paravt.cli.train_verl import launch_verl
+
+        raise typer.Exit(launch_verl(cfg, dry_run=dry_run))
+    from paravt.rl.loop import run_training
+
+    out = run_training(cfg, kind="rl", resume=resume)
+    console.print(f"[green]RL done[/green]: {out}/model  (log: {out}/train_log.jsonl)")
