@@ -23,7 +23,7 @@ from paravt.errors import DataError
 
 
 def sample_std(values: Sequence[float]) -> float:
-    """Standard deviation with divisor n − 1 (``torch.std`` default); 0.0 for fewer than 2 values."""
+    """Std with divisor n − 1 (``torch.std``'s default); 0.0 for fewer than 2 values."""
     n = len(values)
     if n < 2:
         return 0.0

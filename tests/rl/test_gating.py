@@ -24,7 +24,8 @@ def test_values_are_identical_in_a_process_with_another_hash_seed() -> None:
     code = (
         "import json,sys\nfrom paravt.rl.gating import gated_nframes\n"
         "ids=json.loads(sys.stdin.read())\n"
-        f"print(json.dumps([hash('synth'), [gated_nframes(0, 1, p, {list(CHOICES)}) for p in ids]]))"
+        f"values = [gated_nframes(0, 1, p, {list(CHOICES)}) for p in ids]\n"
+        "print(json.dumps([hash('synth'), values]))"
     )
     salted = set()
     for hash_seed in ("1", "12345"):

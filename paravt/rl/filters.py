@@ -1,0 +1,113 @@
+"""Prompt and group filters of PARA-GRPO (DESIGN §5). Pure Python, no torch.
+
+Online (per step, PyVision-RL): ``drop_zero_variance`` removes groups whose G rewards are all
+equal (their GRPO advantages are all 0, so they only dilute the token-mean); ``rank_by_std`` is the
+oversample–filter–rank step: roll out more prompts than needed, keep the ``keep`` groups with the
+largest reward std. Offline (DAPO pre-filter): ``dapo_length_filter`` drops open-ended prompts
+with long answers, ``dapo_prefilter`` also drops prompts the initial policy always gets wrong.
+
+Each filter returns a ``FilterResult`` with the kept ids and every dropped id with its reason, so
+the trainer can log ``filter/<reason>`` counts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from paravt.errors import ConfigError, DataError
+from paravt.rl.advantages import sample_std
+
+ZERO_VARIANCE = "zero_variance"
+RANK = "rank"
+LONG_ANSWER = "long_answer"
+ALL_WRONG = "all_wrong"
+
+_STD_DIGITS = 12  # stds equal to 12 decimals are ties (fsum order noise must not break them)
+
+
+@dataclass(frozen=True)
+class Dropped:
+    id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    kept: tuple[str, ...]
+    dropped: tuple[Dropped, ...]
+
+    @property
+    def drop_counts(self) -> dict[str, int]:
+        """Number of dropped ids per reason (only reasons that occurred)."""
+        return dict(Counter(d.reason for d in self.dropped))
+
+
+def _check_groups(groups: Mapping[str, Sequence[float]]) -> None:
+    empty = [gid for gid, rewards in groups.items() if len(rewards) == 0]
+    if empty:
+        raise DataError(f"groups {empty[:5]} have no rewards; every group needs its G rewards")
+
+
+def drop_zero_variance(groups: Mapping[str, Sequence[float]], tol: float = 1e-9) -> FilterResult:
+    """Drop groups whose rewards all lie within ``tol`` of each other (max − min ≤ tol).
+
+    A group of one reward has zero variance. Kept ids keep the input order.
+    """
+    _check_groups(groups)
+    kept: list[str] = []
+    dropped: list[Dropped] = []
+    for gid, rewards in groups.items():
+        if max(rewards) - min(rewards) <= tol:
+            dropped.append(Dropped(gid, ZERO_VARIANCE))
+        else:
+            kept.append(gid)
+    return FilterResult(tuple(kept), tuple(dropped))
+
+
+def rank_by_std(groups: Mapping[str, Sequence[float]], keep: int) -> FilterResult:
+    """Keep the ``keep`` groups with the largest reward std (sample std, as the advantages).
+
+    Kept ids are in rank order: std descending, ties broken by prompt id ascending (so the
+    result does not depend on the mapping's order). ``keep`` ≥ len(groups) keeps all of them.
+    """
+    if keep < 0:
+        raise ConfigError(f"keep={keep} must be >= 0; set rl.prompts_per_step >= 1")
+    _check_groups(groups)
+    order = sorted(groups, key=lambda gid: (-round(sample_std(groups[gid]), _STD_DIGITS), gid))
+    return FilterResult(tuple(order[:keep]), tuple(Dropped(g, RANK) for g in order[keep:]))
+
+
+def dapo_length_filter(task: str, answer: str, max_words: int = 15) -> bool:
+    """True = keep. Open-ended (``task == "oe"``) answers longer than ``max_words`` words are
+    dropped [DESIGN §5]; other task types are always kept. Words are whitespace-separated."""
+    if max_words < 1:
+        raise ConfigError(f"max_words={max_words} must be >= 1 (paper: 15)")
+    return task != "oe" or len(answer.split()) <= max_words
+
+
+def dapo_prefilter(
+    rows: Mapping[str, tuple[str, str]],
+    initial_acc: Mapping[str, Sequence[float]] | None = None,
+    *,
+    max_words: int = 15,
+) -> FilterResult:
+    """Offline DAPO pre-filter over ``rows[id] = (task, answer)``.
+
+    Drops long open-ended answers (``long_answer``) and, when ``initial_acc[id]`` holds the
+    accuracy rewards of the initial policy's G rollouts, prompts where all are ≤ 0
+    (``all_wrong``). Ids missing from ``initial_acc`` are not judged on accuracy. The length
+    reason wins when both apply.
+    """
+    kept: list[str] = []
+    dropped: list[Dropped] = []
+    for pid, (task, answer) in rows.items():
+        accs = None if initial_acc is None else initial_acc.get(pid)
+        if not dapo_length_filter(task, answer, max_words):
+            dropped.append(Dropped(pid, LONG_ANSWER))
+        elif accs is not None and len(accs) > 0 and max(accs) <= 0.0:
+            dropped.append(Dropped(pid, ALL_WRONG))
+        else:
+            kept.append(pid)
+    return FilterResult(tuple(kept), tuple(dropped))

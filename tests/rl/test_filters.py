@@ -1,0 +1,82 @@
+import pytest
+
+from paravt.errors import ConfigError, DataError
+from paravt.rl.filters import (
+    ALL_WRONG,
+    LONG_ANSWER,
+    RANK,
+    ZERO_VARIANCE,
+    Dropped,
+    dapo_length_filter,
+    dapo_prefilter,
+    drop_zero_variance,
+    rank_by_std,
+)
+
+
+def test_zero_variance_groups_are_dropped_with_their_reason() -> None:
+    groups = {
+        "p1": [0.8, 0.8, 0.8, 0.8],  # all right: advantages all 0
+        "p2": [1.0, 0.0, 0.0, 0.0],
+        "p3": [-0.2, -0.2, -0.2, -0.2],  # all wrong (bias only)
+        "p4": [0.5, 0.5 + 1e-12, 0.5, 0.5],  # within tol 1e-9: zero variance
+        "p5": [0.5, 0.5 + 1e-6, 0.5, 0.5],  # spread 1e-6 > tol: kept
+    }
+    res = drop_zero_variance(groups)
+    assert res.kept == ("p2", "p5")  # input order
+    assert res.dropped == tuple(Dropped(p, ZERO_VARIANCE) for p in ("p1", "p3", "p4"))
+    assert res.drop_counts == {ZERO_VARIANCE: 3}
+
+
+def test_rank_by_std_keeps_the_largest_spreads() -> None:
+    # sample stds: a [1,0,1,0] → sqrt(1/3) = 0.5774; b [1,1,1,0] → sqrt(0.75/3) = 0.5;
+    # c [0.2,0,0,0] → 0.1; d [2,0,0,0] → 1.0
+    groups = {"a": [1, 0, 1, 0], "b": [1, 1, 1, 0], "c": [0.2, 0, 0, 0], "d": [2, 0, 0, 0]}
+    res = rank_by_std(groups, keep=2)
+    assert res.kept == ("d", "a")  # rank order, std descending
+    assert res.dropped == (Dropped("b", RANK), Dropped("c", RANK))
+    assert res.drop_counts == {RANK: 2}
+
+
+def test_rank_ties_break_by_prompt_id_whatever_the_input_order() -> None:
+    # same multiset of rewards in different orders ⇒ equal std; ids decide: "m" < "x" < "z"
+    groups = {"z": [0.0, 1.0, 0.3], "m": [1.0, 0.3, 0.0], "x": [0.3, 0.0, 1.0], "q": [0, 0, 0.1]}
+    assert rank_by_std(groups, keep=2).kept == ("m", "x")
+    assert rank_by_std(dict(reversed(list(groups.items()))), keep=2).kept == ("m", "x")
+
+
+def test_rank_keep_at_least_all_keeps_everything() -> None:
+    res = rank_by_std({"a": [0, 1], "b": [0, 0]}, keep=5)
+    assert res.kept == ("a", "b") and res.dropped == () and res.drop_counts == {}
+
+
+def test_bad_filter_inputs_raise() -> None:
+    with pytest.raises(ConfigError):
+        rank_by_std({"a": [0, 1]}, keep=-1)
+    with pytest.raises(DataError, match="no rewards"):
+        drop_zero_variance({"a": []})
+
+
+def test_dapo_length_filter_only_limits_open_ended_answers() -> None:
+    fifteen = " ".join(["word"] * 15)
+    sixteen = fifteen + " more"
+    assert dapo_length_filter("oe", fifteen) is True  # 15 words: at the limit, kept
+    assert dapo_length_filter("oe", sixteen) is False  # 16 words: dropped
+    assert dapo_length_filter("mcq", sixteen) is True  # other tasks are never length-filtered
+    assert dapo_length_filter("oe", "a  red\tsquare\n", max_words=3) is True  # whitespace split
+
+
+def test_dapo_prefilter_reports_long_answers_and_all_wrong_prompts() -> None:
+    rows = {
+        "a": ("oe", " ".join(["w"] * 20)),  # long
+        "b": ("mcq", "B"),
+        "c": ("tvg", "[12.0, 18.0]"),
+        "d": ("oe", "red square"),
+        "e": ("oe", " ".join(["w"] * 16)),  # long AND all wrong: length wins
+    }
+    acc = {"b": [0.0] * 8, "c": [0.0] * 7 + [0.35], "e": [0.0] * 8}  # d not measured: kept
+    res = dapo_prefilter(rows, acc)
+    assert res.kept == ("c", "d")
+    assert res.dropped == (Dropped("a", LONG_ANSWER), Dropped("b", ALL_WRONG),
+                           Dropped("e", LONG_ANSWER))
+    assert res.drop_counts == {LONG_ANSWER: 2, ALL_WRONG: 1}
