@@ -1,0 +1,44 @@
+from paravt.protocol.stats import format_stats
+from paravt.protocol.tags import render_crop_call
+
+PRE = "<think>\n"
+
+
+def test_tool_turn_then_answer_turn() -> None:
+    text = (PRE + "plan the search\n</think>\n" + render_crop_call(0, 30) + render_crop_call(30, 60)
+            + "<tool_response>[1] <answer>Z</answer></tool_response><think>\nok\n</think><answer>A</answer>")
+    s = format_stats(text)
+    assert (s.think_opened, s.think_closed, s.think_unclosed, s.think_chars) == (True, True, False, 15)
+    assert (s.think_first, s.answer_opened, s.answer_closed, s.balanced, s.flow) == (True,) * 5
+    assert (s.n_tool_call, s.n_tool_call_ok, s.n_calls, s.n_tool_code) == (2, 2, 2, 0)
+
+
+def test_unclosed_think_is_flagged_and_not_first() -> None:
+    s = format_stats(PRE + "rambling forever")
+    assert (s.think_closed, s.think_unclosed, s.think_first, s.balanced, s.flow) == (False, True, False, False, False)
+
+
+def test_think_closed_requires_the_next_tag_to_close_it() -> None:
+    s = format_stats(PRE + "x<answer>A</answer></think>")
+    assert not s.think_closed and not s.think_unclosed and not s.think_first and not s.flow
+
+
+def test_python_call_and_unclosed_call_are_not_json_closed() -> None:
+    s = format_stats(PRE + "look</think><tool_call>crop_video(1, 2)</tool_call>"
+                     '<tool_call>{"name": "crop_video", "arguments": {}}')
+    assert (s.n_tool_call, s.n_tool_call_ok, s.balanced) == (2, 0, False)
+
+
+def test_answer_closed_needs_closing_of_the_last_answer() -> None:
+    assert not format_stats("<answer>A</answer><answer>B").answer_closed
+    assert format_stats("<answer>A<answer>B</answer>").answer_closed
+
+
+def test_flow_rejects_answer_before_think() -> None:
+    assert not format_stats("<answer>A</answer><think>x</think><answer>A</answer>").flow
+    assert format_stats("<think>a</think><think>b</think><answer>A</answer>").flow
+
+
+def test_tool_code_is_counted() -> None:
+    s = format_stats(PRE + "x</think><tool_code>crop_video(1,2)</tool_code><tool_code>")
+    assert s.tool_code and s.n_tool_code == 2 and s.n_calls == 0 and not s.balanced
