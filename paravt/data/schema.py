@@ -85,6 +85,9 @@ Part = TextPart | VideoPart
 class Message:
     role: Role
     content: str | tuple[Part, ...]
+    #: Tool messages only, optional: a text summary of the frames the content shows (used by
+    #: `paravt data convert` to turn a sequential observation into a parallel result line).
+    summary: str | None = None
 
     @property
     def text(self) -> str:
@@ -176,7 +179,10 @@ def messages_to_json(messages: Sequence[Message]) -> str:
     out = []
     for m in messages:
         content: Any = m.content if isinstance(m.content, str) else [part_to_dict(p) for p in m.content]
-        out.append({"role": m.role, "content": content})
+        d: dict[str, Any] = {"role": m.role, "content": content}
+        if m.summary is not None:
+            d["summary"] = m.summary
+        out.append(d)
     return json.dumps(out, ensure_ascii=False)
 
 
@@ -194,7 +200,8 @@ def messages_from_json(text: str, where: str = "<row>") -> tuple[Message, ...]:
             raise DataError(f"{where}: message {i} has role {role!r}; allowed: {', '.join(ROLES)}")
         c = m.get("content", "")
         content = c if isinstance(c, str) else tuple(part_from_dict(p, f"{where} msg {i}") for p in c)
-        msgs.append(Message(role, content))
+        summary = m.get("summary")
+        msgs.append(Message(role, content, None if summary is None else str(summary)))
     return tuple(msgs)
 
 

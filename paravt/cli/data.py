@@ -1,0 +1,176 @@
+"""`paravt data synth|check|convert|import|prefilter|bench`: thin commands over `paravt.data`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from paravt.errors import ParavtError
+
+app = typer.Typer(help="Build, check and convert datasets.", no_args_is_help=True)
+console = Console()
+
+
+def _fail(err: ParavtError) -> None:
+    console.print(f"[red]{err}[/red]")
+    raise typer.Exit(2)
+
+
+@app.command("synth")
+def synth(
+    out: str = typer.Option(..., "--out", help="Output directory (videos/, *.parquet, manifest.json)."),
+    videos: int = typer.Option(200, "--videos", help="Training videos."),
+    eval_videos: int = typer.Option(40, "--eval-videos", help="Evaluation videos (disjoint from training)."),
+    seed: int = typer.Option(0, "--seed"),
+    workers: int = typer.Option(2, "--workers", help="Processes writing videos."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Build ParaVT-Synth (DESIGN §9)."""
+    from paravt.data.synth import build
+
+    try:
+        m = build(out, videos=videos, eval_videos=eval_videos, seed=seed, workers=workers)
+    except ParavtError as err:
+        _fail(err)
+    if as_json:
+        typer.echo(m.to_json())
+        return
+    console.print(f"[green]wrote {out}[/green] in {m.timing_s['total']:.1f} s (videos {m.timing_s['videos']:.1f} s)")
+    console.print(f"sft {m.counts['sft_total']} rows {m.counts['sft']}, rl {m.counts['rl']}, eval {m.counts['eval']}")
+    t = Table("n", "tool necessary (train)", "tool necessary (eval)", "≈ n·len/D")
+    for n, v in m.needle["train_prompts"].items():
+        t.add_row(n, f"{v['tool_necessary_share']:.3f}",
+                  f"{m.needle['eval_prompts'][n]['tool_necessary_share'] or 0:.3f}", f"{v['approx_catch_prob']:.3f}")
+    console.print(t)
+
+
+@app.command("check")
+def check(file: str = typer.Argument(..., help="Parquet of rows (our schema)."),
+          k_max: int = typer.Option(8, "--k-max"),
+          as_json: bool = typer.Option(False, "--json")) -> None:
+    """Check traces against the strict rules (paravt.data.check); exit 1 if any row fails."""
+    from paravt.data.check import check_rows
+    from paravt.data.schema import read_rows
+
+    try:
+        report = check_rows(read_rows(file), k_max=k_max)
+    except ParavtError as err:
+        _fail(err)
+    if as_json:
+        typer.echo(json.dumps({"rows": report.rows, "failed_rows": report.failed_rows, "by_rule": report.by_rule,
+                               "violations": [v.__dict__ for v in report.violations]}))
+    else:
+        if report.violations:
+            t = Table("row", "rule", "detail")
+            for v in report.violations[:200]:
+                t.add_row(v.row, v.rule, v.detail)
+            console.print(t)
+        console.print(f"{report.rows} rows, {report.failed_rows} failed; violations by rule: {report.by_rule or 'none'}")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command("convert")
+def convert(inp: str = typer.Option(..., "--in"), out: str = typer.Option(..., "--out"),
+            k_max: int = typer.Option(8, "--k-max"),
+            adjacent_tol: float = typer.Option(1.0, "--adjacent-tol", help="Seconds within which windows count as adjacent."),
+            as_json: bool = typer.Option(False, "--json")) -> None:
+    """Merge independent sequential crop calls into parallel turns (paravt.data.convert)."""
+    from paravt.data.convert import convert_rows
+    from paravt.data.schema import read_rows, write_rows
+
+    try:
+        rows, stats = convert_rows(read_rows(inp), k_max=k_max, adjacent_tol_s=adjacent_tol)
+        write_rows(out, rows)
+    except ParavtError as err:
+        _fail(err)
+    facts = {"rows": stats.rows, "converted": stats.converted, "skipped": stats.skipped, "calls": stats.calls,
+             "calls_per_turn_before": round(stats.calls_per_turn_before, 3),
+             "calls_per_turn_after": round(stats.calls_per_turn_after, 3), "merges": stats.merges,
+             "refused": stats.refused}
+    if as_json:
+        typer.echo(json.dumps(facts))
+        return
+    t = Table("statistic", "value")
+    for k, v in facts.items():
+        t.add_row(k, str(v))
+    console.print(t)
+
+
+@app.command("import")
+def import_cmd(root: str = typer.Option(..., "--root", help="Where the release's media were extracted."),
+               inp: list[str] = typer.Option(..., "--in", help="Release parquet(s); repeat --in."),
+               out: str = typer.Option(..., "--out", help="Output directory."),
+               nframes: int = typer.Option(64, "--nframes", help="Frames per whole-video item."),
+               as_json: bool = typer.Option(False, "--json")) -> None:
+    """Import the ParaVT authors' released parquets (paravt.data.authors); reports missing media."""
+    from paravt.data.authors import import_files
+
+    try:
+        reports = import_files(inp, root=root, out_dir=out, nframes=nframes)
+    except ParavtError as err:
+        _fail(err)
+    if as_json:
+        typer.echo(json.dumps([r.__dict__ for r in reports], default=list))
+        return
+    for r in reports:
+        console.print(f"{r.source} ({r.layout}): {r.rows_in} rows → {r.rows_out} in {r.out}; "
+                      f"missing media {len(r.missing)}, unsupported {r.unsupported or 0}")
+        for i, p in r.missing[:20]:
+            console.print(f"  [yellow]row {i}: missing {p}[/yellow]")
+
+
+@app.command("prefilter")
+def prefilter_cmd(inp: str = typer.Option(..., "--in", help="rl.parquet"),
+                  out: str = typer.Option(..., "--out", help="Filtered parquet; a report JSON is written next to it."),
+                  model: str | None = typer.Option(None, "--model", help="Checkpoint for the all-G-wrong rule (omit: answer-length rule only)."),
+                  g: int = typer.Option(8, "--g", help="Rollouts per prompt."),
+                  root: str | None = typer.Option(None, "--root", help="Data root (default: the input's directory)."),
+                  temperature: float = typer.Option(0.7, "--temperature")) -> None:
+    """DAPO pre-filter (paravt.data.prefilter)."""
+    import asyncio
+
+    from paravt.data.prefilter import prefilter, rollout_accuracies
+    from paravt.data.schema import read_rows, write_rows
+
+    try:
+        rows = read_rows(inp)
+        accs = None
+        if model is not None:
+            from paravt.agent import EpisodeSettings
+            from paravt.models.base import SamplingParams
+            from paravt.models.chat import ChatCodec
+            from paravt.models.hf import HFGenerator
+            from paravt.models.loading import load_policy
+
+            policy = load_policy(model)
+            settings = EpisodeSettings(sampling=SamplingParams(temperature=temperature))
+            accs = asyncio.run(rollout_accuracies(rows, root or str(Path(inp).parent), generator=HFGenerator(policy),
+                                                  codec=ChatCodec(policy.processor), settings=settings, g=g))
+        kept, report = prefilter(rows, accs)
+        write_rows(out, kept)
+    except ParavtError as err:
+        _fail(err)
+    report_path = Path(out).with_suffix(".prefilter.json")
+    report_path.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    console.print(f"kept {len(report.kept)} of {len(rows)}; dropped by rule {report.by_rule or 'none'}; report {report_path}")
+
+
+@app.command("bench")
+def bench(name: str = typer.Argument(..., help="videomme | videomme_sub | longvideobench | lvbench | mlvu | mmvu | charades_sta"),
+          root: str = typer.Option(..., "--root"),
+          limit: int | None = typer.Option(None, "--limit")) -> None:
+    """Load a benchmark's annotations and check its videos (paravt.data.benchmarks)."""
+    from collections import Counter
+
+    from paravt.data.benchmarks import load_benchmark
+
+    try:
+        samples = load_benchmark(name, root, limit=limit)
+    except ParavtError as err:
+        _fail(err)
+    console.print(f"{name}: {len(samples)} samples, tasks {dict(Counter(s.task for s in samples))}")

@@ -1,0 +1,216 @@
+"""`paravt data check`: strict rules for SFT traces (what we train on must be what we want).
+
+Rules (a row fails when any fires; each violation names its rule):
+
+- ``json``: every ``<tool_call>`` body is STRICT JSON ``{"name": str, "arguments": {...}}`` (no
+  trailing commas, no single quotes, no python-style calls; the parser tolerates those in model
+  output, training data must not teach them), the tool is ``crop_video``, and it is closed.
+- ``window``: ``start_time`` and ``end_time`` are numbers with 0 ≤ start < end ≤ duration.
+- ``duplicate``: no window is called twice in one trace.
+- ``budget`` (the EVA reflector's rules): the frames a call gets — `paravt.video.frame_count` at
+  the call's ``fps`` (default the crop tool's 1 fps) capped by its ``num_frames``/``max_frames``
+  (default 16) — must be ≥ ``min_frames`` (floor 4: a crop that yields fewer frames cannot show
+  more than the overview did), and the sampling rate must be ≤ ``max_fps`` (1 fps: the rate the
+  sub-agent budget of 16 frames is designed for). Video parts of messages follow the same rate rule
+  (nframes / window length ≤ max_fps; the whole-video overview is exempt).
+- ``tags``: each assistant message of a main trace is ``<think>\\n…</think>`` followed by either
+  tool calls only or one ``<answer>…</answer>`` (nothing else after it); the last assistant
+  message answers; a turn with calls is followed by a tool message and a turn that answers ends
+  the trace; sequential traces have one call per turn and parallel ones at most ``k_max``.
+- ``tool_response``: the tool message after K calls has K result lines ``[1]``…``[K]``, each
+  labelled with its call's window (`render_result_line`).
+- ``answer``: the final answer equals the row's ground truth (oracle traces must be right).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from paravt.data.schema import Message, Row, SFTRow, VideoPart
+from paravt.protocol import tags as T
+from paravt.video.decode import frame_count
+
+MIN_FRAMES = 4
+MAX_FPS = 1.0
+_CALL_RE = re.compile(re.escape(T.TOOL_CALL_OPEN) + r"(.*?)" + re.escape(T.TOOL_CALL_CLOSE), re.S)
+_ANSWER_RE = re.compile(re.escape(T.ANSWER_OPEN) + r"(.*?)" + re.escape(T.ANSWER_CLOSE), re.S)
+_TURN_RE = re.compile(
+    r"^" + re.escape(T.THINK_PREFIX) + r"(?P<think>(?:(?!<).)+?)\n" + re.escape(T.THINK_CLOSE) + r"\n"
+    r"(?P<rest>.*)$", re.S)
+
+
+@dataclass(frozen=True)
+class Violation:
+    row: str
+    rule: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    rows: int
+    violations: tuple[Violation, ...] = field(default_factory=tuple)
+
+    @property
+    def failed_rows(self) -> int:
+        return len({v.row for v in self.violations})
+
+    @property
+    def by_rule(self) -> dict[str, int]:
+        return dict(sorted(Counter(v.rule for v in self.violations).items()))
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+@dataclass(frozen=True)
+class Call:
+    start: float | None
+    end: float | None
+    raw: str
+
+
+def _strict_calls(text: str, row: str, out: list[Violation]) -> list[Call]:
+    calls: list[Call] = []
+    if text.count(T.TOOL_CALL_OPEN) != text.count(T.TOOL_CALL_CLOSE):
+        out.append(Violation(row, "json", "unclosed <tool_call>"))
+    for m in _CALL_RE.finditer(text):
+        body = m.group(1).strip()
+        try:
+            obj = json.loads(body)
+        except json.JSONDecodeError as e:
+            out.append(Violation(row, "json", f"call body is not strict JSON ({e.msg}): {body[:60]!r}"))
+            calls.append(Call(None, None, body))
+            continue
+        if not (isinstance(obj, dict) and isinstance(obj.get("name"), str) and isinstance(obj.get("arguments"), dict)):
+            out.append(Violation(row, "json", f"call must be {{\"name\": str, \"arguments\": {{}}}}: {body[:60]!r}"))
+            calls.append(Call(None, None, body))
+            continue
+        if obj["name"] != "crop_video":
+            out.append(Violation(row, "json", f"unknown tool {obj['name']!r}; traces use crop_video"))
+        args = obj["arguments"]
+        s, e = args.get("start_time"), args.get("end_time")
+        ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (s, e))
+        calls.append(Call(float(s) if ok else None, float(e) if ok else None, body))
+        _budget(args, row, out)
+    return calls
+
+
+def _budget(args: dict, row: str, out: list[Violation]) -> None:
+    s, e = args.get("start_time"), args.get("end_time")
+    if not all(isinstance(x, (int, float)) for x in (s, e)) or e <= s:
+        return
+    fps = args.get("fps", 1.0)
+    cap = args.get("num_frames", args.get("max_frames", 16))
+    if not isinstance(fps, (int, float)) or fps <= 0 or not isinstance(cap, int) or cap <= 0:
+        out.append(Violation(row, "budget", f"fps={fps!r} / num_frames={cap!r} must be positive numbers"))
+        return
+    n = frame_count(float(s), float(e), nframes=None, fps=float(fps), max_frames=cap)
+    if n < MIN_FRAMES:
+        out.append(Violation(row, "budget", f"window {s}-{e} s yields {n} frames < floor {MIN_FRAMES}"))
+    if n / (e - s) > MAX_FPS + 1e-9:
+        out.append(Violation(row, "budget", f"window {s}-{e} s samples {n / (e - s):.2f} fps > {MAX_FPS}"))
+
+
+def _check_windows(calls: Sequence[Call], duration: float, row: str, seen: set, out: list[Violation]) -> None:
+    for c in calls:
+        if c.start is None or c.end is None:
+            if "{" in c.raw:
+                out.append(Violation(row, "window", f"call lacks numeric start_time/end_time: {c.raw[:60]!r}"))
+            continue
+        if not 0 <= c.start < c.end <= duration + 1e-6:
+            out.append(Violation(row, "window", f"window {c.start:g}-{c.end:g} s not inside [0, {duration:g}] with start < end"))
+        key = (round(c.start, 3), round(c.end, 3))
+        if key in seen:
+            out.append(Violation(row, "duplicate", f"window {c.start:g}-{c.end:g} s called twice"))
+        seen.add(key)
+
+
+def _check_tool_message(msg: Message | None, calls: Sequence[Call], row: str, out: list[Violation]) -> None:
+    if msg is None or msg.role != "tool":
+        out.append(Violation(row, "tags", "a turn with tool calls is not followed by a tool message"))
+        return
+    lines = [ln for ln in msg.text.split("\n") if ln.startswith("[")]
+    if len(lines) != len(calls):
+        out.append(Violation(row, "tool_response", f"{len(calls)} calls but {len(lines)} result lines"))
+        return
+    for i, (ln, c) in enumerate(zip(lines, calls), start=1):
+        if c.start is None or c.end is None:
+            continue
+        want = T.render_result_line(i, c.start, c.end, "x")[:-1]
+        if not ln.startswith(want):
+            out.append(Violation(row, "tool_response", f"line {i} should start {want!r}: {ln[:40]!r}"))
+
+
+def _check_parts(row: SFTRow | Row, out: list[Violation]) -> None:
+    d = row.extra_info.duration
+    for m in row.messages:
+        if isinstance(m.content, str):
+            continue
+        for p in m.content:
+            if not isinstance(p, VideoPart):
+                continue
+            length = p.video_end - p.video_start
+            if not 0 <= p.video_start < p.video_end <= d + 1e-6 or p.nframes < 1:
+                out.append(Violation(row.id, "window", f"video part {p.video_start:g}-{p.video_end:g} s, "
+                                                       f"{p.nframes} frames, outside [0, {d:g}] or empty"))
+            elif not (p.video_start == 0 and abs(p.video_end - d) < 1e-6) and p.nframes / length > MAX_FPS + 1e-9:
+                out.append(Violation(row.id, "budget", f"video part {p.video_start:g}-{p.video_end:g} s samples "
+                                                       f"{p.nframes / length:.2f} fps > {MAX_FPS}"))
+
+
+def check_row(row: Row, *, k_max: int = 8) -> list[Violation]:
+    """Every violation of one row (empty = the row passes)."""
+    out: list[Violation] = []
+    _check_parts(row, out)
+    if row.kind != "main":
+        return out
+    msgs = row.messages
+    seen: set = set()
+    assistant = [i for i, m in enumerate(msgs) if m.role == "assistant"]
+    if not assistant:
+        return [*out, Violation(row.id, "tags", "main trace has no assistant message")]
+    for i in assistant:
+        text = msgs[i].text
+        last = i == assistant[-1]
+        m = _TURN_RE.match(text)
+        if m is None:
+            out.append(Violation(row.id, "tags", f"turn {i} does not start '<think>\\n…\\n</think>\\n': {text[:50]!r}"))
+            continue
+        rest = m.group("rest")
+        if T.THINK_OPEN in rest or T.THINK_CLOSE in rest:
+            out.append(Violation(row.id, "tags", f"turn {i} has a second think block"))
+        calls = _strict_calls(rest, row.id, out)
+        answer = _ANSWER_RE.fullmatch(rest.strip())
+        if calls and T.ANSWER_OPEN in rest:
+            out.append(Violation(row.id, "tags", f"turn {i} both calls tools and answers"))
+        elif calls:
+            stripped = _CALL_RE.sub("", rest).strip()
+            if stripped:
+                out.append(Violation(row.id, "tags", f"turn {i} has text outside its calls: {stripped[:40]!r}"))
+            limit = 1 if row.mode == "sequential" else k_max
+            if len(calls) > limit:
+                out.append(Violation(row.id, "tags", f"turn {i} makes {len(calls)} calls > {limit} ({row.mode})"))
+            if last:
+                out.append(Violation(row.id, "tags", "the last assistant turn calls tools instead of answering"))
+            _check_windows(calls, row.extra_info.duration, row.id, seen, out)
+            _check_tool_message(msgs[i + 1] if i + 1 < len(msgs) else None, calls, row.id, out)
+        elif answer is None:
+            out.append(Violation(row.id, "tags", f"turn {i} is neither calls nor one <answer>…</answer>"))
+        elif not last:
+            out.append(Violation(row.id, "tags", f"turn {i} answers but the trace goes on"))
+        elif answer.group(1).strip() != row.extra_info.answer.strip():
+            out.append(Violation(row.id, "answer", f"answer {answer.group(1)!r} != ground truth {row.extra_info.answer!r}"))
+    return out
+
+
+def check_rows(rows: Sequence[Row], *, k_max: int = 8) -> CheckReport:
+    violations: list[Violation] = []
+    for r in rows:
+        violations.extend(check_row(r, k_max=k_max))
+    return CheckReport(len(rows), tuple(violations))
