@@ -8,6 +8,7 @@ from __future__ import annotations
 import typer
 
 from paravt.cli import config_cmd, demo, eval_cmd, infer, train
+from paravt.cli import data as data_cmd
 from paravt.cli import model as model_cmd
 from paravt.cli import report
 from paravt.cli import score
@@ -30,6 +31,7 @@ app.add_typer(model_cmd.app, name="model")
 app.command("report")(report.report)
 app.command("score")(score.score)
 app.add_typer(video_cmd.app, name="video")
+app.add_typer(data_cmd.app, name="data")
 
 
 def main() -> None:  # pragma: no cover - console entry
