@@ -12,6 +12,7 @@ from paravt.cli import data as data_cmd
 from paravt.cli import model as model_cmd
 from paravt.cli import report
 from paravt.cli import score
+from paravt.cli import tools
 from paravt.cli import video as video_cmd
 
 app = typer.Typer(
@@ -31,6 +32,7 @@ app.add_typer(model_cmd.app, name="model")
 app.command("report")(report.report)
 app.command("score")(score.score)
 app.add_typer(video_cmd.app, name="video")
+app.command("serve-tools")(tools.serve_tools)
 app.add_typer(data_cmd.app, name="data")
 
 
