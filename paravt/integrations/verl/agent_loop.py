@@ -1,0 +1,139 @@
+"""``paravt_agent``: our Episode as a verl 0.9 agent loop (DESIGN §8).
+
+One ``run`` = one rollout of one prompt (verl starts ``rollout.n`` = G sessions per prompt):
+
+1. nFrames Gating: n = ``gated_nframes(seed, epoch, prompt id, choices)`` — the same n for the
+   G sessions of a prompt (same key), a new draw each epoch (epoch = (global_step − 1) //
+   steps_per_epoch).
+2. ``run_episode`` with ``VerlServerGenerator`` (verl's server client) as the Generator.
+3. Our composite reward on the episode's completion.
+4. Outputs: one ``AgentLoopOutput`` per sub-agent trajectory (call order), then the MAIN one
+   LAST. verl's v1 worker copies the last output's ``reward_score`` (and ``reward_extra_info``)
+   to the others, and ``compute_advantage_for_multi_trajectories`` computes GRPO on the last
+   output of each session and broadcasts it to all its outputs: sub-agents take their
+   episode's advantage (DESIGN §5, multi-trajectory credit).
+
+Row = trajectory: ``prompt_ids`` = ids[:prompt_len], ``response_ids`` = the rest,
+``response_mask`` = our loss mask after prompt_len (tool responses, scaffolding and the forced
+think prefix are 0), ``response_logprobs`` = the sampling logprobs (0 where the mask is 0).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+
+from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, Trajectory, run_episode
+from paravt.config import TrainConfig, load
+from paravt.integrations.verl.data import episode_fields
+from paravt.integrations.verl.generator import MM_PROCESSOR_KWARGS, VerlServerGenerator, verl_multi_modal_data
+from paravt.integrations.verl.render import AGENT_NAME
+from paravt.models.chat import ChatCodec
+from paravt.rewards import RewardBreakdown, RewardWeights, compute_reward
+from paravt.rl.gating import gated_nframes
+
+_REWARD_EXTRA_KEYS = ("acc", "format", "anchor", "tool", "n_calls")
+
+
+@functools.lru_cache(maxsize=8)
+def _load_config(path: str | None) -> TrainConfig:
+    return TrainConfig() if path is None else load(path)
+
+
+@functools.lru_cache(maxsize=8)
+def _toolset(tools: tuple[str, ...], server_url: str | None) -> Any:
+    from paravt.tools import build_toolset
+
+    return build_toolset(list(tools), server_url=server_url)
+
+
+def gating_epoch(global_steps: Any, steps_per_epoch: int) -> int:
+    """Epoch of verl's 1-based ``global_steps`` (0 when verl does not pass it)."""
+    try:
+        step = int(global_steps)
+    except (TypeError, ValueError):
+        return 0
+    return max(0, step - 1) // max(1, steps_per_epoch)
+
+
+def trajectory_output(traj: Trajectory, *, reward: RewardBreakdown | None, n_frames: int,
+                      latency_s: float) -> AgentLoopOutput:
+    """One verl row of a trajectory (reward only on the main one)."""
+    p = traj.prompt_len
+    mm = verl_multi_modal_data(traj.videos, traj.images)
+    extra: dict[str, Any] = {"turn_scores": [], "tool_rewards": [], "paravt_role": traj.role,
+                             "paravt_index": traj.index, "paravt_nframes": n_frames,
+                             "paravt_end_reason": traj.end_reason}
+    if reward is not None:
+        extra["reward_extra_info"] = {k: float(getattr(reward, k)) for k in _REWARD_EXTRA_KEYS}
+    return AgentLoopOutput(
+        prompt_ids=list(traj.ids[:p]),
+        response_ids=list(traj.ids[p:]),
+        response_mask=list(traj.loss_mask[p:]),
+        response_logprobs=list(traj.logprobs[p:]),
+        multi_modal_data=mm or None,
+        mm_processor_kwargs=dict(MM_PROCESSOR_KWARGS) if traj.videos else None,
+        reward_score=None if reward is None else float(reward.reward),
+        num_turns=2 * max(1, len(traj.turns)) + 1,
+        metrics=AgentLoopMetrics(generate_sequences=latency_s),
+        extra_fields=extra,
+    )
+
+
+def episode_outputs(result: EpisodeResult, reward: RewardBreakdown, *, train_subagents: bool) -> list[AgentLoopOutput]:
+    """Sub-agent rows in call order, then the main row (LAST: verl reads the reward from it)."""
+    n = result.input.nframes
+    subs = [trajectory_output(s, reward=None, n_frames=n, latency_s=0.0)
+            for s in result.subs if train_subagents and s.n_sampled > 0]
+    main = trajectory_output(result.main, reward=reward, n_frames=n, latency_s=result.latency_s)
+    return [*subs, main]
+
+
+@register(AGENT_NAME)
+class ParavtAgentLoop(AgentLoopBase):
+    """Runs one paravt Episode per verl session (see the module docstring)."""
+
+    def __init__(self, *args: Any, paravt_config: str | None = None, steps_per_epoch: int = 1, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cfg = _load_config(paravt_config)
+        self.steps_per_epoch = int(steps_per_epoch)
+        self.codec = ChatCodec(self.processor)
+        self.weights = RewardWeights.from_config(self.cfg.reward)
+        self.tools = _toolset(tuple(self.cfg.rollout.tools), self.cfg.rollout.tool_server_url)
+
+    def _settings(self, sampling_params: dict[str, Any]) -> EpisodeSettings:
+        base = EpisodeSettings.from_config(self.cfg, temperature=float(sampling_params.get("temperature", self.cfg.sampling.temperature)))
+        top_p = float(sampling_params.get("top_p", base.sampling.top_p))
+        return replace(base, sampling=replace(base.sampling, top_p=top_p),
+                       sub_sampling=replace(base.sub_sampling, top_p=top_p))
+
+    def episode_input(self, extra_info: dict[str, Any], global_steps: Any) -> EpisodeInput:
+        fields = episode_fields(extra_info)
+        g = self.cfg.rl.gating
+        epoch = gating_epoch(global_steps, self.steps_per_epoch)
+        n = gated_nframes(self.cfg.rl.seed, epoch, fields["id"], g.choices) if g.enabled else self.cfg.video.overview_nframes
+        return EpisodeInput(nframes=n, **fields)
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
+        t0 = time.perf_counter()
+        inp = self.episode_input(dict(kwargs["extra_info"]), kwargs.get("global_steps"))
+        episode_id = f"{kwargs.get('uid', uuid.uuid4().hex[:8])}-{kwargs.get('session_id', 0)}"
+        base = {k: sampling_params[k] for k in ("top_k", "repetition_penalty") if k in sampling_params}
+        generator = VerlServerGenerator(self.server_manager, self.codec, request_id=uuid.uuid4().hex,
+                                        backend=str(self.rollout_config.name), base_params=base)
+        result = await run_episode(inp, generator=generator, codec=self.codec,
+                                   settings=self._settings(sampling_params), episode_id=episode_id, tools=self.tools)
+        reward = compute_reward(result.completion, task=inp.task, answer=inp.answer, options=inp.options,
+                                prefix="", successful_calls=result.n_successful_calls, weights=self.weights)
+        outputs = episode_outputs(result, reward, train_subagents=self.cfg.rollout.train_subagents)
+        outputs[-1].metrics.tool_calls = float(sum(c.latency_s for c in result.calls))
+        outputs[-1].metrics.generate_sequences = time.perf_counter() - t0
+        return outputs
+
+
+__all__ = ["ParavtAgentLoop", "episode_outputs", "gating_epoch", "trajectory_output"]

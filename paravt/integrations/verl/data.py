@@ -1,0 +1,87 @@
+"""Our rl.parquet → verl's RLHF parquet, and a verl row back to an ``EpisodeInput``.
+
+verl's ``RLHFDataset`` reads ``prompt`` (chat messages), ``data_source``, ``reward_model``
+(``ground_truth``), ``extra_info`` and ``agent_name``; each row reaches the agent loop as keyword
+arguments. The video is NOT put in a ``videos`` column (verl's dataset would decode it with
+qwen-vl-utils, which fails here and samples differently): the Episode decodes it itself at the
+gated n, so the absolute path travels in ``extra_info``. ``prompt`` holds the question only; it
+is what verl logs and measures, not what the policy sees (the Episode renders its own prompt).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from paravt.errors import DataError
+
+DATA_SOURCE = "paravt"
+
+
+def verl_record(row: Any, data_root: str | Path, index: int, agent_name: str) -> dict[str, Any]:
+    """One verl record of an ``RLRow`` (``paravt.data.schema``)."""
+    e = row.extra_info
+    if not row.videos:
+        raise DataError(f"row {row.id} has no video; RL rows need one (column `videos`)")
+    video = Path(row.videos[0])
+    video = video if video.is_absolute() else (Path(data_root) / video).resolve()
+    extra = {
+        "index": index, "id": e.id or row.id, "video": str(video), "question": e.question,
+        "task": e.task, "answer": e.answer, "options": list(e.options) if e.options else None,
+        "nframes": e.nframes, "subset": e.subset, "duration": e.duration,
+        "tool_necessary": e.tool_necessary,
+    }
+    return {
+        "data_source": DATA_SOURCE,
+        "prompt": [{"role": "user", "content": e.question}],
+        "reward_model": {"style": "rule", "ground_truth": e.answer},
+        "extra_info": extra,
+        "agent_name": agent_name,
+    }
+
+
+def write_verl_parquet(src: str | Path, out: str | Path, *, agent_name: str, data_root: str | Path | None = None) -> int:
+    """Convert ``src`` (our layout, ``kind == "rl"`` rows) to verl's layout; returns the row count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from paravt.data.schema import read_rows
+
+    rows = [r for r in read_rows(src) if r.kind == "rl"]
+    if not rows:
+        raise DataError(f"{src} holds no `rl` rows; build RL prompts with `paravt data synth`")
+    root = Path(data_root) if data_root is not None else Path(src).resolve().parent
+    records = [verl_record(r, root, i, agent_name) for i, r in enumerate(rows)]
+    for rec in records:  # parquet needs one type per column: keep extra_info as JSON-safe values
+        rec["extra_info"] = json.loads(json.dumps(rec["extra_info"]))
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(records), str(out))
+    return len(records)
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars / arrays (what verl's batch hands over) → Python values."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    return value
+
+
+def episode_fields(extra_info: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``EpisodeInput`` fields carried by a verl row's ``extra_info`` (without nframes)."""
+    missing = [k for k in ("id", "video", "question", "task", "answer") if k not in extra_info]
+    if missing:
+        raise DataError(
+            f"verl row extra_info lacks {missing}; build the parquet with "
+            "paravt.integrations.verl.data.write_verl_parquet")
+    options: Sequence[str] | None = _plain(extra_info.get("options"))
+    meta = {k: _plain(extra_info[k]) for k in ("subset", "duration", "tool_necessary") if k in extra_info}
+    return {
+        "id": str(extra_info["id"]), "video": str(extra_info["video"]),
+        "question": str(extra_info["question"]), "task": str(extra_info["task"]),
+        "answer": str(extra_info["answer"]), "options": tuple(options) if options else None,
+        "meta": meta,
+    }

@@ -1,0 +1,172 @@
+"""``TrainConfig`` → verl 0.9 Hydra config (PARA-GRPO knobs mapped onto verl's names).
+
+The rendered config is a small YAML layered on verl's own ``ppo_trainer`` defaults
+(``defaults: [ppo_trainer, _self_]`` with verl's config package on the search path), so every
+value not listed here keeps verl's default and ``verl.trainer.main_ppo`` validates the result.
+
+Mapping (ours → verl):
+
+| paravt | verl |
+|---|---|
+| rl.group_size | actor_rollout_ref.rollout.n |
+| rl.std_normalize | algorithm.norm_adv_by_std_in_grpo (adv_estimator = grpo) |
+| rl.clip_eps | actor.clip_ratio (= clip_ratio_low = clip_ratio_high) |
+| rl.kl_coef, rl.kl_estimator k3/k1 | actor.use_kl_loss, kl_loss_coef, kl_loss_type low_var_kl/k1 |
+| token-mean loss | actor.loss_agg_mode = token-mean |
+| rl.lr, max_grad_norm, ppo_epochs | actor.optim.lr, actor.grad_clip, actor.ppo_epochs |
+| sampling.temperature, top_p | rollout.temperature, rollout.top_p |
+| rollout.max_turns, k_max | rollout.multi_turn.max_assistant_turns, max_parallel_calls |
+| everything the Episode needs | the agent-loop YAML → ``ParavtAgentLoop(paravt_config=...)`` |
+
+Not mapped: the online filters (``rl.drop_zero_variance``, ``rl.oversample``): a zero-variance
+group already gets zero GRPO advantage in verl, so dropping it only changes the token-mean
+denominator; the reward ``bias`` is a no-op under std normalisation (DESIGN §4).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from paravt.config import TrainConfig
+from paravt.integrations.verl.settings import VerlSettings, verl_settings_of
+
+AGENT_NAME = "paravt_agent"
+AGENT_LOOP_TARGET = "paravt.integrations.verl.agent_loop.ParavtAgentLoop"
+CONFIG_NAME = "paravt_verl"
+VERL_CONFIG_SEARCHPATH = "pkg://verl.trainer.config"
+KL_TYPES = {"k3": "low_var_kl", "k1": "k1"}
+
+
+def reward_module_path() -> str:
+    """Absolute path of the reward-function file verl imports by path."""
+    return str(Path(__file__).with_name("reward.py").resolve())
+
+
+def run_files(run_dir: str | Path) -> dict[str, Path]:
+    """Files ``launch_verl`` writes into ``run_dir`` (the config references them)."""
+    d = Path(run_dir).resolve()
+    return {
+        "dir": d,
+        "verl_config": d / f"{CONFIG_NAME}.yaml",
+        "agent_loop": d / "agent_loop.yaml",
+        "train_config": d / "train_config.yaml",
+        "train_data": d / "train.parquet",
+        "checkpoints": d / "checkpoints",
+    }
+
+
+def render_agent_loop_config(cfg: TrainConfig, verl: VerlSettings, run_dir: str | Path) -> list[dict[str, Any]]:
+    """verl's agent-loop registry file: one entry instantiating our loop with its settings."""
+    files = run_files(run_dir)
+    return [{
+        "name": AGENT_NAME,
+        "_target_": AGENT_LOOP_TARGET,
+        "paravt_config": str(files["train_config"]),
+        "steps_per_epoch": verl.steps_per_epoch,
+    }]
+
+
+def _actor(cfg: TrainConfig, verl: VerlSettings) -> dict[str, Any]:
+    rl = cfg.rl
+    return {
+        "optim": {"lr": rl.lr},
+        "ppo_mini_batch_size": verl.ppo_mini_batch_size,
+        "ppo_micro_batch_size_per_gpu": verl.micro_batch_size_per_gpu,
+        "use_dynamic_bsz": verl.use_dynamic_bsz,
+        "ppo_max_token_len_per_gpu": verl.max_token_len_per_gpu,
+        "ppo_epochs": rl.ppo_epochs,
+        "clip_ratio": rl.clip_eps,
+        "clip_ratio_low": rl.clip_eps,
+        "clip_ratio_high": rl.clip_eps,
+        "loss_agg_mode": "token-mean",
+        "entropy_coeff": 0.0,
+        "use_kl_loss": rl.kl_coef > 0,
+        "kl_loss_coef": rl.kl_coef,
+        "kl_loss_type": KL_TYPES[rl.kl_estimator],
+        "grad_clip": rl.max_grad_norm,
+        "fsdp_config": {"param_offload": verl.param_offload, "optimizer_offload": verl.optimizer_offload},
+    }
+
+
+def _rollout(cfg: TrainConfig, verl: VerlSettings, run_dir: str | Path) -> dict[str, Any]:
+    r, s = cfg.rollout, cfg.sampling
+    return {
+        "name": verl.rollout_backend,
+        "mode": "async",
+        "n": cfg.rl.group_size,
+        "temperature": s.temperature,
+        "top_p": s.top_p,
+        "prompt_length": verl.prompt_length,
+        "response_length": verl.response_length,
+        "tensor_model_parallel_size": verl.tensor_parallel_size,
+        "gpu_memory_utilization": verl.gpu_memory_utilization,
+        "max_num_batched_tokens": verl.max_num_batched_tokens,
+        "max_num_seqs": verl.max_num_seqs,
+        "log_prob_micro_batch_size_per_gpu": verl.micro_batch_size_per_gpu,
+        "calculate_log_probs": True,
+        "multi_turn": {"enable": True, "max_assistant_turns": r.max_turns, "max_parallel_calls": r.k_max},
+        "agent": {
+            "default_agent_loop": AGENT_NAME,
+            "agent_loop_config_path": str(run_files(run_dir)["agent_loop"]),
+            "num_workers": verl.agent_workers,
+        },
+        "val_kwargs": {"temperature": cfg.eval.temperature, "n": 1, "do_sample": cfg.eval.temperature > 0},
+    }
+
+
+def render_verl_config(cfg: TrainConfig, verl: VerlSettings | None = None, *, run_dir: str | Path | None = None) -> dict[str, Any]:
+    """The Hydra config (a dict) that ``launch_verl`` writes as ``paravt_verl.yaml``."""
+    verl = verl or verl_settings_of(cfg)
+    run_dir = run_dir if run_dir is not None else Path(cfg.out_dir) / "verl"
+    files = run_files(run_dir)
+    model_path = cfg.init_from or cfg.model.path
+    return {
+        "hydra": {"searchpath": [VERL_CONFIG_SEARCHPATH]},
+        "defaults": ["ppo_trainer", "_self_"],
+        "data": {
+            "train_files": str(files["train_data"]),
+            "val_files": verl.val_data or str(files["train_data"]),
+            "prompt_key": "prompt",
+            "max_prompt_length": verl.prompt_length,
+            "max_response_length": verl.response_length,
+            "train_batch_size": verl.train_batch_size,
+            "return_raw_chat": True,
+            "filter_overlong_prompts": False,
+            "shuffle": True,
+            "seed": cfg.rl.seed,
+            "dataloader_num_workers": 2,
+        },
+        "actor_rollout_ref": {
+            "model": {
+                "path": model_path,
+                "enable_gradient_checkpointing": verl.gradient_checkpointing,
+                "use_remove_padding": True,
+            },
+            "actor": _actor(cfg, verl),
+            "ref": {"log_prob_micro_batch_size_per_gpu": verl.micro_batch_size_per_gpu},
+            "rollout": _rollout(cfg, verl, run_dir),
+        },
+        "algorithm": {
+            "adv_estimator": "grpo",
+            "norm_adv_by_std_in_grpo": cfg.rl.std_normalize,
+            "use_kl_in_reward": False,
+            "gamma": 1.0,
+            "lam": 1.0,
+        },
+        "reward": {"custom_reward_function": {"path": reward_module_path(), "name": "compute_score"}},
+        "trainer": {
+            "use_v1": True,
+            "nnodes": verl.nnodes,
+            "n_gpus_per_node": verl.n_gpus_per_node,
+            "total_epochs": verl.total_epochs,
+            "total_training_steps": cfg.rl.steps,
+            "project_name": verl.project_name,
+            "experiment_name": verl.experiment_name,
+            "logger": list(verl.loggers),
+            "save_freq": verl.save_freq,
+            "test_freq": -1 if verl.val_data is None else cfg.rl.save_every,
+            "val_before_train": verl.val_data is not None,
+            "default_local_dir": str(files["checkpoints"]),
+        },
+    }
