@@ -20,7 +20,8 @@ _LETTER_ONLY = re.compile(r"^\(?\s*([A-Za-z])\s*\)?\s*[.:)]?$")  # "B", "(B)", "
 _LETTER_LEAD = re.compile(r"^\(?([A-Z])\s*[).:]\s*\S")  # "B. red", "(B) red", "B: red"
 _LETTER_PHRASE = re.compile(r"(?i:answer|option|choice)\s*(?i:is)?\s*[:\-]?\s*\(?([A-Z])\)?(?![A-Za-z])")
 # a stand-alone capital, but not the article "A" or the pronoun "I" before a lowercase word
-_LONE_CAPITAL = re.compile(r"(?<![A-Za-z])(?![AI]\s+[a-z])([A-Z])(?![A-Za-z])")
+# ("A red ball", "I think"); "A or B" still counts both letters (a hedge: no single answer)
+_LONE_CAPITAL = re.compile(r"(?<![A-Za-z])(?![AI]\s+(?!(?:or|and|nor)\b)[a-z])([A-Z])(?![A-Za-z])")
 _OPTION_PREFIX = re.compile(r"^\(?[A-Z]\s*[).:]\s*")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)

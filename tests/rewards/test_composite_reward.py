@@ -1,0 +1,78 @@
+import pytest
+
+from paravt.config import RewardConfig
+from paravt.protocol.stats import format_stats
+from paravt.protocol.tags import render_crop_call
+from paravt.rewards.composite import (
+    RewardWeights,
+    anchor_reward,
+    base_format_reward,
+    compute_reward,
+    tool_reward,
+)
+
+W = RewardWeights()
+GOOD = "I checked the overview.\n</think>\n<answer>A</answer>"
+TOOLS = "Look at both halves.\n</think>\n" + render_crop_call(0, 30) + render_crop_call(30, 60)
+
+
+def test_weights_from_config_are_the_papers() -> None:
+    assert RewardWeights.from_config(RewardConfig()) == W
+    w = RewardWeights.from_config(RewardConfig(anchor=False, tool_mode="accumulative", bias=0.0))
+    assert (w.anchor_enabled, w.tool_mode, w.bias) == (False, "accumulative", 0.0)
+
+
+def test_base_is_capped_and_anchor_is_outside_the_cap() -> None:
+    s = format_stats("<think>\n" + GOOD)
+    assert base_format_reward(s) == 1.0  # 0.2 + 0.3 + 0.2 + 0.3 + 0.1 = 1.1, capped
+    assert anchor_reward(s, alpha=0.4, beta=0.3, gamma=0.3) == pytest.approx(0.7)
+    b = compute_reward(GOOD, task="mcq", answer="A", weights=W)
+    assert b.format == pytest.approx(1.0 + 0.5 * 0.7) and b.reward == pytest.approx(1 + 1.35 - 0.2)
+
+
+def test_tool_turn_gets_think_first_and_parse_bonus() -> None:
+    b = compute_reward(TOOLS, task="mcq", answer="A", weights=W)
+    # base: think 0.2 + think_first 0.3 + balanced 0.1 = 0.6; anchor: closed 0.4 (no answer: no flow)
+    assert (b.format_base, b.anchor, b.tool, b.n_calls) == (pytest.approx(0.6), pytest.approx(0.4), 0.1, 2)
+    assert b.reward == pytest.approx(0 + 0.6 + 0.5 * 0.4 + 0.1 - 0.2)
+
+
+def test_without_the_prefix_the_unopened_think_earns_no_anchor() -> None:
+    b = compute_reward(GOOD, task="mcq", answer="A", weights=W, prefix="")
+    # no <think>: base = answer 0.3 + /answer 0.2 + balanced? no (</think> alone) = 0.5; anchor 0
+    assert (b.format_base, b.anchor, b.closed_think) == (pytest.approx(0.5), 0.0, False)
+
+
+def test_anchor_switch_off_zeroes_the_anchor() -> None:
+    b = compute_reward("never closed", task="mcq", answer="A", weights=RewardWeights(anchor_enabled=False))
+    assert b.anchor == 0.0 and b.format == pytest.approx(0.2)  # think content >= 10 chars only
+
+
+def test_accumulative_tool_reward_counts_successful_calls_only_when_correct() -> None:
+    w = RewardWeights(tool_mode="accumulative")
+    text = TOOLS + "<tool_response>x</tool_response><think>\nred\n</think><answer>A</answer>"
+    right = compute_reward(text, task="mcq", answer="A", weights=w, successful_calls=3)
+    wrong = compute_reward(text, task="mcq", answer="B", weights=w, successful_calls=3)
+    fallback = compute_reward(text, task="mcq", answer="A", weights=w)
+    assert right.tool == pytest.approx(0.3) and wrong.tool == 0.0 and fallback.tool == pytest.approx(0.2)
+    off = compute_reward(text, task="mcq", answer="A", weights=RewardWeights(tool_mode="off"))
+    assert off.tool == 0.0
+
+
+def test_accumulative_threshold_for_grounding_is_iou_half() -> None:
+    s = format_stats("<think>x</think>" + render_crop_call(0, 5))
+    assert tool_reward(s, mode="accumulative", bonus=0.1, correct=True, successful_calls=2) == pytest.approx(0.2)
+    w = RewardWeights(tool_mode="accumulative")
+    half = compute_reward(TOOLS + "<answer>[0, 10]</answer>", task="tvg", answer="[0, 20]", weights=w)
+    assert half.acc == 0.5 and half.tool == pytest.approx(0.2)
+
+
+def test_degenerate_output_earns_nothing_but_keeps_the_bias() -> None:
+    b = compute_reward(GOOD + "<|im_start|>" * 5, task="mcq", answer="A", weights=W)
+    assert b.degenerate and (b.acc, b.format, b.format_base, b.anchor, b.tool) == (0, 0, 0, 0, 0)
+    assert b.reward == -0.2 and b.bias == -0.2 and b.answer == "A"
+
+
+def test_acc_override_replaces_the_accuracy() -> None:
+    b = compute_reward(GOOD, task="oe", answer="something else", weights=W, acc_override=0.5)
+    assert b.acc == 0.5 and b.reward == pytest.approx(0.5 + 1.35 - 0.2)

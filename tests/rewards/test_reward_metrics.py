@@ -1,0 +1,37 @@
+import pytest
+
+from paravt.protocol.tags import render_crop_call
+from paravt.rewards.composite import RewardWeights, compute_reward
+from paravt.rewards.metrics import RolloutRecord, aggregate
+
+W = RewardWeights()
+
+
+def rec(text: str, task: str, answer: str, n: int | None, **kw) -> RolloutRecord:
+    return RolloutRecord(compute_reward(text, task=task, answer=answer, weights=W), task, n, **kw)
+
+
+def test_aggregate_matches_hand_counts() -> None:
+    tool = "Look.\n</think>" + render_crop_call(0, 5) + render_crop_call(5, 9) + "<answer>A</answer>"
+    recs = [
+        rec("Checked it all.</think><answer>A</answer>", "mcq", "A", 4, tokens={"main": 10}),  # acc 1
+        rec(tool, "mcq", "B", 8, subagent_latency_s=2.0, tokens={"main": 30}),  # acc 0, 2 calls
+        rec("x</think><tool_code>crop_video(1,2)</tool_code>", "oe", "cat", 8),  # acc 0
+        rec("never closed: red cat", "oe", "red cat", None),  # acc 1 (F1 of last line?)
+    ]
+    m = aggregate(recs)
+    assert m["n"] == 4 and m["kappa"] == pytest.approx(2 / 4) and m["skip_tool_rate"] == pytest.approx(3 / 4)
+    assert m["closure/think"] == pytest.approx(3 / 4) and m["closure/tool_call"] == pytest.approx(1 / 4)
+    assert m["closure/answer"] == pytest.approx(2 / 4) and m["reversion/tool_code"] == pytest.approx(1 / 4)
+    acc4 = recs[3].breakdown.acc  # last line "never closed: red cat" vs "red cat": P 2/4, R 1 -> 2/3
+    assert acc4 == pytest.approx(2 / 3)
+    assert m["acc/task/mcq"] == pytest.approx(0.5) and m["acc/task/oe"] == pytest.approx(acc4 / 2)
+    assert m["acc/n/4"] == 1.0 and m["acc/n/8"] == 0.0 and "acc/n/None" not in m
+    assert m["f_tau"] == pytest.approx(sum(r.breakdown.format for r in recs) / 4)
+    assert m["reward/bias"] == -0.2 and m["subagent_latency_s"] == 2.0 and m["tokens/main"] == 20.0
+
+
+def test_executed_calls_override_the_parsed_count_and_empty_input() -> None:
+    r = rec("x</think><answer>A</answer>", "mcq", "A", None, n_calls=3)
+    assert aggregate([r])["kappa"] == 3.0 and aggregate([r])["skip_tool_rate"] == 0.0
+    assert aggregate([]) == {"n": 0.0}

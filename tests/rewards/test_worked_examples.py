@@ -1,0 +1,46 @@
+"""docs/rewards.md's worked table == `paravt score` on tests/rewards/worked_examples.jsonl."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "tests" / "rewards" / "worked_examples.jsonl"
+YES_NO = {"yes": True, "no": False}
+
+
+def doc_table() -> list[dict[str, str]]:
+    lines = (ROOT / "docs" / "rewards.md").read_text().split("## Worked examples", 1)[1].splitlines()
+    rows = [ln for ln in lines if ln.startswith("| ")]
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    return [dict(zip(header, (c.strip() for c in r.strip("|").split("|")))) for r in rows[1:]]
+
+
+
+@pytest.fixture(scope="module")
+def scored() -> list[dict]:
+    proc = subprocess.run([sys.executable, "-c", "from paravt.cli import app; app()", "score",
+                           "--in", str(EXAMPLES)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(ln) for ln in proc.stdout.splitlines()]
+
+
+def test_table_has_the_eight_examples(scored: list[dict]) -> None:
+    table = doc_table()
+    cases = [json.loads(ln)["case"] for ln in EXAMPLES.read_text().splitlines()]
+    assert len(table) == len(scored) == 8
+    assert [r["case"].replace("`", "") for r in table] == cases
+
+
+@pytest.mark.parametrize("i", range(8))
+def test_every_cell_matches_paravt_score(scored: list[dict], i: int) -> None:
+    row, out = doc_table()[i], scored[i]
+    for key in ("reward", "acc", "format", "format_base", "anchor", "tool"):
+        assert out[key] == pytest.approx(float(row[key]), abs=1e-6), key
+    assert out["n_calls"] == int(row["n_calls"]) and out["answer"] == row["answer"]
+    assert out["degenerate"] is YES_NO[row["degenerate"]] and out["tool_code"] is YES_NO[row["tool_code"]]
+    assert out["closed"] == {"think": YES_NO[row["think"]], "tool_call": YES_NO[row["tool_call"]],
+                             "answer": YES_NO[row["answer_closed"]]}
