@@ -116,11 +116,12 @@ class HFGenerator:
         max_new = max(r.sampling.max_new_tokens for r in requests)
         sample = s.temperature > 0
         kwargs: dict[str, Any] = dict(
-            max_new_tokens=max_new, do_sample=sample, top_k=0, top_p=s.top_p if sample else 1.0,
-            temperature=s.temperature if sample else 1.0, repetition_penalty=1.0,
+            max_new_tokens=max_new, do_sample=sample, repetition_penalty=1.0,
             eos_token_id=list(self.codec.stop_token_ids), pad_token_id=self.codec.pad_id,
             suppress_tokens=list(self.codec.vision_token_ids), output_scores=True,
             return_dict_in_generate=True)
+        if sample:  # explicit, so that a checkpoint's generation_config (top_k=20...) never applies
+            kwargs.update(top_k=0, top_p=s.top_p, temperature=s.temperature)
         seed = _batch_seed(requests) if sample else None
         with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
             if seed is not None:
