@@ -14,7 +14,7 @@ fits K_max = 8 and always covers the WHOLE video (no guess about "the plausible 
 The builder asserts, per trace, that some window's sampled frames really show the needle.
 
 Sequential trace (mode ``sequential``): one call per turn, windows in time order, the cropped
-frames shown in the tool turn (``[1] MM:SS–MM:SS: <video>``); it stops at the first window showing the needle. Only written when
+frames shown in the tool turn as the episode composes it (`sequential_tool_body`); it stops at the first window showing the needle. Only written when
 that takes at most ``seq_max_calls`` calls (default 2, so the trace fits max_turns = 3).
 
 Direct trace (mode ``none``): no tools, written only when the overview shows the needle.
@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from paravt.data.questions import Question, fmt_seconds
 from paravt.data.scenes import VideoSpec, overview_indices, window_indices
 from paravt.data.schema import ExtraInfo, Message, Part, SFTRow, TextPart, VideoPart
@@ -39,11 +41,13 @@ from paravt.protocol.tags import (
     render_tool_response_body,
     render_tool_turn,
 )
-from paravt.video.decode import frame_count
+from paravt.video.decode import frame_count, smart_resize
+from paravt.video.types import Frames
 
 MAX_WINDOW_S = 40.0
 CROP_FPS = 1.0
 CROP_MAX_FRAMES = 16
+CROP_MAX_PIXELS = 224 * 224
 NOTHING = "Nothing brief appears in this window."
 
 
@@ -163,16 +167,22 @@ def sequential_trace(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, *
                  if i == 0 else "Nothing brief appeared there. I will check the next window.")
         msgs.append(Message("assistant", render_tool_turn(think, [render_crop_call(w.start, w.end)])))
         part = VideoPart(rel, w.start, w.end, w.nframes)
-        msgs.append(Message("tool", _split_marker(sequential_tool_body(w), part)))
+        msgs.append(Message("tool", _split_marker(sequential_tool_body(spec, w), part)))
     think = f"The last window shows it. {_answer_think(spec, q)}"
     msgs.append(Message("assistant", render_answer(think, q.answer)))
     return SFTRow(f"{extra.id}-seq", "main", "sequential", tuple(msgs), (rel,), extra)
 
 
-def sequential_tool_body(w: Window) -> str:
-    """The sequential-mode tool turn for one crop, as the episode composes it: one result line
-    whose body is the crop's frames (``[1] MM:SS–MM:SS: <video>``)."""
-    return render_tool_response_body([render_result_line(1, w.start, w.end, "<video>")])
+def sequential_tool_body(spec: VideoSpec, w: Window, *, crop_max_pixels: int = CROP_MAX_PIXELS,
+                         size_factor: int = 32) -> str:
+    """The sequential-mode tool turn for one crop exactly as the episode composes it: one result
+    line ``[1] MM:SS–MM:SS: <crop tool text> <video>`` (the crop tool's `window_text`)."""
+    from paravt.tools.base import window_text
+
+    h, w_px = smart_resize(spec.height, spec.width, max_pixels=crop_max_pixels, factor=size_factor)
+    frames = Frames(np.zeros((w.nframes, h, w_px, 3), np.uint8), tuple(0.0 for _ in range(w.nframes)))
+    body = f"{window_text(frames, w.start, w.end)} <video>"
+    return render_tool_response_body([render_result_line(1, w.start, w.end, body)])
 
 
 def sub_row(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, w: Window, index: int) -> SFTRow:

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from paravt.data.schema import read_rows
+from paravt.data.synth import build
+from paravt.video import sample_frames
+
+
+def test_same_seed_gives_identical_rows_and_frames(tmp_path: Path, synth_dir: Path) -> None:
+    again = tmp_path / "again"
+    build(again, videos=10, eval_videos=3, seed=7, max_duration=160, workers=1)
+    for name in ("sft.parquet", "rl.parquet", "eval.parquet"):
+        assert pq.read_table(synth_dir / name).equals(pq.read_table(again / name)), name
+    a = sample_frames(synth_dir / "videos/train/v0003.mp4", 0.0, 30.0, nframes=6)
+    b = sample_frames(again / "videos/train/v0003.mp4", 0.0, 30.0, nframes=6)
+    assert (a.array == b.array).all()
+
+
+def test_other_seed_gives_other_rows(tmp_path: Path, synth_dir: Path) -> None:
+    build(tmp_path / "s8", videos=3, eval_videos=0, seed=8, max_duration=160)
+    a = [r.extra_info.answer for r in read_rows(synth_dir / "rl.parquet")[:9]]
+    b = [r.extra_info.answer for r in read_rows(tmp_path / "s8" / "rl.parquet")]
+    assert a != b
+
+
+def test_eval_uses_disjoint_videos_and_64_frame_overviews(synth_dir: Path) -> None:
+    train = {v for r in read_rows(synth_dir / "rl.parquet") for v in r.videos}
+    ev = read_rows(synth_dir / "eval.parquet")
+    assert {v for r in ev for v in r.videos}.isdisjoint(train)
+    assert len(ev) == 9 and all(r.extra_info.split == "eval" and r.extra_info.nframes == 64 for r in ev)
+
+
+def test_rl_rows_cover_three_tasks_per_video(synth_dir: Path) -> None:
+    rl = read_rows(synth_dir / "rl.parquet")
+    assert len(rl) == 30
+    assert sorted(r.extra_info.task for r in rl) == ["mcq"] * 10 + ["oe"] * 10 + ["tvg"] * 10
+    for r in rl:
+        e = r.extra_info
+        assert e.tool_necessary_at_n is not None and set(e.tool_necessary_at_n) == {4, 8, 16, 32, 64}
+        if e.task == "tvg":
+            assert e.answer == f"[{int(e.needle_start)}, {int(e.needle_end)}]"
+        if e.task == "mcq":
+            assert e.answer in "ABCD" and len(e.options) == 4
+
+
+def test_manifest_reports_that_small_overviews_miss_the_needle_more(synth_manifest) -> None:
+    share = {n: v["tool_necessary_share"] for n, v in synth_manifest.needle["train_prompts"].items()}
+    assert share["4"] > share["64"]
+    assert share["4"] >= share["16"] >= share["64"]
+    assert synth_manifest.counts["rl"] == 30
