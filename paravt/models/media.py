@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
 from paravt.errors import ModelError
@@ -131,6 +130,3 @@ def sequence_logprobs(model: Any, processor: Any, ids: Sequence[int], videos: Se
     target = inputs["input_ids"][0, pos]  # P
     return logp.gather(-1, target[:, None])[:, 0]  # P
 
-
-def as_uint8_frames(array: np.ndarray, timestamps: Sequence[float]) -> Frames:
-    return Frames(array=np.ascontiguousarray(array, dtype=np.uint8), timestamps=tuple(float(t) for t in timestamps))
