@@ -1,0 +1,130 @@
+"""The python tool's isolation: every escape is blocked with a clear error AND the tool keeps
+serving afterwards (the next call in the same episode succeeds)."""
+
+import asyncio
+import os
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+from tool_helpers import call
+
+from paravt.tools import build_toolset
+from paravt.tools.sandbox import SandboxLimits
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
+                                reason="bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap")
+
+LIMITS = SandboxLimits(wall_s=3.0, memory_bytes=1 << 30)
+
+
+def session(make_ctx, *codes: str, episode: str = "ep-py"):
+    """Run each code as one python call of the same episode; then a probe call must still work."""
+    async def main():
+        ts = build_toolset(["python"], options={"python": {"limits": LIMITS}})
+        ctx = make_ctx(episode_id=episode)
+        out = []
+        for code in codes:
+            (obs,) = await ts.run_calls(ctx, [call("python", code=code)])
+            out.append(obs)
+        (probe,) = await ts.run_calls(ctx, [call("python", code="print(6 * 7)")])
+        tool = ts.tools["python"]
+        uid = tool._slots[episode].runtime.uid
+        await ts.finish(ctx)
+        assert tool.active_runtimes == 0
+        await ts.aclose()
+        return out, probe, uid
+
+    out, probe, uid = asyncio.run(main())
+    assert probe.ok and probe.text == "42", probe  # the tool keeps serving
+    return out, uid
+
+
+def test_state_persists_across_calls_and_the_video_is_readable_through_our_decoder(make_ctx):
+    (a, b, c), _ = session(make_ctx, "x = 40", "x + 2",
+                           "f = video.frames(10, 20, 4)\nprint(f.shape, video.info['duration'])\nshow(f[0])")
+    assert a.ok and a.text == "(no output)" and b.text == "42"
+    assert c.ok and c.text == "(4, 192, 256, 3) 40.0" and c.delivery == "text"
+    assert c.frames is not None and len(c.frames) == 1 and c.frames.array.shape == (1, 192, 256, 3)
+
+
+def test_network_is_unreachable_even_on_loopback(make_ctx):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        (obs,), _ = session(make_ctx, f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)")
+    finally:
+        server.close()
+    assert not obs.ok and ("ConnectionRefusedError" in obs.error or "Network is unreachable" in obs.error)
+
+
+def test_writes_outside_the_private_tmp_fail_and_tmp_is_writable(make_ctx, video, tmp_path):
+    target = Path(video).parent / "planted.txt"
+    codes = [f"open({str(target)!r}, 'w').write('x')", "open(video._path, 'ab').write(b'x')",
+             "open('/usr/planted', 'w')", "open('/tmp/ok.txt', 'w').write('fine'); print(open('/tmp/ok.txt').read())"]
+    (a, b, c, d), _ = session(make_ctx, *codes)
+    assert not target.exists() and not Path("/usr/planted").exists()
+    assert "Read-only file system" in a.error or "No such file" in a.error
+    assert "Read-only file system" in b.error or "Permission denied" in b.error
+    assert "Read-only file system" in c.error
+    assert d.ok and d.text == "fine"
+
+
+def test_files_outside_the_bound_paths_do_not_exist_inside(make_ctx, video):
+    secret = Path(video).parent / "secret.txt"  # next to the video, but only the video is bound
+    secret.write_text("top-secret")
+    secret.chmod(0o644)
+    (a, b), _ = session(make_ctx, f"print(open({str(secret)!r}).read())", "import os; print(os.listdir('/'))")
+    assert not a.ok and "FileNotFoundError" in a.error and "top-secret" not in a.text
+    names = set(eval(b.text))
+    assert "home" not in names and names <= {"bin", "dev", "etc", "lib", "lib32", "lib64", "proc", "root",
+                                             "sbin", "tmp", "usr", "video", "work"}
+
+
+def test_the_parent_environment_is_invisible(make_ctx, monkeypatch):
+    monkeypatch.setenv("PARAVT_TEST_SECRET", "hunter2-env")
+    (a, b), _ = session(make_ctx, "import os; print(dict(os.environ))",
+                        "print(open('/proc/1/environ').read() + open('/proc/self/environ').read())")
+    assert a.ok and "hunter2" not in a.text and "PARAVT_TEST_SECRET" not in a.text
+    assert "hunter2" not in b.text
+
+
+
+def test_fork_bomb_hits_the_process_limit_then_the_wall_time(make_ctx):
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
+    (warm, obs), _ = session(make_ctx, "import os; print(os.getuid())", bomb)
+    assert warm.ok and not obs.ok and "TimeoutError" in obs.error and "restarts" in obs.error
+    uid = int(warm.text)
+    assert uid != 0
+    leftovers = [p for p in Path("/proc").glob("[0-9]*") if _uid_of(p) == uid]
+    assert leftovers == []
+
+
+def _uid_of(proc: Path) -> int | None:
+    try:
+        for line in (proc / "status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def test_allocating_ten_gigabytes_fails_with_memory_error(make_ctx):
+    (obs, after), _ = session(make_ctx, "a = bytearray(10 * 2**30)", "y = 1; print('alive')")
+    assert not obs.ok and "MemoryError" in obs.error and after.text == "alive"
+
+
+def test_an_infinite_loop_is_killed_at_the_wall_time_and_state_is_reset(make_ctx):
+    (a, loop, after), _ = session(make_ctx, "kept = 1", "while True:\n    pass", "print('kept' in globals())")
+    assert a.ok and not loop.ok and "longer than 3 s wall time" in loop.error
+    assert after.text == "False"  # a fresh runtime
+
+
+def test_output_is_capped(make_ctx):
+    (obs,), _ = session(make_ctx, "print('x' * 100_000)")
+    assert obs.ok and obs.text.startswith("x" * 100) and "more characters truncated" in obs.text
+    assert len(obs.text) < LIMITS.max_output_chars + 100
