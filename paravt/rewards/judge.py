@@ -1,0 +1,127 @@
+"""Optional LLM judge for open-ended answers (DESIGN §4): an OpenAI-compatible chat endpoint
+scores each (question, reference, prediction) as 0, 0.5 or 1.
+
+Requests of one ``score`` call run concurrently (bounded by ``concurrency``). Each request has a
+timeout and is retried with exponential back-off on timeouts, transport errors and HTTP 5xx/429;
+a request that still fails, or whose reply holds no 0 / 0.5 / 1, falls back to token F1 and is
+counted in ``JudgeStats.n_fallback`` (log it: a judge that silently degrades to F1 changes the
+reward). A missing prediction scores 0 without a request. Never raises for one bad item.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import httpx
+
+from paravt.rewards.accuracy import token_f1
+
+_SCORE_RE = re.compile(r"(?<![\d.])(0\.5|1(?:\.0+)?|0(?:\.0+)?)(?!\d|\.\d)")
+_RETRY_STATUS = {429, 500, 502, 503, 504}
+
+JUDGE_SYSTEM = ("You grade answers to questions about a video. Compare the prediction with the "
+                "reference answer. Reply with one number only: 1 (correct), 0.5 (partly correct) "
+                "or 0 (wrong).")
+
+
+@dataclass(frozen=True)
+class JudgeItem:
+    question: str
+    reference: str
+    prediction: str | None
+
+
+@dataclass(frozen=True)
+class JudgeStats:
+    n: int  # items scored
+    n_judged: int  # scored by the judge
+    n_fallback: int  # scored by token F1 after failures or unreadable replies
+    n_retries: int  # extra attempts made
+    n_empty: int  # missing predictions (0 without a request)
+
+
+@dataclass(frozen=True)
+class JudgeResult:
+    scores: tuple[float, ...]
+    stats: JudgeStats
+
+
+@dataclass(frozen=True)
+class _One:
+    score: float
+    judged: bool
+    retries: int
+
+
+class LLMJudge:
+    """``LLMJudge(url)`` where ``url`` is the server's base (``http://host:port/v1``)."""
+
+    def __init__(self, url: str, model: str | None = None, *, timeout_s: float = 30.0,
+                 max_retries: int = 2, concurrency: int = 8, backoff_s: float = 0.2) -> None:
+        self._endpoint = url.rstrip("/") + "/chat/completions"
+        self._model = model or "judge"
+        self._timeout = timeout_s
+        self._retries = max(0, max_retries)
+        self._backoff = backoff_s
+        self._sem = asyncio.Semaphore(max(1, concurrency))
+        self._client = httpx.AsyncClient(timeout=timeout_s)
+
+    async def score(self, items: Sequence[JudgeItem]) -> JudgeResult:
+        results = await asyncio.gather(*(self._score_one(it) for it in items))
+        empty = sum(1 for it in items if not (it.prediction or "").strip())
+        judged = sum(r.judged for r in results)
+        stats = JudgeStats(n=len(results), n_judged=judged, n_fallback=len(results) - judged - empty,
+                           n_retries=sum(r.retries for r in results), n_empty=empty)
+        return JudgeResult(tuple(r.score for r in results), stats)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def __aenter__(self) -> LLMJudge:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _score_one(self, item: JudgeItem) -> _One:
+        if not (item.prediction or "").strip():
+            return _One(0.0, False, 0)
+        body = {"model": self._model, "temperature": 0, "max_tokens": 8, "messages": [
+            {"role": "system", "content": JUDGE_SYSTEM},
+            {"role": "user", "content": f"Question: {item.question}\nReference: {item.reference}\n"
+                                        f"Prediction: {item.prediction}"}]}
+        retries = 0
+        async with self._sem:
+            for attempt in range(self._retries + 1):
+                retries = attempt
+                reply = await self._post(body)
+                if reply is not None:
+                    score = parse_judge_reply(reply)
+                    if score is not None:
+                        return _One(score, True, retries)
+                    break  # the server answered, but not with a score: no retry
+                if attempt < self._retries:
+                    await asyncio.sleep(self._backoff * 2 ** attempt)
+        return _One(token_f1(item.prediction, item.reference), False, retries)
+
+    async def _post(self, body: dict) -> str | None:
+        """The reply text, or None on a retryable failure (timeout, transport, 5xx/429)."""
+        try:
+            resp = await self._client.post(self._endpoint, json=body)
+        except httpx.HTTPError:
+            return None
+        if resp.status_code in _RETRY_STATUS:
+            return None
+        try:
+            return str(resp.json()["choices"][0]["message"]["content"])
+        except (ValueError, KeyError, IndexError, TypeError):
+            return ""
+
+
+def parse_judge_reply(text: str) -> float | None:
+    """The first 0 / 0.5 / 1 in the reply (``"Score: 1"``, ``"0.5"``), else None."""
+    m = _SCORE_RE.search(text or "")
+    return float(m.group(1)) if m else None
