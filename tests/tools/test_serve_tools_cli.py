@@ -1,0 +1,42 @@
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def test_serve_tools_command_serves_health_and_the_requested_tools():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = Path(sys.executable).with_name("paravt")
+    proc = subprocess.Popen([str(exe), "serve-tools", "--port", str(port), "--tools", "frame_select,crop_video",
+                             "--max-concurrency", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                health = httpx.get(url + "/health", timeout=1).json()
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, "server did not start in 60 s"
+                time.sleep(0.2)
+        tools = httpx.get(url + "/v1/tools").json()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert health["tools"] == ["crop_video", "frame_select"] and health["max_concurrency"] == 3
+    assert [t["name"] for t in tools] == ["frame_select", "crop_video"]
+    assert tools[0]["parameters"]["required"] == ["start_time", "end_time", "nframes"]
+
+
+def test_serve_tools_rejects_an_unknown_tool_with_a_suggestion():
+    exe = Path(sys.executable).with_name("paravt")
+    res = subprocess.run([str(exe), "serve-tools", "--tools", "crop_video,pyton"], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 2
+    assert "Did you mean 'python'?" in " ".join((res.stdout + res.stderr).split())
