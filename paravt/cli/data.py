@@ -41,10 +41,10 @@ def synth(
         return
     console.print(f"[green]wrote {out}[/green] in {m.timing_s['total']:.1f} s (videos {m.timing_s['videos']:.1f} s)")
     console.print(f"sft {m.counts['sft_total']} rows {m.counts['sft']}, rl {m.counts['rl']}, eval {m.counts['eval']}")
-    t = Table("n", "tool necessary (train)", "tool necessary (eval)", "≈ n·len/D")
+    t = Table("n", "tool necessary (train)", "tool necessary (eval)", "≈ 1 − n·len/D (train)")
     for n, v in m.needle["train_prompts"].items():
         t.add_row(n, f"{v['tool_necessary_share']:.3f}",
-                  f"{m.needle['eval_prompts'][n]['tool_necessary_share'] or 0:.3f}", f"{v['approx_catch_prob']:.3f}")
+                  f"{m.needle['eval_prompts'][n]['tool_necessary_share'] or 0:.3f}", f"{1 - v['approx_catch_prob']:.3f}")
     console.print(t)
 
 
