@@ -18,7 +18,7 @@ SETTINGS = EpisodeSettings(mode="none", sampling=SamplingParams(temperature=0.0,
 
 class AnswerBook:
     """A policy that answers from a book keyed by question text: the k-th request for a question
-    gets ``book[question][k % len]`` (so some rollouts are right and some wrong)."""
+    gets ``book[question][k % len]`` in arrival order (so some rollouts are right and some wrong)."""
 
     def __init__(self, codec: ChatCodec, book: dict[str, list[str]]) -> None:
         self.codec, self.book, self.seen = codec, book, {q: 0 for q in book}
@@ -44,7 +44,7 @@ def test_prompts_whose_rollouts_are_all_wrong_are_dropped(synth_dir: Path, tiny_
     book = {mcq.extra_info.question: [mcq.extra_info.answer, wrong_letter], tvg.extra_info.question: ["[0, 1]"]}
     gen = AnswerBook(ChatCodec(load_processor(tiny_qwen3_dir)), book)
     accs = asyncio.run(rollout_accuracies(rows, synth_dir, generator=gen, codec=gen.codec, settings=SETTINGS, g=4))
-    assert accs[mcq.id] == (1.0, 0.0, 1.0, 0.0)
+    assert sorted(accs[mcq.id]) == [0.0, 0.0, 1.0, 1.0]  # episodes run concurrently: order is free
     assert len(accs[tvg.id]) == 4 and max(accs[tvg.id]) < 0.5
     kept, report = prefilter(rows, accs)
     assert [r.id for r in kept] == [mcq.id]
