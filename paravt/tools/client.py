@@ -7,6 +7,7 @@ Transport failures and server errors become error observations for the calls of 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,15 +40,26 @@ class RemoteToolSet(ToolSet):
         self.names = frozenset(names)
         slowest = max([float(by_name[n]["timeout_s"]) for n in names] + list((timeouts or {}).values()) + [1.0])
         self.timeout_s = request_timeout_s or slowest + 30.0
-        self._client = httpx.AsyncClient(
-            timeout=httpx.Timeout(self.timeout_s, connect=10.0),
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections))
+        self.max_connections = max_connections
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """One pooled client per event loop (callers may run each step under a new asyncio.run)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client, self._loop = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout_s, connect=10.0),
+                limits=httpx.Limits(max_connections=self.max_connections,
+                                    max_keepalive_connections=self.max_connections)), loop
+        return self._client
 
     async def run_calls(self, ctx: ToolContext, calls: Sequence[ParsedCall]) -> list[Observation]:
         wire_calls = [self._call_to_wire(c) for c in calls]
         item = {"trajectory_id": ctx.episode_id, "context": context_to_wire(ctx), "calls": wire_calls}
         try:
-            resp = await self._client.post(f"{self.url}/v1/batch", json={"items": [item]})
+            resp = await self.client.post(f"{self.url}/v1/batch", json={"items": [item]})
         except httpx.HTTPError as exc:
             return [Observation.failure(f"tool server unreachable: {type(exc).__name__}: {exc}") for _ in calls]
         if resp.status_code != 200:
@@ -65,12 +77,14 @@ class RemoteToolSet(ToolSet):
 
     async def finish(self, ctx: ToolContext) -> None:
         try:
-            await self._client.post(f"{self.url}/v1/finish", json={"trajectory_ids": [ctx.episode_id]})
+            await self.client.post(f"{self.url}/v1/finish", json={"trajectory_ids": [ctx.episode_id]})
         except httpx.HTTPError:
             pass  # the server's idle TTL releases the state anyway
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        if self._client is not None and self._loop is asyncio.get_running_loop():
+            await self._client.aclose()
+        self._client = self._loop = None
 
 
 def _error_text(resp: httpx.Response) -> str:

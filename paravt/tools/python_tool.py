@@ -45,6 +45,7 @@ class _Slot:
     runtime: SandboxRuntime
     lock: asyncio.Lock
     last_used: float
+    loop: asyncio.AbstractEventLoop
 
 
 class PythonTool:
@@ -64,10 +65,14 @@ class PythonTool:
 
     def _slot(self, ctx: ToolContext) -> _Slot:
         slot = self._slots.get(ctx.episode_id)
+        loop = asyncio.get_running_loop()
+        if slot is not None and slot.loop is not loop:  # the caller moved to a new event loop
+            slot.runtime.kill_now()
+            slot = None
         if slot is None:
             info = dataclasses.asdict(ctx.info)
             video = VideoBinding(ctx.video, info, ctx.crop_max_frames, ctx.crop_max_pixels, ctx.size_factor)
-            slot = _Slot(SandboxRuntime(video, self.limits, mode=self.mode), asyncio.Lock(), time.monotonic())
+            slot = _Slot(SandboxRuntime(video, self.limits, mode=self.mode), asyncio.Lock(), time.monotonic(), loop)
             self._slots[ctx.episode_id] = slot
         if self._reaper is None or self._reaper.done():
             self._reaper = asyncio.create_task(self._reap())
@@ -96,7 +101,9 @@ class PythonTool:
 
     async def finish(self, ctx: ToolContext) -> None:
         slot = self._slots.pop(ctx.episode_id, None)
-        if slot is not None:
+        if slot is not None and slot.loop is not asyncio.get_running_loop():
+            slot.runtime.kill_now()
+        elif slot is not None:
             async with slot.lock:
                 await slot.runtime.close()
 
@@ -112,9 +119,13 @@ class PythonTool:
     async def aclose(self) -> None:
         if self._reaper is not None:
             self._reaper.cancel()
+        loop = asyncio.get_running_loop()
         for key in list(self._slots):
             slot = self._slots.pop(key)
-            await slot.runtime.close()
+            if slot.loop is loop:
+                await slot.runtime.close()
+            else:
+                slot.runtime.kill_now()
 
 
 def _as_frames(images: tuple[np.ndarray, ...]) -> Frames | None:

@@ -290,6 +290,19 @@ class SandboxRuntime:
         return RunResult(bool(header.get("ok")), str(header.get("stdout", "")),
                          None if header.get("error") is None else str(header["error"]), images)
 
+    def kill_now(self) -> None:
+        """Synchronous SIGKILL of the whole sandbox (for a runtime whose event loop is gone)."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            transport = getattr(proc, "_transport", None)  # mark it closed: its loop is gone
+            with contextlib.suppress(Exception):
+                transport.close()  # type: ignore[union-attr]
+        if self._launch is not None and self._launch.host_tmp:
+            shutil.rmtree(self._launch.host_tmp, ignore_errors=True)
+            self._launch.host_tmp = None
+
     async def close(self) -> None:
         proc, self._proc = self._proc, None
         if proc is not None:

@@ -34,6 +34,8 @@ import numpy as np
 from PIL import Image
 
 _HEADER = struct.Struct(">I")
+PRELOAD = ("math", "statistics", "json", "re", "collections", "itertools", "functools", "random",
+           "time", "datetime", "socket", "PIL.ImageDraw", "PIL.ImageOps", "PIL.ImageFilter")
 
 
 def _read_exact(fd: int, n: int) -> bytes:
@@ -207,6 +209,9 @@ def main() -> None:
         os.dup2(null, fd)
     if cfg.get("video"):
         import paravt.video  # noqa: F401 - import the decoder before the rlimits (AS) apply
+    for name in PRELOAD:  # without bwrap the stdlib may be unreadable after the uid drop (/root)
+        with contextlib.suppress(ImportError):
+            __import__(name)
     _drop_privileges(cfg.get("uid"), cfg.get("gid"))
     os.chdir(cfg["workdir"])
     _set_limits(cfg["limits"])

@@ -128,3 +128,37 @@ def test_output_is_capped(make_ctx):
     (obs,), _ = session(make_ctx, "print('x' * 100_000)")
     assert obs.ok and obs.text.startswith("x" * 100) and "more characters truncated" in obs.text
     assert len(obs.text) < LIMITS.max_output_chars + 100
+
+
+def test_a_runtime_left_by_a_finished_event_loop_is_killed_and_replaced(make_ctx):
+    ts = build_toolset(["python"], options={"python": {"limits": LIMITS}})
+    ctx = make_ctx(episode_id="loops")
+    (first,) = asyncio.run(ts.run_calls(ctx, [call("python", code="import os; z = 1; print(os.getpid())")]))
+    old = ts.tools["python"]._slots["loops"].runtime._proc.pid  # the host pid of the old sandbox
+    (second,) = asyncio.run(ts.run_calls(ctx, [call("python", code="print('z' in globals())")]))
+    assert first.ok and second.ok and second.text == "False"  # a new runtime on the new loop
+    assert not Path(f"/proc/{old}").exists() or "Z" in Path(f"/proc/{old}/stat").read_text().split()[2]
+    asyncio.run(ts.aclose())
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None or os.getuid() != 0, reason="needs util-linux unshare as root")
+def test_the_unshare_fallback_still_blocks_network_environment_and_memory(monkeypatch):
+    from paravt.tools.sandbox import SandboxRuntime
+
+    monkeypatch.setenv("PARAVT_TEST_SECRET", "hunter2-env")
+
+    async def main():
+        rt = SandboxRuntime(None, LIMITS, mode="unshare")
+        try:
+            net = await rt.run("import socket\ns = socket.socket()\ns.settimeout(2)\ns.connect(('127.0.0.1', 9))")
+            env = await rt.run("import os; print(dict(os.environ), os.getuid())")
+            mem = await rt.run("a = bytearray(10 * 2**30)")
+            ok = await rt.run("print('alive')")
+        finally:
+            await rt.close()
+        return net, env, mem, ok
+
+    net, env, mem, ok = asyncio.run(main())
+    assert not net.ok and ("Network is unreachable" in net.error or "ConnectionRefused" in net.error)
+    assert "hunter2" not in env.stdout and not env.stdout.rstrip().endswith(" 0")  # not root
+    assert not mem.ok and "MemoryError" in mem.error and ok.stdout.strip() == "alive"

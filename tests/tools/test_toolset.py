@@ -2,14 +2,12 @@ import asyncio
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 from tool_helpers import call
 
 from paravt.errors import ConfigError
 from paravt.protocol.prompts import CROP_VIDEO_SPEC
-from paravt.tools import LocalToolSet, Observation, ToolContext, build_toolset, register_tool, unregister_tool
-from paravt.video import probe
+from paravt.tools import LocalToolSet, Observation, ToolContext, build_toolset
 
 
 def run(coro):
