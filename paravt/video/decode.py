@@ -194,6 +194,7 @@ def _decode_run(
     """Seek for ``targets[j]`` and decode forward, filling ``picked``; return the next pending
     index (stops early when seeking to the next target is cheaper than decoding through)."""
     prev: av.VideoFrame | None = None
+    j0 = j  # re-seek only after this run filled a target: otherwise it could loop forever
     max_gap = round(0.1 / stream.time_base)  # largest pts step seen (at least 0.1 s)
     for frame in _seek_before(container, stream, targets[j], first_pts, gop):
         if prev is not None:
@@ -207,7 +208,7 @@ def _decode_run(
         if j == len(targets):
             return j
         prev = frame
-        if reseek and targets[j] - frame.pts > gop.interval():
+        if reseek and j > j0 and targets[j] - frame.pts > gop.interval():
             return j
     _check_not_truncated(stream, prev, targets[-1], first_pts, 2 * max_gap)
     for k in range(j, len(targets)):
