@@ -1,0 +1,3 @@
+from paravt.cli import main
+
+main()
