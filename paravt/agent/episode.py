@@ -106,6 +106,7 @@ class _Run:
     texts: list[str] = field(default_factory=list)
     tally: _Tally = field(default_factory=_Tally)
     error: str | None = None
+    ctx: ToolContext | None = None  # one per episode: budgets (frame_select) persist across turns
 
     def __post_init__(self) -> None:
         self.main = TrajectoryBuilder(self.episode_id, "main", 0)
@@ -172,7 +173,8 @@ class _Run:
             enc = self.codec.encode_message(msg)
             self.main.add_context(enc.ids, enc.videos, enc.images)
         end = await self._loop(info)
-        await self.tools.finish(self._ctx(info)) if info is not None else None
+        if self.ctx is not None:
+            await self.tools.finish(self.ctx)
         completion = "\n".join(self.texts)
         ok_calls = sum(1 for c in self.calls if c.ok)
         return EpisodeResult(
@@ -219,13 +221,16 @@ class _Run:
         return "max_turns"
 
     # -- tools and sub-agents ---------------------------------------------------------------
-    def _ctx(self, info: VideoInfo | None) -> ToolContext:
+    def _ctx(self, info: VideoInfo) -> ToolContext:
+        if self.ctx is not None:
+            return self.ctx
         s = self.settings
-        return ToolContext(
-            episode_id=self.episode_id, video=self.inp.video, info=info,  # type: ignore[arg-type]
+        self.ctx = ToolContext(
+            episode_id=self.episode_id, video=self.inp.video, info=info,
             crop_max_frames=s.crop_max_frames, crop_fps=s.crop_fps, crop_max_pixels=s.crop_max_pixels,
             size_factor=s.size_factor,
         )
+        return self.ctx
 
     def _validate(self, parsed: Sequence[ParsedCall], info: VideoInfo | None) -> list[ParsedCall]:
         s = self.settings
@@ -293,7 +298,7 @@ class _Run:
                 body = f"error: {o.error}"
             elif o.frames is not None:
                 videos.append(o.frames)
-                body = (o.text + " " if o.text else "") + "<video>"
+                body = tags.with_media_marker(o.text)
             else:
                 body = o.text
             lines.append(tags.render_result_line(i, start, end, body))

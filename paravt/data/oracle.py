@@ -40,6 +40,7 @@ from paravt.protocol.tags import (
     render_result_line,
     render_tool_response_body,
     render_tool_turn,
+    with_media_marker,
 )
 from paravt.video.decode import frame_count, smart_resize
 from paravt.video.types import Frames
@@ -181,7 +182,7 @@ def sequential_tool_body(spec: VideoSpec, w: Window, *, crop_max_pixels: int = C
 
     h, w_px = smart_resize(spec.height, spec.width, max_pixels=crop_max_pixels, factor=size_factor)
     frames = Frames(np.zeros((w.nframes, h, w_px, 3), np.uint8), tuple(0.0 for _ in range(w.nframes)))
-    body = f"{window_text(frames, w.start, w.end)} <video>"
+    body = with_media_marker(window_text(frames, w.start, w.end))
     return render_tool_response_body([render_result_line(1, w.start, w.end, body)])
 
 

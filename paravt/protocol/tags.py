@@ -51,6 +51,12 @@ def render_result_line(index: int, start: float | None, end: float | None, text:
     return f"[{index}]{window}: {text.strip()}"
 
 
+def with_media_marker(text: str) -> str:
+    """Body of a result line whose frames are shown inline: the observation text, then ONE
+    ``<video>`` marker (the episode and the oracle's sequential traces both write it this way)."""
+    return f"{text} <video>" if text else "<video>"
+
+
 def render_tool_response_body(lines: Sequence[str]) -> str:
     """The content of the ONE tool-response turn holding all K results, in call order. The chat
     template wraps a ``tool`` message in ``<tool_response>``…``</tool_response>``."""
