@@ -1,0 +1,205 @@
+"""The single-process trainers end to end on the tiny Qwen3-VL and a 4-video ParaVT-Synth set:
+SFT learns and resumes bit-for-bit, SFT sequences mask the right tokens, a PARA-GRPO run logs the
+DESIGN §6 metrics, and the ablation flags change what the rollouts look like.
+
+Budget: about a minute on 2 cores (small frames, 24-token turns, 2 rollouts per prompt).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paravt.config import TrainConfig
+from paravt.data.synth import build
+from paravt.models.base import ChatMessage
+from paravt.models.chat import ChatCodec
+from paravt.models.loading import load_processor
+from paravt.protocol.tags import THINK_PREFIX
+from paravt.rl.grpo import GRPOTrainer
+from paravt.rl.logger import read_log
+from paravt.rl.loop import load_episode_inputs, run_training
+from paravt.rl.session import PolicySession
+from paravt.rl.sft import build_sequence
+from paravt.video import Frames, sample_frames
+
+#: DESIGN §6 / CONTRACTS.md keys every RL step must log (the report plots these).
+RL_KEYS = ("f_tau", "kappa", "acc", "kl", "loss", "clip_frac", "grad_norm", "reward/acc",
+           "reward/format", "reward/anchor", "reward/tool", "skip_tool_rate", "filter/zero_var_dropped",
+           "filter/rank_dropped", "time/rollout", "time/reward", "time/update", "lr")
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = Path(tmp_path_factory.mktemp("synth"))
+    build(out, videos=4, eval_videos=0, seed=0, workers=1)
+    return out
+
+
+def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> TrainConfig:
+    base: dict[str, Any] = {
+        "out_dir": str(out), "data": str(data), "model": {"path": model},
+        "video": {"overview_nframes": 6, "overview_max_pixels": 64 * 64, "crop_max_pixels": 64 * 64,
+                  "crop_max_frames": 4},
+        "sampling": {"max_new_tokens": 24, "sub_max_new_tokens": 12},
+        "rollout": {"max_turns": 2},
+        "sft": {"lr": 3e-3, "batch_size": 4, "warmup_steps": 0, "save_every": 100},
+        "rl": {"group_size": 2, "prompts_per_step": 2, "steps": 2, "lr": 1e-5, "save_every": 100,
+               "gating": {"choices": [4, 8]}},
+    }
+    for name, values in sections.items():
+        base[name] = {**base.get(name, {}), **values}
+    return TrainConfig.model_validate(base)
+
+
+# ---- SFT -------------------------------------------------------------------------------------
+
+def test_sft_lowers_the_loss_in_ten_steps(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
+    cfg = _cfg(tmp_path / "run", synth / "sft.parquet", tiny_qwen3_dir, sft={"max_steps": 10})
+    out = run_training(cfg, kind="sft", progress=False)
+    losses = [r["loss"] for r in read_log(out / "train_log.jsonl")]
+    assert len(losses) == 10
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3
+    assert (out / "model" / "config.json").is_file()
+
+
+def test_sft_resume_logs_the_same_losses_as_an_uninterrupted_run(tmp_path: Path, synth: Path,
+                                                                 tiny_qwen3_dir: str) -> None:
+    sft = {"max_steps": 6, "save_every": 3, "batch_size": 1, "warmup_steps": 2, "include_subagent_rows": False}
+    straight = run_training(_cfg(tmp_path / "a", synth / "sft.parquet", tiny_qwen3_dir, sft=sft),
+                            kind="sft", progress=False)
+    cfg = _cfg(tmp_path / "b", synth / "sft.parquet", tiny_qwen3_dir, sft=sft)
+    killed = run_training(cfg, kind="sft", progress=False, stop_after=3)
+    assert [r["step"] for r in read_log(killed / "train_log.jsonl")] == [1, 2, 3]
+    assert not (killed / "model").exists()  # stopped like a killed run: no final save
+    resumed = run_training(cfg, kind="sft", resume=True, progress=False)
+    a = read_log(straight / "train_log.jsonl")
+    b = read_log(resumed / "train_log.jsonl")
+    assert [r["step"] for r in b] == [1, 2, 3, 4, 5, 6]
+    assert [r["loss"] for r in a] == [r["loss"] for r in b]  # exact on the CPU
+    assert [r["lr"] for r in a] == [r["lr"] for r in b]
+
+
+@pytest.fixture(scope="module")
+def codec(tiny_qwen3_dir: str) -> ChatCodec:
+    return ChatCodec(load_processor(tiny_qwen3_dir))
+
+
+@pytest.fixture(scope="module")
+def frames(synth: Path) -> Frames:
+    return sample_frames(synth / "videos" / "train" / "v0000.mp4", 0.0, 10.0, nframes=4, max_pixels=64 * 64)
+
+
+def _trace(frames: Frames) -> list[ChatMessage]:
+    return [
+        ChatMessage("system", "You watch videos."),
+        ChatMessage("user", "<video>\nWhat colour is the flash?", videos=(frames,)),
+        ChatMessage("assistant", THINK_PREFIX + "scan</think>\n<tool_call>crop</tool_call>"),
+        ChatMessage("tool", "[1] 00:00-00:10: a red flash"),
+        ChatMessage("assistant", THINK_PREFIX + "red</think>\n<answer>red</answer>"),
+    ]
+
+
+def _trained_text(traj, codec: ChatCodec, bit: int) -> str:
+    return codec.decode([i for i, m in zip(traj.ids, traj.loss_mask) if m == bit], skip_special_tokens=False)
+
+
+def test_sft_sequence_trains_assistant_tokens_only(codec: ChatCodec, frames: Frames) -> None:
+    traj = build_sequence(_trace(frames), codec, think_prefix=True)
+    trained = _trained_text(traj, codec, 1)
+    assert trained == ("scan</think>\n<tool_call>crop</tool_call><|im_end|>"
+                       "red</think>\n<answer>red</answer><|im_end|>")
+    context = _trained_text(traj, codec, 0)
+    assert context.count("<think>\n") == 2  # both forced prefixes are context
+    assert "a red flash" in context and "What colour" in context
+    think_id = codec.tokenizer.convert_tokens_to_ids("<think>")
+    assert all(m == 0 for i, m in zip(traj.ids, traj.loss_mask) if i == think_id)
+    assert len(traj.videos) == 1 and traj.prompt_len == traj.loss_mask.index(1)
+
+
+def test_sft_sequence_without_think_prefix_trains_the_think_tag(codec: ChatCodec, frames: Frames) -> None:
+    with_prefix = build_sequence(_trace(frames), codec, think_prefix=True)
+    without = build_sequence(_trace(frames), codec, think_prefix=False)
+    assert without.ids == with_prefix.ids  # same tokens, different masks
+    assert _trained_text(without, codec, 1).startswith("<think>\nscan</think>")
+    assert without.n_sampled - with_prefix.n_sampled == 2 * len(codec.encode_text(THINK_PREFIX))
+
+
+# ---- PARA-GRPO -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def rl_run(tmp_path_factory: pytest.TempPathFactory, synth: Path, tiny_qwen3_dir: str) -> list[dict[str, Any]]:
+    out = Path(tmp_path_factory.mktemp("rl")) / "run"
+    run_training(_cfg(out, synth / "rl.parquet", tiny_qwen3_dir), kind="rl", progress=False)
+    assert (out / "model" / "config.json").is_file()
+    return read_log(out / "train_log.jsonl")
+
+
+def test_rl_run_logs_every_design_metric_each_step(rl_run: list[dict[str, Any]]) -> None:
+    assert [r["step"] for r in rl_run] == [1, 2]
+    for row in rl_run:
+        missing = [k for k in RL_KEYS if k not in row]
+        assert not missing, f"step {row['step']} lacks {missing}"
+        assert row["time/rollout"] > 0 and row["time/update"] >= 0
+        # 2 prompts x G=2: every group is either dropped for zero variance or kept (rank keeps ≤ 2)
+        dropped = row["filter/zero_var_dropped"] + row["filter/rank_dropped"]
+        assert dropped + row["groups/kept"] == 2
+        assert 0.0 <= row["acc"] <= 1.0 and row["kappa"] >= 0.0
+        assert any(k.startswith("acc/n/") and k[len("acc/n/"):] in ("4", "8") for k in row)
+
+
+def test_rl_log_uses_the_contract_names_the_report_plots(rl_run: list[dict[str, Any]]) -> None:
+    """CONTRACTS.md names the mean reward ``reward/mean`` (the progress bar of ``paravt.rl.loop``
+    reads it) and the closure and reversion rates ``closed/*`` and ``tool_code_rate``
+    (``paravt.eval.plots.TRAIN_METRICS`` plots ``reward/mean`` and ``tool_code_rate``)."""
+    wanted = ("reward/mean", "closed/think", "closed/tool_call", "closed/answer", "tool_code_rate")
+    missing = [k for k in wanted if k not in rl_run[0]]
+    assert not missing, f"train_log.jsonl lacks {missing}; it has {sorted(rl_run[0])}"
+
+
+def _one_step(tmp_path: Path, synth: Path, model: str, **sections: dict[str, Any]):
+    cfg = _cfg(tmp_path / "run", synth / "rl.parquet", model, **sections)
+    session = PolicySession.create(model, lr=cfg.rl.lr, generate=True, tools=cfg.rollout.tools)
+    trainer = GRPOTrainer(cfg, load_episode_inputs(Path(cfg.data)), session)
+    return cfg, session, trainer.step(0).results
+
+
+def test_think_prefix_off_leaves_the_response_start_to_the_policy(tmp_path: Path, synth: Path,
+                                                                  tiny_qwen3_dir: str) -> None:
+    cfg, s, results = _one_step(tmp_path, synth, tiny_qwen3_dir, rollout={"think_prefix": False, "max_turns": 1},
+                                rl={"kl_coef": 0.0})
+    bare = s.codec.generation_prompt("")
+    assert len(results) == 4
+    for r in results:
+        head = r.main.ids[: r.main.prompt_len]
+        assert head[-len(bare):] == bare  # the response follows "<|im_start|>assistant\n" directly
+        assert not r.completion.startswith(THINK_PREFIX)
+
+
+def test_think_prefix_on_forces_the_tag_as_context(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
+    cfg, s, results = _one_step(tmp_path, synth, tiny_qwen3_dir, rollout={"max_turns": 1}, rl={"kl_coef": 0.0})
+    forced = s.codec.generation_prompt(THINK_PREFIX)
+    for r in results:
+        assert r.main.ids[r.main.prompt_len - len(forced): r.main.prompt_len] == forced
+        assert r.completion.startswith(THINK_PREFIX)
+
+
+def test_gating_off_gives_every_prompt_the_configured_overview(tmp_path: Path, synth: Path,
+                                                               tiny_qwen3_dir: str) -> None:
+    cfg, _, results = _one_step(tmp_path, synth, tiny_qwen3_dir, rollout={"max_turns": 1},
+                                rl={"kl_coef": 0.0, "gating": {"enabled": False, "choices": [4, 8]}})
+    assert cfg.video.overview_nframes == 6  # not one of the gating choices
+    assert {r.input.nframes for r in results} == {6}
+    assert all(len(r.main.videos[0]) == 6 for r in results)
+
+
+def test_gating_on_draws_overviews_from_the_choices_per_group(tmp_path: Path, synth: Path,
+                                                              tiny_qwen3_dir: str) -> None:
+    _, _, results = _one_step(tmp_path, synth, tiny_qwen3_dir, rollout={"max_turns": 1}, rl={"kl_coef": 0.0})
+    ns = [r.input.nframes for r in results]
+    assert set(ns) <= {4, 8}
+    assert ns[0] == ns[1] and ns[2] == ns[3]  # the G rollouts of one prompt share n
+    assert all(len(r.main.videos[0]) == r.input.nframes for r in results)
