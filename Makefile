@@ -1,4 +1,5 @@
 # `make demo` and `make test` create .venv on first use (pip takes torch from the local disk).
+# The verl extra is installed too: the verl integration test runs in `make test`.
 PY      := .venv/bin/python
 STAMP   := .venv/.installed
 
@@ -7,7 +8,7 @@ STAMP   := .venv/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q -U pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,verl]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -16,7 +17,7 @@ demo: $(STAMP)
 	.venv/bin/paravt demo --out runs/demo
 
 test: $(STAMP)
-	$(PY) -m pytest tests -x -q --timeout=600
+	$(PY) -m pytest tests --timeout=900
 
 bench: $(STAMP)
 	$(PY) benchmarks/video_decode.py
