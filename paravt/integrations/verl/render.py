@@ -10,7 +10,7 @@ Mapping (ours → verl):
 |---|---|
 | rl.group_size | actor_rollout_ref.rollout.n |
 | rl.std_normalize | algorithm.norm_adv_by_std_in_grpo (adv_estimator = grpo) |
-| rl.clip_eps | actor.clip_ratio (= clip_ratio_low = clip_ratio_high) |
+| rl.clip_eps | actor.clip_ratio (= clip_ratio_low = clip_ratio_high); dual clip off (clip_ratio_c 1e9) |
 | rl.kl_coef, rl.kl_estimator k3/k1 | actor.use_kl_loss, kl_loss_coef, kl_loss_type low_var_kl/k1 |
 | token-mean loss | actor.loss_agg_mode = token-mean |
 | rl.lr, max_grad_norm, ppo_epochs | actor.optim.lr, actor.grad_clip, actor.ppo_epochs |
@@ -36,6 +36,9 @@ AGENT_LOOP_TARGET = "paravt.integrations.verl.agent_loop.ParavtAgentLoop"
 CONFIG_NAME = "paravt_verl"
 VERL_CONFIG_SEARCHPATH = "pkg://verl.trainer.config"
 KL_TYPES = {"k3": "low_var_kl", "k1": "k1"}
+#: verl's vanilla loss adds dual-clip PPO (loss capped at -3·A for A < 0); ours has none
+#: (paravt.rl.loss), so it is pushed out of reach and both engines optimise the same objective.
+DUAL_CLIP_OFF = 1.0e9
 
 
 def reward_module_path() -> str:
@@ -79,6 +82,7 @@ def _actor(cfg: TrainConfig, verl: VerlSettings) -> dict[str, Any]:
         "clip_ratio": rl.clip_eps,
         "clip_ratio_low": rl.clip_eps,
         "clip_ratio_high": rl.clip_eps,
+        "clip_ratio_c": DUAL_CLIP_OFF,
         "loss_agg_mode": "token-mean",
         "entropy_coeff": 0.0,
         "use_kl_loss": rl.kl_coef > 0,
