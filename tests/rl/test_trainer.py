@@ -7,7 +7,6 @@ Budget: about a minute on 2 cores (small frames, 24-token turns, 2 rollouts per 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
