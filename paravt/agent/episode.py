@@ -18,6 +18,7 @@ the context is rolled back and the episode ends with reason ``length`` (vision s
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 import uuid
 from collections.abc import Sequence
@@ -155,6 +156,7 @@ class _Run:
         self.tally.main_visual += visual
         self.tally.main_text += len(prompt_ids) - visual
         sampling = s.sampling if s.sampling.max_new_tokens <= room else _with_max(s.sampling, room)
+        sampling = derive_seed(sampling, self.episode_id, "main", len(self.texts))
         req = GenRequest(prompt_ids, tuple(self.messages), tuple(self.main.videos), tuple(self.main.images),
                          sampling, response_prefix=prefix)
         (out,) = await self.generator.generate([req])
@@ -305,6 +307,16 @@ class _Run:
             records.append(CallRecord(turn, i, call.name, start, end, o.error is None, o.error,
                                       o.text, latency))
         return lines, videos, records
+
+
+def derive_seed(sp: SamplingParams, *parts: object) -> SamplingParams:
+    """A request's own seed from the run's base seed and where the request stands (episode id,
+    agent, turn): stable across processes (blake2b, never the salted ``hash``), so rollouts are
+    reproducible whatever batches the backend forms. No base seed → no seed."""
+    if sp.seed is None:
+        return sp
+    digest = hashlib.blake2b(repr((sp.seed, *parts)).encode(), digest_size=8).digest()
+    return replace(sp, seed=int.from_bytes(digest, "little") >> 1)
 
 
 def _with_max(sp: SamplingParams, n: int) -> SamplingParams:

@@ -56,7 +56,10 @@ async def run_subagents(
 ) -> list[SubagentResult]:
     """Generate every job's summary in one batched request; failures are per job, as data."""
     built = [_builder(j, question, codec, episode_id, first_index + n, version) for n, j in enumerate(jobs)]
-    reqs = [GenRequest(tuple(b.ids), msgs, tuple(b.videos), (), sampling) for b, msgs in built]
+    from paravt.agent.episode import derive_seed
+
+    reqs = [GenRequest(tuple(b.ids), msgs, tuple(b.videos), (), derive_seed(sampling, episode_id, "sub", b.index))
+            for b, msgs in built]
     try:
         outs = await asyncio.wait_for(generator.generate(reqs), timeout=timeout_s)
     except TimeoutError:

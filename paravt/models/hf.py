@@ -13,9 +13,12 @@
   ``log_softmax(logits / τ)`` over the non-suppressed vocabulary; greedy (τ = 0) reports
   ``log_softmax(logits)`` (τ = 1). With top_p < 1 tokens outside the nucleus get -inf, so the
   logprob is renormalised over the nucleus.
-- Seeds: a batch whose requests all carry a seed runs under ``torch.manual_seed(mix(seeds))`` in a
-  forked RNG: the same requests in the same call give the same samples. Batch composition changes
-  the draw, so reproducibility holds per batch, not per row.
+- Seeds: when every request of a batch carries a seed and top_p = 1, each row samples with its OWN
+  ``torch.Generator`` (Gumbel-max over ``logits / τ``, ``RowSampler``): a row's tokens depend only
+  on its seed and prompt, never on which other requests share its batch, so a training step is
+  reproducible however the concurrent episodes happen to be batched (bit-for-bit resume). Mixed
+  or missing seeds (or top_p < 1) fall back to ``do_sample`` under ``torch.manual_seed(mix(seeds))``
+  in a forked RNG: reproducible per batch only.
 - Failures: a batch that raises is retried row by row; a row that still raises becomes a
   ``finish_reason="error"`` output carrying the message. The torch work runs in a worker thread
   (``asyncio.to_thread``) so the event loop stays free; batches never run concurrently.
@@ -29,6 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
+from transformers import LogitsProcessor, LogitsProcessorList
 
 from paravt.models.base import GenOutput, GenRequest
 from paravt.models.chat import ChatCodec
@@ -51,6 +55,28 @@ def _batch_seed(requests: Sequence[GenRequest]) -> int | None:
 def error_output(message: str, latency_s: float = 0.0) -> GenOutput:
     return GenOutput(token_ids=(), logprobs=(), text="", finish_reason="error", error=message,
                      metrics={"latency_s": latency_s})
+
+
+class RowSampler(LogitsProcessor):
+    """Per-row seeded sampling as a logits processor for greedy ``generate``: returns
+    ``logits / τ + Gumbel noise`` drawn from each row's own generator (argmax of that is a sample
+    of softmax(logits / τ)); keeps the clean ``logits / τ`` for the logprobs."""
+
+    def __init__(self, seeds: Sequence[int], temperature: float, device: torch.device) -> None:
+        self.temperature = temperature
+        self.gens = [torch.Generator(device="cpu").manual_seed(sd) for sd in seeds]
+        self.device = device
+        self.clean: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        scaled = scores.float() / self.temperature  # B×V (suppressed ids stay -inf)
+        self.clean.append(scaled)
+        u = torch.stack([torch.rand(scores.shape[-1], generator=g) for g in self.gens])  # B×V
+        gumbel = -torch.log(-torch.log(u.clamp(1e-20, 1.0 - 1e-7)))  # B×V
+        return scaled + gumbel.to(self.device)
+
+    def clean_logprobs(self) -> torch.Tensor:
+        return torch.stack(self.clean, dim=1)  # B×N×V
 
 
 class HFGenerator:
@@ -122,14 +148,22 @@ class HFGenerator:
             return_dict_in_generate=True)
         if sample:  # explicit, so that a checkpoint's generation_config (top_k=20...) never applies
             kwargs.update(top_k=0, top_p=s.top_p, temperature=s.temperature)
-        seed = _batch_seed(requests) if sample else None
+        seeds = [r.sampling.seed for r in requests]
+        row_sampler = None
+        if sample and s.top_p >= 1.0 and all(x is not None for x in seeds):
+            row_sampler = RowSampler([int(x) for x in seeds], s.temperature, device)  # type: ignore[arg-type]
+            kwargs.update(do_sample=False, logits_processor=LogitsProcessorList([row_sampler]))
+            for k in ("top_k", "top_p", "temperature"):
+                kwargs.pop(k, None)
+        seed = _batch_seed(requests) if sample and row_sampler is None else None
         with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
             if seed is not None:
                 torch.manual_seed(seed)
             out = self.model.generate(**inputs, **kwargs)
         width = inputs["input_ids"].shape[1]
         new = out.sequences[:, width:]  # B×N
-        logp = torch.log_softmax(torch.stack(out.scores, dim=1).float(), dim=-1)  # B×N×V
+        scores = row_sampler.clean_logprobs() if row_sampler is not None else torch.stack(out.scores, dim=1)
+        logp = torch.log_softmax(scores.float(), dim=-1)  # B×N×V
         tok_logp = logp.gather(-1, new[..., None])[..., 0]  # B×N
         latency = time.perf_counter() - t0
         return [self._row_output(new[i], tok_logp[i], r.sampling.max_new_tokens, latency, len(requests))

@@ -6,10 +6,10 @@ Keys of ``aggregate`` (all floats; means over the records unless said otherwise)
 - ``f_tau``: mean R_fmt (the format reward) — at the sampling temperature when the records are
   the training rollouts;
 - ``kappa``: mean number of tool calls per rollout (``RolloutRecord.n_calls``);
-- ``closure/think``, ``closure/tool_call``, ``closure/answer``: fraction of rollouts with a
+- ``closed/think``, ``closed/tool_call``, ``closed/answer``: fraction of rollouts with a
   correctly closed first ``<think>``, a closed and JSON-parseable ``<tool_call>``, a closed
   ``<answer>``;
-- ``reversion/tool_code``: fraction emitting ``<tool_code>``;
+- ``tool_code_rate``: fraction emitting ``<tool_code>``;
 - ``skip_tool_rate``: fraction with no tool call;
 - ``degenerate_rate``;
 - ``acc``, ``acc/task/<task>``, ``acc/n/<n_frames>`` (records with ``n_frames`` set);
@@ -52,10 +52,10 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
     b = [r.breakdown for r in recs]
     out["f_tau"] = _mean(x.format for x in b)
     out["kappa"] = _mean(r.calls for r in recs)
-    out["closure/think"] = _mean(x.closed_think for x in b)
-    out["closure/tool_call"] = _mean(x.closed_tool_call for x in b)
-    out["closure/answer"] = _mean(x.closed_answer for x in b)
-    out["reversion/tool_code"] = _mean(x.tool_code for x in b)
+    out["closed/think"] = _mean(x.closed_think for x in b)
+    out["closed/tool_call"] = _mean(x.closed_tool_call for x in b)
+    out["closed/answer"] = _mean(x.closed_answer for x in b)
+    out["tool_code_rate"] = _mean(x.tool_code for x in b)
     out["skip_tool_rate"] = _mean(r.calls == 0 for r in recs)
     out["degenerate_rate"] = _mean(x.degenerate for x in b)
     out["acc"] = _mean(x.acc for x in b)
@@ -64,7 +64,7 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
     for key, vals in _grouped(recs, lambda r: None if r.n_frames is None else f"acc/n/{r.n_frames}").items():
         out[key] = _mean(vals)
     for name in _COMPONENTS:
-        out[f"reward/{name}"] = _mean(getattr(x, name) for x in b)
+        out["reward/mean" if name == "reward" else f"reward/{name}"] = _mean(getattr(x, name) for x in b)
     lat = [r.subagent_latency_s for r in recs if r.subagent_latency_s is not None]
     if lat:
         out["subagent_latency_s"] = _mean(lat)

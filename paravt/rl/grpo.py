@@ -26,7 +26,7 @@ import asyncio
 import math
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +93,6 @@ class GRPOTrainer:
         n_prompts = math.ceil(rl.oversample * rl.prompts_per_step)
         picks = self.cursor.take(len(self.prompts), n_prompts, rl.seed)
         inputs, groups = self._expand(picks)
-        torch.manual_seed(hash_seed(rl.seed, step))
         results = asyncio.run(self._rollout(inputs, step))
         t1 = time.perf_counter()
         rewards = [self._reward(r) for r in results]
@@ -132,7 +131,10 @@ class GRPOTrainer:
 
     async def _rollout(self, inputs: list[EpisodeInput], step: int) -> list[EpisodeResult]:
         ids = [f"s{step}-e{i}" for i in range(len(inputs))]
-        return await run_group(inputs, generator=self.s.generator, codec=self.s.codec, settings=self.settings,
+        seed = hash_seed(self.cfg.rl.seed, step)  # every request derives its own seed from this
+        settings = replace(self.settings, sampling=replace(self.settings.sampling, seed=seed),
+                           sub_sampling=replace(self.settings.sub_sampling, seed=seed))
+        return await run_group(inputs, generator=self.s.generator, codec=self.s.codec, settings=settings,
                                tools=self.s.tools, episode_ids=ids)
 
     def _reward(self, r: EpisodeResult):  # -> RewardBreakdown

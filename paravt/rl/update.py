@@ -56,10 +56,19 @@ def trajectory_logprobs(model: Any, processor: Any, traj: Trajectory, temperatur
     device = next(model.parameters()).device
     inputs = model_inputs(processor, traj.ids, traj.videos, traj.images, device=device)
     logits = model(**inputs).logits[0].float()  # (L, V)
+    logits = logits.index_fill(-1, _vision_ids(processor, device), float("-inf"))  # never sampled (HFGenerator)
     idx = torch.tensor(pos, dtype=torch.long, device=device)  # (P,)
     scale = temperature if temperature > 0 else 1.0
     logp = torch.log_softmax(logits[idx - 1] / scale, dim=-1)  # (P, V): token t is predicted at t-1
     return logp.gather(-1, inputs["input_ids"][0, idx][:, None])[:, 0]  # (P,)
+
+
+def _vision_ids(processor: Any, device: torch.device) -> torch.Tensor:
+    """Vision placeholder ids: the generator suppresses them, so the sampling distribution (and
+    hence every logprob the loss compares) excludes them."""
+    tok = processor.tokenizer
+    names = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
+    return torch.tensor([tok.convert_tokens_to_ids(n) for n in names], dtype=torch.long, device=device)
 
 
 @torch.no_grad()

@@ -21,8 +21,8 @@ def test_aggregate_matches_hand_counts() -> None:
     ]
     m = aggregate(recs)
     assert m["n"] == 4 and m["kappa"] == pytest.approx(2 / 4) and m["skip_tool_rate"] == pytest.approx(3 / 4)
-    assert m["closure/think"] == pytest.approx(3 / 4) and m["closure/tool_call"] == pytest.approx(1 / 4)
-    assert m["closure/answer"] == pytest.approx(2 / 4) and m["reversion/tool_code"] == pytest.approx(1 / 4)
+    assert m["closed/think"] == pytest.approx(3 / 4) and m["closed/tool_call"] == pytest.approx(1 / 4)
+    assert m["closed/answer"] == pytest.approx(2 / 4) and m["tool_code_rate"] == pytest.approx(1 / 4)
     acc4 = recs[3].breakdown.acc  # last line "never closed: red cat" vs "red cat": P 2/4, R 1 -> 2/3
     assert acc4 == pytest.approx(2 / 3)
     assert m["acc/task/mcq"] == pytest.approx(0.5) and m["acc/task/oe"] == pytest.approx(acc4 / 2)
