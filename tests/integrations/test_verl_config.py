@@ -14,7 +14,8 @@ from paravt.cli.train_verl import launch_verl, write_run_files  # noqa: E402
 from paravt.config import TrainConfig  # noqa: E402
 from paravt.errors import ConfigError  # noqa: E402
 from paravt.integrations.verl.render import render_verl_config  # noqa: E402
-from paravt.integrations.verl.settings import VerlSettings, load_with_verl  # noqa: E402
+from paravt.config import load  # noqa: E402
+from paravt.integrations.verl.settings import VerlSettings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,7 +29,8 @@ def _compose(config_dir: Path):
 
 @pytest.fixture(scope="module")
 def paper() -> tuple[TrainConfig, VerlSettings]:
-    return load_with_verl(ROOT / "configs" / "qwen3vl_8b_paragrpo.yaml")
+    cfg = load(ROOT / "configs" / "qwen3vl_8b_paragrpo.yaml")
+    return cfg, cfg.verl
 
 
 def test_paper_config_carries_the_paper_hyperparameters(paper) -> None:
@@ -41,11 +43,7 @@ def test_paper_config_carries_the_paper_hyperparameters(paper) -> None:
     assert verl.rollout_backend == "vllm" and verl.n_gpus_per_node == 8
 
 
-def test_paper_config_loads_with_paravt_config_load_once_trainconfig_has_verl(paper) -> None:
-    from paravt.config import load
-
-    if "verl" not in TrainConfig.model_fields:
-        pytest.skip("TrainConfig has no `verl` field yet (requested from the lead); load_with_verl covers it")
+def test_paper_config_loads_with_paravt_config_load(paper) -> None:
     assert load(ROOT / "configs" / "qwen3vl_8b_paragrpo.yaml").rl.engine == "verl"
 
 
@@ -95,8 +93,8 @@ def test_episode_longer_than_a_verl_row_is_a_config_error(tmp_path: Path) -> Non
 def test_unknown_verl_key_names_the_field(tmp_path: Path) -> None:
     p = tmp_path / "c.yaml"
     p.write_text("verl:\n  n_gpu: 4\n")
-    with pytest.raises(ConfigError, match="n_gpu"):
-        load_with_verl(p)
+    with pytest.raises(ConfigError, match="verl.n_gpu"):
+        load(p)
 
 
 def test_write_run_files_without_data_still_renders(tmp_path: Path) -> None:
