@@ -47,6 +47,7 @@ Source = Literal["json", "python", "tool_code"]
 #: How positional arguments of a python-style call map to names, per tool.
 POSITIONAL_PARAMS: Mapping[str, tuple[str, ...]] = {
     "crop_video": ("start_time", "end_time"),
+    "frame_select": ("start_time", "end_time", "nframes", "resize"),
     "python": ("code",),
 }
 #: Tools whose calls carry a ``[start_time, end_time]`` window (validated and clamped).
