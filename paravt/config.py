@@ -71,6 +71,7 @@ class RolloutConfig(_Strict):
     tools: list[str] = Field(default_factory=lambda: ["crop_video"], description="Enabled tools (registry names).")
     tool_server_url: str | None = Field(None, description="Use tools through this paravt tool server instead of in-process.")
     prompt_version: str = Field("v1", description="Version of the packaged prompt templates.")
+    prompt_style: Literal["default", "eva"] = Field("default", description="'eva': EVA's plan-before-perception system prompt (use with mode sequential and frame_select).")
 
 
 class RewardConfig(_Strict):

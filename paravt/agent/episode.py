@@ -130,7 +130,9 @@ class _Run:
 
     def _opening(self, info: VideoInfo | None, overview: Frames | None) -> list[ChatMessage]:
         s, inp = self.settings, self.inp
-        system = prompts.system_prompt(s.mode, self.tools.specs if s.mode != "none" else (), version=s.prompt_version)
+        style = "eva" if s.prompt_style == "eva" and s.mode != "none" else s.mode
+        system = prompts.system_prompt(style, self.tools.specs if s.mode != "none" else (), version=s.prompt_version,
+                                       k_max=s.k_max)
         if info is None:
             question = f"{inp.question}\n(The video could not be opened: {self.error})"
             user = prompts.user_prompt(question, inp.options, duration=0.0, nframes=0)

@@ -47,6 +47,7 @@ class EpisodeSettings:
     sub_sampling: SamplingParams = field(default_factory=lambda: SamplingParams(max_new_tokens=512))
     subagent_timeout_s: float = 300.0
     prompt_version: str = "v1"
+    prompt_style: Literal["default", "eva"] = "default"  # "eva": plan-before-perception prompt
 
     @classmethod
     def from_config(cls, cfg: TrainConfig, *, mode: Mode | None = None, temperature: float | None = None) -> EpisodeSettings:
@@ -61,4 +62,5 @@ class EpisodeSettings:
             sampling=SamplingParams(temperature=temp, top_p=s.top_p, max_new_tokens=s.max_new_tokens),
             sub_sampling=SamplingParams(temperature=temp, top_p=s.top_p, max_new_tokens=s.sub_max_new_tokens),
             subagent_timeout_s=r.subagent_timeout_s, prompt_version=r.prompt_version,
+            prompt_style=r.prompt_style,
         )
