@@ -37,3 +37,25 @@ def test_overrides_apply_and_validate(tmp_path: Path) -> None:
     assert cfg.rl.kl_coef == 0.1 and cfg.rollout.mode == "sequential" and cfg.rl.steps == 3
     with pytest.raises(ConfigError, match="rollout.mode"):
         cfgmod.load(tmp_path / "c.yaml", overrides=["rollout.mode=fast"])
+
+
+@pytest.mark.parametrize("name", ["tiny_sft", "tiny_paragrpo", "tiny_vanilla_grpo", "qwen3vl_8b_paragrpo"])
+def test_shipped_configs_load(name: str) -> None:
+    cfgmod.load(Path(__file__).parents[1] / "configs" / f"{name}.yaml")
+
+
+def test_tiny_configs_are_what_the_demo_runs() -> None:
+    from paravt.demo import PRESETS, demo_config
+
+    root = Path(__file__).parents[1] / "configs"
+    demo = demo_config(Path("runs/demo"), PRESETS["default"])
+    para = cfgmod.load(root / "tiny_paragrpo.yaml")
+    vanilla = cfgmod.load(root / "tiny_vanilla_grpo.yaml")
+    sft = cfgmod.load(root / "tiny_sft.yaml")
+    for cfg in (para, vanilla, sft):
+        assert cfg.video == demo.video
+        assert cfg.sampling == demo.sampling and cfg.sft == demo.sft
+    assert para.rl == demo.rl and para.reward == demo.reward and para.rollout == demo.rollout
+    # vanilla GRPO = PARA-GRPO minus the think prefix, the anchor reward and nFrames Gating
+    assert not vanilla.rollout.think_prefix and not vanilla.reward.anchor and not vanilla.rl.gating.enabled
+    assert vanilla.rl.model_copy(update={"gating": para.rl.gating}) == para.rl
