@@ -31,15 +31,18 @@ class DemoPreset:
     group_size: int
     prompts_per_step: int
     eval_limit: int
-    max_new_tokens: int
+    max_new_tokens: int  # a parallel turn of 8 JSON calls is ~250 tokens with the tiny tokenizer
     sub_max_new_tokens: int
+    eval_nframes: int  # overview budget at eval: 8 frames miss the needle on ~70% of prompts
 
 
 PRESETS = {
     "default": DemoPreset(train_videos=48, eval_videos=8, model_size="s", sft_steps=300, rl_steps=30, group_size=4,
-                          prompts_per_step=2, eval_limit=12, max_new_tokens=160, sub_max_new_tokens=48),
+                          prompts_per_step=2, eval_limit=24, max_new_tokens=384, sub_max_new_tokens=48,
+                          eval_nframes=8),
     "quick": DemoPreset(train_videos=6, eval_videos=2, model_size="xs", sft_steps=8, rl_steps=2, group_size=2,
-                        prompts_per_step=1, eval_limit=2, max_new_tokens=48, sub_max_new_tokens=16),
+                        prompts_per_step=1, eval_limit=2, max_new_tokens=48, sub_max_new_tokens=16,
+                        eval_nframes=8),
 }
 
 
@@ -109,7 +112,7 @@ def _evaluate_all(out: Path, cfg: TrainConfig, p: DemoPreset) -> dict[str, dict]
     from paravt.eval.runner import evaluate, open_backend
     from paravt.rl.loop import load_episode_inputs
 
-    samples = load_episode_inputs(out / "synth" / "eval.parquet", limit=p.eval_limit)
+    samples = load_episode_inputs(out / "synth" / "eval.parquet", nframes=p.eval_nframes, limit=p.eval_limit)
     settings = EpisodeSettings.from_config(cfg, temperature=0.0)
     models = {"base": out / "base", "sft": out / "sft" / "model", "paragrpo": out / "paragrpo" / "model",
               "vanilla_grpo": out / "vanilla_grpo" / "model"}
