@@ -68,7 +68,8 @@ def accuracy_by_n_figure(groups: Mapping[str, Mapping[int, float]]) -> Figure:
     ns = sorted({n for g in groups.values() for n in g})
     if not ns:
         raise DataError("no accuracy by nframes to plot; the eval rows or train logs hold no nframes")
-    fig = Figure(figsize=(max(6.0, 1.2 * len(ns) + 2), 3.8), dpi=100)
+    legend_rows = math.ceil(len(groups) / 3)
+    fig = Figure(figsize=(max(7.0, 0.25 * len(ns) * len(groups) + 3), 3.6 + 0.22 * legend_rows), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
     width = 0.8 / max(1, len(groups))
     x = np.arange(len(ns))
@@ -77,13 +78,14 @@ def accuracy_by_n_figure(groups: Mapping[str, Mapping[int, float]]) -> Figure:
         bars = ax.bar(x + (j - (len(groups) - 1) / 2) * width, vals, width, label=name, color=f"C{j}")
         for b, v in zip(bars, vals):
             if not np.isnan(v):
-                ax.annotate(f"{v:.2f}", (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom", fontsize=7)
+                ax.annotate(f"{v:.2f}", (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom",
+                            fontsize=6, rotation=90 if len(groups) > 3 else 0)
     ax.set_xticks(x, [str(n) for n in ns])
     ax.set_xlabel("gated n (overview frames)")
     ax.set_ylabel("accuracy (mean score)")
-    ax.set_ylim(0, 1.1)
+    ax.set_ylim(0, 1.15)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8, ncols=min(3, len(groups)))
+    ax.legend(fontsize=8, ncols=min(3, len(groups)), loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     fig.tight_layout()
     return fig
 

@@ -247,12 +247,14 @@ def _eval_table_html(evals: Sequence[EvalRun]) -> str:
 
 
 def _pick_transcripts(evals: Sequence[EvalRun], n: int) -> list[tuple[str, ResultRow]]:
-    """Up to ``n`` rows, round-robin over (run, mode), preferring rollouts with calls, correct first."""
+    """Up to ``n`` rows, round-robin over (run, mode) — modes whose rollouts call tools first —
+    preferring rollouts with more calls (up to 4), correct ones first."""
     queues: list[list[tuple[str, ResultRow]]] = []
     for e in evals:
         for mode in sorted({r.mode for r in e.rows}):
-            rs = sorted((r for r in e.rows if r.mode == mode), key=lambda r: (r.n_calls == 0, not r.correct))
+            rs = sorted((r for r in e.rows if r.mode == mode), key=lambda r: (-min(r.n_calls, 4), not r.correct, r.id))
             queues.append([(e.name, r) for r in rs])
+    queues.sort(key=lambda q: -min(q[0][1].n_calls, 4))  # stable: keeps run order within a tie
     out: list[tuple[str, ResultRow]] = []
     while len(out) < n and any(queues):
         for q in queues:

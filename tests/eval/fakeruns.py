@@ -34,7 +34,7 @@ def write_needle_video(path: Path) -> Path:
     return write_video(path, frames, fps=2.0)
 
 
-def result_row(i: int, mode: str, *, video: str, rng: random.Random) -> ResultRow:
+def result_row(i: int, mode: str, *, video: str, rng: random.Random, skill: float = 0.0) -> ResultRow:
     k = {"none": 0, "parallel": 1 + i % 4, "sequential": 1 + i % 3}[mode]
     if i % 5 == 4:
         k = 0
@@ -46,6 +46,8 @@ def result_row(i: int, mode: str, *, video: str, rng: random.Random) -> ResultRo
                           else "nothing brief appears") for j in range(k))
     main_in = (t_seq(k, V, S, H) if mode == "sequential" and k else t_par(k, V, S, H)) + rng.randint(-3, 3)
     score = {"mcq": float(i % 2 == 0), "tvg": round(0.25 * (i % 4) + 0.1, 2), "oe": 0.5}[task]
+    if skill and rng.random() < skill:  # a better model: some wrong answers become right
+        score = 1.0
     answer = {"mcq": "B", "tvg": f"[{NEEDLE[0]}, {NEEDLE[1]}]", "oe": "red"}[task]
     pred = {"mcq": "B" if score else "C", "tvg": "[13.0, 17.5]", "oe": "red flash"}[task]
     return ResultRow(
@@ -85,8 +87,9 @@ def write_demo(root: Path, *, with_video: bool = True, n: int = 12) -> Path:
     write_train_run(root / "sft", "sft-tiny", "sft", 40, seed=1)
     write_train_run(root / "rl", "rl-tiny", "rl", 60, seed=2)
     rng = random.Random(0)
-    for ev in (root / "rl" / "eval", root / "eval_base"):
+    skills = {"parallel": 0.5, "sequential": 0.3, "none": 0.0}
+    for ev, gain in ((root / "rl" / "eval", 1.0), (root / "eval_base", 0.4)):
         for mode in ("parallel", "sequential", "none"):
             for i in range(n):
-                append_result(ev / "results.jsonl", result_row(i, mode, video=video, rng=rng))
+                append_result(ev / "results.jsonl", result_row(i, mode, video=video, rng=rng, skill=gain * skills[mode]))
     return root
