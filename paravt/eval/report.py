@@ -160,7 +160,7 @@ def timeline_figure(row: ResultRow) -> Figure:
     lanes: list[tuple[str, float, float, str, str]] = []
     for i, c in enumerate(row.calls[:MAX_WINDOWS_SHOWN * 2], 1):
         if c.start is not None and c.end is not None:
-            lanes.append((f"[{i}]", c.start, c.end, f"C{(i - 1) % 10}", "" if c.ok else "//"))
+            lanes.append((f"[{i}]", c.start, c.end, f"C{(i - 1) % 10}" if c.ok else "0.75", "" if c.ok else "//"))
     if row.task == "tvg":
         for label, text, color in (("truth", row.answer, "green"), ("pred", row.prediction, "orange")):
             iv = parse_interval(text)
@@ -209,7 +209,8 @@ h3{font-size:14px;margin:18px 0 6px}
 table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f0f0f0}td.l,th.l{text-align:left}.muted{color:#888}
 img.fig{max-width:100%;border:1px solid #eee}img.sheet{max-width:100%;display:block;margin:2px 0 8px}
-.turn{border-left:3px solid #bbb;margin:4px 0;padding:2px 8px;white-space:pre-wrap;font:12px monospace}
+.turn{border-left:3px solid #bbb;margin:4px 0;padding:2px 8px;white-space:pre-wrap;font:12px monospace;
+overflow-wrap:anywhere}.card p{overflow-wrap:anywhere}
 .turn.assistant{border-color:#3b7dd8}.turn.tool{border-color:#d89b3b}.turn.user{border-color:#888}
 .card{border:1px solid #ddd;border-radius:6px;padding:8px 14px;margin:14px 0}
 .ok{color:#1a7f37}.bad{color:#c62828}
@@ -263,6 +264,10 @@ def _pick_transcripts(evals: Sequence[EvalRun], n: int) -> list[tuple[str, Resul
     return out
 
 
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n] + f"… (+{len(text) - n} chars)"
+
+
 def _transcript_html(run: str, row: ResultRow) -> str:
     verdict = '<span class="ok">correct</span>' if row.correct else '<span class="bad">wrong</span>'
     opts = f"<br>options: {html.escape(' | '.join(row.options))}" if row.options else ""
@@ -270,10 +275,13 @@ def _transcript_html(run: str, row: ResultRow) -> str:
         f'<div class="card transcript"><h3>{html.escape(run)} · {html.escape(row.mode)} · '
         f"{html.escape(row.id)} ({html.escape(row.task)}, n={row.nframes})</h3>",
         f"<p>Q: {html.escape(row.question)}{opts}<br>answer: <b>{html.escape(row.answer)}</b> · prediction: "
-        f"<b>{html.escape(str(row.prediction))}</b> · score {_fmt(row.score)} {verdict} · {row.n_calls} calls · "
+        f"<b>{html.escape(_clip(str(row.prediction), 200))}</b> · score {_fmt(row.score)} {verdict} · {row.n_calls} calls · "
         f"{row.tokens.total_input} input tokens · {row.latency_s:.2f} s · end: {html.escape(row.end_reason)}</p>",
         _img(_png_b64(timeline_figure(row)), f"timeline of {row.id}", "fig"),
     ]
+    overview = _window_sheet_b64(row.video, 0.0, row.duration) if row.duration > 0 else None
+    if overview:
+        parts.append(f"<div><b>overview</b> 0.0–{row.duration:.1f}s</div>" + _img(overview, "overview frames", "sheet"))
     for i, c in enumerate(row.calls[:MAX_WINDOWS_SHOWN], 1):
         if c.start is None or c.end is None:
             continue
@@ -286,7 +294,7 @@ def _transcript_html(run: str, row: ResultRow) -> str:
             parts.append('<div class="muted">(no thumbnails: video unavailable)</div>')
     for t in row.transcript:
         cls = re.sub(r"[^a-z]", "", t.role.lower())
-        parts.append(f'<div class="turn {cls}"><b>{html.escape(t.role)}:</b> {html.escape(t.text)}</div>')
+        parts.append(f'<div class="turn {cls}"><b>{html.escape(t.role)}:</b> {html.escape(_clip(t.text, 4000))}</div>')
     parts.append("</div>")
     return "\n".join(parts)
 

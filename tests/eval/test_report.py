@@ -79,6 +79,7 @@ def test_report_is_self_contained_with_sections_numbers_and_images(demo: Path, t
     assert {"training curves", "accuracy by n", "tokens vs K"} <= set(alts)
     assert sum(a.startswith("timeline of") for a in alts) == 4
     assert any(a.startswith("frames of window") for a in alts)  # real mp4 → contact sheets
+    assert alts.count("overview frames") == 4
     for alt, src in page.imgs:
         assert src.startswith("data:image/png;base64,"), alt
         img = Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1])))
@@ -90,7 +91,7 @@ def test_missing_video_drops_only_the_thumbnails(tmp_path: Path) -> None:
     root = fakeruns.write_demo(tmp_path / "demo", with_video=False, n=6)
     page = _parse(build_report([root / "rl"], tmp_path / "report.html"))
     alts = [alt for alt, _ in page.imgs]
-    assert not any(a.startswith("frames of window") for a in alts)
+    assert not any(a.startswith("frames of window") or a == "overview frames" for a in alts)
     assert sum(a.startswith("timeline of") for a in alts) == 4
     assert "no thumbnails: video unavailable" in (tmp_path / "report.html").read_text()
 
