@@ -146,27 +146,37 @@ def probe(path: str | Path) -> VideoInfo:
 
 @dataclass
 class _Gop:
-    """Keyframe pts seen so far; estimates the keyframe interval for the seek-or-decode choice."""
+    """Keyframe intervals seen inside continuous decodes (never across a seek, where the gap
+    between two keyframes says nothing about the GOP); estimates the keyframe interval for the
+    seek-or-decode-through choice."""
 
     default: int
-    keys: set[int]
+    intervals: list[int]
+    last_key: int | None = None
+
+    def seeked(self) -> None:
+        self.last_key = None
+
+    def saw_keyframe(self, pts: int) -> None:
+        if self.last_key is not None and pts > self.last_key:
+            self.intervals.append(pts - self.last_key)
+        self.last_key = pts
 
     def interval(self) -> int:
-        ks = sorted(self.keys)
-        gaps = [b - a for a, b in zip(ks, ks[1:])]
-        return max(gaps) if gaps else self.default
+        return max(self.intervals) if self.intervals else self.default
 
 
 def _frames_from(container: av.container.InputContainer, stream: av.video.stream.VideoStream, offset: int, gop: _Gop) -> Iterator[av.VideoFrame]:
     container.seek(offset, backward=True, any_frame=False, stream=stream)
     cache.COUNTERS.add(seeks=1)
+    gop.seeked()
     for packet in container.demux(stream):
         for frame in packet.decode():
             if frame.pts is None:
                 continue
             cache.COUNTERS.add(decoded_frames=1)
             if frame.key_frame:
-                gop.keys.add(frame.pts)
+                gop.saw_keyframe(frame.pts)
             yield frame
 
 
@@ -252,7 +262,7 @@ def _decode_times(
         tb = stream.time_base
         first_pts = stream.start_time or 0
         targets = [first_pts + round(t / tb) for t in times]
-        gop = _Gop(default=round(DEFAULT_GOP_S / tb), keys=set())
+        gop = _Gop(default=round(DEFAULT_GOP_S / tb), intervals=[])
         picked: list[av.VideoFrame | None] = [None] * len(targets)
         j = 0
         try:
