@@ -54,7 +54,9 @@ def _from_start(path: Path, times: tuple[float, ...]) -> list[np.ndarray]:
         for frame in container.decode(stream):
             t = float((frame.pts - start) * stream.time_base)
             while j < len(times) and t >= times[j]:
-                pick = prev if prev is not None and times[j] - prev[0] <= t - times[j] else (t, frame)
+                pick = (
+                    prev if prev is not None and times[j] - prev[0] <= t - times[j] else (t, frame)
+                )
                 out.append(pick[1].to_ndarray(format="rgb24"))
                 j += 1
             if j == len(times):
@@ -95,7 +97,8 @@ def main() -> None:
         e_decoded = video.decode_stats().decoded_frames - before - d_decoded
         assert np.array_equal(seek.array, through.array)
         barcodes_ok = all(
-            draw.read_barcode(x, bits=BITS) == round(t * FPS) for x, t in zip(window.array, window.timestamps)
+            draw.read_barcode(x, bits=BITS) == round(t * FPS)
+            for x, t in zip(window.array, window.timestamps, strict=True)
         )
 
     result = {
@@ -120,8 +123,12 @@ def main() -> None:
     table.add_row("(a) window [%.0f, %.0f] s, seek" % (start, end), f"{a_ms:.1f}", "1.0")
     table.add_row("(b) same frames, decode from start", f"{b_ms:.1f}", f"{b_ms / a_ms:.1f}×")
     table.add_row("(c) cache hit", f"{c_ms:.3f}", f"{c_ms / a_ms:.4f}×")
-    table.add_row(f"(d) overview, re-seek ({d_decoded} decoded)", f"{d_ms:.1f}", f"{d_ms / a_ms:.1f}×")
-    table.add_row(f"(e) overview, decode through ({e_decoded} decoded)", f"{e_ms:.1f}", f"{e_ms / a_ms:.1f}×")
+    table.add_row(
+        f"(d) overview, re-seek ({d_decoded} decoded)", f"{d_ms:.1f}", f"{d_ms / a_ms:.1f}×"
+    )
+    table.add_row(
+        f"(e) overview, decode through ({e_decoded} decoded)", f"{e_ms:.1f}", f"{e_ms / a_ms:.1f}×"
+    )
     console.print(table)
     print(json.dumps(result))
 

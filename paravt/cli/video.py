@@ -49,9 +49,15 @@ def frames(
     start: float = typer.Option(..., "--start", help="Window start, seconds from the first frame."),
     end: float = typer.Option(..., "--end", help="Window end, seconds."),
     nframes: int = typer.Option(8, "--nframes", help="Frames sampled uniformly over the window."),
-    out: Path = typer.Option(..., "--out", help="Directory for frame_XXX.png and contact_sheet.png."),
-    max_pixels: int | None = typer.Option(None, "--max-pixels", help="Resize to ≤ this many pixels."),
-    size_factor: int = typer.Option(32, "--size-factor", help="Resize to multiples of this (28/32)."),
+    out: Path = typer.Option(
+        ..., "--out", help="Directory for frame_XXX.png and contact_sheet.png."
+    ),
+    max_pixels: int | None = typer.Option(
+        None, "--max-pixels", help="Resize to ≤ this many pixels."
+    ),
+    size_factor: int = typer.Option(
+        32, "--size-factor", help="Resize to multiples of this (28/32)."
+    ),
 ) -> None:
     """Sample NFRAMES frames from [START, END]; write PNGs and a contact sheet."""
     try:
@@ -65,4 +71,6 @@ def frames(
         Image.fromarray(array).save(out / f"frame_{i:03d}.png")
     contact_sheet(sampled).save(out / "contact_sheet.png")
     stamps = ", ".join(format_timestamp(t) for t in sampled.timestamps)
-    console.print(f"wrote {len(sampled)} frames ({sampled.width}×{sampled.height}) to {out}: {stamps}")
+    console.print(
+        f"wrote {len(sampled)} frames ({sampled.width}×{sampled.height}) to {out}: {stamps}"
+    )

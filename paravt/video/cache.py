@@ -60,11 +60,17 @@ def file_key(path: str | Path) -> FileKey:
     try:
         st = os.stat(p)
     except FileNotFoundError:
-        raise VideoError(f"video file {str(p)!r} does not exist; check the path (relative to {os.getcwd()!r})") from None
+        raise VideoError(
+            f"video file {str(p)!r} does not exist; check the path (relative to {os.getcwd()!r})"
+        ) from None
     except OSError as err:
-        raise VideoError(f"cannot stat video file {str(p)!r}: {err.strerror}; check the path and permissions") from None
+        raise VideoError(
+            f"cannot stat video file {str(p)!r}: {err.strerror}; check the path and permissions"
+        ) from None
     if not p.is_file():
-        raise VideoError(f"{str(p)!r} is not a regular file; pass the path of a video file (e.g. .mp4)")
+        raise VideoError(
+            f"{str(p)!r} is not a regular file; pass the path of a video file (e.g. .mp4)"
+        )
     if st.st_size == 0:
         raise VideoError(f"video file {str(p)!r} is empty (0 bytes); re-create or re-download it")
     return FileKey(str(p.resolve()), st.st_mtime_ns, st.st_size)
@@ -82,7 +88,9 @@ class _Counters:
 
     def snapshot(self) -> DecodeStats:
         with self.lock:
-            return DecodeStats(self.hits, self.misses, self.decoded_frames, self.seeks, self.containers_opened)
+            return DecodeStats(
+                self.hits, self.misses, self.decoded_frames, self.seeks, self.containers_opened
+            )
 
     def reset(self) -> None:
         with self.lock:
@@ -98,13 +106,16 @@ def open_container(key: FileKey) -> av.container.InputContainer:
         container = av.open(key.path, mode="r")
     except (av.error.FFmpegError, OSError, UnicodeDecodeError) as err:
         raise VideoError(
-            f"{key.path!r} ({key.size} bytes) cannot be opened as a video: {err}; the file is not a "
-            "video or is truncated/corrupt (an mp4 cut short loses its index); re-encode or re-download it"
+            f"{key.path!r} ({key.size} bytes) cannot be opened as a video: {err}; the file is "
+            "not a "
+            "video or is truncated/corrupt (a cut mp4 loses its index); re-encode or re-download it"
         ) from None
     COUNTERS.add(containers_opened=1)
     if not container.streams.video:
         container.close()
-        raise VideoError(f"{key.path!r} has no video stream (only audio/data); pass a file with a video track")
+        raise VideoError(
+            f"{key.path!r} has no video stream (only audio/data); pass a file with a video track"
+        )
     return container
 
 

@@ -13,10 +13,12 @@ targets pick the same frame: duplicates are returned on purpose so that the coun
 
 Decoding: seek backward to the keyframe at or before the first target, decode forward only as far
 as the last target. When the next target lies more than one GOP (keyframe interval, learned from
-the keyframes seen so far; 10 s assumed before two are seen) beyond the current position, seek
-again instead of decoding through: the seek then lands after the current position and decodes at
-most one GOP. Frames are ordered by ``frame.pts`` (never by counters), so B-frames, variable frame
-rate, a non-zero start pts and interleaved audio streams are handled.
+consecutive keyframes within one continuous decode; 10 s assumed until then) beyond the current
+position, seek again instead of decoding through: the seek then lands after the current position
+and decodes at most one GOP. Frames are ordered by ``frame.pts`` (never by counters), so
+B-frames, variable frame rate, a non-zero start pts and interleaved audio streams are handled.
+A target never filled at the end of the stream but far past the last frame means a truncated
+file (`VideoError`); ``max_frames`` caps n in both the ``nframes`` and the ``fps`` mode.
 
 Windows must lie inside [0, duration]; a window partly outside raises `VideoError` (the tool layer
 clamps model-chosen windows before calling).
@@ -39,13 +41,10 @@ from paravt.errors import VideoError
 from paravt.video import cache
 from paravt.video.types import Frames, VideoInfo
 
-#: Assumed keyframe interval before two keyframes have been seen (x264's default 250 frames at 25 fps).
+#: Keyframe interval assumed until two are seen in one decode (x264's default 250 frames @ 25 fps).
 DEFAULT_GOP_S = 10.0
 #: Slack when checking a window against the duration (container durations are rounded).
 WINDOW_TOLERANCE_S = 1e-3
-
-
-# ----------------------------------------------------------------------------- pure helpers
 
 
 def smart_resize(h: int, w: int, *, max_pixels: int, factor: int) -> tuple[int, int]:
@@ -58,7 +57,8 @@ def smart_resize(h: int, w: int, *, max_pixels: int, factor: int) -> tuple[int, 
     """
     if h <= 0 or w <= 0 or factor <= 0 or max_pixels <= 0:
         raise VideoError(
-            f"smart_resize(h={h}, w={w}, max_pixels={max_pixels}, factor={factor}): all must be positive"
+            f"smart_resize(h={h}, w={w}, max_pixels={max_pixels}, factor={factor}): "
+            "all must be positive"
         )
     hb = max(factor, round(h / factor) * factor)
     wb = max(factor, round(w / factor) * factor)
@@ -110,9 +110,6 @@ def check_window(info: VideoInfo, start: float, end: float) -> None:
         )
 
 
-# ----------------------------------------------------------------------------- probe
-
-
 def _stream_info(path: str, container: av.container.InputContainer) -> VideoInfo:
     s = container.streams.video[0]
     tb = s.time_base or Fraction(1, 1)
@@ -124,7 +121,9 @@ def _stream_info(path: str, container: av.container.InputContainer) -> VideoInfo
     else:
         duration = 0.0
     if not duration > 0:
-        raise VideoError(f"{path!r}: the video stream has no duration; the file is empty or broken, re-encode it")
+        raise VideoError(
+            f"{path!r}: the video stream has no duration; the file is empty or broken, re-encode it"
+        )
     rate = s.average_rate or s.guessed_rate
     fps = float(rate) if rate else (s.frames / duration if s.frames else 0.0)
     if not fps > 0:
@@ -139,9 +138,6 @@ def probe(path: str | Path) -> VideoInfo:
     key = cache.file_key(path)
     with cache.POOL.lend(key) as container:
         return _stream_info(str(path), container)
-
-
-# ----------------------------------------------------------------------------- decoding
 
 
 @dataclass
@@ -166,7 +162,12 @@ class _Gop:
         return max(self.intervals) if self.intervals else self.default
 
 
-def _frames_from(container: av.container.InputContainer, stream: av.video.stream.VideoStream, offset: int, gop: _Gop) -> Iterator[av.VideoFrame]:
+def _frames_from(
+    container: av.container.InputContainer,
+    stream: av.video.stream.VideoStream,
+    offset: int,
+    gop: _Gop,
+) -> Iterator[av.VideoFrame]:
     container.seek(offset, backward=True, any_frame=False, stream=stream)
     cache.COUNTERS.add(seeks=1)
     gop.seeked()
@@ -180,7 +181,13 @@ def _frames_from(container: av.container.InputContainer, stream: av.video.stream
             yield frame
 
 
-def _seek_before(container: av.container.InputContainer, stream: av.video.stream.VideoStream, target: int, first_pts: int, gop: _Gop) -> Iterator[av.VideoFrame]:
+def _seek_before(
+    container: av.container.InputContainer,
+    stream: av.video.stream.VideoStream,
+    target: int,
+    first_pts: int,
+    gop: _Gop,
+) -> Iterator[av.VideoFrame]:
     """Frames in pts order starting at or before ``target`` (re-seeking further back when the
     demuxer lands after the target, which some indexes do)."""
     backoff = max(1, round(1 / stream.time_base))  # 1 s, doubled on each retry
@@ -198,8 +205,14 @@ def _seek_before(container: av.container.InputContainer, stream: av.video.stream
 
 
 def _decode_run(
-    container: av.container.InputContainer, stream: av.video.stream.VideoStream, targets: Sequence[int], j: int,
-    picked: list[av.VideoFrame | None], first_pts: int, gop: _Gop, reseek: bool,
+    container: av.container.InputContainer,
+    stream: av.video.stream.VideoStream,
+    targets: Sequence[int],
+    j: int,
+    picked: list[av.VideoFrame | None],
+    first_pts: int,
+    gop: _Gop,
+    reseek: bool,
 ) -> int:
     """Seek for ``targets[j]`` and decode forward, filling ``picked``; return the next pending
     index (stops early when seeking to the next target is cheaper than decoding through)."""
@@ -227,17 +240,25 @@ def _decode_run(
 
 
 def _check_not_truncated(
-    stream: av.video.stream.VideoStream, last: av.VideoFrame | None, target: int, first_pts: int, slack: int
+    stream: av.video.stream.VideoStream,
+    last: av.VideoFrame | None,
+    target: int,
+    first_pts: int,
+    slack: int,
 ) -> None:
     """At end of stream, targets may lie within the last frame's display time; a target far past
     the last decodable frame means the file lost its tail."""
     tb = stream.time_base
     if last is None or target - last.pts > slack:
-        ended = "no frame" if last is None else f"the last frame at {float((last.pts - first_pts) * tb):.3f} s"
+        ended = (
+            "no frame"
+            if last is None
+            else f"the last frame at {float((last.pts - first_pts) * tb):.3f} s"
+        )
         raise VideoError(
-            f"decoding {stream.container.name!r} found {ended}, but {float((target - first_pts) * tb):.3f} s "
-            "was requested inside the duration the header promises; the file is truncated or corrupt, "
-            "re-encode or re-download it"
+            f"decoding {stream.container.name!r} found {ended}, but "
+            f"{float((target - first_pts) * tb):.3f} s was requested inside the duration the "
+            "header promises; the file is truncated or corrupt, re-encode or re-download it"
         )
 
 
@@ -249,13 +270,19 @@ def _to_arrays(picked: Sequence[av.VideoFrame], size: tuple[int, int] | None) ->
             if size is None:
                 out[id(frame)] = frame.to_ndarray(format="rgb24")
             else:
-                out[id(frame)] = frame.to_ndarray(format="rgb24", height=size[0], width=size[1], interpolation="AREA")
+                out[id(frame)] = frame.to_ndarray(
+                    format="rgb24", height=size[0], width=size[1], interpolation="AREA"
+                )
         arrays.append(out[id(frame)])
     return np.stack(arrays)
 
 
 def _decode_times(
-    key: cache.FileKey, times: Sequence[float], max_pixels: int | None, size_factor: int, reseek: bool
+    key: cache.FileKey,
+    times: Sequence[float],
+    max_pixels: int | None,
+    size_factor: int,
+    reseek: bool,
 ) -> Frames:
     with cache.POOL.lend(key) as container:
         stream = container.streams.video[0]
@@ -272,18 +299,25 @@ def _decode_times(
             assert len(frames) == len(targets)
             size = None
             if max_pixels is not None:
-                size = smart_resize(frames[0].height, frames[0].width, max_pixels=max_pixels, factor=size_factor)
+                size = smart_resize(
+                    frames[0].height, frames[0].width, max_pixels=max_pixels, factor=size_factor
+                )
             array = _to_arrays(frames, size)
         except av.error.FFmpegError as err:
             raise VideoError(
-                f"decoding {key.path!r} failed: {err}; the stream is corrupt or truncated, re-encode it"
+                f"decoding {key.path!r} failed: {err}; the stream is corrupt or truncated, "
+                "re-encode it"
             ) from None
         stamps = tuple(float((f.pts - first_pts) * tb) for f in frames)
     return Frames(array, stamps)
 
 
 def frames_at(
-    path: str | Path, times: Sequence[float], *, max_pixels: int | None = None, size_factor: int = 32,
+    path: str | Path,
+    times: Sequence[float],
+    *,
+    max_pixels: int | None = None,
+    size_factor: int = 32,
     reseek: bool = True,
 ) -> Frames:
     """The decoded frames nearest to each time in ``times`` (seconds from the first frame,
@@ -292,14 +326,17 @@ def frames_at(
     key = cache.file_key(path)
     if not times:
         raise VideoError("no times given; pass at least one time in seconds")
-    if any(b < a for a, b in zip(times, times[1:])):
+    if any(b < a for a, b in zip(times, times[1:], strict=False)):
         raise VideoError(f"times {list(times)} are not sorted; pass them in non-decreasing order")
     if max_pixels is not None and (max_pixels <= 0 or size_factor <= 0):
-        raise VideoError(f"max_pixels={max_pixels}, size_factor={size_factor}: both must be positive")
+        raise VideoError(
+            f"max_pixels={max_pixels}, size_factor={size_factor}: both must be positive"
+        )
     info = probe(path)
     if times[0] < -WINDOW_TOLERANCE_S or times[-1] > info.duration + WINDOW_TOLERANCE_S:
         raise VideoError(
-            f"times [{times[0]}, …, {times[-1]}] s fall outside the video {info.path!r}, which spans "
+            f"times [{times[0]}, …, {times[-1]}] s fall outside the video {info.path!r}, "
+            "which spans "
             f"[0, {info.duration:.3f}] s; clamp them to the video first"
         )
     spec = ("at", tuple(times), max_pixels, size_factor, reseek)
@@ -309,8 +346,15 @@ def frames_at(
 
 
 def sample_frames(
-    path: str | Path, start: float, end: float, *, nframes: int | None = None, fps: float | None = None,
-    max_frames: int | None = None, max_pixels: int | None = None, size_factor: int = 32,
+    path: str | Path,
+    start: float,
+    end: float,
+    *,
+    nframes: int | None = None,
+    fps: float | None = None,
+    max_frames: int | None = None,
+    max_pixels: int | None = None,
+    size_factor: int = 32,
 ) -> Frames:
     """Sample frames uniformly over [start, end] seconds (see the module docstring for the rule).
 
@@ -321,10 +365,16 @@ def sample_frames(
     info = probe(path)
     check_window(info, start, end)
     n = frame_count(start, end, nframes=nframes, fps=fps, max_frames=max_frames)
-    return frames_at(path, target_times(start, end, n), max_pixels=max_pixels, size_factor=size_factor)
+    return frames_at(
+        path, target_times(start, end, n), max_pixels=max_pixels, size_factor=size_factor
+    )
 
 
-def sample_overview(path: str | Path, nframes: int, *, max_pixels: int | None = None, size_factor: int = 32) -> Frames:
+def sample_overview(
+    path: str | Path, nframes: int, *, max_pixels: int | None = None, size_factor: int = 32
+) -> Frames:
     """``nframes`` frames sampled uniformly over the whole video."""
     info = probe(path)
-    return sample_frames(path, 0.0, info.duration, nframes=nframes, max_pixels=max_pixels, size_factor=size_factor)
+    return sample_frames(
+        path, 0.0, info.duration, nframes=nframes, max_pixels=max_pixels, size_factor=size_factor
+    )

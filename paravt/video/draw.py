@@ -150,7 +150,9 @@ def barcode(img: np.ndarray, index: int, bits: int = 12) -> None:
     """
     _check_image(img)
     if not 0 <= index < (1 << bits):
-        raise VideoError(f"index {index} does not fit in {bits} bits (0..{(1 << bits) - 1}); raise bits")
+        raise VideoError(
+            f"index {index} does not fit in {bits} bits (0..{(1 << bits) - 1}); raise bits"
+        )
     h, w = img.shape[:2]
     block = _block_columns(w, bits)
     sh = barcode_strip_height(h)

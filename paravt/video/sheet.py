@@ -41,10 +41,12 @@ def contact_sheet(frames: Frames, *, cols: int = 8, thumb_width: int = 160) -> I
     sheet = Image.new("RGB", (cols * cell_w + _PAD, rows * cell_h + _PAD), _BACKGROUND)
     draw = ImageDraw.Draw(sheet)
     font = ImageFont.load_default()
-    for i, (array, t) in enumerate(zip(frames.array, frames.timestamps)):
+    for i, (array, t) in enumerate(zip(frames.array, frames.timestamps, strict=True)):
         x = _PAD + (i % cols) * cell_w
         y = _PAD + (i // cols) * cell_h
-        thumb = Image.fromarray(np.ascontiguousarray(array)).resize((thumb_width, thumb_h), Image.BILINEAR)
+        thumb = Image.fromarray(np.ascontiguousarray(array)).resize(
+            (thumb_width, thumb_h), Image.BILINEAR
+        )
         sheet.paste(thumb, (x, y))
         draw.text((x + 2, y + thumb_h + 2), f"#{i}  {format_timestamp(t)}", fill=_TEXT, font=font)
     return sheet

@@ -16,7 +16,7 @@ import numpy as np
 
 from paravt.errors import VideoError
 
-#: Video stream time base: 1/90000 s (the MPEG convention) represents any fps and VFR exactly enough.
+#: Video stream time base: 1/90000 s (the MPEG convention) represents any fps and VFR closely.
 TIME_BASE = Fraction(1, 90_000)
 _AUDIO_RATE = 16_000
 
@@ -29,9 +29,13 @@ def _check_frame(i: int, frame: np.ndarray, shape: tuple[int, ...] | None) -> No
         )
     h, w = frame.shape[:2]
     if h % 2 or w % 2:
-        raise VideoError(f"frame {i} is {h}×{w}; yuv420p needs an even height and width (crop 1 px)")
+        raise VideoError(
+            f"frame {i} is {h}×{w}; yuv420p needs an even height and width (crop 1 px)"
+        )
     if shape is not None and frame.shape != shape:
-        raise VideoError(f"frame {i} has shape {frame.shape} but frame 0 had {shape}; all must match")
+        raise VideoError(
+            f"frame {i} has shape {frame.shape} but frame 0 had {shape}; all must match"
+        )
 
 
 def _frame_pts(i: int, fps: float, start_pts_s: float, timestamps: Sequence[float] | None) -> int:
@@ -39,13 +43,20 @@ def _frame_pts(i: int, fps: float, start_pts_s: float, timestamps: Sequence[floa
         t = i / fps
     else:
         if i >= len(timestamps):
-            raise VideoError(f"got more frames than the {len(timestamps)} timestamps given; pass one per frame")
+            raise VideoError(
+                f"got more frames than the {len(timestamps)} timestamps given; pass one per frame"
+            )
         t = float(timestamps[i])
     return round((start_pts_s + t) / TIME_BASE)
 
 
 def _add_video_stream(
-    container: av.container.OutputContainer, shape: tuple[int, ...], fps: float, gop: int, crf: int, bframes: bool
+    container: av.container.OutputContainer,
+    shape: tuple[int, ...],
+    fps: float,
+    gop: int,
+    crf: int,
+    bframes: bool,
 ) -> av.video.stream.VideoStream:
     stream = container.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001))
     stream.height, stream.width = shape[0], shape[1]
@@ -59,13 +70,17 @@ def _add_video_stream(
     return stream
 
 
-def _write_silent_audio(container: av.container.OutputContainer, stream: av.audio.stream.AudioStream, seconds: float) -> None:
+def _write_silent_audio(
+    container: av.container.OutputContainer, stream: av.audio.stream.AudioStream, seconds: float
+) -> None:
     samples_left = max(1, round(seconds * _AUDIO_RATE))
     frame_size = stream.codec_context.frame_size or 1024
     pts = 0
     while samples_left > 0:
         n = min(frame_size, samples_left)
-        frame = av.AudioFrame.from_ndarray(np.zeros((1, n), dtype=np.float32), format="fltp", layout="mono")
+        frame = av.AudioFrame.from_ndarray(
+            np.zeros((1, n), dtype=np.float32), format="fltp", layout="mono"
+        )
         frame.sample_rate = _AUDIO_RATE
         frame.pts = pts
         pts += n
@@ -97,7 +112,9 @@ def write_video(
     video. Returns the path. Raises `VideoError` for bad frames or arguments.
     """
     if fps <= 0 or gop <= 0 or start_pts_s < 0:
-        raise VideoError(f"fps={fps}, gop={gop}, start_pts_s={start_pts_s}: need fps > 0, gop ≥ 1, start ≥ 0")
+        raise VideoError(
+            f"fps={fps}, gop={gop}, start_pts_s={start_pts_s}: need fps > 0, gop ≥ 1, start ≥ 0"
+        )
     out = Path(path)
     shape: tuple[int, ...] | None = None
     last_pts = 0
@@ -113,7 +130,10 @@ def write_video(
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(arr), format="rgb24")
             pts = _frame_pts(i, fps, start_pts_s, timestamps)
             if i > 0 and pts <= last_pts:
-                raise VideoError(f"frame {i} time {pts * TIME_BASE}s is not after frame {i - 1}; times must increase")
+                raise VideoError(
+                    f"frame {i} time {float(pts * TIME_BASE)}s is not after frame {i - 1}; "
+                    "times must increase"
+                )
             frame.pts, frame.time_base, last_pts = pts, TIME_BASE, pts
             for packet in stream.encode(frame):
                 container.mux(packet)

@@ -39,7 +39,9 @@ def vfr_video(video_dir: Path) -> tuple[Path, list[float]]:
 @pytest.fixture(scope="session")
 def offset_audio_video(video_dir: Path) -> tuple[Path, list[float]]:
     """50 frames at 25 fps starting at pts 1.5 s, with a silent AAC stream (stream 0)."""
-    path = write_video(video_dir / "offset_audio.mp4", barcoded(50), FPS, gop=12, audio=True, start_pts_s=1.5)
+    path = write_video(
+        video_dir / "offset_audio.mp4", barcoded(50), FPS, gop=12, audio=True, start_pts_s=1.5
+    )
     return path, [i / FPS for i in range(50)]
 
 

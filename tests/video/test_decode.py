@@ -1,4 +1,4 @@
-"""Frame-exact window sampling on barcoded videos (frame i shows i), resizing and the sampling rule."""
+"""Frame-exact window sampling on barcoded videos (frame i shows i), resizing, sampling rule."""
 
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ from paravt.video import (
 def _assert_frame_exact(path: Path, times: list[float], start: float, end: float, n: int) -> None:
     frames = sample_frames(path, start, end, nframes=n)
     assert len(frames) == n
-    for target, image, stamp in zip(target_times(start, end, n), frames.array, frames.timestamps):
+    for target, image, stamp in zip(
+        target_times(start, end, n), frames.array, frames.timestamps, strict=True
+    ):
         want = nearest_index(times, target)
         assert draw.read_barcode(image) == want, (target, stamp)
         assert stamp == pytest.approx(times[want], abs=1e-6)
@@ -118,7 +120,7 @@ def test_window_decode_seeks_instead_of_decoding_from_the_start(long_video) -> N
 def test_widely_spaced_targets_reseek_and_match_decoding_through(long_video) -> None:
     path, _ = long_video
     # keyframes every 1 s. After target 13.49 the next, 23.51, is 10 s away: the GOP must be
-    # learned from keyframes 13 → 14 of the same run (1 s → seek), not from 2 → 13 across a seek.
+    # learned from keyframes 13 → 14 of one run (1 s → seek), not from 2 → 13 across a seek.
     targets = [2.51, 13.49, 23.51]
     before = decode_stats().decoded_frames
     seeking = frames_at(path, targets)

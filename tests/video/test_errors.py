@@ -42,12 +42,17 @@ def test_truncated_file(tmp_path: Path, bframes_video) -> None:
         sample_frames(cut, 0, 1, nframes=2)
 
 
-def test_truncated_faststart_file_with_index_but_missing_tail(tmp_path: Path, bframes_video) -> None:
+def test_truncated_faststart_file_with_index_but_missing_tail(
+    tmp_path: Path, bframes_video
+) -> None:
     import av
 
     src = bframes_video[0]
     fast = tmp_path / "fast.mp4"
-    with av.open(str(src)) as inp, av.open(str(fast), "w", options={"movflags": "faststart"}) as out:
+    with (
+        av.open(str(src)) as inp,
+        av.open(str(fast), "w", options={"movflags": "faststart"}) as out,
+    ):
         stream = out.add_stream_from_template(inp.streams.video[0])
         for packet in inp.demux(video=0):
             if packet.dts is not None:
@@ -74,6 +79,8 @@ def test_truncated_faststart_file_with_index_but_missing_tail(tmp_path: Path, bf
         (0.0, 1.0, {"nframes": 2, "max_pixels": 0}, "must be positive"),
     ],
 )
-def test_bad_window_or_count(bframes_video, start: float, end: float, kwargs: dict, match: str) -> None:
+def test_bad_window_or_count(
+    bframes_video, start: float, end: float, kwargs: dict, match: str
+) -> None:
     with pytest.raises(VideoError, match=match):
         sample_frames(bframes_video[0], start, end, **kwargs)

@@ -26,13 +26,27 @@ def test_probe_json_matches_the_library(bframes_video) -> None:
 
 def test_frames_writes_n_pngs_and_a_contact_sheet(tmp_path: Path, bframes_video) -> None:
     out = tmp_path / "frames"
-    args = ["video", "frames", str(bframes_video[0]), "--start", "1", "--end", "3", "--nframes", "5", "--out", str(out)]
+    args = [
+        "video",
+        "frames",
+        str(bframes_video[0]),
+        "--start",
+        "1",
+        "--end",
+        "3",
+        "--nframes",
+        "5",
+        "--out",
+        str(out),
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     pngs = sorted(p.name for p in out.glob("frame_*.png"))
     assert pngs == [f"frame_{i:03d}.png" for i in range(5)]
     # targets 1.2, 1.6, 2.0, 2.4, 2.8 s → frames 30, 40, 50, 60, 70
-    barcodes = [draw.read_barcode(np.asarray(Image.open(out / name).convert("RGB"))) for name in pngs]
+    barcodes = [
+        draw.read_barcode(np.asarray(Image.open(out / name).convert("RGB"))) for name in pngs
+    ]
     assert barcodes == [30, 40, 50, 60, 70]
     sheet = Image.open(out / "contact_sheet.png")
     assert sheet.width > 5 * 160  # 5 columns of 160 px thumbnails

@@ -33,7 +33,9 @@ def test_keyframes_come_exactly_every_gop_frames(tmp_path: Path) -> None:
 
 def test_start_offset_vfr_and_audio_are_written(tmp_path: Path) -> None:
     times = [0.0, 0.1, 0.15, 0.6, 0.62]
-    path = write_video(tmp_path / "v.mp4", barcoded(5), 25, timestamps=times, start_pts_s=2.0, audio=True)
+    path = write_video(
+        tmp_path / "v.mp4", barcoded(5), 25, timestamps=times, start_pts_s=2.0, audio=True
+    )
     with av.open(str(path)) as c:
         assert sorted(s.type for s in c.streams) == ["audio", "video"]
         got = [round(float(f.time), 4) for f in c.decode(video=0)]
