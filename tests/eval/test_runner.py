@@ -1,0 +1,61 @@
+"""`paravt eval` runner: results rows, resume by id, and the OpenAI-compatible URL backend."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from paravt.agent import EpisodeSettings
+from paravt.data.synth import build
+from paravt.eval.results import load_results
+from paravt.eval.runner import evaluate, open_backend
+from paravt.models.base import SamplingParams
+from paravt.rl.loop import load_episode_inputs
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "models"))
+from oai_server import RunningServer, ServerState, make_app  # noqa: E402
+
+SETTINGS = EpisodeSettings(overview_max_pixels=64 * 64, crop_max_pixels=64 * 64, crop_max_frames=4,
+                           sampling=SamplingParams(temperature=0.0, max_new_tokens=16),
+                           sub_sampling=SamplingParams(temperature=0.0, max_new_tokens=8))
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory: pytest.TempPathFactory):
+    root = Path(tmp_path_factory.mktemp("synth"))
+    build(root, videos=1, eval_videos=1, seed=3)
+    return load_episode_inputs(root / "eval.parquet", nframes=4)
+
+
+def test_eval_writes_a_row_per_sample_and_mode_and_resumes_by_id(samples, tiny_qwen3_dir: str, tmp_path: Path) -> None:
+    backend = open_backend(tiny_qwen3_dir)
+    out = tmp_path / "ev"
+    evaluate(samples[:2], backend, SETTINGS, modes=["parallel", "none"], out=out, progress=False)
+    rows = load_results(out / "results.jsonl")
+    assert sorted((r.id, r.mode) for r in rows) == sorted((s.id, m) for s in samples[:2] for m in ("parallel", "none"))
+    assert all(r.nframes == 4 and r.tokens.main_visual > 0 and r.transcript for r in rows)
+    # a rerun over more samples only runs the new ids
+    metrics = evaluate(samples, backend, SETTINGS, modes=["parallel", "none"], out=out, progress=False)
+    rows = load_results(out / "results.jsonl")
+    assert len(rows) == 2 * len(samples) and len({(r.id, r.mode) for r in rows}) == len(rows)
+    assert metrics["by_mode"]["none"]["summary"]["n"] == len(samples)
+    assert json.loads((out / "metrics.json").read_text())["summary"]["n"] == len(rows)
+
+
+def test_eval_against_an_openai_compatible_server_url(samples, tiny_qwen3_dir: str, tmp_path: Path) -> None:
+    from paravt.models.hf import HFGenerator
+    from paravt.models.loading import load_policy
+
+    with RunningServer(make_app(HFGenerator(load_policy(tiny_qwen3_dir)), ServerState())) as srv:
+        backend = open_backend(srv.url, processor_dir=tiny_qwen3_dir)
+        evaluate(samples[:2], backend, SETTINGS, modes=["none"], out=tmp_path / "url", progress=False)
+    rows = load_results(tmp_path / "url" / "results.jsonl")
+    assert len(rows) == 2 and all(r.end_reason in ("answer", "length") and r.tokens.generated > 0 for r in rows)
+
+
+def test_a_url_without_a_processor_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="--processor"):
+        open_backend("http://127.0.0.1:9/v1")
