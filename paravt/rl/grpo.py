@@ -30,7 +30,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import torch
 
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, run_group
 from paravt.config import TrainConfig

@@ -8,7 +8,6 @@ import random
 from pathlib import Path
 
 import numpy as np
-import pytest
 import torch
 
 from paravt.models.loading import LoadedPolicy, load_policy
@@ -19,21 +18,6 @@ from paravt.rl.checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    """Tiny models are overhead-bound: on a busy 2-core machine two intra-op threads stall on
-    each other (OpenMP barriers); one thread ran these tests about 4x faster (measured)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-@pytest.fixture(scope="module")
-def policy(tiny_qwen3_dir: str) -> LoadedPolicy:
-    return load_policy(tiny_qwen3_dir)
 
 
 def _draws() -> tuple[float, float, list[float]]:

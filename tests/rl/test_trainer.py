@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from paravt.config import TrainConfig
 from paravt.data.synth import build
@@ -30,16 +29,6 @@ from paravt.video import Frames, sample_frames
 RL_KEYS = ("f_tau", "kappa", "acc", "kl", "loss", "clip_frac", "grad_norm", "reward/acc",
            "reward/format", "reward/anchor", "reward/tool", "skip_tool_rate", "filter/zero_var_dropped",
            "filter/rank_dropped", "time/rollout", "time/reward", "time/update", "lr")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    """Tiny models are overhead-bound: on a busy 2-core machine two intra-op threads stall on
-    each other (OpenMP barriers); one thread ran these tests about 4x faster (measured)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 @pytest.fixture(scope="module")

@@ -20,26 +20,11 @@ from paravt.agent.trajectory import Trajectory, TrajectoryBuilder
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.models.hf import HFGenerator
-from paravt.models.loading import LoadedPolicy, load_policy
+from paravt.models.loading import LoadedPolicy
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl.update import TrainItem, UpdateStats, ppo_update, sampled_positions, trajectory_logprobs
 from paravt.video import Frames, sample_frames, write_video
 from paravt.video.draw import solid
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    """Tiny models are overhead-bound: on a busy 2-core machine two intra-op threads stall on
-    each other (OpenMP barriers); one thread ran these tests about 4x faster (measured)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
-@pytest.fixture(scope="module")
-def policy(tiny_qwen3_dir: str) -> LoadedPolicy:
-    return load_policy(tiny_qwen3_dir)
 
 
 @pytest.fixture(scope="module")
