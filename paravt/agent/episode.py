@@ -145,7 +145,8 @@ class _Run:
         return [ChatMessage("system", system), ChatMessage("user", user, videos=videos)]
 
     # -- one main turn -----------------------------------------------------------------------
-    async def _generate_main(self) -> tuple[GenOutput, str, int] | None:
+    async def _generate_main(self) -> tuple[GenOutput, str, int, int] | None:
+        """One main-agent generation: (output, forced prefix, visual and total prompt tokens)."""
         s = self.settings
         prefix = tags.THINK_PREFIX if s.think_prefix else ""
         head = self.codec.generation_prompt(prefix)
@@ -163,7 +164,17 @@ class _Run:
                          sampling, response_prefix=prefix)
         (out,) = await self.generator.generate([req])
         self.tally.generated += len(out.token_ids)
-        return out, prefix, visual
+        return out, prefix, visual, len(prompt_ids)
+
+    def _stop_reason(self, out: GenOutput, has_calls: bool, turn: int) -> EndReason | None:
+        """Why the episode ends after this turn (None: run its tool calls and go on)."""
+        if out.finish_reason == "length":
+            return "length"
+        if self.settings.mode == "none" or not has_calls:
+            return "answer"
+        if turn == self.settings.max_turns - 1:
+            return "max_turns"  # calls on the last turn: no turn is left to read their results
+        return None
 
     def _record_sampled(self, out: GenOutput) -> None:
         self.main.add_sampled(out.token_ids, out.logprobs)
@@ -195,7 +206,7 @@ class _Run:
             gen = await self._generate_main()
             if gen is None:
                 return "length"
-            out, prefix, visual = gen
+            out, prefix, visual, n_prompt = gen
             text = prefix + out.text
             self.texts.append(text)
             if out.finish_reason == "error":
@@ -206,20 +217,12 @@ class _Run:
             self._record_sampled(out)
             self.messages.append(ChatMessage("assistant", text))
             parsed = parse_calls(text, execute_tool_code=s.execute_tool_code).calls
-            record = lambda calls: TurnRecord(  # noqa: E731
-                text, out.finish_reason, tuple(calls), time.perf_counter() - t0,
-                len(self.main.ids), visual, len(out.token_ids))
-            if out.finish_reason == "length":
-                self.main.turns.append(record(()))
-                return "length"
-            if s.mode == "none" or not parsed:
-                self.main.turns.append(record(()))
-                return "answer"
-            if turn == s.max_turns - 1:
-                self.main.turns.append(record(()))
-                return "max_turns"
-            records, fits = await self._act(turn, parsed, info)
-            self.main.turns.append(record(records))
+            stop = self._stop_reason(out, bool(parsed), turn)
+            records, fits = ([], True) if stop else await self._act(turn, parsed, info)
+            self.main.turns.append(TurnRecord(text, out.finish_reason, tuple(records), time.perf_counter() - t0,
+                                              n_prompt, visual, len(out.token_ids)))
+            if stop:
+                return stop
             if not fits:
                 return "length"
         return "max_turns"
