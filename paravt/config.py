@@ -118,7 +118,6 @@ class RLConfig(_Strict):
     max_grad_norm: float = Field(1.0, gt=0)
     steps: int = Field(30, ge=1)
     ppo_epochs: int = Field(1, ge=1)
-    micro_batch_size: int = Field(8, ge=1)
     seed: int = 0
     gating: GatingConfig = Field(default_factory=GatingConfig)
     save_every: int = Field(10, ge=1)

@@ -33,6 +33,7 @@ from paravt.models.chat import ChatCodec
 from paravt.protocol import prompts, tags
 from paravt.protocol.answer import extract_answer
 from paravt.protocol.parser import ParsedCall, parse_calls, validate_calls
+from paravt.rewards import RewardBreakdown, RewardWeights, compute_reward
 from paravt.tools import Observation, ToolContext, ToolSet, build_toolset
 from paravt.video import probe, sample_frames
 from paravt.video.types import Frames, VideoInfo
@@ -108,6 +109,7 @@ class _Run:
     tally: _Tally = field(default_factory=_Tally)
     error: str | None = None
     ctx: ToolContext | None = None  # one per episode: budgets (frame_select) persist across turns
+    n_sub_issued: int = 0  # sub-agent indices handed out so far (1-based indices, never reused)
 
     def __post_init__(self) -> None:
         self.main = TrajectoryBuilder(self.episode_id, "main", 0)
@@ -166,6 +168,15 @@ class _Run:
         self.tally.generated += len(out.token_ids)
         return out, prefix, visual, len(prompt_ids)
 
+    def _raw_text(self, out: GenOutput) -> str:
+        """The response as sampled, special tokens kept (``<|im_start|>`` loops must reach the
+        degenerate-output rule, DESIGN §2) but the closing ``<|im_end|>`` dropped. A chat backend
+        that re-tokenized server text has already lost special tokens: its text is used as is."""
+        if not out.token_ids:
+            return out.text
+        raw = self.codec.decode(out.token_ids, skip_special_tokens=False)
+        return raw.removesuffix(tags.IM_END)
+
     def _stop_reason(self, out: GenOutput, has_calls: bool, turn: int) -> EndReason | None:
         """Why the episode ends after this turn (None: run its tool calls and go on)."""
         if out.finish_reason == "length":
@@ -207,7 +218,7 @@ class _Run:
             if gen is None:
                 return "length"
             out, prefix, visual, n_prompt = gen
-            text = prefix + out.text
+            text = prefix + self._raw_text(out)
             self.texts.append(text)
             if out.finish_reason == "error":
                 self.error = out.error
@@ -258,42 +269,49 @@ class _Run:
             obs_valid = await self.tools.run_calls(self._ctx(info), valid)
         obs_by_pos = dict(zip([id(c) for c in valid], obs_valid, strict=True))
         observations = [obs_by_pos.get(id(c)) or Observation(error=c.error) for c in calls]
+        new_subs: list[Trajectory] = []
         if self.settings.mode == "parallel":
-            observations = await self._summarise(turn, calls, observations)
+            observations, new_subs = await self._summarise(calls, observations)
         lines, videos, records = self._compose(turn, calls, observations, time.perf_counter() - t0)
         msg = ChatMessage("tool", tags.render_tool_response_body(lines), videos=tuple(videos))
         enc = self.codec.encode_message(msg)
-        fits = len(self.main) + len(enc.ids) + len(self.codec.generation_prompt(tags.THINK_PREFIX)) < self.settings.max_context_tokens
-        if fits:
+        prefix = tags.THINK_PREFIX if self.settings.think_prefix else ""
+        fits = len(self.main) + len(enc.ids) + len(self.codec.generation_prompt(prefix)) < self.settings.max_context_tokens
+        if fits:  # a rolled-back observation leaves no trace: no trained sub-agents, no counted calls
             self.main.add_context(enc.ids, enc.videos, enc.images)
             self.messages.append(msg)
-        self.calls.extend(records)
+            self.subs.extend(new_subs)
+            self.calls.extend(records)
         return records, fits
 
-    async def _summarise(self, turn: int, calls: Sequence[ParsedCall], obs: list[Observation]) -> list[Observation]:
-        """Parallel mode: every crop that returned frames goes to a sub-agent; ONE batched request."""
+    async def _summarise(self, calls: Sequence[ParsedCall], obs: list[Observation]
+                         ) -> tuple[list[Observation], list[Trajectory]]:
+        """Parallel mode: every crop that returned frames goes to a sub-agent; ONE batched request.
+        Returns the observations with summaries in place of frames, and the new sub-agent
+        trajectories (the caller keeps them only if the tool turn fits the context)."""
         jobs = [
             SubagentCall(index=i + 1, frames=o.frames, window=o.window or (0.0, 0.0))
             for i, o in enumerate(obs) if o.error is None and o.delivery == "subagent" and o.frames is not None
         ]
         if not jobs:
-            return obs
+            return obs, []
         results = await run_subagents(
             jobs, question=self.inp.question, generator=self.generator, codec=self.codec,
             sampling=self.settings.sub_sampling, timeout_s=self.settings.subagent_timeout_s,
-            episode_id=self.episode_id, first_index=len(self.subs) + 1, version=self.settings.prompt_version,
+            episode_id=self.episode_id, first_index=self.n_sub_issued + 1, version=self.settings.prompt_version,
         )
-        out = list(obs)
+        self.n_sub_issued += len(jobs)  # indices stay unique even when a sub-agent fails
+        out, subs = list(obs), []
         for job, res in zip(jobs, results, strict=True):
             if res.trajectory is not None:
-                self.subs.append(res.trajectory)
+                subs.append(res.trajectory)
                 visual = count_vision_tokens(self.codec, res.trajectory.ids[: res.trajectory.prompt_len])
                 self.tally.sub_visual += visual
                 self.tally.sub_text += res.trajectory.prompt_len - visual
                 self.tally.generated += res.trajectory.n_sampled
             prev = out[job.index - 1]
             out[job.index - 1] = Observation(text=res.summary, window=prev.window, error=res.error, delivery="text")
-        return out
+        return out, subs
 
     def _compose(self, turn: int, calls: Sequence[ParsedCall], obs: Sequence[Observation], latency: float):
         lines: list[str] = []
@@ -332,6 +350,15 @@ def count_vision_tokens(codec: ChatCodec, ids: Sequence[int]) -> int:
     """Vision placeholder tokens (pads and their start/end markers) in ``ids``."""
     vision = set(codec.vision_token_ids)
     return sum(1 for i in ids if i in vision)
+
+
+def episode_reward(res: EpisodeResult, weights: RewardWeights) -> RewardBreakdown:
+    """The PARA-GRPO reward of an episode: the ONE definition the trainer, eval and the verl loop
+    call. It reads the main agent's completion (the forced think prefixes are already in it, so
+    ``prefix=""``) and counts successful calls for the accumulative tool reward (DESIGN §4)."""
+    inp = res.input
+    return compute_reward(res.completion, task=inp.task, answer=inp.answer, options=inp.options, prefix="",
+                          successful_calls=res.n_successful_calls, weights=weights)
 
 
 async def run_episode(

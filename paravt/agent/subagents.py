@@ -9,6 +9,7 @@ episode's advantage when ``train_subagents`` is on.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -60,10 +61,12 @@ async def run_subagents(
 
     reqs = [GenRequest(tuple(b.ids), msgs, tuple(b.videos), (), derive_seed(sampling, episode_id, "sub", b.index))
             for b, msgs in built]
+    t0 = time.perf_counter()
     try:
         outs = await asyncio.wait_for(generator.generate(reqs), timeout=timeout_s)
     except TimeoutError:
         return [SubagentResult("", None, f"sub-agent timed out after {timeout_s:g}s") for _ in jobs]
+    latency = time.perf_counter() - t0  # one batched request serves every window of the turn
     results = []
     for (b, _), out in zip(built, outs, strict=True):
         if out.finish_reason == "error":
@@ -72,7 +75,7 @@ async def run_subagents(
         b.add_sampled(out.token_ids, out.logprobs)
         b.add_context(codec.close_turn(out.token_ids))
         summary = out.text.strip() + (TRUNCATED if out.finish_reason == "length" else "")
-        b.turns.append(TurnRecord(out.text, out.finish_reason, n_prompt_tokens=b.prompt_len or 0,
+        b.turns.append(TurnRecord(out.text, out.finish_reason, latency_s=latency, n_prompt_tokens=b.prompt_len or 0,
                                   n_generated_tokens=len(out.token_ids)))
         end = "length" if out.finish_reason == "length" else "answer"
         results.append(SubagentResult(summary, b.freeze(end)))

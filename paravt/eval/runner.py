@@ -18,12 +18,13 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, run_episode
+from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_episode
 from paravt.eval.metrics import compute_metrics
 from paravt.eval.results import CallRow, ResultRow, TokenRow, TranscriptTurn, append_result, finished_ids, load_results
 from paravt.models.base import Generator
 from paravt.models.chat import ChatCodec
-from paravt.rewards import RewardWeights, compute_reward
+from paravt.rewards import RewardWeights
+from paravt.rewards.composite import CORRECT_THRESHOLD
 
 
 @dataclass
@@ -68,8 +69,7 @@ def open_remote(url: str, *, processor_dir: str | None, toolset: Any, timeout_s:
 
 def result_row(res: EpisodeResult, mode: str, weights: RewardWeights) -> ResultRow:
     inp = res.input
-    b = compute_reward(res.completion, task=inp.task, answer=inp.answer, options=inp.options, prefix="",
-                       successful_calls=res.n_successful_calls, weights=weights)
+    b = episode_reward(res, weights)
     calls = tuple(CallRow(c.name or "?", c.start, c.end, c.ok, c.error, c.summary) for c in res.calls)
     transcript = [TranscriptTurn("assistant", t.text) for t in res.main.turns]
     for sub in res.subs:
@@ -79,7 +79,7 @@ def result_row(res: EpisodeResult, mode: str, weights: RewardWeights) -> ResultR
         id=inp.id, mode=mode, task=inp.task, subset=str(inp.meta.get("subset", "")), nframes=inp.nframes,
         video=inp.video, duration=float(inp.meta.get("duration") or 0.0), question=inp.question,
         options=inp.options, answer=inp.answer, prediction=res.answer, score=float(b.acc),
-        correct=b.acc >= (0.5 if inp.task == "tvg" else 1.0) if inp.task != "oe" else b.acc >= 0.5,
+        correct=b.acc >= CORRECT_THRESHOLD,  # MCQ match, IoU ≥ 0.5, F1 ≥ 0.5
         calls=calls, n_calls=len(calls),
         tokens=TokenRow(t.main_visual, t.main_text, t.sub_visual, t.sub_text, t.generated),
         latency_s=res.latency_s, end_reason=res.end_reason,

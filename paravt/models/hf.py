@@ -156,10 +156,12 @@ class HFGenerator:
             for k in ("top_k", "top_p", "temperature"):
                 kwargs.pop(k, None)
         seed = _batch_seed(requests) if sample and row_sampler is None else None
-        with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
-            if seed is not None:
-                torch.manual_seed(seed)
+        if seed is None:  # unseeded: draw from (and advance) the global RNG, never replay it
             out = self.model.generate(**inputs, **kwargs)
+        else:
+            with torch.random.fork_rng(devices=[] if device.type == "cpu" else [device]):
+                torch.manual_seed(seed)
+                out = self.model.generate(**inputs, **kwargs)
         width = inputs["input_ids"].shape[1]
         new = out.sequences[:, width:]  # B×N
         scores = row_sampler.clean_logprobs() if row_sampler is not None else torch.stack(out.scores, dim=1)

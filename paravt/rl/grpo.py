@@ -23,23 +23,25 @@ reward); ``reward.gamma=0`` (− γ penalty).
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import random
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 
-from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, run_group
+from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_group
 from paravt.config import TrainConfig
-from paravt.rewards import RewardWeights, compute_reward
+from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rewards.metrics import RolloutRecord, aggregate
 from paravt.rl import filters
-from paravt.rl.advantages import group_advantages
+from paravt.rl.advantages import broadcast_to_trajectories, grouped
 from paravt.rl.gating import gated_nframes
 from paravt.rl.session import PolicySession
 from paravt.rl.update import TrainItem, ppo_update
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -96,7 +98,7 @@ class GRPOTrainer:
         t1 = time.perf_counter()
         rewards = [self._reward(r) for r in results]
         t2 = time.perf_counter()
-        kept, drop_counts = self._filter(groups, [b.reward for b in rewards])
+        kept, drop_counts = self._filter(groups, [b.reward for b in rewards], results)
         items = self._items(results, rewards, groups, kept)
         stats = ppo_update(
             self.s.model, self.s.processor, self.s.optimizer, items, clip_eps=rl.clip_eps, kl_coef=rl.kl_coef,
@@ -104,9 +106,11 @@ class GRPOTrainer:
             ppo_epochs=rl.ppo_epochs, temperature=cfg.sampling.temperature,
         )
         t3 = time.perf_counter()
-        records = [RolloutRecord(b, task=r.input.task, n_frames=r.input.nframes, n_calls=len(r.calls),
-                                 tokens=r.tokens.to_json())
-                   for r, b in zip(results, rewards, strict=True)]
+        records = [rollout_record(r, b) for r, b in zip(results, rewards, strict=True)]
+        if stats.logprob_mismatch > rl.logprob_mismatch_warn:
+            log.warning("step %d: mean |recomputed − sampling| logprob %.4f > %.4f: the trainer and the sampler "
+                        "disagree (dtype, attention kernel or a processing mismatch)", step,
+                        stats.logprob_mismatch, rl.logprob_mismatch_warn)
         metrics = {**aggregate(records), **stats.to_metrics(), **drop_counts,
                    "groups/kept": float(len(kept)), "time/rollout": t1 - t0, "time/reward": t2 - t1,
                    "time/update": t3 - t2, "lr": self.s.optimizer.param_groups[0]["lr"],
@@ -136,16 +140,19 @@ class GRPOTrainer:
         return await run_group(inputs, generator=self.s.generator, codec=self.s.codec, settings=settings,
                                tools=self.s.tools, episode_ids=ids)
 
-    def _reward(self, r: EpisodeResult):  # -> RewardBreakdown
-        inp = r.input
-        return compute_reward(r.completion, task=inp.task, answer=inp.answer, options=inp.options, prefix="",
-                              successful_calls=r.n_successful_calls, weights=self.weights)
+    def _reward(self, r: EpisodeResult) -> RewardBreakdown:
+        return episode_reward(r, self.weights)
 
-    def _filter(self, groups: dict[str, list[int]], rewards: list[float]) -> tuple[list[str], dict[str, float]]:
+    def _filter(self, groups: dict[str, list[int]], rewards: list[float], results: list[EpisodeResult]
+                ) -> tuple[list[str], dict[str, float]]:
+        """Online filters; a group with an infrastructure failure (end reason ``error``: the
+        backend failed, not the model) is dropped first, so a crash is never a training signal."""
         rl = self.cfg.rl
-        by_group = {g: [rewards[i] for i in idx] for g, idx in groups.items()}
+        failed = {g for g, idx in groups.items() if any(results[i].end_reason == "error" for i in idx)}
+        by_group = {g: [rewards[i] for i in idx] for g, idx in groups.items() if g not in failed}
         kept = list(by_group)
-        counts: dict[str, float] = {"filter/zero_var_dropped": 0.0, "filter/rank_dropped": 0.0}
+        counts: dict[str, float] = {"filter/error_dropped": float(len(failed)), "filter/zero_var_dropped": 0.0,
+                                    "filter/rank_dropped": 0.0}
         if rl.drop_zero_variance:
             res = filters.drop_zero_variance(by_group)
             kept = list(res.kept)
@@ -154,18 +161,26 @@ class GRPOTrainer:
         counts["filter/rank_dropped"] = float(len(ranked.dropped))
         return list(ranked.kept), counts
 
-    def _items(self, results: list[EpisodeResult], rewards: list[Any], groups: dict[str, list[int]],
+    def _items(self, results: list[EpisodeResult], rewards: list[RewardBreakdown], groups: dict[str, list[int]],
                kept: list[str]) -> list[TrainItem]:
-        items: list[TrainItem] = []
-        for g in kept:
-            idx = groups[g]
-            adv = group_advantages([rewards[i].reward for i in idx], std_normalize=self.cfg.rl.std_normalize)
-            for i, a in zip(idx, adv, strict=True):
-                r = results[i]
-                items.append(TrainItem(r.main, a))
-                if self.cfg.rollout.train_subagents:
-                    items.extend(TrainItem(sub, a) for sub in r.subs)
-        return items
+        """Group advantages per episode, then every trajectory of an episode (main, and its
+        sub-agents when ``train_subagents``) takes its episode's advantage."""
+        idx = [i for g in kept for i in groups[g]]
+        adv = grouped([rewards[i].reward for i in idx], [g for g in kept for _ in groups[g]],
+                      std_normalize=self.cfg.rl.std_normalize)
+        episode_adv = {results[i].main.episode_id: a for i, a in zip(idx, adv, strict=True)}
+        trajs = [t for i in idx for t in (results[i].trajectories if self.cfg.rollout.train_subagents
+                                          else (results[i].main,))]
+        per_traj = broadcast_to_trajectories(episode_adv, [t.episode_id for t in trajs])
+        return [TrainItem(t, a) for t, a in zip(trajs, per_traj, strict=True)]
+
+
+def rollout_record(r: EpisodeResult, b: RewardBreakdown) -> RolloutRecord:
+    """The metrics view of one rollout. kappa counts the calls the model EMITTED (the breakdown's
+    parsed count), also those on a last turn that were never run."""
+    sub_latency = [s.turns[0].latency_s for s in r.subs if s.turns]
+    return RolloutRecord(b, task=r.input.task, n_frames=r.input.nframes, n_calls=None,
+                         subagent_latency_s=_mean(sub_latency) if sub_latency else None, tokens=r.tokens.to_json())
 
 
 def hash_seed(seed: int, step: int) -> int:
@@ -185,4 +200,4 @@ def train_rl(cfg: TrainConfig, *, resume: bool = False, progress: bool = True,
     return run_training(cfg, kind="rl", resume=resume, progress=progress, stop_after=stop_after)
 
 
-__all__ = ["DataCursor", "GRPOTrainer", "StepOutput", "train_rl", "hash_seed", "Path"]
+__all__ = ["DataCursor", "GRPOTrainer", "StepOutput", "hash_seed", "rollout_record", "train_rl"]

@@ -51,7 +51,7 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     torch.manual_seed(seed)
     session = PolicySession.create(
         init, lr=lr, device=cfg.model.device, dtype=cfg.model.dtype, generate=kind == "rl",
-        reference=kind == "rl" and cfg.rl.kl_coef > 0, tools=cfg.rollout.tools,
+        reference=kind == "rl" and cfg.rl.kl_coef > 0 and ckpt is None, tools=cfg.rollout.tools,
         tool_server_url=cfg.rollout.tool_server_url,
     )
     if kind == "rl" and ckpt is not None and cfg.rl.kl_coef > 0:

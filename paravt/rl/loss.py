@@ -1,8 +1,8 @@
 """PPO-clip policy loss with a KL penalty to the reference policy (GRPO, DESIGN §5).
 
 All per-token tensors are (B, T) and ALIGNED: position t of ``logprobs``, ``old_logprobs``,
-``ref_logprobs``, ``advantages`` and ``mask`` refers to the same predicted token (see
-``paravt.rl.batching`` for how they are built from token ids). ``mask`` is 1 on tokens the policy
+``ref_logprobs``, ``advantages`` and ``mask`` refers to the same predicted token (the trainer
+gathers them at the sampled positions, ``paravt.rl.update``). ``mask`` is 1 on tokens the policy
 sampled and 0 on prompt, scaffolding, tool-response (observation) and padding tokens: masked
 positions contribute neither to the loss nor to its gradient, whatever values they hold.
 

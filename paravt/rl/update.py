@@ -55,11 +55,11 @@ def trajectory_logprobs(model: Any, processor: Any, traj: Trajectory, temperatur
     pos = sampled_positions(traj)
     device = next(model.parameters()).device
     inputs = model_inputs(processor, traj.ids, traj.videos, traj.images, device=device)
-    logits = model(**inputs).logits[0].float()  # (L, V)
-    logits = logits.index_fill(-1, _vision_ids(processor, device), float("-inf"))  # never sampled (HFGenerator)
     idx = torch.tensor(pos, dtype=torch.long, device=device)  # (P,)
+    logits = model(**inputs).logits[0, idx - 1].float()  # (P, V): token t is predicted at t-1; only P rows in fp32
+    logits = logits.index_fill(-1, _vision_ids(processor, device), float("-inf"))  # never sampled (HFGenerator)
     scale = temperature if temperature > 0 else 1.0
-    logp = torch.log_softmax(logits[idx - 1] / scale, dim=-1)  # (P, V): token t is predicted at t-1
+    logp = torch.log_softmax(logits / scale, dim=-1)  # (P, V)
     return logp.gather(-1, inputs["input_ids"][0, idx][:, None])[:, 0]  # (P,)
 
 
@@ -107,7 +107,7 @@ def _one_pass(model: Any, processor: Any, optimizer: torch.optim.Optimizer, item
     for i, it in enumerate(items):
         lp = trajectory_logprobs(model, processor, it.traj, temperature)[None]  # (1, P)
         mask = torch.ones_like(lp)  # (1, P): only sampled positions were gathered
-        adv = torch.tensor([it.advantage], dtype=lp.dtype)  # (1,)
+        adv = torch.tensor([it.advantage], dtype=lp.dtype, device=lp.device)  # (1,)
         out = grpo_loss(lp, old[i][None], adv, mask, clip_eps=clip_eps,
                         ref_logprobs=None if ref is None else ref[i][None], kl_coef=kl_coef if ref is not None else 0.0,
                         kl_kind=kl_kind, global_tokens=total)
@@ -129,6 +129,7 @@ def _one_pass(model: Any, processor: Any, optimizer: torch.optim.Optimizer, item
 def _mismatch(items: Sequence[TrainItem], old: Sequence[torch.Tensor]) -> float:
     diffs = []
     for it, lp in zip(items, old, strict=True):
-        sampled = torch.tensor([it.traj.logprobs[t] for t in sampled_positions(it.traj)], dtype=lp.dtype)
+        sampled = torch.tensor([it.traj.logprobs[t] for t in sampled_positions(it.traj)], dtype=lp.dtype,
+                               device=lp.device)
         diffs.append((lp - sampled).abs())
     return float(torch.cat(diffs).mean()) if diffs else 0.0

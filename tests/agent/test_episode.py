@@ -175,3 +175,43 @@ def test_real_model_runs_every_mode_end_to_end(video: str, tiny_qwen3_dir: str) 
         assert res.main.n_sampled == generated > 0
         assert res.end_reason in ("answer", "max_turns", "length")
         assert all(s.n_sampled > 0 and s.episode_id == f"real-{mode}" for s in res.subs)
+
+
+def test_degenerate_output_reaches_the_reward_and_scores_only_the_bias(video: str, codec: ChatCodec) -> None:
+    """Special tokens are kept in the completion, so DESIGN §2's degenerate rule can fire."""
+    from paravt.agent import episode_reward
+    from paravt.rewards import RewardWeights
+
+    loop = "<|im_start|>assistant\n" * 6
+    res, _ = _run(video, codec, [loop])
+    assert "<|im_start|>" in res.completion
+    b = episode_reward(res, RewardWeights())
+    assert b.degenerate and b.reward == pytest.approx(RewardWeights().bias)
+
+
+class FailingSecondSub(ScriptedGenerator):
+    """Fails the second sub-agent request of the first sub-agent batch."""
+
+    async def generate(self, requests):
+        outs = await super().generate(requests)
+        if len(requests) > 1 and not getattr(self, "failed", False):
+            self.failed = True
+            outs[1] = GenOutput((), (), "", "error", error="boom")
+        return outs
+
+
+def test_subagent_indices_stay_unique_when_one_fails(video: str, codec: ChatCodec) -> None:
+    turn = render_tool_turn("look", [render_crop_call(0, 5), render_crop_call(5, 10), render_crop_call(10, 15)],
+                            with_open_think=False)
+    gen = FailingSecondSub(codec, [turn, turn, TURN2])
+    res = asyncio.run(run_episode(_inp(video), generator=gen, codec=codec, settings=_settings(), episode_id="ep3",
+                                  tools=build_toolset(["crop_video"])))
+    assert [s.index for s in res.subs] == [1, 3, 4, 5, 6]  # index 2 failed and is never reused
+    assert [c.ok for c in res.calls[:3]] == [True, False, True] and "boom" in (res.calls[1].error or "")
+
+
+def test_rolled_back_tool_turn_trains_no_subagent_and_counts_no_call(video: str, codec: ChatCodec) -> None:
+    res0, _ = _run(video, codec, [TURN1, TURN2])
+    first_turn_end = res0.main.ids.index(codec.im_end_id, res0.main.prompt_len) + 2
+    res, _ = _run(video, codec, [TURN1, TURN2], max_context_tokens=first_turn_end + 20)
+    assert res.end_reason == "length" and res.subs == () and res.calls == () and res.n_successful_calls == 0

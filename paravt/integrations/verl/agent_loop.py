@@ -28,13 +28,13 @@ from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
-from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, Trajectory, run_episode
+from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, Trajectory, episode_reward, run_episode
 from paravt.config import TrainConfig, load
 from paravt.integrations.verl.data import episode_fields
 from paravt.integrations.verl.generator import MM_PROCESSOR_KWARGS, VerlServerGenerator, verl_multi_modal_data
 from paravt.integrations.verl.render import AGENT_NAME
 from paravt.models.chat import ChatCodec
-from paravt.rewards import RewardBreakdown, RewardWeights, compute_reward
+from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rl.gating import gated_nframes
 
 _REWARD_EXTRA_KEYS = ("acc", "format", "anchor", "tool", "n_calls")
@@ -128,10 +128,10 @@ class ParavtAgentLoop(AgentLoopBase):
                                         backend=str(self.rollout_config.name), base_params=base)
         result = await run_episode(inp, generator=generator, codec=self.codec,
                                    settings=self._settings(sampling_params), episode_id=episode_id, tools=self.tools)
-        reward = compute_reward(result.completion, task=inp.task, answer=inp.answer, options=inp.options,
-                                prefix="", successful_calls=result.n_successful_calls, weights=self.weights)
+        reward = episode_reward(result, self.weights)
         outputs = episode_outputs(result, reward, train_subagents=self.cfg.rollout.train_subagents)
-        outputs[-1].metrics.tool_calls = float(sum(c.latency_s for c in result.calls))
+        # a turn's calls share one dispatch: count each turn's latency once
+        outputs[-1].metrics.tool_calls = float(sum({c.turn: c.latency_s for c in result.calls}.values()))
         outputs[-1].metrics.generate_sequences = time.perf_counter() - t0
         return outputs
 
