@@ -117,16 +117,21 @@ def model_inputs(processor: Any, ids: Sequence[int], videos: Sequence[Frames] = 
 
 
 def sequence_logprobs(model: Any, processor: Any, ids: Sequence[int], videos: Sequence[Frames],
-                      images: Sequence[Frames], positions: Sequence[int]) -> torch.Tensor:
-    """``log p(ids[t] | ids[:t])`` for each t in ``positions`` (t ≥ 1), from one forward pass.
+                      images: Sequence[Frames], positions: Sequence[int], *, temperature: float = 1.0,
+                      suppress_ids: Sequence[int] = ()) -> torch.Tensor:
+    """``log p(ids[t] | ids[:t])`` for each t in ``positions`` (t ≥ 1), from one forward pass, under
+    ``softmax(logits / temperature)`` with ``suppress_ids`` removed (the distribution a generator
+    that suppresses them samples from). Only the requested rows of the logits are upcast to fp32.
     Gradients flow when called outside ``torch.no_grad`` (trainers use it for the loss)."""
     if any(t < 1 or t >= len(ids) for t in positions):
         raise ModelError(f"positions must lie in [1, {len(ids) - 1}], got {list(positions)}")
     device = next(model.parameters()).device
     inputs = model_inputs(processor, ids, videos, images, device=device)
-    logits = model(**inputs).logits[0].float()  # L×V
     pos = torch.tensor(list(positions), dtype=torch.long, device=device)  # P
-    logp = torch.log_softmax(logits[pos - 1], dim=-1)  # P×V: token t is predicted at t-1
+    logits = model(**inputs).logits[0, pos - 1].float()  # P×V: token t is predicted at t-1
+    if suppress_ids:
+        logits = logits.index_fill(-1, torch.tensor(list(suppress_ids), dtype=torch.long, device=device),
+                                   float("-inf"))
+    logp = torch.log_softmax(logits / (temperature if temperature > 0 else 1.0), dim=-1)  # P×V
     target = inputs["input_ids"][0, pos]  # P
     return logp.gather(-1, target[:, None])[:, 0]  # P
-

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from paravt.agent.trajectory import Trajectory
-from paravt.models.media import model_inputs
+from paravt.models.media import sequence_logprobs
 from paravt.rl.loss import KLKind, grpo_loss
 
 
@@ -50,25 +50,18 @@ def sampled_positions(traj: Trajectory) -> list[int]:
 
 
 def trajectory_logprobs(model: Any, processor: Any, traj: Trajectory, temperature: float = 1.0) -> torch.Tensor:
-    """log p(token t | prefix) at every sampled position (P,), under the SAMPLING distribution
-    (logits / temperature, as verl's actor does, so ratios compare like with like); differentiable."""
-    pos = sampled_positions(traj)
-    device = next(model.parameters()).device
-    inputs = model_inputs(processor, traj.ids, traj.videos, traj.images, device=device)
-    idx = torch.tensor(pos, dtype=torch.long, device=device)  # (P,)
-    logits = model(**inputs).logits[0, idx - 1].float()  # (P, V): token t is predicted at t-1; only P rows in fp32
-    logits = logits.index_fill(-1, _vision_ids(processor, device), float("-inf"))  # never sampled (HFGenerator)
-    scale = temperature if temperature > 0 else 1.0
-    logp = torch.log_softmax(logits / scale, dim=-1)  # (P, V)
-    return logp.gather(-1, inputs["input_ids"][0, idx][:, None])[:, 0]  # (P,)
+    """log p(token t | prefix) at every sampled position (P,), under the SAMPLING distribution:
+    logits / temperature (as verl's actor does, so ratios compare like with like) without the
+    vision placeholder ids the generator suppresses; differentiable."""
+    return sequence_logprobs(model, processor, traj.ids, traj.videos, traj.images, sampled_positions(traj),
+                             temperature=temperature, suppress_ids=_vision_ids(processor))
 
 
-def _vision_ids(processor: Any, device: torch.device) -> torch.Tensor:
-    """Vision placeholder ids: the generator suppresses them, so the sampling distribution (and
-    hence every logprob the loss compares) excludes them."""
+def _vision_ids(processor: Any) -> tuple[int, ...]:
+    """Vision placeholder ids (the generator never samples them)."""
     tok = processor.tokenizer
-    names = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
-    return torch.tensor([tok.convert_tokens_to_ids(n) for n in names], dtype=torch.long, device=device)
+    return tuple(tok.convert_tokens_to_ids(n) for n in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>",
+                                                         "<|vision_end|>"))
 
 
 @torch.no_grad()
