@@ -118,6 +118,9 @@ def _bwrap_args(workdir: str, video: VideoBinding | None, limits: SandboxLimits)
     for f in ("/etc/ld.so.cache", "/etc/localtime"):
         if os.path.exists(f):
             args += ["--ro-bind", f, f]
+    # the private /tmp comes BEFORE the binds: a checkout under /tmp (a CI clone) stays visible
+    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", str(limits.tmpfs_bytes),
+             "--tmpfs", "/tmp"]
     binds = [(p, p) for p in _python_paths()]
     if video is not None:
         binds.append((video.path, _video_mount(video.path)))
@@ -130,8 +133,7 @@ def _bwrap_args(workdir: str, video: VideoBinding | None, limits: SandboxLimits)
                 made.add(str(parent))
                 args += ["--perms", "0755", "--dir", str(parent)]
         args += ["--ro-bind", src, dest]
-    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", str(limits.tmpfs_bytes),
-             "--tmpfs", "/tmp", "--remount-ro", "/",
+    args += ["--remount-ro", "/",
              "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
              "--die-with-parent", "--new-session", "--clearenv", "--chdir", workdir]
     for key, value in _child_env(workdir).items():
