@@ -69,7 +69,8 @@ def accuracy_by_n_figure(groups: Mapping[str, Mapping[int, float]]) -> Figure:
     if not ns:
         raise DataError("no accuracy by nframes to plot; the eval rows or train logs hold no nframes")
     legend_rows = math.ceil(len(groups) / 3)
-    fig = Figure(figsize=(max(7.0, 0.25 * len(ns) * len(groups) + 3), 3.6 + 0.22 * legend_rows), dpi=100)
+    label_width = 0.07 * max(len(g) for g in groups) * min(3, len(groups)) + 1  # inches a legend row needs
+    fig = Figure(figsize=(max(7.0, 0.25 * len(ns) * len(groups) + 3, label_width), 3.6 + 0.22 * legend_rows), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
     width = 0.8 / max(1, len(groups))
     x = np.arange(len(ns))

@@ -124,7 +124,7 @@ def discover(run_dirs: Sequence[Path]) -> Discovered:
 def _png_b64(fig_or_image: Any) -> str:
     buf = io.BytesIO()
     if isinstance(fig_or_image, Figure):
-        fig_or_image.savefig(buf, format="png")
+        fig_or_image.savefig(buf, format="png", bbox_inches="tight")  # keep legends placed outside the axes
     else:  # PIL image
         fig_or_image.save(buf, format="PNG")
     return base64.b64encode(buf.getvalue()).decode("ascii")
