@@ -352,13 +352,14 @@ def count_vision_tokens(codec: ChatCodec, ids: Sequence[int]) -> int:
     return sum(1 for i in ids if i in vision)
 
 
-def episode_reward(res: EpisodeResult, weights: RewardWeights) -> RewardBreakdown:
+def episode_reward(res: EpisodeResult, weights: RewardWeights, acc_override: float | None = None) -> RewardBreakdown:
     """The PARA-GRPO reward of an episode: the ONE definition the trainer, eval and the verl loop
     call. It reads the main agent's completion (the forced think prefixes are already in it, so
-    ``prefix=""``) and counts successful calls for the accumulative tool reward (DESIGN §4)."""
+    ``prefix=""``) and counts successful calls for the accumulative tool reward (DESIGN §4).
+    ``acc_override`` replaces R_acc (an LLM judge's score, ``paravt.agent.judging``)."""
     inp = res.input
     return compute_reward(res.completion, task=inp.task, answer=inp.answer, options=inp.options, prefix="",
-                          successful_calls=res.n_successful_calls, weights=weights)
+                          successful_calls=res.n_successful_calls, weights=weights, acc_override=acc_override)
 
 
 async def run_episode(

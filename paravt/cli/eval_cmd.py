@@ -17,40 +17,51 @@ console = Console()
 def eval_cmd(
     model: str = typer.Option(..., "--model", help="HF checkpoint dir or http(s) URL of an OpenAI-compatible server"),
     data: Path = typer.Option(..., "--data", help="eval parquet (e.g. runs/synth/eval.parquet)"),
-    mode: list[str] = typer.Option(["parallel"], "--mode", help="parallel | sequential | none (repeatable)"),
+    mode: list[str] = typer.Option(None, "--mode", help="parallel | sequential | none (repeatable; default eval.modes)"),
     compare: bool = typer.Option(False, "--compare", help="Run all three modes on the same samples"),
-    nframes: int = typer.Option(64, "--nframes", help="Overview frames"),
+    nframes: int | None = typer.Option(None, "--nframes", help="Overview frames (default eval.nframes)"),
     out: Path = typer.Option(Path("runs/eval"), "--out"),
-    limit: int | None = typer.Option(None, "--limit"),
-    workers: int = typer.Option(4, "--workers"),
-    max_new_tokens: int = typer.Option(512, "--max-new-tokens"),
+    limit: int | None = typer.Option(None, "--limit", help="First N samples (default eval.limit)"),
+    workers: int | None = typer.Option(None, "--workers", help="Concurrent episodes (default eval.workers)"),
+    max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="Per main turn (default sampling.max_new_tokens)"),
     processor: str | None = typer.Option(None, "--processor", help="Processor dir (with a URL model)"),
-    config: Path | None = typer.Option(None, "--config", help="YAML with video/rollout/reward settings"),
+    config: Path | None = typer.Option(None, "--config", help="YAML: model/video/rollout/reward/eval settings"),
 ) -> None:
-    """Evaluate; resumes by skipping finished ids in OUT/results.jsonl."""
+    """Evaluate; resumes by skipping finished ids in OUT/results.jsonl. Flags override the config."""
     from paravt import config as cfgmod
     from paravt.agent import EpisodeSettings
     from paravt.eval.runner import evaluate, open_backend
     from paravt.rewards import RewardWeights
     from paravt.rl.loop import load_episode_inputs
 
-    modes = ["parallel", "sequential", "none"] if compare else mode
-    bad = [m for m in modes if m not in ("parallel", "sequential", "none")]
+    try:
+        cfg = cfgmod.load(config) if config else TrainConfig()
+    except ParavtError as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+    ev, m = cfg.eval, cfg.model
+    modes = ["parallel", "sequential", "none"] if compare else (mode or list(ev.modes))
+    bad = [x for x in modes if x not in ("parallel", "sequential", "none")]
     if bad:
         console.print(f"[red]--mode {bad} must be parallel, sequential or none[/red]")
         raise typer.Exit(2)
-    try:
-        cfg = cfgmod.load(config) if config else TrainConfig()
+    if max_new_tokens is not None:
         cfg.sampling.max_new_tokens = max_new_tokens
-        samples = load_episode_inputs(data, nframes=nframes, limit=limit)
-        backend = open_backend(model, processor_dir=processor, tools=cfg.rollout.tools,
-                               tool_server_url=cfg.rollout.tool_server_url)
+    try:
+        samples = load_episode_inputs(data, nframes=ev.nframes if nframes is None else nframes,
+                                      limit=limit or ev.limit)
+        backend = open_backend(model, processor_dir=processor, device=m.device, tools=cfg.rollout.tools,
+                               tool_server_url=cfg.rollout.tool_server_url, timeout_s=m.request_timeout_s,
+                               max_retries=m.max_retries, max_concurrency=m.max_concurrency,
+                               served_model_name=m.served_model_name)
     except (ParavtError, ValueError, OSError) as err:
         console.print(f"[red]{err}[/red]")
         raise typer.Exit(2) from None
-    settings = EpisodeSettings.from_config(cfg, temperature=cfg.eval.temperature)
-    metrics = evaluate(samples, backend, settings, modes=modes, out=out, workers=workers,
-                       weights=RewardWeights.from_config(cfg.reward))
+    r = cfg.reward
+    backend.judge_url, backend.judge_model, backend.judge_timeout_s = r.judge_url, r.judge_model, r.judge_timeout_s
+    settings = EpisodeSettings.from_config(cfg, temperature=ev.temperature)
+    metrics = evaluate(samples, backend, settings, modes=modes, out=out, workers=workers or ev.workers,
+                       weights=RewardWeights.from_config(r))
     print_modes_table(metrics, modes)
     console.print(f"results: {out}/results.jsonl   metrics: {out}/metrics.json")
 

@@ -19,6 +19,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_episode
+from paravt.agent.judging import judge_overrides
 from paravt.eval.metrics import compute_metrics
 from paravt.eval.results import CallRow, ResultRow, TokenRow, TranscriptTurn, append_result, finished_ids, load_results
 from paravt.models.base import Generator
@@ -32,6 +33,9 @@ class Backend:
     generator: Generator
     codec: ChatCodec
     tools: Any
+    judge_url: str | None = None  # optional LLM judge of open-ended answers (OpenAI-compatible)
+    judge_model: str | None = None
+    judge_timeout_s: float = 30.0
 
 
 def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("crop_video",),
@@ -67,9 +71,9 @@ def open_remote(url: str, *, processor_dir: str | None, toolset: Any, timeout_s:
     return Backend(gen, ChatCodec(processor), toolset)
 
 
-def result_row(res: EpisodeResult, mode: str, weights: RewardWeights) -> ResultRow:
+def result_row(res: EpisodeResult, mode: str, weights: RewardWeights, acc_override: float | None = None) -> ResultRow:
     inp = res.input
-    b = episode_reward(res, weights)
+    b = episode_reward(res, weights, acc_override)
     calls = tuple(CallRow(c.name or "?", c.start, c.end, c.ok, c.error, c.summary) for c in res.calls)
     transcript = [TranscriptTurn("assistant", t.text) for t in res.main.turns]
     for sub in res.subs:
@@ -99,7 +103,9 @@ async def _run_mode(samples: Sequence[EpisodeInput], mode: str, backend: Backend
         async with sem:
             res = await run_episode(s, generator=backend.generator, codec=backend.codec, settings=mode_settings,
                                     tools=backend.tools, episode_id=f"{mode}-{s.id}")
-        append_result(out / "results.jsonl", result_row(res, mode, weights))
+            (override,), _ = await judge_overrides([res], url=backend.judge_url, model=backend.judge_model,
+                                                   timeout_s=backend.judge_timeout_s)
+        append_result(out / "results.jsonl", result_row(res, mode, weights, override))
         if progress is not None and task is not None:
             progress.update(task, advance=1)
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_group
+from paravt.agent.judging import judge_overrides
 from paravt.config import TrainConfig
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rewards.metrics import RolloutRecord, aggregate
@@ -94,9 +95,9 @@ class GRPOTrainer:
         n_prompts = math.ceil(rl.oversample * rl.prompts_per_step)
         picks = self.cursor.take(len(self.prompts), n_prompts, rl.seed)
         inputs, groups = self._expand(picks)
-        results = asyncio.run(self._rollout(inputs, step))
+        results, overrides, judge_counts = asyncio.run(self._rollout(inputs, step))
         t1 = time.perf_counter()
-        rewards = [self._reward(r) for r in results]
+        rewards = [episode_reward(r, self.weights, o) for r, o in zip(results, overrides, strict=True)]
         t2 = time.perf_counter()
         kept, drop_counts = self._filter(groups, [b.reward for b in rewards], results)
         items = self._items(results, rewards, groups, kept)
@@ -111,7 +112,7 @@ class GRPOTrainer:
             log.warning("step %d: mean |recomputed − sampling| logprob %.4f > %.4f: the trainer and the sampler "
                         "disagree (dtype, attention kernel or a processing mismatch)", step,
                         stats.logprob_mismatch, rl.logprob_mismatch_warn)
-        metrics = {**aggregate(records), **stats.to_metrics(), **drop_counts,
+        metrics = {**aggregate(records), **stats.to_metrics(), **drop_counts, **judge_counts,
                    "groups/kept": float(len(kept)), "time/rollout": t1 - t0, "time/reward": t2 - t1,
                    "time/update": t3 - t2, "lr": self.s.optimizer.param_groups[0]["lr"],
                    "tokens/input_per_rollout": _mean([r.tokens.total_input for r in results]),
@@ -132,16 +133,19 @@ class GRPOTrainer:
             inputs.extend(base.with_nframes(n) for _ in range(rl.group_size))
         return inputs, groups
 
-    async def _rollout(self, inputs: list[EpisodeInput], step: int) -> list[EpisodeResult]:
+    async def _rollout(self, inputs: list[EpisodeInput], step: int
+                       ) -> tuple[list[EpisodeResult], list[float | None], dict[str, float]]:
+        """G rollouts of every prompt, concurrently; then the optional LLM judge on open-ended ones."""
         ids = [f"s{step}-e{i}" for i in range(len(inputs))]
         seed = hash_seed(self.cfg.rl.seed, step)  # every request derives its own seed from this
         settings = replace(self.settings, sampling=replace(self.settings.sampling, seed=seed),
                            sub_sampling=replace(self.settings.sub_sampling, seed=seed))
-        return await run_group(inputs, generator=self.s.generator, codec=self.s.codec, settings=settings,
-                               tools=self.s.tools, episode_ids=ids)
-
-    def _reward(self, r: EpisodeResult) -> RewardBreakdown:
-        return episode_reward(r, self.weights)
+        results = await run_group(inputs, generator=self.s.generator, codec=self.s.codec, settings=settings,
+                                  tools=self.s.tools, episode_ids=ids)
+        r = self.cfg.reward
+        overrides, counts = await judge_overrides(results, url=r.judge_url, model=r.judge_model,
+                                                  timeout_s=r.judge_timeout_s)
+        return results, overrides, counts
 
     def _filter(self, groups: dict[str, list[int]], rewards: list[float], results: list[EpisodeResult]
                 ) -> tuple[list[str], dict[str, float]]:
