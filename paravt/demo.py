@@ -125,18 +125,23 @@ def _evaluate_all(out: Path, cfg: TrainConfig, p: DemoPreset) -> dict[str, dict]
 
 
 def _print_summary(summary: dict[str, dict]) -> None:
-    t = Table(title="demo: held-out ParaVT-Synth (measured in this run)")
-    for col in ("model", "mode", "n", "score", "MCQ acc", "mIoU", "F1", "calls/rollout", "tokens in", "tool-nec. score"):
-        t.add_column(col)
+    n = next((d["summary"]["n"] for m in summary.values() for d in m.get("by_mode", {}).values()), 0)
+    t = Table(title=f"demo: {n} held-out ParaVT-Synth questions per row (measured in this run)")
+    for col in ("model", "mode", "score", "MCQ", "mIoU", "F1", "format", "calls", "tokens in", "score nec.",
+                "score unnec."):
+        t.add_column(col, no_wrap=True)
     for name, m in summary.items():
         for mode, d in m.get("by_mode", {}).items():
             s = d["summary"]
-            nec = d.get("by_tool_necessary", {}).get("necessary", {}).get("score")
-            t.add_row(name, mode, str(s.get("n")), *(_f(s.get(k)) for k in ("score", "mcq_acc", "tvg_miou", "oe_f1",
-                                                                              "mean_calls")),
-                      _f(s.get("tokens", {}).get("total_input")), _f(nec))
-    console.print(t)
+            nec = d.get("by_tool_necessary", {})
+            t.add_row(name, mode, *(_f(s.get(k)) for k in ("score", "mcq_acc", "tvg_miou", "oe_f1", "format_reward",
+                                                            "mean_calls")),
+                      _f(s.get("tokens", {}).get("total_input"), 0), _f(nec.get("necessary", {}).get("score")),
+                      _f(nec.get("unnecessary", {}).get("score")))
+    Console(width=max(console.width, 120)).print(t)
+    console.print("score = mean accuracy reward (MCQ match, IoU, F1); nec./unnec. = prompts whose needle the "
+                  "overview misses / shows (the Tool Necessity Gap); format = mean R_fmt (max 1.35).")
 
 
-def _f(v: object) -> str:
-    return "-" if v is None else (f"{v:.3f}" if isinstance(v, float) else str(v))
+def _f(v: object, digits: int = 2) -> str:
+    return "-" if v is None else (f"{v:.{digits}f}" if isinstance(v, float) else str(v))

@@ -65,6 +65,7 @@ def summarize(rows: Sequence[ResultRow]) -> dict[str, Any]:
         **_task_metrics(rows),
         "mean_calls": fmean(r.n_calls for r in rows),
         "skip_tool_rate": fmean(1.0 if r.n_calls == 0 else 0.0 for r in rows),
+        "format_reward": _mean([r.format_reward for r in rows if r.format_reward is not None]),
         "call_ok_rate": _mean([1.0 if c.ok else 0.0 for c in calls]),
         "tokens": _token_metrics(rows),
         "latency_s": fmean(r.latency_s for r in rows),

@@ -119,13 +119,14 @@ class EvalTableRow:
     calls: float | None
     tokens: float | None  # main + sub input tokens per rollout
     latency_s: float | None
+    format_reward: float | None = None  # mean R_fmt (held-out format reward)
 
 
 EVAL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("run", "model / run"), ("mode", "mode"), ("n", "n"), ("mcq_acc", "MCQ acc"), ("tvg_miou", "mIoU"),
     ("tvg_r05", "R@0.5"), ("oe_f1", "F1"), ("acc_necessary", "acc tool-nec."),
-    ("acc_unnecessary", "acc tool-unnec."), ("calls", "calls / rollout"), ("tokens", "tokens / rollout"),
-    ("latency_s", "latency (s)"),
+    ("acc_unnecessary", "acc tool-unnec."), ("format_reward", "format R"), ("calls", "calls / rollout"),
+    ("tokens", "tokens / rollout"), ("latency_s", "latency (s)"),
 )
 
 
@@ -142,7 +143,7 @@ def eval_table(metrics_by_run: Mapping[str, Mapping[str, Any]]) -> list[EvalTabl
                 acc_necessary=nec.get("necessary", {}).get("score"),
                 acc_unnecessary=nec.get("unnecessary", {}).get("score"),
                 calls=s.get("mean_calls"), tokens=(s.get("tokens") or {}).get("total_input"),
-                latency_s=s.get("latency_s"),
+                latency_s=s.get("latency_s"), format_reward=s.get("format_reward"),
             ))
     return out
 

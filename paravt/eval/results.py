@@ -81,6 +81,7 @@ class ResultRow:
     latency_s: float = 0.0
     end_reason: str = "answer"
     tool_necessary: bool | None = None
+    format_reward: float | None = None  # R_fmt of the rollout (base + λ_anchor · anchor), DESIGN §4
     transcript: tuple[TranscriptTurn, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,6 +112,7 @@ class ResultRow:
                 latency_s=float(d.get("latency_s") or 0.0),
                 end_reason=str(d.get("end_reason", "answer")),
                 tool_necessary=None if d.get("tool_necessary") is None else bool(d["tool_necessary"]),
+                format_reward=None if d.get("format_reward") is None else float(d["format_reward"]),
                 transcript=tuple(TranscriptTurn(**t) for t in d.get("transcript") or ()),
             )
         except (KeyError, TypeError, ValueError) as e:

@@ -87,7 +87,7 @@ def result_row(res: EpisodeResult, mode: str, weights: RewardWeights, acc_overri
         calls=calls, n_calls=len(calls),
         tokens=TokenRow(t.main_visual, t.main_text, t.sub_visual, t.sub_text, t.generated),
         latency_s=res.latency_s, end_reason=res.end_reason,
-        tool_necessary=inp.meta.get("tool_necessary"), transcript=tuple(transcript),
+        tool_necessary=inp.meta.get("tool_necessary"), transcript=tuple(transcript), format_reward=b.format,
     )
 
 

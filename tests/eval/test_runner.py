@@ -37,6 +37,7 @@ def test_eval_writes_a_row_per_sample_and_mode_and_resumes_by_id(samples, tiny_q
     rows = load_results(out / "results.jsonl")
     assert sorted((r.id, r.mode) for r in rows) == sorted((s.id, m) for s in samples[:2] for m in ("parallel", "none"))
     assert all(r.nframes == 4 and r.tokens.main_visual > 0 and r.transcript for r in rows)
+    assert all(r.format_reward is not None and r.format_reward <= 1.35 for r in rows)
     # a rerun over more samples only runs the new ids
     metrics = evaluate(samples, backend, SETTINGS, modes=["parallel", "none"], out=out, progress=False)
     rows = load_results(out / "results.jsonl")
