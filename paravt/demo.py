@@ -103,7 +103,7 @@ def run_demo(out: Path, *, quick: bool = False) -> Path:
     summary = _evaluate_all(out, cfg, p)
     report = build_report([out], out / "report.html")
     _print_summary(summary)
-    console.print(f"[bold green]report:[/bold green] {report}")
+    console.print(f"[bold green]report:[/bold green] {report}", soft_wrap=True)
     return report
 
 

@@ -33,4 +33,4 @@ def test_quick_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> No
     html = (out / "report.html").read_text()
     HTMLParser().feed(html)  # parses
     assert html.count("data:image/png;base64,") >= 2
-    assert "demo: held-out ParaVT-Synth" in proc.stdout and str(out / "report.html") in proc.stdout
+    assert "held-out ParaVT-Synth questions" in proc.stdout and str(out / "report.html") in proc.stdout
