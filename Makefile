@@ -22,6 +22,8 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/video_decode.py
 	$(PY) benchmarks/dispatch.py
+	$(PY) benchmarks/train_step.py
+	$(PY) benchmarks/tool_server_load.py
 
 clean:
 	rm -rf runs .pytest_cache
