@@ -6,6 +6,10 @@ videos → report.html.
 
 Two presets: the default (minutes on 2 cores) and ``quick`` (used by the test suite; tiny numbers,
 the point is that every stage runs and writes what the report reads).
+
+Re-running with the same ``--out`` continues: a stage whose output is complete is skipped (the
+synthetic set, the base model, each trained model) and the evals resume by sample id. Delete the
+folder to start over.
 """
 
 from __future__ import annotations
@@ -80,15 +84,18 @@ def run_demo(out: Path, *, quick: bool = False) -> Path:
     p = PRESETS["quick" if quick else "default"]
     out.mkdir(parents=True, exist_ok=True)
     console.rule("[bold]1/5 ParaVT-Synth")
-    build(out / "synth", videos=p.train_videos, eval_videos=p.eval_videos, seed=0)
+    if _todo(out / "synth" / "manifest.json"):
+        build(out / "synth", videos=p.train_videos, eval_videos=p.eval_videos, seed=0)
     console.rule("[bold]2/5 tiny Qwen3-VL model")
-    build_tiny("qwen3_vl", p.model_size, out / "base")
+    if _todo(out / "base" / "config.json"):
+        build_tiny("qwen3_vl", p.model_size, out / "base")
     cfg = demo_config(out, p)
 
     console.rule("[bold]3/5 SFT cold start")
     sft = cfg.model_copy(deep=True)
     sft.out_dir, sft.data, sft.model.path = str(out / "sft"), str(out / "synth" / "sft.parquet"), str(out / "base")
-    run_training(sft, kind="sft")
+    if _todo(out / "sft" / "model" / "config.json"):
+        run_training(sft, kind="sft")
 
     console.rule("[bold]4/5 PARA-GRPO and vanilla GRPO from the SFT checkpoint")
     for name, para in (("paragrpo", True), ("vanilla_grpo", False)):
@@ -97,7 +104,8 @@ def run_demo(out: Path, *, quick: bool = False) -> Path:
         rl.reward.anchor = para
         rl.rollout.think_prefix = para
         rl.rl.gating.enabled = para
-        run_training(rl, kind="rl")
+        if _todo(out / name / "model" / "config.json"):
+            run_training(rl, kind="rl")
 
     console.rule("[bold]5/5 eval on held-out videos + report")
     summary = _evaluate_all(out, cfg, p)
@@ -105,6 +113,14 @@ def run_demo(out: Path, *, quick: bool = False) -> Path:
     _print_summary(summary)
     console.print(f"[bold green]report:[/bold green] {report}", soft_wrap=True)
     return report
+
+
+def _todo(done_marker: Path) -> bool:
+    """False (and say so) when a previous run already finished this stage."""
+    if done_marker.exists():
+        console.print(f"[dim]done already ({done_marker.parent}); skipped[/dim]")
+        return False
+    return True
 
 
 def _evaluate_all(out: Path, cfg: TrainConfig, p: DemoPreset) -> dict[str, dict]:

@@ -34,3 +34,10 @@ def test_quick_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> No
     HTMLParser().feed(html)  # parses
     assert html.count("data:image/png;base64,") >= 2
     assert "held-out ParaVT-Synth questions" in proc.stdout and str(out / "report.html") in proc.stdout
+    # a second run continues: every finished stage is skipped, evals resume (nothing left to run)
+    before = (out / "paragrpo" / "train_log.jsonl").read_text()
+    again = subprocess.run([sys.executable, "-m", "paravt.cli", "demo", "--quick", "--out", str(out)],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.count("skipped") == 5
+    assert (out / "paragrpo" / "train_log.jsonl").read_text() == before
