@@ -41,7 +41,7 @@ class DemoPreset:
 
 
 PRESETS = {
-    "default": DemoPreset(train_videos=48, eval_videos=8, model_size="s", sft_steps=600, rl_steps=30, group_size=4,
+    "default": DemoPreset(train_videos=120, eval_videos=8, model_size="s", sft_steps=800, rl_steps=30, group_size=4,
                           prompts_per_step=2, eval_limit=24, max_new_tokens=384, sub_max_new_tokens=48,
                           eval_nframes=8),
     "quick": DemoPreset(train_videos=6, eval_videos=2, model_size="xs", sft_steps=8, rl_steps=2, group_size=2,
