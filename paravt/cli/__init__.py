@@ -37,4 +37,15 @@ app.add_typer(data_cmd.app, name="data")
 
 
 def main() -> None:  # pragma: no cover - console entry
+    _quiet_libraries()
     app()
+
+
+def _quiet_libraries() -> None:
+    """Our own rich progress bars are the output; hide transformers' per-file load/save bars."""
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+    except ImportError:  # pragma: no cover
+        pass

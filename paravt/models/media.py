@@ -10,6 +10,7 @@ equals the frames' sampling rate.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,10 @@ from paravt.errors import ModelError
 from paravt.video.types import Frames
 
 _MS = 1000.0
+
+# Decoded frames come out of the video cache read-only; the processors only read them, so torch's
+# "non-writable array" warning is noise here (copying every frame to silence it would cost memory).
+warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning)
 
 
 def sampling_rate(frames: Frames) -> float:
