@@ -84,18 +84,21 @@ def run_demo(out: Path, *, quick: bool = False) -> Path:
     p = PRESETS["quick" if quick else "default"]
     out.mkdir(parents=True, exist_ok=True)
     console.rule("[bold]1/5 ParaVT-Synth")
-    if _todo(out / "synth" / "manifest.json"):
+    if _todo(out / "synth"):
         build(out / "synth", videos=p.train_videos, eval_videos=p.eval_videos, seed=0)
+        _done(out / "synth")
     console.rule("[bold]2/5 tiny Qwen3-VL model")
-    if _todo(out / "base" / "config.json"):
+    if _todo(out / "base"):
         build_tiny("qwen3_vl", p.model_size, out / "base")
+        _done(out / "base")
     cfg = demo_config(out, p)
 
     console.rule("[bold]3/5 SFT cold start")
     sft = cfg.model_copy(deep=True)
     sft.out_dir, sft.data, sft.model.path = str(out / "sft"), str(out / "synth" / "sft.parquet"), str(out / "base")
-    if _todo(out / "sft" / "model" / "config.json"):
-        run_training(sft, kind="sft")
+    if _todo(out / "sft"):
+        run_training(sft, kind="sft", resume=True)  # continues from a checkpoint when one exists
+        _done(out / "sft")
 
     console.rule("[bold]4/5 PARA-GRPO and vanilla GRPO from the SFT checkpoint")
     for name, para in (("paragrpo", True), ("vanilla_grpo", False)):
@@ -104,8 +107,9 @@ def run_demo(out: Path, *, quick: bool = False) -> Path:
         rl.reward.anchor = para
         rl.rollout.think_prefix = para
         rl.rl.gating.enabled = para
-        if _todo(out / name / "model" / "config.json"):
-            run_training(rl, kind="rl")
+        if _todo(out / name):
+            run_training(rl, kind="rl", resume=True)
+            _done(out / name)
 
     console.rule("[bold]5/5 eval on held-out videos + report")
     summary = _evaluate_all(out, cfg, p)
@@ -115,12 +119,19 @@ def run_demo(out: Path, *, quick: bool = False) -> Path:
     return report
 
 
-def _todo(done_marker: Path) -> bool:
+_DONE = ".demo-stage-done"  # written after a stage's last file, so a half-written stage is redone
+
+
+def _todo(stage: Path) -> bool:
     """False (and say so) when a previous run already finished this stage."""
-    if done_marker.exists():
-        console.print(f"[dim]done already ({done_marker.parent}); skipped[/dim]")
+    if (stage / _DONE).exists():
+        console.print(f"[dim]done already ({stage}); skipped[/dim]")
         return False
     return True
+
+
+def _done(stage: Path) -> None:
+    (stage / _DONE).write_text("ok\n")
 
 
 def _evaluate_all(out: Path, cfg: TrainConfig, p: DemoPreset) -> dict[str, dict]:

@@ -71,6 +71,7 @@ class EpisodeResult:
     tokens: TokenCounts
     latency_s: float
     error: str | None = None
+    backend_errors: int = 0  # inference-backend failures (main or sub-agent), not model behaviour
 
     @property
     def end_reason(self) -> EndReason:
@@ -110,6 +111,7 @@ class _Run:
     error: str | None = None
     ctx: ToolContext | None = None  # one per episode: budgets (frame_select) persist across turns
     n_sub_issued: int = 0  # sub-agent indices handed out so far (1-based indices, never reused)
+    backend_errors: int = 0
 
     def __post_init__(self) -> None:
         self.main = TrajectoryBuilder(self.episode_id, "main", 0)
@@ -207,7 +209,7 @@ class _Run:
             input=self.inp, main=self.main.freeze(end), subs=tuple(self.subs), completion=completion,
             answer=extract_answer(completion) if completion else None, calls=tuple(self.calls),
             n_successful_calls=ok_calls, tokens=self.tally.freeze(), latency_s=time.perf_counter() - t0,
-            error=self.error,
+            error=self.error, backend_errors=self.backend_errors,
         )
 
     async def _loop(self, info: VideoInfo | None) -> EndReason:
@@ -222,6 +224,7 @@ class _Run:
             self.texts.append(text)
             if out.finish_reason == "error":
                 self.error = out.error
+                self.backend_errors += 1
                 self.main.turns.append(TurnRecord(text, "error", latency_s=time.perf_counter() - t0))
                 self.main.add_context(self.codec.close_turn(()))
                 return "error"
@@ -230,7 +233,8 @@ class _Run:
             parsed = parse_calls(text, execute_tool_code=s.execute_tool_code).calls
             stop = self._stop_reason(out, bool(parsed), turn)
             records, fits = ([], True) if stop else await self._act(turn, parsed, info)
-            self.main.turns.append(TurnRecord(text, out.finish_reason, tuple(records), time.perf_counter() - t0,
+            kept = tuple(records) if fits else ()  # a rolled-back tool turn leaves no trace
+            self.main.turns.append(TurnRecord(text, out.finish_reason, kept, time.perf_counter() - t0,
                                               n_prompt, visual, len(out.token_ids)))
             if stop:
                 return stop
@@ -303,6 +307,7 @@ class _Run:
         self.n_sub_issued += len(jobs)  # indices stay unique even when a sub-agent fails
         out, subs = list(obs), []
         for job, res in zip(jobs, results, strict=True):
+            self.backend_errors += res.backend_error
             if res.trajectory is not None:
                 subs.append(res.trajectory)
                 visual = count_vision_tokens(self.codec, res.trajectory.ids[: res.trajectory.prompt_len])

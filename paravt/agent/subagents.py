@@ -34,6 +34,7 @@ class SubagentResult:
     summary: str
     trajectory: Trajectory | None
     error: str | None = None
+    backend_error: bool = False  # the inference backend failed (a timeout is not: it is data)
 
 
 def _builder(job: SubagentCall, question: str, codec: ChatCodec, episode_id: str, index: int,
@@ -70,7 +71,7 @@ async def run_subagents(
     results = []
     for (b, _), out in zip(built, outs, strict=True):
         if out.finish_reason == "error":
-            results.append(SubagentResult("", None, f"sub-agent failed: {out.error}"))
+            results.append(SubagentResult("", None, f"sub-agent failed: {out.error}", backend_error=True))
             continue
         b.add_sampled(out.token_ids, out.logprobs)
         b.add_context(codec.close_turn(out.token_ids))

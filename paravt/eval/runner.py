@@ -92,24 +92,30 @@ def result_row(res: EpisodeResult, mode: str, weights: RewardWeights, acc_overri
 
 
 async def _run_mode(samples: Sequence[EpisodeInput], mode: str, backend: Backend, settings: EpisodeSettings,
-                    out: Path, workers: int, weights: RewardWeights, progress: Progress | None) -> None:
+                    out: Path, workers: int, weights: RewardWeights, progress: Progress | None
+                    ) -> dict[str, float]:
+    """Run the mode's unfinished samples; return the judge counters of this call (empty without one)."""
     done = finished_ids(out / "results.jsonl", mode)
     todo = [s for s in samples if s.id not in done]
     sem = asyncio.Semaphore(workers)
     task = progress.add_task(f"eval {mode}", total=len(samples), completed=len(samples) - len(todo)) if progress else None
     mode_settings = replace(settings, mode=mode)  # type: ignore[arg-type]
+    judged: dict[str, float] = {}
 
     async def one(s: EpisodeInput) -> None:
         async with sem:
             res = await run_episode(s, generator=backend.generator, codec=backend.codec, settings=mode_settings,
                                     tools=backend.tools, episode_id=f"{mode}-{s.id}")
-            (override,), _ = await judge_overrides([res], url=backend.judge_url, model=backend.judge_model,
-                                                   timeout_s=backend.judge_timeout_s)
+            (override,), counts = await judge_overrides([res], url=backend.judge_url, model=backend.judge_model,
+                                                        timeout_s=backend.judge_timeout_s)
+        for k, v in counts.items():
+            judged[k] = judged.get(k, 0.0) + v
         append_result(out / "results.jsonl", result_row(res, mode, weights, override))
         if progress is not None and task is not None:
             progress.update(task, advance=1)
 
     await asyncio.gather(*(one(s) for s in todo))
+    return judged
 
 
 def evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: EpisodeSettings, *, modes: Sequence[str],
@@ -119,9 +125,14 @@ def evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: Episod
     w = weights or RewardWeights()
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    disable=not progress)
+    judge: dict[str, dict[str, float]] = {}
     with bar:
         for mode in modes:
-            asyncio.run(_run_mode(samples, mode, backend, settings, out, workers, w, bar))
+            counts = asyncio.run(_run_mode(samples, mode, backend, settings, out, workers, w, bar))
+            if counts:
+                judge[mode] = counts
     metrics = compute_metrics(load_results(out / "results.jsonl"))
+    if judge:  # open-ended scores of these rows came from the LLM judge; fallbacks to F1 counted
+        metrics["judge"] = judge
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=float))
     return metrics

@@ -5,7 +5,9 @@ Keys of ``aggregate`` (all floats; means over the records unless said otherwise)
 - ``n``: number of records;
 - ``f_tau``: mean R_fmt (the format reward) — at the sampling temperature when the records are
   the training rollouts;
-- ``kappa``: mean number of tool calls per rollout (``RolloutRecord.n_calls``);
+- ``kappa``: mean number of tool calls per rollout (``RolloutRecord.n_calls``; the trainer passes
+  None, so it counts the calls the model WROTE, well-formed or not run; eval's ``mean_calls``
+  counts the calls that were recorded as run or rejected);
 - ``closed/think``, ``closed/tool_call``, ``closed/answer``: fraction of rollouts with a
   correctly closed first ``<think>``, a closed and JSON-parseable ``<tool_call>``, a closed
   ``<answer>``;
@@ -34,7 +36,7 @@ class RolloutRecord:
     breakdown: RewardBreakdown
     task: str
     n_frames: int | None = None  # gated overview budget of the rollout's group
-    n_calls: int | None = None  # tool calls executed in the episode (None: breakdown.n_calls)
+    n_calls: int | None = None  # tool calls of the episode; None: the calls the model wrote (breakdown.n_calls)
     subagent_latency_s: float | None = None  # mean latency of this rollout's sub-agent calls
     tokens: Mapping[str, int] = field(default_factory=dict)  # e.g. {"main_text": 120, "visual": 512}
 

@@ -208,6 +208,7 @@ def test_subagent_indices_stay_unique_when_one_fails(video: str, codec: ChatCode
                                   tools=build_toolset(["crop_video"])))
     assert [s.index for s in res.subs] == [1, 3, 4, 5, 6]  # index 2 failed and is never reused
     assert [c.ok for c in res.calls[:3]] == [True, False, True] and "boom" in (res.calls[1].error or "")
+    assert res.backend_errors == 1  # the trainer drops this group: a crash is not a training signal
 
 
 def test_rolled_back_tool_turn_trains_no_subagent_and_counts_no_call(video: str, codec: ChatCodec) -> None:

@@ -40,3 +40,17 @@ def test_judge_scores_open_ended_episodes_and_leaves_the_rest(server, video: str
     assert episode_reward(oe_exact, RewardWeights(), overrides[1]).acc == 1.0
     none, empty = asyncio.run(judge_overrides([oe], url=None, model=None, timeout_s=5))
     assert none == [None] and empty == {}
+
+
+def test_eval_records_judge_counts_per_mode(server, video: str, tiny_qwen3_dir: str, tmp_path: Path) -> None:
+    from paravt.eval.runner import Backend, evaluate
+
+    url, _ = server
+    codec = ChatCodec(load_processor(tiny_qwen3_dir))
+    said = [render_answer("Looked.", "red flash", with_open_think=False)] * 2
+    backend = Backend(ScriptedGenerator(codec, said), codec, build_toolset(["crop_video"]), judge_url=url)
+    samples = [EpisodeInput(f"q{i}", video, "What happens?", "oe", "red flash", None, 4) for i in range(2)]
+    settings = EpisodeSettings(sampling=SamplingParams(temperature=0.0, max_new_tokens=32))
+    metrics = evaluate(samples, backend, settings, modes=["none"], out=tmp_path / "ev", progress=False)
+    assert metrics["judge"] == {"none": {"judge/n": 2.0, "judge/judged": 2.0, "judge/fallback_f1": 0.0}}
+    assert metrics["summary"]["oe_f1"] == 1.0

@@ -29,6 +29,7 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, Trajectory, episode_reward, run_episode
+from paravt.agent.judging import judge_overrides
 from paravt.config import TrainConfig, load
 from paravt.integrations.verl.data import episode_fields
 from paravt.integrations.verl.generator import MM_PROCESSOR_KWARGS, VerlServerGenerator, verl_multi_modal_data
@@ -128,7 +129,10 @@ class ParavtAgentLoop(AgentLoopBase):
                                         backend=str(self.rollout_config.name), base_params=base)
         result = await run_episode(inp, generator=generator, codec=self.codec,
                                    settings=self._settings(sampling_params), episode_id=episode_id, tools=self.tools)
-        reward = episode_reward(result, self.weights)
+        r = self.cfg.reward  # same reward as the local trainer: the LLM judge when configured
+        (override,), _ = await judge_overrides([result], url=r.judge_url, model=r.judge_model,
+                                               timeout_s=r.judge_timeout_s)
+        reward = episode_reward(result, self.weights, override)
         outputs = episode_outputs(result, reward, train_subagents=self.cfg.rollout.train_subagents)
         # a turn's calls share one dispatch: count each turn's latency once
         outputs[-1].metrics.tool_calls = float(sum({c.turn: c.latency_s for c in result.calls}.values()))
