@@ -306,6 +306,11 @@ def _section(anchor: str, title: str, body: str) -> str:
 def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS) -> str:
     """The report page for already discovered runs."""
     logs = {t.name: t.log for t in found.train if t.log}
+    # RL and SFT runs differ in length by 10-100x: plot them on their own axes
+    rl_logs = {t.name: t.log for t in found.train if t.log and t.kind != "sft"}
+    sft_logs = {t.name: t.log for t in found.train if t.log and t.kind == "sft"}
+    curves = "".join(_figure_section(lambda lg=lg: plots.training_curves_figure(lg), alt)
+                     for lg, alt in ((rl_logs, "RL training curves"), (sft_logs, "SFT training curves")) if lg)
     mets = {e.name: e.metrics for e in found.evals if e.metrics}
     all_rows = [r for e in found.evals for r in e.rows]
     runs_list = "".join(f"<li>train ({html.escape(t.kind)}): <b>{html.escape(t.name)}</b> — {len(t.log)} steps "
@@ -315,8 +320,7 @@ def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS) -> str
     by_n = plots.accuracy_by_n(mets) or plots.train_accuracy_by_n(logs)
     sections = [
         _section("runs", "Runs", f"<ul>{runs_list or '<li>none found</li>'}</ul>"),
-        _section("training", "Training curves", _figure_section(lambda: plots.training_curves_figure(logs), "training curves")
-                 if logs else '<p class="muted">No training logs found.</p>'),
+        _section("training", "Training curves", curves or '<p class="muted">No training logs found.</p>'),
         _section("eval", "Eval table of modes", _eval_table_html(found.evals)),
         _section("acc-by-n", "Accuracy by gated n", _figure_section(lambda: plots.accuracy_by_n_figure(by_n), "accuracy by n")),
         _section("tokens", "Input tokens per rollout vs K (DESIGN §7)",

@@ -76,7 +76,7 @@ def test_report_is_self_contained_with_sections_numbers_and_images(demo: Path, t
     assert f"{par['tokens']['total_input']:,.0f}" in page.cells
     assert page.cells.count("sequential") == 2
     alts = [alt for alt, _ in page.imgs]
-    assert {"training curves", "accuracy by n", "tokens vs K"} <= set(alts)
+    assert {"RL training curves", "SFT training curves", "accuracy by n", "tokens vs K"} <= set(alts)
     assert sum(a.startswith("timeline of") for a in alts) == 4
     assert any(a.startswith("frames of window") for a in alts)  # real mp4 → contact sheets
     assert alts.count("overview frames") == 4
