@@ -45,7 +45,7 @@ from rich.table import Table
 
 from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
 from paravt.agent.subagents import SubagentCall, run_subagents
-from paravt.eval.results import ResultRow, TokenRow
+from paravt.eval.results import ResultRow
 from paravt.eval.tokens import fit_token_budget, t_par, t_seq
 from paravt.models.base import GenOutput, GenRequest, SamplingParams
 from paravt.models.hf import HFGenerator
@@ -179,11 +179,10 @@ def measure_tokens(hf: HFGenerator, video: str, sub_sampling: SamplingParams, ov
             res = asyncio.run(run_episode(inp, generator=ScriptedMain(hf, _script(mode, k)), codec=hf.codec,
                                           settings=settings, episode_id=f"{mode}-{k}", tools=tools))
             assert res.n_successful_calls == k and res.answer == "red", (mode, k, res.calls)
-            t = res.tokens
             rows.append(ResultRow(id=f"{mode}-{k}", mode=mode, task="oe", subset="bench", nframes=overview,
                                   video=video, duration=probe(video).duration, question=QUESTION, options=None,
                                   answer="red", prediction=res.answer, score=1.0, correct=True, n_calls=k,
-                                  tokens=TokenRow(t.main_visual, t.main_text, t.sub_visual, t.sub_text, t.generated)))
+                                  tokens=res.tokens))
     return rows
 
 

@@ -198,8 +198,6 @@ class TrainConfig(_Strict):
 
     @model_validator(mode="after")
     def _cross_field(self) -> TrainConfig:
-        if self.rollout.mode == "none" and self.rollout.tools:
-            pass  # tools are simply unused in direct mode
         if self.video.overview_nframes == 0 and self.rollout.mode == "none":
             raise ValueError("video.overview_nframes=0 with rollout.mode='none' shows the model nothing; set overview_nframes > 0 or use a tool mode")
         return self

@@ -1,10 +1,10 @@
 """The agent: token-level trajectories and episodes (DESIGN §2–3)."""
 
-from paravt.agent.episode import EpisodeResult, TokenCounts, episode_reward, run_episode, run_group
+from paravt.agent.episode import EpisodeResult, episode_reward, run_episode, run_group
 from paravt.agent.settings import EpisodeInput, EpisodeSettings
 from paravt.agent.trajectory import CallRecord, Trajectory, TrajectoryBuilder, TurnRecord
 
 __all__ = [
-    "CallRecord", "EpisodeInput", "EpisodeResult", "EpisodeSettings", "TokenCounts", "Trajectory",
+    "CallRecord", "EpisodeInput", "EpisodeResult", "EpisodeSettings", "Trajectory",
     "TrajectoryBuilder", "TurnRecord", "episode_reward", "run_episode", "run_group",
 ]

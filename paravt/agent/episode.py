@@ -18,16 +18,16 @@ the context is rolled back and the episode ends with reason ``length`` (vision s
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from paravt.agent.settings import EpisodeInput, EpisodeSettings
+from paravt.agent.settings import EpisodeInput, EpisodeSettings, derive_seed
 from paravt.agent.trajectory import CallRecord, EndReason, Trajectory, TrajectoryBuilder, TurnRecord
 from paravt.agent.subagents import SubagentCall, run_subagents
 from paravt.errors import VideoError
+from paravt.eval.results import TokenRow
 from paravt.models.base import ChatMessage, GenOutput, GenRequest, Generator, SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.protocol import prompts, tags
@@ -39,26 +39,6 @@ from paravt.video import probe, sample_frames
 from paravt.video.types import Frames, VideoInfo
 
 
-@dataclass(frozen=True)
-class TokenCounts:
-    """Input tokens summed over every generation request of the rollout (DESIGN §7), split by
-    agent and by kind, plus all generated tokens."""
-
-    main_visual: int = 0
-    main_text: int = 0
-    sub_visual: int = 0
-    sub_text: int = 0
-    generated: int = 0
-
-    @property
-    def total_input(self) -> int:
-        return self.main_visual + self.main_text + self.sub_visual + self.sub_text
-
-    def to_json(self) -> dict[str, int]:
-        return {"main_visual": self.main_visual, "main_text": self.main_text, "sub_visual": self.sub_visual,
-                "sub_text": self.sub_text, "generated": self.generated}
-
-
 @dataclass(frozen=True, eq=False)
 class EpisodeResult:
     input: EpisodeInput
@@ -68,7 +48,7 @@ class EpisodeResult:
     answer: str | None
     calls: tuple[CallRecord, ...]
     n_successful_calls: int
-    tokens: TokenCounts
+    tokens: TokenRow  # input tokens summed over every generation request (DESIGN §7), generated tokens
     latency_s: float
     error: str | None = None
     backend_errors: int = 0  # inference-backend failures (main or sub-agent), not model behaviour
@@ -90,8 +70,8 @@ class _Tally:
     sub_text: int = 0
     generated: int = 0
 
-    def freeze(self) -> TokenCounts:
-        return TokenCounts(self.main_visual, self.main_text, self.sub_visual, self.sub_text, self.generated)
+    def freeze(self) -> TokenRow:
+        return TokenRow(self.main_visual, self.main_text, self.sub_visual, self.sub_text, self.generated)
 
 
 @dataclass
@@ -335,16 +315,6 @@ class _Run:
             records.append(CallRecord(turn, i, call.name, start, end, o.error is None, o.error,
                                       o.text, latency))
         return lines, videos, records
-
-
-def derive_seed(sp: SamplingParams, *parts: object) -> SamplingParams:
-    """A request's own seed from the run's base seed and where the request stands (episode id,
-    agent, turn): stable across processes (blake2b, never the salted ``hash``), so rollouts are
-    reproducible whatever batches the backend forms. No base seed → no seed."""
-    if sp.seed is None:
-        return sp
-    digest = hashlib.blake2b(repr((sp.seed, *parts)).encode(), digest_size=8).digest()
-    return replace(sp, seed=int.from_bytes(digest, "little") >> 1)
 
 
 def _with_max(sp: SamplingParams, n: int) -> SamplingParams:

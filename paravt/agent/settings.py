@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -64,3 +66,13 @@ class EpisodeSettings:
             subagent_timeout_s=r.subagent_timeout_s, prompt_version=r.prompt_version,
             prompt_style=r.prompt_style,
         )
+
+
+def derive_seed(sp: SamplingParams, *parts: object) -> SamplingParams:
+    """A request's own seed from the run's base seed and where the request stands (episode id,
+    agent, turn): stable across processes (blake2b, never the salted ``hash``), so rollouts are
+    reproducible whatever batches the backend forms. No base seed → no seed."""
+    if sp.seed is None:
+        return sp
+    digest = hashlib.blake2b(repr((sp.seed, *parts)).encode(), digest_size=8).digest()
+    return replace(sp, seed=int.from_bytes(digest, "little") >> 1)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from paravt.agent.settings import derive_seed
 from paravt.agent.trajectory import Trajectory, TrajectoryBuilder, TurnRecord
 from paravt.models.base import ChatMessage, GenRequest, Generator, SamplingParams
 from paravt.models.chat import ChatCodec
@@ -58,8 +59,6 @@ async def run_subagents(
 ) -> list[SubagentResult]:
     """Generate every job's summary in one batched request; failures are per job, as data."""
     built = [_builder(j, question, codec, episode_id, first_index + n, version) for n, j in enumerate(jobs)]
-    from paravt.agent.episode import derive_seed
-
     reqs = [GenRequest(tuple(b.ids), msgs, tuple(b.videos), (), derive_seed(sampling, episode_id, "sub", b.index))
             for b, msgs in built]
     t0 = time.perf_counter()

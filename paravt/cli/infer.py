@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
@@ -77,7 +78,7 @@ def episode_json(res: "EpisodeResult") -> dict:
         "turns": [t.text for t in res.main.turns],
         "calls": [c.to_json() for c in res.calls],
         "subagents": [{"index": s.index, "text": s.turns[0].text if s.turns else ""} for s in res.subs],
-        "tokens": res.tokens.to_json(), "latency_s": res.latency_s,
+        "tokens": asdict(res.tokens), "latency_s": res.latency_s,
     }
 
 

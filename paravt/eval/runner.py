@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_episode
 from paravt.agent.judging import judge_overrides
 from paravt.eval.metrics import compute_metrics
-from paravt.eval.results import CallRow, ResultRow, TokenRow, TranscriptTurn, append_result, finished_ids, load_results
+from paravt.eval.results import CallRow, ResultRow, TranscriptTurn, append_result, finished_ids, load_results
 from paravt.models.base import Generator
 from paravt.models.chat import ChatCodec
 from paravt.rewards import RewardWeights
@@ -78,14 +78,13 @@ def result_row(res: EpisodeResult, mode: str, weights: RewardWeights, acc_overri
     transcript = [TranscriptTurn("assistant", t.text) for t in res.main.turns]
     for sub in res.subs:
         transcript.extend(TranscriptTurn(f"sub[{sub.index}]", t.text) for t in sub.turns)
-    t = res.tokens
     return ResultRow(
         id=inp.id, mode=mode, task=inp.task, subset=str(inp.meta.get("subset", "")), nframes=inp.nframes,
         video=inp.video, duration=float(inp.meta.get("duration") or 0.0), question=inp.question,
         options=inp.options, answer=inp.answer, prediction=res.answer, score=float(b.acc),
         correct=b.acc >= CORRECT_THRESHOLD,  # MCQ match, IoU ≥ 0.5, F1 ≥ 0.5
         calls=calls, n_calls=len(calls),
-        tokens=TokenRow(t.main_visual, t.main_text, t.sub_visual, t.sub_text, t.generated),
+        tokens=res.tokens,
         latency_s=res.latency_s, end_reason=res.end_reason,
         tool_necessary=inp.meta.get("tool_necessary"), transcript=tuple(transcript), format_reward=b.format,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from paravt.video.types import Frames
 
@@ -72,6 +72,3 @@ class Generator(Protocol):
 
     async def aclose(self) -> None: ...
 
-
-def describe(obj: Any) -> str:
-    return type(obj).__name__

@@ -27,7 +27,7 @@ import logging
 import math
 import random
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 
@@ -185,7 +185,7 @@ def rollout_record(r: EpisodeResult, b: RewardBreakdown) -> RolloutRecord:
     over the sub-agents that returned (a timed-out request has no trajectory)."""
     sub_latency = [s.turns[0].latency_s for s in r.subs if s.turns]
     return RolloutRecord(b, task=r.input.task, n_frames=r.input.nframes, n_calls=None,
-                         subagent_latency_s=_mean(sub_latency) if sub_latency else None, tokens=r.tokens.to_json())
+                         subagent_latency_s=_mean(sub_latency) if sub_latency else None, tokens=asdict(r.tokens))
 
 
 def hash_seed(seed: int, step: int) -> int:
