@@ -10,23 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from paravt.agent.episode import EpisodeResult
+from paravt.rewards.judge import JudgeItem, judge_where_given
 
 
 async def judge_overrides(results: Sequence[EpisodeResult], *, url: str | None, model: str | None,
                           timeout_s: float) -> tuple[list[float | None], dict[str, float]]:
     """Per-episode R_acc overrides (None: not open-ended or no judge) and judge counters."""
-    if url is None:
-        return [None] * len(results), {}
-    from paravt.rewards.judge import JudgeItem, LLMJudge
-
-    oe = [i for i, r in enumerate(results) if r.input.task == "oe"]
-    if not oe:
-        return [None] * len(results), {}
-    items = [JudgeItem(results[i].input.question, results[i].input.answer, results[i].answer) for i in oe]
-    async with LLMJudge(url, model, timeout_s=timeout_s) as judge:
-        res = await judge.score(items)
-    out: list[float | None] = [None] * len(results)
-    for i, score in zip(oe, res.scores, strict=True):
-        out[i] = score
-    st = res.stats
-    return out, {"judge/n": float(st.n), "judge/judged": float(st.n_judged), "judge/fallback_f1": float(st.n_fallback)}
+    items = [JudgeItem(r.input.question, r.input.answer, r.answer) if r.input.task == "oe" else None
+             for r in results]
+    return await judge_where_given(items, url=url, model=model, timeout_s=timeout_s)

@@ -1,15 +1,20 @@
 """`paravt score --in FILE.jsonl [--config C.yaml] [--summary]`: score completions offline.
 
 Input line: ``{"completion": str, "task": "mcq"|"tvg"|"oe", "answer": str, "options": [str]?,
-"prefix": str?, "successful_calls": int?}``. Output (stdout, one JSON line per input line, same
+"prefix": str?, "successful_calls": int?, "question": str?}``. Output (stdout, one JSON line per input line, same
 order): ``{"reward", "acc", "format", "format_base", "anchor", "tool", "answer", "degenerate",
 "closed": {"think", "tool_call", "answer"}, "tool_code", "n_calls"}``; a bad line gives
 ``{"error": "..."}`` and the rest continue. ``--summary`` prints the aggregated metrics table on
 stderr (stdout stays JSON lines). Exit 0 unless the file or the config cannot be read.
+
+Open-ended rows are scored like training and eval score them: token F1, or, when the config sets
+``reward.judge_url``, the LLM judge (one batched pass over all open-ended rows; ``question`` is
+shown to the judge when given; the judged / F1-fallback counts go to the summary).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -19,9 +24,12 @@ from rich.console import Console
 from rich.table import Table
 
 from paravt import config as cfgmod
+from paravt.config import RewardConfig
 from paravt.errors import ConfigError, ParavtError
 from paravt.protocol import tags as T
+from paravt.protocol.answer import extract_answer
 from paravt.rewards.composite import RewardBreakdown, RewardWeights, compute_reward
+from paravt.rewards.judge import JudgeItem, judge_where_given
 from paravt.rewards.metrics import RolloutRecord, aggregate
 
 _TASKS = ("mcq", "tvg", "oe")
@@ -35,27 +43,46 @@ def score(
     """Score completions with the PARA-GRPO reward; one JSON line out per line in."""
     err = Console(stderr=True)
     try:
-        weights = RewardWeights.from_config(cfgmod.load(config).reward) if config else RewardWeights()
+        reward_cfg = cfgmod.load(config).reward if config else RewardConfig()
         lines = in_file.read_text(encoding="utf-8").splitlines()
     except (ConfigError, OSError, UnicodeDecodeError) as exc:
         err.print(f"[red]cannot score {in_file}: {exc}[/red]")
         raise typer.Exit(2) from None
-    records: list[RolloutRecord] = []
+    weights = RewardWeights.from_config(reward_cfg)
+    rows: list[dict[str, Any] | str] = []  # a parsed row, or the error of its line
     for line in lines:
-        if not line.strip():
+        if line.strip():
+            try:
+                rows.append(_row(line))
+            except ValueError as exc:
+                rows.append(str(exc))
+    overrides, judge_counts = asyncio.run(judge_where_given(
+        _judge_items(rows), url=reward_cfg.judge_url, model=reward_cfg.judge_model,
+        timeout_s=reward_cfg.judge_timeout_s))
+    records: list[RolloutRecord] = []
+    for row, acc in zip(rows, overrides, strict=True):
+        if isinstance(row, str):
+            typer.echo(json.dumps({"error": row}))
             continue
         try:
-            row = _row(line)
             b = compute_reward(row["completion"], task=row["task"], answer=row["answer"],
                                options=row.get("options"), prefix=row.get("prefix", T.THINK_PREFIX),
-                               successful_calls=row.get("successful_calls"), weights=weights)
+                               successful_calls=row.get("successful_calls"), weights=weights,
+                               acc_override=acc)
         except (ValueError, ParavtError) as exc:
             typer.echo(json.dumps({"error": str(exc)}))
             continue
         records.append(RolloutRecord(breakdown=b, task=row["task"]))
         typer.echo(json.dumps(output_line(b), ensure_ascii=False))
     if summary:
-        err.print(_table(aggregate(records)))
+        err.print(_table({**aggregate(records), **judge_counts}))
+
+
+def _judge_items(rows: list[dict[str, Any] | str]) -> list[JudgeItem | None]:
+    """What the judge sees of each open-ended row (None for every other line)."""
+    return [JudgeItem(str(r.get("question", "")), str(r["answer"]),
+                      extract_answer(r.get("prefix", T.THINK_PREFIX) + r["completion"]))
+            if isinstance(r, dict) and r["task"] == "oe" else None for r in rows]
 
 
 def output_line(b: RewardBreakdown) -> dict[str, Any]:
@@ -86,8 +113,9 @@ def _row(line: str) -> dict[str, Any]:
     opts = row.get("options")
     if opts is not None and not (isinstance(opts, list) and all(isinstance(o, str) for o in opts)):
         raise ValueError('"options" must be a list of strings')
-    if not isinstance(row.get("prefix", ""), str):
-        raise ValueError('"prefix" must be a string')
+    for key in ("prefix", "question"):
+        if not isinstance(row.get(key, ""), str):
+            raise ValueError(f'"{key}" must be a string')
     calls = row.get("successful_calls")
     if calls is not None and (isinstance(calls, bool) or not isinstance(calls, int) or calls < 0):
         raise ValueError('"successful_calls" must be a non-negative integer')

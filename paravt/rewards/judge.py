@@ -42,6 +42,10 @@ class JudgeStats:
     n_retries: int  # extra attempts made
     n_empty: int  # missing predictions (0 without a request)
 
+    def as_metrics(self) -> dict[str, float]:
+        return {"judge/n": float(self.n), "judge/judged": float(self.n_judged),
+                "judge/fallback_f1": float(self.n_fallback)}
+
 
 @dataclass(frozen=True)
 class JudgeResult:
@@ -119,6 +123,21 @@ class LLMJudge:
             return str(resp.json()["choices"][0]["message"]["content"])
         except (ValueError, KeyError, IndexError, TypeError):
             return ""
+
+
+async def judge_where_given(items: Sequence[JudgeItem | None], *, url: str | None, model: str | None,
+                            timeout_s: float) -> tuple[list[float | None], dict[str, float]]:
+    """The judge's score of every given item (None where the item is None, or with no ``url``) and
+    the judge counters; one batched pass. The scoring path of train, eval, verl and ``paravt score``."""
+    out: list[float | None] = [None] * len(items)
+    asked = [i for i, it in enumerate(items) if it is not None]
+    if url is None or not asked:
+        return out, {}
+    async with LLMJudge(url, model, timeout_s=timeout_s) as judge:
+        res = await judge.score([it for it in items if it is not None])
+    for i, value in zip(asked, res.scores, strict=True):
+        out[i] = value
+    return out, res.stats.as_metrics()
 
 
 def parse_judge_reply(text: str) -> float | None:
