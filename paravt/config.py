@@ -134,6 +134,7 @@ class SFTConfig(_Strict):
     seed: int = 0
     save_every: int = Field(100, ge=1)
     include_subagent_rows: bool = True
+    mask_think_prefix: bool = Field(False, description="Put the assistant turns' leading '<think>\\n' into the prompt (mask 0) instead of training it. Off: SFT teaches the whole format and the think prefix stays an RL-time constraint [paper].")
 
 
 class EvalConfig(_Strict):

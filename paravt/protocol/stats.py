@@ -11,18 +11,20 @@ Definitions (each flag is used by exactly one reward term or metric, named in br
 - ``think_chars`` [base +0.2 when >= 10]: length of the stripped content of the first think
   block (to its ``</think>``, or to the next tag / the end when unclosed).
 - ``think_first`` [base +0.3]: think precedes the first tool call: a ``<think>`` … ``</think>``
-  pair occurs before the first ``<tool_call>``. Without a ``<tool_call>`` it is False (paper:
-  "+0.3 for correct think→tool ordering"; the authors' ``think_before_tool`` is False without a
-  call), so a well-formed direct answer earns less format than well-formed tool use.
-  ``<tool_code>`` is not a tool call here (it is the reversion the metrics count).
+  pair occurs before the first ``<tool_call>``, and at least one call is closed and parseable
+  (``n_tool_call_ok``). Without a parseable call it is False (paper: "+0.3 for correct think→tool
+  ordering"; the authors' ``think_before_tool`` is False without one), so a well-formed direct
+  answer earns less format than well-formed tool use and an empty ``<tool_call></tool_call>``
+  earns nothing. ``<tool_code>`` is not a tool call here (it is the reversion the metrics count).
 - ``answer_opened`` [base +0.3, gated by ``answer_filled``]: an ``<answer>`` tag is present.
 - ``answer_closed`` [base +0.2 gated by ``answer_filled``, closure metric]: the last
   ``<answer>`` is followed by ``</answer>`` as the next protocol tag.
 - ``answer_filled``: the body of the last ``<answer>`` (to its next tag, or the end) holds
   non-whitespace text. ``<answer></answer>`` earns no answer credit and no flow bonus (the
   empty-tag exploit; the authors gate answer credit the same way).
-- ``balanced`` [base +0.1]: for each pair think, tool_call, answer, tool_code, tool_response the
-  occurrences alternate open, close, open, close … and end closed (zero occurrences is balanced).
+- ``balanced`` [base +0.1]: at least one protocol tag is present and, for each pair think,
+  tool_call, answer, tool_code, tool_response, the occurrences alternate open, close, open, close …
+  and end closed (zero occurrences of a pair is balanced; text with no tag at all is not).
 - ``flow`` [anchor +beta]: the think/answer tags, read in order and ignoring tool tags, are one or
   more ``<think></think>`` pairs followed by exactly one ``<answer></answer>``, and that answer
   is filled (``answer_filled``).
@@ -89,11 +91,11 @@ def format_stats(text: str) -> FormatStats:
         think_closed=_next_is(names, T.THINK_OPEN, T.THINK_CLOSE, first=True),
         think_unclosed=_last_unclosed(names),
         think_chars=_think_chars(text, tags),
-        think_first=_think_first(names),
+        think_first=ok > 0 and _think_first(names),
         answer_opened=T.ANSWER_OPEN in names,
         answer_closed=_next_is(names, T.ANSWER_OPEN, T.ANSWER_CLOSE, first=False),
         answer_filled=filled,
-        balanced=all(_alternates(names, o, c) for o, c in _PAIRS),
+        balanced=any(n in T.PROTOCOL_TAGS for n in names) and all(_alternates(names, o, c) for o, c in _PAIRS),
         flow=filled and _flow(names),
         n_tool_call=parsed.n_tool_call,
         n_tool_call_ok=ok,

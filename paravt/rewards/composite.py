@@ -96,20 +96,30 @@ class RewardBreakdown:
 _REFERENCE = RewardWeights()  # the default weights: the f_tau yardstick
 
 
+def _substantive(stats: FormatStats) -> bool:
+    """The first think holds >= ``THINK_MIN_CHARS`` characters. The think-ordering and anchor
+    bonuses need it: otherwise a forced ``<think>\\n`` closed at once (``<think></think>``)
+    would collect them with no thinking at all (the authors gate them the same way)."""
+    return stats.think_chars >= THINK_MIN_CHARS
+
+
 def base_format_reward(stats: FormatStats, *, cap: float = BASE_CAP) -> float:
     """R_base, capped at ``cap``. Answer credit needs a non-empty answer (``answer_filled``)."""
-    filled = stats.answer_filled
-    raw = (BASE_THINK * (stats.think_chars >= THINK_MIN_CHARS)
+    filled, thought = stats.answer_filled, _substantive(stats)
+    raw = (BASE_THINK * thought
            + BASE_ANSWER_OPEN * (stats.answer_opened and filled)
            + BASE_ANSWER_CLOSE * (stats.answer_closed and filled)
-           + BASE_THINK_FIRST * stats.think_first
+           + BASE_THINK_FIRST * (stats.think_first and thought)
            + BASE_BALANCED * stats.balanced)
     return min(raw, cap)
 
 
 def anchor_reward(stats: FormatStats, *, alpha: float, beta: float, gamma: float) -> float:
-    """R_anchor = alpha [think closed] + beta [flow] - gamma [think unclosed]."""
-    return alpha * stats.think_closed + beta * stats.flow - gamma * stats.think_unclosed
+    """R_anchor = alpha [think closed] + beta [flow] - gamma [think unclosed]; alpha and beta
+    only for a substantive think (``_substantive``)."""
+    thought = _substantive(stats)
+    return (alpha * (stats.think_closed and thought) + beta * (stats.flow and thought)
+            - gamma * stats.think_unclosed)
 
 
 def tool_reward(stats: FormatStats, *, mode: ToolMode, bonus: float, correct: bool,

@@ -135,3 +135,18 @@ def test_degenerate_output_earns_nothing_but_keeps_the_bias() -> None:
 def test_acc_override_replaces_the_accuracy() -> None:
     b = compute_reward(GOOD, task="oe", answer="something else", weights=W, acc_override=0.5)
     assert b.acc == 0.5 and b.reward == pytest.approx(0.5 + 1.15 - 0.2)
+
+
+def test_empty_think_and_empty_call_earn_no_ordering_or_anchor() -> None:
+    # found by the differential run against the authors' reward (both exploits of a forced prefix)
+    empty_think = compute_reward("</think>" + render_crop_call(0, 5), task="mcq", answer="A", weights=W)
+    # <think></think>: no think credit, no think_first, no alpha; the call still parses; balanced 0.1
+    assert (empty_think.format_base, empty_think.anchor) == (pytest.approx(0.1), 0.0)
+    empty_call = compute_reward("A reasonable thought here.</think><tool_call></tool_call><answer>B</answer>",
+                                task="mcq", answer="A", weights=W)
+    # think 0.2 + answer 0.3 + 0.2 + balanced 0.1 = 0.8: the empty call buys no think_first
+    assert empty_call.format_base == pytest.approx(0.8)
+
+
+def test_text_without_any_tag_is_not_balanced() -> None:
+    assert compute_reward("just B", task="mcq", answer="B", weights=W, prefix="").format_base == 0.0
