@@ -184,7 +184,7 @@ def rollout_record(r: EpisodeResult, b: RewardBreakdown) -> RolloutRecord:
     parsed count), also those on a last turn that were never run. Sub-agent latency is the mean
     over the sub-agents that returned (a timed-out request has no trajectory)."""
     sub_latency = [s.turns[0].latency_s for s in r.subs if s.turns]
-    return RolloutRecord(b, task=r.input.task, n_frames=r.input.nframes, n_calls=None,
+    return RolloutRecord(b, task=r.input.task, n_frames=r.input.nframes,
                          subagent_latency_s=_mean(sub_latency) if sub_latency else None, tokens=asdict(r.tokens))
 
 
