@@ -327,13 +327,14 @@ class _Run:
         records: list[CallRecord] = []
         for i, (call, o) in enumerate(zip(calls, obs, strict=True), start=1):
             start, end = o.window if o.window else (call.window or (None, None))
+            text = tags.defuse_media_markers(o.text)  # observation text is data (see ChatCodec)
             if o.error is not None:
-                body = f"error: {o.error}"
+                body = f"error: {tags.defuse_media_markers(o.error)}"
             elif o.frames is not None:
                 videos.append(o.frames)
-                body = tags.with_media_marker(o.text)
+                body = tags.with_media_marker(text)
             else:
-                body = o.text
+                body = text
             lines.append(tags.render_result_line(i, start, end, body))
             records.append(CallRecord(turn, i, call.name, start, end, o.error is None, o.error,
                                       o.text, latency))

@@ -60,6 +60,20 @@ def render_result_line(index: int, start: float | None, end: float | None, text:
     return f"[{index}]{window}: {text.strip()}"
 
 
+MEDIA_MARKERS = ("<video>", "<image>")
+#: Invisible character that splits a marker or control-token text so that nothing parses it.
+WORD_JOINER = "\u2060"
+
+
+def defuse_media_markers(text: str) -> str:
+    """Observation text (tool output, an error quoting the model) with its ``<video>`` /
+    ``<image>`` written with a word joiner after ``<``: only the marker the episode appends for real frames
+    is a placeholder, so a tool cannot claim media that do not exist."""
+    for marker in MEDIA_MARKERS:
+        text = text.replace(marker, "<" + WORD_JOINER + marker[1:])
+    return text
+
+
 def with_media_marker(text: str) -> str:
     """Body of a result line whose frames are shown inline: the observation text, then ONE
     ``<video>`` marker (the episode and the oracle's sequential traces both write it this way)."""
@@ -118,6 +132,18 @@ def strip_observations(text: str) -> str:
     return _OBSERVATION_RE.sub(
         lambda m: TOOL_RESPONSE_OPEN + (TOOL_RESPONSE_CLOSE if m.group().endswith(TOOL_RESPONSE_CLOSE)
                                         else ""), text)
+
+
+#: ``<`` that starts a chat control token (``<|im_start|>``, ``<|eot_id|>``, …) or a protocol tag.
+_CONTROL_START_RE = re.compile(r"<(?=\||" + "|".join(re.escape(t[1:]) for t in PROTOCOL_TAGS) + ")")
+
+
+def defuse_control_text(text: str) -> str:
+    """Untrusted text (tool output, a model's prediction) for a CHAT API whose server tokenizes it
+    (an OpenAI-compatible backend, the LLM judge): a word joiner (U+2060, invisible) after every
+    ``<`` that starts a control token or protocol tag, so the server's tokenizer cannot read it as
+    one. Token-level encoding does not need this: ``ChatCodec`` encodes such text as plain tokens."""
+    return _CONTROL_START_RE.sub("<" + WORD_JOINER, text)
 
 
 def find_tags(text: str) -> list[tuple[int, str]]:
