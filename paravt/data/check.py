@@ -7,7 +7,7 @@ Rules (a row fails when any fires; each violation names its rule):
   output, training data must not teach them), the tool is ``crop_video`` (or ``frame_select`` in a
   sequential trace: EVA-style rows), and it is closed.
 - ``window``: ``start_time`` and ``end_time`` are numbers with 0 ≤ start < end ≤ duration.
-- ``duplicate``: no window is called twice in one trace.
+- ``duplicate``: no window is called twice in one trace (``frame_select``: no identical call twice).
 - ``budget`` (the EVA reflector's rules): the frames a call gets — `paravt.video.frame_count` at
   the call's ``fps`` (default the crop tool's 1 fps) capped by its ``num_frames``/``max_frames``
   (default 16) — must be ≥ ``min_frames`` (floor 4: a crop that yields fewer frames cannot show
@@ -75,6 +75,7 @@ class Call:
     start: float | None
     end: float | None
     raw: str
+    tool: str = "crop_video"
 
 
 def _strict_calls(text: str, row: str, out: list[Violation],
@@ -99,7 +100,7 @@ def _strict_calls(text: str, row: str, out: list[Violation],
         args = obj["arguments"]
         s, e = args.get("start_time"), args.get("end_time")
         ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (s, e))
-        calls.append(Call(float(s) if ok else None, float(e) if ok else None, body))
+        calls.append(Call(float(s) if ok else None, float(e) if ok else None, body, str(obj["name"])))
         if obj["name"] == "frame_select":
             _rate(args, row, out)
         else:
@@ -141,7 +142,8 @@ def _check_windows(calls: Sequence[Call], duration: float, row: str, seen: set, 
             continue
         if not 0 <= c.start < c.end <= duration + 1e-6:
             out.append(Violation(row, "window", f"window {c.start:g}-{c.end:g} s not inside [0, {duration:g}] with start < end"))
-        key = (round(c.start, 3), round(c.end, 3))
+        # a frame_select rescan of a window at another density or resolution is not a repeat (EVA)
+        key = (round(c.start, 3), round(c.end, 3)) + ((c.raw,) if c.tool == "frame_select" else ())
         if key in seen:
             out.append(Violation(row, "duplicate", f"window {c.start:g}-{c.end:g} s called twice"))
         seen.add(key)

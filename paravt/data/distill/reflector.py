@@ -12,8 +12,9 @@ sees the previous one's output); ``fired`` names the ones that changed something
 2. ``dense_repeat``: the proposal samples densely (≥ `DENSE_FPS`) a segment that an earlier call
    already sampled densely (their overlap is ≥ half of the proposal) → widen instead: the window
    is doubled around its centre (clamped to the video), frames unchanged;
-3. ``low_budget``: visual budget ``nframes × resize`` < `MIN_BUDGET` (15) → raise ``nframes``
-   up to the 1 fps cap, then ``resize`` up to 1.0;
+3. ``low_budget``: visual budget ``nframes × resize`` (frames counted after the 1 fps cap) <
+   `MIN_BUDGET` (15) → raise ``nframes`` to 15 (within the cap), then ``resize`` (up to 1.0) so
+   that the capped frames reach the budget; a window shorter than 15 s cannot, it gets resize 1;
 4. ``fps_cap``: more than 1 frame per second of window → ``nframes = max(1, ⌊end − start⌋)``.
 """
 
@@ -93,10 +94,11 @@ def reflect(proposal: FrameCall, history: Sequence[FrameCall], *, duration: floa
         if (s, e) != (c.start, c.end):
             c = replace(c, start=s, end=e)
             fired.append("dense_repeat")
-    if c.budget < MIN_BUDGET:
-        n = max(c.nframes, min(_fps_cap(c), math.ceil(MIN_BUDGET / c.resize)))
-        r = c.resize if n * c.resize >= MIN_BUDGET else min(1.0, math.ceil(100 * MIN_BUDGET / n - 1e-9) / 100)
-        new = replace(c, nframes=n, resize=max(r, c.resize))
+    cap = _fps_cap(c)
+    if min(c.nframes, cap) * c.resize < MIN_BUDGET:
+        n = max(c.nframes, min(cap, math.ceil(MIN_BUDGET)))
+        r = max(c.resize, min(1.0, math.ceil(100 * MIN_BUDGET / min(n, cap) - 1e-9) / 100))
+        new = replace(c, nframes=n, resize=r)
         if new != c:
             c = new
             fired.append("low_budget")
