@@ -12,6 +12,7 @@ bank examples in EVA system prompts).
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import threading
@@ -46,6 +47,7 @@ class State:
     bank_examples_seen: int = 0
     summaries: int = 0
     cleanups: int = 0
+    reflections: int = 0
 
 
 def key(duration: float, question: str) -> tuple[str, str]:
@@ -122,7 +124,7 @@ def make_app(state: State, *, role: str = "primary") -> FastAPI:
         state.requests += 1
         if state.failed < state.fail_first:
             state.failed += 1
-            return JSONResponse({"error": "rate limited"}, status_code=429)
+            return JSONResponse({"error": "rate limited"}, status_code=429 if state.fail_first < 100 else 500)
         msgs = body["messages"]
         state.images.append(_images(msgs))
         return JSONResponse(_reply(state, msgs, role))
@@ -132,6 +134,15 @@ def make_app(state: State, *, role: str = "primary") -> FastAPI:
 
 def _reply(state: State, msgs: list[dict[str, Any]], role: str) -> dict[str, Any]:
     system, first = _text(msgs[0]["content"]), _text(msgs[-1]["content"]) if len(msgs) == 1 else ""
+    if first.startswith("You audit"):
+        state.reflections += 1
+        proposal = json.loads(first.rsplit("\n\n", 1)[1])["proposal"]
+        if proposal["end_time"] - proposal["start_time"] > 40:
+            return _completion("NO_CHANGE")
+        # widen a zoom to 40 s around its centre, 1 frame per 2 s at full resolution
+        c = (proposal["start_time"] + proposal["end_time"]) / 2
+        text = json.dumps({"start_time": max(0, c - 20), "end_time": c + 20, "nframes": 20, "resize": 1.0})
+        return _completion(text)
     if first.startswith("Rewrite the text below"):
         state.cleanups += 1
         s, e = re.search(r"from (\S+) to (\S+)</tool_call>", first).groups()
@@ -152,6 +163,10 @@ def _reply(state: State, msgs: list[dict[str, Any]], role: str) -> dict[str, Any
             text = _eva(state.scripts[k], n)
         else:
             text = _main(state.scripts[k], n)
+    return _completion(text)
+
+
+def _completion(text: str) -> dict[str, Any]:
     usage = {"prompt_tokens": 100, "completion_tokens": len(text.split()), "total_tokens": 100 + len(text.split())}
     return {"id": "x", "object": "chat.completion", "model": "scripted",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],

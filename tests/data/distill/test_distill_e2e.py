@@ -146,3 +146,35 @@ def test_eva_pipeline_reflects_calls_and_fills_the_bank(synth: Path, tmp_path: P
     res = runner.invoke(cli, ["data", "check", str(out / "sft.parquet")])
     assert res.exit_code == 0, res.output
     assert pq.read_table(out / "sft.parquet").num_rows == 4
+
+
+def test_eva_llm_reflector_corrects_after_the_rules(synth: Path, tmp_path: Path) -> None:
+    rows = _rows(synth)[:1]
+    scripts = {k: Script(s.answer, s.needle, s.duration) for k, s in _scripts(rows).items()}
+    teacher, reflector = State(scripts), State(scripts)
+    write_rows(tmp_path / "qa.parquet", rows)
+    with RunningServer(make_app(teacher)) as p, RunningServer(make_app(reflector)) as r:
+        report = _distill(["--data", str(tmp_path / "qa.parquet"), "--root", str(synth), "--pipeline", "eva",
+                           "--teacher", p.url, "--teacher-model", "t", "--reflector", r.url, "--reflector-model", "r",
+                           "--out", str(tmp_path / "o"), "--set", "max_turns=4"])
+    assert reflector.reflections == 3 and report["reflector"]["llm"] == 1 and report["accepted"] == 1
+    (row,) = read_rows(tmp_path / "o" / "sft.parquet")
+    zoom = json.loads(row.messages[6].text.split(T.TOOL_CALL_OPEN)[1].split(T.TOOL_CALL_CLOSE)[0])["arguments"]
+    assert zoom["end_time"] - zoom["start_time"] == 40 and zoom["nframes"] == 20 and zoom["resize"] == 1.0
+
+
+def test_rows_whose_teachers_fail_are_errors_and_are_retried_on_resume(synth: Path, tmp_path: Path) -> None:
+    rows = _rows(synth)[:2]
+    scripts = {k: Script(s.answer, s.needle, s.duration) for k, s in _scripts(rows).items()}
+    write_rows(tmp_path / "qa.parquet", rows)
+    args = ["--data", str(tmp_path / "qa.parquet"), "--root", str(synth), "--teacher-model", "t",
+            "--out", str(tmp_path / "o"), "--set", "max_retries=1", "--set", "backoff_s=0.01"]
+    down = State(scripts, fail_first=1000)
+    with RunningServer(make_app(down)) as p:
+        failed = _distill([*args, "--teacher", p.url])
+    assert failed["errored"] == 2 and failed["accepted"] == 0 and failed["teacher_errors"]["primary"] == 2
+    assert down.requests == 4  # one try + one retry per row
+    with RunningServer(make_app(State(scripts))) as p:
+        again = _distill([*args, "--teacher", p.url])
+    assert again["skipped_finished"] == 0 and again["accepted"] == 2 and again["errored"] == 0
+    assert again["teacher_errors"]["primary"] == 2  # the report keeps the failed attempts
