@@ -207,15 +207,13 @@ def distill_cmd(
     from paravt.errors import ConfigError
 
     try:
-        cfg = cfgmod.load(config, cfgmod.DistillConfig, set_) if config else cfgmod.DistillConfig()
-        if not config and set_:
-            raw: dict = {}
-            for item in set_:
-                cfgmod.apply_override(raw, item)
-            cfg = cfgmod.validate(cfgmod.DistillConfig, raw, "--set")
-        updates = {k: v for k, v in {"pipeline": pipeline, "workers": workers}.items() if v is not None}
-        cfg = cfgmod.validate(cfgmod.DistillConfig, {**cfg.model_dump(), **updates,
-                                                      **({"keep_incorrect": True} if keep_incorrect else {})}, "options")
+        raw: dict = cfgmod.load(config, cfgmod.DistillConfig).model_dump() if config else {}
+        for item in set_:
+            cfgmod.apply_override(raw, item)
+        raw.update({k: v for k, v in {"pipeline": pipeline, "workers": workers}.items() if v is not None})
+        if keep_incorrect:
+            raw["keep_incorrect"] = True
+        cfg = cfgmod.validate(cfgmod.DistillConfig, raw, config or "options")
         for url, model, flag in ((fallback, fallback_model, "--fallback"), (reflector, reflector_model, "--reflector")):
             if (url is None) != (model is None):
                 raise ConfigError(f"{flag} and {flag}-model go together; give both or neither")

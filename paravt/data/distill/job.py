@@ -21,7 +21,6 @@ from paravt.data.schema import Part, Row, SFTRow, TextPart, VideoPart
 from paravt.errors import DataError
 from paravt.protocol import tags as T
 from paravt.tools.base import Observation, ToolContext
-from paravt.tools.toolset import LocalToolSet
 from paravt.video import probe, sample_frames
 from paravt.video.types import Frames, VideoInfo
 
@@ -97,10 +96,6 @@ def tool_context(job: RowJob, *, crop_max_frames: int, crop_fps: float, crop_max
                  size_factor: int) -> ToolContext:
     return ToolContext(episode_id=job.row.id, video=job.video, info=job.info, crop_max_frames=crop_max_frames,
                        crop_fps=crop_fps, crop_max_pixels=crop_max_pixels, size_factor=size_factor)
-
-
-async def run_tool(tools: LocalToolSet, ctx: ToolContext, name: str, args: dict) -> Observation:
-    return await tools.run_one(ctx, name, args)
 
 
 def result_line(obs: Observation, start: float, end: float) -> str:

@@ -180,7 +180,10 @@ def finalize(out: Path, *, requested: int, skipped: int, wall_s: float, pipeline
             for d in r["rows"]]
     write_rows(out / SFT, rows)
     ended = list(latest.values())
-    sum_ = lambda key: sum(int(r.get(key, 0)) for r in recs)  # noqa: E731 - every attempt counts
+
+    def sum_(key: str) -> int:  # over every attempt (a retried row's failed run spent tokens too)
+        return sum(int(r.get(key, 0)) for r in recs)
+
     repairs: Counter = Counter()
     reflector: Counter = Counter()
     for r in ended:

@@ -178,3 +178,14 @@ def test_rows_whose_teachers_fail_are_errors_and_are_retried_on_resume(synth: Pa
         again = _distill([*args, "--teacher", p.url])
     assert again["skipped_finished"] == 0 and again["accepted"] == 2 and again["errored"] == 0
     assert again["teacher_errors"]["primary"] == 2  # the report keeps the failed attempts
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--fallback", "http://127.0.0.1:9"], "--fallback and --fallback-model go together"),
+    (["--set", "workers=0"], "workers"),
+    (["--api-key", "a", "--api-key-file", "k"], "not both"),
+])
+def test_bad_options_are_clear_errors_on_stderr(synth: Path, tmp_path: Path, extra: list[str], message: str) -> None:
+    res = CliRunner().invoke(cli, ["data", "distill", "--data", str(synth / "rl.parquet"), "--teacher",
+                                   "http://127.0.0.1:9", "--teacher-model", "t", "--out", str(tmp_path), *extra])
+    assert res.exit_code == 2 and message in res.stderr and not (tmp_path / "sft.parquet").exists()
