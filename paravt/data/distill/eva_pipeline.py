@@ -24,15 +24,14 @@ from dataclasses import dataclass, replace
 from paravt.data.check import check_row
 from paravt.data.distill.bank import Experience, ExperienceBank
 from paravt.data.distill.job import (
-    Outcome, RowJob, Tally, ask, observation_message, result_line, split_marker, teacher_turn, tool_context,
+    Outcome, RowJob, Tally, observation_message, result_line, split_marker, teacher_turn, tool_context,
 )
 from paravt.data.distill.reflector import FrameCall, Reflection, reflect
-from paravt.data.distill.repair import Call, canonical_args
+from paravt.data.distill.repair import Call, RepairedTurn, canonical_args
 from paravt.data.distill.teacher import ChatMsg, TeacherClient
 from paravt.data.distill.validate import answer_verdict, canonical_answer, window_reason
 from paravt.data.schema import Message, SFTRow, VideoPart
 from paravt.protocol import prompts
-from paravt.protocol import tags as T
 from paravt.tools.frame_select import FRAME_SELECT_SPEC, FrameSelect
 from paravt.tools.toolset import LocalToolSet
 
@@ -71,25 +70,12 @@ async def distill_eva(job: RowJob, teacher: TeacherClient, s: EvaSettings, tally
     history: list[FrameCall] = []
     plan = ""
     for _ in range(s.max_turns):
-        _, turn = await teacher_turn(teacher, api, TOOLS, tally, llm_cleanup=s.llm_cleanup)
+        turn = await teacher_turn(teacher, api, TOOLS, tally, llm_cleanup=s.llm_cleanup)
         if turn.error is not None:
             return Outcome(reason="unrepairable", detail=turn.error)
         plan = plan or turn.think
         if not turn.calls:
-            verdict = answer_verdict(turn.answer, task=e.task, gold=e.answer, options=e.options,
-                                     keep_incorrect=s.keep_incorrect)
-            if verdict.reason is not None:
-                return Outcome(reason=verdict.reason, detail=f"answer {turn.answer!r}, gold {e.answer!r}")
-            answer = canonical_answer(turn.answer or "", e.task, e.options)
-            stored.append(Message("assistant", replace(turn, answer=answer).render()))
-            row = SFTRow(f"{job.row.id}-eva", "main", "sequential", tuple(stored), (job.rel,),
-                         replace(e, source="distill-eva"))
-            bad = [v for v in check_row(row) if not (s.keep_incorrect and v.rule == "answer")]
-            if bad:
-                return Outcome(reason=f"check_{bad[0].rule}", detail=bad[0].detail)
-            if verdict.score and verdict.score > 0:
-                bank.add(Experience(e.question, e.task, plan, tuple(h.arguments() for h in history), answer))
-            return Outcome(rows=(row,))
+            return _answered(job, turn, stored, history, plan, s, bank)
         if len(turn.calls) > 1:
             tally.repairs["extra_calls"] += 1
         proposal = _proposal(turn.calls[0])
@@ -112,6 +98,24 @@ async def distill_eva(job: RowJob, teacher: TeacherClient, s: EvaSettings, tally
         api += [{"role": "assistant", "content": turn.render()}, observation_message(line, obs.frames)]
         history.append(refl.call)
     return Outcome(reason="max_turns", detail=f"no answer after {s.max_turns} rounds")
+
+
+def _answered(job: RowJob, turn: RepairedTurn, stored: list[Message], history: list[FrameCall], plan: str,
+              s: EvaSettings, bank: ExperienceBank) -> Outcome:
+    """Validate the final answer, build the row, and bank the trajectory when it is correct."""
+    e = job.extra
+    verdict = answer_verdict(turn.answer, task=e.task, gold=e.answer, options=e.options, keep_incorrect=s.keep_incorrect)
+    if verdict.reason is not None:
+        return Outcome(reason=verdict.reason, detail=f"answer {turn.answer!r}, gold {e.answer!r}")
+    answer = canonical_answer(turn.answer or "", e.task, e.options)
+    stored = [*stored, Message("assistant", replace(turn, answer=answer).render())]
+    row = SFTRow(f"{job.row.id}-eva", "main", "sequential", tuple(stored), (job.rel,), replace(e, source="distill-eva"))
+    bad = [v for v in check_row(row) if not (s.keep_incorrect and v.rule == "answer")]
+    if bad:
+        return Outcome(reason=f"check_{bad[0].rule}", detail=bad[0].detail)
+    if verdict.score and verdict.score > 0:
+        bank.add(Experience(e.question, e.task, plan, tuple(h.arguments() for h in history), answer))
+    return Outcome(rows=(row,))
 
 
 def _proposal(call: Call) -> FrameCall | None:

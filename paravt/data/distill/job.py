@@ -124,7 +124,7 @@ async def ask(teacher: TeacherClient, messages: list[ChatMsg], tally: Tally, *, 
 
 
 async def teacher_turn(teacher: TeacherClient, messages: list[ChatMsg], tools: frozenset[str], tally: Tally,
-                       *, llm_cleanup: bool) -> tuple[str, RepairedTurn]:
+                       *, llm_cleanup: bool) -> RepairedTurn:
     """One teacher turn, repaired; an unrepairable one goes through the LLM cleanup once."""
     reply = await ask(teacher, messages, tally)
     turn = repair_turn(reply.text, tools)
@@ -134,4 +134,4 @@ async def teacher_turn(teacher: TeacherClient, messages: list[ChatMsg], tools: f
         if turn.error is None:
             tally.repairs["llm_cleanup"] += 1
     tally.repairs.update(turn.changes)
-    return reply.text, turn
+    return turn

@@ -81,7 +81,7 @@ async def distill_paravt(job: RowJob, teacher: TeacherClient, s: ParavtSettings,
     ctx = tool_context(job, crop_max_frames=s.crop_max_frames, crop_fps=s.crop_fps,
                        crop_max_pixels=s.crop_max_pixels, size_factor=s.size_factor)
     for _ in range(s.max_turns):
-        raw, turn = await teacher_turn(teacher, api, TOOLS, tally, llm_cleanup=s.llm_cleanup)
+        turn = await teacher_turn(teacher, api, TOOLS, tally, llm_cleanup=s.llm_cleanup)
         if turn.error is not None:
             return Outcome(reason="unrepairable", detail=turn.error)
         if not turn.calls:
