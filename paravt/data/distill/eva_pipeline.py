@@ -26,7 +26,7 @@ from paravt.data.distill.bank import Experience, ExperienceBank
 from paravt.data.distill.job import (
     Outcome, RowJob, Tally, observation_message, result_line, split_marker, teacher_turn, tool_context,
 )
-from paravt.data.distill.reflector import FrameCall, Reflection, reflect
+from paravt.data.distill.reflector import FrameCall, Reflection, max_resize_for, reflect
 from paravt.data.distill.repair import Call, RepairedTurn, canonical_args
 from paravt.data.distill.teacher import ChatMsg, TeacherClient
 from paravt.data.distill.validate import answer_verdict, canonical_answer, window_reason
@@ -84,7 +84,8 @@ async def distill_eva(job: RowJob, teacher: TeacherClient, s: EvaSettings, tally
         why = window_reason(proposal.start, proposal.end, job.info.duration)
         if why is not None:
             return Outcome(reason=why, detail=f"window {proposal.start:g}-{proposal.end:g} s")
-        refl = await _reflect(proposal, history, job.info.duration, turn.think, reflector, tally)
+        refl = await _reflect(proposal, history, job.info.duration, turn.think, reflector, tally,
+                              max_resize_for(job.info.width, job.info.height, ctx.budget.per_call_pixels))
         tally.reflector.update(refl.fired or ("no_change",))
         call = Call("frame_select", canonical_args("frame_select", refl.call.arguments()))
         turn = replace(turn, calls=(call,))
@@ -128,8 +129,8 @@ def _proposal(call: Call) -> FrameCall | None:
 
 
 async def _reflect(proposal: FrameCall, history: list[FrameCall], duration: float, think: str,
-                   llm: TeacherClient | None, tally: Tally) -> Reflection:
-    refl = reflect(proposal, history, duration=duration, think=think)
+                   llm: TeacherClient | None, tally: Tally, max_resize: float) -> Reflection:
+    refl = reflect(proposal, history, duration=duration, think=think, max_resize=max_resize)
     if llm is None:
         return refl
     facts = {"duration": duration, "executed": [h.arguments() for h in history], "executor_think": think,
@@ -147,5 +148,5 @@ async def _reflect(proposal: FrameCall, history: list[FrameCall], duration: floa
         return refl
     if window_reason(corrected.start, corrected.end, duration) is not None or not 0 < corrected.resize <= 1:
         return refl
-    again = reflect(corrected, history, duration=duration, think=think)
+    again = reflect(corrected, history, duration=duration, think=think, max_resize=max_resize)
     return Reflection(again.call, (*refl.fired, "llm", *again.fired))

@@ -15,7 +15,10 @@ sees the previous one's output); ``fired`` names the ones that changed something
 3. ``low_budget``: visual budget ``nframes × resize`` (frames counted after the 1 fps cap) <
    `MIN_BUDGET` (15) → raise ``nframes`` to 15 (within the cap), then ``resize`` (up to 1.0) so
    that the capped frames reach the budget; a window shorter than 15 s cannot, it gets resize 1;
-4. ``fps_cap``: more than 1 frame per second of window → ``nframes = max(1, ⌊end − start⌋)``.
+4. ``fps_cap``: more than 1 frame per second of window → ``nframes = max(1, ⌊end − start⌋)``;
+5. ``pixel_cap`` (ours, not EVA's): ``resize`` above ``max_resize`` is lowered to it — the largest
+   scale at which ONE frame fits our ``frame_select`` per-call pixel budget (HD frames at resize 1
+   would not; the tool would refuse the call). Rule 3 raises resize only up to ``max_resize``.
 """
 
 from __future__ import annotations
@@ -78,7 +81,8 @@ def _fps_cap(c: FrameCall) -> int:
     return max(1, math.floor(c.length * MAX_FPS + 1e-9))
 
 
-def reflect(proposal: FrameCall, history: Sequence[FrameCall], *, duration: float, think: str = "") -> Reflection:
+def reflect(proposal: FrameCall, history: Sequence[FrameCall], *, duration: float, think: str = "",
+            max_resize: float = 1.0) -> Reflection:
     """The corrected call and the rules that fired (see the module docstring)."""
     c, fired = proposal, []
     prev = history[-1] if history else None
@@ -97,7 +101,7 @@ def reflect(proposal: FrameCall, history: Sequence[FrameCall], *, duration: floa
     cap = _fps_cap(c)
     if min(c.nframes, cap) * c.resize < MIN_BUDGET:
         n = max(c.nframes, min(cap, math.ceil(MIN_BUDGET)))
-        r = max(c.resize, min(1.0, math.ceil(100 * MIN_BUDGET / min(n, cap) - 1e-9) / 100))
+        r = max(c.resize, min(max_resize, math.ceil(100 * MIN_BUDGET / min(n, cap) - 1e-9) / 100))
         new = replace(c, nframes=n, resize=r)
         if new != c:
             c = new
@@ -105,7 +109,15 @@ def reflect(proposal: FrameCall, history: Sequence[FrameCall], *, duration: floa
     if c.nframes > _fps_cap(c):
         c = replace(c, nframes=_fps_cap(c))
         fired.append("fps_cap")
+    if c.resize > max_resize:
+        c = replace(c, resize=max_resize)
+        fired.append("pixel_cap")
     return Reflection(c, tuple(fired))
+
+
+def max_resize_for(width: int, height: int, per_call_pixels: int) -> float:
+    """The largest resize (2 decimals, rounded down, ≤ 1) at which one width × height frame fits."""
+    return min(1.0, math.floor(100 * math.sqrt(per_call_pixels / max(1, width * height))) / 100)
 
 
 def _overlap(a: FrameCall, b: FrameCall) -> float:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from paravt.data.distill.reflector import FrameCall, reflect
+from paravt.data.distill.reflector import FrameCall, max_resize_for, reflect
 
 D = 120.0
 
@@ -55,3 +55,12 @@ def test_short_window_gets_full_resolution_and_the_fps_cap() -> None:
     # 10 s window, 30 × 0.5: capped frames 10 × 0.5 = 5 < 15 → resize 1.0; then 30 → 10 frames
     r = reflect(FrameCall(50, 60, 30, 0.5), [], duration=D)
     assert r.call == FrameCall(50, 60, 10, 1.0) and r.fired == ("low_budget", "fps_cap")
+
+
+def test_pixel_cap_keeps_one_hd_frame_inside_the_tool_budget() -> None:
+    per_call = 16 * 224 * 224  # frame_select's default per-call budget: 802,816 px
+    m = max_resize_for(1280, 720, per_call)  # √(802,816 / 921,600) = 0.933… → 0.93
+    assert m == 0.93 and max_resize_for(64, 64, per_call) == 1.0
+    r = reflect(FrameCall(50, 60, 30, 0.5), [], duration=D, max_resize=m)  # rule 3 would ask resize 1
+    assert r.call == FrameCall(50, 60, 10, 0.93) and r.fired == ("low_budget", "fps_cap")
+    assert reflect(FrameCall(0, 60, 20, 1.0), [], duration=D, max_resize=m).fired == ("pixel_cap",)
