@@ -6,8 +6,8 @@ teacher (``fallback_used``) → an `Outcome` (rows, or a reject reason).
 
 Resumable: every finished row is appended to ``out/progress.jsonl`` (id, status, reason, counters,
 the produced rows as records) as soon as it ends; a new run skips ids whose status is
-``accepted`` or ``rejected``; rows that ended in a teacher ERROR (both teachers failed) are tried
-again. ``sft.parquet`` and ``report.json`` are rebuilt from the whole progress file at the end
+``accepted`` or ``rejected``; rows that ended in an ERROR (both teachers' requests failed, or an
+unexpected exception, logged with its traceback) are tried again. ``sft.parquet`` and ``report.json`` are rebuilt from the whole progress file at the end
 of every run, so they always describe everything done so far. At most ``workers`` rows run
 concurrently; a rich progress bar goes to stderr.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from paravt.data.distill.teacher import Endpoint, TeacherClient
 from paravt.data.schema import Row, row_from_record, row_to_record, write_rows
 from paravt.errors import ParavtError, VideoError
 
+log = logging.getLogger(__name__)
 PROGRESS, SFT, REPORT, BANK = "progress.jsonl", "sft.parquet", "report.json", "experience_bank.jsonl"
 
 
@@ -91,6 +93,10 @@ class _Runner:
                 kind = "refusals" if gave_up.reply.error is None else "errors"
                 rec[kind][name] = rec[kind].get(name, 0) + 1
                 outcome = Outcome(reason="refused" if kind == "refusals" else "teacher_error", detail=str(gave_up))
+            except Exception as exc:  # noqa: BLE001 - one row's bug must not end a long run
+                log.exception("distilling row %s failed", row.id)
+                outcome = Outcome(reason="internal_error", detail=f"{type(exc).__name__}: {exc}")
+                break
         assert outcome is not None
         return self._done(rec, outcome, tallies, t0)
 
@@ -106,7 +112,8 @@ class _Runner:
         return await distill_paravt(job, client, s2, tally)
 
     def _done(self, rec: dict[str, Any], o: Outcome, tallies: Sequence[Tally], t0: float) -> dict[str, Any]:
-        status = "accepted" if o.reason is None else "error" if o.reason == "teacher_error" else "rejected"
+        retry = o.reason in ("teacher_error", "internal_error")  # tried again by the next run
+        status = "accepted" if o.reason is None else "error" if retry else "rejected"
         repairs: Counter = Counter()
         reflector: Counter = Counter()
         for t in tallies:
