@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from paravt.data.distill.repair import PLACEHOLDER_THINK, repair_turn
 from paravt.protocol import tags as T
@@ -84,3 +86,21 @@ def test_missing_think_gets_the_placeholder_and_angle_brackets_are_escaped() -> 
 def test_what_cannot_be_read_is_unrepairable(raw: str) -> None:
     turn = repair_turn(raw, CROP)
     assert turn.error is not None and not turn.calls
+
+
+_PIECES = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_code>", "</tool_code>", "<answer>", "</answer>",
+           "crop_video(", ")", "{'name': 'crop_video', 'arguments': {'start_time': 1, 'end_time': 9}}", ",", "}", "{",
+           '"name"', "80", "1:20", "\n", " ", "x < y", "B", "print(", "```"]
+
+
+@given(st.lists(st.sampled_from(_PIECES) | st.text(max_size=5), max_size=14).map("".join))
+@settings(max_examples=300, deadline=None)
+def test_repair_never_raises_and_its_output_is_strict(text: str) -> None:
+    turn = repair_turn(text, CROP)
+    if turn.error is not None:
+        return
+    out = turn.render()
+    again = repair_turn(out, CROP)  # canonical text is a fixed point: nothing left to repair
+    assert again.error is None and again.changes == () and again.render() == out
+    for call in parse_calls(out).calls:
+        assert call.ok and call.source == "json" and call.name == "crop_video"
