@@ -204,6 +204,26 @@ class TrainConfig(_Strict):
         return self
 
 
+class DistillConfig(_Strict):
+    """`paravt data distill`: cold-start traces from a teacher endpoint (docs/ARCHITECTURE.md, data layer)."""
+
+    pipeline: Literal["paravt", "eva"] = Field("paravt", description="'paravt': sequential crop_video traces converted to parallel [paper §B]; 'eva': Executor-Reflector frame_select traces [EVA].")
+    workers: int = Field(4, ge=1, description="Rows distilled concurrently.")
+    max_turns: int = Field(4, ge=1, description="Teacher turns per row (paravt); EVA rounds (eva).")
+    temperature: float = Field(0.0, ge=0, description="Teacher sampling temperature.")
+    max_tokens: int = Field(1024, ge=1, description="Max tokens of one teacher turn.")
+    request_timeout_s: float = Field(120.0, gt=0, description="Per-request timeout.")
+    max_retries: int = Field(4, ge=0, description="Retries of a request on 429 / 5xx / timeouts, exponential back-off.")
+    backoff_s: float = Field(1.0, ge=0, description="First back-off; doubles per retry (a larger Retry-After wins).")
+    keep_incorrect: bool = Field(False, description="Keep traces whose answer scores 0 against the gold (no rejection sampling).")
+    llm_cleanup: bool = Field(True, description="Ask the teacher to reformat a turn the deterministic repair cannot fix (once).")
+    bank_top_k: int = Field(2, ge=0, description="EVA: similar successful trajectories shown to the Executor.")
+    overview_max_pixels: int = Field(224 * 224, ge=16, description="Max pixels per overview frame sent to the teacher (the row's nframes frames).")
+    crop_max_frames: int = Field(16, ge=1, description="crop_video frames per window for the teacher [paper].")
+    crop_max_pixels: int = Field(224 * 224, ge=16, description="Max pixels per crop frame [paper].")
+    size_factor: int = Field(32, ge=1, description="Resize to multiples of this (Qwen3-VL 32, Qwen2.5-VL 28).")
+
+
 M = TypeVar("M", bound=BaseModel)
 
 
