@@ -179,6 +179,30 @@ class VerlConfig(_Strict):
     extra_overrides: list[str] = Field(default_factory=list, description="Raw Hydra overrides appended to the command (escape hatch).")
 
 
+class ToolServerConfig(_Strict):
+    """``paravt serve-tools``: what a remote caller may read and how much it may ask (docs/tools.md,
+    "Threat model"). Client-sent caps are clamped to the ``max_*`` fields here."""
+
+    video_roots: list[str] = Field(default_factory=list, description="Directories whose regular files may be served (symlinks resolved first); empty = the working directory.")
+    max_concurrency: int = Field(64, ge=1, description="Batch requests served at once.")
+    request_timeout_s: float = Field(120.0, gt=0, description="Per-request timeout (504 after it).")
+    idle_ttl_s: float = Field(300.0, gt=0, description="Release a trajectory's python runtime after this idle time.")
+    max_calls_per_request: int = Field(32, ge=1, description="Tool calls in one batch request, over all items (413 beyond).")
+    max_items_per_request: int = Field(64, ge=1, description="Trajectory items in one batch request (413 beyond).")
+    max_body_bytes: int = Field(4 << 20, ge=1024, description="Request body size (413 beyond).")
+    header_timeout_s: float = Field(10.0, gt=0, description="A connection must deliver a complete request header within this time (408, closed).")
+    body_timeout_s: float = Field(30.0, gt=0, description="A request body must arrive completely within this time (408).")
+    max_connections: int = Field(512, ge=1, description="Open connections plus running requests (503 beyond).")
+    max_runtimes: int = Field(16, ge=1, description="Live python runtimes; the least recently used idle one is evicted for a new one.")
+    max_crop_frames: int = Field(VideoConfig.model_fields["crop_max_frames"].default, ge=1, description="Cap on a client's crop_max_frames.")
+    max_crop_fps: float = Field(VideoConfig.model_fields["crop_fps"].default, gt=0, description="Cap on a client's crop_fps.")
+    max_crop_pixels: int = Field(VideoConfig.model_fields["crop_max_pixels"].default, ge=16, description="Cap on a client's crop_max_pixels.")
+    max_size_factor: int = Field(32, ge=1, description="Cap on a client's size_factor (frames are at least size_factor² pixels).")
+    max_call_pixels: int = Field(16 * 224 * 224, ge=1, description="Cap on a client's per-call visual budget (frame_select).")
+    max_episode_pixels: int = Field(64 * 224 * 224, ge=1, description="Cap on a client's per-episode visual budget (frame_select).")
+    python_weak_isolation: bool = Field(False, description="Let the python tool run WITHOUT bubblewrap (unshare/rlimits only: the host filesystem is readable); off = refuse to start.")
+
+
 class TrainConfig(_Strict):
     """Top-level config of `paravt train sft|rl` and `paravt eval` (YAML-loadable)."""
 

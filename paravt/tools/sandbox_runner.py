@@ -207,6 +207,8 @@ def main() -> None:
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
+    if cfg.get("paravt_root"):
+        sys.path.insert(0, cfg["paravt_root"])  # the parent's paravt (bound read-only)
     if cfg.get("video"):
         import paravt.video  # noqa: F401 - import the decoder before the rlimits (AS) apply
     for name in PRELOAD:  # without bwrap the stdlib may be unreadable after the uid drop (/root)
