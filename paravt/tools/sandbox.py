@@ -121,7 +121,7 @@ def _paravt_root() -> str:
     return str(Path(paravt.__file__).resolve().parent.parent)
 
 
-def _bwrap_args(workdir: str, video: VideoBinding | None, limits: SandboxLimits, uid: int) -> list[str]:
+def _bwrap_args(workdir: str, video: VideoBinding | None, limits: SandboxLimits) -> list[str]:
     args = ["bwrap", "--ro-bind", "/usr", "/usr"]
     for name in ("lib", "lib64", "lib32", "bin", "sbin"):
         p = Path("/") / name
@@ -147,11 +147,12 @@ def _bwrap_args(workdir: str, video: VideoBinding | None, limits: SandboxLimits,
                 made.add(str(parent))
                 args += ["--perms", "0755", "--dir", str(parent)]
         args += ["--ro-bind", src, dest]
-    # --unshare-user + --disable-userns: the code cannot create a nested user namespace, so it
-    # cannot mount its own tmpfs (whose pages RLIMIT_AS does not count). The sandbox uid maps to
-    # the caller's uid; RLIMIT_NPROC is counted per (user namespace, uid), i.e. per sandbox.
-    args += ["--remount-ro", "/", "--remount-ro", "/dev",
-             "--unshare-user", "--disable-userns", "--uid", str(uid), "--gid", str(uid),
+    # Nested user namespaces (a private tmpfs escapes RLIMIT_AS) are refused by the runner's
+    # seccomp filter in every mode. A non-root caller's bwrap runs in a user namespace anyway, so
+    # it also gets --disable-userns; as root bwrap must NOT map the sandbox uid to root (the kernel
+    # exempts uid 0 from RLIMIT_NPROC): the runner drops to a random host uid instead.
+    userns = [] if os.getuid() == 0 else ["--unshare-user", "--disable-userns"]
+    args += ["--remount-ro", "/", "--remount-ro", "/dev", *userns,
              "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
              "--die-with-parent", "--new-session", "--clearenv", "--chdir", workdir]
     for key, value in _child_env(workdir).items():
@@ -178,8 +179,9 @@ class _Launch:
 
 
 def _plan(video: VideoBinding | None, limits: SandboxLimits, mode: str) -> _Launch:
-    sandbox_uid = (1 << 20) + secrets.randbelow(1 << 29)  # random: per-sandbox NPROC accounting
-    uid = gid = sandbox_uid if os.getuid() == 0 and mode != "bwrap" else None  # bwrap sets it itself
+    uid = gid = None
+    if os.getuid() == 0:
+        uid = gid = (1 << 20) + secrets.randbelow(1 << 29)  # random: per-sandbox NPROC accounting
     host_tmp = None
     if mode == "bwrap":
         workdir = "/tmp"
@@ -202,7 +204,7 @@ def _plan(video: VideoBinding | None, limits: SandboxLimits, mode: str) -> _Laun
            "image_max_pixels": limits.image_max_pixels, "paravt_root": _paravt_root()}
     py = [sys.executable, "-I", str(RUNNER), json.dumps(cfg)]
     if mode == "bwrap":
-        argv = _bwrap_args(workdir, video, limits, sandbox_uid) + py
+        argv = _bwrap_args(workdir, video, limits) + py
     elif mode == "unshare":
         # a PID namespace whose init (the runner) is SIGKILLed when unshare dies: no descendant
         # (a setsid grandchild included) outlives the runtime
@@ -227,6 +229,7 @@ class SandboxRuntime:
         self._stderr_tail = b""
         self._drain: asyncio.Task | None = None
         self.uid: int | None = None
+        self.seccomp = False
 
     @property
     def alive(self) -> bool:
@@ -251,6 +254,10 @@ class SandboxRuntime:
             raise ToolCallError(f"python sandbox failed to start ({self.mode}): {exc!r}; stderr: "
                                 f"{self._stderr_tail.decode(errors='replace')[-800:]}") from None
         self.uid = hello[0].get("uid")
+        self.seccomp = bool(hello[0].get("seccomp"))
+        if not self.seccomp:
+            log.warning("python sandbox without its seccomp filter (unsupported architecture): nested "
+                        "namespaces are blocked only by bubblewrap's --disable-userns (non-root callers)")
 
     async def _drain_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None
