@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from paravt.config import ToolServerConfig, apply_override, validate
+from paravt.config import ToolServerConfig, apply_override, dump, validate
 from paravt.errors import ConfigError
 
 console = Console(stderr=True)
@@ -44,6 +44,7 @@ def serve_tools(
     python_weak_isolation: bool = typer.Option(False, "--python-weak-isolation", help="Allow the python tool without bubblewrap (weak isolation)."),
     config: Optional[Path] = typer.Option(None, "--config", help="YAML of ToolServerConfig fields (flags win)."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Override a ToolServerConfig field: key=value (repeatable)."),
+    show_config: bool = typer.Option(False, "--show-config", help="Print the resolved ToolServerConfig as YAML and exit."),
 ) -> None:
     """Serve tools over HTTP for RemoteToolSet (`rollout.tool_server_url`)."""
     import uvicorn
@@ -58,6 +59,9 @@ def serve_tools(
              "python_weak_isolation": python_weak_isolation or None}
     try:
         cfg = _server_config(config, flags, list(set_ or []))
+        if show_config:
+            typer.echo(dump(cfg), nl=False)
+            return
         app = create_app(names, cfg)
     except ConfigError as err:
         console.print(f"[red]{err}[/red]")

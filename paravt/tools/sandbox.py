@@ -1,26 +1,35 @@
 """A persistent, isolated Python runtime per episode (the ``python`` tool's process).
 
-What holds (with bubblewrap, the default when ``bwrap`` is on PATH):
+What holds (with bubblewrap; without it the runtime refuses to start unless ``weak_isolation``):
 - Filesystem: a fresh root with ONLY what Python needs bound read-only — ``/usr`` (and the
   ``/lib*``, ``/bin`` links), the interpreter's prefix, the virtualenv, the ``paravt`` package and
   the episode's video (at ``/video/<name>``). The rest of the host (home directories, other
-  datasets, /etc, the working tree's other files, /tmp) does not exist inside. The root is
-  re-mounted read-only; the only writable place is a private size-capped tmpfs at ``/tmp``.
+  datasets, /etc, the working tree's other files, /tmp) does not exist inside. The root and
+  ``/dev`` are re-mounted read-only; the only writable place is a private size-capped tmpfs at
+  ``/tmp``.
 - Network: an empty network namespace (no interfaces but a down loopback: connects fail).
 - Processes: a new PID namespace (host processes are invisible), a new session; the whole
   sandbox dies with its parent and is killed (SIGKILL to the process group; the PID namespace
   takes every descendant with it) on a wall-time timeout.
+- Namespaces and mounts: the runner's seccomp filter refuses new namespaces (a nested user
+  namespace could mount a tmpfs beyond RLIMIT_AS) and mounts; non-root callers also get bwrap's
+  ``--disable-userns``. (As root, bwrap's user namespace would map the sandbox to host uid 0,
+  which the kernel exempts from RLIMIT_NPROC, so it is not used.)
 - Environment: cleared (``--clearenv``); only a few fixed variables are set.
 - Limits (hard rlimits the code cannot raise): address space, process count, CPU seconds, file
   size, open files; stdout is capped; shown images are capped in number and size.
+- Protocol: the model's code runs in a worker that never holds the pipes to this process; the
+  runner's supervisor re-checks its replies, and `SandboxRuntime.run` caps them again.
 - Identity: when the parent is root, the runner drops to a random unprivileged uid/gid after
   startup (the kernel does not apply RLIMIT_NPROC to root, and a non-root uid cannot regain
   root: bwrap mounts are nosuid and it sets no_new_privs).
 
-Without bubblewrap (a loud warning is logged): ``unshare -n`` (root) / ``unshare -rn`` (non-root)
-gives the empty network namespace when available; the uid drop, rlimits, clean environment, private
-work dir and process-group kill still apply; but the host filesystem is readable wherever the uid
-can read, and writable wherever it can write (world-writable dirs such as /tmp).
+Weak modes (``weak_isolation=True`` only; a loud warning is logged): ``unshare`` gives network
+and PID namespaces (the runner is the namespace's init and is SIGKILLed when ``unshare`` dies, so
+no descendant survives); the uid drop, seccomp filter, rlimits, clean environment and a private
+work dir still apply, but the host filesystem is readable wherever the uid can read, and writable
+wherever it can write (world-writable dirs such as /tmp). ``rlimits`` (neither tool) adds no
+namespace at all. Every wait is bounded: `close` never blocks more than a few seconds.
 """
 
 from __future__ import annotations
