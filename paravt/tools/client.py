@@ -61,7 +61,8 @@ class RemoteToolSet(ToolSet):
 
     async def run_calls(self, ctx: ToolContext, calls: Sequence[ParsedCall]) -> list[Observation]:
         wire_calls = [self._call_to_wire(c) for c in calls]
-        item = {"session": self.session, "trajectory_id": ctx.episode_id, "context": context_to_wire(ctx), "calls": wire_calls}
+        item = {"session": self.session, "trajectory_id": ctx.episode_id, "context": context_to_wire(ctx),
+                "calls": wire_calls}
         try:
             resp = await self.client.post(f"{self.url}/v1/batch", json={"items": [item]})
         except httpx.HTTPError as exc:
@@ -81,7 +82,8 @@ class RemoteToolSet(ToolSet):
 
     async def finish(self, ctx: ToolContext) -> None:
         try:
-            await self.client.post(f"{self.url}/v1/finish", json={"session": self.session, "trajectory_ids": [ctx.episode_id]})
+            await self.client.post(f"{self.url}/v1/finish",
+                                   json={"session": self.session, "trajectory_ids": [ctx.episode_id]})
         except httpx.HTTPError:
             pass  # the server's idle TTL releases the state anyway
 

@@ -79,7 +79,8 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            await self._reject(send, 413, f"request body of {int(declared)} bytes exceeds max_body_bytes={self.max_body_bytes}")
+            await self._reject(send, 413, f"request body of {int(declared)} bytes exceeds "
+                                          f"max_body_bytes={self.max_body_bytes}")
             return
         chunks: list[bytes] = []
         size, deadline = 0, time.monotonic() + self.body_timeout_s
@@ -88,7 +89,8 @@ class BodyLimit:
             try:
                 msg = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
             except asyncio.TimeoutError:
-                await self._reject(send, 408, f"request body not received within body_timeout_s={self.body_timeout_s:g} s")
+                await self._reject(send, 408, "request body not received within "
+                                              f"body_timeout_s={self.body_timeout_s:g} s")
                 return
             if msg["type"] == "http.disconnect":
                 return

@@ -128,7 +128,8 @@ class PythonTool:
                 raise
             slot.last_used = time.monotonic()
         frames = _as_frames(result.images)
-        text = note + (result.stdout if result.ok else (result.stdout + ("\n" if result.stdout else "") + (result.error or "")))
+        text = result.stdout if result.ok else (result.stdout + ("\n" if result.stdout else "") + (result.error or ""))
+        text = note + text
         metrics = {"images": float(len(result.images)), "stdout_chars": float(len(result.stdout))}
         if not result.ok:
             return Observation(text=text.strip() or "Error", frames=frames, error=result.error, delivery="text",

@@ -5,7 +5,6 @@ the server now refuses it, with an error that names the limit and leaks nothing 
 """
 
 import asyncio
-import os
 import shutil
 import socket
 import time
