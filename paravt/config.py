@@ -70,6 +70,7 @@ class RolloutConfig(_Strict):
     subagent_timeout_s: float = Field(300.0, gt=0, description="Timeout of one batched sub-agent request.")
     tools: list[str] = Field(default_factory=lambda: ["crop_video"], description="Enabled tools (registry names).")
     tool_server_url: str | None = Field(None, description="Use tools through this paravt tool server instead of in-process.")
+    python_weak_isolation: bool = Field(False, description="Let the in-process python tool run WITHOUT bubblewrap (weak isolation: the host filesystem is readable); off = its calls are refused (docs/tools.md).")
     prompt_version: str = Field("v1", description="Version of the packaged prompt templates.")
     prompt_style: Literal["default", "eva"] = Field("default", description="'eva': EVA's plan-before-perception system prompt (use with mode sequential and frame_select).")
 

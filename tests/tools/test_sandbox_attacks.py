@@ -177,3 +177,21 @@ def _cmdline(p: Path) -> str:
         return (p / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_the_in_process_python_tool_refuses_a_weak_sandbox_per_call_unless_the_rollout_opts_in(make_ctx):
+    from paravt.config import TrainConfig
+
+    assert TrainConfig().rollout.python_weak_isolation is False  # the default refuses
+
+    async def main(weak: bool):
+        ts = build_toolset(["python"], options={"python": {"mode": "rlimits", "weak_isolation": weak, "limits": LIMITS}})
+        ctx = make_ctx(episode_id=f"weak-{weak}")
+        (obs,) = await ts.run_calls(ctx, [call("python", code="print(6 * 7)")])
+        await ts.finish(ctx)
+        await ts.aclose()
+        return obs
+
+    refused, allowed = asyncio.run(main(False)), asyncio.run(main(True))
+    assert not refused.ok and "refuses to run without bubblewrap (isolation here: rlimits)" in refused.error
+    assert allowed.ok and allowed.text == "42"
