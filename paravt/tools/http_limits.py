@@ -36,7 +36,13 @@ class GuardedH11Protocol(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
+        self._answered = False  # a response went out on this connection
+        self._pending = False  # bytes of a request arrived since the last response
         self._arm_header_timer()
+
+    def data_received(self, data: bytes) -> None:
+        self._pending = True
+        super().data_received(data)
 
     def _arm_header_timer(self) -> None:
         if getattr(self, "_header_timer", None) is not None:
@@ -47,11 +53,13 @@ class GuardedH11Protocol(H11Protocol):
         self._header_timer = None
         if self.transport.is_closing() or (self.cycle is not None and not self.cycle.response_complete):
             return  # closed already, or a request is being served (its body has its own limit)
-        msg = f"request header not received within header_timeout_s={self.header_timeout_s:g} s"
-        self.transport.write(_raw_response(408, "Request Timeout", msg))
+        if self._pending or not self._answered:  # an idle keep-alive connection just closes
+            msg = f"request header not received within header_timeout_s={self.header_timeout_s:g} s"
+            self.transport.write(_raw_response(408, "Request Timeout", msg))
         self.transport.close()
 
     def on_response_complete(self) -> None:
+        self._answered, self._pending = True, False
         super().on_response_complete()
         if not self.transport.is_closing():
             self._arm_header_timer()

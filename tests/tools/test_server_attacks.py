@@ -169,10 +169,14 @@ def test_slow_loris_headers_and_bodies_are_cut_off_with_408(root):
         body.sendall(b"POST /v1/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 1000\r\n\r\n{\"items\": [")
         body_got, body_s = _read_all(body, 5)
+        kept = socket.create_connection(("127.0.0.1", port))  # a keep-alive client, idle after its answer
+        kept.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        kept_got, kept_s = _read_all(kept, 4)
         health = httpx.get(srv.url + "/health", timeout=5)
     for got in (trickled, idle_got):
         assert got.startswith(b"HTTP/1.1 408") and b"header_timeout_s=1" in got
     assert body_got.startswith(b"HTTP/1.1 408") and b"body_timeout_s=1" in body_got and body_s < 4
+    assert kept_got.startswith(b"HTTP/1.1 200") and b"408" not in kept_got and kept_s < 3  # closed quietly
     assert health.status_code == 200  # the server kept serving
 
 
