@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -85,6 +86,8 @@ class PythonTool:
             raise ToolCallError("this episode id already has a python runtime bound to another video; "
                                 "use a fresh episode id per episode")
         if slot is None:
+            if not os.path.isfile(ctx.video):  # never bind a directory (e.g. "/") into the sandbox
+                raise ToolCallError("the episode's video is not a regular file; the python tool binds only its video")
             await self._make_room()
             info = dataclasses.asdict(ctx.info)
             video = VideoBinding(ctx.video, info, ctx.crop_max_frames, ctx.crop_max_pixels, ctx.size_factor)

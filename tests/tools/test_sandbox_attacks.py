@@ -195,3 +195,17 @@ def test_the_in_process_python_tool_refuses_a_weak_sandbox_per_call_unless_the_r
     refused, allowed = asyncio.run(main(False)), asyncio.run(main(True))
     assert not refused.ok and "refuses to run without bubblewrap (isolation here: rlimits)" in refused.error
     assert allowed.ok and allowed.text == "42"
+
+
+def test_the_python_tool_binds_only_a_regular_file_even_in_process(make_ctx):
+    async def main():
+        ts = build_toolset(["python"], options={"python": {"limits": LIMITS}})
+        ctx = make_ctx(episode_id="root-bind")
+        ctx.video = "/"
+        (obs,) = await ts.run_calls(ctx, [call("python", code="import os; print(os.listdir('/video'))")])
+        active = ts.tools["python"].active_runtimes
+        await ts.aclose()
+        return obs, active
+
+    obs, active = asyncio.run(main())
+    assert not obs.ok and "not a regular file" in obs.error and active == 0
