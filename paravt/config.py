@@ -70,6 +70,7 @@ class RolloutConfig(_Strict):
     subagent_timeout_s: float = Field(300.0, gt=0, description="Timeout of one batched sub-agent request.")
     tools: list[str] = Field(default_factory=lambda: ["crop_video"], description="Enabled tools (registry names).")
     tool_server_url: str | None = Field(None, description="Use tools through this paravt tool server instead of in-process.")
+    python_weak_isolation: bool = Field(False, description="Let the in-process python tool run WITHOUT bubblewrap (weak isolation: the host filesystem is readable); off = its calls are refused (docs/tools.md).")
     prompt_version: str = Field("v1", description="Version of the packaged prompt templates.")
     prompt_style: Literal["default", "eva"] = Field("default", description="'eva': EVA's plan-before-perception system prompt (use with mode sequential and frame_select).")
 
@@ -178,6 +179,30 @@ class VerlConfig(_Strict):
     save_freq: int = Field(10, description="Checkpoint every N steps (-1: never).")
     steps_per_epoch: int = Field(1, ge=1, description="Steps per data epoch: the gating epoch is (global_step - 1) // steps_per_epoch; launch_verl fills it from the parquet size.")
     extra_overrides: list[str] = Field(default_factory=list, description="Raw Hydra overrides appended to the command (escape hatch).")
+
+
+class ToolServerConfig(_Strict):
+    """``paravt serve-tools``: what a remote caller may read and how much it may ask (docs/tools.md,
+    "Threat model"). Client-sent caps are clamped to the ``max_*`` fields here."""
+
+    video_roots: list[str] = Field(default_factory=list, description="Directories whose regular files may be served (symlinks resolved first); empty = the working directory.")
+    max_concurrency: int = Field(64, ge=1, description="Batch requests served at once.")
+    request_timeout_s: float = Field(120.0, gt=0, description="Per-request timeout (504 after it).")
+    idle_ttl_s: float = Field(300.0, gt=0, description="Release a trajectory's python runtime after this idle time.")
+    max_calls_per_request: int = Field(32, ge=1, description="Tool calls in one batch request, over all items (413 beyond).")
+    max_items_per_request: int = Field(64, ge=1, description="Trajectory items in one batch request (413 beyond).")
+    max_body_bytes: int = Field(4 << 20, ge=1024, description="Request body size (413 beyond).")
+    header_timeout_s: float = Field(10.0, gt=0, description="A connection must deliver a complete request header within this time (408, closed).")
+    body_timeout_s: float = Field(30.0, gt=0, description="A request body must arrive completely within this time (408).")
+    max_connections: int = Field(512, ge=1, description="Open connections plus running requests (503 beyond).")
+    max_runtimes: int = Field(16, ge=1, description="Live python runtimes; the least recently used idle one is evicted for a new one.")
+    max_crop_frames: int = Field(VideoConfig.model_fields["crop_max_frames"].default, ge=1, description="Cap on a client's crop_max_frames.")
+    max_crop_fps: float = Field(VideoConfig.model_fields["crop_fps"].default, gt=0, description="Cap on a client's crop_fps.")
+    max_crop_pixels: int = Field(VideoConfig.model_fields["crop_max_pixels"].default, ge=16, description="Cap on a client's crop_max_pixels.")
+    max_size_factor: int = Field(32, ge=1, description="Cap on a client's size_factor (frames are at least size_factor² pixels).")
+    max_call_pixels: int = Field(16 * 224 * 224, ge=1, description="Cap on a client's per-call visual budget (frame_select).")
+    max_episode_pixels: int = Field(64 * 224 * 224, ge=1, description="Cap on a client's per-episode visual budget (frame_select).")
+    python_weak_isolation: bool = Field(False, description="Let the python tool run WITHOUT bubblewrap (unshare/rlimits only: the host filesystem is readable); off = refuse to start.")
 
 
 class TrainConfig(_Strict):
