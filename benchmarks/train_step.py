@@ -39,7 +39,7 @@ import paravt.rl.grpo as grpo
 from paravt.config import TrainConfig
 from paravt.data.synth import build
 from paravt.models.tiny import build_tiny
-from paravt.rl.loop import load_episode_inputs
+from paravt.data.chat import load_episode_inputs
 from paravt.rl.session import PolicySession
 
 
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         model = build_tiny("qwen3_vl", args.size, work / "model").path
         build(work / "synth", videos=args.videos, eval_videos=0, seed=0, workers=1)
         cfg = _config(work, model, args)
-        session = PolicySession.create(model, lr=cfg.rl.lr, generate=True, reference=cfg.rl.kl_coef > 0,
+        session = PolicySession.create(model, lr=cfg.rl.lr, generate=True, reference=model if cfg.rl.kl_coef > 0 else None,
                                        tools=cfg.rollout.tools)
         trainer = grpo.GRPOTrainer(cfg, load_episode_inputs(Path(cfg.data)), session)
         clock = ComputeClock()
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rows = []
         for step in range(args.steps):
             t0 = time.perf_counter()
-            m = trainer.step(step).metrics
+            m = trainer.run_step(step).metrics
             wall = time.perf_counter() - t0
             c = clock.take()
             rows.append({"step": step + 1, "wall": wall, "rollout": m["time/rollout"], "reward": m["time/reward"],

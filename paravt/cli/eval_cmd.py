@@ -32,7 +32,7 @@ def eval_cmd(
     from paravt.agent import EpisodeSettings
     from paravt.eval.runner import evaluate, open_backend
     from paravt.rewards import RewardWeights
-    from paravt.rl.loop import load_episode_inputs
+    from paravt.data.chat import load_episode_inputs
 
     try:
         cfg = cfgmod.load(config) if config else TrainConfig()

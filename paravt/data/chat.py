@@ -81,3 +81,16 @@ def to_episode_input(row: Row, root: str | Path, *, nframes: int | None = None) 
         meta["needle"] = (e.needle_start, e.needle_end)
     return EpisodeInput(id=e.id, video=str(resolve(root, row.videos[0]).resolve()), question=e.question,
                         task=e.task, answer=e.answer, options=e.options, nframes=n, meta=meta)
+
+
+def load_episode_inputs(path: str | Path, root: str | Path | None = None, *, nframes: int | None = None,
+                        limit: int | None = None) -> list[EpisodeInput]:
+    """Prompt rows (kind ``rl``) of a parquet file as EpisodeInputs (``to_episode_input``); videos
+    resolve against ``root`` (default: the file's folder)."""
+    from paravt.data.schema import read_rows
+
+    path = Path(path)
+    base = Path(root) if root is not None else path.parent
+    rows = [r for r in read_rows(path) if r.kind == "rl"]
+    out = [to_episode_input(r, base, nframes=nframes) for r in rows]
+    return out[:limit] if limit else out

@@ -27,19 +27,22 @@ import logging
 import math
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-
+from typing import Any
 
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_group
 from paravt.agent.judging import judge_overrides
 from paravt.config import TrainConfig
+from paravt.data.chat import load_episode_inputs
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rewards.metrics import RolloutRecord, aggregate
 from paravt.rl import filters
 from paravt.rl.advantages import broadcast_to_trajectories, grouped
 from paravt.rl.gating import gated_nframes
 from paravt.rl.session import PolicySession
+from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import TrainItem, ppo_update
 
 log = logging.getLogger(__name__)
@@ -78,7 +81,8 @@ class StepOutput:
 
 
 class GRPOTrainer:
-    """Owns the policy, the reference, the optimizer and the data cursor."""
+    """PARA-GRPO (``paravt.rl.trainer.Trainer``): owns the policy, the reference, the optimizer
+    and the data cursor."""
 
     def __init__(self, cfg: TrainConfig, prompts: list[EpisodeInput], session: PolicySession) -> None:
         if not prompts:
@@ -87,9 +91,34 @@ class GRPOTrainer:
         self.cursor = DataCursor()
         self.weights = RewardWeights.from_config(cfg.reward)
         self.settings = EpisodeSettings.from_config(cfg)
+        self.total_steps = cfg.rl.steps
+
+    @classmethod
+    def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
+        return TrainerSettings(lr=cfg.rl.lr, seed=cfg.rl.seed, save_every=cfg.rl.save_every,
+                               generate=True, reference=cfg.rl.kl_coef > 0)
+
+    @classmethod
+    def build(cls, cfg: TrainConfig, session: PolicySession) -> GRPOTrainer:
+        return cls(cfg, load_episode_inputs(Path(cfg.data), Path(cfg.data_root) if cfg.data_root else None),
+                   session)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"epoch": self.cursor.epoch, "position": self.cursor.position}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.cursor.epoch, self.cursor.position = int(state["epoch"]), int(state["position"])
+
+    def describe(self, m: Mapping[str, float]) -> str:
+        return (f"R={m.get('reward/mean', 0):+.2f} acc={m.get('acc', 0):.2f} "
+                f"f_tau={m.get('f_tau', 0):.2f} kappa={m.get('kappa', 0):.2f}")
 
     # -- one step ------------------------------------------------------------------------------
-    def step(self, step: int) -> StepOutput:
+    def step(self, step: int) -> dict[str, float]:
+        return self.run_step(step).metrics
+
+    def run_step(self, step: int) -> StepOutput:
+        """One step, with its episodes (tests and benchmarks read them)."""
         cfg, rl = self.cfg, self.cfg.rl
         t0 = time.perf_counter()
         n_prompts = math.ceil(rl.oversample * rl.prompts_per_step)
@@ -200,12 +229,4 @@ def _mean(xs: list[float] | list[int]) -> float:
     return float(sum(xs)) / len(xs) if xs else 0.0
 
 
-def train_rl(cfg: TrainConfig, *, resume: bool = False, progress: bool = True,
-             stop_after: int | None = None) -> Path:
-    """`paravt train rl` (engine local). Returns the run directory."""
-    from paravt.rl.loop import run_training
-
-    return run_training(cfg, kind="rl", resume=resume, progress=progress, stop_after=stop_after)
-
-
-__all__ = ["DataCursor", "GRPOTrainer", "StepOutput", "hash_seed", "rollout_record", "train_rl"]
+__all__ = ["DataCursor", "GRPOTrainer", "StepOutput", "hash_seed", "rollout_record"]

@@ -23,15 +23,20 @@ class PolicySession:
     tools: Any | None = None  # paravt.tools.ToolSet
 
     @classmethod
-    def create(cls, path: str, *, lr: float, device: str = "cpu", dtype: str = "float32", reference: bool = False,
-               generate: bool = False, tools: list[str] | None = None, tool_server_url: str | None = None,
-               weight_decay: float = 0.0, python_weak_isolation: bool = False) -> PolicySession:
+    def create(cls, path: str, *, lr: float, device: str = "cpu", dtype: str = "float32",
+               reference: str | None = None, generate: bool = False, tools: list[str] | None = None,
+               tool_server_url: str | None = None, weight_decay: float = 0.0,
+               python_weak_isolation: bool = False) -> PolicySession:
+        """The policy at ``path``; ``reference``: where the frozen KL reference comes from (the
+        policy the run started from: a copy of the policy when it is ``path``, else loaded once
+        from there, e.g. when resuming from a checkpoint)."""
         policy = load_policy(path, device=device, dtype=dtype)
         model = policy.model
         model.train()
         ref = None
-        if reference:
-            ref = copy.deepcopy(model).eval()
+        if reference is not None:
+            ref = (copy.deepcopy(model) if reference == path
+                   else load_policy(reference, device=device, dtype=dtype).model).eval()
             for p in ref.parameters():
                 p.requires_grad_(False)
         opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)

@@ -12,11 +12,12 @@ recipe as at rollout, through ``paravt.data`` (``to_chat_messages``).
 
 from __future__ import annotations
 
+import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -24,7 +25,12 @@ from paravt.agent.trajectory import Trajectory, TrajectoryBuilder
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
 from paravt.protocol.tags import THINK_PREFIX
+from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import trajectory_logprobs
+
+if TYPE_CHECKING:
+    from paravt.config import TrainConfig
+    from paravt.rl.session import PolicySession
 
 
 def build_sequence(messages: Sequence[ChatMessage], codec: ChatCodec, *, mask_think_prefix: bool = False,
@@ -47,13 +53,54 @@ def build_sequence(messages: Sequence[ChatMessage], codec: ChatCodec, *, mask_th
 
 @dataclass
 class SFTTrainer:
+    """Supervised cold start (``paravt.rl.trainer.Trainer``): token-mean NLL over the assistant
+    tokens of a seeded batch, linear warm-up of the learning rate."""
+
     examples: list[Trajectory]
     model: Any
     processor: Any
     optimizer: torch.optim.Optimizer
     batch_size: int
     max_grad_norm: float
+    total_steps: int
+    lr: float
+    warmup_steps: int = 0
     seed: int = 0
+
+    @classmethod
+    def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
+        return TrainerSettings(lr=cfg.sft.lr, seed=cfg.sft.seed, save_every=cfg.sft.save_every,
+                               generate=False, reference=False)
+
+    @classmethod
+    def build(cls, cfg: TrainConfig, session: PolicySession) -> SFTTrainer:
+        examples = load_examples(
+            Path(cfg.data), Path(cfg.data_root) if cfg.data_root else None, session.codec,
+            include_sub=cfg.sft.include_subagent_rows, max_pixels=cfg.video.overview_max_pixels,
+            crop_max_pixels=cfg.video.crop_max_pixels, size_factor=cfg.video.size_factor,
+            mask_think_prefix=cfg.sft.mask_think_prefix,
+        )
+        if not examples:
+            raise ValueError(f"{cfg.data} holds no SFT rows; build it with `paravt data synth`")
+        per_epoch = math.ceil(len(examples) / cfg.sft.batch_size)
+        total = per_epoch * cfg.sft.epochs
+        return cls(examples, session.model, session.processor, session.optimizer, cfg.sft.batch_size,
+                   cfg.sft.max_grad_norm, total_steps=min(total, cfg.sft.max_steps or total),
+                   lr=cfg.sft.lr, warmup_steps=cfg.sft.warmup_steps, seed=cfg.sft.seed)
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}  # batches are a function of (seed, step)
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        pass
+
+    def describe(self, metrics: Mapping[str, float]) -> str:
+        return f"loss={metrics.get('loss', 0):.3f}"
+
+    def _warmup(self, step: int) -> None:
+        scale = min(1.0, (step + 1) / self.warmup_steps) if self.warmup_steps > 0 else 1.0
+        for g in self.optimizer.param_groups:
+            g["lr"] = self.lr * scale
 
     def batch(self, step: int) -> list[Trajectory]:
         """Deterministic batches: a seeded permutation per epoch, indexed by step."""
@@ -67,6 +114,7 @@ class SFTTrainer:
         return out
 
     def step(self, step: int) -> dict[str, float]:
+        self._warmup(step)
         batch = [t for t in self.batch(step) if t.n_sampled > 0]
         total = sum(t.n_sampled for t in batch)
         self.optimizer.zero_grad(set_to_none=True)

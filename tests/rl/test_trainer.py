@@ -20,7 +20,8 @@ from paravt.models.loading import load_processor
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl.grpo import GRPOTrainer
 from paravt.rl.logger import read_log
-from paravt.rl.loop import load_episode_inputs, run_training
+from paravt.data.chat import load_episode_inputs
+from paravt.rl.loop import run_training
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import build_sequence
 from paravt.video import Frames, sample_frames
@@ -163,7 +164,7 @@ def _one_step(tmp_path: Path, synth: Path, model: str, **sections: dict[str, Any
     cfg = _cfg(tmp_path / "run", synth / "rl.parquet", model, **sections)
     session = PolicySession.create(model, lr=cfg.rl.lr, generate=True, tools=cfg.rollout.tools)
     trainer = GRPOTrainer(cfg, load_episode_inputs(Path(cfg.data)), session)
-    return cfg, session, trainer.step(0).results
+    return cfg, session, trainer.run_step(0).results
 
 
 def test_think_prefix_off_leaves_the_response_start_to_the_policy(tmp_path: Path, synth: Path,

@@ -1,0 +1,48 @@
+"""The ONE trainer contract the outer loop drives (``paravt.rl.loop``), and the registry of kinds.
+
+A trainer owns its hyper-parameters (lr, seed, warm-up, checkpoint period), its data position and
+its step; the loop owns resume, progress, logging and checkpoints. A new trainer kind = one class
+implementing ``Trainer`` + one line in ``TRAINERS`` (docs/extending.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from paravt.config import TrainConfig
+    from paravt.rl.session import PolicySession
+
+
+@dataclass(frozen=True)
+class TrainerSettings:
+    """What the loop needs before a trainer exists (to build the session)."""
+
+    lr: float
+    seed: int
+    save_every: int
+    generate: bool  # the session needs a generator and the tools (rollouts)
+    reference: bool  # the session needs a frozen reference policy (KL)
+
+
+class Trainer(Protocol):
+    total_steps: int
+
+    @classmethod
+    def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings: ...
+
+    @classmethod
+    def build(cls, cfg: TrainConfig, session: PolicySession) -> Trainer: ...
+
+    def step(self, step: int) -> dict[str, float]:
+        """One optimisation step (0-based); returns its metrics."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-safe state saved in checkpoints (e.g. the data cursor)."""
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+    def describe(self, metrics: Mapping[str, float]) -> str:
+        """A short progress-bar text."""

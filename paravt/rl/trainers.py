@@ -1,0 +1,14 @@
+"""Registry of trainer kinds (``paravt train sft|rl``): name -> a class implementing
+``paravt.rl.trainer.Trainer``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from paravt.rl.grpo import GRPOTrainer
+from paravt.rl.sft import SFTTrainer
+from paravt.rl.trainer import Trainer
+
+Kind = Literal["sft", "rl"]
+
+TRAINERS: dict[str, type[Trainer]] = {"sft": SFTTrainer, "rl": GRPOTrainer}
