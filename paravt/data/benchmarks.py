@@ -120,7 +120,7 @@ def load_longvideobench(root: Path) -> list[EvalSample]:
             task="mcq", answer=LETTERS[int(r["correct_choice"])], options=_lettered(cands),
             duration=float(r["duration"]) if r.get("duration") is not None else None,
             subset=str(r.get("duration_group", r.get("question_category", ""))),
-            meta={"question_category": r.get("question_category")}))
+            meta={"question_category": r.get("question_category"), "duration_group": r.get("duration_group")}))
     return out
 
 

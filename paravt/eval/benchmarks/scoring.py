@@ -128,14 +128,20 @@ def score_lmms(bench: str, response: str, answer: str, options: Sequence[str] | 
     raise DataError(f"benchmark {bench!r} has no lmms scorer; available: {', '.join(BENCHMARKS)}")
 
 
+def paravt_pred(bench: str, answer_text: str | None, options: Sequence[str] | None = None) -> str:
+    """What our extraction reads in an extracted answer: the option letter or ``"[s, e]"`` ("" = none)."""
+    if check_benchmark(bench) == "charades_sta":
+        iv = parse_interval(answer_text) if answer_text else None
+        return _fmt_interval(*iv) if iv else ""
+    return mcq_letter(answer_text, options) or ""
+
+
 def score_paravt(bench: str, response: str, answer: str, options: Sequence[str] | None = None) -> Scored:
     """Our protocol's score: the ``<answer>`` content (DESIGN §2 extraction), then option-letter
     match or temporal IoU (`paravt.rewards.accuracy`)."""
     ans = extract_answer(response or "")
-    if check_benchmark(bench) == "charades_sta":
-        iv = parse_interval(ans) if ans else None
-        return Scored(_fmt_interval(*iv) if iv else "", tvg_iou(ans, answer))
-    return Scored(mcq_letter(ans, options) or "", mcq_accuracy(ans, answer, options))
+    score = tvg_iou(ans, answer) if check_benchmark(bench) == "charades_sta" else mcq_accuracy(ans, answer, options)
+    return Scored(paravt_pred(bench, ans, options), score)
 
 
 def score_response(bench: str, response: str, answer: str, options: Sequence[str] | None = None, *,
