@@ -39,9 +39,13 @@ def score(
     in_file: Path = typer.Option(..., "--in", help="JSONL file of completions to score."),
     config: Path | None = typer.Option(None, "--config", help="YAML config (its `reward` section is used)."),
     summary: bool = typer.Option(False, "--summary", help="Print the aggregated metrics (stderr)."),
+    benchmark: str | None = typer.Option(None, "--benchmark", help="Score by this benchmark's lmms-eval rule instead: lines {completion, answer, options?} → {pred, score}."),
 ) -> None:
     """Score completions with the PARA-GRPO reward; one JSON line out per line in."""
     err = Console(stderr=True)
+    if benchmark is not None:  # ---- benchmark rules (paravt/eval/benchmarks/score_file.py) ----
+        _score_benchmark(benchmark, in_file, err)
+        return
     try:
         reward_cfg = cfgmod.load(config).reward if config else RewardConfig()
         lines = in_file.read_text(encoding="utf-8").splitlines()
@@ -129,3 +133,16 @@ def _table(metrics: dict[str, float]) -> Table:
     for key, value in metrics.items():
         table.add_row(key, f"{value:.4f}")
     return table
+
+
+def _score_benchmark(benchmark: str, in_file: Path, err: Console) -> None:
+    """`paravt score --benchmark NAME`: lmms-eval's rule of that benchmark, one line out per line in."""
+    from paravt.eval.benchmarks.score_file import score_lines
+
+    try:
+        lines = in_file.read_text(encoding="utf-8").splitlines()
+        for obj in score_lines(benchmark, lines):
+            typer.echo(json.dumps(obj, ensure_ascii=False))
+    except (ParavtError, OSError, UnicodeDecodeError) as exc:
+        err.print(f"[red]cannot score {in_file}: {exc}[/red]")
+        raise typer.Exit(2) from None

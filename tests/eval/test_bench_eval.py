@@ -89,3 +89,21 @@ def test_missing_videos_are_the_loaders_clear_error(tiny_qwen3_dir: str, tmp_pat
     (root / "videos" / "Law" / "1.mp4").unlink()
     res = _eval("--benchmark", "mmvu", "--root", str(root), "--model", tiny_qwen3_dir, "--out", str(tmp_path / "o"))
     assert res.exit_code == 2 and "1 video(s) missing" in res.output
+
+
+def test_score_with_a_benchmark_rule_prints_pred_and_score_per_line(tmp_path: Path) -> None:
+    f = tmp_path / "in.jsonl"
+    f.write_text("\n".join([
+        json.dumps({"completion": "<think>maybe A</think>The best answer is C.", "answer": "C"}),
+        json.dumps({"completion": "no idea", "answer": "A", "options": ["A. x", "B. y"], "id": "q1"}),
+        "not json",
+    ]) + "\n")
+    res = CliRunner().invoke(app, ["score", "--benchmark", "longvideobench", "--in", str(f)])
+    lines = [json.loads(x) for x in res.output.splitlines()]
+    assert res.exit_code == 0 and lines[0] == {"pred": "C", "score": 1.0}
+    assert lines[1]["random"] is True and lines[1]["pred"] in "AB" and "error" in lines[2]
+    tvg = tmp_path / "tvg.jsonl"
+    tvg.write_text(json.dumps({"completion": "It happens in 2 - 4 s", "answer": "[1.0, 3.0]"}) + "\n")
+    res = CliRunner().invoke(app, ["score", "--benchmark", "charades_sta", "--in", str(tvg)])
+    out = json.loads(res.output)
+    assert out["pred"] == "[2.0, 4.0]" and out["score"] == pytest.approx(1 / 3)
