@@ -76,7 +76,19 @@ def _charades(root: Path) -> list[Path]:
     return [root / "Charades_v1_480" / f"{v}.mp4" for v in ("AAAAA", "BBBBB")]
 
 
+def _elv(root: Path) -> list[Path]:
+    lines = []
+    for t, aspect in enumerate(("visual_details", "action")):
+        for ctype, ref in (("ground_truth", "Yes"), ("in_video", "No"), ("out_video", "No")):
+            lines.append({"video": "elv0.mp4", "aspect": aspect, "caption_type": ctype, "ref_answer": ref, "part_nums": 3,
+                          "question": f"Is the following caption totally correct? Reply with 'Yes' or 'No' only. "
+                                      f"Caption {t}-{ctype}."})
+    (root / "ELV_Halluc.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return [root / "videos" / "elv0.mp4"]
+
+
 BUILDERS: dict[str, Callable[[Path], list[Path]]] = {
+    "elv_halluc": _elv,
     "videomme": _videomme, "longvideobench": _longvideobench, "lvbench": _lvbench, "mlvu": _mlvu,
     "mmvu": _mmvu, "charades_sta": _charades,
 }

@@ -105,6 +105,8 @@ def groups_of(s: EvalSample) -> dict[str, str | tuple[str, ...]]:
     if s.benchmark == "mlvu":  # lmms-eval's task type: the json file's name without its "N_" prefix
         stem = s.id.rsplit("-", 1)[0]
         return {"task_type": stem.split("_", 1)[1] if stem[:1].isdigit() and "_" in stem else stem}
+    if s.benchmark == "elv_halluc":
+        return {k: str(meta.get(k, "")) for k in ("triplet", "caption_type", "aspect")}
     if s.benchmark == "mmvu":
         subject = Path(s.video).parent.name
         return {"subject": subject, "discipline": MMVU_DISCIPLINES.get(subject, "")}

@@ -25,12 +25,13 @@ from typing import Literal
 
 from paravt.errors import DataError
 from paravt.eval.benchmarks import lmms_rules as L
+from paravt.eval.benchmarks.elv_halluc import elv_report, yes_no
 from paravt.protocol.answer import extract_answer
 from paravt.rewards.accuracy import mcq_accuracy, mcq_letter, parse_interval, tvg_iou
 
 Scoring = Literal["lmms", "paravt"]
 BENCHMARKS: tuple[str, ...] = ("videomme", "videomme_sub", "longvideobench", "lvbench", "mlvu", "mmvu",
-                               "charades_sta")
+                               "charades_sta", "elv_halluc")
 #: lmms-eval's ``mlvu_dev`` task-type set (the macro average divides by its size).
 MLVU_TASK_TYPES: tuple[str, ...] = ("anomaly_reco", "count", "ego", "needle", "order", "plotQA", "topic_reasoning")
 #: lmms-eval's MMVU subject → discipline map; subjects outside it are not counted.
@@ -119,6 +120,9 @@ def score_lmms(bench: str, response: str, answer: str, options: Sequence[str] | 
     if bench == "mmvu":
         ok = L.mmvu_mcq_correct(text, answer, option_texts(options))
         return Scored(L.mmvu_logged_letter(text), float(ok))
+    if bench == "elv_halluc":  # no lmms-eval task: the benchmark's own yes/no reading
+        yn = yes_no(response or "")
+        return Scored(yn or "", float(yn is not None and yn == answer.strip().lower()))
     if bench == "charades_sta":
         found = L.extract_time(text)
         if len(found) != 1:
@@ -140,6 +144,9 @@ def score_paravt(bench: str, response: str, answer: str, options: Sequence[str] 
     """Our protocol's score: the ``<answer>`` content (DESIGN §2 extraction), then option-letter
     match or temporal IoU (`paravt.rewards.accuracy`)."""
     ans = extract_answer(response or "")
+    if bench == "elv_halluc":
+        yn = yes_no(ans or "")
+        return Scored(yn or "", float(yn is not None and yn == answer.strip().lower()))
     score = tvg_iou(ans, answer) if check_benchmark(bench) == "charades_sta" else mcq_accuracy(ans, answer, options)
     return Scored(paravt_pred(bench, ans, options), score)
 
@@ -185,6 +192,10 @@ def aggregate(bench: str, items: Sequence[ScoredItem]) -> dict[str, object]:
     scores = [it.scored.score for it in items]
     out: dict[str, object] = {"n": len(items), "errors": sum(it.error for it in items),
                               "random_fallbacks": sum(it.scored.random for it in items)}
+    if bench == "elv_halluc":
+        rep = elv_report([(str(it.groups.get("triplet", it.id)), str(it.groups.get("caption_type", "")),
+                           str(it.groups.get("aspect", "")), it.scored.score) for it in items])
+        return {**out, "headline": rep["avg_acc"], "headline_metric": "avg acc (SAH alongside)", **rep}
     if bench == "charades_sta":
         ch = _charades(items)
         return {**out, "headline": ch["mIoU"], "headline_metric": "mIoU", **ch}
