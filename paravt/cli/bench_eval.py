@@ -24,7 +24,9 @@ def parse_benchmarks(value: str) -> list[str]:
     return [check_benchmark(n.strip()) for n in value.split(",") if n.strip()]
 
 
-def protocol_from(cfg: TrainConfig, prompt_class: str | None, scoring: str | None) -> Protocol:
+def protocol_from(cfg: TrainConfig, prompt_class: str | None, scoring: str | None,
+                  max_frames: int | None = None) -> Protocol:
+    """The protocol of the config's ``eval`` section; flags override (``--nframes`` caps the overview)."""
     ev = cfg.eval
     pc = prompt_class or ev.prompt_class
     if pc not in PROMPT_CLASSES:
@@ -32,7 +34,10 @@ def protocol_from(cfg: TrainConfig, prompt_class: str | None, scoring: str | Non
     sc = scoring or ev.scoring
     if sc not in ("lmms", "paravt"):
         raise ValueError(f"--scoring {sc!r} must be lmms or paravt")
-    return Protocol(fps=ev.benchmark_fps, max_frames=ev.benchmark_max_frames, max_pixels=ev.benchmark_max_pixels,
+    if max_frames is not None and max_frames < 1:
+        raise ValueError(f"--nframes {max_frames} must be at least 1 with --benchmark")
+    return Protocol(fps=ev.benchmark_fps, max_frames=max_frames or ev.benchmark_max_frames,
+                    max_pixels=ev.benchmark_max_pixels,
                     prompt_class=pc, scoring=sc)  # type: ignore[arg-type]
 
 

@@ -20,7 +20,7 @@ def eval_cmd(
     data: Path | None = typer.Option(None, "--data", help="eval parquet (e.g. runs/synth/eval.parquet)"),
     mode: list[str] = typer.Option(None, "--mode", help="parallel | sequential | none (repeatable; default eval.modes)"),
     compare: bool = typer.Option(False, "--compare", help="Run all three modes on the same samples"),
-    nframes: int | None = typer.Option(None, "--nframes", help="Overview frames (default eval.nframes)"),
+    nframes: int | None = typer.Option(None, "--nframes", help="Overview frames (default eval.nframes); with --benchmark: the cap (default eval.benchmark_max_frames)"),
     out: Path = typer.Option(Path("runs/eval"), "--out"),
     limit: int | None = typer.Option(None, "--limit", help="First N samples (default eval.limit)"),
     workers: int | None = typer.Option(None, "--workers", help="Concurrent episodes (default eval.workers)"),
@@ -60,7 +60,7 @@ def eval_cmd(
         samples = [] if data is None else load_episode_inputs(data, nframes=ev.nframes if nframes is None else nframes,
                                                               limit=limit or ev.limit)
         bench = bench_eval.parse_benchmarks(benchmark) if benchmark else []
-        proto = bench_eval.protocol_from(cfg, prompt_class, scoring)
+        proto = bench_eval.protocol_from(cfg, prompt_class, scoring, nframes)
         backend = open_backend(model, processor_dir=processor, device=m.device, tools=cfg.rollout.tools,
                                tool_server_url=cfg.rollout.tool_server_url, timeout_s=m.request_timeout_s,
                                max_retries=m.max_retries, max_concurrency=m.max_concurrency,

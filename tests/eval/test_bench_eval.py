@@ -107,3 +107,16 @@ def test_score_with_a_benchmark_rule_prints_pred_and_score_per_line(tmp_path: Pa
     res = CliRunner().invoke(app, ["score", "--benchmark", "charades_sta", "--in", str(tvg)])
     out = json.loads(res.output)
     assert out["pred"] == "[2.0, 4.0]" and out["score"] == pytest.approx(1 / 3)
+
+
+def test_a_bad_layout_is_the_loaders_clear_error_and_nframes_caps_the_overview(tiny_qwen3_dir: str, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    res = _eval("--benchmark", "lvbench", "--root", str(tmp_path / "empty"), "--model", tiny_qwen3_dir,
+                "--out", str(tmp_path / "o"))
+    assert res.exit_code == 2 and "no annotation file" in res.output
+    root = build("lvbench", tmp_path / "lvb", seconds=4)
+    res = _eval("--benchmark", "lvbench", "--root", str(root), "--model", tiny_qwen3_dir, "--out", str(tmp_path / "o"),
+                "--nframes", "2", "--prompt-class", "direct", "--limit", "1")
+    assert res.exit_code == 0, res.output
+    (row,) = load_results(tmp_path / "o" / "lvbench" / "direct" / "results.jsonl")
+    assert row.nframes == 2  # a 4 s video at 1 fps, capped at 2
