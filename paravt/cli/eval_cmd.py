@@ -28,7 +28,7 @@ def eval_cmd(
     processor: str | None = typer.Option(None, "--processor", help="Processor dir (with a URL model)"),
     config: Path | None = typer.Option(None, "--config", help="YAML: model/video/rollout/reward/eval settings"),
     benchmark: str | None = typer.Option(None, "--benchmark", help="Benchmarks instead of --data: NAME[,NAME…] of "
-                                         "videomme, videomme_sub, longvideobench, lvbench, mlvu, mmvu, charades_sta"),
+                                         "videomme, videomme_sub, longvideobench, lvbench, mlvu, mmvu, charades_sta, elv_halluc"),
     root: Path | None = typer.Option(None, "--root", help="With --benchmark: directory of the benchmark's files (or of one subdirectory per benchmark)"),
     prompt_class: str | None = typer.Option(None, "--prompt-class", help="With --benchmark: agentic | reasoning | direct (default eval.prompt_class)"),
     scoring: str | None = typer.Option(None, "--scoring", help="With --benchmark: lmms | paravt headline scorer (default eval.scoring)"),
