@@ -205,7 +205,9 @@ def load_charades_sta(root: Path) -> list[EvalSample]:
         out.append(EvalSample(
             id=f"charades-{i}", benchmark="charades_sta",
             video=str(_video(root, ["Charades_v1_480", "videos", "Charades_v1"], f"{vid}.mp4")),
-            question=f'When does "{sentence}" happen in the video? Answer with [start, end] in seconds.',
+            # "start - end", as lmms-eval's Charades prompt asks: its parser cannot read "[a, b]"
+            question=f'When does "{sentence}" happen in the video? Answer with its start and end time in '
+                     'seconds, as "start - end".',
             task="tvg", answer=f"[{float(s):.1f}, {float(e):.1f}]", duration=lengths.get(vid), subset="charades"))
     return out
 
