@@ -120,3 +120,20 @@ def test_a_bad_layout_is_the_loaders_clear_error_and_nframes_caps_the_overview(t
     assert res.exit_code == 0, res.output
     (row,) = load_results(tmp_path / "o" / "lvbench" / "direct" / "results.jsonl")
     assert row.nframes == 2  # a 4 s video at 1 fps, capped at 2
+
+
+def test_several_benchmarks_under_one_root_then_the_report_table(tiny_qwen3_dir: str, tmp_path: Path) -> None:
+    root = tmp_path / "bench"
+    build("videomme", root / "videomme")  # videomme_sub reads the same directory (subtitles/)
+    build("charades_sta", root / "charades_sta")
+    out = tmp_path / "runs" / "tiny"
+    res = _eval("--benchmark", "videomme,videomme_sub,charades_sta", "--root", str(root), "--model", tiny_qwen3_dir,
+                "--out", str(out), "--prompt-class", "reasoning", "--limit", "2")
+    assert res.exit_code == 0, res.output
+    sub = load_results(out / "videomme_sub" / "reasoning" / "results.jsonl")
+    by_id = {r.id: r for r in sub}
+    assert set(by_id) == {"001-1", "002-1"} and by_id["001-1"].question.startswith("Subtitles:\nthree stars")
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "runs"), "-o", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    page = (tmp_path / "r.html").read_text()
+    assert "tiny · reasoning · none" in page and page.count("(n=2)") == 3  # three measured cells
