@@ -83,7 +83,7 @@ class RewardConfig(_Strict):
     beta: float = Field(0.3, description="Anchor bonus for the full think -> /think -> answer flow [paper].")
     gamma: float = Field(0.3, description="Anchor penalty for <think> opened but never closed [paper].")
     anchor: bool = Field(True, description="Exploration Anchoring reward on/off (ablation switch).")
-    tool_mode: Literal["parse_bonus", "accumulative", "off"] = Field("parse_bonus", description="R_tool: 0.1 parse bonus, PyVision-RL accumulative, or off.")
+    tool_mode: Literal["parse_bonus", "graduated", "accumulative", "off"] = Field("parse_bonus", description="R_tool: the paper's 0.1 parse bonus, the authors' released graduated reward (0.1/0.3/+0.5), PyVision-RL accumulative, or off.")
     tool_bonus: float = Field(0.1, description="Parse bonus, or per-successful-call reward in accumulative mode [paper].")
     bias: float = Field(-0.2, description="Added to every reward before group normalisation [paper].")
     judge_url: str | None = Field(None, description="OpenAI-compatible endpoint of an LLM judge for open-ended answers (None = token F1).")
@@ -134,6 +134,7 @@ class SFTConfig(_Strict):
     seed: int = 0
     save_every: int = Field(100, ge=1)
     include_subagent_rows: bool = True
+    mask_think_prefix: bool = Field(False, description="Put the assistant turns' leading '<think>\\n' into the prompt (mask 0) instead of training it. Off: SFT teaches the whole format and the think prefix stays an RL-time constraint [paper].")
 
 
 class EvalConfig(_Strict):

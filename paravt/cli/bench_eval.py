@@ -9,14 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from paravt.cli.output import stdout_console
 from paravt.config import TrainConfig
 from paravt.eval.benchmarks.protocol import PROMPT_CLASSES, Protocol, benchmark_root, run_benchmark
 from paravt.eval.benchmarks.scoring import check_benchmark
 
-console = Console()
+console = stdout_console()
 
 
 def parse_benchmarks(value: str) -> list[str]:

@@ -6,18 +6,17 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from paravt.errors import ParavtError
+from paravt.cli.output import fail, stdout_console
 
 app = typer.Typer(help="Build, check and convert datasets.", no_args_is_help=True)
-console = Console()
+console = stdout_console()
 
 
 def _fail(err: ParavtError) -> None:
-    console.print(f"[red]{err}[/red]")
-    raise typer.Exit(2)
+    raise fail(str(err))
 
 
 @app.command("synth")

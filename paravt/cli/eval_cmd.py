@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from paravt.cli import bench_eval
 from paravt.config import TrainConfig
 from paravt.errors import ParavtError
+from paravt.cli.output import fail, stdout_console
 
-console = Console()
+console = stdout_console()
 
 
 def eval_cmd(
@@ -43,19 +43,16 @@ def eval_cmd(
     try:
         cfg = cfgmod.load(config) if config else TrainConfig()
     except ParavtError as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(str(err)) from None
     ev, m = cfg.eval, cfg.model
     modes = ["parallel", "sequential", "none"] if compare else (mode or list(ev.modes))
     bad = [x for x in modes if x not in ("parallel", "sequential", "none")]
     if bad:
-        console.print(f"[red]--mode {bad} must be parallel, sequential or none[/red]")
-        raise typer.Exit(2)
+        raise fail(f"--mode {bad} must be parallel, sequential or none") from None
     if max_new_tokens is not None:
         cfg.sampling.max_new_tokens = max_new_tokens
     if (benchmark is None) == (data is None) or (benchmark is not None and root is None):
-        console.print("[red]pass either --data PARQUET or --benchmark NAME --root DIR[/red]")
-        raise typer.Exit(2)
+        raise fail("pass either --data PARQUET or --benchmark NAME --root DIR")
     try:
         samples = [] if data is None else load_episode_inputs(data, nframes=ev.nframes if nframes is None else nframes,
                                                               limit=limit or ev.limit)
@@ -66,8 +63,7 @@ def eval_cmd(
                                max_retries=m.max_retries, max_concurrency=m.max_concurrency,
                                served_model_name=m.served_model_name)
     except (ParavtError, ValueError, OSError) as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(str(err)) from None
     r = cfg.reward
     backend.judge_url, backend.judge_model, backend.judge_timeout_s = r.judge_url, r.judge_model, r.judge_timeout_s
     settings = EpisodeSettings.from_config(cfg, temperature=ev.temperature)
@@ -77,8 +73,7 @@ def eval_cmd(
                                       modes=modes, out=out, limit=limit or ev.limit, workers=workers or ev.workers,
                                       weights=RewardWeights.from_config(r))
         except ParavtError as err:
-            console.print(f"[red]{err}[/red]")
-            raise typer.Exit(2) from None
+            raise fail(str(err)) from None
         console.print(f"results and metrics under {out}/<benchmark>/{proto.prompt_class}/")
         return
     metrics = evaluate(samples, backend, settings, modes=modes, out=out, workers=workers or ev.workers,

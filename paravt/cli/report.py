@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
-from paravt.errors import ParavtError
 from rich.table import Table
 
+from paravt.cli.output import fail, stderr_console, stdout_console
+from paravt.errors import ParavtError
 from paravt.eval.benchmarks.table1 import COLUMNS, Table1Row, table1_rows
 from paravt.eval.report import build_report
 
-console = Console(stderr=True)
+console = stderr_console()
 
 
 def report(
@@ -24,11 +24,10 @@ def report(
     try:
         path = build_report(run_dirs, out)
     except ParavtError as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(str(err)) from None
     rows = table1_rows([p for d in run_dirs for p in Path(d).rglob("metrics.json")])
     if any(r.source == "measured" for r in rows):
-        console.print(table1_table(rows))
+        stdout_console().print(table1_table(rows))
     typer.echo(str(path))
 
 

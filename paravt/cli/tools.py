@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 
 from paravt.errors import ConfigError
+from paravt.cli.output import fail, stderr_console
 
-console = Console(stderr=True)
+console = stderr_console()
 
 
 def serve_tools(
@@ -28,7 +28,6 @@ def serve_tools(
         app = create_app(names, max_concurrency=max_concurrency, request_timeout_s=request_timeout_s,
                          idle_ttl_s=idle_ttl_s)
     except ConfigError as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(str(err)) from None
     console.print(f"paravt tool server: {', '.join(names)} on http://{host}:{port}")
     uvicorn.run(app, host=host, port=port, log_level="warning")

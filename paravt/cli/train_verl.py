@@ -65,7 +65,8 @@ def write_run_files(cfg: TrainConfig, verl: VerlSettings, *, convert_data: bool)
     files["dir"].mkdir(parents=True, exist_ok=True)
     n_rows = None
     if convert_data:
-        n_rows = write_verl_parquet(cfg.data, files["train_data"], agent_name=AGENT_NAME, data_root=cfg.data_root)
+        n_rows = write_verl_parquet(cfg.data, files["train_data"], agent_name=AGENT_NAME, data_root=cfg.data_root,
+                                    think_prefix=cfg.rollout.think_prefix)
     verl = _steps_per_epoch(cfg, verl, n_rows)
     rendered = render_verl_config(cfg, verl, run_dir=run_dir)
     files["train_config"].write_text(dump(cfg))

@@ -86,7 +86,8 @@ def result_row(res: EpisodeResult, mode: str, weights: RewardWeights, acc_overri
         calls=calls, n_calls=len(calls),
         tokens=res.tokens,
         latency_s=res.latency_s, end_reason=res.end_reason,
-        tool_necessary=inp.meta.get("tool_necessary"), transcript=tuple(transcript), format_reward=b.format,
+        tool_necessary=inp.meta.get("tool_necessary"), transcript=tuple(transcript),
+        format_reward=b.format_ref,  # the one yardstick (default R_fmt), whatever the eval weights
     )
 
 

@@ -27,6 +27,16 @@ PROTOCOL_TAGS: tuple[str, ...] = (
 )
 
 
+def with_prefix(prefix: str, completion: str) -> str:
+    """``prefix + completion`` for text whose prompt may or may not have held the forced prefix
+    (offline scoring, verl's decoded response): never doubled, so a completion that already
+    opens with the prefix's tag (e.g. a rollout printed with its ``<think>``) is kept as written."""
+    head = prefix.strip()
+    if not head or completion.lstrip().startswith(head):
+        return completion
+    return prefix + completion
+
+
 def fmt_time(seconds: float) -> str:
     """``MM:SS`` (or ``H:MM:SS`` past an hour), rounded to the second."""
     s = max(0, int(round(seconds)))

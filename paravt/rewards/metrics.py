@@ -3,8 +3,10 @@
 Keys of ``aggregate`` (all floats; means over the records unless said otherwise):
 
 - ``n``: number of records;
-- ``f_tau``: mean R_fmt (the format reward) — at the sampling temperature when the records are
-  the training rollouts;
+- ``f_tau``: mean R_fmt under ONE yardstick, the default weights with the anchor on
+  (``RewardBreakdown.format_ref``), whatever the training reward's switches are — so vanilla GRPO
+  (anchor off) and PARA-GRPO curves are comparable; at the sampling temperature when the records
+  are the training rollouts. The training reward's own format term is ``reward/format``;
 - ``kappa``: mean number of tool calls per rollout (``RolloutRecord.n_calls``; the trainer passes
   None, so it counts the calls the model WROTE, well-formed or not run; eval's ``mean_calls``
   counts the calls that were recorded as run or rejected);
@@ -52,7 +54,7 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
     if not recs:
         return out
     b = [r.breakdown for r in recs]
-    out["f_tau"] = _mean(x.format for x in b)
+    out["f_tau"] = _mean(x.format_ref for x in b)
     out["kappa"] = _mean(r.calls for r in recs)
     out["closed/think"] = _mean(x.closed_think for x in b)
     out["closed/tool_call"] = _mean(x.closed_tool_call for x in b)

@@ -105,7 +105,7 @@ def _build(cfg: TrainConfig, kind: Kind, session: PolicySession):  # -> (trainer
         Path(cfg.data), Path(cfg.data_root) if cfg.data_root else None, session.codec,
         include_sub=cfg.sft.include_subagent_rows, max_pixels=cfg.video.overview_max_pixels,
         crop_max_pixels=cfg.video.crop_max_pixels, size_factor=cfg.video.size_factor,
-        think_prefix=cfg.rollout.think_prefix,
+        mask_think_prefix=cfg.sft.mask_think_prefix,
     )
     if not examples:
         raise ValueError(f"{cfg.data} holds no SFT rows; build it with `paravt data synth`")

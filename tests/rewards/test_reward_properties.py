@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paravt.protocol import tags as T
+from paravt.protocol.stats import THINK_MIN_CHARS, format_stats
 from paravt.rewards.composite import RewardWeights, compute_reward
 
 FRAGMENTS = [
@@ -48,10 +49,12 @@ def test_anchor_fires_only_as_defined(text, prefix) -> None:
         assert T.THINK_CLOSE in plain
     if b.anchor < 0:
         assert unclosed
-    # exact decomposition: alpha*closed + beta*flow - gamma*unclosed, flow implies an answer block
-    residual = b.anchor - 0.4 * b.closed_think + 0.3 * unclosed
+    # exact decomposition: alpha*closed + beta*flow - gamma*unclosed (alpha and beta only for a
+    # substantive think), flow implies an answer block
+    thought = format_stats(full).think_chars >= THINK_MIN_CHARS
+    residual = b.anchor - 0.4 * (b.closed_think and thought) + 0.3 * unclosed
     assert math.isclose(residual, 0.0, abs_tol=1e-9) or (
-        math.isclose(residual, 0.3, abs_tol=1e-9) and b.closed_answer and T.ANSWER_OPEN in plain)
+        math.isclose(residual, 0.3, abs_tol=1e-9) and thought and b.closed_answer and T.ANSWER_OPEN in plain)
 
 
 @settings(max_examples=400, deadline=None)

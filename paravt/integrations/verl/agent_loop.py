@@ -38,7 +38,7 @@ from paravt.models.chat import ChatCodec
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rl.gating import gated_nframes
 
-_REWARD_EXTRA_KEYS = ("acc", "format", "anchor", "tool", "n_calls")
+_REWARD_EXTRA_KEYS = ("acc", "format", "format_ref", "anchor", "tool", "n_calls")
 
 
 @functools.lru_cache(maxsize=8)
