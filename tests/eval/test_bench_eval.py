@@ -10,6 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from paravt.cli import app
+from paravt.data.benchmarks import load_benchmark
+from paravt.eval.benchmarks.protocol import score_rows
 from paravt.eval.results import load_results
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -42,6 +44,10 @@ def test_videomme_writes_the_table_and_a_benchmark_section_by_duration(tiny_qwen
     assert par["headline"] == par["lmms"]["headline"] and par["lmms"]["n"] == 3 and par["errors"] == {"video": 0, "backend": 0}
     assert 0 <= par["headline"] <= 100 and par["tokens_per_question"]["main_visual"] > 0
     assert par["calls_per_question"] >= 0 and 0 <= par["tool_use_rate"] <= 1
+    # --scoring paravt re-reads the completion exactly as the episode's reward did
+    samples = {s.id: s for s in load_benchmark("videomme", root)}
+    ours = score_rows("videomme", rows, samples, "paravt")
+    assert [it.scored.score for it in ours] == [r.score for r in rows]
 
 
 def test_charades_reports_recalls_and_miou_and_a_broken_video_counts_wrong(tiny_qwen3_dir: str, tmp_path: Path) -> None:

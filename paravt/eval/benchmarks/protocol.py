@@ -28,7 +28,7 @@ from paravt.agent import EpisodeInput, EpisodeSettings
 from paravt.data.benchmarks import EvalSample, load_benchmark
 from paravt.errors import VideoError
 from paravt.eval.benchmarks.scoring import (
-    MMVU_DISCIPLINES, Scored, ScoredItem, Scoring, aggregate, check_benchmark, paravt_pred, score_lmms,
+    MMVU_DISCIPLINES, Scored, ScoredItem, Scoring, aggregate, check_benchmark, score_lmms, score_paravt,
 )
 from paravt.eval.metrics import TOKEN_FIELDS
 from paravt.eval.results import ResultRow, load_results
@@ -135,8 +135,9 @@ def score_rows(bench: str, rows: Sequence[ResultRow], samples: Mapping[str, Eval
             sc = Scored("", 0.0)
         elif scoring == "lmms":
             sc = score_lmms(bench, final_response(r), r.answer, r.options, item_id=r.id, seed=seed)
-        else:  # the row's own score is our protocol's extraction + accuracy (the training reward's R_acc)
-            sc = Scored(paravt_pred(bench, r.prediction, r.options), r.score)
+        else:  # our extraction on the whole main-agent completion (what the training reward reads)
+            sc = score_paravt(bench, "\n".join(t.text for t in r.transcript if t.role == "assistant"),
+                              r.answer, r.options)
         key = f"{Path(r.video).name}>>>{r.question}>>>{r.answer}" if bench == "charades_sta" else r.id
         items.append(ScoredItem(r.id, sc, groups_of(s) if s else {}, key=key, error=failed))
     return items

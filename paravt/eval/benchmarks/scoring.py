@@ -133,8 +133,11 @@ def score_lmms(bench: str, response: str, answer: str, options: Sequence[str] | 
 
 
 def paravt_pred(bench: str, answer_text: str | None, options: Sequence[str] | None = None) -> str:
-    """What our extraction reads in an extracted answer: the option letter or ``"[s, e]"`` ("" = none)."""
-    if check_benchmark(bench) == "charades_sta":
+    """What our extraction reads in an extracted answer: the option letter, ``"[s, e]"`` or
+    yes/no ("" = none)."""
+    if check_benchmark(bench) == "elv_halluc":
+        return yes_no(answer_text or "") or ""
+    if bench == "charades_sta":
         iv = parse_interval(answer_text) if answer_text else None
         return _fmt_interval(*iv) if iv else ""
     return mcq_letter(answer_text, options) or ""
@@ -144,11 +147,11 @@ def score_paravt(bench: str, response: str, answer: str, options: Sequence[str] 
     """Our protocol's score: the ``<answer>`` content (DESIGN §2 extraction), then option-letter
     match or temporal IoU (`paravt.rewards.accuracy`)."""
     ans = extract_answer(response or "")
+    pred = paravt_pred(bench, ans, options)
     if bench == "elv_halluc":
-        yn = yes_no(ans or "")
-        return Scored(yn or "", float(yn is not None and yn == answer.strip().lower()))
-    score = tvg_iou(ans, answer) if check_benchmark(bench) == "charades_sta" else mcq_accuracy(ans, answer, options)
-    return Scored(paravt_pred(bench, ans, options), score)
+        return Scored(pred, float(bool(pred) and pred == answer.strip().lower()))
+    score = tvg_iou(ans, answer) if bench == "charades_sta" else mcq_accuracy(ans, answer, options)
+    return Scored(pred, score)
 
 
 def score_response(bench: str, response: str, answer: str, options: Sequence[str] | None = None, *,
