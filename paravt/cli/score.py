@@ -2,8 +2,9 @@
 
 Input line: ``{"completion": str, "task": "mcq"|"tvg"|"oe", "answer": str, "options": [str]?,
 "prefix": str?, "successful_calls": int?, "question": str?}``. Output (stdout, one JSON line per input line, same
-order): ``{"reward", "acc", "format", "format_ref", "format_base", "anchor", "tool", "answer",
-"degenerate", "closed": {"think", "tool_call", "answer"}, "tool_code", "n_calls"}``; a bad line
+order): ``{"reward", <every term of paravt.rewards.terms.TERMS: "acc", "format_base", "anchor",
+"tool">, "format", "format_ref", "answer", "degenerate", "closed": {"think", "tool_call",
+"answer"}, "tool_code", "n_calls"}``; a bad line
 gives ``{"error": "..."}`` (and a message on stderr) and the rest continue. ``--summary`` prints
 the aggregated metrics table on stderr (stdout stays JSON lines). Exit 0 unless the file or the
 config cannot be read (then exit 2, the reason on stderr).
@@ -34,7 +35,7 @@ from paravt.config import RewardConfig
 from paravt.errors import ConfigError, ParavtError
 from paravt.protocol import tags as T
 from paravt.protocol.answer import extract_answer
-from paravt.rewards.composite import RewardBreakdown, RewardWeights, compute_reward
+from paravt.rewards import RewardBreakdown, RewardWeights, compute_reward
 from paravt.rewards.judge import JudgeItem, judge_where_given
 from paravt.rewards.metrics import RolloutRecord, aggregate
 
@@ -105,12 +106,11 @@ def _judge_items(rows: list[dict[str, Any] | str]) -> list[JudgeItem | None]:
 
 
 def output_line(b: RewardBreakdown) -> dict[str, Any]:
-    """The documented output format of one scored line."""
+    """The documented output format of one scored line: the reward, every term of ``TERMS`` by
+    name, R_fmt (run weights and yardstick) and the flags."""
+    scalars = {k: round(v, 6) for k, v in b.scalars().items() if k != "n_calls"}
     return {
-        "reward": round(b.reward, 6), "acc": round(b.acc, 6), "format": round(b.format, 6),
-        "format_ref": round(b.format_ref, 6),
-        "format_base": round(b.format_base, 6), "anchor": round(b.anchor, 6),
-        "tool": round(b.tool, 6), "answer": b.answer, "degenerate": b.degenerate,
+        "reward": round(b.reward, 6), **scalars, "answer": b.answer, "degenerate": b.degenerate,
         "closed": {"think": b.closed_think, "tool_call": b.closed_tool_call,
                    "answer": b.closed_answer},
         "tool_code": b.tool_code, "n_calls": b.n_calls,

@@ -25,7 +25,7 @@ from paravt.eval.results import CallRow, ResultRow, TranscriptTurn, append_resul
 from paravt.models.base import Generator
 from paravt.models.chat import ChatCodec
 from paravt.rewards import RewardWeights
-from paravt.rewards.composite import CORRECT_THRESHOLD
+from paravt.rewards.terms import CORRECT_THRESHOLD
 
 
 @dataclass
@@ -122,7 +122,7 @@ def evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: Episod
              out: Path, workers: int = 4, weights: RewardWeights | None = None, progress: bool = True) -> dict[str, Any]:
     """Run every mode on the same samples; write results.jsonl + metrics.json; return the metrics."""
     out.mkdir(parents=True, exist_ok=True)
-    w = weights or RewardWeights()
+    w = weights or RewardWeights.default()
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    disable=not progress)
     judge: dict[str, dict[str, float]] = {}

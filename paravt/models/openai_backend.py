@@ -31,6 +31,7 @@ import io
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -39,7 +40,7 @@ from PIL import Image
 
 from paravt.models.base import ChatMessage, GenOutput, GenRequest
 from paravt.models.hf import error_output
-from paravt.protocol.tags import IM_END
+from paravt.protocol.tags import IM_END, defuse_control_text
 from paravt.video.types import Frames
 
 _MARKER_RE = re.compile(r"(<video>|<image>)")
@@ -73,6 +74,8 @@ def chat_payload(req: GenRequest, model: str, image_format: str = "jpeg") -> dic
     """The ``/v1/chat/completions`` body of one request."""
     messages: list[dict[str, Any]] = []
     for i, m in enumerate(req.messages):
+        if m.role == "tool":  # tool output is data: the server must not read control tokens in it
+            m = replace(m, content=defuse_control_text(m.content))
         content: Any = m.content if not (m.videos or m.images) else message_parts(m, image_format)
         entry: dict[str, Any] = {"role": m.role, "content": content}
         if m.role == "tool":

@@ -3,10 +3,13 @@
 Resume is bit-for-bit on the CPU: a checkpoint holds the weights, the optimizer state, every RNG
 state and the data position, and each RL step reseeds its sampling from (seed, step); so a run
 killed after its step-k checkpoint and resumed logs the same numbers as an uninterrupted run.
+Resume uses the newest checkpoint whose checksums verify; each newer one it skips is named, with
+the reason, in a warning on stderr.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from pathlib import Path
@@ -16,11 +19,13 @@ import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from paravt.config import TrainConfig
-from paravt.rl.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint, set_rng_state
+from paravt.rl.checkpoint import load_trainer_state, resume_point, save_checkpoint, set_rng_state
 from paravt.rl.logger import MetricsLogger
 from paravt.rl.session import PolicySession
 
 Kind = Literal["sft", "rl"]
+
+log = logging.getLogger(__name__)
 
 
 def _warmup(optimizer: torch.optim.Optimizer, lr: float, warmup: int, step: int) -> None:
@@ -44,7 +49,7 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     """
     out = Path(cfg.out_dir)
     ckpt_root = out / "checkpoints"
-    ckpt = latest_checkpoint(ckpt_root) if resume else None
+    ckpt = _resume_checkpoint(ckpt_root) if resume else None
     init = str(ckpt / "model") if ckpt else (cfg.init_from or cfg.model.path)
     lr = cfg.rl.lr if kind == "rl" else cfg.sft.lr
     seed = cfg.rl.seed if kind == "rl" else cfg.sft.seed
@@ -91,6 +96,19 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     session.processor.save_pretrained(out / "model")
     logger.close()
     return out
+
+
+def _resume_checkpoint(root: Path) -> Path | None:
+    """The newest checkpoint that verifies; every newer one skipped is reported with its reason."""
+    point = resume_point(root)
+    for path, reason in point.skipped:
+        log.warning("resume: skipping checkpoint %s: %s", path, reason)
+    if point.checkpoint is not None:
+        if point.skipped:
+            log.warning("resume: continuing from %s", point.checkpoint)
+    elif point.skipped:
+        log.warning("resume: no checkpoint under %s verifies; training starts from the initial model", root)
+    return point.checkpoint
 
 
 def _build(cfg: TrainConfig, kind: Kind, session: PolicySession):  # -> (trainer, total steps)

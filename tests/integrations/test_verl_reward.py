@@ -27,7 +27,7 @@ def test_temporal_grounding_scores_iou() -> None:
 
 def test_forced_think_prefix_is_prepended_like_the_episode_does() -> None:
     text = RESPONSE.format("B")
-    ours = compute_reward(THINK_PREFIX + text, task="mcq", answer="B", options=None, prefix="", weights=RewardWeights())
+    ours = compute_reward(THINK_PREFIX + text, task="mcq", answer="B", options=None, prefix="", weights=RewardWeights.default())
     assert compute_score("paravt", text, "B", {"task": "mcq"})["score"] == pytest.approx(ours.reward)
     assert ours.anchor > 0  # the opened-and-closed think earns the anchor bonus
 
@@ -45,7 +45,7 @@ def test_prefix_follows_the_runs_think_prefix_and_is_never_doubled() -> None:
     written = compute_score("paravt", THINK_PREFIX + text, "B", {"task": "mcq", "think_prefix": True})
     assert forced["anchor"] == pytest.approx(0.7) and unforced["anchor"] == 0.0  # no <think> was forced
     assert written == forced  # a response that already opens <think> gets no second one
-    assert forced["f_tau"] == pytest.approx(forced["format"])  # default weights: the yardstick agrees
+    assert forced["format_ref"] == pytest.approx(forced["format"])  # default weights: the yardstick agrees
 
 
 def test_verl_rows_carry_the_runs_think_prefix(tmp_path) -> None:

@@ -3,7 +3,7 @@ import pytest
 from paravt.config import RewardConfig
 from paravt.protocol.stats import format_stats
 from paravt.protocol.tags import render_crop_call
-from paravt.rewards.composite import (
+from paravt.rewards import (
     RewardWeights,
     anchor_reward,
     base_format_reward,
@@ -11,7 +11,7 @@ from paravt.rewards.composite import (
     tool_reward,
 )
 
-W = RewardWeights()
+W = RewardWeights.default()
 GOOD = "I checked the overview.\n</think>\n<answer>A</answer>"
 TOOLS = "Look at both halves.\n</think>\n" + render_crop_call(0, 30) + render_crop_call(30, 60)
 
@@ -55,14 +55,14 @@ def test_unclosed_filled_answer_keeps_the_open_credit() -> None:
 
 
 def test_format_ref_is_the_default_yardstick_whatever_the_weights() -> None:
-    off = RewardWeights(anchor_enabled=False, lambda_anchor=0.9, alpha=0.1)
+    off = RewardWeights.default(anchor_enabled=False, lambda_anchor=0.9, alpha=0.1)
     a, b = compute_reward(GOOD, task="mcq", answer="A", weights=off), compute_reward(GOOD, task="mcq", answer="A", weights=W)
     assert a.format == pytest.approx(0.8) and b.format == pytest.approx(1.15)  # training terms differ
     assert a.format_ref == b.format_ref == pytest.approx(1.15)  # one yardstick
 
 
 def test_default_weights_are_written_once() -> None:
-    assert RewardWeights() == RewardWeights.from_config(RewardConfig())
+    assert RewardWeights.default() == RewardWeights.from_config(RewardConfig())
 
 
 def graded(letter: str) -> str:
@@ -78,7 +78,7 @@ def graded(letter: str) -> str:
     (graded("A"), None, "A", 0.8),  # offline: a <tool_response> in the text counts as executed
 ])
 def test_graduated_tool_reward_levels(text: str, calls: int | None, answer: str, expected: float) -> None:
-    b = compute_reward(text, task="mcq", answer=answer, weights=RewardWeights(tool_mode="graduated"),
+    b = compute_reward(text, task="mcq", answer=answer, weights=RewardWeights.default(tool_mode="graduated"),
                        successful_calls=calls)
     assert b.tool == pytest.approx(expected)
 
@@ -103,25 +103,25 @@ def test_without_the_prefix_the_unopened_think_earns_no_anchor() -> None:
 
 
 def test_anchor_switch_off_zeroes_the_anchor() -> None:
-    b = compute_reward("never closed", task="mcq", answer="A", weights=RewardWeights(anchor_enabled=False))
+    b = compute_reward("never closed", task="mcq", answer="A", weights=RewardWeights.default(anchor_enabled=False))
     assert b.anchor == 0.0 and b.format == pytest.approx(0.2)  # think content >= 10 chars only
 
 
 def test_accumulative_tool_reward_counts_successful_calls_only_when_correct() -> None:
-    w = RewardWeights(tool_mode="accumulative")
+    w = RewardWeights.default(tool_mode="accumulative")
     text = TOOLS + "<tool_response>x</tool_response><think>\nred\n</think><answer>A</answer>"
     right = compute_reward(text, task="mcq", answer="A", weights=w, successful_calls=3)
     wrong = compute_reward(text, task="mcq", answer="B", weights=w, successful_calls=3)
     fallback = compute_reward(text, task="mcq", answer="A", weights=w)
     assert right.tool == pytest.approx(0.3) and wrong.tool == 0.0 and fallback.tool == pytest.approx(0.2)
-    off = compute_reward(text, task="mcq", answer="A", weights=RewardWeights(tool_mode="off"))
+    off = compute_reward(text, task="mcq", answer="A", weights=RewardWeights.default(tool_mode="off"))
     assert off.tool == 0.0
 
 
 def test_accumulative_threshold_for_grounding_is_iou_half() -> None:
     s = format_stats("<think>x</think>" + render_crop_call(0, 5))
     assert tool_reward(s, mode="accumulative", bonus=0.1, correct=True, successful_calls=2) == pytest.approx(0.2)
-    w = RewardWeights(tool_mode="accumulative")
+    w = RewardWeights.default(tool_mode="accumulative")
     half = compute_reward(TOOLS + "<answer>[0, 10]</answer>", task="tvg", answer="[0, 20]", weights=w)
     assert half.acc == 0.5 and half.tool == pytest.approx(0.2)
 

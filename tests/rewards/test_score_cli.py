@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from paravt.rewards import TERM_NAMES
 from test_judge import server  # noqa: F401 - the toy judge server fixture
 
 CLI = [sys.executable, "-c", "from paravt.cli import app; app()", "score"]
@@ -25,8 +26,9 @@ def test_bad_lines_become_errors_and_config_and_summary_apply(tmp_path: Path) ->
     # with the line's prefix: think 0.2 + 0.3 + 0.2 + balanced 0.1 = 0.8 (no tool call) -> 1.8
     assert out[0]["reward"] == 1.5 and out[0]["anchor"] == 0.0 and out[4]["reward"] == 1.8
     assert out[4]["format_ref"] == 1.15  # the yardstick keeps the anchor: 0.8 + 0.5 * 0.7
-    assert list(out[0]) == ["reward", "acc", "format", "format_ref", "format_base", "anchor", "tool",
-                            "answer", "degenerate", "closed", "tool_code", "n_calls"]
+    assert list(out[0]) == ["reward", *TERM_NAMES, "format", "format_ref", "answer", "degenerate",
+                            "closed", "tool_code", "n_calls"]
+    assert TERM_NAMES == ("acc", "format_base", "anchor", "tool")
     assert "f_tau" in proc.stderr and "acc/task/mcq" in proc.stderr  # the summary table
     assert "line 2: line is not JSON" in proc.stderr and "line 3:" in proc.stderr  # errors on stderr
 

@@ -20,7 +20,7 @@ from typing import Any
 
 def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None,
                   **kwargs: Any) -> dict[str, Any]:
-    """``{"score": R, "acc", "format", "anchor", "tool", ...}`` (verl logs every key)."""
+    """``{"score": R, <every term of TERMS>, "format", "format_ref", "n_calls", "degenerate"}`` (verl logs every key)."""
     from paravt.config import RewardConfig, validate
     from paravt.protocol.tags import THINK_PREFIX, with_prefix
     from paravt.rewards import RewardWeights, compute_reward
@@ -34,7 +34,4 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
     prefix = THINK_PREFIX if bool(info.get("think_prefix", True)) else ""
     b = compute_reward(with_prefix(prefix, solution_str or ""), task=task, answer=answer, options=options,
                        prefix="", weights=weights)
-    return {"score": float(b.reward), "acc": float(b.acc), "format": float(b.format),
-            "f_tau": float(b.format_ref),
-            "anchor": float(b.anchor), "tool": float(b.tool), "n_calls": int(b.n_calls),
-            "degenerate": bool(b.degenerate)}
+    return {"score": float(b.reward), **b.scalars(), "degenerate": bool(b.degenerate)}
