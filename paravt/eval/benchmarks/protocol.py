@@ -32,6 +32,7 @@ from paravt.eval.benchmarks.scoring import (
 )
 from paravt.eval.metrics import TOKEN_FIELDS
 from paravt.eval.results import ResultRow, load_results
+from paravt.protocol.tags import join_turns
 from paravt.video import probe
 
 PromptClass = Literal["agentic", "reasoning", "direct"]
@@ -120,7 +121,8 @@ def final_response(row: ResultRow) -> str:
 
 
 def row_failed(row: ResultRow) -> bool:
-    """The backend failed, or the video could not be opened (an overview was due, none was shown)."""
+    """The backend failed or the episode crashed (end reason "error"), or the video could not be
+    opened (an overview was due, none was shown)."""
     return row.end_reason == "error" or (row.nframes > 0 and row.tokens.main_visual == 0)
 
 
@@ -136,7 +138,7 @@ def score_rows(bench: str, rows: Sequence[ResultRow], samples: Mapping[str, Eval
         elif scoring == "lmms":
             sc = score_lmms(bench, final_response(r), r.answer, r.options, item_id=r.id, seed=seed)
         else:  # our extraction on the whole main-agent completion (what the training reward reads)
-            sc = score_paravt(bench, "\n".join(t.text for t in r.transcript if t.role == "assistant"),
+            sc = score_paravt(bench, join_turns([t.text for t in r.transcript if t.role == "assistant"]),
                               r.answer, r.options)
         key = f"{Path(r.video).name}>>>{r.question}>>>{r.answer}" if bench == "charades_sta" else r.id
         items.append(ScoredItem(r.id, sc, groups_of(s) if s else {}, key=key, error=failed))
