@@ -61,7 +61,8 @@ def eval_cmd(
         backend = open_backend(model, processor_dir=processor, device=m.device, tools=cfg.rollout.tools,
                                tool_server_url=cfg.rollout.tool_server_url, timeout_s=m.request_timeout_s,
                                max_retries=m.max_retries, max_concurrency=m.max_concurrency,
-                               served_model_name=m.served_model_name)
+                               served_model_name=m.served_model_name,
+                               python_weak_isolation=cfg.rollout.python_weak_isolation)
     except (ParavtError, ValueError, OSError) as err:
         raise fail(str(err)) from None
     r = cfg.reward

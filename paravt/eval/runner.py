@@ -41,11 +41,12 @@ class Backend:
 def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("crop_video",),
                  tool_server_url: str | None = None, timeout_s: float = 120.0, max_retries: int = 3,
                  max_concurrency: int = 16, served_model_name: str | None = None,
-                 processor_dir: str | None = None) -> Backend:
+                 processor_dir: str | None = None, python_weak_isolation: bool = False) -> Backend:
     """A generator + codec for a local checkpoint or an OpenAI-compatible URL."""
     from paravt.tools import build_toolset
 
-    toolset = build_toolset(list(tools), server_url=tool_server_url)
+    toolset = build_toolset(list(tools), server_url=tool_server_url,
+                            options={"python": {"weak_isolation": True}} if python_weak_isolation else None)
     if model.startswith(("http://", "https://")):
         return open_remote(model, processor_dir=processor_dir, toolset=toolset, timeout_s=timeout_s,
                            max_retries=max_retries, max_concurrency=max_concurrency,

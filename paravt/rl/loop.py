@@ -57,7 +57,7 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     session = PolicySession.create(
         init, lr=lr, device=cfg.model.device, dtype=cfg.model.dtype, generate=kind == "rl",
         reference=kind == "rl" and cfg.rl.kl_coef > 0 and ckpt is None, tools=cfg.rollout.tools,
-        tool_server_url=cfg.rollout.tool_server_url,
+        tool_server_url=cfg.rollout.tool_server_url, python_weak_isolation=cfg.rollout.python_weak_isolation,
     )
     if kind == "rl" and ckpt is not None and cfg.rl.kl_coef > 0:
         # the reference is the policy the run STARTED from, not the checkpoint

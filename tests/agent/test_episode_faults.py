@@ -126,7 +126,7 @@ def test_unclosed_tool_response_in_turn_one_does_not_hide_turn_two(video: str, c
              + render_crop_call(0, 4) + "\n<tool_response>\nmy own notes")
     res = _episode(video, codec, [turn1, ANSWER_A])
     assert len(res.main.turns) == 2 and res.answer == "A"
-    b = episode_reward(res, RewardWeights())
+    b = episode_reward(res, RewardWeights.default())
     assert b.answer == "A" and b.acc == 0.0
     assert res.completion.count("<|im_end|>") == 1  # one boundary between the two turns
 
