@@ -144,6 +144,11 @@ class EvalConfig(_Strict):
     limit: int | None = Field(None, ge=1)
     workers: int = Field(4, ge=1)
     temperature: float = Field(0.0, ge=0, description="Eval decodes greedily by default.")
+    benchmark_fps: float = Field(1.0, gt=0, description="`eval --benchmark`: overview frames per second of video, before the cap [paper Table 1 protocol].")
+    benchmark_max_frames: int = Field(64, ge=1, le=768, description="`eval --benchmark`: overview frames at most, sampled uniformly (all frames at benchmark_fps when fewer) [paper].")
+    benchmark_max_pixels: int = Field(224 * 224, ge=16, description="`eval --benchmark`: max pixels per overview frame [paper].")
+    prompt_class: Literal["agentic", "reasoning", "direct"] = Field("agentic", description="`eval --benchmark` prompt class [paper §C]: agentic = the tool prompt (mode parallel/sequential); reasoning = think/answer, no tools; direct = the question only, no system prompt.")
+    scoring: Literal["lmms", "paravt"] = Field("lmms", description="`eval --benchmark` headline scorer: lmms = lmms-eval's task rules; paravt = our <answer> extraction (both are in metrics.json).")
 
 
 class VerlConfig(_Strict):

@@ -133,7 +133,8 @@ class _Run:
                 fps=info.fps, size=(info.width, info.height),
             )
         videos = (overview,) if overview is not None else ()
-        return [ChatMessage("system", system), ChatMessage("user", user, videos=videos)]
+        opening = [ChatMessage("user", user, videos=videos)]
+        return opening if s.prompt_style == "direct" else [ChatMessage("system", system), *opening]
 
     # -- one main turn -----------------------------------------------------------------------
     async def _generate_main(self) -> tuple[GenOutput, str, int, int] | None:

@@ -49,7 +49,8 @@ class EpisodeSettings:
     sub_sampling: SamplingParams = field(default_factory=lambda: SamplingParams(max_new_tokens=512))
     subagent_timeout_s: float = 300.0
     prompt_version: str = "v1"
-    prompt_style: Literal["default", "eva"] = "default"  # "eva": plan-before-perception prompt
+    prompt_style: Literal["default", "eva", "direct"] = "default"  # "eva": plan-before-perception prompt;
+    # "direct": no system prompt at all (the question only; eval's direct prompt class)
 
     @classmethod
     def from_config(cls, cfg: TrainConfig, *, mode: Mode | None = None, temperature: float | None = None) -> EpisodeSettings:

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from paravt.cli import bench_eval
 from paravt.config import TrainConfig
 from paravt.errors import ParavtError
 from paravt.cli.output import fail, stdout_console
@@ -16,16 +17,21 @@ console = stdout_console()
 
 def eval_cmd(
     model: str = typer.Option(..., "--model", help="HF checkpoint dir or http(s) URL of an OpenAI-compatible server"),
-    data: Path = typer.Option(..., "--data", help="eval parquet (e.g. runs/synth/eval.parquet)"),
+    data: Path | None = typer.Option(None, "--data", help="eval parquet (e.g. runs/synth/eval.parquet)"),
     mode: list[str] = typer.Option(None, "--mode", help="parallel | sequential | none (repeatable; default eval.modes)"),
     compare: bool = typer.Option(False, "--compare", help="Run all three modes on the same samples"),
-    nframes: int | None = typer.Option(None, "--nframes", help="Overview frames (default eval.nframes)"),
+    nframes: int | None = typer.Option(None, "--nframes", help="Overview frames (default eval.nframes); with --benchmark: the cap (default eval.benchmark_max_frames)"),
     out: Path = typer.Option(Path("runs/eval"), "--out"),
     limit: int | None = typer.Option(None, "--limit", help="First N samples (default eval.limit)"),
     workers: int | None = typer.Option(None, "--workers", help="Concurrent episodes (default eval.workers)"),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="Per main turn (default sampling.max_new_tokens)"),
     processor: str | None = typer.Option(None, "--processor", help="Processor dir (with a URL model)"),
     config: Path | None = typer.Option(None, "--config", help="YAML: model/video/rollout/reward/eval settings"),
+    benchmark: str | None = typer.Option(None, "--benchmark", help="Benchmarks instead of --data: NAME[,NAME…] of "
+                                         "videomme, videomme_sub, longvideobench, lvbench, mlvu, mmvu, charades_sta, elv_halluc"),
+    root: Path | None = typer.Option(None, "--root", help="With --benchmark: directory of the benchmark's files (or of one subdirectory per benchmark)"),
+    prompt_class: str | None = typer.Option(None, "--prompt-class", help="With --benchmark: agentic | reasoning | direct (default eval.prompt_class)"),
+    scoring: str | None = typer.Option(None, "--scoring", help="With --benchmark: lmms | paravt headline scorer (default eval.scoring)"),
 ) -> None:
     """Evaluate; resumes by skipping finished ids in OUT/results.jsonl. Flags override the config."""
     from paravt import config as cfgmod
@@ -45,9 +51,13 @@ def eval_cmd(
         raise fail(f"--mode {bad} must be parallel, sequential or none") from None
     if max_new_tokens is not None:
         cfg.sampling.max_new_tokens = max_new_tokens
+    if (benchmark is None) == (data is None) or (benchmark is not None and root is None):
+        raise fail("pass either --data PARQUET or --benchmark NAME --root DIR")
     try:
-        samples = load_episode_inputs(data, nframes=ev.nframes if nframes is None else nframes,
-                                      limit=limit or ev.limit)
+        samples = [] if data is None else load_episode_inputs(data, nframes=ev.nframes if nframes is None else nframes,
+                                                              limit=limit or ev.limit)
+        bench = bench_eval.parse_benchmarks(benchmark) if benchmark else []
+        proto = bench_eval.protocol_from(cfg, prompt_class, scoring, nframes)
         backend = open_backend(model, processor_dir=processor, device=m.device, tools=cfg.rollout.tools,
                                tool_server_url=cfg.rollout.tool_server_url, timeout_s=m.request_timeout_s,
                                max_retries=m.max_retries, max_concurrency=m.max_concurrency,
@@ -58,6 +68,15 @@ def eval_cmd(
     r = cfg.reward
     backend.judge_url, backend.judge_model, backend.judge_timeout_s = r.judge_url, r.judge_model, r.judge_timeout_s
     settings = EpisodeSettings.from_config(cfg, temperature=ev.temperature)
+    if bench:  # ---- `--benchmark`: the papers' benchmarks (paravt/cli/bench_eval.py) ----
+        try:
+            bench_eval.run_benchmarks(bench, root, backend=backend, settings=settings, proto=proto,  # type: ignore[arg-type]
+                                      modes=modes, out=out, limit=limit or ev.limit, workers=workers or ev.workers,
+                                      weights=RewardWeights.from_config(r))
+        except ParavtError as err:
+            raise fail(str(err)) from None
+        console.print(f"results and metrics under {out}/<benchmark>/{proto.prompt_class}/")
+        return
     metrics = evaluate(samples, backend, settings, modes=modes, out=out, workers=workers or ev.workers,
                        weights=RewardWeights.from_config(r))
     print_modes_table(metrics, modes)

@@ -6,9 +6,12 @@ from pathlib import Path
 
 import typer
 
+from rich.table import Table
+
+from paravt.cli.output import fail, stderr_console, stdout_console
 from paravt.errors import ParavtError
+from paravt.eval.benchmarks.table1 import COLUMNS, Table1Row, table1_rows
 from paravt.eval.report import build_report
-from paravt.cli.output import fail, stderr_console
 
 console = stderr_console()
 
@@ -22,4 +25,20 @@ def report(
         path = build_report(run_dirs, out)
     except ParavtError as err:
         raise fail(str(err)) from None
+    rows = table1_rows([p for d in run_dirs for p in Path(d).rglob("metrics.json")])
+    if any(r.source == "measured" for r in rows):
+        stdout_console().print(table1_table(rows))
     typer.echo(str(path))
+
+
+def table1_table(rows: list[Table1Row]) -> Table:
+    """Our benchmark rows beside the paper's quoted Table 1 rows (rich, for the terminal)."""
+    t = Table(title="benchmarks vs the paper's Table 1 (paper rows quoted, not measured)")
+    t.add_column("model / run")
+    t.add_column("source")
+    for _, title in COLUMNS:
+        t.add_column(title, justify="right")
+    for r in rows:
+        src = r.source + (f", {r.scoring}" if r.scoring else "")
+        t.add_row(r.label, src, *("–" if r.values.get(k) is None else f"{r.values[k]:.1f}" for k, _ in COLUMNS))
+    return t

@@ -49,9 +49,13 @@ def score(
     think_prefix: bool = typer.Option(
         False, "--think-prefix",
         help="Prepend the forced '<think>\\n' to lines without a \"prefix\" (never doubled)."),
+    benchmark: str | None = typer.Option(None, "--benchmark", help="Score by this benchmark's lmms-eval rule instead: lines {completion, answer, options?} → {pred, score}."),
 ) -> None:
     """Score completions with the PARA-GRPO reward; one JSON line out per line in."""
     err = stderr_console()
+    if benchmark is not None:  # ---- benchmark rules (paravt/eval/benchmarks/score_file.py) ----
+        _score_benchmark(benchmark, in_file)
+        return
     try:
         reward_cfg = cfgmod.load(config).reward if config else RewardConfig()
         lines = in_file.read_text(encoding="utf-8").splitlines()
@@ -146,3 +150,15 @@ def _table(metrics: dict[str, float]) -> Table:
     for key, value in metrics.items():
         table.add_row(key, f"{value:.4f}")
     return table
+
+
+def _score_benchmark(benchmark: str, in_file: Path) -> None:
+    """`paravt score --benchmark NAME`: lmms-eval's rule of that benchmark, one line out per line in."""
+    from paravt.eval.benchmarks.score_file import score_lines
+
+    try:
+        lines = in_file.read_text(encoding="utf-8").splitlines()
+        for obj in score_lines(benchmark, lines):
+            typer.echo(json.dumps(obj, ensure_ascii=False))
+    except (ParavtError, OSError, UnicodeDecodeError) as exc:
+        raise fail(f"cannot score {in_file}: {exc}") from None

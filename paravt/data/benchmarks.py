@@ -7,6 +7,7 @@
 | ``lvbench`` | ``video_info.meta.jsonl`` (also under ``data/``): per video ``key`` and ``qa`` = [{``uid``, ``question`` with "\\n(A) …" options, ``answer``, ``question_type``, ``time_reference``}] | ``videos/<key>.mp4`` (or ``all_videos/``) |
 | ``mlvu`` | ``json/*.json`` (also ``MLVU/json``): ``video``, ``duration``, ``question``, ``candidates``, ``answer`` (text), ``question_type``; tasks without candidates are skipped | ``video/<json stem>/<video>`` |
 | ``mmvu`` | ``validation.json``: ``id``, ``question``, ``choices`` {letter: text}, ``answer`` (letter), ``question_type`` (multiple-choice only), ``video`` (URL ending in ``videos/<Subject>/<n>.mp4``), ``metadata.subject`` | ``videos/<Subject>/<n>.mp4`` |
+| ``elv_halluc`` | ``ELV_Halluc.jsonl``: yes/no questions in triplets (``caption_type``, ``ref_answer``, ``aspect``) | ``videos/<video>`` |
 | ``charades_sta`` | ``charades_sta_test.txt`` lines ``VID start end##sentence``; durations from ``Charades_v1_test.csv`` (``id``…``length``) when present | ``Charades_v1_480/<VID>.mp4`` (or ``videos/``, ``Charades_v1/``) |
 
 Layouts were taken from the benchmarks' public releases (HF dataset cards, official repos) and
@@ -120,7 +121,7 @@ def load_longvideobench(root: Path) -> list[EvalSample]:
             task="mcq", answer=LETTERS[int(r["correct_choice"])], options=_lettered(cands),
             duration=float(r["duration"]) if r.get("duration") is not None else None,
             subset=str(r.get("duration_group", r.get("question_category", ""))),
-            meta={"question_category": r.get("question_category")}))
+            meta={"question_category": r.get("question_category"), "duration_group": r.get("duration_group")}))
     return out
 
 
@@ -204,8 +205,38 @@ def load_charades_sta(root: Path) -> list[EvalSample]:
         out.append(EvalSample(
             id=f"charades-{i}", benchmark="charades_sta",
             video=str(_video(root, ["Charades_v1_480", "videos", "Charades_v1"], f"{vid}.mp4")),
-            question=f'When does "{sentence}" happen in the video? Answer with [start, end] in seconds.',
+            # "start - end", as lmms-eval's Charades prompt asks: its parser cannot read "[a, b]"
+            question=f'When does "{sentence}" happen in the video? Answer with its start and end time in '
+                     'seconds, as "start - end".',
             task="tvg", answer=f"[{float(s):.1f}, {float(e):.1f}]", duration=lengths.get(vid), subset="charades"))
+    return out
+
+
+_ELV_TYPES = ("ground_truth", "in_video", "out_video")
+
+
+def load_elv_halluc(root: Path) -> list[EvalSample]:
+    """ELV-Halluc: ``ELV_Halluc.jsonl`` (also ``data/``), one yes/no question per line, in
+    triplets of consecutive lines (ground_truth, in_video, out_video captions of one event), as the
+    benchmark's ``eval.py`` reads it. Fields: ``caption_type``, ``ref_answer`` (Yes/No), ``aspect``,
+    the question (``question`` or ``prompt``) and the video (``video`` / ``video_path`` /
+    ``video_id``, under ``videos/``)."""
+    ann = _need(root, "elv_halluc", ["ELV_Halluc.jsonl", "data/ELV_Halluc.jsonl", "**/ELV_Halluc.jsonl"])
+    recs = [json.loads(x) for x in ann.read_text(encoding="utf-8").splitlines() if x.strip()]
+    out = []
+    for i, r in enumerate(recs):
+        ctype = str(r.get("caption_type", ""))
+        if ctype not in _ELV_TYPES:
+            raise DataError(f"elv_halluc line {i + 1}: caption_type {ctype!r} is not one of {_ELV_TYPES}")
+        video = next((str(r[k]) for k in ("video", "video_path", "video_id") if r.get(k)), "")
+        if not video:
+            raise DataError(f"elv_halluc line {i + 1}: no video field (video, video_path or video_id)")
+        video = video if video.endswith((".mp4", ".mkv", ".webm")) else f"{video}.mp4"
+        out.append(EvalSample(
+            id=f"elv-{i}", benchmark="elv_halluc", video=str(_video(root, ["videos", "video", "."], video)),
+            question=str(r.get("question") or r.get("prompt") or ""), task="oe", answer=str(r["ref_answer"]).strip(),
+            subset=str(r.get("aspect", "")), meta={"triplet": str(i // 3), "caption_type": ctype,
+                                                   "aspect": str(r.get("aspect", ""))}))
     return out
 
 
@@ -217,6 +248,7 @@ LOADERS: dict[str, Callable[[Path], list[EvalSample]]] = {
     "mlvu": load_mlvu,
     "mmvu": load_mmvu,
     "charades_sta": load_charades_sta,
+    "elv_halluc": load_elv_halluc,
 }
 
 

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 
 from paravt.errors import DataError, ParavtError
 from paravt.eval import plots
+from paravt.eval.benchmarks.table1 import table1_html, table1_rows
 from paravt.eval.metrics import compute_metrics
 from paravt.eval.results import ResultRow, load_results, read_jsonl
 from paravt.eval.tokens import tokens_vs_k_figure
@@ -322,6 +323,8 @@ def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS) -> str
         _section("runs", "Runs", f"<ul>{runs_list or '<li>none found</li>'}</ul>"),
         _section("training", "Training curves", curves or '<p class="muted">No training logs found.</p>'),
         _section("eval", "Eval table of modes", _eval_table_html(found.evals)),
+        _section("table1", "Benchmarks beside the paper's Table 1",
+                 table1_html(table1_rows([e.path / "metrics.json" for e in found.evals]))),
         _section("acc-by-n", "Accuracy by gated n", _figure_section(lambda: plots.accuracy_by_n_figure(by_n), "accuracy by n")),
         _section("tokens", "Input tokens per rollout vs K (DESIGN §7)",
                  _figure_section(lambda: tokens_vs_k_figure(all_rows), "tokens vs K") if all_rows

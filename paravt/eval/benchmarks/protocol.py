@@ -1,0 +1,203 @@
+"""`paravt eval --benchmark`: the papers' benchmarks run through the eval runner, paper protocol.
+
+Protocol (docs/eval.md; defaults in ``EvalConfig``): the overview is the video at
+``benchmark_fps`` (1 fps) uniformly subsampled to at most ``benchmark_max_frames`` (64) frames,
+all of them when fewer; ``benchmark_max_pixels`` (224×224) per frame; greedy decoding; the tool
+limits of the config. Prompt classes [paper §C]: ``agentic`` runs the tool prompt in the dispatch
+mode(s) given (parallel by default); ``reasoning`` the think/answer prompt without tools (mode
+``none``); ``direct`` the question alone, no system prompt, no think prefix (mode ``none``).
+
+Each benchmark gets ``OUT/<benchmark>/<prompt class>/`` with the runner's ``results.jsonl``
+(resume by id) and ``metrics.json``, to which this module adds a ``benchmark`` section per mode
+(`benchmark_section`): the headline in the paper's units under the chosen scoring, both scorings'
+full aggregates, tool use, tokens per question and errors. A row whose video could not be opened
+or whose backend failed scores 0 under both scorings: counted wrong, never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from statistics import fmean
+from typing import Any, Literal
+
+from paravt.agent import EpisodeInput, EpisodeSettings
+from paravt.data.benchmarks import EvalSample, load_benchmark
+from paravt.errors import VideoError
+from paravt.eval.benchmarks.scoring import (
+    MMVU_DISCIPLINES, Scored, ScoredItem, Scoring, aggregate, check_benchmark, score_lmms, score_paravt,
+)
+from paravt.eval.metrics import TOKEN_FIELDS
+from paravt.eval.results import ResultRow, load_results
+from paravt.protocol.tags import join_turns
+from paravt.video import probe
+
+PromptClass = Literal["agentic", "reasoning", "direct"]
+PROMPT_CLASSES: tuple[str, ...] = ("agentic", "reasoning", "direct")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """How every benchmark sample is shown and scored (plain values from ``EvalConfig``)."""
+
+    fps: float
+    max_frames: int
+    max_pixels: int
+    prompt_class: PromptClass
+    scoring: Scoring
+    seed: int = 0  # LongVideoBench's random fallback
+
+    def describe(self) -> dict[str, Any]:
+        return {"fps": self.fps, "max_frames": self.max_frames, "max_pixels": self.max_pixels,
+                "prompt_class": self.prompt_class, "scoring": self.scoring, "decoding": "greedy"}
+
+
+def overview_frames(duration: float, fps: float, max_frames: int) -> int:
+    """Frames of the overview: every frame at ``fps`` (at least one), capped at ``max_frames``."""
+    return max(1, min(max_frames, math.floor(duration * fps + 1e-9)))
+
+
+def episode_inputs(samples: Sequence[EvalSample], proto: Protocol) -> list[EpisodeInput]:
+    """One episode input per sample, its overview budget from the video's own length. A video
+    that cannot be probed gets the cap; its episode then fails to open it and is counted wrong."""
+    out = []
+    for s in samples:
+        try:
+            duration = probe(s.video).duration
+        except VideoError:
+            duration = float(proto.max_frames) / proto.fps
+        out.append(s.to_episode_input(nframes=overview_frames(duration, proto.fps, proto.max_frames)))
+    return out
+
+
+def class_settings(base: EpisodeSettings, proto: Protocol, modes: Sequence[str]) -> tuple[EpisodeSettings, list[str]]:
+    """Episode settings and dispatch modes of the prompt class (greedy; overview pixels of the
+    protocol; everything else, tool limits included, from ``base``)."""
+    s = replace(base, overview_max_pixels=proto.max_pixels, sampling=replace(base.sampling, temperature=0.0),
+                sub_sampling=replace(base.sub_sampling, temperature=0.0))
+    if proto.prompt_class == "agentic":
+        tool_modes = [m for m in modes if m != "none"] or ["parallel"]
+        return replace(s, prompt_style="default"), tool_modes
+    if proto.prompt_class == "reasoning":
+        return replace(s, prompt_style="default"), ["none"]
+    return replace(s, prompt_style="direct", think_prefix=False), ["none"]
+
+
+def bench_dir(out: Path, bench: str, proto: Protocol) -> Path:
+    return out / bench / proto.prompt_class
+
+
+# ------------------------------------------------------------------------------ scoring rows
+
+
+def groups_of(s: EvalSample) -> dict[str, str | tuple[str, ...]]:
+    """What the benchmark's aggregation groups a sample by (lmms-eval's keys)."""
+    meta = s.meta
+    if s.benchmark in ("videomme", "videomme_sub"):
+        return {"duration": s.subset, "task_type": str(meta.get("task_type") or ""), "domain": str(meta.get("domain") or "")}
+    if s.benchmark == "longvideobench":
+        return {"duration_group": str(meta.get("duration_group", "")), "question_category": str(meta.get("question_category") or "")}
+    if s.benchmark == "lvbench":
+        qt = meta.get("question_type") or ()
+        return {"question_type": tuple(qt) if isinstance(qt, list | tuple) else (str(qt),), "video_type": s.subset}
+    if s.benchmark == "mlvu":  # lmms-eval's task type: the json file's name without its "N_" prefix
+        stem = s.id.rsplit("-", 1)[0]
+        return {"task_type": stem.split("_", 1)[1] if stem[:1].isdigit() and "_" in stem else stem}
+    if s.benchmark == "elv_halluc":
+        return {k: str(meta.get(k, "")) for k in ("triplet", "caption_type", "aspect")}
+    if s.benchmark == "mmvu":
+        subject = Path(s.video).parent.name
+        return {"subject": subject, "discipline": MMVU_DISCIPLINES.get(subject, "")}
+    return {}
+
+
+def final_response(row: ResultRow) -> str:
+    """The text lmms-eval would score: the main agent's last turn (its forced prefix included)."""
+    turns = [t.text for t in row.transcript if t.role == "assistant"]
+    return turns[-1] if turns else ""
+
+
+def row_failed(row: ResultRow) -> bool:
+    """The backend failed or the episode crashed (end reason "error"), or the video could not be
+    opened (an overview was due, none was shown)."""
+    return row.end_reason == "error" or (row.nframes > 0 and row.tokens.main_visual == 0)
+
+
+def score_rows(bench: str, rows: Sequence[ResultRow], samples: Mapping[str, EvalSample], scoring: Scoring,
+               seed: int = 0) -> list[ScoredItem]:
+    """Each row scored under ``scoring``; failed rows score 0."""
+    items = []
+    for r in rows:
+        s = samples.get(r.id)
+        failed = row_failed(r)
+        if failed:
+            sc = Scored("", 0.0)
+        elif scoring == "lmms":
+            sc = score_lmms(bench, final_response(r), r.answer, r.options, item_id=r.id, seed=seed)
+        else:  # our extraction on the whole main-agent completion (what the training reward reads)
+            sc = score_paravt(bench, join_turns([t.text for t in r.transcript if t.role == "assistant"]),
+                              r.answer, r.options)
+        key = f"{Path(r.video).name}>>>{r.question}>>>{r.answer}" if bench == "charades_sta" else r.id
+        items.append(ScoredItem(r.id, sc, groups_of(s) if s else {}, key=key, error=failed))
+    return items
+
+
+def _usage(rows: Sequence[ResultRow]) -> dict[str, Any]:
+    if not rows:
+        return {}
+    tokens = {f: fmean(getattr(r.tokens, f) for r in rows) for f in TOKEN_FIELDS}
+    tokens["total_input"] = fmean(r.tokens.total_input for r in rows)
+    return {
+        "tool_use_rate": fmean(1.0 if r.n_calls else 0.0 for r in rows),
+        "calls_per_question": fmean(r.n_calls for r in rows),
+        "tokens_per_question": tokens,
+        "errors": {"video": sum(1 for r in rows if r.end_reason != "error" and row_failed(r)),
+                   "backend": sum(1 for r in rows if r.end_reason == "error")},
+    }
+
+
+def benchmark_section(bench: str, rows: Sequence[ResultRow], samples: Mapping[str, EvalSample],
+                      proto: Protocol) -> dict[str, Any]:
+    """``{mode: {"headline", "headline_metric", "scoring", "lmms", "paravt", usage…}}``."""
+    out: dict[str, Any] = {}
+    for mode in sorted({r.mode for r in rows}):
+        mrows = [r for r in rows if r.mode == mode]
+        both = {sc: aggregate(bench, score_rows(bench, mrows, samples, sc, proto.seed)) for sc in ("lmms", "paravt")}
+        head = both[proto.scoring]
+        out[mode] = {"headline": head["headline"], "headline_metric": head["headline_metric"],
+                     "scoring": proto.scoring, "scorings_differ": both["lmms"]["headline"] != both["paravt"]["headline"],
+                     **both, **_usage(mrows)}
+    return out
+
+
+def run_benchmark(bench: str, root: Path, *, backend: Any, base: EpisodeSettings, proto: Protocol,
+                  modes: Sequence[str], out: Path, limit: int | None = None, workers: int = 4,
+                  weights: Any = None, progress: bool = True) -> dict[str, Any]:
+    """Load ``bench`` from ``root``, run it through `paravt.eval.runner.evaluate` and write its
+    ``metrics.json`` with the ``benchmark`` section added; return those metrics."""
+    from paravt.eval.runner import evaluate
+
+    samples = load_benchmark(check_benchmark(bench), root, limit=limit)
+    settings, run_modes = class_settings(base, proto, modes)
+    d = bench_dir(out, bench, proto)
+    metrics = evaluate(episode_inputs(samples, proto), backend, settings, modes=run_modes, out=d,
+                       workers=workers, weights=weights, progress=progress)
+    by_id = {s.id: s for s in samples}
+    rows = [r for r in load_results(d / "results.jsonl") if r.id in by_id]
+    metrics["benchmark"] = {"name": bench, "root": str(root), "protocol": proto.describe(),
+                            "by_mode": benchmark_section(bench, rows, by_id, proto)}
+    (d / "metrics.json").write_text(json.dumps(metrics, indent=1, default=float))
+    return metrics
+
+
+def benchmark_root(root: Path, bench: str, n_benchmarks: int) -> Path:
+    """One benchmark: ``root`` is its directory. Several: ``root/<bench>`` each (videomme_sub
+    shares ``root/videomme`` when it has no directory of its own)."""
+    if n_benchmarks == 1:
+        return root
+    if bench == "videomme_sub" and not (root / bench).is_dir():
+        return root / "videomme"
+    return root / bench
