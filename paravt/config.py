@@ -15,7 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from paravt.errors import ConfigError
 
-DispatchMode = Literal["parallel", "sequential", "none"]
+#: The ONE list of dispatch modes (each is a class in paravt.agent.modes, registered in MODES):
+#: parallel (the method), sequential (the baseline), eva (EVA's plan-then-select rounds), none.
+DispatchMode = Literal["parallel", "sequential", "eva", "none"]
 TaskType = Literal["mcq", "tvg", "oe"]
 ModelFamily = Literal["qwen2_5_vl", "qwen3_vl"]
 
@@ -59,7 +61,7 @@ class SamplingConfig(_Strict):
 class RolloutConfig(_Strict):
     """One episode: dispatch mode and limits (DESIGN §2)."""
 
-    mode: DispatchMode = "parallel"
+    mode: DispatchMode = Field("parallel", description="Dispatch mode (paravt.agent.modes): parallel (the method), sequential (the baseline), eva (plan, then one frame_select per round), none.")
     k_max: int = Field(8, ge=1, description="Max tool calls per main turn.")
     max_turns: int = Field(3, ge=1, description="Max main-agent turns.")
     min_window_s: float = Field(1.0, gt=0, description="Minimum crop window length in seconds.")
@@ -72,7 +74,6 @@ class RolloutConfig(_Strict):
     tool_server_url: str | None = Field(None, description="Use tools through this paravt tool server instead of in-process.")
     python_weak_isolation: bool = Field(False, description="Let the in-process python tool run WITHOUT bubblewrap (weak isolation: the host filesystem is readable); off = its calls are refused (docs/tools.md).")
     prompt_version: str = Field("v1", description="Version of the packaged prompt templates.")
-    prompt_style: Literal["default", "eva"] = Field("default", description="'eva': EVA's plan-before-perception system prompt (use with mode sequential and frame_select).")
 
 
 class RewardConfig(_Strict):
@@ -311,3 +312,23 @@ def dump(cfg: BaseModel) -> str:
 
 def save(cfg: BaseModel, path: str | Path) -> None:
     Path(path).write_text(dump(cfg))
+
+
+#: A trained model directory carries the settings it was trained with (``paravt.rl.loop``).
+RUN_CONFIG = "paravt_config.yaml"
+
+
+def load_for_model(model: str, config: str | Path | None = None,
+                   overrides: list[str] | None = None) -> tuple[TrainConfig, str]:
+    """The settings to run ``model`` with, and where they came from: ``config`` when given, else
+    the ``paravt_config.yaml`` a paravt checkpoint carries (video, sampling, rollout, prompt
+    version as trained), else the defaults. ``overrides`` (``a.b=value``) apply on top."""
+    if config is not None:
+        return load(config, overrides=overrides), str(config)
+    carried = Path(model) / RUN_CONFIG
+    if carried.is_file():
+        return load(carried, overrides=overrides), str(carried)
+    data: dict[str, Any] = {}
+    for item in overrides or []:
+        apply_override(data, item)
+    return validate(TrainConfig, data, "defaults"), "defaults"

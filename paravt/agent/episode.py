@@ -1,14 +1,10 @@
-"""One question on one video, in dispatch mode ``parallel``, ``sequential`` or ``none`` (DESIGN §2).
+"""One question on one video: the turn loop, whatever the dispatch mode (DESIGN §2).
 
 The main agent sees the system prompt, the question and an overview of ``nframes`` frames. Each
-main turn starts with the forced think prefix (prompt tokens). When it emits tool calls:
-
-* ``parallel``: every valid call runs concurrently; the frames of every ``crop_video`` window go to
-  a sub-agent (same weights, its own short context), and all sub-agents of the turn are generated as
-  ONE batched request. The K results come back in ONE tool turn, labelled with their windows.
-* ``sequential`` (baseline): one call per turn; the crop's frames are re-injected into the main
-  context as a video.
-* ``none``: no tools; the first response is final.
+main turn starts with the forced think prefix (prompt tokens). What its tool calls become is the
+dispatch mode's (``paravt.agent.modes``): ``parallel`` (K calls at once, each crop summarised by a
+sub-agent, K summaries in ONE tool turn), ``sequential`` and ``eva`` (one call per turn, frames
+re-injected), ``none`` (no tools; the first response is final).
 
 Failures are data: a malformed call, a bad window, a broken video or a sub-agent timeout becomes
 an ``error:`` line in the tool response, and the episode goes on. An observation that would
@@ -27,16 +23,17 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from paravt.agent.modes import MODES, DispatchMode
 from paravt.agent.settings import EpisodeInput, EpisodeSettings, derive_seed
+from paravt.agent.tally import Tally, TokenRow, count_vision_tokens
 from paravt.agent.trajectory import CallRecord, EndReason, Trajectory, TrajectoryBuilder, TurnRecord
-from paravt.agent.subagents import SubagentCall, run_subagents
 from paravt.errors import VideoError
-from paravt.eval.results import TokenRow
-from paravt.models.base import ChatMessage, GenOutput, GenRequest, Generator, SamplingParams
+from paravt.models.base import ChatMessage, Generator, GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.protocol import prompts, tags
 from paravt.protocol.answer import extract_answer
-from paravt.protocol.parser import ParsedCall, parse_calls, validate_calls
+from paravt.protocol.parser import ParsedCall, parse_calls
+from paravt.protocol.validate import validate_calls
 from paravt.rewards import RewardBreakdown, RewardWeights, compute_reward
 from paravt.tools import Observation, ToolContext, ToolSet, build_toolset
 from paravt.video import probe, sample_frames
@@ -68,17 +65,11 @@ class EpisodeResult:
     def trajectories(self) -> tuple[Trajectory, ...]:
         return (self.main, *self.subs)
 
-
-@dataclass
-class _Tally:
-    main_visual: int = 0
-    main_text: int = 0
-    sub_visual: int = 0
-    sub_text: int = 0
-    generated: int = 0
-
-    def freeze(self) -> TokenRow:
-        return TokenRow(self.main_visual, self.main_text, self.sub_visual, self.sub_text, self.generated)
+    @property
+    def answered(self) -> bool:
+        """The final main turn wrote an ``<answer>`` tag. Otherwise ``answer`` is only what the
+        reward extracts (the text after ``</think>`` or the last line), not an answer the agent gave."""
+        return bool(self.main.turns) and tags.ANSWER_OPEN in tags.strip_observations(self.main.turns[-1].text)
 
 
 @dataclass
@@ -90,11 +81,12 @@ class _Run:
     tools: ToolSet
     episode_id: str
     main: TrajectoryBuilder = field(init=False)
+    mode: DispatchMode = field(init=False)
     messages: list[ChatMessage] = field(default_factory=list)
     subs: list[Trajectory] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
-    tally: _Tally = field(default_factory=_Tally)
+    tally: Tally = field(default_factory=Tally)
     error: str | None = None
     ctx: ToolContext | None = None  # one per episode: budgets (frame_select) persist across turns
     n_sub_issued: int = 0  # sub-agent indices handed out so far (1-based indices, never reused)
@@ -102,6 +94,7 @@ class _Run:
 
     def __post_init__(self) -> None:
         self.main = TrajectoryBuilder(self.episode_id, "main", 0)
+        self.mode = MODES[self.settings.mode]
 
     # -- setup -----------------------------------------------------------------------------
     async def _open_video(self) -> tuple[VideoInfo | None, Frames | None]:
@@ -121,9 +114,8 @@ class _Run:
 
     def _opening(self, info: VideoInfo | None, overview: Frames | None) -> list[ChatMessage]:
         s, inp = self.settings, self.inp
-        style = "eva" if s.prompt_style == "eva" and s.mode != "none" else s.mode
-        system = prompts.system_prompt(style, self.tools.specs if s.mode != "none" else (), version=s.prompt_version,
-                                       k_max=s.k_max)
+        system = prompts.system_prompt(self.mode.prompt, self.tools.specs if self.mode.uses_tools else (),
+                                       version=s.prompt_version, k_max=s.k_max)
         if info is None:
             question = f"{inp.question}\n(The video could not be opened: {self.error})"
             user = prompts.user_prompt(question, inp.options, duration=0.0, nframes=0)
@@ -134,7 +126,7 @@ class _Run:
             )
         videos = (overview,) if overview is not None else ()
         opening = [ChatMessage("user", user, videos=videos)]
-        return opening if s.prompt_style == "direct" else [ChatMessage("system", system), *opening]
+        return [ChatMessage("system", system), *opening] if s.system_prompt else opening
 
     # -- one main turn -----------------------------------------------------------------------
     async def _generate_main(self) -> tuple[GenOutput, str, int, int] | None:
@@ -148,8 +140,7 @@ class _Run:
         self.main.add_context(head)
         prompt_ids = tuple(self.main.ids)
         visual = count_vision_tokens(self.codec, prompt_ids)
-        self.tally.main_visual += visual
-        self.tally.main_text += len(prompt_ids) - visual
+        self.tally.add_prompt(visual=visual, total=len(prompt_ids))
         sampling = s.sampling if s.sampling.max_new_tokens <= room else _with_max(s.sampling, room)
         sampling = derive_seed(sampling, self.episode_id, "main", len(self.texts))
         req = GenRequest(prompt_ids, tuple(self.messages), tuple(self.main.videos), tuple(self.main.images),
@@ -171,7 +162,7 @@ class _Run:
         """Why the episode ends after this turn (None: run its tool calls and go on)."""
         if out.finish_reason == "length":
             return "length"
-        if self.settings.mode == "none" or not has_calls:
+        if not self.mode.uses_tools or not has_calls:
             return "answer"
         if turn == self.settings.max_turns - 1:
             return "max_turns"  # calls on the last turn: no turn is left to read their results
@@ -263,8 +254,8 @@ class _Run:
         if info is None:
             return [replace(c, error=c.error or f"video unavailable: {self.error}") for c in parsed]
         duration = info.duration
-        k_max = 1 if s.mode == "sequential" else s.k_max
-        return list(validate_calls(parsed, duration=duration, k_max=k_max, min_window=s.min_window_s,
+        return list(validate_calls(parsed, duration=duration, k_max=self.mode.call_limit(s.k_max),
+                                   min_window=s.min_window_s,
                                    known_tools=set(self.tools.names)))
 
     async def _act(self, turn: int, parsed: Sequence[ParsedCall], info: VideoInfo | None) -> tuple[list[CallRecord], bool]:
@@ -277,9 +268,7 @@ class _Run:
             obs_valid = await self.tools.run_calls(self._ctx(info), valid)
         obs_by_pos = dict(zip([id(c) for c in valid], obs_valid, strict=True))
         observations = [obs_by_pos.get(id(c)) or Observation(error=c.error) for c in calls]
-        new_subs: list[Trajectory] = []
-        if self.settings.mode == "parallel":
-            observations, new_subs = await self._summarise(calls, observations)
+        observations, new_subs = await self.mode.deliver(self, observations)
         lines, videos, records = self._compose(turn, calls, observations, time.perf_counter() - t0)
         msg = ChatMessage("tool", tags.render_tool_response_body(lines), videos=tuple(videos))
         enc = self.codec.encode_message(msg)
@@ -291,36 +280,6 @@ class _Run:
             self.subs.extend(new_subs)
             self.calls.extend(records)
         return records, fits
-
-    async def _summarise(self, calls: Sequence[ParsedCall], obs: list[Observation]
-                         ) -> tuple[list[Observation], list[Trajectory]]:
-        """Parallel mode: every crop that returned frames goes to a sub-agent; ONE batched request.
-        Returns the observations with summaries in place of frames, and the new sub-agent
-        trajectories (the caller keeps them only if the tool turn fits the context)."""
-        jobs = [
-            SubagentCall(index=i + 1, frames=o.frames, window=o.window or (0.0, 0.0))
-            for i, o in enumerate(obs) if o.error is None and o.delivery == "subagent" and o.frames is not None
-        ]
-        if not jobs:
-            return obs, []
-        results = await run_subagents(
-            jobs, question=self.inp.question, generator=self.generator, codec=self.codec,
-            sampling=self.settings.sub_sampling, timeout_s=self.settings.subagent_timeout_s,
-            episode_id=self.episode_id, first_index=self.n_sub_issued + 1, version=self.settings.prompt_version,
-        )
-        self.n_sub_issued += len(jobs)  # indices stay unique even when a sub-agent fails
-        out, subs = list(obs), []
-        for job, res in zip(jobs, results, strict=True):
-            self.backend_errors += res.backend_error
-            if res.trajectory is not None:
-                subs.append(res.trajectory)
-                visual = count_vision_tokens(self.codec, res.trajectory.ids[: res.trajectory.prompt_len])
-                self.tally.sub_visual += visual
-                self.tally.sub_text += res.trajectory.prompt_len - visual
-                self.tally.generated += res.trajectory.n_sampled
-            prev = out[job.index - 1]
-            out[job.index - 1] = Observation(text=res.summary, window=prev.window, error=res.error, delivery="text")
-        return out, subs
 
     def _compose(self, turn: int, calls: Sequence[ParsedCall], obs: Sequence[Observation], latency: float):
         lines: list[str] = []
@@ -344,12 +303,6 @@ class _Run:
 
 def _with_max(sp: SamplingParams, n: int) -> SamplingParams:
     return replace(sp, max_new_tokens=max(1, n))
-
-
-def count_vision_tokens(codec: ChatCodec, ids: Sequence[int]) -> int:
-    """Vision placeholder tokens (pads and their start/end markers) in ``ids``."""
-    vision = set(codec.vision_token_ids)
-    return sum(1 for i in ids if i in vision)
 
 
 def episode_reward(res: EpisodeResult, weights: RewardWeights, acc_override: float | None = None) -> RewardBreakdown:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from paravt.config import TrainConfig
+from paravt.config import DispatchMode, TrainConfig
 from paravt.models.base import SamplingParams
 
-Mode = Literal["parallel", "sequential", "none"]
+Mode = DispatchMode  # the one definition is paravt.config.DispatchMode (registry: agent.modes.MODES)
 
 
 @dataclass(frozen=True)
@@ -49,8 +48,7 @@ class EpisodeSettings:
     sub_sampling: SamplingParams = field(default_factory=lambda: SamplingParams(max_new_tokens=512))
     subagent_timeout_s: float = 300.0
     prompt_version: str = "v1"
-    prompt_style: Literal["default", "eva", "direct"] = "default"  # "eva": plan-before-perception prompt;
-    # "direct": no system prompt at all (the question only; eval's direct prompt class)
+    system_prompt: bool = True  # False: no system prompt at all (the question only; eval's direct class)
 
     @classmethod
     def from_config(cls, cfg: TrainConfig, *, mode: Mode | None = None, temperature: float | None = None) -> EpisodeSettings:
@@ -65,7 +63,6 @@ class EpisodeSettings:
             sampling=SamplingParams(temperature=temp, top_p=s.top_p, max_new_tokens=s.max_new_tokens),
             sub_sampling=SamplingParams(temperature=temp, top_p=s.top_p, max_new_tokens=s.sub_max_new_tokens),
             subagent_timeout_s=r.subagent_timeout_s, prompt_version=r.prompt_version,
-            prompt_style=r.prompt_style,
         )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from paravt.agent.settings import derive_seed
 from paravt.agent.trajectory import Trajectory, TrajectoryBuilder, TurnRecord
-from paravt.models.base import ChatMessage, GenRequest, Generator, SamplingParams
+from paravt.models.base import ChatMessage, Generator, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.protocol import prompts
 from paravt.video.types import Frames

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import typer
 
-from paravt.cli import config_cmd, demo, eval_cmd, infer, train
+from paravt.cli import config_cmd, demo, eval_cmd, infer, report, score, tools, train
 from paravt.cli import data as data_cmd
 from paravt.cli import model as model_cmd
-from paravt.cli import report
-from paravt.cli import score
-from paravt.cli import tools
 from paravt.cli import video as video_cmd
 
 app = typer.Typer(

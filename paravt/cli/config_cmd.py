@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 
 from paravt import config as cfgmod
-from paravt.errors import ConfigError
 from paravt.cli.output import fail, stdout_console
+from paravt.errors import ConfigError
 
 app = typer.Typer(help="Show or validate configuration files.", no_args_is_help=True)
 console = stdout_console()

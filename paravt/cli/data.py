@@ -8,8 +8,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from paravt.errors import ParavtError
 from paravt.cli.output import fail, stdout_console
+from paravt.errors import ParavtError
 
 app = typer.Typer(help="Build, check and convert datasets.", no_args_is_help=True)
 console = stdout_console()

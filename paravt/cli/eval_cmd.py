@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 import typer
 from rich.table import Table
 
 from paravt.cli import bench_eval
-from paravt.config import TrainConfig
+from paravt.cli.output import fail, stderr_console, stdout_console
+from paravt.config import DispatchMode, TrainConfig, load_for_model
 from paravt.errors import ParavtError
-from paravt.cli.output import fail, stdout_console
 
 console = stdout_console()
 
@@ -18,7 +19,7 @@ console = stdout_console()
 def eval_cmd(
     model: str = typer.Option(..., "--model", help="HF checkpoint dir or http(s) URL of an OpenAI-compatible server"),
     data: Path | None = typer.Option(None, "--data", help="eval parquet (e.g. runs/synth/eval.parquet)"),
-    mode: list[str] = typer.Option(None, "--mode", help="parallel | sequential | none (repeatable; default eval.modes)"),
+    mode: list[str] = typer.Option(None, "--mode", help="parallel | sequential | eva | none (repeatable; default eval.modes)"),
     compare: bool = typer.Option(False, "--compare", help="Run all three modes on the same samples"),
     nframes: int | None = typer.Option(None, "--nframes", help="Overview frames (default eval.nframes); with --benchmark: the cap (default eval.benchmark_max_frames)"),
     out: Path = typer.Option(Path("runs/eval"), "--out"),
@@ -26,7 +27,7 @@ def eval_cmd(
     workers: int | None = typer.Option(None, "--workers", help="Concurrent episodes (default eval.workers)"),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="Per main turn (default sampling.max_new_tokens)"),
     processor: str | None = typer.Option(None, "--processor", help="Processor dir (with a URL model)"),
-    config: Path | None = typer.Option(None, "--config", help="YAML: model/video/rollout/reward/eval settings"),
+    config: Path | None = typer.Option(None, "--config", help="YAML: model/video/rollout/reward/eval settings (default: the checkpoint's own paravt_config.yaml, else the defaults)"),
     benchmark: str | None = typer.Option(None, "--benchmark", help="Benchmarks instead of --data: NAME[,NAME…] of "
                                          "videomme, videomme_sub, longvideobench, lvbench, mlvu, mmvu, charades_sta, elv_halluc"),
     root: Path | None = typer.Option(None, "--root", help="With --benchmark: directory of the benchmark's files (or of one subdirectory per benchmark)"),
@@ -34,23 +35,13 @@ def eval_cmd(
     scoring: str | None = typer.Option(None, "--scoring", help="With --benchmark: lmms | paravt headline scorer (default eval.scoring)"),
 ) -> None:
     """Evaluate; resumes by skipping finished ids in OUT/results.jsonl. Flags override the config."""
-    from paravt import config as cfgmod
     from paravt.agent import EpisodeSettings
-    from paravt.eval.runner import evaluate, open_backend
-    from paravt.rewards import RewardWeights
     from paravt.data.chat import load_episode_inputs
+    from paravt.eval.runner import evaluate
+    from paravt.rewards import RewardWeights
 
-    try:
-        cfg = cfgmod.load(config) if config else TrainConfig()
-    except ParavtError as err:
-        raise fail(str(err)) from None
-    ev, m = cfg.eval, cfg.model
-    modes = ["parallel", "sequential", "none"] if compare else (mode or list(ev.modes))
-    bad = [x for x in modes if x not in ("parallel", "sequential", "none")]
-    if bad:
-        raise fail(f"--mode {bad} must be parallel, sequential or none") from None
-    if max_new_tokens is not None:
-        cfg.sampling.max_new_tokens = max_new_tokens
+    cfg, modes = _settings(model, config, mode, compare, max_new_tokens)
+    ev = cfg.eval
     if (benchmark is None) == (data is None) or (benchmark is not None and root is None):
         raise fail("pass either --data PARQUET or --benchmark NAME --root DIR")
     try:
@@ -58,15 +49,10 @@ def eval_cmd(
                                                               limit=limit or ev.limit)
         bench = bench_eval.parse_benchmarks(benchmark) if benchmark else []
         proto = bench_eval.protocol_from(cfg, prompt_class, scoring, nframes)
-        backend = open_backend(model, processor_dir=processor, device=m.device, tools=cfg.rollout.tools,
-                               tool_server_url=cfg.rollout.tool_server_url, timeout_s=m.request_timeout_s,
-                               max_retries=m.max_retries, max_concurrency=m.max_concurrency,
-                               served_model_name=m.served_model_name,
-                               python_weak_isolation=cfg.rollout.python_weak_isolation)
+        backend = _backend(model, processor, cfg)
     except (ParavtError, ValueError, OSError) as err:
         raise fail(str(err)) from None
     r = cfg.reward
-    backend.judge_url, backend.judge_model, backend.judge_timeout_s = r.judge_url, r.judge_model, r.judge_timeout_s
     settings = EpisodeSettings.from_config(cfg, temperature=ev.temperature)
     if bench:  # ---- `--benchmark`: the papers' benchmarks (paravt/cli/bench_eval.py) ----
         try:
@@ -81,6 +67,37 @@ def eval_cmd(
                        weights=RewardWeights.from_config(r))
     print_modes_table(metrics, modes)
     console.print(f"results: {out}/results.jsonl   metrics: {out}/metrics.json")
+
+
+def _settings(model: str, config: Path | None, mode: list[str] | None, compare: bool,
+              max_new_tokens: int | None) -> tuple[TrainConfig, list[str]]:
+    """The run's settings (--config, else the checkpoint's own, else the defaults) and modes."""
+    try:
+        cfg, source = load_for_model(model, config)
+    except ParavtError as err:
+        raise fail(str(err)) from None
+    stderr_console().print(f"settings: {source}", style="dim", markup=False, highlight=False)
+    modes = ["parallel", "sequential", "none"] if compare else (mode or list(cfg.eval.modes))
+    bad = [x for x in modes if x not in get_args(DispatchMode)]
+    if bad:
+        raise fail(f"--mode {bad} must be one of {', '.join(get_args(DispatchMode))}") from None
+    if max_new_tokens is not None:
+        cfg.sampling.max_new_tokens = max_new_tokens
+    return cfg, modes
+
+
+def _backend(model: str, processor: str | None, cfg: TrainConfig):  # -> paravt.eval.runner.Backend
+    """The model (a checkpoint or a server URL) with its tools and the config's LLM judge."""
+    from paravt.eval.runner import open_backend
+
+    m, r = cfg.model, cfg.reward
+    backend = open_backend(model, processor_dir=processor, device=m.device, tools=cfg.rollout.tools,
+                           tool_server_url=cfg.rollout.tool_server_url, timeout_s=m.request_timeout_s,
+                           max_retries=m.max_retries, max_concurrency=m.max_concurrency,
+                           served_model_name=m.served_model_name,
+                           python_weak_isolation=cfg.rollout.python_weak_isolation)
+    backend.judge_url, backend.judge_model, backend.judge_timeout_s = r.judge_url, r.judge_model, r.judge_timeout_s
+    return backend
 
 
 def print_modes_table(metrics: dict, modes: list[str], title: str = "eval") -> None:

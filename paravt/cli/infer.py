@@ -6,16 +6,15 @@ import asyncio
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING, get_args
 
 import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from typing import TYPE_CHECKING
-
-from paravt.config import TrainConfig
+from paravt.cli.output import fail, stderr_console, stdout_console
+from paravt.config import DispatchMode, load_for_model
 from paravt.errors import ParavtError
-from paravt.cli.output import fail, stdout_console
 
 if TYPE_CHECKING:
     from paravt.agent import EpisodeResult
@@ -39,29 +38,38 @@ def infer(
     model: str = typer.Option(..., "--model", help="HF checkpoint dir, or http(s) URL of an OpenAI-compatible server"),
     video: Path = typer.Option(..., "--video", exists=True, dir_okay=False),
     question: str = typer.Option(..., "--question"),
-    mode: str = typer.Option("parallel", "--mode", help="parallel | sequential | none"),
+    mode: str | None = typer.Option(None, "--mode", help="parallel | sequential | eva | none (default rollout.mode)"),
     options: str | None = typer.Option(None, "--options", help='"A) ... B) ..." or "opt1|opt2"'),
-    nframes: int = typer.Option(16, "--nframes", help="Overview frames"),
+    nframes: int | None = typer.Option(None, "--nframes", help="Overview frames (default video.overview_nframes)"),
     temperature: float = typer.Option(0.0, "--temperature"),
-    max_new_tokens: int = typer.Option(256, "--max-new-tokens"),
+    max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="Per main turn (default sampling.max_new_tokens)"),
     processor: str | None = typer.Option(None, "--processor", help="Processor dir (with a URL model)"),
+    config: Path | None = typer.Option(None, "--config", help="YAML settings (default: the ones the checkpoint was trained with)"),
+    set_: list[str] = typer.Option(None, "--set", help="Override one setting: key.sub=value (repeatable)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Run one episode and print its transcript."""
+    """Run one episode and print its transcript. Settings: --config, else the checkpoint's own
+    (paravt_config.yaml, written by training), else the defaults; flags override."""
     from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
     from paravt.eval.runner import open_backend
 
-    if mode not in ("parallel", "sequential", "none"):
-        raise fail(f"--mode {mode!r} must be parallel, sequential or none") from None
-    cfg = TrainConfig()
-    cfg.sampling.max_new_tokens = max_new_tokens
+    if mode is not None and mode not in get_args(DispatchMode):
+        raise fail(f"--mode {mode!r} must be one of {', '.join(get_args(DispatchMode))}") from None
+    try:
+        cfg, source = load_for_model(model, config, list(set_ or []))
+    except ParavtError as err:
+        raise fail(str(err)) from None
+    if max_new_tokens is not None:
+        cfg.sampling.max_new_tokens = max_new_tokens
+    stderr_console().print(f"settings: {source}", style="dim", markup=False, highlight=False)
     settings = EpisodeSettings.from_config(cfg, mode=mode, temperature=temperature)  # type: ignore[arg-type]
     try:
         backend = open_backend(model, processor_dir=processor)
     except (ParavtError, ValueError, OSError) as err:
         raise fail(str(err)) from None
     opts = _options(options)
-    inp = EpisodeInput("infer", str(video.resolve()), question, "mcq" if opts else "oe", "", opts, nframes)
+    n = cfg.video.overview_nframes if nframes is None else nframes
+    inp = EpisodeInput("infer", str(video.resolve()), question, "mcq" if opts else "oe", "", opts, n)
     res = asyncio.run(run_episode(inp, generator=backend.generator, codec=backend.codec, settings=settings,
                                   tools=backend.tools, episode_id="infer"))
     if as_json:
@@ -72,7 +80,8 @@ def infer(
 
 def episode_json(res: "EpisodeResult") -> dict:
     return {
-        "answer": res.answer, "end_reason": res.end_reason, "error": res.error,
+        "answer": res.answer if res.answered else None, "extracted": res.answer,
+        "end_reason": res.end_reason, "error": res.error,
         "turns": [t.text for t in res.main.turns],
         "calls": [c.to_json() for c in res.calls],
         "subagents": [{"index": s.index, "text": s.turns[0].text if s.turns else ""} for s in res.subs],
@@ -93,7 +102,9 @@ def render(res: "EpisodeResult") -> None:
                           c.summary if c.ok else (c.error or ""))
             console.print(t)
     tok = res.tokens
-    console.print(f"[bold]answer:[/bold] {res.answer!r}   end: {res.end_reason}   "
+    answer = (repr(res.answer) if res.answered
+              else f"none: the episode ended ({res.end_reason}) without an <answer>")
+    console.print(f"[bold]answer:[/bold] {answer}   end: {res.end_reason}   "
                   f"tokens in main {tok.main_visual}v+{tok.main_text}t, sub {tok.sub_visual}v+{tok.sub_text}t, "
                   f"generated {tok.generated}   latency {res.latency_s:.2f}s")
     if res.error:

@@ -7,8 +7,8 @@ from enum import Enum
 
 import typer
 
-from paravt.errors import ModelError
 from paravt.cli.output import fail, stdout_console
+from paravt.errors import ModelError
 
 app = typer.Typer(help="Build and inspect model checkpoints.", no_args_is_help=True)
 console = stdout_console()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-
 from rich.table import Table
 
 from paravt.cli.output import fail, stderr_console, stdout_console

@@ -7,9 +7,9 @@ from typing import Optional
 
 import typer
 
+from paravt.cli.output import fail, stderr_console
 from paravt.config import ToolServerConfig, apply_override, dump, validate
 from paravt.errors import ConfigError
-from paravt.cli.output import fail, stderr_console
 
 console = stderr_console()
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 
 from paravt import config as cfgmod
-from paravt.errors import ParavtError
 from paravt.cli.output import fail, stdout_console
+from paravt.errors import ParavtError
 
 app = typer.Typer(help="SFT cold start and PARA-GRPO training.", no_args_is_help=True)
 console = stdout_console()

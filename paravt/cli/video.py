@@ -11,9 +11,9 @@ from PIL import Image
 from rich.table import Table
 
 from paravt import video
+from paravt.cli.output import fail, stdout_console
 from paravt.errors import VideoError
 from paravt.video.sheet import contact_sheet, format_timestamp
-from paravt.cli.output import fail, stdout_console
 
 app = typer.Typer(help="Probe videos and sample frames.", no_args_is_help=True)
 console = stdout_console()

@@ -31,8 +31,8 @@ import ast
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from paravt.errors import ToolCallError
@@ -40,7 +40,7 @@ from paravt.protocol import tags as T
 from paravt.protocol.times import parse_time
 
 __all__ = [
-    "ParsedCall", "ParseResult", "parse_calls", "validate_calls", "crop_window", "parse_time",
+    "ParsedCall", "ParseResult", "parse_calls", "crop_window", "parse_time", "TIME_KEYS",
     "POSITIONAL_PARAMS", "WINDOW_TOOLS",
 ]
 
@@ -57,7 +57,7 @@ WINDOW_TOOLS: frozenset[str] = frozenset({"crop_video"})
 
 _ALIASES = {"start": "start_time", "end": "end_time"}
 _IGNORED_ARGS = ("video_path",)
-_TIME_KEYS = ("start_time", "end_time")
+TIME_KEYS = ("start_time", "end_time")
 _FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.S)
 _TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
 _CALL_RE = re.compile(r"^(?:print\s*\(\s*)?([A-Za-z_][\w.]*)\s*\((.*?)\)\s*\)?$", re.S)
@@ -331,7 +331,7 @@ def _normalise_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], str | None
         if alias in out and canon not in out:
             out[canon] = out.pop(alias)
     error = None
-    for key in _TIME_KEYS:
+    for key in TIME_KEYS:
         if key in out:
             try:
                 out[key] = parse_time(out[key])
@@ -339,77 +339,3 @@ def _normalise_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], str | None
                 del out[key]  # the error reports it; an invalid value never reaches a window
                 error = error or f"{key}: {err}"
     return out, error
-
-
-# -------------------------------------------------------------------------------- validation
-
-
-def validate_calls(
-    calls: Iterable[ParsedCall],
-    *,
-    duration: float,
-    k_max: int,
-    min_window: float,
-    known_tools: set[str] | frozenset[str],
-    window_tools: frozenset[str] = WINDOW_TOOLS,
-) -> tuple[ParsedCall, ...]:
-    """Each call validated independently (DESIGN §2); returns the calls in order, with ``error``
-    set on the ones that cannot run. Rules, first failing one wins:
-
-    1. a parse error stays; 2. the tool must be in ``known_tools``; 3. a window tool needs
-    ``start_time`` and ``end_time`` with start < end (as written); 4. the window is clamped to
-    ``[0, duration]`` and the CLAMPED window is recorded in ``arguments``; 5. the clamped window
-    must be at least ``min_window`` long; 6. it must not repeat the window of an earlier valid
-    call of the same turn; 7. at most ``k_max`` calls are accepted: a valid call beyond the
-    first ``k_max`` valid ones is rejected ("beyond k_max").
-    """
-    if not duration > 0 or k_max < 1 or min_window < 0:
-        raise ToolCallError(
-            f"validate_calls needs duration > 0, k_max >= 1, min_window >= 0; got duration="
-            f"{duration}, k_max={k_max}, min_window={min_window}: pass the video's probed duration "
-            "and the rollout limits")
-    out: list[ParsedCall] = []
-    seen: set[tuple[float, float]] = set()
-    accepted = 0
-    for call in calls:
-        checked = _check_call(call, duration, min_window, known_tools, window_tools, seen)
-        if checked.error is None:
-            if accepted >= k_max:
-                checked = replace(checked, error=f"beyond k_max: only {k_max} calls run per turn")
-            else:
-                accepted += 1
-                if checked.window is not None and checked.name in window_tools:
-                    seen.add(_key(checked.window))
-        out.append(checked)
-    return tuple(out)
-
-
-def _check_call(call: ParsedCall, duration: float, min_window: float,
-                known: set[str] | frozenset[str], window_tools: frozenset[str],
-                seen: set[tuple[float, float]]) -> ParsedCall:
-    if call.error is not None:
-        return call
-    if call.name not in known:
-        avail = ", ".join(sorted(known)) or "none"
-        return replace(call, error=f"unknown tool {call.name!r}; available: {avail}")
-    if call.name not in window_tools:
-        return call
-    missing = [k for k in _TIME_KEYS if not isinstance(call.arguments.get(k), float)]
-    if missing:
-        return replace(call, error=f"{call.name} needs {' and '.join(missing)} (seconds or MM:SS)")
-    start, end = call.arguments["start_time"], call.arguments["end_time"]
-    if start >= end:
-        return replace(call, error=f"start_time {start:g} must be < end_time {end:g}")
-    cs, ce = min(max(start, 0.0), float(duration)), min(max(end, 0.0), float(duration))
-    args = {**call.arguments, "start_time": cs, "end_time": ce}
-    call = replace(call, arguments=args)
-    if ce - cs < min_window:
-        return replace(call, error=f"window {cs:g}-{ce:g} s (clamped to the {duration:g} s video) "
-                                   f"is shorter than {min_window:g} s")
-    if _key((cs, ce)) in seen:
-        return replace(call, error=f"duplicate window {cs:g}-{ce:g} s in the same turn")
-    return call
-
-
-def _key(window: tuple[float, float]) -> tuple[float, float]:
-    return round(window[0], 6), round(window[1], 6)

@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, get_args
 
+from paravt.config import DispatchMode as Mode
 from paravt.errors import ConfigError
 from paravt.protocol import tags as T
 
-Mode = Literal["parallel", "sequential", "none", "eva"]
 VIDEO_MARKER = "<video>"
 _LETTERED = ("A. ", "A) ", "(A) ")
 
@@ -58,8 +58,8 @@ def system_prompt(mode: Mode, tools: Sequence[ToolSpec] = (), *, version: str = 
                   k_max: int = 8) -> str:
     """The main agent's system prompt. Tool modes default to ``(CROP_VIDEO_SPEC,)``; ``k_max``
     is the per-turn call limit stated in parallel mode."""
-    if mode not in ("parallel", "sequential", "none", "eva"):
-        raise ConfigError(f"prompt mode {mode!r} is unknown; use parallel, sequential, none or eva")
+    if mode not in get_args(Mode):
+        raise ConfigError(f"prompt mode {mode!r} is unknown; use one of {', '.join(get_args(Mode))}")
     if mode == "none":
         return _render(version, "system_none")
     specs = tuple(tools) or (CROP_VIDEO_SPEC,)

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from paravt.config import TrainConfig
+from paravt.config import RUN_CONFIG, TrainConfig, save
 from paravt.rl.checkpoint import load_trainer_state, resume_point, save_checkpoint, set_rng_state
 from paravt.rl.logger import MetricsLogger
 from paravt.rl.session import PolicySession
@@ -73,6 +73,7 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
                                 optimizer=session.optimizer, state={"kind": kind, **trainer.state_dict()})
     session.model.save_pretrained(out / "model")
     session.processor.save_pretrained(out / "model")
+    save(cfg, out / "model" / RUN_CONFIG)  # infer / eval run the model as it was trained
     logger.close()
     return out
 

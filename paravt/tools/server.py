@@ -97,63 +97,51 @@ def _too_large(req: BatchRequest, cfg: ToolServerConfig) -> str | None:
     return None
 
 
-def create_app(names: Sequence[str], config: ToolServerConfig | None = None, *,
-               timeouts: dict[str, float] | None = None) -> FastAPI:
-    """A tool server for the tools ``names`` (unknown names, missing video roots, or python
-    without bubblewrap and without the weak-isolation opt-in raise `ConfigError` now)."""
-    cfg = config or ToolServerConfig()
-    roots, caps = VideoRoots(cfg.video_roots), _caps(cfg)
-    toolset = build_toolset(list(names), timeouts=timeouts, options=_tool_options(names, cfg))
-    assert isinstance(toolset, LocalToolSet)
-    metrics = Metrics()
-    state = {"inflight": 0}
-    slots: dict[str, asyncio.Semaphore] = {}
+class _Service:
+    """The server's state and request handlers (``create_app`` routes to them)."""
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI):  # noqa: ANN202
-        slots["sem"] = asyncio.Semaphore(cfg.max_concurrency)
-        yield
-        await toolset.aclose()
+    def __init__(self, toolset: LocalToolSet, cfg: ToolServerConfig) -> None:
+        self.toolset, self.cfg = toolset, cfg
+        self.roots, self.caps = VideoRoots(cfg.video_roots), _caps(cfg)
+        self.metrics = Metrics()
+        self.inflight = 0
+        self.sem: asyncio.Semaphore | None = None  # made inside the server's event loop
 
-    app = FastAPI(title="paravt tool server", lifespan=lifespan)
-    app.add_middleware(BodyLimit, max_body_bytes=cfg.max_body_bytes, body_timeout_s=cfg.body_timeout_s)
-    app.state.toolset, app.state.metrics, app.state.config = toolset, metrics, cfg
-    app.state.video_roots = roots.roots
-
-    async def run_item(item: BatchItem) -> dict[str, Any]:
+    async def run_item(self, item: BatchItem) -> dict[str, Any]:
         ctx = context_from_wire(item.context, episode_id=_runtime_key(item.session, item.trajectory_id))
-        clamp_context(ctx, caps)
+        clamp_context(ctx, self.caps)
         try:
-            ctx.video = roots.resolve(ctx.video)
+            ctx.video = self.roots.resolve(ctx.video)
         except ToolCallError as exc:
-            metrics.inc("paravt_tool_refused_videos_total", "Items whose video is outside the video roots.")
+            self.metrics.inc("paravt_tool_refused_videos_total", "Items whose video is outside the video roots.")
             obs = [Observation.failure(str(exc)) for _ in item.calls]
         else:
-            obs = await asyncio.gather(*(toolset.run_one(ctx, c.name, c.arguments, c.error) for c in item.calls))
+            obs = await asyncio.gather(*(self.toolset.run_one(ctx, c.name, c.arguments, c.error) for c in item.calls))
         for call, o in zip(item.calls, obs):
             outcome = "ok" if o.ok else ("timeout" if o.metrics.get("timeout") else "error")
-            metrics.inc("paravt_tool_calls_total", "Tool calls by tool and outcome.",
-                        tool=str(call.name), outcome=outcome)
+            self.metrics.inc("paravt_tool_calls_total", "Tool calls by tool and outcome.",
+                             tool=str(call.name), outcome=outcome)
         return {"trajectory_id": item.trajectory_id, "observations": [observation_to_wire(o) for o in obs],
                 "budget": budget_to_wire(ctx.budget)}
 
-    async def run_batch(req: BatchRequest) -> list[dict[str, Any]]:
-        async with slots["sem"]:
-            state["inflight"] += 1
+    async def run_batch(self, req: BatchRequest) -> list[dict[str, Any]]:
+        assert self.sem is not None
+        async with self.sem:
+            self.inflight += 1
             try:
-                return list(await asyncio.gather(*(run_item(i) for i in req.items)))
+                return list(await asyncio.gather(*(self.run_item(i) for i in req.items)))
             finally:
-                state["inflight"] -= 1
+                self.inflight -= 1
 
-    @app.post("/v1/batch")
-    async def batch(req: BatchRequest) -> JSONResponse:
+    async def batch(self, req: BatchRequest) -> JSONResponse:
+        cfg, metrics = self.cfg, self.metrics
         t0 = time.perf_counter()
         metrics.inc("paravt_tool_requests_total", "Batch requests received.")
         if (too_large := _too_large(req, cfg)) is not None:
             metrics.inc("paravt_tool_request_errors_total", "Batch requests that failed.")
             return JSONResponse({"error": too_large}, status_code=413)
         try:
-            results = await asyncio.wait_for(run_batch(req), cfg.request_timeout_s)
+            results = await asyncio.wait_for(self.run_batch(req), cfg.request_timeout_s)
         except asyncio.TimeoutError:
             metrics.inc("paravt_tool_request_timeouts_total", "Batch requests that exceeded request_timeout_s.")
             return JSONResponse({"error": f"request timed out after {cfg.request_timeout_s:g} s"}, status_code=504)
@@ -164,27 +152,48 @@ def create_app(names: Sequence[str], config: ToolServerConfig | None = None, *,
             metrics.observe_latency(time.perf_counter() - t0)
         return JSONResponse({"results": results})
 
-    @app.post("/v1/finish")
-    async def finish(req: FinishRequest) -> dict[str, int]:
+    async def finish(self, req: FinishRequest) -> dict[str, int]:
         for tid in req.trajectory_ids:
-            await toolset.finish(_FinishCtx(_runtime_key(req.session, tid)))  # type: ignore[arg-type]
+            await self.toolset.finish(_FinishCtx(_runtime_key(req.session, tid)))  # type: ignore[arg-type]
         return {"released": len(req.trajectory_ids)}
 
-    @app.get("/v1/tools")
-    async def tools() -> list[dict[str, Any]]:
+    async def tools(self) -> list[dict[str, Any]]:
         return [{"name": s.name, "description": s.description, "parameters": s.parameters,
-                 "timeout_s": toolset.timeouts[s.name]} for s in toolset.specs]
+                 "timeout_s": self.toolset.timeouts[s.name]} for s in self.toolset.specs]
 
-    @app.get("/health")
-    async def health() -> dict[str, Any]:
-        return {"status": "ok", "tools": sorted(toolset.names), "isolation": isolation_mode(),
-                "inflight": state["inflight"], "max_concurrency": cfg.max_concurrency}
+    async def health(self) -> dict[str, Any]:
+        return {"status": "ok", "tools": sorted(self.toolset.names), "isolation": isolation_mode(),
+                "inflight": self.inflight, "max_concurrency": self.cfg.max_concurrency}
 
-    @app.get("/metrics")
-    async def prometheus() -> PlainTextResponse:
-        metrics.set_gauge("paravt_tool_inflight_requests", state["inflight"])
-        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4")
+    async def prometheus(self) -> PlainTextResponse:
+        self.metrics.set_gauge("paravt_tool_inflight_requests", self.inflight)
+        return PlainTextResponse(self.metrics.render(), media_type="text/plain; version=0.0.4")
 
+
+def create_app(names: Sequence[str], config: ToolServerConfig | None = None, *,
+               timeouts: dict[str, float] | None = None) -> FastAPI:
+    """A tool server for the tools ``names`` (unknown names, missing video roots, or python
+    without bubblewrap and without the weak-isolation opt-in raise `ConfigError` now)."""
+    cfg = config or ToolServerConfig()
+    toolset = build_toolset(list(names), timeouts=timeouts, options=_tool_options(names, cfg))
+    assert isinstance(toolset, LocalToolSet)
+    svc = _Service(toolset, cfg)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # noqa: ANN202
+        svc.sem = asyncio.Semaphore(cfg.max_concurrency)
+        yield
+        await toolset.aclose()
+
+    app = FastAPI(title="paravt tool server", lifespan=lifespan)
+    app.add_middleware(BodyLimit, max_body_bytes=cfg.max_body_bytes, body_timeout_s=cfg.body_timeout_s)
+    app.state.toolset, app.state.metrics, app.state.config = toolset, svc.metrics, cfg
+    app.state.video_roots = svc.roots.roots
+    app.post("/v1/batch")(svc.batch)
+    app.post("/v1/finish")(svc.finish)
+    app.get("/v1/tools")(svc.tools)
+    app.get("/health")(svc.health)
+    app.get("/metrics")(svc.prometheus)
     return app
 
 

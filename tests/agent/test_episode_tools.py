@@ -90,7 +90,7 @@ def test_on_demand_context_shows_no_overview_only_metadata(video: str, tiny_qwen
 def test_eva_style_plans_then_perceives_one_call_per_turn(video: str, tiny_qwen3_dir: str) -> None:
     codec = ChatCodec(load_processor(tiny_qwen3_dir))
     gen = ScriptedGenerator(codec, [TURN1, TURN2])
-    settings = EpisodeSettings(mode="sequential", prompt_style="eva", crop_max_pixels=64 * 64, crop_max_frames=4,
+    settings = EpisodeSettings(mode="eva", crop_max_pixels=64 * 64, crop_max_frames=4,
                                sampling=SamplingParams(temperature=0.0, max_new_tokens=64))
     inp = EpisodeInput("eva", video, "Which colour?", "mcq", "A", ("A. red", "B. blue"), nframes=0)
     res = asyncio.run(run_episode(inp, generator=gen, codec=codec, settings=settings, episode_id="eva",

@@ -6,7 +6,8 @@ from paravt.data import oracle
 from paravt.data.check import check_rows
 from paravt.data.schema import read_rows
 from paravt.protocol import tags as T
-from paravt.protocol.parser import parse_calls, validate_calls
+from paravt.protocol.parser import parse_calls
+from paravt.protocol.validate import validate_calls
 from paravt.video import draw, sample_frames
 
 

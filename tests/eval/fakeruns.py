@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from paravt.eval.results import CallRow, ResultRow, TokenRow, TranscriptTurn, append_result
+from paravt.agent.tally import TokenRow
+from paravt.eval.results import CallRow, ResultRow, TranscriptTurn, append_result
 from paravt.eval.tokens import t_par, t_seq
 
 V, S, H = 256, 120, 60  # token model used to generate main_input

@@ -1,7 +1,8 @@
 import pytest
 
 from paravt.eval.metrics import compute_metrics, recall_at, tool_necessity_gap
-from paravt.eval.results import CallRow, ResultRow, TokenRow
+from paravt.agent.tally import TokenRow
+from paravt.eval.results import CallRow, ResultRow
 
 
 def _r(i: int, task: str, score: float, *, mode: str = "parallel", n_calls: int = 0, nframes: int = 16,

@@ -3,7 +3,8 @@ from pathlib import Path
 import pytest
 
 from paravt.errors import DataError
-from paravt.eval.results import CallRow, ResultRow, TokenRow, TranscriptTurn, append_result, finished_ids, load_results
+from paravt.agent.tally import TokenRow
+from paravt.eval.results import CallRow, ResultRow, TranscriptTurn, append_result, finished_ids, load_results
 
 
 def _row(i: str, mode: str = "parallel", **kw) -> ResultRow:

@@ -4,7 +4,8 @@ import pytest
 from PIL import Image
 
 from paravt.errors import DataError
-from paravt.eval.results import ResultRow, TokenRow
+from paravt.agent.tally import TokenRow
+from paravt.eval.results import ResultRow
 from paravt.eval.tokens import fit_token_budget, t_par, t_seq, tokens_vs_k_plot
 
 

@@ -13,7 +13,8 @@ import math
 import pytest
 
 from paravt.protocol import tags as T
-from paravt.protocol.parser import parse_calls, validate_calls
+from paravt.protocol.parser import parse_calls
+from paravt.protocol.validate import validate_calls
 
 BIG = "9" * 400
 MALFORMED = [

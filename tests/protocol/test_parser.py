@@ -1,7 +1,8 @@
 import pytest
 
 from paravt.errors import ToolCallError
-from paravt.protocol.parser import ParsedCall, parse_calls, parse_time, validate_calls
+from paravt.protocol.parser import ParsedCall, parse_calls, parse_time
+from paravt.protocol.validate import validate_calls
 from paravt.protocol.tags import render_crop_call
 
 KNOWN = {"crop_video"}

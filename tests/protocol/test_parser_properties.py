@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from paravt.protocol import tags as T
 from paravt.protocol.answer import extract_answer, is_degenerate
-from paravt.protocol.parser import parse_calls, validate_calls
+from paravt.protocol.parser import parse_calls
+from paravt.protocol.validate import validate_calls
 from paravt.protocol.stats import format_stats
 
 FRAGMENTS = [

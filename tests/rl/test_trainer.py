@@ -7,12 +7,16 @@ Budget: about a minute on 2 cores (small frames, 24-token turns, 2 rollouts per 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from paravt.config import TrainConfig
+from paravt.config import RUN_CONFIG, TrainConfig, load_for_model
+from paravt.data.chat import load_episode_inputs
 from paravt.data.synth import build
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
@@ -20,7 +24,6 @@ from paravt.models.loading import load_processor
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl.grpo import GRPOTrainer
 from paravt.rl.logger import read_log
-from paravt.data.chat import load_episode_inputs
 from paravt.rl.loop import run_training
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import build_sequence
@@ -64,6 +67,26 @@ def test_sft_lowers_the_loss_in_ten_steps(tmp_path: Path, synth: Path, tiny_qwen
     assert len(losses) == 10
     assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3
     assert (out / "model" / "config.json").is_file()
+    _check_the_model_carries_its_settings(out / "model", synth)
+
+
+def _check_the_model_carries_its_settings(model: Path, synth: Path) -> None:
+    """The checkpoint holds the settings it was trained with; infer runs with them (issue: 256 new
+    tokens at inference for a model trained with 384 cut its first turn mid-call)."""
+    cfg, source = load_for_model(str(model))
+    assert source == str(model / RUN_CONFIG) and cfg.sampling.max_new_tokens == 24
+    assert cfg.video.overview_nframes == 6
+    assert load_for_model(str(model), overrides=["sampling.max_new_tokens=7"])[0].sampling.max_new_tokens == 7
+    video = synth / "videos" / "train" / "v0000.mp4"
+    proc = subprocess.run([sys.executable, "-c", "from paravt.cli import app; app()", "infer", "--model", str(model),
+                           "--video", str(video), "--question", "What flashes?", "--json"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert f"settings: {model / RUN_CONFIG}" in proc.stderr
+    out = json.loads(proc.stdout)
+    # an answer is reported only when the agent wrote one; otherwise "extracted" is what the reward reads
+    assert (out["answer"] is not None) == ("<answer>" in out["turns"][-1])
+    assert out["tokens"]["main_visual"] > 0 and len(out["turns"]) <= 3
 
 
 def test_sft_resume_logs_the_same_losses_as_an_uninterrupted_run(tmp_path: Path, synth: Path,

@@ -170,12 +170,11 @@ async def distill(rows: Sequence[Row], *, root: str, out_dir: str | Path, cfg: D
 def _bar(enabled: bool, total: int) -> tuple[Any, Any] | None:
     if not enabled:
         return None
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from paravt.cli.output import stderr_console
-
     p = Progress(TextColumn("distill"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                 console=stderr_console())
+                 console=Console(stderr=True))  # progress on stderr: stdout keeps the report
     return p, p.add_task("rows", total=total)
 
 

@@ -80,10 +80,10 @@ def class_settings(base: EpisodeSettings, proto: Protocol, modes: Sequence[str])
                 sub_sampling=replace(base.sub_sampling, temperature=0.0))
     if proto.prompt_class == "agentic":
         tool_modes = [m for m in modes if m != "none"] or ["parallel"]
-        return replace(s, prompt_style="default"), tool_modes
+        return replace(s, system_prompt=True), tool_modes
     if proto.prompt_class == "reasoning":
-        return replace(s, prompt_style="default"), ["none"]
-    return replace(s, prompt_style="direct", think_prefix=False), ["none"]
+        return replace(s, system_prompt=True), ["none"]
+    return replace(s, system_prompt=False, think_prefix=False), ["none"]
 
 
 def bench_dir(out: Path, bench: str, proto: Protocol) -> Path:
