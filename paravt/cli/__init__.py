@@ -12,6 +12,7 @@ from paravt.cli import data as data_cmd
 from paravt.cli import model as model_cmd
 from paravt.cli import report
 from paravt.cli import score
+from paravt.cli import serve_model
 from paravt.cli import tools
 from paravt.cli import video as video_cmd
 
@@ -33,6 +34,7 @@ app.command("report")(report.report)
 app.command("score")(score.score)
 app.add_typer(video_cmd.app, name="video")
 app.command("serve-tools")(tools.serve_tools)
+app.command("serve-model")(serve_model.serve_model)
 app.add_typer(data_cmd.app, name="data")
 
 

@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 
 from paravt.models.base import GenOutput, GenRequest
+from paravt.models.chat import VISION_TOKENS
 from paravt.models.hf import error_output
 from paravt.models.openai_payload import chat_payload
 from paravt.models.urls import api_base
@@ -89,6 +90,7 @@ class OpenAIGenerator:
         self.image_format = image_format
         self.tokenizer = tokenizer
         self.im_end_id: int = tokenizer.convert_tokens_to_ids(IM_END)
+        self.suppress_ids = tuple(tokenizer.convert_tokens_to_ids(t) for t in VISION_TOKENS)
         self.max_concurrency = max_concurrency
         self.counters = ServerCounters()
         self._noted_no_ids = False
@@ -147,7 +149,7 @@ class OpenAIGenerator:
                 if attempt:
                     await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
                 try:
-                    body = chat_payload(req, await self._model_name(), self.image_format)
+                    body = chat_payload(req, await self._model_name(), self.image_format, self.suppress_ids)
                     data = await self._get_json("POST", "chat/completions", json=body)
                     return self._parse(data, req, time.perf_counter() - t0, attempt + 1)
                 except _Retry as err:

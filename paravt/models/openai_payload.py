@@ -14,7 +14,9 @@ token ids equal the trajectory's (``ChatCodec``): what the server sees is what w
 - Image: one ``image_url`` data URL.
 - Tokens: ``return_token_ids`` asks vLLM for ``prompt_token_ids`` and the sampled ``token_ids``;
   ``logprobs`` for the sampled tokens' logprobs; ``top_k = -1`` and ``repetition_penalty = 1``
-  so that a checkpoint's generation_config never changes the sampling distribution.
+  so that a checkpoint's generation_config never changes the sampling distribution; a -100 logit
+  bias on the vision placeholder tokens, which the hf backend suppresses too (a sampled one would
+  break the next turn).
 - A ``tool`` message has role ``tool`` (the chat template wraps it in ``<tool_response>``); a forced
   ``response_prefix`` is a final assistant message continued with
   ``{"continue_final_message": true, "add_generation_prompt": false}``.
@@ -86,8 +88,9 @@ def message_parts(msg: ChatMessage, image_format: str = "jpeg") -> list[dict[str
     return parts
 
 
-def chat_payload(req: GenRequest, model: str, image_format: str = "jpeg") -> dict[str, Any]:
-    """The ``/v1/chat/completions`` body of one request."""
+def chat_payload(req: GenRequest, model: str, image_format: str = "jpeg",
+                 suppress_ids: Sequence[int] = ()) -> dict[str, Any]:
+    """The ``/v1/chat/completions`` body of one request; ``suppress_ids`` get a -100 logit bias."""
     messages: list[dict[str, Any]] = []
     videos: list[Frames] = []
     for i, m in enumerate(req.messages):
@@ -106,6 +109,8 @@ def chat_payload(req: GenRequest, model: str, image_format: str = "jpeg") -> dic
     io_kwargs = media_io_kwargs(videos)
     if io_kwargs is not None:
         body["media_io_kwargs"] = io_kwargs
+    if suppress_ids:
+        body["logit_bias"] = {str(i): -100.0 for i in suppress_ids}
     if s.seed is not None:
         body["seed"] = s.seed
     if req.response_prefix:

@@ -67,6 +67,7 @@ def test_text_round_trip_returns_the_sampled_ids_logprobs_and_the_checked_prompt
     assert client.counters.prompt_checked == 1 and client.counters.prompt_mismatch == 0
     body = state.last_body
     assert body["return_token_ids"] is True and body["logprobs"] is True and body["top_k"] == -1
+    assert body["logit_bias"] == {str(i): -100.0 for i in gen.codec.vision_token_ids}  # as hf suppresses them
     assert body["continue_final_message"] is True and body["add_generation_prompt"] is False
     assert body["messages"][-1] == {"role": "assistant", "content": THINK_PREFIX}
     assert body["model"] == "tiny"  # discovered through /v1/models
