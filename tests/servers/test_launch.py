@@ -135,3 +135,17 @@ def test_serve_model_prints_ready_and_stops_its_server_tree_on_sigterm(tmp_path:
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 128 + signal.SIGTERM
     assert not any(_alive(p) for p in tree)
+
+
+def test_torchvision_guard_is_idempotent_and_keeps_the_file_valid(tmp_path: Path) -> None:
+    from paravt.servers.vllm_cpu import guard_torchvision
+
+    meta = tmp_path / "lib" / "python3.11" / "site-packages" / "torchvision" / "_meta_registrations.py"
+    meta.parent.mkdir(parents=True)
+    meta.write_text('import torch\n\n@torch.library.register_fake("torchvision::nms")\ndef meta_nms(d, s, t):\n'
+                    '    return d\n\n\n@torch.library.register_fake("torchvision::qnms")\ndef meta_qnms(d, s, t):\n'
+                    '    return d\n')
+    assert guard_torchvision(tmp_path) == [meta] and guard_torchvision(tmp_path) == []
+    text = meta.read_text()
+    assert text.count("if torchvision.extension._has_ops() else (lambda fn: fn))") == 2
+    compile(text, str(meta), "exec")
