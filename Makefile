@@ -10,10 +10,10 @@ VLLM_STAMP := .venv-vllm/.installed
 
 .PHONY: demo test test-servers venv clean bench
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml .ci/constraints.txt
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q -U pip
-	$(PY) -m pip install -q -e '.[dev,verl]'
+	$(PY) -m pip install -q -e '.[dev,verl]' -c .ci/constraints.txt
 	touch $(STAMP)
 
 venv: $(STAMP)
