@@ -20,7 +20,8 @@ Tokens:
 Reliability: at most ``max_concurrency`` requests in flight; each attempt has ``timeout_s``;
 timeouts, transport errors, 429 and 5xx are retried ``max_retries`` times with exponential back-off
 (``backoff_s * 2**attempt``); any other failure (a 404 for a wrong URL, an unreadable body) or the
-last retryable one becomes a ``finish_reason="error"`` output — never an exception.
+last retryable one becomes a ``finish_reason="error"`` output — never an exception. A strict OpenAI
+server that answers 400 naming one of vLLM's extra fields gets plain requests from then on.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import httpx
 from paravt.models.base import GenOutput, GenRequest
 from paravt.models.chat import VISION_TOKENS
 from paravt.models.hf import error_output
-from paravt.models.openai_payload import chat_payload
+from paravt.models.openai_payload import VLLM_EXTRAS, chat_payload, strip_extras
 from paravt.models.urls import api_base
 from paravt.protocol.tags import IM_END
 
@@ -94,6 +95,7 @@ class OpenAIGenerator:
         self.max_concurrency = max_concurrency
         self.counters = ServerCounters()
         self._noted_no_ids = False
+        self._plain = False  # the server rejected vLLM's extra fields: send plain OpenAI bodies
         # the client and the semaphore belong to one event loop; rebuilt when called from another
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sem = asyncio.Semaphore(max_concurrency)
@@ -150,13 +152,29 @@ class OpenAIGenerator:
                     await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
                 try:
                     body = chat_payload(req, await self._model_name(), self.image_format, self.suppress_ids)
-                    data = await self._get_json("POST", "chat/completions", json=body)
+                    data = await self._post(body)
                     return self._parse(data, req, time.perf_counter() - t0, attempt + 1)
                 except _Retry as err:
                     last = str(err)
                 except _Fatal as err:
                     return error_output(str(err), time.perf_counter() - t0)
         return error_output(f"failed after {self.max_retries + 1} attempts: {last}", time.perf_counter() - t0)
+
+    async def _post(self, body: dict[str, Any]) -> Any:
+        """POST a completion; a strict OpenAI server that rejects vLLM's extra fields (a 400 naming
+        one) is asked again without them, and so are all later requests (logged once)."""
+        if self._plain:
+            return await self._get_json("POST", "chat/completions", json=strip_extras(body))
+        try:
+            return await self._get_json("POST", "chat/completions", json=body)
+        except _Fatal as err:
+            rejected = str(err).startswith(("HTTP 400", "HTTP 422")) and any(k in str(err) for k in VLLM_EXTRAS)
+            if not rejected:
+                raise
+        self._plain = True
+        log.warning("%s rejects vLLM's request fields (%s): sending plain OpenAI requests from now on",
+                    self.base_url, ", ".join(VLLM_EXTRAS))
+        return await self._get_json("POST", "chat/completions", json=strip_extras(body))
 
     def _parse(self, data: Any, req: GenRequest, latency: float, attempts: int) -> GenOutput:
         try:

@@ -17,6 +17,8 @@ token ids equal the trajectory's (``ChatCodec``): what the server sees is what w
   so that a checkpoint's generation_config never changes the sampling distribution; a -100 logit
   bias on the vision placeholder tokens, which the hf backend suppresses too (a sampled one would
   break the next turn).
+- ``VLLM_EXTRAS`` are the fields a strict OpenAI server may reject; ``strip_extras`` removes them
+  (the backend does so after such a 400, and then records re-tokenised text).
 - A ``tool`` message has role ``tool`` (the chat template wraps it in ``<tool_response>``); a forced
   ``response_prefix`` is a final assistant message continued with
   ``{"continue_final_message": true, "add_generation_prompt": false}``.
@@ -38,6 +40,7 @@ from paravt.models.media import video_metadata
 from paravt.video.types import Frames
 
 _MARKER_RE = re.compile(r"(<video>|<image>)")
+VLLM_EXTRAS = ("top_k", "repetition_penalty", "return_token_ids", "media_io_kwargs")
 
 
 def _encoded(pixels: np.ndarray, image_format: str) -> str:
@@ -117,3 +120,8 @@ def chat_payload(req: GenRequest, model: str, image_format: str = "jpeg",
         messages.append({"role": "assistant", "content": req.response_prefix})
         body.update(continue_final_message=True, add_generation_prompt=False)
     return body
+
+
+def strip_extras(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` without the vLLM-only fields (``VLLM_EXTRAS``)."""
+    return {k: v for k, v in body.items() if k not in VLLM_EXTRAS}

@@ -42,6 +42,7 @@ class ServerState:
     token_ids: bool = True  # honour return_token_ids (False: a server that returns text only)
     status: int | None = None  # answer every completion request with this HTTP status
     reply: Any = None  # answer every completion request with this JSON body
+    strict: bool = False  # reject vLLM's extra fields with a 400, like a strict OpenAI server
 
 
 def _pixels(b64: str) -> np.ndarray:
@@ -92,6 +93,9 @@ def make_app(gen: HFGenerator, state: ServerState) -> FastAPI:
             return JSONResponse({"error": "told to fail"}, status_code=state.status)
         if state.reply is not None:
             return state.reply
+        extra = [k for k in ("return_token_ids", "top_k", "media_io_kwargs") if k in body]
+        if state.strict and extra:
+            return JSONResponse({"error": f"Unrecognized request argument supplied: {extra[0]}"}, status_code=400)
         state.in_flight += 1
         state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:

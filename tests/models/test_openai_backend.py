@@ -38,7 +38,7 @@ def served(loaded_policy):
 def server(served):
     srv, state, gen = served
     state.fail_first, state.delay_s, state.requests, state.max_in_flight = 0, 0.0, 0, 0
-    state.token_ids, state.status, state.reply = True, None, None
+    state.token_ids, state.status, state.reply, state.strict = True, None, None, False
     return srv, state, gen
 
 
@@ -112,6 +112,19 @@ def test_a_server_without_token_ids_still_serves_eval_with_one_note(server, capl
         assert out.token_ids == expected and out.metrics["server_token_ids"] == 0.0
         assert "prompt_ids_match" not in out.metrics
     assert caplog.text.count("not trainable") == 1
+
+
+def test_a_strict_openai_server_gets_plain_requests_after_rejecting_the_extras(server, caplog) -> None:
+    srv, state, gen = server
+    state.strict = True
+    client = _client(srv.url, gen.codec.tokenizer, model="tiny")
+    with caplog.at_level(logging.WARNING, logger="paravt.models.openai_backend"):
+        first = asyncio.run(client.generate([_text_request("Hi?")]))[0]
+        second = asyncio.run(client.generate([_text_request("Why?")]))[0]
+    assert first.finish_reason != "error" and second.finish_reason != "error"
+    assert state.requests == 3  # one rejected, then plain bodies only
+    assert "return_token_ids" not in state.last_body and "top_k" not in state.last_body
+    assert client.counters.with_token_ids == 0 and caplog.text.count("rejects vLLM's request fields") == 1
 
 
 @pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/"])
