@@ -86,7 +86,8 @@ def main() -> None:
 
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-c", "from paravt.cli import main; main()", "serve-tools", "--port", str(port),
-                             "--tools", ",".join(names), "--max-concurrency", "64"],
+                             "--tools", ",".join(names), "--max-concurrency", "64",
+                             "--video-root", str(tmp)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

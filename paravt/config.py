@@ -70,6 +70,7 @@ class RolloutConfig(_Strict):
     subagent_timeout_s: float = Field(300.0, gt=0, description="Timeout of one batched sub-agent request.")
     tools: list[str] = Field(default_factory=lambda: ["crop_video"], description="Enabled tools: registry names, or 'mcp:URL' / 'mcp:COMMAND ARGS' for every tool of an MCP server (paravt[mcp]).")
     tool_server_url: str | None = Field(None, description="Use tools through this paravt tool server instead of in-process.")
+    python_weak_isolation: bool = Field(False, description="Let the in-process python tool run WITHOUT bubblewrap (weak isolation: the host filesystem is readable); off = its calls are refused (docs/tools.md).")
     prompt_version: str = Field("v1", description="Version of the packaged prompt templates.")
     prompt_style: Literal["default", "eva"] = Field("default", description="'eva': EVA's plan-before-perception system prompt (use with mode sequential and frame_select).")
 
@@ -83,7 +84,7 @@ class RewardConfig(_Strict):
     beta: float = Field(0.3, description="Anchor bonus for the full think -> /think -> answer flow [paper].")
     gamma: float = Field(0.3, description="Anchor penalty for <think> opened but never closed [paper].")
     anchor: bool = Field(True, description="Exploration Anchoring reward on/off (ablation switch).")
-    tool_mode: Literal["parse_bonus", "accumulative", "off"] = Field("parse_bonus", description="R_tool: 0.1 parse bonus, PyVision-RL accumulative, or off.")
+    tool_mode: Literal["parse_bonus", "graduated", "accumulative", "off"] = Field("parse_bonus", description="R_tool: the paper's 0.1 parse bonus, the authors' released graduated reward (0.1/0.3/+0.5), PyVision-RL accumulative, or off.")
     tool_bonus: float = Field(0.1, description="Parse bonus, or per-successful-call reward in accumulative mode [paper].")
     bias: float = Field(-0.2, description="Added to every reward before group normalisation [paper].")
     judge_url: str | None = Field(None, description="OpenAI-compatible endpoint of an LLM judge for open-ended answers (None = token F1).")
@@ -134,6 +135,7 @@ class SFTConfig(_Strict):
     seed: int = 0
     save_every: int = Field(100, ge=1)
     include_subagent_rows: bool = True
+    mask_think_prefix: bool = Field(False, description="Put the assistant turns' leading '<think>\\n' into the prompt (mask 0) instead of training it. Off: SFT teaches the whole format and the think prefix stays an RL-time constraint [paper].")
 
 
 class EvalConfig(_Strict):
@@ -179,6 +181,30 @@ class VerlConfig(_Strict):
     extra_overrides: list[str] = Field(default_factory=list, description="Raw Hydra overrides appended to the command (escape hatch).")
 
 
+class ToolServerConfig(_Strict):
+    """``paravt serve-tools``: what a remote caller may read and how much it may ask (docs/tools.md,
+    "Threat model"). Client-sent caps are clamped to the ``max_*`` fields here."""
+
+    video_roots: list[str] = Field(default_factory=list, description="Directories whose regular files may be served (symlinks resolved first); empty = the working directory.")
+    max_concurrency: int = Field(64, ge=1, description="Batch requests served at once.")
+    request_timeout_s: float = Field(120.0, gt=0, description="Per-request timeout (504 after it).")
+    idle_ttl_s: float = Field(300.0, gt=0, description="Release a trajectory's python runtime after this idle time.")
+    max_calls_per_request: int = Field(32, ge=1, description="Tool calls in one batch request, over all items (413 beyond).")
+    max_items_per_request: int = Field(64, ge=1, description="Trajectory items in one batch request (413 beyond).")
+    max_body_bytes: int = Field(4 << 20, ge=1024, description="Request body size (413 beyond).")
+    header_timeout_s: float = Field(10.0, gt=0, description="A connection must deliver a complete request header within this time (408, closed).")
+    body_timeout_s: float = Field(30.0, gt=0, description="A request body must arrive completely within this time (408).")
+    max_connections: int = Field(512, ge=1, description="Open connections plus running requests (503 beyond).")
+    max_runtimes: int = Field(16, ge=1, description="Live python runtimes; the least recently used idle one is evicted for a new one.")
+    max_crop_frames: int = Field(VideoConfig.model_fields["crop_max_frames"].default, ge=1, description="Cap on a client's crop_max_frames.")
+    max_crop_fps: float = Field(VideoConfig.model_fields["crop_fps"].default, gt=0, description="Cap on a client's crop_fps.")
+    max_crop_pixels: int = Field(VideoConfig.model_fields["crop_max_pixels"].default, ge=16, description="Cap on a client's crop_max_pixels.")
+    max_size_factor: int = Field(32, ge=1, description="Cap on a client's size_factor (frames are at least size_factor² pixels).")
+    max_call_pixels: int = Field(16 * 224 * 224, ge=1, description="Cap on a client's per-call visual budget (frame_select).")
+    max_episode_pixels: int = Field(64 * 224 * 224, ge=1, description="Cap on a client's per-episode visual budget (frame_select).")
+    python_weak_isolation: bool = Field(False, description="Let the python tool run WITHOUT bubblewrap (unshare/rlimits only: the host filesystem is readable); off = refuse to start.")
+
+
 class TrainConfig(_Strict):
     """Top-level config of `paravt train sft|rl` and `paravt eval` (YAML-loadable)."""
 
@@ -201,6 +227,26 @@ class TrainConfig(_Strict):
         if self.video.overview_nframes == 0 and self.rollout.mode == "none":
             raise ValueError("video.overview_nframes=0 with rollout.mode='none' shows the model nothing; set overview_nframes > 0 or use a tool mode")
         return self
+
+
+class DistillConfig(_Strict):
+    """`paravt data distill`: cold-start traces from a teacher endpoint (docs/ARCHITECTURE.md, data layer)."""
+
+    pipeline: Literal["paravt", "eva"] = Field("paravt", description="'paravt': sequential crop_video traces converted to parallel [paper §B]; 'eva': Executor-Reflector frame_select traces [EVA].")
+    workers: int = Field(4, ge=1, description="Rows distilled concurrently.")
+    max_turns: int = Field(4, ge=1, description="Teacher turns per row (paravt); EVA rounds (eva).")
+    temperature: float = Field(0.0, ge=0, description="Teacher sampling temperature.")
+    max_tokens: int = Field(1024, ge=1, description="Max tokens of one teacher turn.")
+    request_timeout_s: float = Field(120.0, gt=0, description="Per-request timeout.")
+    max_retries: int = Field(4, ge=0, description="Retries of a request on 429 / 5xx / timeouts, exponential back-off.")
+    backoff_s: float = Field(1.0, ge=0, description="First back-off; doubles per retry (a larger Retry-After wins).")
+    keep_incorrect: bool = Field(False, description="Keep traces whose answer scores 0 against the gold (no rejection sampling).")
+    llm_cleanup: bool = Field(True, description="Ask the teacher to reformat a turn the deterministic repair cannot fix (once).")
+    bank_top_k: int = Field(2, ge=0, description="EVA: similar successful trajectories shown to the Executor.")
+    overview_max_pixels: int = Field(224 * 224, ge=16, description="Max pixels per overview frame sent to the teacher (the row's nframes frames).")
+    crop_max_frames: int = Field(16, ge=1, description="crop_video frames per window for the teacher [paper].")
+    crop_max_pixels: int = Field(224 * 224, ge=16, description="Max pixels per crop frame [paper].")
+    size_factor: int = Field(32, ge=1, description="Resize to multiples of this (Qwen3-VL 32, Qwen2.5-VL 28).")
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -11,13 +11,17 @@ main turn starts with the forced think prefix (prompt tokens). When it emits too
 * ``none``: no tools; the first response is final.
 
 Failures are data: a malformed call, a bad window, a broken video or a sub-agent timeout becomes
-an ``error:`` line in the tool response, and the episode goes on. An observation that would overflow
-the context is rolled back and the episode ends with reason ``length`` (vision spans never cut).
+an ``error:`` line in the tool response, and the episode goes on. An observation that would
+overflow the context is rolled back and the episode ends with reason ``length`` (vision spans never
+cut). An unexpected exception (a bug, not model behaviour) ends only ITS episode: the result
+carries ``crashed=True`` and the error, the traceback goes to the log, and the other episodes of
+``run_group`` (the GRPO group) go on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import Sequence
@@ -38,13 +42,15 @@ from paravt.tools import Observation, ToolContext, ToolSet, build_toolset
 from paravt.video import probe, sample_frames
 from paravt.video.types import Frames, VideoInfo
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True, eq=False)
 class EpisodeResult:
     input: EpisodeInput
     main: Trajectory
     subs: tuple[Trajectory, ...]
-    completion: str  # each main turn's prefix + response, joined by "\n" (rewards read this)
+    completion: str  # each main turn's prefix + response, joined by tags.join_turns (rewards read this)
     answer: str | None
     calls: tuple[CallRecord, ...]
     n_successful_calls: int
@@ -52,6 +58,7 @@ class EpisodeResult:
     latency_s: float
     error: str | None = None
     backend_errors: int = 0  # inference-backend failures (main or sub-agent), not model behaviour
+    crashed: bool = False  # an unexpected exception ended the episode (a bug, never a training signal)
 
     @property
     def end_reason(self) -> EndReason:
@@ -175,22 +182,38 @@ class _Run:
 
     async def run(self) -> EpisodeResult:
         t0 = time.perf_counter()
-        info, overview = await self._open_video()
-        self.messages = self._opening(info, overview)
-        for msg in self.messages:
-            enc = self.codec.encode_message(msg)
-            self.main.add_context(enc.ids, enc.videos, enc.images)
-        end = await self._loop(info)
-        if self.ctx is not None:
-            await self.tools.finish(self.ctx)
-        completion = "\n".join(self.texts)
+        crashed = False
+        try:
+            end = await self._play()
+        except Exception as err:  # noqa: BLE001 - one episode's bug must not end the group (DESIGN §2)
+            log.exception("episode %s crashed", self.episode_id)
+            self.error, end, crashed = f"episode crashed: {type(err).__name__}: {err}", "error", True
+        finally:
+            await self._finish_tools()
+        completion = tags.join_turns(self.texts)
         ok_calls = sum(1 for c in self.calls if c.ok)
         return EpisodeResult(
             input=self.inp, main=self.main.freeze(end), subs=tuple(self.subs), completion=completion,
             answer=extract_answer(completion) if completion else None, calls=tuple(self.calls),
             n_successful_calls=ok_calls, tokens=self.tally.freeze(), latency_s=time.perf_counter() - t0,
-            error=self.error, backend_errors=self.backend_errors,
+            error=self.error, backend_errors=self.backend_errors, crashed=crashed,
         )
+
+    async def _play(self) -> EndReason:
+        info, overview = await self._open_video()
+        self.messages = self._opening(info, overview)
+        for msg in self.messages:
+            enc = self.codec.encode_message(msg)
+            self.main.add_context(enc.ids, enc.videos, enc.images)
+        return await self._loop(info)
+
+    async def _finish_tools(self) -> None:
+        if self.ctx is None:
+            return
+        try:
+            await self.tools.finish(self.ctx)
+        except Exception:  # noqa: BLE001 - releasing a runtime must not turn a result into a crash
+            log.exception("episode %s: releasing its tool runtimes failed", self.episode_id)
 
     async def _loop(self, info: VideoInfo | None) -> EndReason:
         s = self.settings
@@ -304,13 +327,14 @@ class _Run:
         records: list[CallRecord] = []
         for i, (call, o) in enumerate(zip(calls, obs, strict=True), start=1):
             start, end = o.window if o.window else (call.window or (None, None))
+            text = tags.defuse_media_markers(o.text)  # observation text is data (see ChatCodec)
             if o.error is not None:
-                body = f"error: {o.error}"
+                body = f"error: {tags.defuse_media_markers(o.error)}"
             elif o.frames is not None:
                 videos.append(o.frames)
-                body = tags.with_media_marker(o.text)
+                body = tags.with_media_marker(text)
             else:
-                body = o.text
+                body = text
             lines.append(tags.render_result_line(i, start, end, body))
             records.append(CallRecord(turn, i, call.name, start, end, o.error is None, o.error,
                                       o.text, latency))
@@ -341,7 +365,8 @@ async def run_episode(
     inp: EpisodeInput, *, generator: Generator, codec: ChatCodec, settings: EpisodeSettings,
     episode_id: str | None = None, tools: ToolSet | None = None,
 ) -> EpisodeResult:
-    """Run one episode. Never raises for model output or a broken video (see module doc)."""
+    """Run one episode. Never raises for model output, a broken video or a bug inside the episode
+    (``EpisodeResult.crashed``, see the module doc); only cancellation propagates."""
     toolset = tools if tools is not None else build_toolset(["crop_video"])
     run = _Run(inp, generator, codec, settings, toolset, episode_id or uuid.uuid4().hex[:12])
     return await run.run()
@@ -353,7 +378,8 @@ async def run_group(
 ) -> list[EpisodeResult]:
     """Run many episodes concurrently (G rollouts of many prompts). Their generation requests
     reach the backend together, so a batching backend serves them in shared batches; decoded
-    overview frames are shared through the video cache."""
+    overview frames are shared through the video cache. One episode's exception is its own
+    ``crashed`` result: the others finish and the list always has one result per input."""
     toolset = tools if tools is not None else build_toolset(["crop_video"])
     ids = list(episode_ids) if episode_ids is not None else [uuid.uuid4().hex[:12] for _ in inputs]
     return list(await asyncio.gather(*(

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from paravt import config as cfgmod
 from paravt.errors import ConfigError
+from paravt.cli.output import fail, stdout_console
 
 app = typer.Typer(help="Show or validate configuration files.", no_args_is_help=True)
-console = Console()
+console = stdout_console()
 
 
 @app.command("show")
@@ -20,8 +20,7 @@ def show(path: Path | None = typer.Argument(None, help="A YAML config; omitted: 
     try:
         cfg = cfgmod.load(path) if path else cfgmod.TrainConfig()
     except ConfigError as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(str(err)) from None
     typer.echo(cfgmod.dump(cfg), nl=False)
 
 
@@ -31,6 +30,5 @@ def check(path: Path) -> None:
     try:
         cfgmod.load(path)
     except ConfigError as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(str(err)) from None
     console.print(f"[green]{path}: ok[/green]")

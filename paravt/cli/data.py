@@ -6,18 +6,17 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from paravt.errors import ParavtError
+from paravt.cli.output import fail, stdout_console
 
 app = typer.Typer(help="Build, check and convert datasets.", no_args_is_help=True)
-console = Console()
+console = stdout_console()
 
 
 def _fail(err: ParavtError) -> None:
-    console.print(f"[red]{err}[/red]")
-    raise typer.Exit(2)
+    raise fail(str(err))
 
 
 @app.command("synth")
@@ -174,3 +173,64 @@ def bench(name: str = typer.Argument(..., help="videomme | videomme_sub | longvi
     except ParavtError as err:
         _fail(err)
     console.print(f"{name}: {len(samples)} samples, tasks {dict(Counter(s.task for s in samples))}")
+
+
+# ---- distill (issue 16): cold-start traces from a teacher endpoint -------------------------------
+@app.command("distill")
+def distill_cmd(
+    data: str = typer.Option(..., "--data", help="QA parquet in our schema (e.g. rl.parquet): question, options, gold, video."),
+    out: str = typer.Option(..., "--out", help="Output directory: sft.parquet, report.json, progress.jsonl."),
+    teacher: str = typer.Option(..., "--teacher", help="OpenAI-compatible endpoint URL of the teacher."),
+    teacher_model: str = typer.Option(..., "--teacher-model", help="Model name sent to the teacher."),
+    root: str | None = typer.Option(None, "--root", help="Data root of the videos (default: the parquet's directory)."),
+    fallback: str | None = typer.Option(None, "--fallback", help="Endpoint asked when the teacher refuses or fails."),
+    fallback_model: str | None = typer.Option(None, "--fallback-model"),
+    pipeline: str | None = typer.Option(None, "--pipeline", help="paravt | eva (default: distill.pipeline)."),
+    reflector: str | None = typer.Option(None, "--reflector", help="eva: LLM reflector endpoint (after the rule-based one)."),
+    reflector_model: str | None = typer.Option(None, "--reflector-model"),
+    keep_incorrect: bool = typer.Option(False, "--keep-incorrect", help="Keep traces whose answer scores 0."),
+    workers: int | None = typer.Option(None, "--workers", help="Rows in flight (default: distill.workers)."),
+    limit: int | None = typer.Option(None, "--limit", help="Only the first N rows."),
+    api_key: str | None = typer.Option(None, "--api-key", help="API key sent to every endpoint."),
+    api_key_file: str | None = typer.Option(None, "--api-key-file", help="File whose first line is the API key."),
+    config: str | None = typer.Option(None, "--config", help="YAML of distill settings (paravt.config.DistillConfig)."),
+    set_: list[str] = typer.Option([], "--set", help="key=value override of a distill setting."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Distill cold-start SFT traces from a teacher (paravt.data.distill)."""
+    import asyncio
+
+    from paravt import config as cfgmod
+    from paravt.data.distill import Endpoints, distill
+    from paravt.data.distill.teacher import Endpoint, read_api_key
+    from paravt.data.schema import read_rows
+    from paravt.errors import ConfigError
+
+    try:
+        raw: dict = cfgmod.load(config, cfgmod.DistillConfig).model_dump() if config else {}
+        for item in set_:
+            cfgmod.apply_override(raw, item)
+        raw.update({k: v for k, v in {"pipeline": pipeline, "workers": workers}.items() if v is not None})
+        if keep_incorrect:
+            raw["keep_incorrect"] = True
+        cfg = cfgmod.validate(cfgmod.DistillConfig, raw, config or "options")
+        for url, model, flag in ((fallback, fallback_model, "--fallback"), (reflector, reflector_model, "--reflector")):
+            if (url is None) != (model is None):
+                raise ConfigError(f"{flag} and {flag}-model go together; give both or neither")
+        key = read_api_key(api_key, api_key_file)
+        eps = Endpoints(Endpoint(teacher, teacher_model, key),
+                        Endpoint(fallback, fallback_model, key) if fallback and fallback_model else None,
+                        Endpoint(reflector, reflector_model, key) if reflector and reflector_model else None)
+        rows = read_rows(data)[:limit] if limit else read_rows(data)
+        report = asyncio.run(distill(rows, root=root or str(Path(data).parent), out_dir=out, cfg=cfg, endpoints=eps,
+                                     progress=not as_json))
+    except ParavtError as err:
+        _fail(err)
+    if as_json:
+        typer.echo(json.dumps(report))
+        return
+    t = Table("statistic", "value")
+    for k, v in report.items():
+        t.add_row(k, json.dumps(v) if isinstance(v, dict) else str(v))
+    console.print(t)
+    console.print(f"wrote {Path(out) / 'sft.parquet'} and {Path(out) / 'report.json'}")

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from paravt.config import TrainConfig
 from paravt.errors import ParavtError
+from paravt.cli.output import fail, stdout_console
 
-console = Console()
+console = stdout_console()
 
 
 def eval_cmd(
@@ -37,14 +37,12 @@ def eval_cmd(
     try:
         cfg = cfgmod.load(config) if config else TrainConfig()
     except ParavtError as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(str(err)) from None
     ev, m = cfg.eval, cfg.model
     modes = ["parallel", "sequential", "none"] if compare else (mode or list(ev.modes))
     bad = [x for x in modes if x not in ("parallel", "sequential", "none")]
     if bad:
-        console.print(f"[red]--mode {bad} must be parallel, sequential or none[/red]")
-        raise typer.Exit(2)
+        raise fail(f"--mode {bad} must be parallel, sequential or none") from None
     if max_new_tokens is not None:
         cfg.sampling.max_new_tokens = max_new_tokens
     try:
@@ -53,10 +51,10 @@ def eval_cmd(
         backend = open_backend(model, processor_dir=processor, device=m.device, tools=cfg.rollout.tools,
                                tool_server_url=cfg.rollout.tool_server_url, timeout_s=m.request_timeout_s,
                                max_retries=m.max_retries, max_concurrency=m.max_concurrency,
-                               served_model_name=m.served_model_name)
+                               served_model_name=m.served_model_name,
+                               python_weak_isolation=cfg.rollout.python_weak_isolation)
     except (ParavtError, ValueError, OSError) as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(str(err)) from None
     r = cfg.reward
     backend.judge_url, backend.judge_model, backend.judge_timeout_s = r.judge_url, r.judge_model, r.judge_timeout_s
     settings = EpisodeSettings.from_config(cfg, temperature=ev.temperature)

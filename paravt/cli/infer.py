@@ -8,7 +8,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
@@ -16,11 +15,12 @@ from typing import TYPE_CHECKING
 
 from paravt.config import TrainConfig
 from paravt.errors import ParavtError
+from paravt.cli.output import fail, stdout_console
 
 if TYPE_CHECKING:
     from paravt.agent import EpisodeResult
 
-console = Console()
+console = stdout_console()
 
 
 def _options(text: str | None) -> tuple[str, ...] | None:
@@ -52,16 +52,14 @@ def infer(
     from paravt.eval.runner import open_backend
 
     if mode not in ("parallel", "sequential", "none"):
-        console.print(f"[red]--mode {mode!r} must be parallel, sequential or none[/red]")
-        raise typer.Exit(2)
+        raise fail(f"--mode {mode!r} must be parallel, sequential or none") from None
     cfg = TrainConfig()
     cfg.sampling.max_new_tokens = max_new_tokens
     settings = EpisodeSettings.from_config(cfg, mode=mode, temperature=temperature)  # type: ignore[arg-type]
     try:
         backend = open_backend(model, processor_dir=processor)
     except (ParavtError, ValueError, OSError) as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(str(err)) from None
     opts = _options(options)
     inp = EpisodeInput("infer", str(video.resolve()), question, "mcq" if opts else "oe", "", opts, nframes)
     res = asyncio.run(run_episode(inp, generator=backend.generator, codec=backend.codec, settings=settings,

@@ -6,12 +6,12 @@ import json
 from enum import Enum
 
 import typer
-from rich.console import Console
 
 from paravt.errors import ModelError
+from paravt.cli.output import fail, stdout_console
 
 app = typer.Typer(help="Build and inspect model checkpoints.", no_args_is_help=True)
-console = Console()
+console = stdout_console()
 
 
 class FamilyOpt(str, Enum):
@@ -53,8 +53,7 @@ def info(path: str = typer.Argument(..., help="Checkpoint directory or cached hu
     try:
         policy = load_policy(path)
     except ModelError as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(str(err)) from None
     facts = {"path": path, "family": policy.family,
              "num_params": sum(p.numel() for p in policy.model.parameters()),
              "vocab_size": len(policy.tokenizer)}

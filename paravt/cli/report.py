@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from paravt.errors import ParavtError
 from paravt.eval.report import build_report
+from paravt.cli.output import fail, stderr_console
 
-console = Console(stderr=True)
+console = stderr_console()
 
 
 def report(
@@ -21,6 +21,5 @@ def report(
     try:
         path = build_report(run_dirs, out)
     except ParavtError as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(str(err)) from None
     typer.echo(str(path))

@@ -2,10 +2,16 @@
 
 Input line: ``{"completion": str, "task": "mcq"|"tvg"|"oe", "answer": str, "options": [str]?,
 "prefix": str?, "successful_calls": int?, "question": str?}``. Output (stdout, one JSON line per input line, same
-order): ``{"reward", "acc", "format", "format_base", "anchor", "tool", "answer", "degenerate",
-"closed": {"think", "tool_call", "answer"}, "tool_code", "n_calls"}``; a bad line gives
-``{"error": "..."}`` and the rest continue. ``--summary`` prints the aggregated metrics table on
-stderr (stdout stays JSON lines). Exit 0 unless the file or the config cannot be read.
+order): ``{"reward", <every term of paravt.rewards.terms.TERMS: "acc", "format_base", "anchor",
+"tool">, "format", "format_ref", "answer", "degenerate", "closed": {"think", "tool_call",
+"answer"}, "tool_code", "n_calls"}``; a bad line
+gives ``{"error": "..."}`` (and a message on stderr) and the rest continue. ``--summary`` prints
+the aggregated metrics table on stderr (stdout stays JSON lines). Exit 0 unless the file or the
+config cannot be read (then exit 2, the reason on stderr).
+
+A completion is scored AS WRITTEN: a think prefix is added only when the line's ``"prefix"`` or
+``--think-prefix`` gives one (a rollout whose forced ``<think>\\n`` was prompt), and never doubled:
+a completion that already opens with ``<think>`` is kept as is (``tags.with_prefix``).
 
 Open-ended rows are scored like training and eval score them: token F1, or, when the config sets
 ``reward.judge_url``, the LLM judge (one batched pass over all open-ended rows; ``question`` is
@@ -24,11 +30,12 @@ from rich.console import Console
 from rich.table import Table
 
 from paravt import config as cfgmod
+from paravt.cli.output import fail, stderr_console
 from paravt.config import RewardConfig
 from paravt.errors import ConfigError, ParavtError
 from paravt.protocol import tags as T
 from paravt.protocol.answer import extract_answer
-from paravt.rewards.composite import RewardBreakdown, RewardWeights, compute_reward
+from paravt.rewards import RewardBreakdown, RewardWeights, compute_reward
 from paravt.rewards.judge import JudgeItem, judge_where_given
 from paravt.rewards.metrics import RolloutRecord, aggregate
 
@@ -39,38 +46,41 @@ def score(
     in_file: Path = typer.Option(..., "--in", help="JSONL file of completions to score."),
     config: Path | None = typer.Option(None, "--config", help="YAML config (its `reward` section is used)."),
     summary: bool = typer.Option(False, "--summary", help="Print the aggregated metrics (stderr)."),
+    think_prefix: bool = typer.Option(
+        False, "--think-prefix",
+        help="Prepend the forced '<think>\\n' to lines without a \"prefix\" (never doubled)."),
 ) -> None:
     """Score completions with the PARA-GRPO reward; one JSON line out per line in."""
-    err = Console(stderr=True)
+    err = stderr_console()
     try:
         reward_cfg = cfgmod.load(config).reward if config else RewardConfig()
         lines = in_file.read_text(encoding="utf-8").splitlines()
     except (ConfigError, OSError, UnicodeDecodeError) as exc:
-        err.print(f"[red]cannot score {in_file}: {exc}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(f"cannot score {in_file}: {exc}") from None
     weights = RewardWeights.from_config(reward_cfg)
+    default_prefix = T.THINK_PREFIX if think_prefix else ""
     rows: list[dict[str, Any] | str] = []  # a parsed row, or the error of its line
     for line in lines:
         if line.strip():
             try:
-                rows.append(_row(line))
+                rows.append(_row(line, default_prefix))
             except ValueError as exc:
                 rows.append(str(exc))
     overrides, judge_counts = asyncio.run(judge_where_given(
         _judge_items(rows), url=reward_cfg.judge_url, model=reward_cfg.judge_model,
         timeout_s=reward_cfg.judge_timeout_s))
     records: list[RolloutRecord] = []
-    for row, acc in zip(rows, overrides, strict=True):
+    for n, (row, acc) in enumerate(zip(rows, overrides, strict=True), start=1):
         if isinstance(row, str):
-            typer.echo(json.dumps({"error": row}))
+            _line_error(err, n, row)
             continue
         try:
-            b = compute_reward(row["completion"], task=row["task"], answer=row["answer"],
-                               options=row.get("options"), prefix=row.get("prefix", T.THINK_PREFIX),
+            b = compute_reward(row["text"], task=row["task"], answer=row["answer"],
+                               options=row.get("options"), prefix="",
                                successful_calls=row.get("successful_calls"), weights=weights,
                                acc_override=acc)
         except (ValueError, ParavtError) as exc:
-            typer.echo(json.dumps({"error": str(exc)}))
+            _line_error(err, n, str(exc))
             continue
         records.append(RolloutRecord(breakdown=b, task=row["task"]))
         typer.echo(json.dumps(output_line(b), ensure_ascii=False))
@@ -78,26 +88,33 @@ def score(
         err.print(_table({**aggregate(records), **judge_counts}))
 
 
+def _line_error(err: Console, n: int, message: str) -> None:
+    """A bad line: its ``{"error"}`` result keeps stdout aligned with the input; the message
+    also goes to stderr."""
+    typer.echo(json.dumps({"error": message}))
+    err.print(f"line {n}: {message}", markup=False, highlight=False)
+
+
 def _judge_items(rows: list[dict[str, Any] | str]) -> list[JudgeItem | None]:
     """What the judge sees of each open-ended row (None for every other line)."""
-    return [JudgeItem(str(r.get("question", "")), str(r["answer"]),
-                      extract_answer(r.get("prefix", T.THINK_PREFIX) + r["completion"]))
+    return [JudgeItem(str(r.get("question", "")), str(r["answer"]), extract_answer(r["text"]))
             if isinstance(r, dict) and r["task"] == "oe" else None for r in rows]
 
 
 def output_line(b: RewardBreakdown) -> dict[str, Any]:
-    """The documented output format of one scored line."""
+    """The documented output format of one scored line: the reward, every term of ``TERMS`` by
+    name, R_fmt (run weights and yardstick) and the flags."""
+    scalars = {k: round(v, 6) for k, v in b.scalars().items() if k != "n_calls"}
     return {
-        "reward": round(b.reward, 6), "acc": round(b.acc, 6), "format": round(b.format, 6),
-        "format_base": round(b.format_base, 6), "anchor": round(b.anchor, 6),
-        "tool": round(b.tool, 6), "answer": b.answer, "degenerate": b.degenerate,
+        "reward": round(b.reward, 6), **scalars, "answer": b.answer, "degenerate": b.degenerate,
         "closed": {"think": b.closed_think, "tool_call": b.closed_tool_call,
                    "answer": b.closed_answer},
         "tool_code": b.tool_code, "n_calls": b.n_calls,
     }
 
 
-def _row(line: str) -> dict[str, Any]:
+def _row(line: str, default_prefix: str) -> dict[str, Any]:
+    """A validated input line, with ``text``: the completion as the reward reads it."""
     try:
         row = json.loads(line)
     except ValueError as exc:
@@ -119,7 +136,7 @@ def _row(line: str) -> dict[str, Any]:
     calls = row.get("successful_calls")
     if calls is not None and (isinstance(calls, bool) or not isinstance(calls, int) or calls < 0):
         raise ValueError('"successful_calls" must be a non-negative integer')
-    return row
+    return {**row, "text": T.with_prefix(row.get("prefix", default_prefix), row["completion"])}
 
 
 def _table(metrics: dict[str, float]) -> Table:

@@ -5,21 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from paravt import config as cfgmod
 from paravt.errors import ParavtError
+from paravt.cli.output import fail, stdout_console
 
 app = typer.Typer(help="SFT cold start and PARA-GRPO training.", no_args_is_help=True)
-console = Console()
+console = stdout_console()
 
 
 def _load(config: Path, overrides: list[str] | None) -> cfgmod.TrainConfig:
     try:
         return cfgmod.load(config, overrides=overrides or [])
     except ParavtError as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+        raise fail(str(err)) from None
 
 
 @app.command("sft")

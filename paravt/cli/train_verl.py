@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from paravt.config import TrainConfig, dump
+from paravt.config import TrainConfig, VerlConfig, dump
 from paravt.errors import ConfigError
 from paravt.integrations.verl.render import (
     AGENT_NAME,
@@ -25,18 +25,17 @@ from paravt.integrations.verl.render import (
     render_verl_config,
     run_files,
 )
-from paravt.integrations.verl.settings import VerlSettings, verl_settings_of
 
 __all__ = ["launch_verl", "render_verl_config", "verl_command", "write_run_files"]
 
 
-def verl_command(run_dir: str | Path, verl: VerlSettings) -> list[str]:
+def verl_command(run_dir: str | Path, verl: VerlConfig) -> list[str]:
     files = run_files(run_dir)
     return [sys.executable, "-m", "verl.trainer.main_ppo", f"--config-path={files['dir']}",
             f"--config-name={CONFIG_NAME}", *verl.extra_overrides]
 
 
-def _check(cfg: TrainConfig, verl: VerlSettings) -> None:
+def _check(cfg: TrainConfig, verl: VerlConfig) -> None:
     budget = verl.prompt_length + verl.response_length
     if cfg.rollout.max_context_tokens > budget:
         raise ConfigError(
@@ -49,14 +48,14 @@ def _check(cfg: TrainConfig, verl: VerlSettings) -> None:
             f"{verl.ppo_mini_batch_size}")
 
 
-def _steps_per_epoch(cfg: TrainConfig, verl: VerlSettings, n_rows: int | None) -> VerlSettings:
+def _steps_per_epoch(cfg: TrainConfig, verl: VerlConfig, n_rows: int | None) -> VerlConfig:
     if n_rows is None:
         return verl
     steps = max(1, n_rows // verl.train_batch_size)
     return verl.model_copy(update={"steps_per_epoch": steps})
 
 
-def write_run_files(cfg: TrainConfig, verl: VerlSettings, *, convert_data: bool) -> tuple[dict[str, Path], dict[str, Any]]:
+def write_run_files(cfg: TrainConfig, *, convert_data: bool) -> tuple[dict[str, Path], dict[str, Any]]:
     """Write every run file; returns the paths and the rendered Hydra config."""
     from paravt.integrations.verl.data import write_verl_parquet
 
@@ -65,9 +64,11 @@ def write_run_files(cfg: TrainConfig, verl: VerlSettings, *, convert_data: bool)
     files["dir"].mkdir(parents=True, exist_ok=True)
     n_rows = None
     if convert_data:
-        n_rows = write_verl_parquet(cfg.data, files["train_data"], agent_name=AGENT_NAME, data_root=cfg.data_root)
-    verl = _steps_per_epoch(cfg, verl, n_rows)
-    rendered = render_verl_config(cfg, verl, run_dir=run_dir)
+        n_rows = write_verl_parquet(cfg.data, files["train_data"], agent_name=AGENT_NAME, data_root=cfg.data_root,
+                                    think_prefix=cfg.rollout.think_prefix)
+    verl = _steps_per_epoch(cfg, cfg.verl, n_rows)
+    cfg = cfg.model_copy(update={"verl": verl})
+    rendered = render_verl_config(cfg, run_dir=run_dir)
     files["train_config"].write_text(dump(cfg))
     files["agent_loop"].write_text(yaml.safe_dump(render_agent_loop_config(cfg, verl, run_dir), sort_keys=False))
     files["verl_config"].write_text(yaml.safe_dump(rendered, sort_keys=False))
@@ -86,13 +87,13 @@ def resolved_yaml(config_dir: Path) -> str:
     return OmegaConf.to_yaml(composed)
 
 
-def launch_verl(cfg: TrainConfig, *, dry_run: bool, verl: VerlSettings | None = None) -> int:
+def launch_verl(cfg: TrainConfig, *, dry_run: bool) -> int:
     """Write the run files; dry run: print the resolved config and the command, return 0;
-    otherwise run ``python -m verl.trainer.main_ppo`` and return its exit code."""
-    verl = verl or verl_settings_of(cfg)
-    _check(cfg, verl)
-    files, _ = write_run_files(cfg, verl, convert_data=not dry_run)
-    cmd = verl_command(files["dir"], verl)
+    otherwise run ``python -m verl.trainer.main_ppo`` and return its exit code. The cluster and
+    engine knobs are ``cfg.verl``."""
+    _check(cfg, cfg.verl)
+    files, _ = write_run_files(cfg, convert_data=not dry_run)
+    cmd = verl_command(files["dir"], cfg.verl)
     if dry_run:
         print(resolved_yaml(files["dir"]))
         print("# command:")

@@ -8,20 +8,19 @@ from pathlib import Path
 
 import typer
 from PIL import Image
-from rich.console import Console
 from rich.table import Table
 
 from paravt import video
 from paravt.errors import VideoError
 from paravt.video.sheet import contact_sheet, format_timestamp
+from paravt.cli.output import fail, stdout_console
 
 app = typer.Typer(help="Probe videos and sample frames.", no_args_is_help=True)
-console = Console()
+console = stdout_console()
 
 
 def _fail(err: VideoError) -> typer.Exit:
-    console.print(f"[red]{err}[/red]")
-    return typer.Exit(2)
+    return fail(str(err))
 
 
 @app.command("probe")

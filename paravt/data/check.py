@@ -4,14 +4,16 @@ Rules (a row fails when any fires; each violation names its rule):
 
 - ``json``: every ``<tool_call>`` body is STRICT JSON ``{"name": str, "arguments": {...}}`` (no
   trailing commas, no single quotes, no python-style calls; the parser tolerates those in model
-  output, training data must not teach them), the tool is ``crop_video``, and it is closed.
+  output, training data must not teach them), the tool is ``crop_video`` (or ``frame_select`` in a
+  sequential trace: EVA-style rows), and it is closed.
 - ``window``: ``start_time`` and ``end_time`` are numbers with 0 ≤ start < end ≤ duration.
-- ``duplicate``: no window is called twice in one trace.
+- ``duplicate``: no window is called twice in one trace (``frame_select``: no identical call twice).
 - ``budget`` (the EVA reflector's rules): the frames a call gets — `paravt.video.frame_count` at
   the call's ``fps`` (default the crop tool's 1 fps) capped by its ``num_frames``/``max_frames``
   (default 16) — must be ≥ ``min_frames`` (floor 4: a crop that yields fewer frames cannot show
   more than the overview did), and the sampling rate must be ≤ ``max_fps`` (1 fps: the rate the
-  sub-agent budget of 16 frames is designed for). Video parts of messages follow the same rate rule
+  sub-agent budget of 16 frames is designed for). A ``frame_select`` call asks for its own
+  ``nframes``: only the rate rule applies to it (nframes / window ≤ max_fps). Video parts of messages follow the same rate rule
   (nframes / window length ≤ max_fps; the whole-video overview is exempt).
 - ``tags``: each assistant message of a main trace is ``<think>\\n…</think>`` followed by either
   tool calls only or one ``<answer>…</answer>`` (nothing else after it); the last assistant
@@ -73,9 +75,11 @@ class Call:
     start: float | None
     end: float | None
     raw: str
+    tool: str = "crop_video"
 
 
-def _strict_calls(text: str, row: str, out: list[Violation]) -> list[Call]:
+def _strict_calls(text: str, row: str, out: list[Violation],
+                  tools: tuple[str, ...] = ("crop_video",)) -> list[Call]:
     calls: list[Call] = []
     if text.count(T.TOOL_CALL_OPEN) != text.count(T.TOOL_CALL_CLOSE):
         out.append(Violation(row, "json", "unclosed <tool_call>"))
@@ -91,13 +95,16 @@ def _strict_calls(text: str, row: str, out: list[Violation]) -> list[Call]:
             out.append(Violation(row, "json", f"call must be {{\"name\": str, \"arguments\": {{}}}}: {body[:60]!r}"))
             calls.append(Call(None, None, body))
             continue
-        if obj["name"] != "crop_video":
-            out.append(Violation(row, "json", f"unknown tool {obj['name']!r}; traces use crop_video"))
+        if obj["name"] not in tools:
+            out.append(Violation(row, "json", f"unknown tool {obj['name']!r}; traces use {' or '.join(tools)}"))
         args = obj["arguments"]
         s, e = args.get("start_time"), args.get("end_time")
         ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (s, e))
-        calls.append(Call(float(s) if ok else None, float(e) if ok else None, body))
-        _budget(args, row, out)
+        calls.append(Call(float(s) if ok else None, float(e) if ok else None, body, str(obj["name"])))
+        if obj["name"] == "frame_select":
+            _rate(args, row, out)
+        else:
+            _budget(args, row, out)
     return calls
 
 
@@ -117,6 +124,16 @@ def _budget(args: dict, row: str, out: list[Violation]) -> None:
         out.append(Violation(row, "budget", f"window {s}-{e} s samples {n / (e - s):.2f} fps > {MAX_FPS}"))
 
 
+def _rate(args: dict, row: str, out: list[Violation]) -> None:
+    s, e, n = args.get("start_time"), args.get("end_time"), args.get("nframes")
+    if not all(isinstance(x, (int, float)) for x in (s, e)) or e <= s:
+        return
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        out.append(Violation(row, "budget", f"frame_select nframes={n!r} must be a positive integer"))
+    elif n / (e - s) > MAX_FPS + 1e-9:
+        out.append(Violation(row, "budget", f"frame_select {s}-{e} s asks {n / (e - s):.2f} fps > {MAX_FPS}"))
+
+
 def _check_windows(calls: Sequence[Call], duration: float, row: str, seen: set, out: list[Violation]) -> None:
     for c in calls:
         if c.start is None or c.end is None:
@@ -125,7 +142,8 @@ def _check_windows(calls: Sequence[Call], duration: float, row: str, seen: set, 
             continue
         if not 0 <= c.start < c.end <= duration + 1e-6:
             out.append(Violation(row, "window", f"window {c.start:g}-{c.end:g} s not inside [0, {duration:g}] with start < end"))
-        key = (round(c.start, 3), round(c.end, 3))
+        # a frame_select rescan of a window at another density or resolution is not a repeat (EVA)
+        key = (round(c.start, 3), round(c.end, 3)) + ((c.raw,) if c.tool == "frame_select" else ())
         if key in seen:
             out.append(Violation(row, "duplicate", f"window {c.start:g}-{c.end:g} s called twice"))
         seen.add(key)
@@ -185,7 +203,8 @@ def check_row(row: Row, *, k_max: int = 8) -> list[Violation]:
         rest = m.group("rest")
         if T.THINK_OPEN in rest or T.THINK_CLOSE in rest:
             out.append(Violation(row.id, "tags", f"turn {i} has a second think block"))
-        calls = _strict_calls(rest, row.id, out)
+        tools = ("crop_video", "frame_select") if row.mode == "sequential" else ("crop_video",)
+        calls = _strict_calls(rest, row.id, out, tools)
         answer = _ANSWER_RE.fullmatch(rest.strip())
         if calls and T.ANSWER_OPEN in rest:
             out.append(Violation(row.id, "tags", f"turn {i} both calls tools and answers"))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from paravt.data.schema import Row
+from paravt.rewards.terms import CORRECT_THRESHOLD
 
 if TYPE_CHECKING:
     from paravt.agent import EpisodeSettings
@@ -56,13 +57,13 @@ def answer_too_long(task: str, answer: str, *, max_words: int = MAX_ANSWER_WORDS
     return task == "oe" and len(answer.split()) > max_words
 
 
-def all_wrong(accuracies: Sequence[float], *, correct_at: float = 0.5) -> bool:
+def all_wrong(accuracies: Sequence[float], *, correct_at: float = CORRECT_THRESHOLD) -> bool:
     """True when every rollout's accuracy is below ``correct_at`` (and there is at least one)."""
     return bool(accuracies) and all(a < correct_at for a in accuracies)
 
 
 def prefilter(rows: Sequence[Row], accuracies: Mapping[str, Sequence[float]] | None = None, *,
-              max_words: int = MAX_ANSWER_WORDS, correct_at: float = 0.5) -> tuple[list[Row], PrefilterReport]:
+              max_words: int = MAX_ANSWER_WORDS, correct_at: float = CORRECT_THRESHOLD) -> tuple[list[Row], PrefilterReport]:
     """Apply rule 1, then rule 2 for rows that have rollout ``accuracies`` (keyed by row id)."""
     kept: list[Row] = []
     dropped: list[Dropped] = []

@@ -25,7 +25,7 @@ from paravt.eval.results import CallRow, ResultRow, TranscriptTurn, append_resul
 from paravt.models.base import Generator
 from paravt.models.chat import ChatCodec
 from paravt.rewards import RewardWeights
-from paravt.rewards.composite import CORRECT_THRESHOLD
+from paravt.rewards.terms import CORRECT_THRESHOLD
 
 
 @dataclass
@@ -41,11 +41,12 @@ class Backend:
 def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("crop_video",),
                  tool_server_url: str | None = None, timeout_s: float = 120.0, max_retries: int = 3,
                  max_concurrency: int = 16, served_model_name: str | None = None,
-                 processor_dir: str | None = None) -> Backend:
+                 processor_dir: str | None = None, python_weak_isolation: bool = False) -> Backend:
     """A generator + codec for a local checkpoint or an OpenAI-compatible URL."""
     from paravt.tools import build_toolset
 
-    toolset = build_toolset(list(tools), server_url=tool_server_url)
+    toolset = build_toolset(list(tools), server_url=tool_server_url,
+                            options={"python": {"weak_isolation": True}} if python_weak_isolation else None)
     if model.startswith(("http://", "https://")):
         return open_remote(model, processor_dir=processor_dir, toolset=toolset, timeout_s=timeout_s,
                            max_retries=max_retries, max_concurrency=max_concurrency,
@@ -86,7 +87,8 @@ def result_row(res: EpisodeResult, mode: str, weights: RewardWeights, acc_overri
         calls=calls, n_calls=len(calls),
         tokens=res.tokens,
         latency_s=res.latency_s, end_reason=res.end_reason,
-        tool_necessary=inp.meta.get("tool_necessary"), transcript=tuple(transcript), format_reward=b.format,
+        tool_necessary=inp.meta.get("tool_necessary"), transcript=tuple(transcript),
+        format_reward=b.format_ref,  # the one yardstick (default R_fmt), whatever the eval weights
     )
 
 
@@ -121,7 +123,7 @@ def evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: Episod
              out: Path, workers: int = 4, weights: RewardWeights | None = None, progress: bool = True) -> dict[str, Any]:
     """Run every mode on the same samples; write results.jsonl + metrics.json; return the metrics."""
     out.mkdir(parents=True, exist_ok=True)
-    w = weights or RewardWeights()
+    w = weights or RewardWeights.default()
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    disable=not progress)
     judge: dict[str, dict[str, float]] = {}

@@ -20,6 +20,13 @@ Token accounting rules:
 Provided the sampled text tokenizes canonically, the concatenation equals the chat template's
 rendering of the same conversation (the golden test checks this for both families).
 
+Tool content is data, never control: in a ``tool`` message (tool output, python stdout, sub-agent
+summaries, error texts quoting the model) the text of any added token (``<|im_start|>``,
+``<|im_end|>``, ``<|video_pad|>``, ``<tool_call>``, …) is encoded as ordinary characters, so that
+a tool cannot forge a turn, a system message, a vision placeholder or a protocol tag in the mask-0
+observation. Only the scaffolding and the media markers the codec itself inserts are control
+tokens. Tool content without such text encodes exactly as the template renders it.
+
 Video markers: a message's text holds one ``<video>`` / ``<image>`` per media item. For
 Qwen2.5-VL ``<video>`` becomes ``<|vision_start|><|video_pad|><|vision_end|>``; for Qwen3-VL a
 bare ``<|video_pad|>``, which its processor expands into per-frame ``<t seconds><|vision_start|>
@@ -84,6 +91,19 @@ def to_template_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]
     return out
 
 
+def _merge(pieces: Sequence[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """Adjacent non-literal pieces joined (the tokenizer must see them as one text), empties dropped."""
+    out: list[tuple[str, bool]] = []
+    for text, literal in pieces:
+        if not text:
+            continue
+        if out and not literal and not out[-1][1]:
+            out[-1] = (out[-1][0] + text, False)
+        else:
+            out.append((text, literal))
+    return out
+
+
 class ChatCodec:
     """Renders ChatMessages into token ids exactly as training sees them."""
 
@@ -98,11 +118,37 @@ class ChatCodec:
         self.newline_ids: tuple[int, ...] = self.encode_text("\n")
         self.stop_token_ids: tuple[int, ...] = (self.im_end_id,)
         self.vision_token_ids: tuple[int, ...] = tuple(tok.convert_tokens_to_ids(t) for t in VISION_TOKENS)
+        added = tok.get_added_vocab()  # special tokens and protocol tags: text -> id
+        self.control_ids: frozenset[int] = frozenset(added.values())
+        self._control_re = re.compile("|".join(re.escape(t) for t in sorted(added, key=len, reverse=True)))
 
     # ---- text -----------------------------------------------------------------------------
     def encode_text(self, text: str) -> tuple[int, ...]:
         """Plain text (no media markers) → ids, no BOS/EOS added."""
         return tuple(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def encode_literal(self, text: str) -> tuple[int, ...]:
+        """``text`` as ordinary characters: every added-token string in it (``<|im_start|>``,
+        ``<think>``, …) is split into plain byte-level tokens, never its control token."""
+        ids: list[int] = []
+        pos = 0
+        for m in self._control_re.finditer(text) if self.control_ids else ():
+            ids += self.encode_text(text[pos:m.start()])
+            ids += self._forged(m.group())
+            pos = m.end()
+        return tuple(ids + list(self.encode_text(text[pos:])))
+
+    def _forged(self, token_text: str) -> list[int]:
+        """One added-token string as plain text: its first character and the rest encoded apart
+        (neither part is an added token); per character if a part still matched one."""
+        head, rest = token_text[:1], token_text[1:]
+        ids = [*self._split(head), *self._split(rest)]
+        if any(i in self.control_ids for i in ids):
+            ids = [i for ch in token_text for i in self._split(ch)]
+        return ids
+
+    def _split(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"])
 
     def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``ids``; special scaffolding (<|im_end|>, vision tokens) dropped by default,
@@ -123,12 +169,46 @@ class ChatCodec:
             raise ModelError(
                 f"a {msg.role} message has {n_vid} {VIDEO_TAG} / {n_img} {IMAGE_TAG} markers but "
                 f"{len(msg.videos)} videos / {len(msg.images)} images; put exactly one marker per media item")
-        text = self.render(msg)
-        if not msg.videos and not msg.images:
+        if msg.role == "tool" and self.control_ids and self._control_re.search(msg.content):
+            return self._encode_guarded(msg)
+        return self._encode_rendered(self.render(msg), msg.videos, msg.images)
+
+    def _encode_rendered(self, text: str, videos: Sequence[Frames], images: Sequence[Frames]) -> Encoded:
+        if not videos and not images:
             return Encoded(ids=self.encode_text(text))
-        kw = processor_media_kwargs(msg.videos, msg.images)
+        kw = processor_media_kwargs(videos, images)
         enc = self.processor(text=[text], **kw)
-        return Encoded(ids=tuple(int(i) for i in enc["input_ids"][0]), videos=msg.videos, images=msg.images)
+        return Encoded(ids=tuple(int(i) for i in enc["input_ids"][0]), videos=tuple(videos), images=tuple(images))
+
+    def _encode_guarded(self, msg: ChatMessage) -> Encoded:
+        """A tool message whose text holds added-token strings: the rendering is cut at each of
+        them; the pieces between are encoded as usual (a piece's media go with it), the forged
+        strings as plain text (``encode_literal``)."""
+        head, tail = self.render(ChatMessage("tool", "\x00")).split("\x00")
+        pieces: list[tuple[str, bool]] = [(head, False)]  # (text, literal)
+        for part in _MARKER_RE.split(msg.content):
+            if part in (VIDEO_TAG, IMAGE_TAG):
+                pieces.append((self.render_markers(part), False))
+                continue
+            pos = 0
+            for m in self._control_re.finditer(part):
+                pieces += [(part[pos:m.start()], False), (m.group(), True)]
+                pos = m.end()
+            pieces.append((part[pos:], False))
+        pieces.append((tail, False))
+        videos, images = list(msg.videos), list(msg.images)
+        ids: list[int] = []
+        for text, literal in _merge(pieces):
+            if literal:
+                ids += self._forged(text)
+                continue
+            nv, ni = text.count(VIDEO_MARKERS[self.family]), text.count(IMAGE_MARKER)
+            ids += self._encode_rendered(text, videos[:nv], images[:ni]).ids
+            videos, images = videos[nv:], images[ni:]
+        return Encoded(ids=tuple(ids), videos=msg.videos, images=msg.images)
+
+    def render_markers(self, marker: str) -> str:
+        return VIDEO_MARKERS[self.family] if marker == VIDEO_TAG else IMAGE_MARKER
 
     def encode_messages(self, messages: Sequence[ChatMessage]) -> Encoded:
         """Concatenation of ``encode_message`` over ``messages``."""

@@ -19,7 +19,9 @@ token ids equal the trajectory's (``ChatCodec``): what the server sees is what w
   break the next turn).
 - ``VLLM_EXTRAS`` are the fields a strict OpenAI server may reject; ``strip_extras`` removes them
   (the backend does so after such a 400, and then records re-tokenised text).
-- A ``tool`` message has role ``tool`` (the chat template wraps it in ``<tool_response>``); a forced
+- A ``tool`` message has role ``tool`` (the chat template wraps it in ``<tool_response>``), its text
+  defused (``defuse_control_text``: a tool cannot forge control tokens; such text then encodes
+  differently on the server than in ``ChatCodec``, and the backend counts the mismatch); a forced
   ``response_prefix`` is a final assistant message continued with
   ``{"continue_final_message": true, "add_generation_prompt": false}``.
 """
@@ -30,6 +32,7 @@ import base64
 import io
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +40,7 @@ from PIL import Image
 
 from paravt.models.base import ChatMessage, GenRequest
 from paravt.models.media import video_metadata
+from paravt.protocol.tags import defuse_control_text
 from paravt.video.types import Frames
 
 _MARKER_RE = re.compile(r"(<video>|<image>)")
@@ -97,6 +101,8 @@ def chat_payload(req: GenRequest, model: str, image_format: str = "jpeg",
     messages: list[dict[str, Any]] = []
     videos: list[Frames] = []
     for i, m in enumerate(req.messages):
+        if m.role == "tool":  # tool output is data: the server must not read control tokens in it
+            m = replace(m, content=defuse_control_text(m.content))
         content: Any = m.content if not (m.videos or m.images) else message_parts(m, image_format)
         entry: dict[str, Any] = {"role": m.role, "content": content}
         if m.role == "tool":

@@ -20,14 +20,16 @@ call is unclosed and carries an error. So every opening yields exactly one ``Par
 count in ``n_tool_code``): nothing is silently dropped.
 
 Arguments: ``video_path`` is dropped (the video is bound to the episode); ``start``/``end`` are
-aliases of ``start_time``/``end_time``; those two are normalised to float seconds
-(``times.parse_time``). ``validate_calls`` then applies the per-turn limits.
+aliases of ``start_time``/``end_time``; those two are normalised to finite float seconds
+(``times.parse_time``); a value that is not a time (NaN, ``Infinity``, ``1e999``, a 400-digit
+integer, a word) is the call's error and is removed from ``arguments``. ``validate_calls`` then applies the per-turn limits.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -98,14 +100,20 @@ class ParseResult:
 
 
 def crop_window(call: ParsedCall) -> tuple[float, float] | None:
-    s, e = call.arguments.get("start_time"), call.arguments.get("end_time")
-    if _is_number(s) and _is_number(e):
-        return float(s), float(e)
-    return None
+    """``(start_time, end_time)`` when both are finite numbers; None otherwise (never raises:
+    NaN, infinities and integers too large for a float are not a window)."""
+    s, e = _finite(call.arguments.get("start_time")), _finite(call.arguments.get("end_time"))
+    return None if s is None or e is None else (s, e)
 
 
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+def _finite(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    try:
+        f = float(x)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
 
 
 # ----------------------------------------------------------------------------------- parsing
@@ -328,6 +336,7 @@ def _normalise_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], str | None
             try:
                 out[key] = parse_time(out[key])
             except ToolCallError as err:
+                del out[key]  # the error reports it; an invalid value never reaches a window
                 error = error or f"{key}: {err}"
     return out, error
 

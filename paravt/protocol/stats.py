@@ -10,16 +10,24 @@ Definitions (each flag is used by exactly one reward term or metric, named in br
 - ``think_unclosed`` [anchor -gamma]: the LAST ``<think>`` has no ``</think>`` after it.
 - ``think_chars`` [base +0.2 when >= 10]: length of the stripped content of the first think
   block (to its ``</think>``, or to the next tag / the end when unclosed).
-- ``think_first`` [base +0.3]: think precedes the first action: a ``<think>`` … ``</think>`` pair
-  occurs before the first ``<tool_call>`` (or, with no tool call, before the first ``<answer>``).
-  With neither a tool call nor an answer it is False.
-- ``answer_opened`` [base +0.3]: an ``<answer>`` tag is present.
-- ``answer_closed`` [base +0.2, closure metric]: the last ``<answer>`` is followed by
-  ``</answer>`` as the next protocol tag.
-- ``balanced`` [base +0.1]: for each pair think, tool_call, answer, tool_code, tool_response the
-  occurrences alternate open, close, open, close … and end closed (zero occurrences is balanced).
+- ``think_first`` [base +0.3]: think precedes the first tool call: a ``<think>`` … ``</think>``
+  pair occurs before the first ``<tool_call>``, and at least one call is closed and parseable
+  (``n_tool_call_ok``). Without a parseable call it is False (paper: "+0.3 for correct think→tool
+  ordering"; the authors' ``think_before_tool`` is False without one), so a well-formed direct
+  answer earns less format than well-formed tool use and an empty ``<tool_call></tool_call>``
+  earns nothing. ``<tool_code>`` is not a tool call here (it is the reversion the metrics count).
+- ``answer_opened`` [base +0.3, gated by ``answer_filled``]: an ``<answer>`` tag is present.
+- ``answer_closed`` [base +0.2 gated by ``answer_filled``, closure metric]: the last
+  ``<answer>`` is followed by ``</answer>`` as the next protocol tag.
+- ``answer_filled``: the body of the last ``<answer>`` (to its next tag, or the end) holds
+  non-whitespace text. ``<answer></answer>`` earns no answer credit and no flow bonus (the
+  empty-tag exploit; the authors gate answer credit the same way).
+- ``balanced`` [base +0.1]: at least one protocol tag is present and, for each pair think,
+  tool_call, answer, tool_code, tool_response, the occurrences alternate open, close, open, close …
+  and end closed (zero occurrences of a pair is balanced; text with no tag at all is not).
 - ``flow`` [anchor +beta]: the think/answer tags, read in order and ignoring tool tags, are one or
-  more ``<think></think>`` pairs followed by exactly one ``<answer></answer>``.
+  more ``<think></think>`` pairs followed by exactly one ``<answer></answer>``, and that answer
+  is filled (``answer_filled``).
 - ``n_tool_call`` / ``n_tool_call_ok`` [tool parse bonus, closure metric]: ``<tool_call>``
   openings / those closed whose body parsed as a JSON object with a ``name`` (the parser's
   tolerant JSON: trailing commas and single quotes accepted; python-style calls are not JSON).
@@ -50,6 +58,7 @@ class FormatStats:
     think_first: bool
     answer_opened: bool
     answer_closed: bool
+    answer_filled: bool
     balanced: bool
     flow: bool
     n_tool_call: int
@@ -76,16 +85,18 @@ def format_stats(text: str) -> FormatStats:
     names = [tag for _, tag in tags]
     parsed = parse_calls(text)
     ok = sum(1 for c in parsed.calls if c.closed and c.source == "json" and c.name is not None)
+    filled = bool(_body(text, tags, T.ANSWER_OPEN, first=False))
     return FormatStats(
         think_opened=T.THINK_OPEN in names,
         think_closed=_next_is(names, T.THINK_OPEN, T.THINK_CLOSE, first=True),
         think_unclosed=_last_unclosed(names),
         think_chars=_think_chars(text, tags),
-        think_first=_think_first(names),
+        think_first=ok > 0 and _think_first(names),
         answer_opened=T.ANSWER_OPEN in names,
         answer_closed=_next_is(names, T.ANSWER_OPEN, T.ANSWER_CLOSE, first=False),
-        balanced=all(_alternates(names, o, c) for o, c in _PAIRS),
-        flow=_flow(names),
+        answer_filled=filled,
+        balanced=any(n in T.PROTOCOL_TAGS for n in names) and all(_alternates(names, o, c) for o, c in _PAIRS),
+        flow=filled and _flow(names),
         n_tool_call=parsed.n_tool_call,
         n_tool_call_ok=ok,
         n_tool_code=parsed.n_tool_code,
@@ -106,19 +117,25 @@ def _last_unclosed(names: list[str]) -> bool:
     return bool(idx) and T.THINK_CLOSE not in names[idx[-1] + 1:]
 
 
+def _body(text: str, tags: list[tuple[int, str]], tag: str, *, first: bool) -> str:
+    """Stripped content of the first (or last) ``tag`` block: to the next tag, or the end."""
+    idx = [i for i, (_, t) in enumerate(tags) if t == tag]
+    if not idx:
+        return ""
+    i = idx[0] if first else idx[-1]
+    start = tags[i][0] + len(tag)
+    end = tags[i + 1][0] if i + 1 < len(tags) else len(text)
+    return text[start:end].strip()
+
+
 def _think_chars(text: str, tags: list[tuple[int, str]]) -> int:
-    for i, (pos, tag) in enumerate(tags):
-        if tag == T.THINK_OPEN:
-            end = tags[i + 1][0] if i + 1 < len(tags) else len(text)
-            return len(text[pos + len(tag):end].strip())
-    return 0
+    return len(_body(text, tags, T.THINK_OPEN, first=True))
 
 
 def _think_first(names: list[str]) -> bool:
-    action = T.TOOL_CALL_OPEN if T.TOOL_CALL_OPEN in names else T.ANSWER_OPEN
-    if action not in names:
+    if T.TOOL_CALL_OPEN not in names:
         return False
-    before = names[:names.index(action)]
+    before = names[:names.index(T.TOOL_CALL_OPEN)]
     return T.THINK_OPEN in before and T.THINK_CLOSE in before[before.index(T.THINK_OPEN):]
 
 

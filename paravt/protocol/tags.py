@@ -7,6 +7,7 @@ tool-response turn) uses these functions, so that what the parser reads is what 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -27,9 +28,27 @@ PROTOCOL_TAGS: tuple[str, ...] = (
 )
 
 
+def with_prefix(prefix: str, completion: str) -> str:
+    """``prefix + completion`` for text whose prompt may or may not have held the forced prefix
+    (offline scoring, verl's decoded response): never doubled, so a completion that already
+    opens with the prefix's tag (e.g. a rollout printed with its ``<think>``) is kept as written."""
+    head = prefix.strip()
+    if not head or completion.lstrip().startswith(head):
+        return completion
+    return prefix + completion
+
+
 def fmt_time(seconds: float) -> str:
-    """``MM:SS`` (or ``H:MM:SS`` past an hour), rounded to the second."""
-    s = max(0, int(round(seconds)))
+    """``MM:SS`` (or ``H:MM:SS`` past an hour), rounded to the second. Total: a value that is not
+    a finite number (NaN, an infinity, an int too large for a float) is written ``--:--`` so that
+    an error line about a malformed call can always be rendered."""
+    try:
+        value = float(seconds)
+    except (OverflowError, TypeError, ValueError):
+        return "--:--"
+    if not math.isfinite(value):
+        return "--:--"
+    s = max(0, int(round(value)))
     h, rem = divmod(s, 3600)
     m, sec = divmod(rem, 60)
     return f"{h}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}"
@@ -49,6 +68,20 @@ def render_result_line(index: int, start: float | None, end: float | None, text:
     """``[i] MM:SS–MM:SS: text`` (window omitted for calls that have none, e.g. python)."""
     window = f" {fmt_time(start)}–{fmt_time(end)}" if start is not None and end is not None else ""
     return f"[{index}]{window}: {text.strip()}"
+
+
+MEDIA_MARKERS = ("<video>", "<image>")
+#: Invisible character that splits a marker or control-token text so that nothing parses it.
+WORD_JOINER = "\u2060"
+
+
+def defuse_media_markers(text: str) -> str:
+    """Observation text (tool output, an error quoting the model) with its ``<video>`` /
+    ``<image>`` written with a word joiner after ``<``: only the marker the episode appends for real frames
+    is a placeholder, so a tool cannot claim media that do not exist."""
+    for marker in MEDIA_MARKERS:
+        text = text.replace(marker, "<" + WORD_JOINER + marker[1:])
+    return text
 
 
 def with_media_marker(text: str) -> str:
@@ -83,17 +116,44 @@ def _num(x: float) -> float | int:
 
 ALL_TAGS: tuple[str, ...] = (*PROTOCOL_TAGS, IM_START, IM_END)
 TAG_RE = re.compile("|".join(re.escape(t) for t in ALL_TAGS))
+#: An observation block ends at its ``</tool_response>`` or, unclosed, at the end of its TURN (the
+#: next ``<|im_end|>``) or of the text: a block never runs into the next turn.
 _OBSERVATION_RE = re.compile(
-    re.escape(TOOL_RESPONSE_OPEN) + r".*?(?:" + re.escape(TOOL_RESPONSE_CLOSE) + r"|\Z)", re.S)
+    re.escape(TOOL_RESPONSE_OPEN) + r".*?(?:" + re.escape(TOOL_RESPONSE_CLOSE) + r"|(?="
+    + re.escape(IM_END) + r")|\Z)", re.S)
+
+#: Between two turns of a joined completion (``join_turns``): the chat template's end-of-turn.
+TURN_SEPARATOR = IM_END + "\n"
+
+
+def join_turns(turns: Sequence[str]) -> str:
+    """The text rewards read for a multi-turn rollout: each turn's text (forced prefix + response)
+    ending with ``<|im_end|>`` as it does in the token stream, so that a block a turn leaves open
+    (an unclosed ``<tool_response>``, ``<answer>``, ``<tool_call>``) ends with that turn and can
+    never swallow or hide another turn's text."""
+    return TURN_SEPARATOR.join(turns)
 
 
 def strip_observations(text: str) -> str:
     """``text`` with the CONTENT of every ``<tool_response>`` block removed (the tags stay; an
-    unclosed block runs to the end). Observations are not the model's output: a sub-agent summary
-    that quotes ``<answer>`` must not count as the main agent's answer or format."""
+    unclosed block runs to the end of its turn, see ``join_turns``). Observations are not the
+    model's output: a sub-agent summary that quotes ``<answer>`` must not count as the main
+    agent's answer or format."""
     return _OBSERVATION_RE.sub(
         lambda m: TOOL_RESPONSE_OPEN + (TOOL_RESPONSE_CLOSE if m.group().endswith(TOOL_RESPONSE_CLOSE)
                                         else ""), text)
+
+
+#: ``<`` that starts a chat control token (``<|im_start|>``, ``<|eot_id|>``, …) or a protocol tag.
+_CONTROL_START_RE = re.compile(r"<(?=\||" + "|".join(re.escape(t[1:]) for t in PROTOCOL_TAGS) + ")")
+
+
+def defuse_control_text(text: str) -> str:
+    """Untrusted text (tool output, a model's prediction) for a CHAT API whose server tokenizes it
+    (an OpenAI-compatible backend, the LLM judge): a word joiner (U+2060, invisible) after every
+    ``<`` that starts a control token or protocol tag, so the server's tokenizer cannot read it as
+    one. Token-level encoding does not need this: ``ChatCodec`` encodes such text as plain tokens."""
+    return _CONTROL_START_RE.sub("<" + WORD_JOINER, text)
 
 
 def find_tags(text: str) -> list[tuple[int, str]]:

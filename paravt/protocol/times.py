@@ -32,7 +32,7 @@ _HINT = "use seconds (80, 80.5, '80s', '80 seconds') or 'MM:SS' / 'HH:MM:SS'"
 def parse_time(value: object) -> float:
     """Seconds as a float; raises ToolCallError for anything that is not a time."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ToolCallError(f"time {value!r} has type {type(value).__name__}; {_HINT}")
+        raise ToolCallError(f"time {_short(value)} has type {type(value).__name__}; {_HINT}")
     if isinstance(value, str):
         return _parse_time_str(value)
     try:
@@ -40,8 +40,17 @@ def parse_time(value: object) -> float:
     except OverflowError:
         seconds = math.inf
     if not math.isfinite(seconds):
-        raise ToolCallError(f"time {value!r} is not finite; {_HINT}")
+        raise ToolCallError(f"time {_short(value)} is not a finite number; {_HINT}")
     return seconds
+
+
+def _short(value: object) -> str:
+    """A bounded repr for error texts (a 400-digit integer is echoed as its first digits)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's digit limit for str()
+        return f"<{type(value).__name__} too large to print>"
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _parse_time_str(value: str) -> float:

@@ -1,25 +1,29 @@
 """PARA-GRPO rewards and metrics (DESIGN §4, §6). Pure Python: no torch, no I/O.
 
 - ``accuracy``: ``mcq_accuracy``, ``tvg_iou``, ``token_f1`` and the registry ``ACCURACY`` by task;
-- ``composite``: ``RewardWeights``, ``RewardBreakdown``, ``base_format_reward``, ``anchor_reward``,
-  ``tool_reward``, ``compute_reward``;
+- ``weights``: ``RewardWeights`` (plain values; defaults from ``RewardConfig``);
+- ``terms``: the ONE registry of reward terms ``TERMS`` / ``TERM_NAMES`` and their functions
+  ``base_format_reward``, ``anchor_reward``, ``tool_reward``;
+- ``composite``: ``RewardBreakdown``, ``compute_reward``;
 - ``metrics``: ``RolloutRecord``, ``aggregate``;
 - ``judge``: optional LLM judge for open-ended answers (httpx, imported only on use).
 """
 
 from paravt.rewards.accuracy import ACCURACY, accuracy, mcq_accuracy, token_f1, tvg_iou
-from paravt.rewards.composite import (
-    RewardBreakdown,
-    RewardWeights,
+from paravt.rewards.composite import RewardBreakdown, compute_reward
+from paravt.rewards.metrics import RolloutRecord, aggregate
+from paravt.rewards.terms import (
+    CORRECT_THRESHOLD,
+    TERM_NAMES,
+    TERMS,
     anchor_reward,
     base_format_reward,
-    compute_reward,
     tool_reward,
 )
-from paravt.rewards.metrics import RolloutRecord, aggregate
+from paravt.rewards.weights import RewardWeights
 
 __all__ = [
     "ACCURACY", "accuracy", "mcq_accuracy", "token_f1", "tvg_iou", "RewardBreakdown",
     "RewardWeights", "anchor_reward", "base_format_reward", "compute_reward", "tool_reward",
-    "RolloutRecord", "aggregate",
+    "RolloutRecord", "aggregate", "TERMS", "TERM_NAMES", "CORRECT_THRESHOLD",
 ]

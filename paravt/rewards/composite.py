@@ -1,77 +1,41 @@
-"""The PARA-GRPO reward (DESIGN §4 [paper]), every component returned separately.
+"""The PARA-GRPO reward of one rollout (DESIGN §4 [paper]), every term returned separately.
 
     R = R_acc + lambda_fmt * R_fmt + R_tool + bias,   R_fmt = min(R_base, 1) + lambda_anchor * R_anchor
 
-- R_base: +0.2 think content >= 10 chars; +0.3 ``<answer>`` present; +0.2 ``</answer>`` closing
-  the last answer; +0.3 think precedes the first action; +0.1 all tags balanced; capped at 1.0.
-- R_anchor (outside the cap): +alpha first ``<think>`` correctly closed; +beta the
-  think -> /think -> answer flow; -gamma the last ``<think>`` never closed. Range [-gamma, alpha+beta].
-- R_tool: ``parse_bonus``: +bonus when at least one ``<tool_call>`` is closed and JSON-parseable;
-  ``accumulative`` (PyVision-RL): bonus x successful calls, only when the answer is correct
-  (acc >= ``CORRECT_THRESHOLD``); ``off``: 0.
-- bias: added last to every rollout (a constant shift before group normalisation).
-- Degenerate output (DESIGN §2): acc, format, base, anchor and tool are all 0 and the reward is
-  ``0 + bias``: "reward 0" means nothing is earned. We still add the bias because every other
-  rollout gets it: leaving it out would rank a degenerate output (0) above a wrong, badly
-  formatted one (e.g. -0.2).
+The terms and their weights are ``paravt.rewards.terms.TERMS`` (the one list). Besides them:
 
-The flags come from ``paravt.protocol.stats.format_stats`` (their exact definitions are there).
+- ``format``: R_fmt under the run's weights; ``format_ref``: R_fmt under the DEFAULT weights with
+  the anchor on, whatever the training weights are: the one yardstick behind f_tau, so runs with
+  different reward switches compare.
+- bias: added last to every rollout (a constant shift before group normalisation).
+- Degenerate output (DESIGN §2): every term is 0 and the reward is ``0 + bias``: "reward 0"
+  means nothing is earned. We still add the bias because every other rollout gets it: leaving it
+  out would rank a degenerate output (0) above a wrong, badly formatted one (e.g. -0.2).
+
 All reward code is computed on ``prefix + completion``: the forced ``<think>\\n`` counts as opened.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 from paravt.protocol import tags as T
 from paravt.protocol.answer import extract_answer, is_degenerate
-from paravt.protocol.stats import THINK_MIN_CHARS, FormatStats, format_stats
+from paravt.protocol.stats import FormatStats, format_stats
 from paravt.rewards.accuracy import accuracy
-
-if TYPE_CHECKING:  # config imports pydantic only; kept out of the import path all the same
-    from paravt.config import RewardConfig
-
-ToolMode = Literal["parse_bonus", "accumulative", "off"]
-
-#: [paper] DESIGN §4 R_base terms.
-BASE_THINK, BASE_ANSWER_OPEN, BASE_ANSWER_CLOSE, BASE_THINK_FIRST, BASE_BALANCED = 0.2, 0.3, 0.2, 0.3, 0.1
-BASE_CAP = 1.0
-#: accuracy at or above which an answer is "correct" (accumulative tool reward): MCQ 1, IoU and
-#: F1 >= 0.5 (the usual R@0.5 threshold).
-CORRECT_THRESHOLD = 0.5
-
-
-@dataclass(frozen=True)
-class RewardWeights:
-    """Plain weights of the reward (defaults: DESIGN §4 [paper])."""
-
-    lambda_fmt: float = 1.0
-    lambda_anchor: float = 0.5
-    alpha: float = 0.4
-    beta: float = 0.3
-    gamma: float = 0.3
-    anchor_enabled: bool = True
-    tool_mode: ToolMode = "parse_bonus"
-    tool_bonus: float = 0.1
-    bias: float = -0.2
-
-    @classmethod
-    def from_config(cls, cfg: RewardConfig) -> RewardWeights:
-        return cls(lambda_fmt=cfg.lambda_fmt, lambda_anchor=cfg.lambda_anchor, alpha=cfg.alpha,
-                   beta=cfg.beta, gamma=cfg.gamma, anchor_enabled=cfg.anchor,
-                   tool_mode=cfg.tool_mode, tool_bonus=cfg.tool_bonus, bias=cfg.bias)
+from paravt.rewards.terms import TERMS, TermInput, anchor_reward, base_format_reward
+from paravt.rewards.weights import RewardWeights
 
 
 @dataclass(frozen=True)
 class RewardBreakdown:
-    reward: float  # acc + lambda_fmt * format + tool + bias
-    acc: float  # R_acc
-    format: float  # R_fmt = format_base + lambda_anchor * anchor
-    format_base: float  # R_base after the 1.0 cap
-    anchor: float  # R_anchor, unweighted (0 when the anchor is disabled)
-    tool: float  # R_tool
+    reward: float  # sum of coef * term over TERMS + bias
+    terms: Mapping[str, float]  # unweighted value of every term of TERMS, by name
+    format: float  # R_fmt = format_base + lambda_anchor * anchor (the run's weights)
+    format_ref: float  # R_fmt under the default weights, anchor on: the f_tau yardstick
     bias: float  # the constant shift added to reward
     answer: str | None  # extracted answer
     degenerate: bool
@@ -81,36 +45,30 @@ class RewardBreakdown:
     tool_code: bool  # a <tool_code> block was emitted (reversion)
     n_calls: int  # <tool_call> blocks, valid or not
 
+    @property
+    def acc(self) -> float:
+        return self.terms["acc"]  # R_acc
+
+    @property
+    def format_base(self) -> float:
+        return self.terms["format_base"]  # R_base after the 1.0 cap
+
+    @property
+    def anchor(self) -> float:
+        return self.terms["anchor"]  # R_anchor, unweighted (0 when the anchor is disabled)
+
+    @property
+    def tool(self) -> float:
+        return self.terms["tool"]  # R_tool
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-
-def base_format_reward(stats: FormatStats, *, cap: float = BASE_CAP) -> float:
-    """R_base, capped at ``cap``."""
-    raw = (BASE_THINK * (stats.think_chars >= THINK_MIN_CHARS)
-           + BASE_ANSWER_OPEN * stats.answer_opened
-           + BASE_ANSWER_CLOSE * stats.answer_closed
-           + BASE_THINK_FIRST * stats.think_first
-           + BASE_BALANCED * stats.balanced)
-    return min(raw, cap)
-
-
-def anchor_reward(stats: FormatStats, *, alpha: float, beta: float, gamma: float) -> float:
-    """R_anchor = alpha [think closed] + beta [flow] - gamma [think unclosed]."""
-    return alpha * stats.think_closed + beta * stats.flow - gamma * stats.think_unclosed
-
-
-def tool_reward(stats: FormatStats, *, mode: ToolMode, bonus: float, correct: bool,
-                successful_calls: int | None = None) -> float:
-    """R_tool. In accumulative mode ``successful_calls=None`` falls back to the calls that parsed
-    without error (``n_tool_call_ok`` counts closed JSON calls; the caller should pass the
-    number that actually ran)."""
-    if mode == "parse_bonus":
-        return bonus if stats.n_tool_call_ok > 0 else 0.0
-    if mode == "accumulative":
-        n = stats.n_tool_call_ok if successful_calls is None else max(0, int(successful_calls))
-        return bonus * n if correct else 0.0
-    return 0.0
+    def scalars(self) -> dict[str, float]:
+        """Every term by name, R_fmt (run weights and yardstick) and the call count: what verl's
+        ``reward_extra_info`` and ``paravt score`` report next to the reward."""
+        return {**self.terms, "format": self.format, "format_ref": self.format_ref,
+                "n_calls": float(self.n_calls)}
 
 
 def compute_reward(
@@ -132,16 +90,26 @@ def compute_reward(
     acc = accuracy(task, pred, answer, options) if acc_override is None else float(acc_override)
     flags = dict(answer=pred, closed_think=stats.think_closed,
                  closed_tool_call=stats.tool_call_closed, closed_answer=stats.answer_closed,
-                 tool_code=stats.tool_code, n_calls=stats.n_calls)
+                 tool_code=stats.tool_code, n_calls=stats.n_calls, bias=weights.bias)
     if is_degenerate(text):
-        return RewardBreakdown(reward=weights.bias, acc=0.0, format=0.0, format_base=0.0,
-                               anchor=0.0, tool=0.0, bias=weights.bias, degenerate=True, **flags)
-    base = base_format_reward(stats)
-    anchor = anchor_reward(stats, alpha=weights.alpha, beta=weights.beta, gamma=weights.gamma) \
-        if weights.anchor_enabled else 0.0
-    fmt = base + weights.lambda_anchor * anchor
-    tool = tool_reward(stats, mode=weights.tool_mode, bonus=weights.tool_bonus,
-                       correct=acc >= CORRECT_THRESHOLD, successful_calls=successful_calls)
-    reward = acc + weights.lambda_fmt * fmt + tool + weights.bias
-    return RewardBreakdown(reward=reward, acc=acc, format=fmt, format_base=base, anchor=anchor,
-                           tool=tool, bias=weights.bias, degenerate=False, **flags)
+        return RewardBreakdown(reward=weights.bias, terms={t.name: 0.0 for t in TERMS}, format=0.0,
+                               format_ref=0.0, degenerate=True, **flags)
+    x = TermInput(stats=stats, acc=acc, successful_calls=successful_calls,
+                  has_response=T.TOOL_RESPONSE_OPEN in text)
+    terms = {t.name: t.value(x, weights) for t in TERMS}
+    reward = sum(t.coef(weights) * terms[t.name] for t in TERMS) + weights.bias
+    fmt = terms["format_base"] + weights.lambda_anchor * terms["anchor"]
+    return RewardBreakdown(reward=reward, terms=terms, format=fmt, format_ref=reference_format(stats),
+                           degenerate=False, **flags)
+
+
+def reference_format(stats: FormatStats) -> float:
+    """R_fmt with the default weights and the anchor on (the f_tau yardstick, DESIGN §6)."""
+    ref = _reference()
+    return base_format_reward(stats) + ref.lambda_anchor * anchor_reward(
+        stats, alpha=ref.alpha, beta=ref.beta, gamma=ref.gamma)
+
+
+@functools.cache
+def _reference() -> RewardWeights:
+    return RewardWeights.default(anchor_enabled=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import httpx
 
 from paravt.models.urls import api_base
+from paravt.protocol.tags import defuse_control_text
 from paravt.rewards.accuracy import token_f1
 
 _SCORE_RE = re.compile(r"(?<![\d.])(0\.5|1(?:\.0+)?|0(?:\.0+)?)(?!\d|\.\d)")
@@ -95,10 +96,7 @@ class LLMJudge:
     async def _score_one(self, item: JudgeItem) -> _One:
         if not (item.prediction or "").strip():
             return _One(0.0, False, 0)
-        body = {"model": self._model, "temperature": 0, "max_tokens": 8, "messages": [
-            {"role": "system", "content": JUDGE_SYSTEM},
-            {"role": "user", "content": f"Question: {item.question}\nReference: {item.reference}\n"
-                                        f"Prediction: {item.prediction}"}]}
+        body = {"model": self._model, "temperature": 0, "max_tokens": 8, "messages": judge_messages(item)}
         retries = 0
         async with self._sem:
             for attempt in range(self._retries + 1):
@@ -140,6 +138,14 @@ async def judge_where_given(items: Sequence[JudgeItem | None], *, url: str | Non
     for i, value in zip(asked, res.scores, strict=True):
         out[i] = value
     return out, res.stats.as_metrics()
+
+
+def judge_messages(item: JudgeItem) -> list[dict[str, str]]:
+    """The judge's chat messages. Question, reference and prediction are data: control-token text
+    in them (``<|im_end|>``…) is defused so that the judge server cannot read it as a turn."""
+    q, r, p = (defuse_control_text(x or "") for x in (item.question, item.reference, item.prediction))
+    return [{"role": "system", "content": JUDGE_SYSTEM},
+            {"role": "user", "content": f"Question: {q}\nReference: {r}\nPrediction: {p}"}]
 
 
 def parse_judge_reply(text: str) -> float | None:

@@ -3,11 +3,13 @@
 Keys of ``aggregate`` (all floats; means over the records unless said otherwise):
 
 - ``n``: number of records;
-- ``f_tau``: mean R_fmt (the format reward) — at the sampling temperature when the records are
-  the training rollouts;
-- ``kappa``: mean number of tool calls per rollout (``RolloutRecord.n_calls``; the trainer passes
-  None, so it counts the calls the model WROTE, well-formed or not run; eval's ``mean_calls``
-  counts the calls that were recorded as run or rejected);
+- ``f_tau``: mean R_fmt under ONE yardstick, the default weights with the anchor on
+  (``RewardBreakdown.format_ref``), whatever the training reward's switches are — so vanilla GRPO
+  (anchor off) and PARA-GRPO curves are comparable; at the sampling temperature when the records
+  are the training rollouts. The training reward's own format term is ``reward/format``;
+- ``kappa``: mean number of tool calls the model WROTE per rollout (``RewardBreakdown.n_calls``:
+  well-formed or not, run or not; eval's ``mean_calls`` counts the calls recorded as run or
+  rejected);
 - ``closed/think``, ``closed/tool_call``, ``closed/answer``: fraction of rollouts with a
   correctly closed first ``<think>``, a closed and JSON-parseable ``<tool_call>``, a closed
   ``<answer>``;
@@ -15,7 +17,8 @@ Keys of ``aggregate`` (all floats; means over the records unless said otherwise)
 - ``skip_tool_rate``: fraction with no tool call;
 - ``degenerate_rate``;
 - ``acc``, ``acc/task/<task>``, ``acc/n/<n_frames>`` (records with ``n_frames`` set);
-- ``reward/<component>`` for reward, acc, format, format_base, anchor, tool, bias;
+- ``reward/mean``; ``reward/<term>`` for every term of ``paravt.rewards.terms.TERMS`` (acc,
+  format_base, anchor, tool); ``reward/format`` (the run's own R_fmt) and ``reward/bias``;
 - ``subagent_latency_s`` (records that have it) and ``tokens/<key>`` (mean over records holding
   that key).
 """
@@ -27,8 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from paravt.rewards.composite import RewardBreakdown
-
-_COMPONENTS = ("reward", "acc", "format", "format_base", "anchor", "tool", "bias")
+from paravt.rewards.terms import TERM_NAMES
 
 
 @dataclass(frozen=True)
@@ -36,13 +38,13 @@ class RolloutRecord:
     breakdown: RewardBreakdown
     task: str
     n_frames: int | None = None  # gated overview budget of the rollout's group
-    n_calls: int | None = None  # tool calls of the episode; None: the calls the model wrote (breakdown.n_calls)
     subagent_latency_s: float | None = None  # mean latency of this rollout's sub-agent calls
     tokens: Mapping[str, int] = field(default_factory=dict)  # e.g. {"main_text": 120, "visual": 512}
 
     @property
     def calls(self) -> int:
-        return self.breakdown.n_calls if self.n_calls is None else self.n_calls
+        """The tool calls the model WROTE (well-formed or not, run or not)."""
+        return self.breakdown.n_calls
 
 
 def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
@@ -52,7 +54,7 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
     if not recs:
         return out
     b = [r.breakdown for r in recs]
-    out["f_tau"] = _mean(x.format for x in b)
+    out["f_tau"] = _mean(x.format_ref for x in b)
     out["kappa"] = _mean(r.calls for r in recs)
     out["closed/think"] = _mean(x.closed_think for x in b)
     out["closed/tool_call"] = _mean(x.closed_tool_call for x in b)
@@ -65,8 +67,11 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
         out[key] = _mean(vals)
     for key, vals in _grouped(recs, lambda r: None if r.n_frames is None else f"acc/n/{r.n_frames}").items():
         out[key] = _mean(vals)
-    for name in _COMPONENTS:
-        out["reward/mean" if name == "reward" else f"reward/{name}"] = _mean(getattr(x, name) for x in b)
+    out["reward/mean"] = _mean(x.reward for x in b)
+    for name in TERM_NAMES:
+        out[f"reward/{name}"] = _mean(x.terms[name] for x in b)
+    for name in ("format", "bias"):
+        out[f"reward/{name}"] = _mean(getattr(x, name) for x in b)
     lat = [r.subagent_latency_s for r in recs if r.subagent_latency_s is not None]
     if lat:
         out["subagent_latency_s"] = _mean(lat)

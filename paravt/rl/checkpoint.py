@@ -2,15 +2,22 @@
 
 A checkpoint directory holds ``model/`` (an HF directory: weights, config, processor, tokenizer —
 loadable by ``paravt.models.loading.load_policy`` and by vLLM), ``trainer.pt`` (optimizer state and
-every RNG state) and ``state.json`` (step, epoch, data position, anything the trainer needs to
-continue bit-for-bit).
+every RNG state), ``state.json`` (step, epoch, data position, anything the trainer needs to
+continue bit-for-bit) and, written LAST, ``COMPLETE.json``: the size and SHA-256 of every other
+file. A checkpoint is used only if that marker exists and every file still matches it
+(``verify_checkpoint``); ``resume_point`` walks back from the newest step to the newest checkpoint
+that verifies and names each one it skipped and why (a truncated ``trainer.pt`` or
+``model.safetensors``, a garbage ``state.json``, a deleted file, a checkpoint without a marker).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import random
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +25,7 @@ import numpy as np
 import torch
 
 CKPT_PREFIX = "step_"
+MARKER = "COMPLETE.json"
 
 
 def rng_state() -> dict[str, Any]:
@@ -41,6 +49,7 @@ def save_checkpoint(root: Path, step: int, *, model: Any, processor: Any, optimi
     processor.save_pretrained(tmp / "model")
     torch.save({"optimizer": optimizer.state_dict() if optimizer else None, "rng": rng_state()}, tmp / "trainer.pt")
     (tmp / "state.json").write_text(json.dumps({**state, "step": step}, indent=1))
+    _write_marker(tmp)
     if final.exists():
         old = final.with_name(final.name + ".old")
         final.rename(old)
@@ -51,14 +60,94 @@ def save_checkpoint(root: Path, step: int, *, model: Any, processor: Any, optimi
     return final
 
 
-def latest_checkpoint(root: Path) -> Path | None:
-    """The newest complete checkpoint under ``root`` (``*.tmp`` leftovers of a crash are ignored)."""
-    root = Path(root)
+def _write_marker(ckpt: Path) -> None:
+    """``COMPLETE.json`` with every file's size and SHA-256, each file flushed to disk first; the
+    marker itself is written to a temporary name and renamed, so it is whole or absent."""
+    files = {}
+    for path in sorted(p for p in ckpt.rglob("*") if p.is_file()):
+        with open(path, "rb") as fh:
+            os.fsync(fh.fileno())
+        files[path.relative_to(ckpt).as_posix()] = {"size": path.stat().st_size, "sha256": _sha256(path)}
+    tmp = ckpt / (MARKER + ".tmp")
+    with open(tmp, "w") as fh:
+        json.dump({"files": files}, fh, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.rename(ckpt / MARKER)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+_REQUIRED = ("state.json", "trainer.pt", "model/config.json")
+
+
+def verify_checkpoint(ckpt: Path) -> str | None:
+    """Why ``ckpt`` cannot be resumed from, or None when its marker exists and every file it
+    lists (at least ``state.json``, ``trainer.pt``, the model config and weights) has the recorded
+    size and SHA-256 and ``state.json`` holds this directory's step."""
+    marker = ckpt / MARKER
+    if not marker.is_file():
+        return f"no {MARKER} (the write never finished, or it predates checksummed checkpoints)"
+    try:
+        files = json.loads(marker.read_text())["files"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        files = None
+    if not isinstance(files, dict) or not all(isinstance(m, dict) for m in files.values()):
+        return f"{MARKER} is unreadable"
+    missing = [f for f in _REQUIRED if f not in files]
+    if missing or not any(f.startswith("model/") and f.endswith((".safetensors", ".bin")) for f in files):
+        return f"{MARKER} does not list {', '.join(missing) or 'the model weights'}"
+    for rel, meta in files.items():
+        path = ckpt / rel
+        if not path.is_file():
+            return f"{rel} is missing"
+        if path.stat().st_size != meta.get("size"):
+            return f"{rel} has {path.stat().st_size} bytes, {meta.get('size')} were written (truncated?)"
+        if _sha256(path) != meta.get("sha256"):
+            return f"{rel} does not match its SHA-256 (corrupted)"
+    try:
+        step = json.loads((ckpt / "state.json").read_text())["step"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return "state.json has no step"
+    if f"{CKPT_PREFIX}{int(step):06d}" != ckpt.name:
+        return f"state.json says step {step}, the directory is {ckpt.name}"
+    return None
+
+
+def _finished_dirs(root: Path) -> list[Path]:
+    """``step_NNNNNN`` directories, oldest first (``*.tmp``/``*.old`` leftovers of a crash excluded)."""
     if not root.is_dir():
-        return None
-    done = sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(CKPT_PREFIX)
-                  and p.name[len(CKPT_PREFIX):].isdigit() and (p / "state.json").is_file())
-    return done[-1] if done else None
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(CKPT_PREFIX)
+                  and p.name[len(CKPT_PREFIX):].isdigit())
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    checkpoint: Path | None  # the newest checkpoint that verifies; None: start from scratch
+    skipped: tuple[tuple[Path, str], ...]  # newer checkpoints passed over, newest first, with the reason
+
+
+def resume_point(root: Path) -> ResumePoint:
+    """Walk back from the newest checkpoint under ``root`` to the newest one that verifies."""
+    skipped: list[tuple[Path, str]] = []
+    for ckpt in reversed(_finished_dirs(Path(root))):
+        reason = verify_checkpoint(ckpt)
+        if reason is None:
+            return ResumePoint(ckpt, tuple(skipped))
+        skipped.append((ckpt, reason))
+    return ResumePoint(None, tuple(skipped))
+
+
+def latest_checkpoint(root: Path) -> Path | None:
+    """The newest checkpoint under ``root`` that verifies (see ``resume_point``)."""
+    return resume_point(root).checkpoint
 
 
 def load_trainer_state(ckpt: Path) -> tuple[dict[str, Any], dict[str, Any]]:

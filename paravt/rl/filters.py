@@ -3,8 +3,7 @@
 Online (per step, PyVision-RL): ``drop_zero_variance`` removes groups whose G rewards are all
 equal (their GRPO advantages are all 0, so they only dilute the token-mean); ``rank_by_std`` is the
 oversample–filter–rank step: roll out more prompts than needed, keep the ``keep`` groups with the
-largest reward std. Offline (DAPO pre-filter): ``dapo_length_filter`` drops open-ended prompts
-with long answers, ``dapo_prefilter`` also drops prompts the initial policy always gets wrong.
+largest reward std. The offline DAPO pre-filter lives with the data: ``paravt.data.prefilter``.
 
 Each filter returns a ``FilterResult`` with the kept ids and every dropped id with its reason, so
 the trainer can log ``filter/<reason>`` counts.
@@ -21,8 +20,6 @@ from paravt.rl.advantages import sample_std
 
 ZERO_VARIANCE = "zero_variance"
 RANK = "rank"
-LONG_ANSWER = "long_answer"
-ALL_WRONG = "all_wrong"
 
 _STD_DIGITS = 12  # stds equal to 12 decimals are ties (fsum order noise must not break them)
 
@@ -77,37 +74,3 @@ def rank_by_std(groups: Mapping[str, Sequence[float]], keep: int) -> FilterResul
     _check_groups(groups)
     order = sorted(groups, key=lambda gid: (-round(sample_std(groups[gid]), _STD_DIGITS), gid))
     return FilterResult(tuple(order[:keep]), tuple(Dropped(g, RANK) for g in order[keep:]))
-
-
-def dapo_length_filter(task: str, answer: str, max_words: int = 15) -> bool:
-    """True = keep. Open-ended (``task == "oe"``) answers longer than ``max_words`` words are
-    dropped [DESIGN §5]; other task types are always kept. Words are whitespace-separated."""
-    if max_words < 1:
-        raise ConfigError(f"max_words={max_words} must be >= 1 (paper: 15)")
-    return task != "oe" or len(answer.split()) <= max_words
-
-
-def dapo_prefilter(
-    rows: Mapping[str, tuple[str, str]],
-    initial_acc: Mapping[str, Sequence[float]] | None = None,
-    *,
-    max_words: int = 15,
-) -> FilterResult:
-    """Offline DAPO pre-filter over ``rows[id] = (task, answer)``.
-
-    Drops long open-ended answers (``long_answer``) and, when ``initial_acc[id]`` holds the
-    accuracy rewards of the initial policy's G rollouts, prompts where all are ≤ 0
-    (``all_wrong``). Ids missing from ``initial_acc`` are not judged on accuracy. The length
-    reason wins when both apply.
-    """
-    kept: list[str] = []
-    dropped: list[Dropped] = []
-    for pid, (task, answer) in rows.items():
-        accs = None if initial_acc is None else initial_acc.get(pid)
-        if not dapo_length_filter(task, answer, max_words):
-            dropped.append(Dropped(pid, LONG_ANSWER))
-        elif accs is not None and len(accs) > 0 and max(accs) <= 0.0:
-            dropped.append(Dropped(pid, ALL_WRONG))
-        else:
-            kept.append(pid)
-    return FilterResult(tuple(kept), tuple(dropped))

@@ -150,13 +150,16 @@ class GRPOTrainer:
     def _filter(self, groups: dict[str, list[int]], rewards: list[float], results: list[EpisodeResult]
                 ) -> tuple[list[str], dict[str, float]]:
         """Online filters; a group with an inference-backend failure (a main or sub-agent request
-        that errored, not model behaviour) is dropped first, so a crash is never a training signal."""
+        that errored, not model behaviour) or a crashed episode (an exception inside it) is dropped
+        first, so a crash is never a training signal."""
         rl = self.cfg.rl
-        failed = {g for g, idx in groups.items() if any(results[i].backend_errors for i in idx)}
+        failed = {g for g, idx in groups.items()
+                  if any(results[i].backend_errors or results[i].crashed for i in idx)}
         by_group = {g: [rewards[i] for i in idx] for g, idx in groups.items() if g not in failed}
         kept = list(by_group)
         counts: dict[str, float] = {"filter/error_dropped": float(len(failed)), "filter/zero_var_dropped": 0.0,
-                                    "filter/rank_dropped": 0.0}
+                                    "filter/rank_dropped": 0.0,
+                                    "episodes/crashed": float(sum(r.crashed for r in results))}
         if rl.drop_zero_variance:
             res = filters.drop_zero_variance(by_group)
             kept = list(res.kept)
@@ -184,7 +187,7 @@ def rollout_record(r: EpisodeResult, b: RewardBreakdown) -> RolloutRecord:
     parsed count), also those on a last turn that were never run. Sub-agent latency is the mean
     over the sub-agents that returned (a timed-out request has no trajectory)."""
     sub_latency = [s.turns[0].latency_s for s in r.subs if s.turns]
-    return RolloutRecord(b, task=r.input.task, n_frames=r.input.nframes, n_calls=None,
+    return RolloutRecord(b, task=r.input.task, n_frames=r.input.nframes,
                          subagent_latency_s=_mean(sub_latency) if sub_latency else None, tokens=asdict(r.tokens))
 
 

@@ -3,10 +3,13 @@
 Resume is bit-for-bit on the CPU: a checkpoint holds the weights, the optimizer state, every RNG
 state and the data position, and each RL step reseeds its sampling from (seed, step); so a run
 killed after its step-k checkpoint and resumed logs the same numbers as an uninterrupted run.
+Resume uses the newest checkpoint whose checksums verify; each newer one it skips is named, with
+the reason, in a warning on stderr.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from pathlib import Path
@@ -16,11 +19,13 @@ import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from paravt.config import TrainConfig
-from paravt.rl.checkpoint import latest_checkpoint, load_trainer_state, save_checkpoint, set_rng_state
+from paravt.rl.checkpoint import load_trainer_state, resume_point, save_checkpoint, set_rng_state
 from paravt.rl.logger import MetricsLogger
 from paravt.rl.session import PolicySession
 
 Kind = Literal["sft", "rl"]
+
+log = logging.getLogger(__name__)
 
 
 def _warmup(optimizer: torch.optim.Optimizer, lr: float, warmup: int, step: int) -> None:
@@ -44,7 +49,7 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     """
     out = Path(cfg.out_dir)
     ckpt_root = out / "checkpoints"
-    ckpt = latest_checkpoint(ckpt_root) if resume else None
+    ckpt = _resume_checkpoint(ckpt_root) if resume else None
     init = str(ckpt / "model") if ckpt else (cfg.init_from or cfg.model.path)
     lr = cfg.rl.lr if kind == "rl" else cfg.sft.lr
     seed = cfg.rl.seed if kind == "rl" else cfg.sft.seed
@@ -52,7 +57,7 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     session = PolicySession.create(
         init, lr=lr, device=cfg.model.device, dtype=cfg.model.dtype, generate=kind == "rl",
         reference=kind == "rl" and cfg.rl.kl_coef > 0 and ckpt is None, tools=cfg.rollout.tools,
-        tool_server_url=cfg.rollout.tool_server_url,
+        tool_server_url=cfg.rollout.tool_server_url, python_weak_isolation=cfg.rollout.python_weak_isolation,
     )
     if kind == "rl" and ckpt is not None and cfg.rl.kl_coef > 0:
         # the reference is the policy the run STARTED from, not the checkpoint
@@ -93,6 +98,19 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     return out
 
 
+def _resume_checkpoint(root: Path) -> Path | None:
+    """The newest checkpoint that verifies; every newer one skipped is reported with its reason."""
+    point = resume_point(root)
+    for path, reason in point.skipped:
+        log.warning("resume: skipping checkpoint %s: %s", path, reason)
+    if point.checkpoint is not None:
+        if point.skipped:
+            log.warning("resume: continuing from %s", point.checkpoint)
+    elif point.skipped:
+        log.warning("resume: no checkpoint under %s verifies; training starts from the initial model", root)
+    return point.checkpoint
+
+
 def _build(cfg: TrainConfig, kind: Kind, session: PolicySession):  # -> (trainer, total steps)
     if kind == "rl":
         from paravt.rl.grpo import GRPOTrainer
@@ -105,7 +123,7 @@ def _build(cfg: TrainConfig, kind: Kind, session: PolicySession):  # -> (trainer
         Path(cfg.data), Path(cfg.data_root) if cfg.data_root else None, session.codec,
         include_sub=cfg.sft.include_subagent_rows, max_pixels=cfg.video.overview_max_pixels,
         crop_max_pixels=cfg.video.crop_max_pixels, size_factor=cfg.video.size_factor,
-        think_prefix=cfg.rollout.think_prefix,
+        mask_think_prefix=cfg.sft.mask_think_prefix,
     )
     if not examples:
         raise ValueError(f"{cfg.data} holds no SFT rows; build it with `paravt data synth`")

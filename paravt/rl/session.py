@@ -25,7 +25,7 @@ class PolicySession:
     @classmethod
     def create(cls, path: str, *, lr: float, device: str = "cpu", dtype: str = "float32", reference: bool = False,
                generate: bool = False, tools: list[str] | None = None, tool_server_url: str | None = None,
-               weight_decay: float = 0.0) -> PolicySession:
+               weight_decay: float = 0.0, python_weak_isolation: bool = False) -> PolicySession:
         policy = load_policy(path, device=device, dtype=dtype)
         model = policy.model
         model.train()
@@ -41,5 +41,6 @@ class PolicySession:
             from paravt.tools import build_toolset
 
             gen = HFGenerator(policy)
-            toolset = build_toolset(tools or ["crop_video"], server_url=tool_server_url)
+            toolset = build_toolset(tools or ["crop_video"], server_url=tool_server_url,
+                                    options={"python": {"weak_isolation": True}} if python_weak_isolation else None)
         return cls(model, policy.processor, ChatCodec(policy.processor), opt, ref, gen, toolset)

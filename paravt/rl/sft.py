@@ -1,9 +1,12 @@
 """SFT cold start on parallel tool traces (main-agent and sub-agent rows).
 
 Sequences are built exactly as an episode builds its trajectory (DESIGN §3): prompt messages via
-``ChatCodec.encode_message`` (mask 0), then for each assistant turn the generation prompt plus the
-forced think prefix (mask 0), the response text + ``<|im_end|>`` (mask 1) and the closing newline
-(mask 0); tool responses are context (mask 0). Frames come from the same decoder and sampling
+``ChatCodec.encode_message`` (mask 0), then for each assistant turn the generation prompt (mask 0),
+the WHOLE response, ``<think>`` included, + ``<|im_end|>`` (mask 1) and the closing newline
+(mask 0); tool responses are context (mask 0). SFT teaches the format the think prefix later
+constrains: the prefix is an RL-time constraint ("reinforces what SFT has already taught"), so a
+model sampled without it must still open ``<think>`` itself. ``sft.mask_think_prefix`` (off by
+default) puts the ``<think>\\n`` into the prompt instead, as a forced prefix — for experiments only. Frames come from the same decoder and sampling
 recipe as at rollout, through ``paravt.data`` (``to_chat_messages``).
 """
 
@@ -24,15 +27,17 @@ from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl.update import trajectory_logprobs
 
 
-def build_sequence(messages: Sequence[ChatMessage], codec: ChatCodec, *, think_prefix: bool, row_id: str = "") -> Trajectory:
-    """The training sequence of one trace; assistant responses carry loss mask 1."""
+def build_sequence(messages: Sequence[ChatMessage], codec: ChatCodec, *, mask_think_prefix: bool = False,
+                   row_id: str = "") -> Trajectory:
+    """The training sequence of one trace; assistant responses carry loss mask 1 (with
+    ``mask_think_prefix`` their leading ``<think>\\n`` is context, mask 0)."""
     b = TrajectoryBuilder(row_id, "main", 0)
     for m in messages:
         if m.role != "assistant":
             enc = codec.encode_message(m)
             b.add_context(enc.ids, enc.videos, enc.images)
             continue
-        prefix = THINK_PREFIX if think_prefix and m.content.startswith(THINK_PREFIX) else ""
+        prefix = THINK_PREFIX if mask_think_prefix and m.content.startswith(THINK_PREFIX) else ""
         b.add_context(codec.generation_prompt(prefix))
         body = codec.encode_text(m.content[len(prefix):]) + (codec.im_end_id,)
         b.add_sampled(body, [0.0] * len(body))
@@ -82,7 +87,7 @@ class SFTTrainer:
 
 
 def load_examples(path: Path, root: Path | None, codec: ChatCodec, *, include_sub: bool, max_pixels: int,
-                  crop_max_pixels: int, size_factor: int, think_prefix: bool = True) -> list[Trajectory]:
+                  crop_max_pixels: int, size_factor: int, mask_think_prefix: bool = False) -> list[Trajectory]:
     """Every SFT row of a parquet file as a training sequence."""
     from paravt.data.chat import to_chat_messages
     from paravt.data.schema import read_rows
@@ -94,5 +99,6 @@ def load_examples(path: Path, root: Path | None, codec: ChatCodec, *, include_su
             continue
         mp = crop_max_pixels if row.kind == "sub" else max_pixels
         msgs = to_chat_messages(row, root, max_pixels=mp, size_factor=size_factor)
-        out.append(build_sequence(msgs, codec, think_prefix=think_prefix and row.kind == "main", row_id=row.id))
+        out.append(build_sequence(msgs, codec, mask_think_prefix=mask_think_prefix and row.kind == "main",
+                                  row_id=row.id))
     return out

@@ -1,6 +1,8 @@
 """`RemoteToolSet`: the `ToolSet` interface over HTTP to a ``paravt serve-tools`` server.
 
-The server must see the video at the same path (shared storage). The episode's visual budget is
+The server must see the video at the same path (shared storage), under one of its video roots.
+Each `RemoteToolSet` sends a random nonce (``session``) with every item, so its trajectories never
+share server state with another caller's, even when the ids coincide. The episode's visual budget is
 sent with each request and the server's updated budget is copied back into ``ctx.budget``.
 Transport failures and server errors become error observations for the calls of that request.
 """
@@ -8,6 +10,7 @@ Transport failures and server errors become error observations for the calls of 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,6 +44,7 @@ class RemoteToolSet(ToolSet):
         slowest = max([float(by_name[n]["timeout_s"]) for n in names] + list((timeouts or {}).values()) + [1.0])
         self.timeout_s = request_timeout_s or slowest + 30.0
         self.max_connections = max_connections
+        self.session = secrets.token_hex(16)  # per-run nonce: server state is keyed by (session, id)
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -57,7 +61,8 @@ class RemoteToolSet(ToolSet):
 
     async def run_calls(self, ctx: ToolContext, calls: Sequence[ParsedCall]) -> list[Observation]:
         wire_calls = [self._call_to_wire(c) for c in calls]
-        item = {"trajectory_id": ctx.episode_id, "context": context_to_wire(ctx), "calls": wire_calls}
+        item = {"session": self.session, "trajectory_id": ctx.episode_id, "context": context_to_wire(ctx),
+                "calls": wire_calls}
         try:
             resp = await self.client.post(f"{self.url}/v1/batch", json={"items": [item]})
         except httpx.HTTPError as exc:
@@ -77,7 +82,8 @@ class RemoteToolSet(ToolSet):
 
     async def finish(self, ctx: ToolContext) -> None:
         try:
-            await self.client.post(f"{self.url}/v1/finish", json={"trajectory_ids": [ctx.episode_id]})
+            await self.client.post(f"{self.url}/v1/finish",
+                                   json={"session": self.session, "trajectory_ids": [ctx.episode_id]})
         except httpx.HTTPError:
             pass  # the server's idle TTL releases the state anyway
 

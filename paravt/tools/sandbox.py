@@ -1,26 +1,35 @@
 """A persistent, isolated Python runtime per episode (the ``python`` tool's process).
 
-What holds (with bubblewrap, the default when ``bwrap`` is on PATH):
+What holds (with bubblewrap; without it the runtime refuses to start unless ``weak_isolation``):
 - Filesystem: a fresh root with ONLY what Python needs bound read-only — ``/usr`` (and the
   ``/lib*``, ``/bin`` links), the interpreter's prefix, the virtualenv, the ``paravt`` package and
   the episode's video (at ``/video/<name>``). The rest of the host (home directories, other
-  datasets, /etc, the working tree's other files, /tmp) does not exist inside. The root is
-  re-mounted read-only; the only writable place is a private size-capped tmpfs at ``/tmp``.
+  datasets, /etc, the working tree's other files, /tmp) does not exist inside. The root and
+  ``/dev`` are re-mounted read-only; the only writable place is a private size-capped tmpfs at
+  ``/tmp``.
 - Network: an empty network namespace (no interfaces but a down loopback: connects fail).
 - Processes: a new PID namespace (host processes are invisible), a new session; the whole
   sandbox dies with its parent and is killed (SIGKILL to the process group; the PID namespace
   takes every descendant with it) on a wall-time timeout.
+- Namespaces and mounts: the runner's seccomp filter refuses new namespaces (a nested user
+  namespace could mount a tmpfs beyond RLIMIT_AS) and mounts; non-root callers also get bwrap's
+  ``--disable-userns``. (As root, bwrap's user namespace would map the sandbox to host uid 0,
+  which the kernel exempts from RLIMIT_NPROC, so it is not used.)
 - Environment: cleared (``--clearenv``); only a few fixed variables are set.
 - Limits (hard rlimits the code cannot raise): address space, process count, CPU seconds, file
   size, open files; stdout is capped; shown images are capped in number and size.
+- Protocol: the model's code runs in a worker that never holds the pipes to this process; the
+  runner's supervisor re-checks its replies, and `SandboxRuntime.run` caps them again.
 - Identity: when the parent is root, the runner drops to a random unprivileged uid/gid after
   startup (the kernel does not apply RLIMIT_NPROC to root, and a non-root uid cannot regain
   root: bwrap mounts are nosuid and it sets no_new_privs).
 
-Without bubblewrap (a loud warning is logged): ``unshare -n`` (root) / ``unshare -rn`` (non-root)
-gives the empty network namespace when available; the uid drop, rlimits, clean environment, private
-work dir and process-group kill still apply; but the host filesystem is readable wherever the uid
-can read, and writable wherever it can write (world-writable dirs such as /tmp).
+Weak modes (``weak_isolation=True`` only; a loud warning is logged): ``unshare`` gives network
+and PID namespaces (the runner is the namespace's init and is SIGKILLed when ``unshare`` dies, so
+no descendant survives); the uid drop, seccomp filter, rlimits, clean environment and a private
+work dir still apply, but the host filesystem is readable wherever the uid can read, and writable
+wherever it can write (world-writable dirs such as /tmp). ``rlimits`` (neither tool) adds no
+namespace at all. Every wait is bounded: `close` never blocks more than a few seconds.
 """
 
 from __future__ import annotations
@@ -49,6 +58,11 @@ log = logging.getLogger(__name__)
 _HEADER = struct.Struct(">I")
 _MAX_HEADER_BYTES = 4 << 20
 RUNNER = Path(__file__).with_name("sandbox_runner.py")
+_CLOSE_WAIT_S = 5.0  # after SIGKILL: how long close() waits for the process before dropping it
+_MAX_ERROR_CHARS = 2000
+WEAK_REFUSAL = ("the python tool refuses to run without bubblewrap (isolation here: {mode}); install it "
+                "(apt-get install -y bubblewrap) or opt into the weak sandbox explicitly "
+                "(serve-tools --python-weak-isolation / PythonTool(weak_isolation=True))")
 
 
 @dataclass(frozen=True)
@@ -107,6 +121,15 @@ def _python_paths() -> list[str]:
     return sorted(p for p in paths if not p.startswith("/usr/") and p != "/usr")
 
 
+def _paravt_root() -> str:
+    """The directory holding the parent's ``paravt`` package (bound, and first on the runner's
+    sys.path, so the sandbox decodes with the same code even when an editable install points
+    elsewhere)."""
+    import paravt
+
+    return str(Path(paravt.__file__).resolve().parent.parent)
+
+
 def _bwrap_args(workdir: str, video: VideoBinding | None, limits: SandboxLimits) -> list[str]:
     args = ["bwrap", "--ro-bind", "/usr", "/usr"]
     for name in ("lib", "lib64", "lib32", "bin", "sbin"):
@@ -133,8 +156,13 @@ def _bwrap_args(workdir: str, video: VideoBinding | None, limits: SandboxLimits)
                 made.add(str(parent))
                 args += ["--perms", "0755", "--dir", str(parent)]
         args += ["--ro-bind", src, dest]
-    args += ["--remount-ro", "/",
-             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+    # Nested user namespaces (a private tmpfs escapes RLIMIT_AS) are refused by the runner's
+    # seccomp filter in every mode. A non-root caller's bwrap runs in a user namespace anyway, so
+    # it also gets --disable-userns; as root bwrap must NOT map the sandbox uid to root (the kernel
+    # exempts uid 0 from RLIMIT_NPROC): the runner drops to a random host uid instead.
+    userns = [] if os.getuid() == 0 else ["--unshare-user", "--disable-userns"]
+    args += ["--remount-ro", "/", "--remount-ro", "/dev", *userns,
+             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
              "--die-with-parent", "--new-session", "--clearenv", "--chdir", workdir]
     for key, value in _child_env(workdir).items():
         args += ["--setenv", key, value]
@@ -182,12 +210,15 @@ def _plan(video: VideoBinding | None, limits: SandboxLimits, mode: str) -> _Laun
            "video_max_pixels": video.max_pixels if video else 0,
            "size_factor": video.size_factor if video else 32, "cpu_call_s": limits.cpu_call_s,
            "max_output_chars": limits.max_output_chars, "max_images": limits.max_images,
-           "image_max_pixels": limits.image_max_pixels}
+           "image_max_pixels": limits.image_max_pixels, "paravt_root": _paravt_root()}
     py = [sys.executable, "-I", str(RUNNER), json.dumps(cfg)]
     if mode == "bwrap":
         argv = _bwrap_args(workdir, video, limits) + py
     elif mode == "unshare":
-        argv = ["unshare", "-n" if os.getuid() == 0 else "-rn", "--"] + py
+        # a PID namespace whose init (the runner) is SIGKILLed when unshare dies: no descendant
+        # (a setsid grandchild included) outlives the runtime
+        user = [] if os.getuid() == 0 else ["--map-root-user"]
+        argv = ["unshare", *user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--"] + py
     else:
         argv = py
     return _Launch(argv, _child_env(workdir), host_tmp, cfg)
@@ -197,21 +228,25 @@ class SandboxRuntime:
     """One sandboxed interpreter; ``run(code)`` keeps variables across calls until ``close``."""
 
     def __init__(self, video: VideoBinding | None = None, limits: SandboxLimits = SandboxLimits(),
-                 *, mode: str | None = None) -> None:
+                 *, mode: str | None = None, weak_isolation: bool = False) -> None:
         self.video, self.limits = video, limits
         self.mode = mode or isolation_mode()
+        self.weak_isolation = weak_isolation
         self._proc: asyncio.subprocess.Process | None = None
         self._launch: _Launch | None = None
         self._next_id = 0
         self._stderr_tail = b""
         self._drain: asyncio.Task | None = None
         self.uid: int | None = None
+        self.seccomp = False
 
     @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
 
     async def start(self) -> None:
+        if self.mode != "bwrap" and not self.weak_isolation:
+            raise ToolCallError(WEAK_REFUSAL.format(mode=self.mode))
         if self.mode != "bwrap":
             log.warning("python tool sandbox WITHOUT bubblewrap (mode=%s): the host filesystem is "
                         "readable by the sandbox uid; install bubblewrap for full isolation", self.mode)
@@ -228,6 +263,10 @@ class SandboxRuntime:
             raise ToolCallError(f"python sandbox failed to start ({self.mode}): {exc!r}; stderr: "
                                 f"{self._stderr_tail.decode(errors='replace')[-800:]}") from None
         self.uid = hello[0].get("uid")
+        self.seccomp = bool(hello[0].get("seccomp"))
+        if not self.seccomp:
+            log.warning("python sandbox without its seccomp filter (unsupported architecture): nested "
+                        "namespaces are blocked only by bubblewrap's --disable-userns (non-root callers)")
 
     async def _drain_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None
@@ -272,9 +311,7 @@ class SandboxRuntime:
         rid = self._next_id
         body = json.dumps({"id": rid, "code": code}).encode()
         try:
-            self._proc.stdin.write(_HEADER.pack(len(body)) + body)
-            await self._proc.stdin.drain()
-            header, blobs = await asyncio.wait_for(self._read_message(), self.limits.wall_s)
+            header, blobs = await asyncio.wait_for(self._exchange(_HEADER.pack(len(body)) + body), self.limits.wall_s)
         except asyncio.TimeoutError:
             await self.close()
             return RunResult(False, "", f"TimeoutError: the code ran longer than {self.limits.wall_s:g} s "
@@ -289,8 +326,16 @@ class SandboxRuntime:
             await self.close()
             return RunResult(False, "", "RuntimeError: the python runtime answered out of order and was restarted")
         images = tuple(np.frombuffer(b, np.uint8).reshape(s) for b, s in zip(blobs, header["images"]))
-        return RunResult(bool(header.get("ok")), str(header.get("stdout", "")),
-                         None if header.get("error") is None else str(header["error"]), images)
+        # the reply shares a process with the model's code, which can forge it: cap it again here
+        stdout = _cap(str(header.get("stdout", "")), self.limits.max_output_chars)
+        error = None if header.get("error") is None else _cap(str(header["error"]), _MAX_ERROR_CHARS)
+        return RunResult(bool(header.get("ok")), stdout, error, images)
+
+    async def _exchange(self, request: bytes) -> tuple[dict[str, Any], list[bytes]]:
+        assert self._proc is not None and self._proc.stdin is not None
+        self._proc.stdin.write(request)
+        await self._proc.stdin.drain()
+        return await self._read_message()
 
     def kill_now(self) -> None:
         """Synchronous SIGKILL of the whole sandbox (for a runtime whose event loop is gone)."""
@@ -313,13 +358,27 @@ class SandboxRuntime:
                     os.killpg(proc.pid, signal.SIGKILL)
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
-            await proc.wait()
+            try:  # bounded: a descendant that escaped the kill may hold the pipes open
+                await asyncio.wait_for(proc.wait(), _CLOSE_WAIT_S)
+            except asyncio.TimeoutError:
+                log.warning("python sandbox pid %d did not exit %g s after SIGKILL; dropped", proc.pid, _CLOSE_WAIT_S)
+                transport = getattr(proc, "_transport", None)
+                with contextlib.suppress(Exception):
+                    transport.close()  # type: ignore[union-attr]
         if self._drain is not None:
             self._drain.cancel()
             self._drain = None
         if self._launch is not None and self._launch.host_tmp:
             shutil.rmtree(self._launch.host_tmp, ignore_errors=True)
             self._launch.host_tmp = None
+
+
+def _cap(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters (plus the runner's own truncation note, if any)."""
+    slack = 64  # room for "…[N more characters truncated]"
+    if len(text) <= limit + slack:
+        return text
+    return text[:limit] + f"\n…[{len(text) - limit} more characters truncated]"
 
 
 def _death_reason(rc: int | None) -> str:

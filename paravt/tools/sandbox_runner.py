@@ -6,14 +6,17 @@ video's path and info). Startup order matters for isolation:
 1. import numpy / PIL (and later our decoder) while still privileged enough to read them;
 2. keep the protocol pipes on private fds and point fds 0, 1, 2 at /dev/null, so code that writes
    to the raw fds cannot corrupt the protocol;
-3. drop to the sandbox uid/gid when started as root (so RLIMIT_NPROC applies: the kernel exempts
-   root), then set hard rlimits that the model's code cannot raise again;
-4. answer requests: ``{"id", "code"}`` → ``{"id", "ok", "stdout", "error", "images": [shapes]}``
+3. drop to the sandbox uid/gid when started as root in the weak (no bubblewrap) modes (bubblewrap
+   sets the uid itself), then set hard rlimits that the model's code cannot raise again;
+4. fork: the WORKER runs the model's code and holds only a private pipe pair to the SUPERVISOR
+   (this process, non-dumpable so the worker cannot ptrace it or open its fds); the supervisor
+   alone holds the host's protocol fds, and re-validates and re-caps every reply it relays;
+5. answer requests: ``{"id", "code"}`` → ``{"id", "ok", "stdout", "error", "images": [shapes]}``
    followed by the raw uint8 bytes of each shown image.
 
 Wire format (both ways): 4-byte big-endian length + JSON, then the blobs the JSON declares.
-Everything here is trusted code, but it shares its process with the model's code, so the parent
-treats every byte it reads back as untrusted (sizes capped, shapes checked).
+A forged reply from the model's code reaches the supervisor, which caps it; the host parent caps
+and checks every byte it reads again (`paravt.tools.sandbox`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import numpy as np
 from PIL import Image
 
 _HEADER = struct.Struct(">I")
+_MAX_FRAME = 4 << 20
 PRELOAD = ("math", "statistics", "json", "re", "collections", "itertools", "functools", "random",
            "time", "datetime", "socket", "PIL.ImageDraw", "PIL.ImageOps", "PIL.ImageFilter")
 
@@ -135,6 +139,68 @@ class _Shown:
         self.images.append(np.ascontiguousarray(np.asarray(pil, dtype=np.uint8)))
 
 
+# seccomp: no new namespaces (a nested user namespace would let the code mount a tmpfs whose pages
+# RLIMIT_AS does not count) and no mounts. Syscall numbers per architecture (AUDIT_ARCH value).
+_SECCOMP_ARCH = {
+    "x86_64": (0xC000003E, {"unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
+                            "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
+                            "fspick": 433, "mount_setattr": 442, "clone": 56, "clone3": 435, "seccomp": 317}),
+    "aarch64": (0xC00000B7, {"unshare": 97, "setns": 268, "mount": 40, "umount2": 39, "pivot_root": 41,
+                             "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
+                             "fspick": 433, "mount_setattr": 442, "clone": 220, "clone3": 435, "seccomp": 277}),
+}
+_CLONE_NEW_ANY = 0x7E020080  # CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET,TIME}
+
+
+def _seccomp_program(arch: int, nr: dict[str, int]) -> list[tuple[int, int, int, int]]:
+    """Classic BPF: EPERM for namespace/mount syscalls and clone with CLONE_NEW* flags, ENOSYS for
+    clone3 (libc then falls back to clone, whose flags are checkable), EPERM for any other ABI."""
+    ld, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
+    allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+    denied = [nr[k] for k in ("unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount",
+                              "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr")]
+    # layout: 0 ld arch | 1 jeq arch | 2 ret eperm | 3 ld nr | 4 jge x32 | denied… | clone | clone3 |
+    #         ret allow | ld flags | jset | ret allow | ret eperm | ret enosys
+    n = len(denied)
+    tail = 5 + n + 2  # index of "ret allow" after the syscall checks
+    deny_at, enosys_at = tail + 4, tail + 5
+    prog = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, eperm), (ld, 0, 0, 0),
+            (jge, deny_at - 5, 0, 0x40000000)]
+    for i, number in enumerate(denied):
+        prog.append((jeq, deny_at - (5 + i) - 1, 0, number))
+    prog.append((jeq, tail + 1 - (5 + n) - 1, 0, nr["clone"]))  # → ld flags
+    prog.append((jeq, enosys_at - (6 + n) - 1, 0, nr["clone3"]))
+    prog += [(ret, 0, 0, allow), (ld, 0, 0, 16), (jset, 1, 0, _CLONE_NEW_ANY), (ret, 0, 0, allow),
+             (ret, 0, 0, eperm), (ret, 0, 0, enosys)]
+    return prog
+
+
+def _install_seccomp() -> bool:
+    """Install the filter on every thread of this process (and so on all its descendants)."""
+    import ctypes
+    import platform
+
+    spec = _SECCOMP_ARCH.get(platform.machine())
+    if spec is None:
+        return False
+    arch, nr = spec
+    prog = _seccomp_program(arch, nr)
+
+    class SockFilter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+    filters = (SockFilter * len(prog))(*(SockFilter(*ins) for ins in prog))
+    fprog = SockFprog(len(prog), filters)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+        return False
+    # seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &fprog)
+    return libc.syscall(nr["seccomp"], 1, 1, ctypes.byref(fprog)) == 0
+
+
 def _drop_privileges(uid: int | None, gid: int | None) -> None:
     if uid is None or os.getuid() != 0:
         return
@@ -201,12 +267,85 @@ def _handle(req: dict[str, Any], env: dict[str, Any], cfg: dict[str, Any], my_pi
     return header, [a.tobytes() for a in shown.images]
 
 
+def _serve(req_fd: int, rep_fd: int, env: dict[str, Any], cfg: dict[str, Any]) -> None:
+    """The worker: runs the model's code; its replies go to the supervisor, never to the host."""
+    my_pid = os.getpid()
+    while True:
+        try:
+            req = _read_frame(req_fd, _MAX_FRAME)
+        except EOFError:
+            os._exit(0)
+        header, blobs = _handle(req, env, cfg, my_pid)
+        _send(rep_fd, header, blobs)
+
+
+def _read_frame(fd: int, limit: int) -> dict[str, Any]:
+    (n,) = _HEADER.unpack(_read_exact(fd, _HEADER.size))
+    if n > limit:
+        raise ValueError(f"a {n}-byte frame (limit {limit})")
+    msg = json.loads(_read_exact(fd, n))
+    if not isinstance(msg, dict):
+        raise ValueError("a frame that is not a JSON object")
+    return msg
+
+
+def _checked_reply(fd: int, cfg: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+    """One reply of the worker, re-validated and re-capped (the model's code can forge it)."""
+    header = _read_frame(fd, _MAX_FRAME)
+    shapes = header.get("images") or []
+    if not isinstance(shapes, list) or len(shapes) > cfg["max_images"]:
+        raise ValueError("too many images")
+    blobs = []
+    for s in shapes:
+        if (not isinstance(s, list) or len(s) != 3 or s[2] != 3 or not all(isinstance(d, int) and d > 0 for d in s)
+                or s[0] * s[1] > cfg["image_max_pixels"]):
+            raise ValueError(f"invalid image shape {s!r}")
+        blobs.append(_read_exact(fd, s[0] * s[1] * 3))
+    cap = int(cfg["max_output_chars"])
+    stdout, error = str(header.get("stdout", "")), header.get("error")
+    if len(stdout) > cap + 64:
+        stdout = stdout[:cap] + f"\n…[{len(stdout) - cap} more characters truncated]"
+    clean = {"id": header.get("id"), "ok": bool(header.get("ok")), "stdout": stdout,
+             "error": None if error is None else str(error)[-2000:], "images": shapes}
+    return clean, blobs
+
+
+def _supervise(proto_in: int, proto_out: int, req_fd: int, rep_fd: int, worker: int, cfg: dict[str, Any],
+               filtered: bool) -> None:
+    """Relay host requests to the worker and its checked replies back; exit as the worker did."""
+    with contextlib.suppress(Exception):  # no ptrace / /proc/<pid>/fd access from the worker
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    _send(proto_out, {"ready": True, "pid": worker, "uid": os.getuid(), "seccomp": filtered}, [])
+    try:
+        while True:
+            try:
+                req = _read_frame(proto_in, _MAX_FRAME)
+            except EOFError:
+                break
+            _send(req_fd, req, [])
+            header, blobs = _checked_reply(rep_fd, cfg)
+            _send(proto_out, header, blobs)
+    except (EOFError, OSError, ValueError):
+        pass  # the worker died or sent garbage: the host sees EOF and restarts the runtime
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(worker, signal.SIGKILL)
+    _, status = os.waitpid(worker, 0)
+    if os.WIFSIGNALED(status):
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))  # report the worker's death reason to the host
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
 def main() -> None:
     cfg = json.loads(sys.argv[1])
     proto_in, proto_out = os.dup(0), os.dup(1)  # os.dup → non-inheritable (close-on-exec)
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
+    if cfg.get("paravt_root"):
+        sys.path.insert(0, cfg["paravt_root"])  # the parent's paravt (bound read-only)
     if cfg.get("video"):
         import paravt.video  # noqa: F401 - import the decoder before the rlimits (AS) apply
     for name in PRELOAD:  # without bwrap the stdlib may be unreadable after the uid drop (/root)
@@ -215,20 +354,21 @@ def main() -> None:
     _drop_privileges(cfg.get("uid"), cfg.get("gid"))
     os.chdir(cfg["workdir"])
     _set_limits(cfg["limits"])
+    filtered = _install_seccomp()
     video = None
     if cfg.get("video"):
         video = VideoHandle(cfg["video"], cfg["info"], cfg["video_max_frames"], cfg["video_max_pixels"], cfg["size_factor"])
     env: dict[str, Any] = {"__name__": "__main__", "np": np, "numpy": np, "Image": Image, "video": video}
-    my_pid = os.getpid()
-    _send(proto_out, {"ready": True, "pid": my_pid, "uid": os.getuid()}, [])
-    while True:
-        try:
-            (n,) = _HEADER.unpack(_read_exact(proto_in, _HEADER.size))
-            req = json.loads(_read_exact(proto_in, n))
-        except EOFError:
-            return
-        header, blobs = _handle(req, env, cfg, my_pid)
-        _send(proto_out, header, blobs)
+    req_r, req_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    worker = os.fork()
+    if worker == 0:  # the model's code never holds the host's protocol fds
+        for fd in (proto_in, proto_out, req_w, rep_r):
+            os.close(fd)
+        _serve(req_r, rep_w, env, cfg)
+    for fd in (req_r, rep_w):
+        os.close(fd)
+    _supervise(proto_in, proto_out, req_w, rep_r, worker, cfg, filtered)
 
 
 if __name__ == "__main__":

@@ -1,17 +1,23 @@
-"""The tool server: `create_app` (FastAPI) behind ``paravt serve-tools``.
+"""The tool server: `create_app` (FastAPI) behind ``paravt serve-tools`` (docs/tools.md).
 
 Endpoints
-- ``POST /v1/batch``: ``{"items": [{"trajectory_id", "context", "calls": [{"name", "arguments",
-  "error"}]}]}`` → ``{"results": [{"trajectory_id", "observations": [...], "budget": {...}}]}``.
-  Items run concurrently; calls of one item run as `LocalToolSet.run_calls` does. Send at most one
-  item per trajectory per request (the budget state of an item is returned with it).
-- ``POST /v1/finish``: ``{"trajectory_ids": [...]}`` releases per-trajectory state (python runtimes);
-  idle state is also released after ``idle_ttl_s``.
+- ``POST /v1/batch``: ``{"items": [{"session", "trajectory_id", "context", "calls": [{"name",
+  "arguments", "error"}]}]}`` → ``{"results": [{"trajectory_id", "observations": [...], "budget":
+  {...}}]}``. Items run concurrently; calls of one item run as `LocalToolSet.run_calls` does. Send
+  at most one item per trajectory per request (the budget state of an item is returned with it).
+  ``session`` is the caller's random per-run nonce (≥ 16 characters): per-trajectory state is keyed
+  by (session, trajectory_id), so two callers reusing an id never share a python runtime.
+- ``POST /v1/finish``: ``{"session", "trajectory_ids": [...]}`` releases per-trajectory state
+  (python runtimes); idle state is also released after ``idle_ttl_s``.
 - ``GET /v1/tools``: the served tools' specs and timeouts. ``GET /health``. ``GET /metrics``.
 
-Each batch request holds one of ``max_concurrency`` slots (a semaphore) and must finish within
-``request_timeout_s`` (waiting for a slot included); otherwise it gets HTTP 504 with an error and
-its slot is freed (running python code is killed; a decode already running in a worker thread
+What a caller may ask (`ToolServerConfig`): the video must be a regular file under the video
+roots (`paravt.tools.guard`); sampling caps and budgets are clamped to the server's; at most
+``max_items_per_request`` items and ``max_calls_per_request`` calls per request (413); bodies are
+bounded in size and time and headers in time (`paravt.tools.http_limits`: 413/408); connections
+beyond ``max_connections`` get 503. Each batch request holds one of ``max_concurrency`` slots and
+must finish within ``request_timeout_s`` (waiting for a slot included); otherwise it gets HTTP 504
+and its slot is freed (running python code is killed; a decode already running in a worker thread
 finishes in the background and its result is dropped).
 """
 
@@ -21,17 +27,24 @@ import asyncio
 import time
 from collections.abc import Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
-from paravt.errors import ParavtError
+from paravt.config import ToolServerConfig
+from paravt.errors import ConfigError, ParavtError, ToolCallError
+from paravt.tools.base import Observation
+from paravt.tools.guard import ServerCaps, VideoRoots, clamp_context
+from paravt.tools.http_limits import BodyLimit
 from paravt.tools.metrics import Metrics
-from paravt.tools.sandbox import isolation_mode
+from paravt.tools.sandbox import WEAK_REFUSAL, isolation_mode
 from paravt.tools.toolset import LocalToolSet, build_toolset
 from paravt.tools.wire import budget_to_wire, context_from_wire, observation_to_wire
+
+Session = Annotated[str, Field(min_length=16, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
+TrajectoryId = Annotated[str, Field(min_length=1, max_length=256)]
 
 
 class CallIn(BaseModel):
@@ -41,7 +54,8 @@ class CallIn(BaseModel):
 
 
 class BatchItem(BaseModel):
-    trajectory_id: str
+    session: Session  # the caller's random per-run nonce: runtimes are keyed by (session, id)
+    trajectory_id: TrajectoryId
     context: dict[str, Any]
     calls: list[CallIn]
 
@@ -51,17 +65,45 @@ class BatchRequest(BaseModel):
 
 
 class FinishRequest(BaseModel):
-    trajectory_ids: list[str]
+    session: Session
+    trajectory_ids: list[TrajectoryId]
 
 
-def _tool_options(names: Sequence[str], idle_ttl_s: float) -> dict[str, dict[str, Any]]:
-    return {"python": {"idle_ttl_s": idle_ttl_s}} if "python" in names else {}
+def _runtime_key(session: str, trajectory_id: str) -> str:
+    return f"{session}/{trajectory_id}"
 
 
-def create_app(names: Sequence[str], *, max_concurrency: int = 64, request_timeout_s: float = 120.0,
-               idle_ttl_s: float = 300.0, timeouts: dict[str, float] | None = None) -> FastAPI:
-    """A tool server for the tools ``names`` (unknown names raise `ConfigError` now)."""
-    toolset = build_toolset(list(names), timeouts=timeouts, options=_tool_options(names, idle_ttl_s))
+def _tool_options(names: Sequence[str], cfg: ToolServerConfig) -> dict[str, dict[str, Any]]:
+    if "python" not in names:
+        return {}
+    if isolation_mode() != "bwrap" and not cfg.python_weak_isolation:
+        raise ConfigError(WEAK_REFUSAL.format(mode=isolation_mode()))
+    return {"python": {"idle_ttl_s": cfg.idle_ttl_s, "max_runtimes": cfg.max_runtimes,
+                       "weak_isolation": cfg.python_weak_isolation}}
+
+
+def _caps(cfg: ToolServerConfig) -> ServerCaps:
+    return ServerCaps(crop_max_frames=cfg.max_crop_frames, crop_fps=cfg.max_crop_fps,
+                      crop_max_pixels=cfg.max_crop_pixels, size_factor=cfg.max_size_factor,
+                      call_pixels=cfg.max_call_pixels, episode_pixels=cfg.max_episode_pixels)
+
+
+def _too_large(req: BatchRequest, cfg: ToolServerConfig) -> str | None:
+    n_calls = sum(len(i.calls) for i in req.items)
+    if len(req.items) > cfg.max_items_per_request:
+        return f"{len(req.items)} items in one request exceed max_items_per_request={cfg.max_items_per_request}"
+    if n_calls > cfg.max_calls_per_request:
+        return f"{n_calls} calls in one request exceed max_calls_per_request={cfg.max_calls_per_request}"
+    return None
+
+
+def create_app(names: Sequence[str], config: ToolServerConfig | None = None, *,
+               timeouts: dict[str, float] | None = None) -> FastAPI:
+    """A tool server for the tools ``names`` (unknown names, missing video roots, or python
+    without bubblewrap and without the weak-isolation opt-in raise `ConfigError` now)."""
+    cfg = config or ToolServerConfig()
+    roots, caps = VideoRoots(cfg.video_roots), _caps(cfg)
+    toolset = build_toolset(list(names), timeouts=timeouts, options=_tool_options(names, cfg))
     assert isinstance(toolset, LocalToolSet)
     metrics = Metrics()
     state = {"inflight": 0}
@@ -69,16 +111,25 @@ def create_app(names: Sequence[str], *, max_concurrency: int = 64, request_timeo
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
-        slots["sem"] = asyncio.Semaphore(max_concurrency)
+        slots["sem"] = asyncio.Semaphore(cfg.max_concurrency)
         yield
         await toolset.aclose()
 
     app = FastAPI(title="paravt tool server", lifespan=lifespan)
-    app.state.toolset, app.state.metrics = toolset, metrics
+    app.add_middleware(BodyLimit, max_body_bytes=cfg.max_body_bytes, body_timeout_s=cfg.body_timeout_s)
+    app.state.toolset, app.state.metrics, app.state.config = toolset, metrics, cfg
+    app.state.video_roots = roots.roots
 
     async def run_item(item: BatchItem) -> dict[str, Any]:
-        ctx = context_from_wire(item.context, episode_id=item.trajectory_id)
-        obs = await asyncio.gather(*(toolset.run_one(ctx, c.name, c.arguments, c.error) for c in item.calls))
+        ctx = context_from_wire(item.context, episode_id=_runtime_key(item.session, item.trajectory_id))
+        clamp_context(ctx, caps)
+        try:
+            ctx.video = roots.resolve(ctx.video)
+        except ToolCallError as exc:
+            metrics.inc("paravt_tool_refused_videos_total", "Items whose video is outside the video roots.")
+            obs = [Observation.failure(str(exc)) for _ in item.calls]
+        else:
+            obs = await asyncio.gather(*(toolset.run_one(ctx, c.name, c.arguments, c.error) for c in item.calls))
         for call, o in zip(item.calls, obs):
             outcome = "ok" if o.ok else ("timeout" if o.metrics.get("timeout") else "error")
             metrics.inc("paravt_tool_calls_total", "Tool calls by tool and outcome.",
@@ -98,11 +149,14 @@ def create_app(names: Sequence[str], *, max_concurrency: int = 64, request_timeo
     async def batch(req: BatchRequest) -> JSONResponse:
         t0 = time.perf_counter()
         metrics.inc("paravt_tool_requests_total", "Batch requests received.")
+        if (too_large := _too_large(req, cfg)) is not None:
+            metrics.inc("paravt_tool_request_errors_total", "Batch requests that failed.")
+            return JSONResponse({"error": too_large}, status_code=413)
         try:
-            results = await asyncio.wait_for(run_batch(req), request_timeout_s)
+            results = await asyncio.wait_for(run_batch(req), cfg.request_timeout_s)
         except asyncio.TimeoutError:
             metrics.inc("paravt_tool_request_timeouts_total", "Batch requests that exceeded request_timeout_s.")
-            return JSONResponse({"error": f"request timed out after {request_timeout_s:g} s"}, status_code=504)
+            return JSONResponse({"error": f"request timed out after {cfg.request_timeout_s:g} s"}, status_code=504)
         except (ParavtError, KeyError, TypeError, ValueError) as exc:
             metrics.inc("paravt_tool_request_errors_total", "Batch requests that failed.")
             return JSONResponse({"error": f"bad request: {type(exc).__name__}: {exc}"}, status_code=400)
@@ -113,7 +167,7 @@ def create_app(names: Sequence[str], *, max_concurrency: int = 64, request_timeo
     @app.post("/v1/finish")
     async def finish(req: FinishRequest) -> dict[str, int]:
         for tid in req.trajectory_ids:
-            await toolset.finish(_FinishCtx(tid))  # type: ignore[arg-type]
+            await toolset.finish(_FinishCtx(_runtime_key(req.session, tid)))  # type: ignore[arg-type]
         return {"released": len(req.trajectory_ids)}
 
     @app.get("/v1/tools")
@@ -124,7 +178,7 @@ def create_app(names: Sequence[str], *, max_concurrency: int = 64, request_timeo
     @app.get("/health")
     async def health() -> dict[str, Any]:
         return {"status": "ok", "tools": sorted(toolset.names), "isolation": isolation_mode(),
-                "inflight": state["inflight"], "max_concurrency": max_concurrency}
+                "inflight": state["inflight"], "max_concurrency": cfg.max_concurrency}
 
     @app.get("/metrics")
     async def prometheus() -> PlainTextResponse:

@@ -1,6 +1,6 @@
 """Per-process caches of the video layer, and the decode counters.
 
-Two bounded LRU caches, both keyed by the file's identity ``(resolved path, mtime_ns, size)`` so
+Three bounded LRU caches, all keyed by the file's identity ``(resolved path, mtime_ns, size)`` so
 that a rewritten file is never served stale:
 
 - open containers (``ContainerPool``): opening an mp4 parses its index (moov); a pooled container
@@ -8,7 +8,8 @@ that a rewritten file is never served stale:
   and closed when evicted;
 - decoded results (``ResultCache``): ``Frames`` keyed by file identity + sampling spec, so the G
   rollouts of one prompt (same video, same overview / same window) decode once. Concurrent misses
-  on one key wait for the first decoder instead of decoding again. Cached arrays are read-only.
+  on one key wait for the first decoder instead of decoding again. Cached arrays are read-only;
+- probe results (``InfoCache``): a probe reads the first frame and the file's tail, once per file.
 
 Everything is guarded by locks: decoding is called from worker threads (``asyncio.to_thread``).
 ``decode_stats()`` exposes the counters; tests use them to prove a hit does not decode.
@@ -28,10 +29,11 @@ import av
 import av.container
 
 from paravt.errors import VideoError
-from paravt.video.types import Frames
+from paravt.video.types import Frames, VideoInfo
 
 MAX_OPEN_CONTAINERS = 8
 MAX_CACHED_RESULTS = 64
+MAX_CACHED_INFOS = 1024
 
 
 @dataclass(frozen=True)
@@ -220,8 +222,35 @@ class ResultCache:
             self._data.clear()
 
 
+class InfoCache:
+    """Bounded LRU of probe results."""
+
+    def __init__(self, capacity: int = MAX_CACHED_INFOS) -> None:
+        self.capacity = capacity
+        self._data: OrderedDict[FileKey, VideoInfo] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: FileKey) -> VideoInfo | None:
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is not None:
+                self._data.move_to_end(key)
+            return hit
+
+    def put(self, key: FileKey, info: VideoInfo) -> None:
+        with self._lock:
+            self._data[key] = info
+            while len(self._data) > self.capacity:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
 POOL = ContainerPool()
 RESULTS = ResultCache()
+INFOS = InfoCache()
 
 
 def decode_stats() -> DecodeStats:
@@ -233,4 +262,5 @@ def clear_cache() -> None:
     """Close pooled containers, drop cached results and reset the counters."""
     POOL.clear()
     RESULTS.clear()
+    INFOS.clear()
     COUNTERS.reset()

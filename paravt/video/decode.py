@@ -21,7 +21,10 @@ A target never filled at the end of the stream but far past the last frame means
 file (`VideoError`); ``max_frames`` caps n in both the ``nframes`` and the ``fps`` mode.
 
 Windows must lie inside [0, duration]; a window partly outside raises `VideoError` (the tool layer
-clamps model-chosen windows before calling).
+clamps model-chosen windows before calling). The duration is the probe's (``paravt.video.probe``):
+never shorter than the stream's last packet, so the frames of a VFR file whose header understates
+it are reachable. Frames come out upright: the stream's display rotation is applied after the
+resize (``max_pixels`` applies to the displayed size).
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -39,6 +41,7 @@ import numpy as np
 
 from paravt.errors import VideoError
 from paravt.video import cache
+from paravt.video.probe import probe, quarter_turns, rotate_quarters
 from paravt.video.types import Frames, VideoInfo
 
 #: Keyframe interval assumed until two are seen in one decode (x264's default 250 frames @ 25 fps).
@@ -108,36 +111,6 @@ def check_window(info: VideoInfo, start: float, end: float) -> None:
             f"window [{start}, {end}] s is outside the video {info.path!r}, which spans "
             f"[0, {info.duration:.3f}] s; clamp the window to the video first"
         )
-
-
-def _stream_info(path: str, container: av.container.InputContainer) -> VideoInfo:
-    s = container.streams.video[0]
-    tb = s.time_base or Fraction(1, 1)
-    start = float(s.start_time * tb) if s.start_time is not None else 0.0
-    if s.duration:
-        duration = float(s.duration * tb)
-    elif container.duration:
-        duration = container.duration / av.time_base - start
-    else:
-        duration = 0.0
-    if not duration > 0:
-        raise VideoError(
-            f"{path!r}: the video stream has no duration; the file is empty or broken, re-encode it"
-        )
-    rate = s.average_rate or s.guessed_rate
-    fps = float(rate) if rate else (s.frames / duration if s.frames else 0.0)
-    if not fps > 0:
-        raise VideoError(f"{path!r}: cannot determine the frame rate; re-encode the file")
-    num_frames = s.frames if s.frames else round(duration * fps)
-    cc = s.codec_context
-    return VideoInfo(path, duration, fps, int(num_frames), cc.width, cc.height, cc.name, start)
-
-
-def probe(path: str | Path) -> VideoInfo:
-    """Read duration, fps, frame count, size, codec and start time of the first video stream."""
-    key = cache.file_key(path)
-    with cache.POOL.lend(key) as container:
-        return _stream_info(str(path), container)
 
 
 @dataclass
@@ -262,17 +235,19 @@ def _check_not_truncated(
         )
 
 
-def _to_arrays(picked: Sequence[av.VideoFrame], size: tuple[int, int] | None) -> np.ndarray:
+def _to_arrays(picked: Sequence[av.VideoFrame], size: tuple[int, int] | None, turns: int) -> np.ndarray:
+    """RGB arrays, resized to the DISPLAYED ``size`` (h, w) and turned upright by ``turns``
+    counter-clockwise quarter turns (the stream's display matrix)."""
     out: dict[int, np.ndarray] = {}  # duplicates are converted once
     arrays = []
     for frame in picked:
         if id(frame) not in out:
             if size is None:
-                out[id(frame)] = frame.to_ndarray(format="rgb24")
+                arr = frame.to_ndarray(format="rgb24")
             else:
-                out[id(frame)] = frame.to_ndarray(
-                    format="rgb24", height=size[0], width=size[1], interpolation="AREA"
-                )
+                h, w = (size[1], size[0]) if turns % 2 else size  # resize in the stored orientation
+                arr = frame.to_ndarray(format="rgb24", height=h, width=w, interpolation="AREA")
+            out[id(frame)] = rotate_quarters(arr, turns)
         arrays.append(out[id(frame)])
     return np.stack(arrays)
 
@@ -297,12 +272,10 @@ def _decode_times(
                 j = _decode_run(container, stream, targets, j, picked, first_pts, gop, reseek)
             frames = [f for f in picked if f is not None]
             assert len(frames) == len(targets)
-            size = None
-            if max_pixels is not None:
-                size = smart_resize(
-                    frames[0].height, frames[0].width, max_pixels=max_pixels, factor=size_factor
-                )
-            array = _to_arrays(frames, size)
+            turns = quarter_turns(frames[0].rotation)
+            h, w = (frames[0].width, frames[0].height) if turns % 2 else (frames[0].height, frames[0].width)
+            size = None if max_pixels is None else smart_resize(h, w, max_pixels=max_pixels, factor=size_factor)
+            array = _to_arrays(frames, size, turns)
         except av.error.FFmpegError as err:
             raise VideoError(
                 f"decoding {key.path!r} failed: {err}; the stream is corrupt or truncated, "

@@ -15,10 +15,11 @@ class VideoInfo:
     duration: float  # seconds, from the stream (or container) duration, start pts removed
     fps: float  # average frame rate
     num_frames: int  # counted or estimated (duration * fps) when the header has none
-    width: int
+    width: int  # as displayed (after the rotation)
     height: int
     codec: str
     start_time: float = 0.0  # pts of the first frame in seconds (non-zero for some files)
+    rotation: int = 0  # degrees counter-clockwise applied to decoded frames (0, 90, 180, 270)
 
 
 @dataclass(frozen=True, eq=False)

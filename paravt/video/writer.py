@@ -2,7 +2,8 @@
 
 Used to build the synthetic datasets, the tests and the benchmark. Options exist to produce the
 awkward files real decoders meet: B-frames (decode order ≠ presentation order), a non-zero start
-pts, variable frame rate (explicit per-frame ``timestamps``) and an extra audio stream.
+pts, variable frame rate (explicit per-frame ``timestamps``), an extra audio stream and a display
+rotation (the display matrix a phone writes: frames stored sideways, shown turned).
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ def write_video(
     audio: bool = False,
     start_pts_s: float = 0.0,
     timestamps: Sequence[float] | None = None,
+    rotation: int = 0,
 ) -> Path:
     """Encode ``frames`` (uint8 H×W×3 RGB, H and W even) as an H.264 mp4 at ``path``.
 
@@ -109,8 +111,12 @@ def write_video(
     when ``timestamps`` is given (variable frame rate; ``fps`` is then only the nominal rate in the
     header). ``gop`` is the keyframe interval in frames, ``crf`` the x264 quality (lower = better),
     ``bframes`` enables up to 3 B-frames, ``audio`` adds a silent mono AAC track as long as the
-    video. Returns the path. Raises `VideoError` for bad frames or arguments.
+    video. ``rotation`` (degrees counter-clockwise, a multiple of 90) is stored as the display
+    matrix: players (and ``paravt.video`` decoding) show each frame turned by it. Returns the path.
+    Raises `VideoError` for bad frames or arguments.
     """
+    if rotation % 90:
+        raise VideoError(f"rotation={rotation} is not a multiple of 90 degrees")
     if fps <= 0 or gop <= 0 or start_pts_s < 0:
         raise VideoError(
             f"fps={fps}, gop={gop}, start_pts_s={start_pts_s}: need fps > 0, gop ≥ 1, start ≥ 0"
@@ -127,6 +133,8 @@ def write_video(
             if stream is None:
                 shape = arr.shape
                 stream = _add_video_stream(container, shape, fps, gop, crf, bframes)
+                if rotation % 360:
+                    stream.set_display_rotation(rotation)
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(arr), format="rgb24")
             pts = _frame_pts(i, fps, start_pts_s, timestamps)
             if i > 0 and pts <= last_pts:

@@ -185,8 +185,8 @@ def test_degenerate_output_reaches_the_reward_and_scores_only_the_bias(video: st
     loop = "<|im_start|>assistant\n" * 6
     res, _ = _run(video, codec, [loop])
     assert "<|im_start|>" in res.completion
-    b = episode_reward(res, RewardWeights())
-    assert b.degenerate and b.reward == pytest.approx(RewardWeights().bias)
+    b = episode_reward(res, RewardWeights.default())
+    assert b.degenerate and b.reward == pytest.approx(RewardWeights.default().bias)
 
 
 class FailingSecondSub(ScriptedGenerator):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
+from paravt.config import ToolServerConfig
 from paravt.models.base import SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.models.loading import load_processor
@@ -57,7 +58,7 @@ def _run(video: str, codec: ChatCodec, tools):
 def test_mixed_turn_local_and_through_the_tool_server_give_identical_trajectories(video: str, tiny_qwen3_dir: str) -> None:
     codec = ChatCodec(load_processor(tiny_qwen3_dir))
     local = _run(video, codec, build_toolset(TOOLS))
-    with ServerThread(create_app(TOOLS)) as srv:
+    with ServerThread(create_app(TOOLS, ToolServerConfig(video_roots=[str(Path(video).parent)]))) as srv:
         remote = _run(video, codec, build_toolset(TOOLS, server_url=srv.url))
     # crop windows went to 2 sub-agents; frame_select's 3 frames came back inline as a video
     assert [c.name for c in local.calls] == ["crop_video", "frame_select", "crop_video"]

@@ -37,7 +37,7 @@ def test_judge_scores_open_ended_episodes_and_leaves_the_rest(server, video: str
     overrides, counts = asyncio.run(judge_overrides([oe, oe_exact, mcq], url=url, model=None, timeout_s=5))
     assert overrides == [0.5, 1.0, None] and state.requests == 2
     assert counts == {"judge/n": 2.0, "judge/judged": 2.0, "judge/fallback_f1": 0.0}
-    assert episode_reward(oe_exact, RewardWeights(), overrides[1]).acc == 1.0
+    assert episode_reward(oe_exact, RewardWeights.default(), overrides[1]).acc == 1.0
     none, empty = asyncio.run(judge_overrides([oe], url=None, model=None, timeout_s=5))
     assert none == [None] and empty == {}
 

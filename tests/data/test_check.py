@@ -72,3 +72,25 @@ def test_rows_other_than_main_traces_only_get_part_checks() -> None:
     sub = SFTRow("s", "sub", "sub", (Message("user", (VideoPart("v.mp4", 0.0, 40.0, 16), TextPart("Q"))),
                                      Message("assistant", "Nothing brief appears in this window.")), ("v.mp4",), extra())
     assert check_row(sub) == []
+
+
+def _fs(think: str, s: float, e: float, n: int, r: float = 0.5) -> Message:
+    from paravt.protocol import tags as T
+
+    args = {"start_time": s, "end_time": e, "nframes": n, "resize": r}
+    return Message("assistant", T.render_tool_turn(think, [T.render_tool_call("frame_select", args)]))
+
+
+def test_frame_select_traces_pass_in_sequential_mode_only() -> None:
+    msgs = [*head(), _fs("scan", 0, DURATION, 15), results([(0, DURATION)], ["x"]),
+            _fs("rescan denser", 0, DURATION, 45), results([(0, DURATION)], ["y"]), answer()]
+    assert check_row(parallel(msgs, mode="sequential")) == []  # a denser rescan is not a duplicate
+    assert "json" in _rules(parallel(msgs))  # parallel traces use crop_video only
+
+
+def test_frame_select_rate_and_identical_repeat_are_caught() -> None:
+    fast = [*head(), _fs("zoom", 50, 60, 20), results([(50, 60)], ["x"]), answer()]
+    assert "budget" in _rules(parallel(fast, mode="sequential"))  # 20 frames over 10 s = 2 fps
+    same = [*head(), _fs("a", 50, 60, 5), results([(50, 60)], ["x"]), _fs("b", 50, 60, 5), results([(50, 60)], ["x"]),
+            answer()]
+    assert "duplicate" in _rules(parallel(same, mode="sequential"))

@@ -33,7 +33,7 @@ from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 import paravt.integrations.verl.agent_loop as paravt_loop  # noqa: E402
 from paravt.cli.train_verl import write_run_files  # noqa: E402
 from paravt.config import TrainConfig  # noqa: E402
-from paravt.integrations.verl.settings import VerlSettings  # noqa: E402
+from paravt.config import VerlConfig  # noqa: E402
 from paravt.models.base import GenRequest, SamplingParams  # noqa: E402
 from paravt.models.chat import ChatCodec  # noqa: E402
 from paravt.models.hf import HFGenerator  # noqa: E402
@@ -124,9 +124,9 @@ def _train_config(model_dir: str, out_dir: Path) -> TrainConfig:
 def _worker_config(cfg: TrainConfig):
     from hydra import compose, initialize_config_dir
 
-    verl = VerlSettings(prompt_length=2048, response_length=2048, train_batch_size=1, ppo_mini_batch_size=1,
-                        n_gpus_per_node=1, agent_workers=1)
-    files, _ = write_run_files(cfg, verl, convert_data=False)
+    cfg = cfg.model_copy(update={"verl": VerlConfig(prompt_length=2048, response_length=2048, train_batch_size=1,
+                                                    ppo_mini_batch_size=1, n_gpus_per_node=1, agent_workers=1)})
+    files, _ = write_run_files(cfg, convert_data=False)
     with initialize_config_dir(config_dir=str(files["dir"]), version_base=None):
         return compose(config_name="paravt_verl")
 

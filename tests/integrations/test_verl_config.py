@@ -15,7 +15,7 @@ from paravt.config import TrainConfig  # noqa: E402
 from paravt.errors import ConfigError  # noqa: E402
 from paravt.integrations.verl.render import render_verl_config  # noqa: E402
 from paravt.config import load  # noqa: E402
-from paravt.integrations.verl.settings import VerlSettings  # noqa: E402
+from paravt.config import VerlConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,7 @@ def _compose(config_dir: Path):
 
 
 @pytest.fixture(scope="module")
-def paper() -> tuple[TrainConfig, VerlSettings]:
+def paper() -> tuple[TrainConfig, VerlConfig]:
     cfg = load(ROOT / "configs" / "qwen3vl_8b_paragrpo.yaml")
     return cfg, cfg.verl
 
@@ -52,8 +52,8 @@ def test_dry_run_config_passes_verls_own_validation(paper, tmp_path: Path, capsy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
     cfg, verl = paper
-    cfg = cfg.model_copy(update={"out_dir": str(tmp_path)})
-    assert launch_verl(cfg, dry_run=True, verl=verl.model_copy(update={"nnodes": 2})) == 0
+    cfg = cfg.model_copy(update={"out_dir": str(tmp_path), "verl": verl.model_copy(update={"nnodes": 2})})
+    assert launch_verl(cfg, dry_run=True) == 0
     printed = capsys.readouterr().out
     assert "verl.trainer.main_ppo" in printed and f"--config-path={tmp_path / 'verl'}" in printed
     composed = _compose(tmp_path / "verl")
@@ -76,7 +76,8 @@ def test_dry_run_config_passes_verls_own_validation(paper, tmp_path: Path, capsy
 def test_ablation_knobs_map_to_verl_names() -> None:
     cfg = TrainConfig()
     cfg.rl.std_normalize, cfg.rl.kl_estimator, cfg.rl.kl_coef, cfg.rl.group_size = False, "k1", 0.0, 4
-    out = render_verl_config(cfg, VerlSettings(rollout_backend="sglang"), run_dir="/tmp/x")
+    cfg.verl = VerlConfig(rollout_backend="sglang")
+    out = render_verl_config(cfg, run_dir="/tmp/x")
     actor, rollout = out["actor_rollout_ref"]["actor"], out["actor_rollout_ref"]["rollout"]
     assert out["algorithm"]["norm_adv_by_std_in_grpo"] is False
     assert actor["kl_loss_type"] == "k1" and actor["use_kl_loss"] is False
@@ -87,7 +88,8 @@ def test_episode_longer_than_a_verl_row_is_a_config_error(tmp_path: Path) -> Non
     cfg = TrainConfig(out_dir=str(tmp_path))
     cfg.rollout.max_context_tokens = 20000
     with pytest.raises(ConfigError, match="max_context_tokens=20000"):
-        launch_verl(cfg, dry_run=True, verl=VerlSettings(prompt_length=8192, response_length=8192))
+        launch_verl(cfg.model_copy(update={"verl": VerlConfig(prompt_length=8192, response_length=8192)}),
+                    dry_run=True)
 
 
 def test_unknown_verl_key_names_the_field(tmp_path: Path) -> None:
@@ -98,5 +100,5 @@ def test_unknown_verl_key_names_the_field(tmp_path: Path) -> None:
 
 
 def test_write_run_files_without_data_still_renders(tmp_path: Path) -> None:
-    files, rendered = write_run_files(TrainConfig(out_dir=str(tmp_path)), VerlSettings(), convert_data=False)
+    files, rendered = write_run_files(TrainConfig(out_dir=str(tmp_path)), convert_data=False)
     assert yaml.safe_load(files["verl_config"].read_text()) == rendered

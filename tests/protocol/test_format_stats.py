@@ -42,3 +42,18 @@ def test_flow_rejects_answer_before_think() -> None:
 def test_tool_code_is_counted() -> None:
     s = format_stats(PRE + "x</think><tool_code>crop_video(1,2)</tool_code><tool_code>")
     assert s.tool_code and s.n_tool_code == 2 and s.n_calls == 0 and not s.balanced
+
+
+def test_think_first_needs_a_tool_call() -> None:
+    direct = format_stats(PRE + "plan the search\n</think>\n<answer>A</answer>")
+    code = format_stats(PRE + "plan\n</think>\n<tool_code>crop_video(0, 5)</tool_code>")
+    late = format_stats(PRE + "plan" + render_crop_call(0, 5) + "</think>")
+    assert not direct.think_first and not code.think_first and not late.think_first
+
+
+def test_answer_filled_reads_the_last_answer_body() -> None:
+    assert not format_stats(PRE + "x</think><answer> \n </answer>").answer_filled
+    assert not format_stats(PRE + "x</think><answer>A</answer><answer></answer>").answer_filled
+    assert format_stats(PRE + "x</think><answer>B").answer_filled  # unclosed but filled
+    empty = format_stats(PRE + "ok fine\n</think><answer></answer>")
+    assert empty.answer_closed and not empty.flow  # closed tags, no flow for an empty answer

@@ -1,10 +1,10 @@
 import pytest
 
 from paravt.protocol.tags import render_crop_call
-from paravt.rewards.composite import RewardWeights, compute_reward
+from paravt.rewards import RewardWeights, compute_reward
 from paravt.rewards.metrics import RolloutRecord, aggregate
 
-W = RewardWeights()
+W = RewardWeights.default()
 
 
 def rec(text: str, task: str, answer: str, n: int | None, **kw) -> RolloutRecord:
@@ -27,11 +27,20 @@ def test_aggregate_matches_hand_counts() -> None:
     assert acc4 == pytest.approx(2 / 3)
     assert m["acc/task/mcq"] == pytest.approx(0.5) and m["acc/task/oe"] == pytest.approx(acc4 / 2)
     assert m["acc/n/4"] == 1.0 and m["acc/n/8"] == 0.0 and "acc/n/None" not in m
-    assert m["f_tau"] == pytest.approx(sum(r.breakdown.format for r in recs) / 4)
+    assert m["f_tau"] == pytest.approx(sum(r.breakdown.format_ref for r in recs) / 4)
+    assert m["reward/format"] == pytest.approx(sum(r.breakdown.format for r in recs) / 4)
     assert m["reward/bias"] == -0.2 and m["subagent_latency_s"] == 2.0 and m["tokens/main"] == 20.0
 
 
-def test_executed_calls_override_the_parsed_count_and_empty_input() -> None:
-    r = rec("x</think><answer>A</answer>", "mcq", "A", None, n_calls=3)
-    assert aggregate([r])["kappa"] == 3.0 and aggregate([r])["skip_tool_rate"] == 0.0
+def test_f_tau_is_one_yardstick_across_reward_switches() -> None:
+    text = "Checked it all.</think><answer>A</answer>"
+    para = RolloutRecord(compute_reward(text, task="mcq", answer="A", weights=W), "mcq")
+    vanilla = RolloutRecord(compute_reward(text, task="mcq", answer="A",
+                                           weights=RewardWeights.default(anchor_enabled=False)), "mcq")
+    # the same output: same f_tau (1.15); the training format terms differ (1.15 vs 0.8)
+    assert aggregate([para])["f_tau"] == aggregate([vanilla])["f_tau"] == pytest.approx(1.15)
+    assert aggregate([vanilla])["reward/format"] == pytest.approx(0.8)
+
+
+def test_empty_input() -> None:
     assert aggregate([]) == {"n": 0.0}

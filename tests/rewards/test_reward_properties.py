@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paravt.protocol import tags as T
-from paravt.rewards.composite import RewardWeights, compute_reward
+from paravt.protocol.stats import THINK_MIN_CHARS, format_stats
+from paravt.rewards import RewardWeights, compute_reward
 
 FRAGMENTS = [
     *T.PROTOCOL_TAGS, T.IM_START, T.IM_END, "\n",
@@ -23,7 +24,7 @@ prefixes = st.sampled_from([T.THINK_PREFIX, ""])
 @given(texts, tasks, prefixes)
 def test_reward_is_finite_and_within_documented_bounds(text, task, prefix) -> None:
     kind, answer, options = task
-    b = compute_reward(text, task=kind, answer=answer, options=options, prefix=prefix, weights=RewardWeights())
+    b = compute_reward(text, task=kind, answer=answer, options=options, prefix=prefix, weights=RewardWeights.default())
     assert all(math.isfinite(x) for x in (b.reward, b.acc, b.format, b.anchor, b.tool))
     assert 0 <= b.acc <= 1 and 0 <= b.format_base <= 1 and -0.3 <= b.anchor <= 0.7 + 1e-12
     assert -0.35 - 1e-12 <= b.reward <= 2.25 + 1e-12  # docs/rewards.md ranges
@@ -36,7 +37,7 @@ def test_reward_is_finite_and_within_documented_bounds(text, task, prefix) -> No
 @given(texts, prefixes)
 def test_anchor_fires_only_as_defined(text, prefix) -> None:
     full = prefix + text
-    b = compute_reward(text, task="mcq", answer="B", prefix=prefix, weights=RewardWeights())
+    b = compute_reward(text, task="mcq", answer="B", prefix=prefix, weights=RewardWeights.default())
     if b.degenerate:
         return
     plain = T.strip_observations(full)
@@ -48,16 +49,18 @@ def test_anchor_fires_only_as_defined(text, prefix) -> None:
         assert T.THINK_CLOSE in plain
     if b.anchor < 0:
         assert unclosed
-    # exact decomposition: alpha*closed + beta*flow - gamma*unclosed, flow implies an answer block
-    residual = b.anchor - 0.4 * b.closed_think + 0.3 * unclosed
+    # exact decomposition: alpha*closed + beta*flow - gamma*unclosed (alpha and beta only for a
+    # substantive think), flow implies an answer block
+    thought = format_stats(full).think_chars >= THINK_MIN_CHARS
+    residual = b.anchor - 0.4 * (b.closed_think and thought) + 0.3 * unclosed
     assert math.isclose(residual, 0.0, abs_tol=1e-9) or (
-        math.isclose(residual, 0.3, abs_tol=1e-9) and b.closed_answer and T.ANSWER_OPEN in plain)
+        math.isclose(residual, 0.3, abs_tol=1e-9) and thought and b.closed_answer and T.ANSWER_OPEN in plain)
 
 
 @settings(max_examples=400, deadline=None)
 @given(texts, st.integers(0, 8))
 def test_accumulative_tool_reward_is_zero_when_the_answer_is_wrong(text, calls) -> None:
-    w = RewardWeights(tool_mode="accumulative")
+    w = RewardWeights.default(tool_mode="accumulative")
     b = compute_reward(text + "<answer>Z</answer>", task="mcq", answer="B", options=["a", "b"],
                        successful_calls=calls, weights=w)
     if b.acc == 0.0:  # wrong (almost always: the appended answer is Z)

@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from paravt.rewards import TERM_NAMES
 from test_judge import server  # noqa: F401 - the toy judge server fixture
 
 CLI = [sys.executable, "-c", "from paravt.cli import app; app()", "score"]
@@ -12,7 +13,7 @@ GOOD = {"completion": "I checked the overview.\n</think>\n<answer>A</answer>", "
 def test_bad_lines_become_errors_and_config_and_summary_apply(tmp_path: Path) -> None:
     src = tmp_path / "in.jsonl"
     lines = [json.dumps(GOOD), "not json", json.dumps({**GOOD, "task": "essay"}),
-             json.dumps({**GOOD, "successful_calls": -1}), json.dumps({**GOOD, "prefix": ""})]
+             json.dumps({**GOOD, "successful_calls": -1}), json.dumps({**GOOD, "prefix": "<think>\n"})]
     src.write_text("\n".join(lines) + "\n")
     cfg = tmp_path / "c.yaml"
     cfg.write_text("reward:\n  bias: 0.0\n  anchor: false\n")
@@ -21,11 +22,40 @@ def test_bad_lines_become_errors_and_config_and_summary_apply(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr
     out = [json.loads(ln) for ln in proc.stdout.splitlines()]
     assert len(out) == 5 and [("error" in o) for o in out] == [False, True, True, True, False]
-    # no anchor, no bias: 1 + 1.0 (capped base) = 2.0; without the prefix: base 0.5 -> 1.5
-    assert out[0]["reward"] == 2.0 and out[0]["anchor"] == 0.0 and out[4]["reward"] == 1.5
-    assert list(out[0]) == ["reward", "acc", "format", "format_base", "anchor", "tool", "answer",
-                            "degenerate", "closed", "tool_code", "n_calls"]
+    # no anchor, no bias. As written (no <think>): base <answer> 0.3 + </answer> 0.2 = 0.5 -> 1.5;
+    # with the line's prefix: think 0.2 + 0.3 + 0.2 + balanced 0.1 = 0.8 (no tool call) -> 1.8
+    assert out[0]["reward"] == 1.5 and out[0]["anchor"] == 0.0 and out[4]["reward"] == 1.8
+    assert out[4]["format_ref"] == 1.15  # the yardstick keeps the anchor: 0.8 + 0.5 * 0.7
+    assert list(out[0]) == ["reward", *TERM_NAMES, "format", "format_ref", "answer", "degenerate",
+                            "closed", "tool_code", "n_calls"]
+    assert TERM_NAMES == ("acc", "format_base", "anchor", "tool")
     assert "f_tau" in proc.stderr and "acc/task/mcq" in proc.stderr  # the summary table
+    assert "line 2: line is not JSON" in proc.stderr and "line 3:" in proc.stderr  # errors on stderr
+
+
+def test_think_prefix_flag_adds_the_prefix_once(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    written = {**GOOD, "completion": "<think>\n" + GOOD["completion"]}
+    src.write_text("\n".join(json.dumps(r) for r in (GOOD, written)) + "\n")
+    proc = subprocess.run([*CLI, "--in", str(src), "--think-prefix"], capture_output=True, text=True)
+    a, b = (json.loads(ln) for ln in proc.stdout.splitlines())
+    assert a == b  # the prefix is added to the first line only: never "<think>\n<think>"
+    assert a["closed"]["think"] and a["anchor"] == 0.7 and a["format"] == 1.15
+
+
+PAPER_D = Path(__file__).with_name("paper_appendix_d.jsonl")
+
+
+def test_paper_appendix_d_rollouts_score_as_printed() -> None:
+    proc = subprocess.run([*CLI, "--in", str(PAPER_D)], capture_output=True, text=True)
+    ex1, ex2, ex3 = (json.loads(ln) for ln in proc.stdout.splitlines())
+    for ex in (ex1, ex3):  # SFT greedy and PARA-GRPO: think closed, answer closed, 2 calls
+        assert ex["closed"]["think"] and ex["closed"]["answer"] and ex["n_calls"] == 2
+        assert ex["anchor"] == 0.7 and not ex["tool_code"]
+        assert not ex["closed"]["tool_call"] and ex["tool"] == 0.0  # python-call style is not JSON
+    # early vanilla RL: think never closed, a <tool_code> reversion, no answer
+    assert not ex2["closed"]["think"] and ex2["tool_code"] and ex2["anchor"] == -0.3
+    assert not ex2["closed"]["answer"] and ex2["n_calls"] == 0
 
 
 def test_unreadable_file_exits_2(tmp_path: Path) -> None:

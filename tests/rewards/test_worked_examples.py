@@ -28,19 +28,20 @@ def scored() -> list[dict]:
     return [json.loads(ln) for ln in proc.stdout.splitlines()]
 
 
-def test_table_has_the_eight_examples(scored: list[dict]) -> None:
+def test_table_has_the_nine_examples(scored: list[dict]) -> None:
     table = doc_table()
     cases = [json.loads(ln)["case"] for ln in EXAMPLES.read_text().splitlines()]
-    assert len(table) == len(scored) == 8
+    assert len(table) == len(scored) == 9
     assert [r["case"].replace("`", "") for r in table] == cases
 
 
-@pytest.mark.parametrize("i", range(8))
+@pytest.mark.parametrize("i", range(9))
 def test_every_cell_matches_paravt_score(scored: list[dict], i: int) -> None:
     row, out = doc_table()[i], scored[i]
     for key in ("reward", "acc", "format", "format_base", "anchor", "tool"):
         assert out[key] == pytest.approx(float(row[key]), abs=1e-6), key
-    assert out["n_calls"] == int(row["n_calls"]) and out["answer"] == row["answer"]
+    assert out["n_calls"] == int(row["n_calls"])
+    assert out["answer"] == (None if row["answer"] == "—" else row["answer"])
     assert out["degenerate"] is YES_NO[row["degenerate"]] and out["tool_code"] is YES_NO[row["tool_code"]]
     assert out["closed"] == {"think": YES_NO[row["think"]], "tool_call": YES_NO[row["tool_call"]],
                              "answer": YES_NO[row["answer_closed"]]}

@@ -2,13 +2,9 @@ import pytest
 
 from paravt.errors import ConfigError, DataError
 from paravt.rl.filters import (
-    ALL_WRONG,
-    LONG_ANSWER,
     RANK,
     ZERO_VARIANCE,
     Dropped,
-    dapo_length_filter,
-    dapo_prefilter,
     drop_zero_variance,
     rank_by_std,
 )
@@ -55,28 +51,3 @@ def test_bad_filter_inputs_raise() -> None:
         rank_by_std({"a": [0, 1]}, keep=-1)
     with pytest.raises(DataError, match="no rewards"):
         drop_zero_variance({"a": []})
-
-
-def test_dapo_length_filter_only_limits_open_ended_answers() -> None:
-    fifteen = " ".join(["word"] * 15)
-    sixteen = fifteen + " more"
-    assert dapo_length_filter("oe", fifteen) is True  # 15 words: at the limit, kept
-    assert dapo_length_filter("oe", sixteen) is False  # 16 words: dropped
-    assert dapo_length_filter("mcq", sixteen) is True  # other tasks are never length-filtered
-    assert dapo_length_filter("oe", "a  red\tsquare\n", max_words=3) is True  # whitespace split
-
-
-def test_dapo_prefilter_reports_long_answers_and_all_wrong_prompts() -> None:
-    rows = {
-        "a": ("oe", " ".join(["w"] * 20)),  # long
-        "b": ("mcq", "B"),
-        "c": ("tvg", "[12.0, 18.0]"),
-        "d": ("oe", "red square"),
-        "e": ("oe", " ".join(["w"] * 16)),  # long AND all wrong: length wins
-    }
-    acc = {"b": [0.0] * 8, "c": [0.0] * 7 + [0.35], "e": [0.0] * 8}  # d not measured: kept
-    res = dapo_prefilter(rows, acc)
-    assert res.kept == ("c", "d")
-    assert res.dropped == (Dropped("a", LONG_ANSWER), Dropped("b", ALL_WRONG),
-                           Dropped("e", LONG_ANSWER))
-    assert res.drop_counts == {LONG_ANSWER: 2, ALL_WRONG: 1}

@@ -106,8 +106,8 @@ def _trained_text(traj, codec: ChatCodec, bit: int) -> str:
     return codec.decode([i for i, m in zip(traj.ids, traj.loss_mask) if m == bit], skip_special_tokens=False)
 
 
-def test_sft_sequence_trains_assistant_tokens_only(codec: ChatCodec, frames: Frames) -> None:
-    traj = build_sequence(_trace(frames), codec, think_prefix=True)
+def test_sft_sequence_with_masked_prefix_trains_the_rest_only(codec: ChatCodec, frames: Frames) -> None:
+    traj = build_sequence(_trace(frames), codec, mask_think_prefix=True)
     trained = _trained_text(traj, codec, 1)
     assert trained == ("scan</think>\n<tool_call>crop</tool_call><|im_end|>"
                        "red</think>\n<answer>red</answer><|im_end|>")
@@ -119,9 +119,9 @@ def test_sft_sequence_trains_assistant_tokens_only(codec: ChatCodec, frames: Fra
     assert len(traj.videos) == 1 and traj.prompt_len == traj.loss_mask.index(1)
 
 
-def test_sft_sequence_without_think_prefix_trains_the_think_tag(codec: ChatCodec, frames: Frames) -> None:
-    with_prefix = build_sequence(_trace(frames), codec, think_prefix=True)
-    without = build_sequence(_trace(frames), codec, think_prefix=False)
+def test_sft_sequence_trains_the_think_tag_by_default(codec: ChatCodec, frames: Frames) -> None:
+    with_prefix = build_sequence(_trace(frames), codec, mask_think_prefix=True)
+    without = build_sequence(_trace(frames), codec)
     assert without.ids == with_prefix.ids  # same tokens, different masks
     assert _trained_text(without, codec, 1).startswith("<think>\nscan</think>")
     assert without.n_sampled - with_prefix.n_sampled == 2 * len(codec.encode_text(THINK_PREFIX))

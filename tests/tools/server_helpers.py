@@ -1,4 +1,5 @@
-"""Run a tool server app on 127.0.0.1 (a free port) in a background thread."""
+"""Run a tool server app on 127.0.0.1 (a free port) in a background thread, with the same
+connection limits as ``paravt serve-tools`` (`paravt.tools.http_limits.uvicorn_config`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,17 @@ import time
 
 import uvicorn
 
+from paravt.tools.http_limits import uvicorn_config
+
 
 class ServerThread:
     def __init__(self, app) -> None:  # noqa: ANN001
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=30)
+        cfg = app.state.config
+        config = uvicorn_config(app, header_timeout_s=cfg.header_timeout_s, max_connections=cfg.max_connections,
+                                lifespan="on", timeout_keep_alive=30)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 

@@ -40,3 +40,18 @@ def test_serve_tools_rejects_an_unknown_tool_with_a_suggestion():
                          timeout=60)
     assert res.returncode == 2
     assert "Did you mean 'python'?" in " ".join((res.stdout + res.stderr).split())
+
+
+def test_serve_tools_takes_its_limits_from_flags_config_and_set_and_checks_the_video_roots(tmp_path):
+    exe = Path(sys.executable).with_name("paravt")
+    cfg = tmp_path / "server.yaml"
+    cfg.write_text("max_calls_per_request: 7\nmax_runtimes: 3\n")
+    shown = subprocess.run([str(exe), "serve-tools", "--config", str(cfg), "--video-root", str(tmp_path),
+                            "--max-runtimes", "5", "--set", "header_timeout_s=2.5", "--show-config"],
+                           capture_output=True, text=True, timeout=60)
+    missing = subprocess.run([str(exe), "serve-tools", "--video-root", str(tmp_path / "nope")],
+                             capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert f"video_roots:\n- {tmp_path}\n" in shown.stdout and "max_calls_per_request: 7" in shown.stdout
+    assert "max_runtimes: 5" in shown.stdout and "header_timeout_s: 2.5" in shown.stdout  # flags win
+    assert missing.returncode == 2 and "are not directories" in " ".join(missing.stderr.split())

@@ -1,6 +1,7 @@
 import asyncio
 import shutil
 import time
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 from server_helpers import ServerThread
 from tool_helpers import call
 
+from paravt.config import ToolServerConfig
 from paravt.protocol.prompts import ToolSpec
 from paravt.tools import Observation, VisualBudget, build_toolset, register_tool, unregister_tool
 from paravt.tools.client import RemoteToolSet
@@ -33,12 +35,16 @@ def _assert_same(a: Observation, b: Observation) -> None:
         assert a.frames.timestamps == b.frames.timestamps
 
 
-def test_local_and_remote_toolsets_give_identical_observations_and_budgets(make_ctx):
+def _cfg(video: str, **kw) -> ToolServerConfig:
+    return ToolServerConfig(video_roots=[str(Path(video).parent)], **kw)
+
+
+def test_local_and_remote_toolsets_give_identical_observations_and_budgets(make_ctx, video):
     names = ["crop_video", "frame_select"]
     local_ctx = make_ctx(episode_id="t-local", budget=VisualBudget(per_episode_pixels=150_000))
     local = asyncio.run(build_toolset(names).run_calls(local_ctx, _mixed_batch()))
     clear_cache()  # the server decodes again rather than reusing this process's cached frames
-    with ServerThread(create_app(names)) as srv:
+    with ServerThread(create_app(names, _cfg(video))) as srv:
         remote_ts = build_toolset(names, server_url=srv.url)
         assert isinstance(remote_ts, RemoteToolSet) and [s.name for s in remote_ts.specs] == names
         remote_ctx = make_ctx(episode_id="t-remote", budget=VisualBudget(per_episode_pixels=150_000))
@@ -80,8 +86,8 @@ def sleepy():
     unregister_tool("sleepy")
 
 
-def test_a_request_over_its_timeout_gets_a_timeout_error_and_frees_its_slot(make_ctx, sleepy):
-    app = create_app(["sleepy"], max_concurrency=1, request_timeout_s=0.5)
+def test_a_request_over_its_timeout_gets_a_timeout_error_and_frees_its_slot(make_ctx, video, sleepy):
+    app = create_app(["sleepy"], _cfg(video, max_concurrency=1, request_timeout_s=0.5))
     with ServerThread(app) as srv:
         ts = RemoteToolSet(srv.url, ["sleepy"])
 
@@ -103,9 +109,9 @@ def test_a_request_over_its_timeout_gets_a_timeout_error_and_frees_its_slot(make
     assert health["inflight"] == 0 and health["max_concurrency"] == 1
 
 
-def test_tool_server_serves_a_concurrent_loopback_load_without_errors(make_ctx):
+def test_tool_server_serves_a_concurrent_loopback_load_without_errors(make_ctx, video):
     n_requests, concurrency = 240, 32
-    with ServerThread(create_app(["crop_video", "frame_select"], max_concurrency=16)) as srv:
+    with ServerThread(create_app(["crop_video", "frame_select"], _cfg(video, max_concurrency=16))) as srv:
         ts = RemoteToolSet(srv.url, ["crop_video", "frame_select"])
 
         async def client(k: int, out: list) -> None:
@@ -133,8 +139,8 @@ def test_tool_server_serves_a_concurrent_loopback_load_without_errors(make_ctx):
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
-def test_python_state_is_per_trajectory_and_released_by_finish_or_idle_ttl(make_ctx):
-    app = create_app(["python"], idle_ttl_s=3.0)  # generous: a sandbox start takes ~1 s on a busy machine
+def test_python_state_is_per_trajectory_and_released_by_finish_or_idle_ttl(make_ctx, video):
+    app = create_app(["python"], _cfg(video, idle_ttl_s=3.0))  # generous: a sandbox start takes ~1 s on a busy machine
     tool = app.state.toolset.tools["python"]
     with ServerThread(app) as srv:
         ts = RemoteToolSet(srv.url, ["python"])

@@ -9,9 +9,9 @@
   logprobs out).
 - ``reward``: ``compute_score`` for verl's reward manager (users of verl's own tool agent).
 - ``render``: ``TrainConfig`` → verl's Hydra config (``render_verl_config``).
-- ``settings``: ``VerlSettings``, the cluster / engine knobs carried under ``verl:`` in YAML.
+- the cluster / engine knobs are ``paravt.config.VerlConfig`` (``verl:`` in YAML, ``cfg.verl``).
 - ``data``: our rl.parquet → verl's RLHF parquet layout.
 
-Only ``agent_loop``, ``generator`` and the test helpers import verl; ``render``, ``settings`` and
-``reward`` import without it, so ``paravt train rl --engine verl --dry-run`` works anywhere.
+Only ``agent_loop``, ``generator`` and the test helpers import verl; ``render`` and ``reward``
+import without it, so ``paravt train rl --engine verl --dry-run`` works anywhere.
 """

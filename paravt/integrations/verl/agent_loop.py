@@ -38,7 +38,6 @@ from paravt.models.chat import ChatCodec
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rl.gating import gated_nframes
 
-_REWARD_EXTRA_KEYS = ("acc", "format", "anchor", "tool", "n_calls")
 
 
 @functools.lru_cache(maxsize=8)
@@ -71,7 +70,7 @@ def trajectory_output(traj: Trajectory, *, reward: RewardBreakdown | None, n_fra
                              "paravt_index": traj.index, "paravt_nframes": n_frames,
                              "paravt_end_reason": traj.end_reason}
     if reward is not None:
-        extra["reward_extra_info"] = {k: float(getattr(reward, k)) for k in _REWARD_EXTRA_KEYS}
+        extra["reward_extra_info"] = reward.scalars()
     return AgentLoopOutput(
         prompt_ids=list(traj.ids[:p]),
         response_ids=list(traj.ids[p:]),

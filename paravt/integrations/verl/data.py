@@ -20,8 +20,10 @@ from paravt.errors import DataError
 DATA_SOURCE = "paravt"
 
 
-def verl_record(row: Any, data_root: str | Path, index: int, agent_name: str) -> dict[str, Any]:
-    """One verl record of an ``RLRow`` (``paravt.data.schema``)."""
+def verl_record(row: Any, data_root: str | Path, index: int, agent_name: str,
+                think_prefix: bool = True) -> dict[str, Any]:
+    """One verl record of an ``RLRow`` (``paravt.data.schema``). ``think_prefix`` is the run's
+    ``rollout.think_prefix``: the reward entry prepends the forced prefix only when it is on."""
     e = row.extra_info
     if not row.videos:
         raise DataError(f"row {row.id} has no video; RL rows need one (column `videos`)")
@@ -31,7 +33,7 @@ def verl_record(row: Any, data_root: str | Path, index: int, agent_name: str) ->
         "index": index, "id": e.id or row.id, "video": str(video), "question": e.question,
         "task": e.task, "answer": e.answer, "options": list(e.options) if e.options else None,
         "nframes": e.nframes, "subset": e.subset, "duration": e.duration,
-        "tool_necessary": e.tool_necessary,
+        "tool_necessary": e.tool_necessary, "think_prefix": think_prefix,
     }
     return {
         "data_source": DATA_SOURCE,
@@ -42,7 +44,8 @@ def verl_record(row: Any, data_root: str | Path, index: int, agent_name: str) ->
     }
 
 
-def write_verl_parquet(src: str | Path, out: str | Path, *, agent_name: str, data_root: str | Path | None = None) -> int:
+def write_verl_parquet(src: str | Path, out: str | Path, *, agent_name: str, data_root: str | Path | None = None,
+                       think_prefix: bool = True) -> int:
     """Convert ``src`` (our layout, ``kind == "rl"`` rows) to verl's layout; returns the row count."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -53,7 +56,7 @@ def write_verl_parquet(src: str | Path, out: str | Path, *, agent_name: str, dat
     if not rows:
         raise DataError(f"{src} holds no `rl` rows; build RL prompts with `paravt data synth`")
     root = Path(data_root) if data_root is not None else Path(src).resolve().parent
-    records = [verl_record(r, root, i, agent_name) for i, r in enumerate(rows)]
+    records = [verl_record(r, root, i, agent_name, think_prefix) for i, r in enumerate(rows)]
     for rec in records:  # parquet needs one type per column: keep extra_info as JSON-safe values
         rec["extra_info"] = json.loads(json.dumps(rec["extra_info"]))
     Path(out).parent.mkdir(parents=True, exist_ok=True)

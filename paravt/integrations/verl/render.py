@@ -28,8 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from paravt.config import TrainConfig
-from paravt.integrations.verl.settings import VerlSettings, verl_settings_of
+from paravt.config import TrainConfig, VerlConfig
 
 AGENT_NAME = "paravt_agent"
 AGENT_LOOP_TARGET = "paravt.integrations.verl.agent_loop.ParavtAgentLoop"
@@ -59,7 +58,7 @@ def run_files(run_dir: str | Path) -> dict[str, Path]:
     }
 
 
-def render_agent_loop_config(cfg: TrainConfig, verl: VerlSettings, run_dir: str | Path) -> list[dict[str, Any]]:
+def render_agent_loop_config(cfg: TrainConfig, verl: VerlConfig, run_dir: str | Path) -> list[dict[str, Any]]:
     """verl's agent-loop registry file: one entry instantiating our loop with its settings."""
     files = run_files(run_dir)
     return [{
@@ -70,7 +69,7 @@ def render_agent_loop_config(cfg: TrainConfig, verl: VerlSettings, run_dir: str 
     }]
 
 
-def _actor(cfg: TrainConfig, verl: VerlSettings) -> dict[str, Any]:
+def _actor(cfg: TrainConfig, verl: VerlConfig) -> dict[str, Any]:
     rl = cfg.rl
     return {
         "optim": {"lr": rl.lr},
@@ -93,7 +92,7 @@ def _actor(cfg: TrainConfig, verl: VerlSettings) -> dict[str, Any]:
     }
 
 
-def _rollout(cfg: TrainConfig, verl: VerlSettings, run_dir: str | Path) -> dict[str, Any]:
+def _rollout(cfg: TrainConfig, verl: VerlConfig, run_dir: str | Path) -> dict[str, Any]:
     r, s = cfg.rollout, cfg.sampling
     return {
         "name": verl.rollout_backend,
@@ -119,9 +118,10 @@ def _rollout(cfg: TrainConfig, verl: VerlSettings, run_dir: str | Path) -> dict[
     }
 
 
-def render_verl_config(cfg: TrainConfig, verl: VerlSettings | None = None, *, run_dir: str | Path | None = None) -> dict[str, Any]:
-    """The Hydra config (a dict) that ``launch_verl`` writes as ``paravt_verl.yaml``."""
-    verl = verl or verl_settings_of(cfg)
+def render_verl_config(cfg: TrainConfig, *, run_dir: str | Path | None = None) -> dict[str, Any]:
+    """The Hydra config (a dict) that ``launch_verl`` writes as ``paravt_verl.yaml``; the cluster
+    and engine knobs come from ``cfg.verl`` (the one source)."""
+    verl = cfg.verl
     run_dir = run_dir if run_dir is not None else Path(cfg.out_dir) / "verl"
     files = run_files(run_dir)
     model_path = cfg.init_from or cfg.model.path

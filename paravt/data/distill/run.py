@@ -1,0 +1,219 @@
+"""`paravt data distill`: run a pipeline over a QA parquet, write ``sft.parquet`` + ``report.json``.
+
+Flow per input row: open the video (probe, overview frames) → the pipeline on the PRIMARY teacher
+→ if it refuses or a request fails (`TeacherGaveUp`), the same row from scratch on the FALLBACK
+teacher (``fallback_used``) → an `Outcome` (rows, or a reject reason).
+
+Resumable: every finished row is appended to ``out/progress.jsonl`` (id, status, reason, counters,
+the produced rows as records) as soon as it ends; a new run skips ids whose status is
+``accepted`` or ``rejected``; rows that ended in an ERROR (both teachers' requests failed, or an
+unexpected exception, logged with its traceback) are tried again. ``sft.parquet`` and ``report.json`` are rebuilt from the whole progress file at the end
+of every run, so they always describe everything done so far. At most ``workers`` rows run
+concurrently; a rich progress bar goes to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from paravt.config import DistillConfig
+from paravt.data.distill.bank import ExperienceBank
+from paravt.data.distill.eva_pipeline import EvaSettings, distill_eva
+from paravt.data.distill.job import Outcome, Tally, TeacherGaveUp, open_job
+from paravt.data.distill.paravt_pipeline import ParavtSettings, distill_paravt
+from paravt.data.distill.teacher import Endpoint, TeacherClient
+from paravt.data.schema import Row, row_from_record, row_to_record, write_rows
+from paravt.errors import ParavtError, VideoError
+
+log = logging.getLogger(__name__)
+PROGRESS, SFT, REPORT, BANK = "progress.jsonl", "sft.parquet", "report.json", "experience_bank.jsonl"
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    teacher: Endpoint
+    fallback: Endpoint | None = None
+    reflector: Endpoint | None = None
+
+
+def _client(ep: Endpoint | None, cfg: DistillConfig) -> TeacherClient | None:
+    if ep is None:
+        return None
+    return TeacherClient(ep, timeout_s=cfg.request_timeout_s, max_retries=cfg.max_retries, backoff_s=cfg.backoff_s,
+                         temperature=cfg.temperature, max_tokens=cfg.max_tokens)
+
+
+def _finished(path: Path) -> set[str]:
+    if not path.exists():
+        return set()
+    return {d["id"] for d in _records(path) if d["status"] in ("accepted", "rejected")}
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class _Runner:
+    def __init__(self, cfg: DistillConfig, eps: Endpoints, root: str, out: Path) -> None:
+        self.cfg, self.root, self.out = cfg, root, out
+        self.primary = _client(eps.teacher, cfg)
+        self.fallback = _client(eps.fallback, cfg)
+        self.reflector = _client(eps.reflector, cfg)
+        self.bank = ExperienceBank(out / BANK)
+        self.lock = asyncio.Lock()
+
+    async def one(self, row: Row) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        rec: dict[str, Any] = {"id": row.id, "fallback_used": False, "errors": {}, "refusals": {}}
+        tallies: list[Tally] = []
+        try:
+            job = await open_job(row, self.root, overview_max_pixels=self.cfg.overview_max_pixels,
+                                 size_factor=self.cfg.size_factor)
+        except (ParavtError, VideoError, OSError) as err:
+            return self._done(rec, Outcome(reason="video_error", detail=str(err)), tallies, t0)
+        outcome: Outcome | None = None
+        for name, client in (("primary", self.primary), ("fallback", self.fallback)):
+            if client is None:
+                continue
+            rec["fallback_used"] = name == "fallback"
+            tally = Tally()
+            tallies.append(tally)
+            try:
+                outcome = await self._pipeline(job, client, tally)
+                break
+            except TeacherGaveUp as gave_up:
+                kind = "refusals" if gave_up.reply.error is None else "errors"
+                rec[kind][name] = rec[kind].get(name, 0) + 1
+                outcome = Outcome(reason="refused" if kind == "refusals" else "teacher_error", detail=str(gave_up))
+            except Exception as exc:  # noqa: BLE001 - one row's bug must not end a long run
+                log.exception("distilling row %s failed", row.id)
+                outcome = Outcome(reason="internal_error", detail=f"{type(exc).__name__}: {exc}")
+                break
+        assert outcome is not None
+        return self._done(rec, outcome, tallies, t0)
+
+    async def _pipeline(self, job: Any, client: TeacherClient, tally: Tally) -> Outcome:
+        c = self.cfg
+        if c.pipeline == "eva":
+            s = EvaSettings(max_turns=c.max_turns, size_factor=c.size_factor, keep_incorrect=c.keep_incorrect,
+                            llm_cleanup=c.llm_cleanup, top_k=c.bank_top_k)
+            return await distill_eva(job, client, s, tally, self.bank, self.reflector)
+        s2 = ParavtSettings(max_turns=c.max_turns, crop_max_frames=c.crop_max_frames,
+                            crop_max_pixels=c.crop_max_pixels, size_factor=c.size_factor,
+                            keep_incorrect=c.keep_incorrect, llm_cleanup=c.llm_cleanup)
+        return await distill_paravt(job, client, s2, tally)
+
+    def _done(self, rec: dict[str, Any], o: Outcome, tallies: Sequence[Tally], t0: float) -> dict[str, Any]:
+        retry = o.reason in ("teacher_error", "internal_error")  # tried again by the next run
+        status = "accepted" if o.reason is None else "error" if retry else "rejected"
+        repairs: Counter = Counter()
+        reflector: Counter = Counter()
+        for t in tallies:
+            repairs.update(t.repairs)
+            reflector.update(t.reflector)
+        rec.update(status=status, reason=o.reason, detail=o.detail[:300], seconds=round(time.perf_counter() - t0, 3),
+                   repairs=dict(repairs), reflector=dict(reflector), merges=sum(t.merges for t in tallies),
+                   requests=sum(t.requests for t in tallies), retries=sum(t.retries for t in tallies),
+                   prompt_tokens=sum(t.prompt_tokens for t in tallies),
+                   completion_tokens=sum(t.completion_tokens for t in tallies),
+                   rows=[row_to_record(r) for r in o.rows])
+        return rec
+
+    async def aclose(self) -> None:
+        for c in (self.primary, self.fallback, self.reflector):
+            if c is not None:
+                await c.aclose()
+
+
+async def distill(rows: Sequence[Row], *, root: str, out_dir: str | Path, cfg: DistillConfig, endpoints: Endpoints,
+                  progress: bool = True) -> dict[str, Any]:
+    """Distill ``rows`` into ``out_dir`` (see the module docstring); returns the report."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    prog = out / PROGRESS
+    done = _finished(prog)
+    todo = [r for r in rows if r.id not in done]
+    runner = _Runner(cfg, endpoints, root, out)
+    sem = asyncio.Semaphore(cfg.workers)
+    t0 = time.perf_counter()
+    bar = _bar(progress, len(todo))
+
+    async def go(row: Row) -> None:
+        async with sem:
+            rec = await runner.one(row)
+        async with runner.lock:
+            with prog.open("a") as f:
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        if bar is not None:
+            bar[0].advance(bar[1])
+
+    try:
+        if bar is not None:
+            bar[0].start()
+        await asyncio.gather(*(go(r) for r in todo))
+    finally:
+        if bar is not None:
+            bar[0].stop()
+        await runner.aclose()
+    return finalize(out, requested=len(rows), skipped=len(rows) - len(todo), wall_s=time.perf_counter() - t0,
+                    pipeline=cfg.pipeline)
+
+
+def _bar(enabled: bool, total: int) -> tuple[Any, Any] | None:
+    if not enabled:
+        return None
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from paravt.cli.output import stderr_console
+
+    p = Progress(TextColumn("distill"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                 console=stderr_console())
+    return p, p.add_task("rows", total=total)
+
+
+def finalize(out: Path, *, requested: int, skipped: int, wall_s: float, pipeline: str) -> dict[str, Any]:
+    """Rebuild ``sft.parquet`` and ``report.json`` from the progress file (latest record per id)."""
+    recs = _records(out / PROGRESS) if (out / PROGRESS).exists() else []
+    latest = {r["id"]: r for r in recs}
+    rows = [row_from_record(d, f"progress {d['id']}") for r in latest.values() if r["status"] == "accepted"
+            for d in r["rows"]]
+    write_rows(out / SFT, rows)
+    ended = list(latest.values())
+
+    def sum_(key: str) -> int:  # over every attempt (a retried row's failed run spent tokens too)
+        return sum(int(r.get(key, 0)) for r in recs)
+
+    repairs: Counter = Counter()
+    reflector: Counter = Counter()
+    for r in ended:
+        repairs.update(r.get("repairs", {}))
+        reflector.update(r.get("reflector", {}))
+    seconds = [r["seconds"] for r in recs]
+    report = {
+        "pipeline": pipeline, "requested": requested, "skipped_finished": skipped, "finished": len(ended),
+        "accepted": sum(r["status"] == "accepted" for r in ended),
+        "rejected": dict(sorted(Counter(r["reason"] for r in ended if r["status"] == "rejected").items())),
+        "errored": sum(r["status"] == "error" for r in ended),
+        "fallback_used": sum(bool(r["fallback_used"]) for r in ended),
+        "repaired": sum(bool(r.get("repairs")) for r in ended if r["status"] == "accepted"),
+        "repairs": dict(sorted(repairs.items())), "reflector": dict(sorted(reflector.items())),
+        "refusals": {k: sum(r["refusals"].get(k, 0) for r in recs) for k in ("primary", "fallback")},
+        "teacher_errors": {k: sum(r["errors"].get(k, 0) for r in recs) for k in ("primary", "fallback")},
+        "requests": sum_("requests"), "retries": sum_("retries"),
+        "tokens": {"prompt": sum_("prompt_tokens"), "completion": sum_("completion_tokens"),
+                   "total": sum_("prompt_tokens") + sum_("completion_tokens")},
+        "merges": sum(r.get("merges", 0) for r in ended if r["status"] == "accepted"),
+        "rows_written": dict(Counter(f"{x.kind}/{x.mode}" for x in rows)),
+        "seconds_per_row": round(sum(seconds) / len(seconds), 3) if seconds else 0.0,
+        "wall_s_this_run": round(wall_s, 2),
+    }
+    (out / REPORT).write_text(json.dumps(report, indent=2) + "\n")
+    return report

@@ -1,0 +1,187 @@
+"""A small client for a teacher: any OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM,
+SGLang, a hosted API). Own module on purpose: the policy backend (`paravt.models.openai_backend`)
+is token-exact and needs the served model's tokenizer; a teacher only needs text back.
+
+Media are sent the way the policy's OpenAI backend sends them: per frame, a text part
+``"<{t:.1f} seconds>"`` with the frame's real timestamp, then an ``image_url`` part holding a JPEG
+data URL (every server accepts images; not every server accepts frame lists as a video).
+
+Reliability: each attempt has ``timeout_s``; timeouts, transport errors, 429 and 5xx are retried
+``max_retries`` times with exponential back-off (``backoff_s * 2**attempt``, or the server's
+``Retry-After`` when it is larger); anything else, or the last failure, is a `TeacherReply` with
+``error`` set (never an exception). A refusal (finish reason ``content_filter`` or a reply that
+opens with an apology and holds no protocol tag) is ``refused=True``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from PIL import Image
+
+from paravt.errors import ConfigError
+from paravt.video.types import Frames
+
+Part = dict[str, Any]
+ChatMsg = dict[str, Any]
+
+_RETRY_STATUS = {429, 500, 502, 503, 504}
+_REFUSAL_RE = re.compile(
+    r"^\W*(i'?m sorry|i am sorry|sorry,|i can(?:no|')t (?:help|assist|comply|provide|answer)|"
+    r"i cannot (?:help|assist|comply|provide|answer)|i(?: am|'m) (?:unable|not able) to|as an ai)", re.I)
+_TAG_RE = re.compile(r"<(?:think|tool_call|tool_code|answer)>")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a teacher lives. ``url`` is the server root or its ``/v1`` URL."""
+
+    url: str
+    model: str
+    api_key: str | None = None
+
+    @property
+    def chat_url(self) -> str:
+        base = self.url.rstrip("/")
+        base = base[: -len("/v1")] if base.endswith("/v1") else base
+        return base + "/v1/chat/completions"
+
+
+@dataclass(frozen=True)
+class TeacherReply:
+    text: str
+    error: str | None = None  # the request failed (after retries)
+    refused: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retries: int = 0  # attempts beyond the first (429 / 5xx / timeouts)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.refused
+
+
+def read_api_key(value: str | None, file: str | None) -> str | None:
+    """The API key from an option or from a file (first line); never from code or the env."""
+    if value and file:
+        raise ConfigError("give the API key either with --api-key or with --api-key-file, not both")
+    if file:
+        p = Path(file)
+        if not p.is_file():
+            raise ConfigError(f"API key file {p} does not exist; write the key on its first line")
+        lines = p.read_text().strip().splitlines()
+        return lines[0].strip() if lines else None
+    return value or None
+
+
+def is_refusal(text: str, finish_reason: str | None = None) -> bool:
+    if finish_reason == "content_filter":
+        return True
+    return bool(_REFUSAL_RE.match(text or "")) and not _TAG_RE.search(text or "")
+
+
+def data_url(pixels: np.ndarray) -> str:
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format="JPEG", quality=95)
+    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def frame_parts(frames: Frames) -> list[Part]:
+    parts: list[Part] = []
+    for t, frame in zip(frames.timestamps, frames.array):
+        parts.append({"type": "text", "text": f"<{t:.1f} seconds>"})
+        parts.append({"type": "image_url", "image_url": {"url": data_url(frame)}})
+    return parts
+
+
+def content(text: str, videos: Sequence[Frames] = ()) -> str | list[Part]:
+    """Message content: ``text`` with each ``<video>`` marker replaced by the next clip's frames
+    (plain string when there are no clips)."""
+    if not videos:
+        return text
+    pieces = text.split("<video>")
+    if len(pieces) - 1 != len(videos):
+        raise ValueError(f"{len(pieces) - 1} <video> markers for {len(videos)} clips")
+    parts: list[Part] = []
+    for i, piece in enumerate(pieces):
+        if piece:
+            parts.append({"type": "text", "text": piece})
+        if i < len(videos):
+            parts.extend(frame_parts(videos[i]))
+    return parts
+
+
+class TeacherClient:
+    """One endpoint; safe to share between concurrent rows (one httpx client per event loop)."""
+
+    def __init__(self, endpoint: Endpoint, *, timeout_s: float = 120.0, max_retries: int = 4,
+                 backoff_s: float = 1.0, temperature: float = 0.0, max_tokens: int = 1024) -> None:
+        self.endpoint = endpoint
+        self.timeout_s, self.max_retries, self.backoff_s = timeout_s, max_retries, backoff_s
+        self.temperature, self.max_tokens = temperature, max_tokens
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            headers = {"Authorization": f"Bearer {self.endpoint.api_key}"} if self.endpoint.api_key else {}
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=headers)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def chat(self, messages: Sequence[ChatMsg], *, max_tokens: int | None = None) -> TeacherReply:
+        body = {"model": self.endpoint.model, "messages": list(messages), "temperature": self.temperature,
+                "max_tokens": max_tokens or self.max_tokens, "stream": False}
+        last = "no attempt made"
+        for attempt in range(self.max_retries + 1):
+            try:
+                resp = await self._http().post(self.endpoint.chat_url, json=body)
+            except (httpx.TimeoutException, httpx.TransportError) as err:
+                last = f"{type(err).__name__}: {err or 'timed out'}"
+                await self._sleep(attempt, None)
+                continue
+            if resp.status_code in _RETRY_STATUS:
+                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+                await self._sleep(attempt, resp.headers.get("retry-after"))
+                continue
+            if resp.status_code != 200:
+                return TeacherReply("", error=f"HTTP {resp.status_code}: {resp.text[:300]}", retries=attempt)
+            return _parse(resp, attempt)
+        return TeacherReply("", error=f"failed after {self.max_retries + 1} attempts: {last}",
+                            retries=self.max_retries)
+
+    async def _sleep(self, attempt: int, retry_after: str | None) -> None:
+        if attempt >= self.max_retries:
+            return
+        wait = self.backoff_s * 2 ** attempt
+        try:
+            wait = max(wait, min(60.0, float(retry_after))) if retry_after else wait
+        except ValueError:
+            pass
+        await asyncio.sleep(wait)
+
+
+def _parse(resp: httpx.Response, attempt: int) -> TeacherReply:
+    try:
+        data = resp.json()
+        choice = data["choices"][0]
+        text = choice["message"].get("content") or ""
+        finish = choice.get("finish_reason")
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
+        return TeacherReply("", error=f"malformed chat completion ({err!r}): {resp.text[:200]}", retries=attempt)
+    usage = data.get("usage") or {}
+    return TeacherReply(str(text), refused=is_refusal(str(text), finish),
+                        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                        completion_tokens=int(usage.get("completion_tokens") or 0), retries=attempt)
