@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -129,7 +130,12 @@ def test_overview_prompt_ids_sampled_ids_and_logprobs_come_from_the_server(serve
 
 class ForcedFirstTurn:
     """The main agent's FIRST turn is a fixed crop call (a random tiny model never calls tools);
-    every other request — sub-agents and the turn after the tool response — goes to the server."""
+    every other request — sub-agents and the turn after the tool response — goes to the server.
+
+    A random sub-agent's summary may contain control strings (``</answer>``, ``<|endoftext|>``):
+    in a tool message those are defused for the server (a word joiner) but encoded as plain tokens
+    by ``ChatCodec``, a mismatch the backend counts by design. The summaries' TEXT is cleaned of
+    them here (their token ids stay as sampled) so that the tool turn is exactly comparable."""
 
     def __init__(self, inner: OpenAIGenerator, codec: ChatCodec, text: str) -> None:
         self.inner, self.codec, self.text, self.forced = inner, codec, text, False
@@ -139,7 +145,10 @@ class ForcedFirstTurn:
             self.forced = True
             ids = (*self.codec.encode_text(self.text), self.codec.im_end_id)
             return [GenOutput(ids, (0.0,) * len(ids), self.text, "stop")]
-        return await self.inner.generate(requests)
+        outs = await self.inner.generate(requests)
+        if requests[0].response_prefix:
+            return outs
+        return [replace(o, text=self.codec._control_re.sub("", o.text)) for o in outs]
 
     async def aclose(self) -> None:
         await self.inner.aclose()
