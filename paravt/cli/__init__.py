@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from paravt.cli import config_cmd, demo, eval_cmd, infer, report, score, tools, train
+from paravt.cli import config_cmd, demo, eval_cmd, infer, report, score, serve_model, tools, train
 from paravt.cli import data as data_cmd
 from paravt.cli import model as model_cmd
 from paravt.cli import video as video_cmd
@@ -30,6 +30,7 @@ app.command("report")(report.report)
 app.command("score")(score.score)
 app.add_typer(video_cmd.app, name="video")
 app.command("serve-tools")(tools.serve_tools)
+app.command("serve-model")(serve_model.serve_model)
 app.add_typer(data_cmd.app, name="data")
 
 

@@ -135,5 +135,8 @@ def evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: Episod
     metrics = compute_metrics(load_results(out / "results.jsonl"))
     if judge:  # open-ended scores of these rows came from the LLM judge; fallbacks to F1 counted
         metrics["judge"] = judge
+    counters = getattr(backend.generator, "counters", None)  # openai backend: were the answers trainable?
+    if counters is not None:
+        metrics["server"] = counters.as_dict()
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=float))
     return metrics

@@ -49,6 +49,8 @@ from paravt.protocol.tags import IM_END, IM_START, TOOL_RESPONSE_CLOSE, TOOL_RES
 from paravt.video.types import Frames
 
 VIDEO_TAG, IMAGE_TAG = "<video>", "<image>"
+# vision placeholders: never sampled (a generator suppresses them; a sampled one breaks the next turn)
+VISION_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
 _MARKER_RE = re.compile(r"(<video>|<image>)")
 
 
@@ -115,9 +117,7 @@ class ChatCodec:
         self.pad_id: int = tok.pad_token_id if tok.pad_token_id is not None else tok.convert_tokens_to_ids("<|endoftext|>")
         self.newline_ids: tuple[int, ...] = self.encode_text("\n")
         self.stop_token_ids: tuple[int, ...] = (self.im_end_id,)
-        self.vision_token_ids: tuple[int, ...] = tuple(
-            tok.convert_tokens_to_ids(t)
-            for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"))
+        self.vision_token_ids: tuple[int, ...] = tuple(tok.convert_tokens_to_ids(t) for t in VISION_TOKENS)
         added = tok.get_added_vocab()  # special tokens and protocol tags: text -> id
         self.control_ids: frozenset[int] = frozenset(added.values())
         self._control_re = re.compile("|".join(re.escape(t) for t in sorted(added, key=len, reverse=True)))

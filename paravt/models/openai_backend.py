@@ -1,97 +1,80 @@
 """OpenAIGenerator: ``Generator`` over an OpenAI-compatible ``/v1/chat/completions`` server
 (vLLM, SGLang) — the chat backend: it reads ``GenRequest.messages``, not ``prompt_ids``.
 
-Choices (documented because they change what the server sees):
-- Media: frames are sent as base64 data URLs (JPEG, quality 95; PNG with ``image_format="png"``).
-  A video becomes, per frame, a text part ``"<{t:.1f} seconds>"`` (the frame's real timestamp)
-  followed by an ``image_url`` part: every server accepts images, not every server accepts
-  videos as frame lists, and the timestamps keep the temporal information. An image is one
-  ``image_url`` part.
-- A ``tool`` message is sent with role ``tool`` (the server's chat template wraps it in
-  ``<tool_response>``).
-- A forced ``response_prefix`` (e.g. ``"<think>\\n"``) is sent as a final assistant message with
-  vLLM's extra body ``{"continue_final_message": true, "add_generation_prompt": false}``: the
-  server continues it, and the returned text is the continuation only.
-- Tokens: the returned text is re-tokenised with the LOCAL tokenizer (it must be the served
-  model's); on ``stop`` the stop token ``<|im_end|>`` is appended as the last sampled id.
-  Logprobs come from the server (``logprobs: true``) when it returns exactly one per
-  re-tokenised text token; otherwise (absent or differently tokenised) they are all 0.0 and
-  ``metrics["logprobs_from_server"] == 0``. The stop token's logprob is 0.0.
-- Reliability: at most ``max_concurrency`` requests in flight (semaphore); each attempt has
-  ``timeout_s``; timeouts, transport errors, 429 and 5xx are retried ``max_retries`` times with
-  exponential back-off (``backoff_s * 2**attempt``); anything else, or the last failure,
-  becomes a ``finish_reason="error"`` output.
+What the server sees (media layout, token-id request, forced prefix) is built by
+``paravt.models.openai_payload``; ``base_url`` may end with ``/v1`` or not (``paravt.models.urls``).
+
+Tokens:
+- A server that returns token ids (vLLM with ``return_token_ids``): the sampled ids ARE the
+  response's ``token_ids`` (the stop token ``<|im_end|>`` included when it stopped on it), the
+  text is decoded from them locally, and the server's ``prompt_token_ids`` are compared with the
+  request's ``prompt_ids`` (our trajectory). A mismatch is counted (``counters.prompt_mismatch``,
+  ``metrics["prompt_ids_match"] == 0``) and logged with the first differing position: the
+  trajectory then holds a context the sampler did not see.
+- A server that returns no ids (a hosted API): the text is re-tokenised with the LOCAL tokenizer
+  and ``<|im_end|>`` appended on ``stop``. Such trajectories are fine for eval but not trainable
+  (re-tokenised text is not the sampled sequence); a one-line note says so once per generator.
+- Logprobs come from the server's ``logprobs.content`` when it holds exactly one entry per
+  returned id (entries include the stop token); a re-tokenised response whose entries miss only
+  the stop token gets 0.0 for it; otherwise all are 0.0 and ``metrics["logprobs_from_server"] == 0``.
+Reliability: at most ``max_concurrency`` requests in flight; each attempt has ``timeout_s``;
+timeouts, transport errors, 429 and 5xx are retried ``max_retries`` times with exponential back-off
+(``backoff_s * 2**attempt``); any other failure (a 404 for a wrong URL, an unreadable body) or the
+last retryable one becomes a ``finish_reason="error"`` output — never an exception. A strict OpenAI
+server that answers 400 naming one of vLLM's extra fields gets plain requests from then on.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import io
-import re
+import logging
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import httpx
-import numpy as np
-from PIL import Image
 
-from paravt.models.base import ChatMessage, GenOutput, GenRequest
+from paravt.models.base import GenOutput, GenRequest
+from paravt.models.chat import VISION_TOKENS
 from paravt.models.hf import error_output
-from paravt.protocol.tags import IM_END, defuse_control_text
-from paravt.video.types import Frames
+from paravt.models.openai_payload import VLLM_EXTRAS, chat_payload, strip_extras
+from paravt.models.urls import api_base
+from paravt.protocol.tags import IM_END
 
-_MARKER_RE = re.compile(r"(<video>|<image>)")
+log = logging.getLogger(__name__)
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
-def data_url(pixels: np.ndarray, image_format: str = "jpeg") -> str:
-    buf = io.BytesIO()
-    Image.fromarray(pixels).save(buf, format=image_format.upper(), **({"quality": 95} if image_format == "jpeg" else {}))
-    return f"data:image/{image_format};base64," + base64.b64encode(buf.getvalue()).decode()
+class _Retry(Exception):
+    """A failure worth another attempt (timeout, transport error, 429 / 5xx)."""
 
 
-def message_parts(msg: ChatMessage, image_format: str = "jpeg") -> list[dict[str, Any]]:
-    """OpenAI content parts of one message (see the module docstring for the video layout)."""
-    videos, images = iter(msg.videos), iter(msg.images)
-    parts: list[dict[str, Any]] = []
-    for piece in _MARKER_RE.split(msg.content):
-        if piece == "<video>":
-            video: Frames = next(videos)
-            for t, frame in zip(video.timestamps, video.array):
-                parts.append({"type": "text", "text": f"<{t:.1f} seconds>"})
-                parts.append({"type": "image_url", "image_url": {"url": data_url(frame, image_format)}})
-        elif piece == "<image>":
-            parts.append({"type": "image_url", "image_url": {"url": data_url(next(images).array[0], image_format)}})
-        elif piece:
-            parts.append({"type": "text", "text": piece})
-    return parts
+class _Fatal(Exception):
+    """A failure no retry can fix (4xx, malformed response)."""
 
 
-def chat_payload(req: GenRequest, model: str, image_format: str = "jpeg") -> dict[str, Any]:
-    """The ``/v1/chat/completions`` body of one request."""
-    messages: list[dict[str, Any]] = []
-    for i, m in enumerate(req.messages):
-        if m.role == "tool":  # tool output is data: the server must not read control tokens in it
-            m = replace(m, content=defuse_control_text(m.content))
-        content: Any = m.content if not (m.videos or m.images) else message_parts(m, image_format)
-        entry: dict[str, Any] = {"role": m.role, "content": content}
-        if m.role == "tool":
-            entry["tool_call_id"] = f"call_{i}"
-        messages.append(entry)
-    s = req.sampling
-    body: dict[str, Any] = {
-        "model": model, "messages": messages, "temperature": s.temperature, "top_p": s.top_p,
-        "max_tokens": s.max_new_tokens, "logprobs": True, "stream": False,
-    }
-    if s.seed is not None:
-        body["seed"] = s.seed
-    if req.response_prefix:
-        messages.append({"role": "assistant", "content": req.response_prefix})
-        body.update(continue_final_message=True, add_generation_prompt=False)
-    return body
+@dataclass
+class ServerCounters:
+    """What the server's answers were worth for training (summed over the generator's life)."""
+
+    responses: int = 0  # successful completions
+    with_token_ids: int = 0  # of which carried the sampled token ids
+    prompt_checked: int = 0  # of which carried prompt_token_ids to compare with ours
+    prompt_mismatch: int = 0  # of which differed from the trajectory's prompt ids
+    logprobs_missing: int = 0  # responses whose logprobs could not be matched to the ids (0.0)
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def _status_error(resp: httpx.Response) -> Exception:
+    msg = f"HTTP {resp.status_code} from {resp.request.url}: {resp.text[:300]}"
+    return _Retry(msg) if resp.status_code in _RETRY_STATUS else _Fatal(msg)
+
+
+def _first_difference(a: Sequence[int], b: Sequence[int]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 class OpenAIGenerator:
@@ -100,7 +83,7 @@ class OpenAIGenerator:
     def __init__(self, base_url: str, *, model: str | None = None, timeout_s: float = 120.0,
                  max_retries: int = 3, max_concurrency: int = 16, tokenizer: Any,
                  backoff_s: float = 0.5, image_format: str = "jpeg") -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = api_base(base_url)
         self.model = model
         self.timeout_s = timeout_s
         self.max_retries = max_retries
@@ -108,7 +91,11 @@ class OpenAIGenerator:
         self.image_format = image_format
         self.tokenizer = tokenizer
         self.im_end_id: int = tokenizer.convert_tokens_to_ids(IM_END)
+        self.suppress_ids = tuple(tokenizer.convert_tokens_to_ids(t) for t in VISION_TOKENS)
         self.max_concurrency = max_concurrency
+        self.counters = ServerCounters()
+        self._noted_no_ids = False
+        self._plain = False  # the server rejected vLLM's extra fields: send plain OpenAI bodies
         # the client and the semaphore belong to one event loop; rebuilt when called from another
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sem = asyncio.Semaphore(max_concurrency)
@@ -119,7 +106,7 @@ class OpenAIGenerator:
         if self._loop is not loop:
             self._loop = loop
             self._sem = asyncio.Semaphore(self.max_concurrency)
-            self._client = httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout_s)
+            self._client = httpx.AsyncClient(base_url=self.base_url + "/", timeout=self.timeout_s)
 
     def _http(self) -> httpx.AsyncClient:
         assert self._client is not None
@@ -134,11 +121,26 @@ class OpenAIGenerator:
         self._bind_loop()
         return list(await asyncio.gather(*(self._one(r) for r in requests)))
 
+    async def _get_json(self, method: str, path: str, **kw: Any) -> Any:
+        """One HTTP exchange; raises ``_Retry`` / ``_Fatal`` (never an httpx error)."""
+        try:
+            resp = await self._http().request(method, path, **kw)
+        except (httpx.TimeoutException, httpx.TransportError) as err:
+            raise _Retry(f"{type(err).__name__}: {err or 'timed out'} ({self.base_url}/{path})") from None
+        if resp.status_code != 200:
+            raise _status_error(resp)
+        try:
+            return resp.json()
+        except ValueError:
+            raise _Fatal(f"{path}: the server's answer is not JSON: {resp.text[:200]!r}") from None
+
     async def _model_name(self) -> str:
         if self.model is None:
-            resp = await self._http().get("/v1/models")
-            resp.raise_for_status()
-            self.model = str(resp.json()["data"][0]["id"])
+            data = await self._get_json("GET", "models")
+            try:
+                self.model = str(data["data"][0]["id"])
+            except (KeyError, IndexError, TypeError):
+                raise _Fatal(f"{self.base_url}/models lists no model: {str(data)[:200]}") from None
         return self.model
 
     async def _one(self, req: GenRequest) -> GenOutput:
@@ -149,35 +151,88 @@ class OpenAIGenerator:
                 if attempt:
                     await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
                 try:
-                    body = chat_payload(req, await self._model_name(), self.image_format)
-                    resp = await self._http().post("/v1/chat/completions", json=body)
-                except (httpx.TimeoutException, httpx.TransportError) as err:
-                    last = f"{type(err).__name__}: {err or 'timed out'}"
-                    continue
-                if resp.status_code in _RETRY_STATUS:
-                    last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                    continue
-                if resp.status_code != 200:
-                    return error_output(f"HTTP {resp.status_code}: {resp.text[:500]}", time.perf_counter() - t0)
-                return self._parse(resp.json(), time.perf_counter() - t0, attempt + 1)
+                    body = chat_payload(req, await self._model_name(), self.image_format, self.suppress_ids)
+                    data = await self._post(body)
+                    return self._parse(data, req, time.perf_counter() - t0, attempt + 1)
+                except _Retry as err:
+                    last = str(err)
+                except _Fatal as err:
+                    return error_output(str(err), time.perf_counter() - t0)
         return error_output(f"failed after {self.max_retries + 1} attempts: {last}", time.perf_counter() - t0)
 
-    def _parse(self, data: dict[str, Any], latency: float, attempts: int) -> GenOutput:
+    async def _post(self, body: dict[str, Any]) -> Any:
+        """POST a completion; a strict OpenAI server that rejects vLLM's extra fields (a 400 naming
+        one) is asked again without them, and so are all later requests (logged once)."""
+        if self._plain:
+            return await self._get_json("POST", "chat/completions", json=strip_extras(body))
+        try:
+            return await self._get_json("POST", "chat/completions", json=body)
+        except _Fatal as err:
+            rejected = str(err).startswith(("HTTP 400", "HTTP 422")) and any(k in str(err) for k in VLLM_EXTRAS)
+            if not rejected:
+                raise
+        self._plain = True
+        log.warning("%s rejects vLLM's request fields (%s): sending plain OpenAI requests from now on",
+                    self.base_url, ", ".join(VLLM_EXTRAS))
+        return await self._get_json("POST", "chat/completions", json=strip_extras(body))
+
+    def _parse(self, data: Any, req: GenRequest, latency: float, attempts: int) -> GenOutput:
         try:
             choice = data["choices"][0]
             text = choice["message"]["content"] or ""
             reason = choice.get("finish_reason")
-        except (KeyError, IndexError, TypeError) as err:
-            return error_output(f"malformed chat completion response ({err!r}): {str(data)[:300]}", latency)
-        text = text.split(IM_END)[0]
-        ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-        server = [float(x["logprob"]) for x in ((choice.get("logprobs") or {}).get("content") or [])]
-        from_server = len(server) == len(ids) and len(ids) > 0
-        lps = server if from_server else [0.0] * len(ids)
+            entries = (choice.get("logprobs") or {}).get("content") or []
+            server_lps = [float(x["logprob"]) for x in entries]
+            token_ids = choice.get("token_ids")
+            ids = None if token_ids is None else [int(t) for t in token_ids]
+        except (KeyError, IndexError, TypeError, ValueError) as err:
+            raise _Fatal(f"malformed chat completion response ({err!r}): {str(data)[:300]}") from None
         finish = "stop" if reason == "stop" else "length"
-        if finish == "stop":
-            ids.append(self.im_end_id)
-            lps.append(0.0)
+        self.counters.responses += 1
+        if ids is not None:
+            self.counters.with_token_ids += 1
+            if finish == "stop" and (not ids or ids[-1] != self.im_end_id):
+                ids.append(self.im_end_id)  # a server that strips the stop id; its logprob is unknown
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        else:
+            self._note_no_ids()
+            text = text.split(IM_END)[0]
+            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            if finish == "stop":
+                ids.append(self.im_end_id)
+        lps, from_server = self._logprobs(ids, server_lps, finish)
+        metrics = {"latency_s": latency, "attempts": float(attempts), "logprobs_from_server": float(from_server),
+                   "server_token_ids": float(token_ids is not None)}
+        match = self._check_prompt(data.get("prompt_token_ids"), req.prompt_ids)
+        if match is not None:
+            metrics["prompt_ids_match"] = float(match)
         return GenOutput(token_ids=tuple(ids), logprobs=tuple(lps), text=text, finish_reason=finish,
-                         metrics={"latency_s": latency, "attempts": float(attempts),
-                                  "logprobs_from_server": float(from_server)})
+                         metrics=metrics)
+
+    def _logprobs(self, ids: Sequence[int], server: list[float], finish: str) -> tuple[list[float], bool]:
+        if ids and len(server) == len(ids):
+            return server, True
+        if ids and finish == "stop" and len(server) == len(ids) - 1:  # entries without the stop token
+            return [*server, 0.0], True
+        self.counters.logprobs_missing += 1
+        return [0.0] * len(ids), False
+
+    def _check_prompt(self, server_ids: Any, ours: Sequence[int]) -> bool | None:
+        if not isinstance(server_ids, list) or not ours:
+            return None
+        self.counters.prompt_checked += 1
+        if list(server_ids) == list(ours):
+            return True
+        self.counters.prompt_mismatch += 1
+        at = _first_difference(server_ids, ours)
+        log.warning("the server's prompt ids differ from the trajectory's (%d vs %d tokens, first difference at "
+                    "%d; %d of %d prompts differ so far): this turn's trajectory is not what the sampler saw",
+                    len(server_ids), len(ours), at, self.counters.prompt_mismatch, self.counters.prompt_checked)
+        return False
+
+    def _note_no_ids(self) -> None:
+        if not self._noted_no_ids:
+            self._noted_no_ids = True
+            log.warning("%s returns no token ids: its responses are re-tokenised text, fine for eval but "
+                        "not trainable (serve with vLLM, which returns them with return_token_ids)",
+                        self.base_url)

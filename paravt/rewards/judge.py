@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from paravt.models.urls import api_base
 from paravt.protocol.tags import defuse_control_text
 from paravt.rewards.accuracy import token_f1
 
@@ -62,11 +63,12 @@ class _One:
 
 
 class LLMJudge:
-    """``LLMJudge(url)`` where ``url`` is the server's base (``http://host:port/v1``)."""
+    """``LLMJudge(url)`` where ``url`` is the server's base, ``http://host:port/v1`` or
+    ``http://host:port`` (the same convention as the openai backend, ``paravt.models.urls``)."""
 
     def __init__(self, url: str, model: str | None = None, *, timeout_s: float = 30.0,
                  max_retries: int = 2, concurrency: int = 8, backoff_s: float = 0.2) -> None:
-        self._endpoint = url.rstrip("/") + "/chat/completions"
+        self._endpoint = api_base(url) + "/chat/completions"
         self._model = model or "judge"
         self._timeout = timeout_s
         self._retries = max(0, max_retries)

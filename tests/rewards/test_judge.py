@@ -75,6 +75,12 @@ def test_judge_scores_in_halves_and_skips_empty_predictions(server) -> None:
     assert state.requests == 3
 
 
+def test_judge_takes_the_server_url_with_or_without_v1(server) -> None:
+    url, state = server
+    res = run(url.removesuffix("/v1") + "/", ITEMS[:1])  # the openai backend's convention too
+    assert res.scores == (1.0,) and res.stats.n_judged == 1
+
+
 def test_5xx_is_retried_then_judged(server) -> None:
     url, state = server
     state.fail_first = 1

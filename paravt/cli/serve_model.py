@@ -1,0 +1,64 @@
+"""`paravt serve-model`: an OpenAI-compatible vLLM / SGLang server for a checkpoint, with the flags
+the openai backend needs (paravt/servers/launch.py), in the foreground."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from paravt.config import TrainConfig
+from paravt.errors import ParavtError
+
+console = Console(stderr=True)
+
+
+def visible_gpus() -> int:
+    """NVIDIA GPUs ``nvidia-smi -L`` lists (0 without the tool)."""
+    if shutil.which("nvidia-smi") is None:
+        return 0
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
+
+
+def serve_model(
+    model: str = typer.Option(..., "--model", help="Checkpoint directory (or a hub id in the local HF cache)."),
+    port: int = typer.Option(8000, "--port"),
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (keep loopback unless the network is trusted)."),
+    engine: str = typer.Option("vllm", "--engine", help="vllm | sglang"),
+    gpus: int | None = typer.Option(None, "--gpus", min=0, help="Tensor-parallel GPUs; 0 = the CPU build (default: all that nvidia-smi lists)."),
+    python: str | None = typer.Option(None, "--python", help="Interpreter that has the engine (default: this one, else .venv-vllm)."),
+    max_model_len: int | None = typer.Option(None, "--max-model-len", help="Context length (default rollout.max_context_tokens)."),
+    served_model_name: str | None = typer.Option(None, "--served-model-name"),
+    ready_timeout_s: float = typer.Option(900.0, "--ready-timeout", help="Give up when /v1/models has not answered after this many seconds."),
+    config: Path | None = typer.Option(None, "--config", help="YAML: rollout limits decide the context and media limits."),
+) -> None:
+    """Start an OpenAI-compatible server for --model; print the command, then a ready line."""
+    from paravt import config as cfgmod
+    from paravt.servers.launch import ServeSpec, command, default_roots, engine_env, find_python
+    from paravt.servers.supervise import supervise
+
+    if engine not in ("vllm", "sglang"):
+        console.print(f"[red]--engine {engine!r} must be vllm or sglang[/red]")
+        raise typer.Exit(2)
+    try:
+        cfg = cfgmod.load(config) if config else TrainConfig()
+        exe = find_python(engine, python, default_roots())  # type: ignore[arg-type]
+    except ParavtError as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+    r = cfg.rollout
+    per_prompt = 1 + r.max_turns * r.k_max  # the overview + one per tool call of every turn
+    spec = ServeSpec(model=model, host=host, port=port, engine=engine, gpus=visible_gpus() if gpus is None else gpus,  # type: ignore[arg-type]
+                     max_model_len=max_model_len or r.max_context_tokens, max_videos=per_prompt,
+                     max_images=per_prompt, served_model_name=served_model_name)
+    cmd, env = command(exe, spec), engine_env(spec)
+    print("$ " + " ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(cmd), flush=True)
+    raise typer.Exit(supervise(cmd, env, spec.url, ready_timeout_s=ready_timeout_s))

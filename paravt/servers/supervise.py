@@ -1,0 +1,140 @@
+"""Run an inference server in the foreground: stream its log, say when it answers, stop it.
+
+``supervise`` starts the command in its own process group, passes its output through (keeping the
+last lines), polls ``GET {url}/models`` and prints ONE ready line once it answers 200. It returns
+the exit code for ``paravt serve-model``: non-zero with the server's last log lines on stderr when
+the server exits or does not answer within ``ready_timeout_s``; 128 + signal number after SIGINT /
+SIGTERM. Whatever happens, the server's whole process tree (API server, engine core, workers) is
+stopped: SIGTERM, then SIGKILL after ``grace_s`` (a vLLM engine stuck in start-up ignores SIGTERM).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import TextIO
+
+import httpx
+
+
+class _Stop(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _children(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (read from /proc; empty where there is none)."""
+    parents: dict[int, list[int]] = collections.defaultdict(list)
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents[ppid].append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        kids = parents.get(todo.pop(), [])
+        out += kids
+        todo += kids
+    return out
+
+
+def stop_tree(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
+    """SIGTERM the server's process group and descendants; SIGKILL whatever is left after grace_s."""
+    pids = [proc.pid, *_children(proc.pid)]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for send in (lambda: os.killpg(proc.pid, sig), *(lambda p=p: os.kill(p, sig) for p in pids)):
+            try:
+                send()
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and (proc.poll() is None or any(_alive(p) for p in pids[1:])):
+            time.sleep(0.1)
+        if proc.poll() is not None and not any(_alive(p) for p in pids[1:]):
+            return
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _answers(url: str) -> str | None:
+    """The first served model's id once ``{url}/models`` answers 200, else None."""
+    try:
+        resp = httpx.get(f"{url}/models", timeout=2.0)
+        if resp.status_code == 200:
+            data = resp.json().get("data") or [{}]
+            return str(data[0].get("id", "?"))
+    except (httpx.HTTPError, ValueError):
+        pass
+    return None
+
+
+def supervise(cmd: Sequence[str], env: Mapping[str, str], url: str, *, ready_timeout_s: float = 600.0,
+              tail: int = 40, grace_s: float = 15.0, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """Run ``cmd`` until it exits or this process is interrupted (see the module docstring)."""
+    last: collections.deque[str] = collections.deque(maxlen=tail)
+    proc = subprocess.Popen(list(cmd), env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
+    pump = threading.Thread(target=_pump, args=(proc, last, out), daemon=True)
+    pump.start()
+    previous = {s: signal.signal(s, _raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    t0 = time.monotonic()
+    try:
+        model = None
+        while model is None:
+            if proc.poll() is not None:
+                return _failed(f"the server exited with code {proc.returncode} before answering", pump, last, err)
+            if time.monotonic() - t0 > ready_timeout_s:
+                stop_tree(proc, grace_s)
+                return _failed(f"the server did not answer {url}/models within {ready_timeout_s:g} s", pump, last, err)
+            model = _answers(url)
+            if model is None:
+                time.sleep(0.5)
+        print(f"paravt serve-model: ready at {url} (model {model}) after {time.monotonic() - t0:.0f} s",
+              file=out, flush=True)
+        rc = proc.wait()
+        return _failed(f"the server exited with code {rc}", pump, last, err) if rc else 0
+    except _Stop as stop:
+        stop_tree(proc, grace_s)
+        print(f"paravt serve-model: stopped the server (signal {stop.signum})", file=err, flush=True)
+        return 128 + stop.signum
+    finally:
+        if proc.poll() is None:
+            stop_tree(proc, grace_s)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _raise_stop(signum: int, _frame: object) -> None:
+    raise _Stop(signum)
+
+
+def _pump(proc: subprocess.Popen, last: collections.deque[str], out: TextIO) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        last.append(line)
+        out.write(line)
+        out.flush()
+
+
+def _failed(reason: str, pump: threading.Thread, last: collections.deque[str], err: TextIO) -> int:
+    pump.join(timeout=2.0)
+    print(f"paravt serve-model: {reason}; its last {len(last)} log lines:", file=err)
+    err.write("".join(f"  | {line}" for line in last))
+    err.flush()
+    return 1

@@ -1,0 +1,96 @@
+"""MCP tools against a real MCP server (tests/tools/mcp_server.py, written with the official SDK)
+started by the test over stdio and over streamable HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytest.importorskip("mcp")
+
+from paravt.errors import ConfigError  # noqa: E402
+from paravt.protocol.prompts import system_prompt  # noqa: E402
+from paravt.tools import build_toolset  # noqa: E402
+from tool_helpers import call  # noqa: E402
+
+SERVER = Path(__file__).with_name("mcp_server.py")
+# the SDK starts a stdio server with a minimal environment: hand it this process's import path
+STDIO = f"mcp:env PYTHONPATH={os.pathsep.join(sys.path)} {sys.executable} {SERVER} stdio"
+
+
+@pytest.fixture(scope="module")
+def stdio_tools() -> Iterator:
+    tools = build_toolset(["crop_video", STDIO], timeouts={STDIO: 2.0})
+    yield tools
+    asyncio.run(tools.aclose())
+
+
+def test_the_servers_tools_join_the_toolset_with_their_schemas(stdio_tools) -> None:
+    assert stdio_tools.names == {"crop_video", "describe", "swatch", "broken", "slow"}
+    spec = next(s for s in stdio_tools.specs if s.name == "swatch")
+    assert spec.parameters["properties"]["colour"]["type"] == "string" and spec.parameters["required"] == ["colour"]
+    prompt = system_prompt("parallel", stdio_tools.specs)
+    assert "swatch" in prompt and "n solid colour images" in prompt and "describe" in prompt
+
+
+def test_text_images_errors_and_timeouts_per_call(stdio_tools, make_ctx) -> None:
+    ctx = make_ctx(crop_max_pixels=64 * 64, size_factor=32)
+    calls = [call("describe", 0, topic="flash"), call("swatch", 1, colour="red", n=3),
+             call("broken", 2, reason="test"), call("slow", 3, seconds=5.0), call("describe", 4)]
+    t0 = time.perf_counter()
+    text, images, broken, slow, missing = asyncio.run(stdio_tools.run_calls(ctx, calls))
+    assert time.perf_counter() - t0 < 4.5  # the 5 s call was cut at its 2 s timeout; calls ran concurrently
+    assert text.ok and text.text == "flash: a short description" and text.frames is None
+    assert images.ok and images.delivery == "inline" and images.frames is not None
+    assert images.frames.array.shape == (3, 32, 64, 3)  # 40x50 → Qwen's smart resize to 64·64 px max
+    assert tuple(images.frames.array[0, 0, 0]) == pytest.approx((220, 30, 30), abs=2)
+    assert not broken.ok and "broken on purpose: test" in (broken.error or "")
+    assert not slow.ok and "timed out" in (slow.error or "")
+    assert not missing.ok and "topic" in (missing.error or "")  # the schema's required argument
+    again = asyncio.run(stdio_tools.run_calls(ctx, [call("describe", 0, topic="after")]))[0]
+    assert again.text == "after: a short description"  # one failing call left the session usable
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_streamable_http_server(make_ctx) -> None:
+    port = _port()
+    proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1.0)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        tools = build_toolset([f"mcp:http://127.0.0.1:{port}/mcp"])
+        try:
+            obs = asyncio.run(tools.run_calls(make_ctx(), [call("describe", 0, topic="http")]))[0]
+            assert obs.ok and obs.text == "http: a short description"
+        finally:
+            asyncio.run(tools.aclose())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_an_unreachable_server_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="cannot connect to the MCP server"):
+        build_toolset([f"mcp:http://127.0.0.1:{_port()}/mcp"])
+    with pytest.raises(ConfigError, match="names no MCP server"):
+        build_toolset(["mcp:"])
