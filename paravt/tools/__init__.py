@@ -5,6 +5,7 @@ server and client. The Episode uses only `ToolSet` (`build_toolset`); see docs/t
 from __future__ import annotations
 
 from paravt.tools.base import Observation, Tool, ToolContext, VisualBudget
+from paravt.tools.build import build_toolset
 from paravt.tools.registry import (
     ENTRY_POINT_GROUP,
     available_tools,
@@ -13,7 +14,7 @@ from paravt.tools.registry import (
     register_tool,
     unregister_tool,
 )
-from paravt.tools.toolset import LocalToolSet, ToolSet, build_toolset
+from paravt.tools.toolset import LocalToolSet, ToolSet
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -36,11 +36,12 @@ from pydantic import BaseModel, Field
 from paravt.config import ToolServerConfig
 from paravt.errors import ConfigError, ParavtError, ToolCallError
 from paravt.tools.base import Observation
+from paravt.tools.build import build_toolset
 from paravt.tools.guard import ServerCaps, VideoRoots, clamp_context
 from paravt.tools.http_limits import BodyLimit
 from paravt.tools.metrics import Metrics
 from paravt.tools.sandbox import WEAK_REFUSAL, isolation_mode
-from paravt.tools.toolset import LocalToolSet, build_toolset
+from paravt.tools.toolset import LocalToolSet
 from paravt.tools.wire import budget_to_wire, context_from_wire, observation_to_wire
 
 Session = Annotated[str, Field(min_length=16, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from paravt.errors import ConfigError, ParavtError, ToolCallError
+from paravt.errors import ParavtError, ToolCallError
 from paravt.protocol.parser import ParsedCall
 from paravt.protocol.prompts import ToolSpec
 from paravt.tools.base import Observation, Tool, ToolContext
-from paravt.tools.registry import create_tool, unknown_tool_message
+from paravt.tools.registry import unknown_tool_message
 
 log = logging.getLogger(__name__)
 
@@ -107,33 +107,3 @@ class LocalToolSet(ToolSet):
             close = getattr(tool, "aclose", None)
             if close is not None:
                 await close()
-
-
-def build_toolset(names: Sequence[str], *, server_url: str | None = None,
-                  timeouts: Mapping[str, float] | None = None,
-                  options: Mapping[str, Mapping[str, Any]] | None = None) -> ToolSet:
-    """The enabled tools, in-process or through a tool server (``server_url``); an ``mcp:`` entry
-    adds every tool of that MCP server (in-process only; ``timeouts[entry]`` is its per-call
-    timeout, default 30 s). ``timeouts``
-    override tools' own ``timeout_s``; ``options`` are passed to a tool's factory (local only).
-    Unknown names raise `ConfigError` listing the available tools."""
-    if len(set(names)) != len(names):
-        raise ConfigError(f"tool names {list(names)} contain duplicates; list each tool once")
-    mcp_refs = [n for n in names if n.startswith("mcp:")]  # MCP servers (paravt.tools.mcp_tools)
-    if server_url is not None:
-        if mcp_refs:
-            raise ConfigError(f"{mcp_refs} are MCP servers, used in-process; unset rollout.tool_server_url "
-                              "or serve them from the tool server's side")
-        from paravt.tools.client import RemoteToolSet
-
-        return RemoteToolSet(server_url, names, timeouts=timeouts)
-    tools: list[Tool] = [create_tool(n, (options or {}).get(n)) for n in names if n not in mcp_refs]
-    if mcp_refs:
-        from paravt.tools.mcp_tools import mcp_tools
-
-        for ref in mcp_refs:
-            tools += mcp_tools(ref, timeout_s=float((timeouts or {}).get(ref, 30.0)))
-    taken = [t.name for t in tools]
-    if len(set(taken)) != len(taken):
-        raise ConfigError(f"tool names {taken} contain duplicates (an MCP server's tool shadows another tool)")
-    return LocalToolSet(tools, timeouts=timeouts)

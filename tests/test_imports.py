@@ -1,0 +1,146 @@
+"""The package's import graph: no cycles (lazy imports inside functions count) and no import from
+a lower layer to a higher one (docs/ARCHITECTURE.md §1):
+
+    errors < config, protocol, video < models, tools, rewards < agent < data, eval < rl
+           < integrations, servers, demo < cli
+
+Imports under ``if TYPE_CHECKING:`` are not run and do not count.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PKG = Path(__file__).parents[1] / "paravt"
+LAYERS = (("errors",), ("config", "protocol", "video"), ("models", "tools", "rewards"), ("agent",),
+          ("data", "eval"), ("rl",), ("integrations", "servers", "demo"), ("cli",))
+RANK = {name: i for i, group in enumerate(LAYERS) for name in group}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PKG.rglob("*.py"):
+        parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            lines.update(n.lineno for n in ast.walk(node) if hasattr(n, "lineno"))
+    return lines
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    base = node.module or ""
+    if node.level:
+        pkg = module.split(".")
+        if MODULES[module].name != "__init__.py":
+            pkg = pkg[:-1]
+        pkg = pkg[: len(pkg) - (node.level - 1)]
+        base = ".".join(pkg + ([base] if base else []))
+    return [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+
+
+def _known(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_lines(tree)
+        deps: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno not in skip:
+                deps.update(d for t in _targets(module, node)
+                            if (d := _known(t)) and d.startswith("paravt.") and d != module)
+        graph[module] = deps
+    return graph
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_subpackage_has_a_layer() -> None:
+    assert {_layer(m) for m in MODULES if _layer(m)} <= set(RANK)
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(import_graph()) == []
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    upward = sorted((a, b) for a, deps in import_graph().items() for b in deps
+                    if _layer(a) in RANK and _layer(b) in RANK and RANK[_layer(b)] > RANK[_layer(a)])
+    assert upward == []
+
+
+def test_the_checker_sees_lazy_imports() -> None:
+    # paravt.cli imports its command modules at the top; cli.train imports rl.loop inside a function
+    graph = import_graph()
+    assert "paravt.cli.score" in graph["paravt.cli"]
+    assert "paravt.rl.loop" in graph["paravt.cli.train"]
+
+
+def test_modules_and_functions_stay_readable() -> None:
+    """STYLE.md §1: modules under about 400 lines, functions under about 60."""
+    long_modules, long_functions = [], []
+    for module, path in MODULES.items():
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 400:
+            long_modules.append(module)
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 60:
+                long_functions.append(f"{module}.{node.name}")
+    assert (long_modules, long_functions) == ([], [])
