@@ -64,7 +64,9 @@ def summarize(rows: Sequence[ResultRow]) -> dict[str, Any]:
         "correct_rate": fmean(1.0 if r.correct else 0.0 for r in rows),
         **_task_metrics(rows),
         "mean_calls": fmean(r.n_calls for r in rows),
-        "skip_tool_rate": fmean(1.0 if r.n_calls == 0 else 0.0 for r in rows),
+        # as in training (paravt.rewards.metrics): no call WRITTEN (older rows: none recorded)
+        "skip_tool_rate": fmean(1.0 if (r.n_calls if r.calls_written is None else r.calls_written) == 0
+                                else 0.0 for r in rows),
         "format_reward": _mean([r.format_reward for r in rows if r.format_reward is not None]),
         "call_ok_rate": _mean([1.0 if c.ok else 0.0 for c in calls]),
         "tokens": _token_metrics(rows),

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from paravt.errors import DataError
 
-#: Training-log keys plotted by default, in this order (DESIGN §6; CONTRACTS.md train_log.jsonl).
+#: Training-log keys plotted by default, in this order (DESIGN §6; the trainer's train_log.jsonl).
 TRAIN_METRICS: tuple[str, ...] = (
     "f_tau", "kappa", "acc", "kl",
     "reward/mean", "reward/acc", "reward/format", "reward/anchor", "reward/tool",

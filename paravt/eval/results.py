@@ -1,4 +1,4 @@
-"""The eval results file ``EVAL/results.jsonl``: one JSON row per (sample, mode) (CONTRACTS.md).
+"""The eval results file ``EVAL/results.jsonl``: one JSON row per (sample, mode) (docs/ARCHITECTURE.md §6).
 
 Rows are appended one line at a time and flushed to disk, so a killed run loses at most the row
 it was writing; `load_results` skips such a truncated line and `finished_ids` lets a resumed run
@@ -57,12 +57,13 @@ class ResultRow:
     score: float
     correct: bool
     calls: tuple[CallRow, ...] = ()
-    n_calls: int = 0
+    n_calls: int = 0  # calls recorded (run or rejected); a last turn's calls are never run
+    calls_written: int | None = None  # calls the model wrote (the reward's n_calls; training's kappa)
     tokens: TokenRow = TokenRow()
     latency_s: float = 0.0
     end_reason: str = "answer"
     tool_necessary: bool | None = None
-    format_reward: float | None = None  # R_fmt of the rollout (base + λ_anchor · anchor), DESIGN §4
+    format_reward: float | None = None  # R_fmt on the one yardstick (default weights), DESIGN §4/§6
     transcript: tuple[TranscriptTurn, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,6 +90,7 @@ class ResultRow:
                 score=float(d["score"]), correct=bool(d.get("correct", False)),
                 calls=tuple(CallRow(**c) for c in d.get("calls") or ()),
                 n_calls=int(d.get("n_calls", 0)),
+                calls_written=None if d.get("calls_written") is None else int(d["calls_written"]),
                 tokens=TokenRow(**(d.get("tokens") or {})),
                 latency_s=float(d.get("latency_s") or 0.0),
                 end_reason=str(d.get("end_reason", "answer")),
@@ -99,7 +101,7 @@ class ResultRow:
         except (KeyError, TypeError, ValueError) as e:
             raise DataError(
                 f"result row {str(dict(d))[:120]}… does not follow the results.jsonl schema ({e!r}); "
-                "rows need id, mode, task, nframes and score (CONTRACTS.md 'Run directories')"
+                "rows need id, mode, task, nframes and score (docs/ARCHITECTURE.md §6)"
             ) from e
 
     @classmethod

@@ -84,7 +84,7 @@ def result_row(res: EpisodeResult, mode: str, weights: RewardWeights, acc_overri
         video=inp.video, duration=float(inp.meta.get("duration") or 0.0), question=inp.question,
         options=inp.options, answer=inp.answer, prediction=res.answer, score=float(b.acc),
         correct=b.acc >= CORRECT_THRESHOLD,  # MCQ match, IoU ≥ 0.5, F1 ≥ 0.5
-        calls=calls, n_calls=len(calls),
+        calls=calls, n_calls=len(calls), calls_written=b.n_calls,
         tokens=res.tokens,
         latency_s=res.latency_s, end_reason=res.end_reason,
         tool_necessary=inp.meta.get("tool_necessary"), transcript=tuple(transcript),

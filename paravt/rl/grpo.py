@@ -166,7 +166,7 @@ class GRPOTrainer:
                        ) -> tuple[list[EpisodeResult], list[float | None], dict[str, float]]:
         """G rollouts of every prompt, concurrently; then the optional LLM judge on open-ended ones."""
         ids = [f"s{step}-e{i}" for i in range(len(inputs))]
-        seed = hash_seed(self.cfg.rl.seed, step)  # every request derives its own seed from this
+        seed = step_seed(self.cfg.rl.seed, step)  # every request derives its own seed from this
         settings = replace(self.settings, sampling=replace(self.settings.sampling, seed=seed),
                            sub_sampling=replace(self.settings.sub_sampling, seed=seed))
         results = await run_group(inputs, generator=self.s.generator, codec=self.s.codec, settings=settings,
@@ -220,8 +220,8 @@ def rollout_record(r: EpisodeResult, b: RewardBreakdown) -> RolloutRecord:
                          subagent_latency_s=_mean(sub_latency) if sub_latency else None, tokens=asdict(r.tokens))
 
 
-def hash_seed(seed: int, step: int) -> int:
-    """A stable per-step seed (no salted ``hash``)."""
+def step_seed(seed: int, step: int) -> int:
+    """The step's base seed: a fixed affine mix of (seed, step), the same in every process."""
     return (seed * 1_000_003 + step * 7919) % (2**31 - 1)
 
 
@@ -229,4 +229,4 @@ def _mean(xs: list[float] | list[int]) -> float:
     return float(sum(xs)) / len(xs) if xs else 0.0
 
 
-__all__ = ["DataCursor", "GRPOTrainer", "StepOutput", "hash_seed", "rollout_record"]
+__all__ = ["DataCursor", "GRPOTrainer", "StepOutput", "step_seed", "rollout_record"]

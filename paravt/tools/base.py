@@ -1,4 +1,4 @@
-"""The tool interface: `Tool`, `Observation`, `ToolContext`, `VisualBudget` (CONTRACTS "Tools").
+"""The tool interface: `Tool`, `Observation`, `ToolContext`, `VisualBudget` (docs/tools.md).
 
 A tool is an object with a ``name``, a ``spec`` (what the model sees: JSON-schema parameters), a
 ``timeout_s`` and an async ``run(ctx, args) -> Observation``. Model-caused failures (bad
@@ -28,7 +28,8 @@ class Observation:
     frames: Frames | None = None  # frames to show (crop_video / frame_select / python images)
     window: tuple[float, float] | None = None  # the (clamped) window actually served
     error: str | None = None
-    delivery: Delivery = "text"  # crop_video: "subagent"; frame_select: "inline"; python: "text"
+    delivery: Delivery = "text"  # where frames go: "subagent" (crop_video, parallel mode) or "inline"
+    # (frame_select, python images, MCP images: into the tool turn); "text": no frames
     metrics: Mapping[str, float] = field(default_factory=dict)
 
     @property

@@ -134,10 +134,11 @@ class PythonTool:
         text = result.stdout if result.ok else (result.stdout + ("\n" if result.stdout else "") + (result.error or ""))
         text = note + text
         metrics = {"images": float(len(result.images)), "stdout_chars": float(len(result.stdout))}
+        delivery = "inline" if frames is not None else "text"  # images the code made are shown inline
         if not result.ok:
-            return Observation(text=text.strip() or "Error", frames=frames, error=result.error, delivery="text",
+            return Observation(text=text.strip() or "Error", frames=frames, error=result.error, delivery=delivery,
                                metrics=metrics)
-        return Observation(text=text.strip() or "(no output)", frames=frames, delivery="text", metrics=metrics)
+        return Observation(text=text.strip() or "(no output)", frames=frames, delivery=delivery, metrics=metrics)
 
     async def finish(self, ctx: ToolContext) -> None:
         slot = self._slots.pop(ctx.episode_id, None)

@@ -80,3 +80,12 @@ def test_breakdowns_by_mode_nframes_subset_and_tool_necessity() -> None:
 def test_no_rows_gives_an_empty_summary() -> None:
     m = compute_metrics([])
     assert m["summary"] == {"n": 0} and m["by_mode"] == {} and m["tool_necessity_gap"] is None
+
+
+def test_skip_tool_rate_counts_calls_written_as_training_does() -> None:
+    from dataclasses import replace
+
+    # row 1 wrote 2 calls on its last turn (never run: none recorded); row 2 wrote none
+    rows = [replace(_r(1, "mcq", 1, n_calls=0), calls_written=2), replace(_r(2, "mcq", 1), calls_written=0)]
+    assert compute_metrics(rows)["summary"]["skip_tool_rate"] == pytest.approx(1 / 2)
+    assert compute_metrics([_r(3, "mcq", 1, n_calls=0)])["summary"]["skip_tool_rate"] == 1.0  # old rows

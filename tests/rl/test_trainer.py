@@ -29,7 +29,7 @@ from paravt.rl.session import PolicySession
 from paravt.rl.sft import build_sequence
 from paravt.video import Frames, sample_frames
 
-#: DESIGN §6 / CONTRACTS.md keys every RL step must log (the report plots these).
+#: DESIGN §6 keys every RL step must log (the report plots these).
 RL_KEYS = ("f_tau", "kappa", "acc", "kl", "loss", "clip_frac", "grad_norm", "reward/acc",
            "reward/format", "reward/anchor", "reward/tool", "skip_tool_rate", "filter/zero_var_dropped",
            "filter/rank_dropped", "time/rollout", "time/reward", "time/update", "lr")
@@ -175,7 +175,7 @@ def test_rl_run_logs_every_design_metric_each_step(rl_run: list[dict[str, Any]])
 
 
 def test_rl_log_uses_the_contract_names_the_report_plots(rl_run: list[dict[str, Any]]) -> None:
-    """CONTRACTS.md names the mean reward ``reward/mean`` (the progress bar of ``paravt.rl.loop``
+    """The metrics name the mean reward ``reward/mean`` (the progress bar of ``paravt.rl.loop``
     reads it) and the closure and reversion rates ``closed/*`` and ``tool_code_rate``
     (``paravt.eval.plots.TRAIN_METRICS`` plots ``reward/mean`` and ``tool_code_rate``)."""
     wanted = ("reward/mean", "closed/think", "closed/tool_call", "closed/answer", "tool_code_rate")
