@@ -37,9 +37,9 @@ from rich.table import Table
 
 import paravt.rl.grpo as grpo
 from paravt.config import TrainConfig
+from paravt.data.episodes import load_episode_inputs
 from paravt.data.synth import build
 from paravt.models.tiny import build_tiny
-from paravt.data.chat import load_episode_inputs
 from paravt.rl.session import PolicySession
 
 

@@ -137,7 +137,7 @@ def _done(stage: Path) -> None:
 def _evaluate_all(out: Path, cfg: TrainConfig, p: DemoPreset) -> dict[str, dict]:
     from paravt.agent import EpisodeSettings
     from paravt.eval.runner import evaluate, open_backend
-    from paravt.data.chat import load_episode_inputs
+    from paravt.data.episodes import load_episode_inputs
 
     samples = load_episode_inputs(out / "synth" / "eval.parquet", nframes=p.eval_nframes, limit=p.eval_limit)
     settings = EpisodeSettings.from_config(cfg, temperature=0.0)

@@ -59,3 +59,15 @@ def test_tiny_configs_are_what_the_demo_runs() -> None:
     # vanilla GRPO = PARA-GRPO minus the think prefix, the anchor reward and nFrames Gating
     assert not vanilla.rollout.think_prefix and not vanilla.reward.anchor and not vanilla.rl.gating.enabled
     assert vanilla.rl.model_copy(update={"gating": para.rl.gating}) == para.rl
+
+
+def test_lower_layer_defaults_are_the_configs() -> None:
+    """Each default is written once (paravt/config.py); the plain dataclasses below the CLI read it."""
+    from paravt.agent import EpisodeSettings
+    from paravt.config import GatingConfig, TrainConfig
+    from paravt.data.schema import OVERVIEW_NS
+    from paravt.rewards import RewardWeights
+
+    assert EpisodeSettings() == EpisodeSettings.from_config(TrainConfig())
+    assert RewardWeights.default() == RewardWeights.from_config(TrainConfig().reward)
+    assert OVERVIEW_NS == tuple(GatingConfig().choices)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from paravt.config import DispatchMode, TrainConfig
+from paravt.config import DispatchMode, RolloutConfig, SamplingConfig, TrainConfig, VideoConfig
 from paravt.models.base import SamplingParams
 
 Mode = DispatchMode  # the one definition is paravt.config.DispatchMode (registry: agent.modes.MODES)
@@ -15,7 +15,8 @@ Mode = DispatchMode  # the one definition is paravt.config.DispatchMode (registr
 
 @dataclass(frozen=True)
 class EpisodeInput:
-    """One question on one video. ``nframes`` is the overview budget (the gated n in RL)."""
+    """One question on one video. ``nframes`` is the overview budget (the gated n in RL). Built
+    from a dataset row, a benchmark sample or a verl row by ``paravt.data.episodes`` only."""
 
     id: str
     video: str
@@ -24,30 +25,44 @@ class EpisodeInput:
     answer: str
     options: tuple[str, ...] | None = None
     nframes: int = 16
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)  # informational extras; code reads the fields below
+    subset: str = ""
+    duration: float | None = None  # seconds, when the row knows it
+    benchmark: str = ""
+    tool_necessary_at_n: Mapping[int, bool] | None = None  # does an n-frame overview miss the evidence?
+
+    @property
+    def tool_necessary(self) -> bool | None:
+        """Whether the evidence is missed at THIS input's overview budget (so a gated n changes it)."""
+        return None if self.tool_necessary_at_n is None else self.tool_necessary_at_n.get(self.nframes)
 
     def with_nframes(self, n: int) -> EpisodeInput:
         return replace(self, nframes=n)
 
 
+_R, _V, _S = RolloutConfig(), VideoConfig(), SamplingConfig()  # the defaults, written once in config
+
+
 @dataclass(frozen=True)
 class EpisodeSettings:
-    mode: Mode = "parallel"
-    k_max: int = 8
-    max_turns: int = 3
-    min_window_s: float = 1.0
-    max_context_tokens: int = 16384
-    think_prefix: bool = True
-    execute_tool_code: bool = False
-    overview_max_pixels: int = 64 * 64
-    crop_max_frames: int = 16
-    crop_fps: float = 1.0
-    crop_max_pixels: int = 224 * 224
-    size_factor: int = 32
+    """Plain values an Episode runs with; every default is the config's (``paravt.config``)."""
+
+    mode: Mode = _R.mode
+    k_max: int = _R.k_max
+    max_turns: int = _R.max_turns
+    min_window_s: float = _R.min_window_s
+    max_context_tokens: int = _R.max_context_tokens
+    think_prefix: bool = _R.think_prefix
+    execute_tool_code: bool = _R.execute_tool_code
+    overview_max_pixels: int = _V.overview_max_pixels
+    crop_max_frames: int = _V.crop_max_frames
+    crop_fps: float = _V.crop_fps
+    crop_max_pixels: int = _V.crop_max_pixels
+    size_factor: int = _V.size_factor
     sampling: SamplingParams = field(default_factory=SamplingParams)
-    sub_sampling: SamplingParams = field(default_factory=lambda: SamplingParams(max_new_tokens=512))
-    subagent_timeout_s: float = 300.0
-    prompt_version: str = "v1"
+    sub_sampling: SamplingParams = field(default_factory=lambda: SamplingParams(max_new_tokens=_S.sub_max_new_tokens))
+    subagent_timeout_s: float = _R.subagent_timeout_s
+    prompt_version: str = _R.prompt_version
     system_prompt: bool = True  # False: no system prompt at all (the question only; eval's direct class)
 
     @classmethod

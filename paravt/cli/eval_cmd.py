@@ -36,7 +36,7 @@ def eval_cmd(
 ) -> None:
     """Evaluate; resumes by skipping finished ids in OUT/results.jsonl. Flags override the config."""
     from paravt.agent import EpisodeSettings
-    from paravt.data.chat import load_episode_inputs
+    from paravt.data.episodes import load_episode_inputs
     from paravt.eval.runner import evaluate
     from paravt.rewards import RewardWeights
 

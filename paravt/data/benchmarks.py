@@ -44,11 +44,9 @@ class EvalSample:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def to_episode_input(self, nframes: int = 64) -> Any:
-        from paravt.agent import EpisodeInput
+        from paravt.data.episodes import from_eval_sample
 
-        meta = {"subset": self.subset, "benchmark": self.benchmark, "duration": self.duration, **self.meta}
-        return EpisodeInput(id=self.id, video=self.video, question=self.question, task=self.task,  # type: ignore[arg-type]
-                            answer=self.answer, options=self.options, nframes=nframes, meta=meta)
+        return from_eval_sample(self, nframes)
 
 
 def _first(root: Path, candidates: Iterable[str]) -> Path | None:

@@ -12,16 +12,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from paravt.config import VideoConfig
 from paravt.data.schema import Message, Row, TextPart, VideoPart
 from paravt.errors import DataError
 from paravt.models.base import ChatMessage
 from paravt.video.types import Frames
 
 if TYPE_CHECKING:  # the agent imports heavy modules; only needed when building inputs
-    from paravt.agent import EpisodeInput
+    pass
 
 _WHOLE_TOL_S = 0.05
 
+
+_V = VideoConfig()  # the defaults, written once in config
 
 def resolve(root: str | Path, rel: str) -> Path:
     p = Path(rel)
@@ -55,42 +58,11 @@ def message_to_chat(m: Message, root: str | Path, *, duration: float, max_pixels
     return ChatMessage(m.role, "".join(texts), videos=tuple(videos))
 
 
-def to_chat_messages(row: Row, root: str | Path, *, max_pixels: int = 64 * 64, size_factor: int = 32,
+def to_chat_messages(row: Row, root: str | Path, *, max_pixels: int = _V.overview_max_pixels,
+                     size_factor: int = _V.size_factor,
                      crop_max_pixels: int | None = None) -> list[ChatMessage]:
     """The row's messages with frames decoded (assistant texts keep their ``<think>\\n`` prefix,
     see `paravt.data.schema`)."""
     crop = max_pixels if crop_max_pixels is None else crop_max_pixels
     return [message_to_chat(m, root, duration=row.extra_info.duration, max_pixels=max_pixels,
                             crop_max_pixels=crop, size_factor=size_factor) for m in row.messages]
-
-
-def to_episode_input(row: Row, root: str | Path, *, nframes: int | None = None) -> EpisodeInput:
-    """The episode's input for a row: absolute video path, question, task, answer, options, the
-    row's overview budget (or ``nframes``) and meta (tool necessity at that n, subset, duration)."""
-    from paravt.agent import EpisodeInput
-
-    if not row.videos:
-        raise DataError(f"row {row.id} has no video; every ParaVT row needs one (videos column)")
-    e = row.extra_info
-    n = e.nframes if nframes is None else nframes
-    meta: dict[str, object] = {"subset": e.subset, "duration": e.duration, "split": e.split, "source": e.source}
-    if e.tool_necessary_at_n is not None:
-        meta["tool_necessary_at_n"] = dict(e.tool_necessary_at_n)
-        meta["tool_necessary"] = e.tool_necessary_at_n.get(n)
-    if e.needle_start is not None:
-        meta["needle"] = (e.needle_start, e.needle_end)
-    return EpisodeInput(id=e.id, video=str(resolve(root, row.videos[0]).resolve()), question=e.question,
-                        task=e.task, answer=e.answer, options=e.options, nframes=n, meta=meta)
-
-
-def load_episode_inputs(path: str | Path, root: str | Path | None = None, *, nframes: int | None = None,
-                        limit: int | None = None) -> list[EpisodeInput]:
-    """Prompt rows (kind ``rl``) of a parquet file as EpisodeInputs (``to_episode_input``); videos
-    resolve against ``root`` (default: the file's folder)."""
-    from paravt.data.schema import read_rows
-
-    path = Path(path)
-    base = Path(root) if root is not None else path.parent
-    rows = [r for r in read_rows(path) if r.kind == "rl"]
-    out = [to_episode_input(r, base, nframes=nframes) for r in rows]
-    return out[:limit] if limit else out

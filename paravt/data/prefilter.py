@@ -85,7 +85,7 @@ async def rollout_accuracies(rows: Sequence[Row], root: str | Path, *, generator
                              settings: EpisodeSettings, g: int = 8) -> dict[str, tuple[float, ...]]:
     """G rollouts per row (all concurrently through `run_group`) → accuracy of each, by row id."""
     from paravt.agent import run_group
-    from paravt.data.chat import to_episode_input
+    from paravt.data.episodes import to_episode_input
     from paravt.rewards import accuracy
 
     inputs = [to_episode_input(r, root) for r in rows for _ in range(g)]

@@ -38,6 +38,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from paravt.config import GatingConfig
 from paravt.errors import DataError
 
 Task = Literal["mcq", "tvg", "oe"]
@@ -49,7 +50,7 @@ TASKS: tuple[str, ...] = ("mcq", "tvg", "oe")
 KINDS: tuple[str, ...] = ("main", "sub", "rl")
 MODES: tuple[str, ...] = ("parallel", "sequential", "none", "sub")
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
-OVERVIEW_NS: tuple[int, ...] = (4, 8, 16, 32, 64)
+OVERVIEW_NS: tuple[int, ...] = tuple(GatingConfig().choices)  # nFrames Gating's budgets (config)
 
 SCHEMA = pa.schema(
     [

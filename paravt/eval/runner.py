@@ -80,14 +80,14 @@ def result_row(res: EpisodeResult, mode: str, weights: RewardWeights, acc_overri
     for sub in res.subs:
         transcript.extend(TranscriptTurn(f"sub[{sub.index}]", t.text) for t in sub.turns)
     return ResultRow(
-        id=inp.id, mode=mode, task=inp.task, subset=str(inp.meta.get("subset", "")), nframes=inp.nframes,
-        video=inp.video, duration=float(inp.meta.get("duration") or 0.0), question=inp.question,
+        id=inp.id, mode=mode, task=inp.task, subset=inp.subset, nframes=inp.nframes,
+        video=inp.video, duration=float(inp.duration or 0.0), question=inp.question,
         options=inp.options, answer=inp.answer, prediction=res.answer, score=float(b.acc),
         correct=b.acc >= CORRECT_THRESHOLD,  # MCQ match, IoU ≥ 0.5, F1 ≥ 0.5
         calls=calls, n_calls=len(calls), calls_written=b.n_calls,
         tokens=res.tokens,
         latency_s=res.latency_s, end_reason=res.end_reason,
-        tool_necessary=inp.meta.get("tool_necessary"), transcript=tuple(transcript),
+        tool_necessary=inp.tool_necessary, transcript=tuple(transcript),
         format_reward=b.format_ref,  # the one yardstick (default R_fmt), whatever the eval weights
     )
 

@@ -13,16 +13,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+from paravt.config import SamplingConfig
 from paravt.video.types import Frames
 
 FinishReason = Literal["stop", "length", "error"]
+_S = SamplingConfig()  # the defaults, written once in config
 
 
 @dataclass(frozen=True)
 class SamplingParams:
-    temperature: float = 0.7  # 0 = greedy
-    top_p: float = 1.0
-    max_new_tokens: int = 2048
+    temperature: float = _S.temperature  # 0 = greedy; defaults: paravt.config.SamplingConfig
+    top_p: float = _S.top_p
+    max_new_tokens: int = _S.max_new_tokens
     seed: int | None = None  # per-request seed for reproducible sampling (hf backend)
 
 

@@ -35,7 +35,7 @@ from typing import Any
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_group
 from paravt.agent.judging import judge_overrides
 from paravt.config import TrainConfig
-from paravt.data.chat import load_episode_inputs
+from paravt.data.episodes import load_episode_inputs
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rewards.metrics import RolloutRecord, aggregate
 from paravt.rl import filters

@@ -13,11 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from paravt.config import VideoConfig
 from paravt.errors import ToolCallError
 from paravt.protocol.prompts import ToolSpec
 from paravt.video.types import Frames, VideoInfo
 
 Delivery = Literal["subagent", "inline", "text"]
+
+_V = VideoConfig()  # the defaults, written once in config
 
 
 @dataclass(frozen=True)
@@ -77,10 +80,10 @@ class ToolContext:
     episode_id: str
     video: str  # absolute path bound from the dataset; models never name files
     info: VideoInfo
-    crop_max_frames: int = 16
-    crop_fps: float = 1.0
-    crop_max_pixels: int = 224 * 224
-    size_factor: int = 32
+    crop_max_frames: int = _V.crop_max_frames  # defaults: paravt.config.VideoConfig
+    crop_fps: float = _V.crop_fps
+    crop_max_pixels: int = _V.crop_max_pixels
+    size_factor: int = _V.size_factor
     budget: VisualBudget = field(default_factory=VisualBudget)
 
     def clamp(self, start: float, end: float) -> tuple[float, float]:

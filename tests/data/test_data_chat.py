@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paravt.data.chat import to_chat_messages, to_episode_input
+from paravt.data.chat import to_chat_messages
+from paravt.data.episodes import to_episode_input
 from paravt.data.schema import read_rows
 
 
@@ -27,5 +28,24 @@ def test_episode_input_carries_ground_truth_and_tool_necessity(synth_dir: Path) 
     e = row.extra_info
     assert Path(inp.video).is_absolute() and Path(inp.video).exists()
     assert (inp.id, inp.task, inp.answer, inp.options, inp.nframes) == (e.id, e.task, e.answer, e.options, e.nframes)
-    assert inp.meta["tool_necessary"] == e.tool_necessary_at_n[e.nframes]
-    assert to_episode_input(row, synth_dir, nframes=4).meta["tool_necessary"] == e.tool_necessary_at_n[4]
+    assert inp.tool_necessary == e.tool_necessary_at_n[e.nframes]
+    assert to_episode_input(row, synth_dir, nframes=4).tool_necessary == e.tool_necessary_at_n[4]
+    # the gated n changes the necessity (with_nframes used to leave a stale copy in meta)
+    for n in (4, 64):
+        assert inp.with_nframes(n).tool_necessary == e.tool_necessary_at_n[n]
+    assert (inp.subset, inp.duration) == (e.subset or "", e.duration)
+
+
+def test_verl_rows_round_trip_to_the_same_episode_input(synth_dir: Path) -> None:
+    import json
+
+    from paravt.data.episodes import from_extra_info
+    from paravt.integrations.verl.data import verl_record
+
+    row = read_rows(synth_dir / "rl.parquet")[0]
+    ours = to_episode_input(row, synth_dir)
+    extra = json.loads(json.dumps(verl_record(row, synth_dir, 0, "paravt_agent")["extra_info"]))  # as parquet
+    theirs = from_extra_info(extra, ours.nframes)
+    for key in ("id", "video", "question", "task", "answer", "options", "nframes", "subset", "duration",
+                "tool_necessary_at_n", "tool_necessary"):
+        assert getattr(theirs, key) == getattr(ours, key), key

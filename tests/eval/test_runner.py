@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from paravt.agent import EpisodeSettings
+from paravt.data.episodes import load_episode_inputs
 from paravt.data.synth import build
 from paravt.eval.results import load_results
 from paravt.eval.runner import evaluate, open_backend
 from paravt.models.base import SamplingParams
-from paravt.data.chat import load_episode_inputs
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "models"))
 from oai_server import RunningServer, ServerState, make_app  # noqa: E402

@@ -54,7 +54,7 @@ def test_verl_rows_carry_the_runs_think_prefix(tmp_path) -> None:
     from paravt.integrations.verl.data import verl_record
 
     extra = SimpleNamespace(id="q1", question="What flashes?", task="mcq", answer="B", options=("red", "blue"),
-                            nframes=8, subset="s", duration=60.0, tool_necessary=True)
+                            nframes=8, subset="s", duration=60.0, tool_necessary_at_n={8: True})
     row = SimpleNamespace(id="q1", videos=["v.mp4"], extra_info=extra)
     on, off = (verl_record(row, tmp_path, 0, "paravt_agent", flag)["extra_info"] for flag in (True, False))
     assert (on["think_prefix"], off["think_prefix"]) == (True, False)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import paravt.agent.episode as episode_mod
+from paravt.data.episodes import load_episode_inputs
 from paravt.rl.grpo import GRPOTrainer
-from paravt.data.chat import load_episode_inputs
 from paravt.rl.session import PolicySession
 
 sys.path.insert(0, str(Path(__file__).parent))

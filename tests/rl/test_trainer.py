@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from paravt.config import RUN_CONFIG, TrainConfig, load_for_model
-from paravt.data.chat import load_episode_inputs
+from paravt.data.episodes import load_episode_inputs
 from paravt.data.synth import build
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec

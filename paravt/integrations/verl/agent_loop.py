@@ -26,18 +26,33 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+from verl.experimental.agent_loop.agent_loop import (
+    AgentLoopBase,
+    AgentLoopMetrics,
+    AgentLoopOutput,
+    register,
+)
 
-from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, Trajectory, episode_reward, run_episode
+from paravt.agent import (
+    EpisodeInput,
+    EpisodeResult,
+    EpisodeSettings,
+    Trajectory,
+    episode_reward,
+    run_episode,
+)
 from paravt.agent.judging import judge_overrides
 from paravt.config import TrainConfig, load
-from paravt.integrations.verl.data import episode_fields
-from paravt.integrations.verl.generator import MM_PROCESSOR_KWARGS, VerlServerGenerator, verl_multi_modal_data
+from paravt.data.episodes import from_extra_info
+from paravt.integrations.verl.generator import (
+    MM_PROCESSOR_KWARGS,
+    VerlServerGenerator,
+    verl_multi_modal_data,
+)
 from paravt.integrations.verl.render import AGENT_NAME
 from paravt.models.chat import ChatCodec
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rl.gating import gated_nframes
-
 
 
 @functools.lru_cache(maxsize=8)
@@ -113,11 +128,11 @@ class ParavtAgentLoop(AgentLoopBase):
                        sub_sampling=replace(base.sub_sampling, top_p=top_p))
 
     def episode_input(self, extra_info: dict[str, Any], global_steps: Any) -> EpisodeInput:
-        fields = episode_fields(extra_info)
         g = self.cfg.rl.gating
         epoch = gating_epoch(global_steps, self.steps_per_epoch)
-        n = gated_nframes(self.cfg.rl.seed, epoch, fields["id"], g.choices) if g.enabled else self.cfg.video.overview_nframes
-        return EpisodeInput(nframes=n, **fields)
+        n = (gated_nframes(self.cfg.rl.seed, epoch, str(extra_info.get("id")), g.choices) if g.enabled
+             else self.cfg.video.overview_nframes)
+        return from_extra_info(extra_info, n)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
         t0 = time.perf_counter()

@@ -11,7 +11,6 @@ is what verl logs and measures, not what the policy sees (the Episode renders it
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,9 @@ def verl_record(row: Any, data_root: str | Path, index: int, agent_name: str,
         "index": index, "id": e.id or row.id, "video": str(video), "question": e.question,
         "task": e.task, "answer": e.answer, "options": list(e.options) if e.options else None,
         "nframes": e.nframes, "subset": e.subset, "duration": e.duration,
-        "tool_necessary": e.tool_necessary, "think_prefix": think_prefix,
+        "tool_necessary_at_n": ({str(k): v for k, v in e.tool_necessary_at_n.items()}
+                                if e.tool_necessary_at_n is not None else None),
+        "think_prefix": think_prefix,
     }
     return {
         "data_source": DATA_SOURCE,
@@ -64,27 +65,3 @@ def write_verl_parquet(src: str | Path, out: str | Path, *, agent_name: str, dat
     return len(records)
 
 
-def _plain(value: Any) -> Any:
-    """numpy scalars / arrays (what verl's batch hands over) → Python values."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if hasattr(value, "item"):
-        return value.item()
-    return value
-
-
-def episode_fields(extra_info: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``EpisodeInput`` fields carried by a verl row's ``extra_info`` (without nframes)."""
-    missing = [k for k in ("id", "video", "question", "task", "answer") if k not in extra_info]
-    if missing:
-        raise DataError(
-            f"verl row extra_info lacks {missing}; build the parquet with "
-            "paravt.integrations.verl.data.write_verl_parquet")
-    options: Sequence[str] | None = _plain(extra_info.get("options"))
-    meta = {k: _plain(extra_info[k]) for k in ("subset", "duration", "tool_necessary") if k in extra_info}
-    return {
-        "id": str(extra_info["id"]), "video": str(extra_info["video"]),
-        "question": str(extra_info["question"]), "task": str(extra_info["task"]),
-        "answer": str(extra_info["answer"]), "options": tuple(options) if options else None,
-        "meta": meta,
-    }

@@ -1,0 +1,90 @@
+"""The ONE place where a dataset row becomes an ``EpisodeInput`` (the episode's typed input):
+our parquet rows (``to_episode_input``, ``load_episode_inputs``), benchmark samples
+(``from_eval_sample``) and verl rows (``from_extra_info``, the JSON ``extra_info`` that
+``write_verl_parquet`` writes). Code reads the typed fields (subset, duration, benchmark, tool
+necessity per overview budget); ``meta`` keeps informational extras only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from paravt.data.chat import resolve
+from paravt.data.schema import Row, read_rows
+from paravt.errors import DataError
+
+if TYPE_CHECKING:
+    from paravt.agent import EpisodeInput
+    from paravt.data.benchmarks import EvalSample
+
+#: ``extra_info`` keys a verl row must carry (paravt.integrations.verl.data.verl_record).
+VERL_REQUIRED = ("id", "video", "question", "task", "answer")
+
+
+def to_episode_input(row: Row, root: str | Path, *, nframes: int | None = None) -> EpisodeInput:
+    """A row of ours: absolute video path, question, task, answer, options, the row's overview
+    budget (or ``nframes``), subset, duration and tool necessity per n."""
+    from paravt.agent import EpisodeInput
+
+    if not row.videos:
+        raise DataError(f"row {row.id} has no video; every ParaVT row needs one (videos column)")
+    e = row.extra_info
+    meta: dict[str, object] = {"split": e.split, "source": e.source}
+    if e.needle_start is not None:
+        meta["needle"] = (e.needle_start, e.needle_end)
+    return EpisodeInput(
+        id=e.id, video=str(resolve(root, row.videos[0]).resolve()), question=e.question, task=e.task,
+        answer=e.answer, options=e.options, nframes=e.nframes if nframes is None else nframes, meta=meta,
+        subset=e.subset or "", duration=e.duration,
+        tool_necessary_at_n=dict(e.tool_necessary_at_n) if e.tool_necessary_at_n is not None else None)
+
+
+def load_episode_inputs(path: str | Path, root: str | Path | None = None, *, nframes: int | None = None,
+                        limit: int | None = None) -> list[EpisodeInput]:
+    """Prompt rows (kind ``rl``) of a parquet file as EpisodeInputs (``to_episode_input``); videos
+    resolve against ``root`` (default: the file's folder)."""
+    path = Path(path)
+    base = Path(root) if root is not None else path.parent
+    rows = [r for r in read_rows(path) if r.kind == "rl"]
+    out = [to_episode_input(r, base, nframes=nframes) for r in rows]
+    return out[:limit] if limit else out
+
+
+def from_eval_sample(s: EvalSample, nframes: int) -> EpisodeInput:
+    """A benchmark sample (``paravt.data.benchmarks``); its own grouping keys stay in ``meta``."""
+    from paravt.agent import EpisodeInput
+
+    return EpisodeInput(id=s.id, video=s.video, question=s.question, task=s.task,  # type: ignore[arg-type]
+                        answer=s.answer, options=s.options, nframes=nframes, meta=dict(s.meta),
+                        subset=s.subset, duration=s.duration, benchmark=s.benchmark)
+
+
+def from_extra_info(extra: Mapping[str, Any], nframes: int) -> EpisodeInput:
+    """A verl row's ``extra_info`` (numpy values as verl's batch hands them over)."""
+    from paravt.agent import EpisodeInput
+
+    missing = [k for k in VERL_REQUIRED if k not in extra]
+    if missing:
+        raise DataError(f"verl row extra_info lacks {missing}; build the parquet with "
+                        "paravt.integrations.verl.data.write_verl_parquet")
+    options: Sequence[str] | None = _plain(extra.get("options"))
+    at_n = _plain(extra.get("tool_necessary_at_n"))
+    duration = _plain(extra.get("duration"))
+    return EpisodeInput(
+        id=str(extra["id"]), video=str(extra["video"]), question=str(extra["question"]),
+        task=str(extra["task"]), answer=str(extra["answer"]),  # type: ignore[arg-type]
+        options=tuple(options) if options else None, nframes=nframes,
+        subset=str(_plain(extra.get("subset")) or ""), duration=None if duration is None else float(duration),
+        tool_necessary_at_n=None if not at_n else {int(k): bool(v) for k, v in dict(at_n).items()
+                                                  if v is not None})
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars / arrays (what verl's batch hands over) → Python values."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item"):
+        return value.item()
+    return value
