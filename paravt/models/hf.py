@@ -38,6 +38,7 @@ from paravt.models.base import GenOutput, GenRequest
 from paravt.models.chat import ChatCodec
 from paravt.models.loading import LoadedPolicy
 from paravt.models.media import batch_inputs
+from paravt.models.prefix_share import share_plan, shared_prefill
 
 _Pending = tuple[GenRequest, "asyncio.Future[GenOutput]"]
 
@@ -82,8 +83,10 @@ class RowSampler(LogitsProcessor):
 class HFGenerator:
     """Batched local generation with a transformers model (see the module docstring)."""
 
-    def __init__(self, policy: LoadedPolicy, *, max_batch: int = 16, window_s: float = 0.005) -> None:
+    def __init__(self, policy: LoadedPolicy, *, max_batch: int = 16, window_s: float = 0.005,
+                 share_prefill: bool = True) -> None:
         self.policy = policy
+        self.share_prefill = share_prefill  # off only to measure / test the sharing against
         self.model = policy.model
         self.codec = ChatCodec(policy.processor, policy.family)
         self.max_batch = max_batch
@@ -136,8 +139,7 @@ class HFGenerator:
     @torch.no_grad()
     def _generate_batch(self, requests: Sequence[GenRequest], t0: float) -> list[GenOutput]:
         device = next(self.model.parameters()).device
-        inputs = batch_inputs(self.policy.processor, [(r.prompt_ids, r.videos, r.images) for r in requests],
-                              pad_id=self.codec.pad_id, device=device)
+        inputs, prefill_rows = self._inputs(requests, device)
         s = requests[0].sampling
         max_new = max(r.sampling.max_new_tokens for r in requests)
         sample = s.temperature > 0
@@ -167,12 +169,27 @@ class HFGenerator:
         scores = row_sampler.clean_logprobs() if row_sampler is not None else torch.stack(out.scores, dim=1)
         logp = torch.log_softmax(scores.float(), dim=-1)  # B×N×V
         tok_logp = logp.gather(-1, new[..., None])[..., 0]  # B×N
-        latency = time.perf_counter() - t0
-        return [self._row_output(new[i], tok_logp[i], r.sampling.max_new_tokens, latency, len(requests))
+        metrics = {"latency_s": time.perf_counter() - t0, "batch_size": float(len(requests)),
+                   "prefill_rows": float(prefill_rows)}
+        return [self._row_output(new[i], tok_logp[i], r.sampling.max_new_tokens, metrics)
                 for i, r in enumerate(requests)]
 
-    def _row_output(self, ids: torch.Tensor, logps: torch.Tensor, max_new: int, latency: float,
-                    batch: int) -> GenOutput:
+    def _inputs(self, requests: Sequence[GenRequest], device: torch.device) -> tuple[dict[str, Any], int]:
+        """``generate`` inputs of the batch and the number of rows prefilled: identical prompts
+        share one prefill (``prefix_share``) unless ``share_prefill`` is off."""
+        seqs = [(r.prompt_ids, r.videos, r.images) for r in requests]
+        plan = share_plan(requests) if self.share_prefill and len(requests) > 1 else None
+        if plan is not None:
+            firsts, index = plan
+            distinct = batch_inputs(self.policy.processor, [seqs[i] for i in firsts],
+                                    pad_id=self.codec.pad_id, device=device)
+            shared = shared_prefill(self.model, distinct, index)
+            if shared is not None:
+                return shared, len(firsts)
+        return batch_inputs(self.policy.processor, seqs, pad_id=self.codec.pad_id, device=device), len(requests)
+
+    def _row_output(self, ids: torch.Tensor, logps: torch.Tensor, max_new: int,
+                    metrics: dict[str, float]) -> GenOutput:
         tokens = ids.tolist()[:max_new]
         stops = set(self.codec.stop_token_ids)
         end = next((i + 1 for i, t in enumerate(tokens) if t in stops), None)
@@ -181,4 +198,4 @@ class HFGenerator:
         return GenOutput(
             token_ids=tuple(tokens), logprobs=tuple(float(x) for x in logps[: len(tokens)].tolist()),
             text=self.codec.decode(tokens), finish_reason=finish,
-            metrics={"latency_s": latency, "batch_size": float(batch)})
+            metrics=dict(metrics))
