@@ -50,6 +50,7 @@ test-servers: $(STAMP) $(VLLM_STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/video_decode.py
 	$(PY) benchmarks/dispatch.py
+	$(PY) benchmarks/rollout.py
 	$(PY) benchmarks/train_step.py
 	$(PY) benchmarks/tool_server_load.py
 
