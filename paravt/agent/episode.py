@@ -144,7 +144,7 @@ class _Run:
         sampling = s.sampling if s.sampling.max_new_tokens <= room else _with_max(s.sampling, room)
         sampling = derive_seed(sampling, self.episode_id, "main", len(self.texts))
         req = GenRequest(prompt_ids, tuple(self.messages), tuple(self.main.videos), tuple(self.main.images),
-                         sampling, response_prefix=prefix)
+                         sampling, response_prefix=prefix, keep_kv=True)
         (out,) = await self.generator.generate([req])
         self.tally.generated += len(out.token_ids)
         return out, prefix, visual, len(prompt_ids)

@@ -49,6 +49,9 @@ class GenRequest:
     # text already forced at the start of the response (e.g. "<think>\n"): token backends have
     # it at the end of prompt_ids; chat backends must continue it (continue_final_message).
     response_prefix: str = ""
+    # hf backend: keep this row's KV cache (prompt + response) so that a next request extending it
+    # prefills only its new tokens (the main agent's turns; paravt.models.turn_cache)
+    keep_kv: bool = False
 
 
 @dataclass(frozen=True)

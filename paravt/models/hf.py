@@ -19,6 +19,11 @@
   reproducible however the concurrent episodes happen to be batched (bit-for-bit resume). Mixed
   or missing seeds (or top_p < 1) fall back to ``do_sample`` under ``torch.manual_seed(mix(seeds))``
   in a forked RNG: reproducible per batch only.
+- Prompt work (``paravt.models.prefill``): identical prompts of a batch (a GRPO group's G
+  rollouts) share ONE prefill, vision tower included, and a main-agent turn that extends a kept
+  row cache (``GenRequest.keep_kv``) prefills only its new tokens; ``generate`` continues from
+  the assembled cache. Same tokens and logprobs as full prefills (float tolerance). Each output's
+  metrics carry ``prefill_tokens`` (tokens of its prompt actually run) and ``prefill_rows``.
 - Failures: a batch that raises is retried row by row; a row that still raises becomes a
   ``finish_reason="error"`` output carrying the message. The torch work runs in a worker thread
   (``asyncio.to_thread``) so the event loop stays free; batches never run concurrently.
@@ -37,8 +42,7 @@ from transformers import LogitsProcessor, LogitsProcessorList
 from paravt.models.base import GenOutput, GenRequest
 from paravt.models.chat import ChatCodec
 from paravt.models.loading import LoadedPolicy
-from paravt.models.media import batch_inputs
-from paravt.models.prefix_share import share_plan, shared_prefill
+from paravt.models.prefill import Prefiller
 
 _Pending = tuple[GenRequest, "asyncio.Future[GenOutput]"]
 
@@ -84,11 +88,14 @@ class HFGenerator:
     """Batched local generation with a transformers model (see the module docstring)."""
 
     def __init__(self, policy: LoadedPolicy, *, max_batch: int = 16, window_s: float = 0.005,
-                 share_prefill: bool = True) -> None:
+                 share_prefill: bool = True, turn_cache_entries: int = 32) -> None:
         self.policy = policy
-        self.share_prefill = share_prefill  # off only to measure / test the sharing against
         self.model = policy.model
         self.codec = ChatCodec(policy.processor, policy.family)
+        # share_prefill=False / turn_cache_entries=0 only to measure or test the sharing against
+        self.prefiller = Prefiller(self.model, policy.processor, pad_id=self.codec.pad_id,
+                                   vision_ids=self.codec.vision_token_ids, share=share_prefill,
+                                   turn_entries=turn_cache_entries)
         self.max_batch = max_batch
         self.window_s = window_s
         self._pending: list[_Pending] = []
@@ -139,7 +146,8 @@ class HFGenerator:
     @torch.no_grad()
     def _generate_batch(self, requests: Sequence[GenRequest], t0: float) -> list[GenOutput]:
         device = next(self.model.parameters()).device
-        inputs, prefill_rows = self._inputs(requests, device)
+        prep = self.prefiller.prepare(requests, device)
+        inputs = prep.kwargs
         s = requests[0].sampling
         max_new = max(r.sampling.max_new_tokens for r in requests)
         sample = s.temperature > 0
@@ -170,23 +178,12 @@ class HFGenerator:
         logp = torch.log_softmax(scores.float(), dim=-1)  # B×N×V
         tok_logp = logp.gather(-1, new[..., None])[..., 0]  # B×N
         metrics = {"latency_s": time.perf_counter() - t0, "batch_size": float(len(requests)),
-                   "prefill_rows": float(prefill_rows)}
-        return [self._row_output(new[i], tok_logp[i], r.sampling.max_new_tokens, metrics)
+                   "prefill_rows": float(prep.prefill_rows)}
+        outs = [self._row_output(new[i], tok_logp[i], r.sampling.max_new_tokens,
+                                 {**metrics, "prefill_tokens": float(prep.prefill_tokens[i])})
                 for i, r in enumerate(requests)]
-
-    def _inputs(self, requests: Sequence[GenRequest], device: torch.device) -> tuple[dict[str, Any], int]:
-        """``generate`` inputs of the batch and the number of rows prefilled: identical prompts
-        share one prefill (``prefix_share``) unless ``share_prefill`` is off."""
-        seqs = [(r.prompt_ids, r.videos, r.images) for r in requests]
-        plan = share_plan(requests) if self.share_prefill and len(requests) > 1 else None
-        if plan is not None:
-            firsts, index = plan
-            distinct = batch_inputs(self.policy.processor, [seqs[i] for i in firsts],
-                                    pad_id=self.codec.pad_id, device=device)
-            shared = shared_prefill(self.model, distinct, index)
-            if shared is not None:
-                return shared, len(firsts)
-        return batch_inputs(self.policy.processor, seqs, pad_id=self.codec.pad_id, device=device), len(requests)
+        self.prefiller.keep(requests, prep, out.past_key_values, width, [o.token_ids for o in outs])
+        return outs
 
     def _row_output(self, ids: torch.Tensor, logps: torch.Tensor, max_new: int,
                     metrics: dict[str, float]) -> GenOutput:
@@ -198,4 +195,4 @@ class HFGenerator:
         return GenOutput(
             token_ids=tuple(tokens), logprobs=tuple(float(x) for x in logps[: len(tokens)].tolist()),
             text=self.codec.decode(tokens), finish_reason=finish,
-            metrics=dict(metrics))
+            metrics=metrics)
