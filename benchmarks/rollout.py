@@ -13,7 +13,14 @@ repetition (median of ``--reps``):
 Each is timed twice: the prefill (``max_new_tokens = 1``: vision + prompt + the first token) —
 ``speedup`` = independent / shared of that, the goal of the issue (≥ 3×) — and a whole turn of
 ``--new-tokens`` tokens (``speedup_turn``), where the G-row decode that sharing cannot remove
-dilutes the gain. Exactness is checked by tests/models/test_prefix_share.py, not here.
+dilutes the gain.
+
+Part 2 (issue 14.2, KV cache kept across turns): the G rows' second main turn, built as the
+episode builds it (prompt + sampled tokens + close + a tool response holding one ``--crop-frames``
+crop at the crop resolution + the generation prompt), with the kept turn-1 caches vs a full
+re-prefill: tokens prefilled per turn (before = full, after = kept) next to the tool-response
+length, and the turn-2 time. Exactness of both parts is checked by tests/models/test_prefix_share.py
+and tests/models/test_turn_cache.py, not here.
 
     .venv/bin/python benchmarks/rollout.py [--group 8] [--frames 16] [--size s] [--reps 3]
 
@@ -42,7 +49,7 @@ from paravt.models.hf import HFGenerator
 from paravt.models.loading import load_policy
 from paravt.models.tiny import build_tiny
 from paravt.protocol import prompts
-from paravt.protocol.tags import THINK_PREFIX
+from paravt.protocol.tags import THINK_PREFIX, render_result_line, with_media_marker
 from paravt.video import probe, sample_frames, write_video
 from paravt.video.draw import solid
 
@@ -84,6 +91,37 @@ def measure(shared: HFGenerator, plain: HFGenerator, reqs: list[GenRequest], rep
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def _turn2(hf: HFGenerator, req: GenRequest, out: Any, crop: Any) -> GenRequest:
+    tool = ChatMessage("tool", render_result_line(1, 4.0, 8.0, with_media_marker("frames of the window")), videos=(crop,))
+    enc = hf.codec.encode_message(tool)
+    ids = req.prompt_ids + out.token_ids + hf.codec.close_turn(out.token_ids) + enc.ids + hf.codec.generation_prompt(THINK_PREFIX)
+    return replace(req, prompt_ids=ids, messages=req.messages + (tool,), videos=req.videos + enc.videos,
+                   sampling=replace(req.sampling, seed=(req.sampling.seed or 0) + 1))
+
+
+def measure_turns(policy: Any, video: str, reqs: list[GenRequest], crop_frames: int, reps: int) -> dict[str, Any]:
+    """Turn 2 of the G rows with the kept turn-1 caches vs a full re-prefill (fresh generators
+    per repetition, so that every repetition starts from turn 1)."""
+    crop = sample_frames(video, 4.0, 8.0, nframes=crop_frames, max_pixels=VideoConfig().crop_max_pixels,
+                         size_factor=VideoConfig().size_factor)
+    times: dict[str, list[float]] = {"kept": [], "full": []}
+    tokens: dict[str, list[float]] = {}
+    tool_len = 0
+    for _ in range(reps + 1):  # the first repetition warms up
+        for name, entries in (("kept", 4 * len(reqs)), ("full", 0)):
+            hf = HFGenerator(policy, max_batch=len(reqs), turn_cache_entries=entries)
+            first = hf.run_batch([replace(r, keep_kv=True) for r in reqs])
+            nxt = [_turn2(hf, replace(r, keep_kv=True), o, crop) for r, o in zip(reqs, first)]
+            tool_len = len(hf.codec.encode_message(nxt[0].messages[-1]).ids)
+            t0 = time.perf_counter()
+            second = hf.run_batch(nxt)
+            times[name].append(time.perf_counter() - t0)
+            tokens[name] = [statistics.mean(o.metrics["prefill_tokens"] for o in first),
+                            statistics.mean(o.metrics["prefill_tokens"] for o in second)]
+    return {"tool_response_tokens": tool_len, "turn2_s": {k: statistics.median(v[1:]) for k, v in times.items()},
+            "prefill_tokens_per_row": tokens}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--group", type=int, default=8, help="G rollouts of the one prompt")
@@ -92,6 +130,7 @@ def main() -> None:
     p.add_argument("--max-pixels", type=int, default=VideoConfig().overview_max_pixels)
     p.add_argument("--new-tokens", type=int, default=32, help="tokens of the whole-turn measurement")
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--crop-frames", type=int, default=8, help="frames of the turn-2 crop (part 2)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch intra-op threads (1: what the tests use; 2 stall each other on a busy 2-core box)")
     args = p.parse_args()
@@ -106,6 +145,7 @@ def main() -> None:
         turn_reqs = [replace(r, sampling=replace(r.sampling, max_new_tokens=args.new_tokens)) for r in prefill_reqs]
         prefill = measure(shared, plain, prefill_reqs, args.reps)
         turn = measure(shared, plain, turn_reqs, args.reps)
+        turns = measure_turns(policy, video, turn_reqs, args.crop_frames, args.reps)
     table = Table(title=f"G = {args.group} rollouts of one prompt ({len(prefill_reqs[0].prompt_ids)} prompt tokens, "
                         f"{args.frames}-frame overview, qwen3_vl {args.size}, {args.threads} thread(s); median of {args.reps})")
     for col in ("variant", "prefill s", f"turn s ({args.new_tokens} tokens)", "prefill ratio", "turn ratio"):
@@ -114,6 +154,15 @@ def main() -> None:
         table.add_row(name, f"{prefill[name]:.3f}", f"{turn[name]:.3f}", f"{prefill[name] / prefill['shared']:.2f}×",
                       f"{turn[name] / turn['shared']:.2f}×")
     Console().print(table)
+    t2 = Table(title=f"Turn 2 of the same G rows: a tool response of {turns['tool_response_tokens']} tokens "
+                     f"({args.crop_frames}-frame crop); tokens prefilled per row")
+    for col in ("KV cache", "turn 1 tokens", "turn 2 tokens", "turn 2 / tool response", "turn 2 s"):
+        t2.add_column(col, justify="right")
+    for name, label in (("full", "re-prefill (before)"), ("kept", "kept (after)")):
+        t1_tok, t2_tok = turns["prefill_tokens_per_row"][name]
+        t2.add_row(label, f"{t1_tok:.0f}", f"{t2_tok:.0f}", f"{t2_tok / turns['tool_response_tokens']:.2f}",
+                   f"{turns['turn2_s'][name]:.3f}")
+    Console().print(t2)
     print(json.dumps({
         "benchmark": "rollout", "group": args.group, "frames": args.frames, "size": args.size,
         "prompt_tokens": len(prefill_reqs[0].prompt_ids), "new_tokens": args.new_tokens, "threads": args.threads,
@@ -121,6 +170,9 @@ def main() -> None:
         "speedup": prefill["independent"] / prefill["shared"],
         "speedup_turn": turn["independent"] / turn["shared"],
         "speedup_vs_one_by_one": prefill["one_by_one"] / prefill["shared"],
+        "turns": turns,
+        "turn2_prefill_over_tool_response": turns["prefill_tokens_per_row"]["kept"][1] / turns["tool_response_tokens"],
+        "speedup_turn2": turns["turn2_s"]["full"] / turns["turn2_s"]["kept"],
     }))
 
 
