@@ -67,3 +67,23 @@ def test_a_weight_update_drops_kept_caches(pair, video_frames) -> None:
     nxt = [_next_turn(cached.codec, r, o, None, 7) for r, o in zip(reqs, first)]
     outs, _ = _run(cached, nxt)
     assert [o.metrics["prefill_tokens"] for o in outs] == [float(len(r.prompt_ids)) for r in nxt]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_kept_shared_and_fresh_rows_in_one_batch(family, pair, video_frames) -> None:
+    """Two rows continue kept caches while a new group (two identical prompts, another question)
+    starts in the same batch: every row equals its full re-prefill."""
+    cached, plain = pair[family]
+    reqs = _turn1(cached, video_frames, n=2)
+    first, _ = _run(cached, reqs)
+    nxt = [_next_turn(cached.codec, r, o, None, 300 + i) for i, (r, o) in enumerate(zip(reqs, first))]
+    new = _request(cached.codec, video_frames, "Count the flashes.", SamplingParams(temperature=1.0, max_new_tokens=10))
+    batch = [nxt[0], replace(new, sampling=replace(new.sampling, seed=1)), nxt[1],
+             replace(new, sampling=replace(new.sampling, seed=2))]
+    mixed, n_mixed = _run(cached, batch)
+    full, _ = _run(plain, batch)
+    _assert_same(mixed, full)
+    assert n_mixed == 1  # the new group's overview, once; the kept rows encode nothing
+    assert mixed[0].metrics["prefill_tokens"] < len(nxt[0].prompt_ids) / 2
+    assert mixed[1].metrics["prefill_tokens"] == len(new.prompt_ids)
+    assert {o.metrics["prefill_rows"] for o in mixed} == {3.0}
