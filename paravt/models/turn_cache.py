@@ -11,9 +11,10 @@ Positions: the new tokens get the positions ``generate`` computes for the WHOLE 
 not depend on how it was left-padded), so the cached and the new columns agree with a full
 prefill; the cached keys were rotated with those same positions when they were computed.
 
-Weights: an entry records the version counter of the model's first parameter; any in-place
-update (an optimizer step, ``load_state_dict``) bumps it and drops every entry, so a cache is never
-reused across a policy update.
+Weights: the cache records the sum of the version counters of the model's parameters; any
+in-place update of any of them (an optimizer step, ``load_state_dict``) bumps it and drops every
+entry, so a cache is never reused across a policy update. (Replacing ``param.data`` would not bump
+it: keep updating weights in place.)
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class TurnCache:
         self._version = self._weights_version()
 
     def _weights_version(self) -> int:
-        return int(next(self.model.parameters())._version)
+        # every parameter: a trainer may freeze some (e.g. the vision tower) and update the rest
+        return sum(int(p._version) for p in self.model.parameters())
 
     def _check_weights(self) -> None:
         if self._weights_version() != self._version:
