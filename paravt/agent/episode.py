@@ -33,6 +33,7 @@ from paravt.models.chat import ChatCodec
 from paravt.protocol import prompts, tags
 from paravt.protocol.answer import extract_answer
 from paravt.protocol.parser import ParsedCall, parse_calls
+from paravt.protocol.prompts import ToolSpec
 from paravt.protocol.validate import validate_calls
 from paravt.rewards import RewardBreakdown, RewardWeights, compute_reward
 from paravt.tools import Observation, ToolContext, ToolSet, build_toolset
@@ -112,22 +113,6 @@ class _Run:
             self.error = str(err)
             return None, None
 
-    def _opening(self, info: VideoInfo | None, overview: Frames | None) -> list[ChatMessage]:
-        s, inp = self.settings, self.inp
-        system = prompts.system_prompt(self.mode.prompt, self.tools.specs if self.mode.uses_tools else (),
-                                       version=s.prompt_version, k_max=s.k_max)
-        if info is None:
-            question = f"{inp.question}\n(The video could not be opened: {self.error})"
-            user = prompts.user_prompt(question, inp.options, duration=0.0, nframes=0)
-        else:
-            user = prompts.user_prompt(
-                inp.question, inp.options, duration=info.duration, nframes=len(overview) if overview else 0,
-                fps=info.fps, size=(info.width, info.height),
-            )
-        videos = (overview,) if overview is not None else ()
-        opening = [ChatMessage("user", user, videos=videos)]
-        return [ChatMessage("system", system), *opening] if s.system_prompt else opening
-
     # -- one main turn -----------------------------------------------------------------------
     async def _generate_main(self) -> tuple[GenOutput, str, int, int] | None:
         """One main-agent generation: (output, forced prefix, visual and total prompt tokens)."""
@@ -148,15 +133,6 @@ class _Run:
         (out,) = await self.generator.generate([req])
         self.tally.generated += len(out.token_ids)
         return out, prefix, visual, len(prompt_ids)
-
-    def _raw_text(self, out: GenOutput) -> str:
-        """The response as sampled, special tokens kept (``<|im_start|>`` loops must reach the
-        degenerate-output rule, DESIGN §2) but the closing ``<|im_end|>`` dropped. A chat backend
-        that re-tokenized server text has already lost special tokens: its text is used as is."""
-        if not out.token_ids:
-            return out.text
-        raw = self.codec.decode(out.token_ids, skip_special_tokens=False)
-        return raw.removesuffix(tags.IM_END)
 
     def _stop_reason(self, out: GenOutput, has_calls: bool, turn: int) -> EndReason | None:
         """Why the episode ends after this turn (None: run its tool calls and go on)."""
@@ -193,7 +169,8 @@ class _Run:
 
     async def _play(self) -> EndReason:
         info, overview = await self._open_video()
-        self.messages = self._opening(info, overview)
+        self.messages = opening_messages(self.inp, self.settings, self.mode, self.tools.specs, info, overview,
+                                         self.error)
         for msg in self.messages:
             enc = self.codec.encode_message(msg)
             self.main.add_context(enc.ids, enc.videos, enc.images)
@@ -215,7 +192,7 @@ class _Run:
             if gen is None:
                 return "length"
             out, prefix, visual, n_prompt = gen
-            text = prefix + self._raw_text(out)
+            text = prefix + raw_text(self.codec, out)
             self.texts.append(text)
             if out.finish_reason == "error":
                 self.error = out.error
@@ -269,7 +246,7 @@ class _Run:
         obs_by_pos = dict(zip([id(c) for c in valid], obs_valid, strict=True))
         observations = [obs_by_pos.get(id(c)) or Observation(error=c.error) for c in calls]
         observations, new_subs = await self.mode.deliver(self, observations)
-        lines, videos, records = self._compose(turn, calls, observations, time.perf_counter() - t0)
+        lines, videos, records = compose_tool_turn(turn, calls, observations, time.perf_counter() - t0)
         msg = ChatMessage("tool", tags.render_tool_response_body(lines), videos=tuple(videos))
         enc = self.codec.encode_message(msg)
         prefix = tags.THINK_PREFIX if self.settings.think_prefix else ""
@@ -281,24 +258,56 @@ class _Run:
             self.calls.extend(records)
         return records, fits
 
-    def _compose(self, turn: int, calls: Sequence[ParsedCall], obs: Sequence[Observation], latency: float):
-        lines: list[str] = []
-        videos: list[Frames] = []
-        records: list[CallRecord] = []
-        for i, (call, o) in enumerate(zip(calls, obs, strict=True), start=1):
-            start, end = o.window if o.window else (call.window or (None, None))
-            text = tags.defuse_media_markers(o.text)  # observation text is data (see ChatCodec)
-            if o.error is not None:
-                body = f"error: {tags.defuse_media_markers(o.error)}"
-            elif o.frames is not None:
-                videos.append(o.frames)
-                body = tags.with_media_marker(text)
-            else:
-                body = text
-            lines.append(tags.render_result_line(i, start, end, body))
-            records.append(CallRecord(turn, i, call.name, start, end, o.error is None, o.error,
-                                      o.text, latency))
-        return lines, videos, records
+
+
+def opening_messages(inp: EpisodeInput, s: EpisodeSettings, mode: DispatchMode, specs: Sequence[ToolSpec],
+                     info: VideoInfo | None, overview: Frames | None, error: str | None) -> list[ChatMessage]:
+    """The system prompt of the dispatch mode (none with ``system_prompt=False``) and the question
+    with the overview video (or a note that the video could not be opened)."""
+    system = prompts.system_prompt(mode.prompt, specs if mode.uses_tools else (), version=s.prompt_version,
+                                   k_max=s.k_max)
+    if info is None:
+        question = f"{inp.question}\n(The video could not be opened: {error})"
+        user = prompts.user_prompt(question, inp.options, duration=0.0, nframes=0)
+    else:
+        user = prompts.user_prompt(
+            inp.question, inp.options, duration=info.duration, nframes=len(overview) if overview else 0,
+            fps=info.fps, size=(info.width, info.height),
+        )
+    videos = (overview,) if overview is not None else ()
+    opening = [ChatMessage("user", user, videos=videos)]
+    return [ChatMessage("system", system), *opening] if s.system_prompt else opening
+
+
+def raw_text(codec: ChatCodec, out: GenOutput) -> str:
+    """The response as sampled, special tokens kept (``<|im_start|>`` loops must reach the
+    degenerate-output rule, DESIGN §2) but the closing ``<|im_end|>`` dropped. A chat backend
+    that re-tokenized server text has already lost special tokens: its text is used as is."""
+    if not out.token_ids:
+        return out.text
+    return codec.decode(out.token_ids, skip_special_tokens=False).removesuffix(tags.IM_END)
+
+
+def compose_tool_turn(turn: int, calls: Sequence[ParsedCall], obs: Sequence[Observation], latency: float
+                      ) -> tuple[list[str], list[Frames], list[CallRecord]]:
+    """The ONE tool-response turn: a labelled line per call in call order, the frames shown inline,
+    and the call records."""
+    lines: list[str] = []
+    videos: list[Frames] = []
+    records: list[CallRecord] = []
+    for i, (call, o) in enumerate(zip(calls, obs, strict=True), start=1):
+        start, end = o.window if o.window else (call.window or (None, None))
+        text = tags.defuse_media_markers(o.text)  # observation text is data (see ChatCodec)
+        if o.error is not None:
+            body = f"error: {tags.defuse_media_markers(o.error)}"
+        elif o.frames is not None:
+            videos.append(o.frames)
+            body = tags.with_media_marker(text)
+        else:
+            body = text
+        lines.append(tags.render_result_line(i, start, end, body))
+        records.append(CallRecord(turn, i, call.name, start, end, o.error is None, o.error, o.text, latency))
+    return lines, videos, records
 
 
 def _with_max(sp: SamplingParams, n: int) -> SamplingParams:

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from paravt.agent.trajectory import Trajectory
+from paravt.models.chat import VISION_TOKENS
 from paravt.models.media import sequence_logprobs
 from paravt.rl.loss import KLKind, grpo_loss
 
@@ -58,10 +59,8 @@ def trajectory_logprobs(model: Any, processor: Any, traj: Trajectory, temperatur
 
 
 def _vision_ids(processor: Any) -> tuple[int, ...]:
-    """Vision placeholder ids (the generator never samples them)."""
-    tok = processor.tokenizer
-    return tuple(tok.convert_tokens_to_ids(n) for n in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>",
-                                                         "<|vision_end|>"))
+    """Vision placeholder ids (the generator never samples them): the codec's one list."""
+    return tuple(processor.tokenizer.convert_tokens_to_ids(t) for t in VISION_TOKENS)
 
 
 @torch.no_grad()

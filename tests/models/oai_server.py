@@ -14,16 +14,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
-import socket
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from live_server import RunningServer, free_port  # noqa: F401 - re-exported to the tests
 from PIL import Image
 
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
@@ -135,30 +133,3 @@ def make_app(gen: HFGenerator, state: ServerState) -> FastAPI:
     return app
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class RunningServer:
-    """uvicorn in a background thread on 127.0.0.1:<free port>."""
-
-    def __init__(self, app: FastAPI) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-
-    def __enter__(self) -> RunningServer:
-        self._thread.start()
-        deadline = time.time() + 20
-        while not self._server.started:
-            if time.time() > deadline:
-                raise RuntimeError("test server did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)

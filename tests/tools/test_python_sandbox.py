@@ -46,7 +46,7 @@ def test_state_persists_across_calls_and_the_video_is_readable_through_our_decod
     (a, b, c), _ = session(make_ctx, "x = 40", "x + 2",
                            "f = video.frames(10, 20, 4)\nprint(f.shape, video.info['duration'])\nshow(f[0])")
     assert a.ok and a.text == "(no output)" and b.text == "42"
-    assert c.ok and c.text == "(4, 192, 256, 3) 40.0" and c.delivery == "text"
+    assert c.ok and c.text == "(4, 192, 256, 3) 40.0" and c.delivery == "inline"  # the image is shown
     assert c.frames is not None and len(c.frames) == 1 and c.frames.array.shape == (1, 192, 256, 3)
 
 

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from live_server import RunningServer  # noqa: F401 - the tests start the teachers with it
 
 STYLES = ("python", "single", "trailing", "tool_code", "untagged", "garbled", "canonical")
 
@@ -180,28 +177,3 @@ def _summary(state: State, user: str) -> str:
         if sc_key[1] == q.strip() and min(e, sc.needle[1]) > max(s, sc.needle[0]):
             return f"The event appears from {max(s, sc.needle[0]):g} s to {min(e, sc.needle[1]):g} s."
     return "Nothing relevant appears in this window."
-
-
-class RunningServer:
-    """uvicorn in a background thread on 127.0.0.1:<free port>."""
-
-    def __init__(self, app: FastAPI) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = int(s.getsockname()[1])
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-
-    def __enter__(self) -> RunningServer:
-        self._thread.start()
-        deadline = time.time() + 20
-        while not self._server.started:
-            if time.time() > deadline:
-                raise RuntimeError("scripted teacher did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
