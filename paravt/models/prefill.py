@@ -21,8 +21,16 @@ import torch
 from paravt.models.base import GenRequest
 from paravt.models.media import batch_inputs
 from paravt.models.prefix_share import (
-    RowKV, assemble, generate_kwargs, media_key, plain_layers, position_cols, prefill_rows, prompt_positions,
-    row_kv, share_plan,
+    RowKV,
+    assemble,
+    generate_kwargs,
+    media_key,
+    plain_layers,
+    position_cols,
+    prefill_rows,
+    prompt_positions,
+    row_kv,
+    share_plan,
 )
 from paravt.models.turn_cache import Entry, MediaKey, TurnCache, continue_row
 

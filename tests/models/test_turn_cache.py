@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import pytest
 import torch
+from test_prefix_share import FAMILIES, _assert_same, _request, _run
 
 from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.models.hf import HFGenerator
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.video.types import Frames
-from test_prefix_share import FAMILIES, _assert_same, _request, _run
 
 
 def _next_turn(codec: ChatCodec, req: GenRequest, out: GenOutput, crop: Frames | None, seed: int) -> GenRequest:
