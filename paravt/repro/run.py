@@ -198,7 +198,8 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
         for s in range(seeds):
             per_seed.append(train_variant(out, cfg, p, v, s, init))
             model = init if not v.rl else str(out / v.name / f"seed{s}" / "model")
-            rows += eval_variant(out, cfg, p, v, s, model, eval_limit)
+            if v.rl or s == 0:  # greedy eval of the one cold-start model: the same for every seed
+                rows += eval_variant(out, cfg, p, v, s, model, eval_limit)
         summaries[v.name], eval_rows[v.name] = variant_summary(per_seed, rows), rows
     strong = selections.get("strong") or next(iter(selections.values()))
     chosen_metrics = next(c["metrics"] for c in strong["candidates"] if c["path"] == strong["chosen_path"])

@@ -39,7 +39,7 @@ def test_summary_has_the_contract_keys(summary: dict[str, Any]) -> None:
         for key in ("f_tau", "kappa", "tool_code_rate", "skip_tool_rate"):
             assert set(v[key]) >= {"mean", "lo", "hi"}
         assert set(v["closure"]) == {"think", "tool_call", "answer"}
-        for mode, block in v["eval"].items():
+        for block in v["eval"].values():
             assert set(block["acc_by_n"]) == {"4", "64"}
             assert "acc_necessary" in block and "acc_unnecessary" in block
     assert set(summary["variants"]["sft"]["eval"]) == {"parallel", "sequential", "none"}  # the full grid
