@@ -54,14 +54,18 @@ def _clean(values: Sequence[float]) -> np.ndarray:
     return arr
 
 
-def t_interval(values: Sequence[float]) -> Interval:
-    """Mean with a 95% Student-t interval (over seeds)."""
+def t_interval(values: Sequence[float], *, bounds: tuple[float, float] | None = None) -> Interval:
+    """Mean with a 95% Student-t interval (over seeds); ``bounds`` clip it to the metric's range
+    (a rate stays in [0, 1]: with 2 seeds the t half-width is 12.7·s/√2)."""
     arr = _clean(values)
     mean = float(arr.mean())
     if arr.size < 2:
         return Interval(mean, None, None, 1)
     half = t975(arr.size - 1) * float(arr.std(ddof=1)) / math.sqrt(arr.size)
-    return Interval(mean, mean - half, mean + half, int(arr.size))
+    lo, hi = mean - half, mean + half
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return Interval(mean, lo, hi, int(arr.size))
 
 
 def bootstrap_interval(values: Sequence[float], *, seed: int = 0, n_boot: int = 2000) -> Interval:

@@ -16,6 +16,9 @@ from typing import Any
 from paravt.eval.intervals import Interval, bootstrap_interval, t_interval
 
 TRAIN_KEYS = ("f_tau", "kappa", "tool_code_rate", "skip_tool_rate")
+#: Ranges the intervals are clipped to (rates; kappa counts calls); f_tau (R_fmt) is left as is.
+BOUNDS = {"kappa": (0.0, math.inf), "tool_code_rate": (0.0, 1.0), "skip_tool_rate": (0.0, 1.0),
+          "closed/think": (0.0, 1.0), "closed/tool_call": (0.0, 1.0), "closed/answer": (0.0, 1.0)}
 CLOSURE_KEYS = {"think": "closed/think", "tool_call": "closed/tool_call", "answer": "closed/answer"}
 
 
@@ -30,14 +33,16 @@ def tail_means(log: Sequence[Mapping[str, Any]], frac: float = 0.5) -> dict[str,
     return {k: sum(v) / len(v) for k, v in sums.items()}
 
 
-def _iv(values: Iterable[float]) -> dict[str, Any]:
+def _iv(values: Iterable[float], key: str) -> dict[str, Any]:
     vals = list(values)
-    return t_interval(vals).to_dict() if vals else Interval(float("nan"), None, None, 0).to_dict()
+    if not vals:
+        return Interval(float("nan"), None, None, 0).to_dict()
+    return t_interval(vals, bounds=BOUNDS.get(key)).to_dict()
 
 
 def train_block(per_seed: Sequence[Mapping[str, float]]) -> dict[str, Any]:
-    out: dict[str, Any] = {k: _iv(m[k] for m in per_seed if k in m) for k in TRAIN_KEYS}
-    out["closure"] = {name: _iv(m[key] for m in per_seed if key in m) for name, key in CLOSURE_KEYS.items()}
+    out: dict[str, Any] = {k: _iv((m[k] for m in per_seed if k in m), k) for k in TRAIN_KEYS}
+    out["closure"] = {name: _iv((m[key] for m in per_seed if key in m), key) for name, key in CLOSURE_KEYS.items()}
     return out
 
 

@@ -57,3 +57,10 @@ def test_paired_difference_and_bad_input() -> None:
         bootstrap_interval([])
     with pytest.raises(ValueError, match="finite"):
         t_interval([1.0, float("nan")])
+
+
+def test_bounds_clip_a_rate_interval_to_its_range() -> None:
+    # mean 0.5, s = 0.7071, t(0.975, 1) = 12.706: half-width 6.353, clipped to [0, 1]
+    iv = t_interval([0.0, 1.0], bounds=(0.0, 1.0))
+    assert (iv.mean, iv.lo, iv.hi) == (0.5, 0.0, 1.0)
+    assert t_interval([0.0, 1.0]).hi == pytest.approx(0.5 + 6.353)

@@ -70,6 +70,8 @@ def test_train_block_is_a_t_interval_over_seeds() -> None:
     assert b["f_tau"]["hi"] - b["f_tau"]["mean"] == pytest.approx(4.303 * 0.1 / 3 ** 0.5)
     assert b["kappa"]["lo"] == pytest.approx(1.0) and b["closure"]["think"]["mean"] == 0.5
     assert b["tool_code_rate"]["n"] == 0  # not measured: said so, not zero
+    rates = train_block([{"skip_tool_rate": 1.0}, {"skip_tool_rate": 0.875}])["skip_tool_rate"]
+    assert rates["hi"] == 1.0 and rates["lo"] == pytest.approx(0.9375 - 12.706 * 0.0884 / 2 ** 0.5, abs=1e-3)
 
 
 def test_eval_block_averages_seeds_per_question_then_bootstraps() -> None:
