@@ -171,6 +171,15 @@ def eval_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: 
     return rows
 
 
+def _diagnosis(out: Path, v: Variant) -> dict[str, Any]:
+    """The parallel pipeline's diagnosis over every seed and n of a variant (``repro.diagnosis``)."""
+    from paravt.eval.results import load_results
+    from paravt.repro.diagnosis import diagnose, needle_windows
+
+    rows = [r for f in sorted((out / v.name).glob("seed*/eval_n*/results.jsonl")) for r in load_results(f)]
+    return diagnose(rows, needle_windows(str(out / "synth" / "eval.parquet")))
+
+
 def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str | None = None,
               eval_limit: int | None = None) -> Path:
     """Run every stage for the chosen variants and seeds; returns ``out/summary.json``."""
@@ -204,6 +213,7 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
             if v.rl or s == 0:  # greedy eval of the one cold-start model: the same for every seed
                 rows += eval_variant(out, cfg, p, v, s, model, eval_limit)
         summaries[v.name], eval_rows[v.name] = variant_summary(per_seed, rows), rows
+        summaries[v.name]["diagnosis"] = _diagnosis(out, v)
     strong = selections.get("strong") or next(iter(selections.values()))
     chosen_metrics = next(c["metrics"] for c in strong["candidates"] if c["path"] == strong["chosen_path"])
     summary = {

@@ -43,6 +43,9 @@ def test_summary_has_the_contract_keys(summary: dict[str, Any]) -> None:
             assert set(block["acc_by_n"]) == {"4", "64"}
             assert "acc_necessary" in block and "acc_unnecessary" in block
     assert set(summary["variants"]["sft"]["eval"]) == {"parallel", "sequential", "none"}  # the full grid
+    for v in summary["variants"].values():
+        assert set(v["diagnosis"]) == {"episodes_with_windows", "coverage", "recall", "false_reports",
+                                       "acc_given_report"}
     assert isinstance(summary["sft_emits_think_without_prefix"], float)
     assert len(summary["claims"]) == 8
     for c in summary["claims"]:
