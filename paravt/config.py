@@ -139,6 +139,22 @@ class SFTConfig(_Strict):
     mask_think_prefix: bool = Field(False, description="Put the assistant turns' leading '<think>\\n' into the prompt (mask 0) instead of training it. Off: SFT teaches the whole format and the think prefix stays an RL-time constraint [paper].")
 
 
+class PriorConfig(_Strict):
+    """The simulated pretrained tool prior (``paravt train prior``, paravt/data/prior.py): SFT on
+    pretraining-style traces before the cold start. Strength = ``steps`` and ``tool_mix``."""
+
+    steps: int = Field(200, ge=1, description="Optimisation steps of the simulated pretraining (prior strength).")
+    tool_mix: float = Field(0.7, ge=0, le=1, description="Share of prompts whose trace has the <tool_code> habit: 0 = weak prior (answers only, the Qwen2.5-VL side), > 0 = strong prior (the Qwen3-VL side).")
+    think_sentences: int = Field(6, ge=1, description="Filler sentences per think (the long-think habit).")
+    max_calls: int = Field(2, ge=1, description="Most <tool_code> turns (one call each) in a tool trace.")
+    lr: float = Field(1e-3, gt=0)
+    batch_size: int = Field(8, ge=1)
+    max_grad_norm: float = Field(1.0, gt=0)
+    warmup_steps: int = Field(10, ge=0)
+    seed: int = 0
+    save_every: int = Field(100, ge=1)
+
+
 class EvalConfig(_Strict):
     modes: list[DispatchMode] = Field(default_factory=lambda: ["parallel"])
     nframes: int = Field(64, ge=0)
@@ -212,7 +228,7 @@ class ToolServerConfig(_Strict):
 
 
 class TrainConfig(_Strict):
-    """Top-level config of `paravt train sft|rl` and `paravt eval` (YAML-loadable)."""
+    """Top-level config of `paravt train prior|sft|rl` and `paravt eval` (YAML-loadable)."""
 
     out_dir: str = "runs/train"
     data: str = Field("runs/synth/rl.parquet", description="Training parquet (rl.parquet or sft.parquet).")
@@ -225,6 +241,7 @@ class TrainConfig(_Strict):
     reward: RewardConfig = Field(default_factory=RewardConfig)
     rl: RLConfig = Field(default_factory=RLConfig)
     sft: SFTConfig = Field(default_factory=SFTConfig)
+    prior: PriorConfig = Field(default_factory=PriorConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     verl: VerlConfig = Field(default_factory=VerlConfig)
 

@@ -2,7 +2,7 @@
 a lower layer to a higher one (docs/ARCHITECTURE.md §1):
 
     errors < config, protocol, video < models, tools, rewards < agent < data, eval < rl
-           < integrations, servers, demo < cli
+           < integrations, servers, demo, repro < cli
 
 Imports under ``if TYPE_CHECKING:`` are not run and do not count.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 PKG = Path(__file__).parents[1] / "paravt"
 LAYERS = (("errors",), ("config", "protocol", "video"), ("models", "tools", "rewards"), ("agent",),
-          ("data", "eval"), ("rl",), ("integrations", "servers", "demo"), ("cli",))
+          ("data", "eval"), ("rl",), ("integrations", "servers", "demo", "repro"), ("cli",))
 RANK = {name: i for i, group in enumerate(LAYERS) for name in group}
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from paravt.cli import config_cmd, demo, eval_cmd, infer, report, score, serve_model, tools, train
+from paravt.cli import config_cmd, demo, eval_cmd, infer, repro, report, score, serve_model, tools, train
 from paravt.cli import data as data_cmd
 from paravt.cli import model as model_cmd
 from paravt.cli import video as video_cmd
@@ -25,6 +25,7 @@ app.add_typer(train.app, name="train")
 app.command("infer")(infer.infer)
 app.command("eval")(eval_cmd.eval_cmd)
 app.command("demo")(demo.demo)
+app.command("repro")(repro.repro)
 app.add_typer(model_cmd.app, name="model")
 app.command("report")(report.report)
 app.command("score")(score.score)

@@ -1,4 +1,4 @@
-"""`paravt train sft|rl --config C.yaml [--resume] [--set key=value ...]`."""
+"""`paravt train prior|sft|rl --config C.yaml [--resume] [--set key=value ...]`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,18 @@ def _load(config: Path, overrides: list[str] | None) -> cfgmod.TrainConfig:
         return cfgmod.load(config, overrides=overrides or [])
     except ParavtError as err:
         raise fail(str(err)) from None
+
+
+@app.command("prior")
+def prior(config: Path = typer.Option(..., "--config", "-c"), resume: bool = typer.Option(False, "--resume"),
+          set_: list[str] = typer.Option(None, "--set", help="Override a field: key.sub=value")) -> None:
+    """Simulated pretrained tool prior: SFT on pretraining-style traces built from `data` (rl.parquet)
+    before the cold start; strength = prior.steps and prior.tool_mix (0 = weak prior)."""
+    from paravt.rl.loop import run_training
+
+    cfg = _load(config, set_)
+    out = run_training(cfg, kind="prior", resume=resume)
+    console.print(f"[green]prior done[/green]: {out}/model  (log: {out}/train_log.jsonl)")
 
 
 @app.command("sft")

@@ -1,4 +1,4 @@
-"""Registry of trainer kinds (``paravt train sft|rl``): name -> a class implementing
+"""Registry of trainer kinds (``paravt train prior|sft|rl``): name -> a class implementing
 ``paravt.rl.trainer.Trainer``."""
 
 from __future__ import annotations
@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Literal
 
 from paravt.rl.grpo import GRPOTrainer
+from paravt.rl.prior import PriorTrainer
 from paravt.rl.sft import SFTTrainer
 from paravt.rl.trainer import Trainer
 
-Kind = Literal["sft", "rl"]
+Kind = Literal["prior", "sft", "rl"]
 
-TRAINERS: dict[str, type[Trainer]] = {"sft": SFTTrainer, "rl": GRPOTrainer}
+TRAINERS: dict[str, type[Trainer]] = {"prior": PriorTrainer, "sft": SFTTrainer, "rl": GRPOTrainer}

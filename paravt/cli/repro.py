@@ -1,0 +1,26 @@
+"""`paravt repro [--quick] [--seeds N] [--variants a,b] [--out DIR]` (docs/repro.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from paravt.cli.output import fail
+from paravt.errors import ParavtError
+
+
+def repro(out: Path = typer.Option(Path("runs/repro"), "--out"),
+          quick: bool = typer.Option(False, "--quick", help="The quick preset (1 seed intended; fewer steps)."),
+          preset: str = typer.Option("", "--preset", help="micro | quick | full (overrides --quick)."),
+          seeds: int = typer.Option(0, "--seeds", min=0, help="Seeds per variant (0 = 3 for full, else 1)."),
+          variants: str = typer.Option("", "--variants", help="Comma list (default: every variant)."),
+          eval_limit: int = typer.Option(0, "--eval-limit", min=0, help="Held-out questions per n (0 = all).")) -> None:
+    """The paper's Table 2 variants from one cold start, with intervals over seeds → DIR/summary.json."""
+    from paravt.repro.run import run_repro
+
+    name = preset or ("quick" if quick else "full")
+    try:
+        run_repro(out, preset=name, seeds=seeds or (3 if name == "full" else 1), variants=variants or None, eval_limit=eval_limit or None)
+    except (ParavtError, ValueError) as err:
+        raise fail(str(err)) from None

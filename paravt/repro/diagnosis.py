@@ -1,0 +1,69 @@
+"""Diagnosis of the parallel pipeline on eval results (issue 19, deliverable 4): where does an
+episode lose the needle? Pure, from ``results.jsonl`` rows and the needle times of ``eval.parquet``.
+
+Per parallel-mode episode with at least one executed window (``CallRow.ok``):
+- ``coverage``: some window overlaps the needle [needle_start, needle_end] (overlap > 0);
+- ``recall``: over windows that overlap it, the share whose sub-agent REPORTS something
+  (a summary that is not empty and does not say nothing appears, ``reports``);
+- ``false_reports``: over windows that do not overlap it, the share that report something;
+- ``acc_given_report``: over episodes where an overlapping window reported, the share answered
+  correctly (the main agent's last step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from paravt.data.oracle import NOTHING
+from paravt.eval.results import ResultRow
+
+_NOTHING_HEAD = NOTHING.split()[0].lower()  # "nothing"
+
+
+def reports(summary: str) -> bool:
+    """A sub-agent summary that claims to see something."""
+    s = summary.strip().lower()
+    return bool(s) and not s.startswith(_NOTHING_HEAD) and not s.startswith("error")
+
+
+def _share(hits: int, total: int) -> dict[str, Any]:
+    return {"rate": hits / total if total else None, "hits": hits, "of": total}
+
+
+def diagnose(rows: Sequence[ResultRow], needles: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+    """The pipeline diagnosis of the parallel-mode ``rows`` (``needles``: id → needle window)."""
+    episodes = covered = cover_w = cover_rep = other_w = other_rep = reported = correct_rep = 0
+    for r in rows:
+        if r.mode != "parallel" or r.id not in needles:
+            continue
+        wins = [c for c in r.calls if c.ok and c.start is not None and c.end is not None]
+        if not wins:
+            continue
+        episodes += 1
+        ns, ne = needles[r.id]
+        hit = [c for c in wins if min(c.end, ne) - max(c.start, ns) > 0]  # type: ignore[type-var,operator]
+        miss = [c for c in wins if c not in hit]
+        covered += bool(hit)
+        cover_w += len(hit)
+        cover_rep += sum(reports(c.summary) for c in hit)
+        other_w += len(miss)
+        other_rep += sum(reports(c.summary) for c in miss)
+        if any(reports(c.summary) for c in hit):
+            reported += 1
+            correct_rep += bool(r.correct)
+    return {"episodes_with_windows": episodes, "coverage": _share(covered, episodes),
+            "recall": _share(cover_rep, cover_w), "false_reports": _share(other_rep, other_w),
+            "acc_given_report": _share(correct_rep, reported)}
+
+
+def needle_windows(eval_parquet: str) -> dict[str, tuple[float, float]]:
+    """id → (needle_start, needle_end) of the prompts of an eval parquet that carry them."""
+    from paravt.data.schema import read_rows
+
+    out = {}
+    for row in read_rows(eval_parquet):
+        e = row.extra_info
+        if e.needle_start is not None and e.needle_end is not None:
+            out[e.id] = (float(e.needle_start), float(e.needle_end))
+    return out

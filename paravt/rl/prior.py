@@ -1,0 +1,50 @@
+"""The simulated pretrained tool prior as a trainer kind (``paravt train prior``).
+
+The prior is SFT on different traces: pretraining-style ones (``paravt.data.prior``: long thinks,
+untagged answers and, for a share ``prior.tool_mix`` of prompts, one ``<tool_code>`` python call
+per turn) built from the prompts of ``cfg.data`` (an ``rl.parquet``). It runs before the SFT cold
+start (``init_from``/``model.path`` of the SFT stage = this stage's ``out_dir/model``), so the
+cold-started model carries a competing habit temperature sampling can resurface.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from paravt.rl.sft import SFTTrainer, build_sequence
+from paravt.rl.trainer import TrainerSettings
+
+if TYPE_CHECKING:
+    from paravt.config import TrainConfig
+    from paravt.rl.session import PolicySession
+
+
+@dataclass
+class PriorTrainer(SFTTrainer):
+    """``SFTTrainer`` on ``paravt.data.prior`` traces, with the ``prior`` config section."""
+
+    @classmethod
+    def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
+        return TrainerSettings(lr=cfg.prior.lr, seed=cfg.prior.seed, save_every=cfg.prior.save_every,
+                               generate=False, reference=False)
+
+    @classmethod
+    def build(cls, cfg: TrainConfig, session: PolicySession) -> PriorTrainer:
+        from paravt.data.chat import to_chat_messages
+        from paravt.data.prior import prior_rows
+        from paravt.data.schema import RLRow, read_rows
+
+        p = cfg.prior
+        prompts = [r for r in read_rows(Path(cfg.data)) if isinstance(r, RLRow)]
+        if not prompts:
+            raise ValueError(f"{cfg.data} holds no prompt (kind=rl) rows; the prior is built from rl.parquet")
+        traces = prior_rows(prompts, tool_mix=p.tool_mix, think_sentences=p.think_sentences, seed=p.seed,
+                            max_calls=p.max_calls)
+        root = Path(cfg.data_root) if cfg.data_root else Path(cfg.data).parent
+        examples = [build_sequence(to_chat_messages(t, root, max_pixels=cfg.video.overview_max_pixels,
+                                                    size_factor=cfg.video.size_factor), session.codec, row_id=t.id)
+                    for t in traces]
+        return cls(examples, session.model, session.processor, session.optimizer, p.batch_size, p.max_grad_norm,
+                   total_steps=p.steps, lr=p.lr, warmup_steps=p.warmup_steps, seed=p.seed)

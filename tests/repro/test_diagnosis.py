@@ -1,0 +1,48 @@
+"""The parallel pipeline's diagnosis (paravt/repro/diagnosis.py) on hand-made result rows."""
+
+from __future__ import annotations
+
+from paravt.eval.results import CallRow, ResultRow
+from paravt.repro.diagnosis import diagnose, reports
+
+
+def _row(id_: str, calls: list[CallRow], correct: bool, mode: str = "parallel") -> ResultRow:
+    return ResultRow(id=id_, mode=mode, task="mcq", subset="s", nframes=4, video="v.mp4", duration=120.0,
+                     question="q", options=None, answer="A", prediction="A" if correct else "B",
+                     score=float(correct), correct=correct, calls=tuple(calls), n_calls=len(calls))
+
+
+NOTHING = "Nothing brief appears in this window."
+
+
+def test_reports_reads_the_summary() -> None:
+    assert reports("A red flash appears from 41 s to 45 s.")
+    assert not reports(NOTHING) and not reports("  ") and not reports("error: window too short")
+
+
+def test_diagnosis_counts_coverage_recall_false_reports_and_accuracy() -> None:
+    needles = {"a": (50.0, 55.0), "b": (10.0, 14.0), "c": (100.0, 104.0)}
+    rows = [
+        # a: the needle's window reports it, another window falsely reports: answered right
+        _row("a", [CallRow("crop_video", 0, 40, True, summary="A flash appears."),
+                   CallRow("crop_video", 40, 80, True, summary="A flash appears at 52 s.")], True),
+        # b: the needle's window says nothing (a recall miss); the other stays quiet
+        _row("b", [CallRow("crop_video", 0, 40, True, summary=NOTHING),
+                   CallRow("crop_video", 40, 80, True, summary=NOTHING)], False),
+        # c: no window covers the needle; a failed call does not count as a window
+        _row("c", [CallRow("crop_video", 0, 60, True, summary=NOTHING),
+                   CallRow("crop_video", 90, 120, False, error="bad", summary="")], False),
+        _row("a", [], True),  # no window at all: not in the diagnosis
+        _row("a", [CallRow("crop_video", 40, 80, True, summary="x")], True, mode="sequential"),
+    ]
+    d = diagnose(rows, needles)
+    assert d["episodes_with_windows"] == 3
+    assert d["coverage"] == {"rate": 2 / 3, "hits": 2, "of": 3}
+    assert d["recall"] == {"rate": 0.5, "hits": 1, "of": 2}
+    assert d["false_reports"] == {"rate": 1 / 3, "hits": 1, "of": 3}  # a [0,40], b [40,80], c [0,60]
+    assert d["acc_given_report"] == {"rate": 1.0, "hits": 1, "of": 1}
+
+
+def test_no_parallel_episode_gives_empty_rates() -> None:
+    d = diagnose([], {})
+    assert d["coverage"]["rate"] is None and d["episodes_with_windows"] == 0

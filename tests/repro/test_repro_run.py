@@ -1,0 +1,94 @@
+"""`paravt repro` end to end on the micro preset (1 seed, 2 variants, 1–2 steps per stage, 2
+held-out questions; ~15 s): the summary follows the issue's contract and its numbers are the
+ones the run's own logs, probes and eval results give."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from paravt.cli import app
+from paravt.eval.results import load_results
+from paravt.repro.select import pick_early
+from paravt.repro.summary import tail_means
+from paravt.rl.logger import read_log
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = Path(tmp_path_factory.mktemp("repro"))
+    res = CliRunner().invoke(app, ["repro", "--preset", "micro", "--seeds", "1", "--variants", "sft,vanilla_grpo",
+                                   "--eval-limit", "2", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def summary(run: Path) -> dict[str, Any]:
+    return json.loads((run / "summary.json").read_text())
+
+
+def test_summary_has_the_contract_keys(summary: dict[str, Any]) -> None:
+    assert set(summary["variants"]) == {"sft", "vanilla_grpo"}
+    for v in summary["variants"].values():
+        for key in ("f_tau", "kappa", "tool_code_rate", "skip_tool_rate"):
+            assert set(v[key]) >= {"mean", "lo", "hi"}
+        assert set(v["closure"]) == {"think", "tool_call", "answer"}
+        for block in v["eval"].values():
+            assert set(block["acc_by_n"]) == {"4", "64"}
+            assert "acc_necessary" in block and "acc_unnecessary" in block
+    assert set(summary["variants"]["sft"]["eval"]) == {"parallel", "sequential", "none"}  # the full grid
+    for v in summary["variants"].values():
+        assert set(v["diagnosis"]) == {"episodes_with_windows", "coverage", "recall", "false_reports",
+                                       "acc_given_report"}
+    assert isinstance(summary["sft_emits_think_without_prefix"], float)
+    assert len(summary["claims"]) == 8
+    for c in summary["claims"]:
+        assert set(c) >= {"claim", "paper", "ours", "holds"} and isinstance(c["holds"], bool)
+
+
+def test_numbers_come_from_the_run(run: Path, summary: dict[str, Any]) -> None:
+    log = read_log(run / "vanilla_grpo" / "seed0" / "train_log.jsonl")
+    assert summary["variants"]["vanilla_grpo"]["f_tau"]["mean"] == pytest.approx(tail_means(log)["f_tau"])
+    assert summary["variants"]["vanilla_grpo"]["kappa"]["mean"] == pytest.approx(tail_means(log)["kappa"])
+    probe = json.loads((run / "sft" / "seed0" / "probe.json").read_text())
+    assert summary["variants"]["sft"]["skip_tool_rate"]["mean"] == pytest.approx(probe["skip_tool_rate"])
+    rows = [r for r in load_results(run / "sft" / "seed0" / "eval_n4" / "results.jsonl") if r.mode == "sequential"]
+    assert summary["variants"]["sft"]["eval"]["sequential"]["acc_by_n"]["4"]["mean"] == pytest.approx(
+        fmean(r.score for r in rows))
+    collapse = summary["claims"][0]
+    assert collapse["ours"]["sft.kappa"] == summary["variants"]["sft"]["kappa"]["mean"]
+    assert collapse["paper"] == {"sft.kappa": 2.5, "vanilla_grpo.kappa": 0.02}
+    assert summary["claims"][4]["note"].startswith("not run")  # paragrpo_no_rtool was not asked for
+
+
+def test_the_rl_init_is_the_measured_early_checkpoint(run: Path, summary: dict[str, Any]) -> None:
+    sel = json.loads((run / "sft_strong" / "selection.json").read_text())
+    steps = [c["step"] for c in sel["candidates"]]
+    assert steps == [1, 2]  # the step-1 checkpoint and the final model
+    assert sel["chosen_step"] == pick_early([(c["step"], c["score"]) for c in sel["candidates"]],
+                                            tolerance=sel["tolerance"])
+    assert summary["sft_emits_think_without_prefix"] == next(
+        c["metrics"]["closed/think"] for c in sel["candidates"] if c["step"] == sel["chosen_step"])
+
+
+def test_a_second_run_resumes_and_skips_every_stage(run: Path, summary: dict[str, Any]) -> None:
+    files = [run / "vanilla_grpo" / "seed0" / "train_log.jsonl", run / "sft" / "seed0" / "eval_n64" / "results.jsonl"]
+    before = [f.read_text() for f in files]
+    res = CliRunner().invoke(app, ["repro", "--preset", "micro", "--variants", "sft,vanilla_grpo",
+                                   "--eval-limit", "2", "--out", str(run)])
+    assert res.exit_code == 0, res.output
+    assert res.output.count("skipped") >= 8
+    assert [f.read_text() for f in files] == before  # no step logged, no episode run again
+    again = json.loads((run / "summary.json").read_text())
+    assert again["variants"] == summary["variants"] and again["claims"] == summary["claims"]
+
+
+def test_unknown_variant_is_a_clear_error(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["repro", "--preset", "micro", "--variants", "sft,nope", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "unknown variant" in res.output
