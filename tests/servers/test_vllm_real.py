@@ -194,3 +194,21 @@ def test_infer_and_eval_take_a_v1_url(served: Served, synth: Path, tmp_path: Pat
     server = metrics["server"]
     assert server["responses"] >= 2 and server["with_token_ids"] == server["responses"]
     assert server["prompt_checked"] == server["responses"] and server["prompt_mismatch"] == 0
+
+
+def test_distill_talks_to_a_served_teacher(served: Served, synth: Path, tmp_path: Path) -> None:
+    """`paravt data distill` against a real vLLM teacher (issue 16): requests with frames reach the
+    server and come back, every row ends (accepted or rejected with a reason; a random tiny
+    teacher writes no valid trace), no teacher errors, tokens counted."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "distilled"
+    proc = subprocess.run([sys.executable, "-m", "paravt.cli", "data", "distill", "--data", str(synth / "rl.parquet"),
+                           "--root", str(synth), "--teacher", served.url, "--teacher-model", served.dir,
+                           "--limit", "2", "--workers", "2", "--out", str(out), "--json"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads((out / "report.json").read_text())
+    assert report["requested"] == 2 and report["finished"] == 2 and report["errored"] == 0
+    assert report["teacher_errors"] == {"primary": 0, "fallback": 0}
+    assert report["requests"] >= 2 and report["tokens"]["prompt"] > 0 and report["tokens"]["completion"] > 0
+    assert report["accepted"] + sum(report["rejected"].values()) == 2
