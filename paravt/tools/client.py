@@ -16,13 +16,15 @@ from typing import Any
 
 import httpx
 
-from paravt.errors import ConfigError
+from paravt.errors import ConfigError, ToolCallError
 from paravt.protocol.parser import ParsedCall
 from paravt.protocol.prompts import ToolSpec
 from paravt.tools.base import Observation, ToolContext
 from paravt.tools.registry import unknown_tool_message
 from paravt.tools.toolset import ToolSet
-from paravt.tools.wire import apply_budget, context_to_wire, observation_from_wire
+from paravt.tools.wire import BINARY_TYPE, apply_budget, context_to_wire, decode_binary, observation_from_wire
+
+SHARDS = 16  # small httpx clients per pool (see `RemoteToolSet.client`)
 
 
 class RemoteToolSet(ToolSet):
@@ -45,34 +47,45 @@ class RemoteToolSet(ToolSet):
         self.timeout_s = request_timeout_s or slowest + 30.0
         self.max_connections = max_connections
         self.session = secrets.token_hex(16)  # per-run nonce: server state is keyed by (session, id)
-        self._client: httpx.AsyncClient | None = None
+        self._clients: list[httpx.AsyncClient] = []
+        self._turn = 0
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def client(self) -> httpx.AsyncClient:
-        """One pooled client per event loop (callers may run each step under a new asyncio.run)."""
+        """A keep-alive client of this event loop's pool (callers may run each step under a new
+        asyncio.run). The pool is split into small clients taken in turn: httpcore scans every
+        connection of a client on each request, which costs O(connections²) at high concurrency."""
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            self._client, self._loop = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout_s, connect=10.0),
-                limits=httpx.Limits(max_connections=self.max_connections,
-                                    max_keepalive_connections=self.max_connections)), loop
-        return self._client
+        if not self._clients or self._loop is not loop:
+            per = max(1, -(-self.max_connections // SHARDS))
+            tls = httpx.create_ssl_context()  # one (https servers only); each client would load its own
+            self._clients = [httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s, connect=10.0), verify=tls,
+                                               limits=httpx.Limits(max_connections=per, max_keepalive_connections=per))
+                             for _ in range(min(SHARDS, self.max_connections))]
+            self._loop = loop
+        self._turn = (self._turn + 1) % len(self._clients)
+        return self._clients[self._turn]
 
     async def run_calls(self, ctx: ToolContext, calls: Sequence[ParsedCall]) -> list[Observation]:
         wire_calls = [self._call_to_wire(c) for c in calls]
         item = {"session": self.session, "trajectory_id": ctx.episode_id, "context": context_to_wire(ctx),
                 "calls": wire_calls}
         try:
-            resp = await self.client.post(f"{self.url}/v1/batch", json={"items": [item]})
+            resp = await self.client.post(f"{self.url}/v1/batch", json={"items": [item]},
+                                          headers={"accept": f"{BINARY_TYPE}, application/json"})
         except httpx.HTTPError as exc:
             return [Observation.failure(f"tool server unreachable: {type(exc).__name__}: {exc}") for _ in calls]
         if resp.status_code != 200:
             reason = _error_text(resp)
             return [Observation.failure(f"tool server error {resp.status_code}: {reason}") for _ in calls]
-        result = resp.json()["results"][0]
-        apply_budget(ctx, result["budget"])
-        return [observation_from_wire(o) for o in result["observations"]]
+        try:
+            obs, budget = _decode(resp, len(calls))
+        except (ToolCallError, ValueError, KeyError, TypeError, IndexError) as exc:
+            return [Observation.failure(f"tool server sent a malformed response: {type(exc).__name__}: {exc}")
+                    for _ in calls]
+        apply_budget(ctx, budget)
+        return obs
 
     def _call_to_wire(self, call: ParsedCall) -> dict[str, Any]:
         error = call.error
@@ -88,9 +101,22 @@ class RemoteToolSet(ToolSet):
             pass  # the server's idle TTL releases the state anyway
 
     async def aclose(self) -> None:
-        if self._client is not None and self._loop is asyncio.get_running_loop():
-            await self._client.aclose()
-        self._client = self._loop = None
+        if self._clients and self._loop is asyncio.get_running_loop():
+            await asyncio.gather(*(c.aclose() for c in self._clients))
+        self._clients, self._loop = [], None
+
+
+def _decode(resp: httpx.Response, n_calls: int) -> tuple[list[Observation], dict[str, Any]]:
+    """The observations and budget of a one-item batch response, binary or JSON (older servers)."""
+    if resp.headers.get("content-type", "").startswith(BINARY_TYPE):
+        payload, buffers = decode_binary(resp.content)
+    else:
+        payload, buffers = resp.json(), None
+    result = payload["results"][0]
+    obs = [observation_from_wire(o, buffers) for o in result["observations"]]
+    if len(obs) != n_calls:
+        raise ToolCallError(f"{len(obs)} observations for {n_calls} calls")
+    return obs, result["budget"]
 
 
 def _error_text(resp: httpx.Response) -> str:
