@@ -4,12 +4,16 @@ The server must see the video at the same path (shared storage), under one of it
 Each `RemoteToolSet` sends a random nonce (``session``) with every item, so its trajectories never
 share server state with another caller's, even when the ids coincide. The episode's visual budget is
 sent with each request and the server's updated budget is copied back into ``ctx.budget``.
-Transport failures and server errors become error observations for the calls of that request.
+Transport failures, server errors and malformed responses become error observations for the calls
+of that request. Requests go through a keep-alive pool (`paravt.tools.http_pool`) and ask for the
+binary frames encoding (`paravt.tools.wire.BINARY_TYPE`); a JSON response (an older server) is
+read as well.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -20,11 +24,10 @@ from paravt.errors import ConfigError, ToolCallError
 from paravt.protocol.parser import ParsedCall
 from paravt.protocol.prompts import ToolSpec
 from paravt.tools.base import Observation, ToolContext
+from paravt.tools.http_pool import KeepAlivePool, PoolError, Response
 from paravt.tools.registry import unknown_tool_message
 from paravt.tools.toolset import ToolSet
 from paravt.tools.wire import BINARY_TYPE, apply_budget, context_to_wire, decode_binary, observation_from_wire
-
-SHARDS = 16  # small httpx clients per pool (see `RemoteToolSet.client`)
 
 
 class RemoteToolSet(ToolSet):
@@ -47,34 +50,27 @@ class RemoteToolSet(ToolSet):
         self.timeout_s = request_timeout_s or slowest + 30.0
         self.max_connections = max_connections
         self.session = secrets.token_hex(16)  # per-run nonce: server state is keyed by (session, id)
-        self._clients: list[httpx.AsyncClient] = []
-        self._turn = 0
+        self._pool: KeepAlivePool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
-    def client(self) -> httpx.AsyncClient:
-        """A keep-alive client of this event loop's pool (callers may run each step under a new
-        asyncio.run). The pool is split into small clients taken in turn: httpcore scans every
-        connection of a client on each request, which costs O(connections²) at high concurrency."""
+    def pool(self) -> KeepAlivePool:
+        """This event loop's keep-alive connection pool (callers may run each step under a new
+        asyncio.run; connections belong to the loop that opened them)."""
         loop = asyncio.get_running_loop()
-        if not self._clients or self._loop is not loop:
-            per = max(1, -(-self.max_connections // SHARDS))
-            tls = httpx.create_ssl_context()  # one (https servers only); each client would load its own
-            self._clients = [httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s, connect=10.0), verify=tls,
-                                               limits=httpx.Limits(max_connections=per, max_keepalive_connections=per))
-                             for _ in range(min(SHARDS, self.max_connections))]
+        if self._pool is None or self._loop is not loop:
+            self._pool = KeepAlivePool(self.url, max_connections=self.max_connections, timeout_s=self.timeout_s)
             self._loop = loop
-        self._turn = (self._turn + 1) % len(self._clients)
-        return self._clients[self._turn]
+        return self._pool
 
     async def run_calls(self, ctx: ToolContext, calls: Sequence[ParsedCall]) -> list[Observation]:
         wire_calls = [self._call_to_wire(c) for c in calls]
         item = {"session": self.session, "trajectory_id": ctx.episode_id, "context": context_to_wire(ctx),
                 "calls": wire_calls}
         try:
-            resp = await self.client.post(f"{self.url}/v1/batch", json={"items": [item]},
-                                          headers={"accept": f"{BINARY_TYPE}, application/json"})
-        except httpx.HTTPError as exc:
+            resp = await self.pool.post("/v1/batch", json.dumps({"items": [item]}).encode(),
+                                        accept=f"{BINARY_TYPE}, application/json")
+        except PoolError as exc:
             return [Observation.failure(f"tool server unreachable: {type(exc).__name__}: {exc}") for _ in calls]
         if resp.status_code != 200:
             reason = _error_text(resp)
@@ -95,18 +91,18 @@ class RemoteToolSet(ToolSet):
 
     async def finish(self, ctx: ToolContext) -> None:
         try:
-            await self.client.post(f"{self.url}/v1/finish",
-                                   json={"session": self.session, "trajectory_ids": [ctx.episode_id]})
-        except httpx.HTTPError:
+            body = {"session": self.session, "trajectory_ids": [ctx.episode_id]}
+            await self.pool.post("/v1/finish", json.dumps(body).encode())
+        except PoolError:
             pass  # the server's idle TTL releases the state anyway
 
     async def aclose(self) -> None:
-        if self._clients and self._loop is asyncio.get_running_loop():
-            await asyncio.gather(*(c.aclose() for c in self._clients))
-        self._clients, self._loop = [], None
+        if self._pool is not None and self._loop is asyncio.get_running_loop():
+            await self._pool.aclose()
+        self._pool = self._loop = None
 
 
-def _decode(resp: httpx.Response, n_calls: int) -> tuple[list[Observation], dict[str, Any]]:
+def _decode(resp: Response, n_calls: int) -> tuple[list[Observation], dict[str, Any]]:
     """The observations and budget of a one-item batch response, binary or JSON (older servers)."""
     if resp.headers.get("content-type", "").startswith(BINARY_TYPE):
         payload, buffers = decode_binary(resp.content)
@@ -119,7 +115,7 @@ def _decode(resp: httpx.Response, n_calls: int) -> tuple[list[Observation], dict
     return obs, result["budget"]
 
 
-def _error_text(resp: httpx.Response) -> str:
+def _error_text(resp: Response) -> str:
     try:
         return str(resp.json().get("error", resp.text))[:500]
     except ValueError:
