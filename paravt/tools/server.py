@@ -33,7 +33,7 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from paravt.config import ToolServerConfig
 from paravt.errors import ConfigError, ParavtError, ToolCallError
@@ -98,6 +98,11 @@ def _caps(cfg: ToolServerConfig) -> ServerCaps:
                       call_pixels=cfg.max_call_pixels, episode_pixels=cfg.max_episode_pixels)
 
 
+def _brief(exc: ValidationError) -> str:
+    errs = exc.errors(include_url=False, include_input=False)
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in errs[:5])[:1000]
+
+
 def _too_large(req: BatchRequest, cfg: ToolServerConfig) -> str | None:
     n_calls = sum(len(i.calls) for i in req.items)
     if len(req.items) > cfg.max_items_per_request:
@@ -143,8 +148,15 @@ class _Service:
             finally:
                 self.inflight -= 1
 
-    async def batch(self, req: BatchRequest, request: Request) -> Response:
+    async def batch(self, request: Request) -> Response:
+        """The body is validated here by pydantic-core in one pass (``model_validate_json``), not by
+        FastAPI's per-field machinery: same 422 on a malformed body, a fraction of the CPU."""
         cfg, metrics = self.cfg, self.metrics
+        try:
+            req = BatchRequest.model_validate_json(await request.body())
+        except ValidationError as exc:
+            metrics.inc("paravt_tool_request_errors_total", "Batch requests that failed.")
+            return JSONResponse({"error": f"malformed batch request: {_brief(exc)}"}, status_code=422)
         buffers: Buffers | None = [] if BINARY_TYPE in request.headers.get("accept", "") else None
         t0 = time.perf_counter()
         metrics.inc("paravt_tool_requests_total", "Batch requests received.")
@@ -202,7 +214,8 @@ def create_app(names: Sequence[str], config: ToolServerConfig | None = None, *,
     app.add_middleware(BodyLimit, max_body_bytes=cfg.max_body_bytes, body_timeout_s=cfg.body_timeout_s)
     app.state.toolset, app.state.metrics, app.state.config = toolset, svc.metrics, cfg
     app.state.video_roots = svc.roots.roots
-    app.post("/v1/batch")(svc.batch)
+    app.post("/v1/batch", openapi_extra={"requestBody": {"content": {"application/json": {
+        "schema": BatchRequest.model_json_schema()}}}})(svc.batch)
     app.post("/v1/finish")(svc.finish)
     app.get("/v1/tools")(svc.tools)
     app.get("/health")(svc.health)
