@@ -211,6 +211,7 @@ def create_app(names: Sequence[str], config: ToolServerConfig | None = None, *,
         await toolset.aclose()
 
     app = FastAPI(title="paravt tool server", lifespan=lifespan)
+    app.add_middleware(_BatchFastPath, service=svc)  # inside BodyLimit: every limit still applies
     app.add_middleware(BodyLimit, max_body_bytes=cfg.max_body_bytes, body_timeout_s=cfg.body_timeout_s)
     app.state.toolset, app.state.metrics, app.state.config = toolset, svc.metrics, cfg
     app.state.video_roots = svc.roots.roots
@@ -221,6 +222,22 @@ def create_app(names: Sequence[str], config: ToolServerConfig | None = None, *,
     app.get("/health")(svc.health)
     app.get("/metrics")(svc.prometheus)
     return app
+
+
+class _BatchFastPath:
+    """ASGI middleware: ``POST /v1/batch`` goes straight to `_Service.batch` (which validates and
+    answers every case itself) instead of through FastAPI's routing and dependency machinery,
+    the largest per-request cost of the server after the tools; other requests pass on."""
+
+    def __init__(self, app: Any, *, service: _Service) -> None:
+        self.app, self.service = app, service
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/v1/batch":
+            response = await self.service.batch(Request(scope, receive))
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class _FinishCtx:
