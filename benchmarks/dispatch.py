@@ -9,7 +9,9 @@ summarise each), for K = 1, 2, 4, 8:
 
 Same prompts, same frames, greedy decoding: both modes produce the same summaries (checked). The
 decoded-frames cache is cleared before every measurement; the median of ``--reps`` repetitions is
-reported, and the ratio sequential / parallel (> 1: parallel is faster). The time is split into
+reported, and the ratio sequential / parallel (> 1: parallel is faster). Timed twice in one run:
+with the torch threads of ``--threads`` throughout (before) and with ``--prefill-threads`` for the
+prefills (vision tower, prompt) only (after; `HFGenerator.prefill_threads`). The time is split into
 the crops (tool decode), the sub-agents' ``generate`` call (prompt inputs, vision tower, prefill,
 decode steps) and the rest (sub-agent prompts built by the chat codec, event-loop hops).
 
@@ -121,6 +123,7 @@ class Bench:
 def time_dispatch(bench: Bench, reps: int) -> list[dict[str, Any]]:
     asyncio.run(bench.parallel(2))  # warm-up: first-call allocations, oneDNN kernels
     rows = []
+    threads = bench.gen.prefill_threads
     for k in KS:
         par, seq = [], []
         same = True
@@ -132,7 +135,7 @@ def time_dispatch(bench: Bench, reps: int) -> list[dict[str, Any]]:
             same &= got["parallel"][2] == got["sequential"][2]
         p = statistics.median(t for t, _ in par)
         s = statistics.median(t for t, _ in seq)
-        rows.append({"k": k, "parallel_s": p, "sequential_s": s, "ratio": s / p,
+        rows.append({"prefill_threads": threads, "k": k, "parallel_s": p, "sequential_s": s, "ratio": s / p,
                      "parallel_tools_s": statistics.median(t[0] for _, t in par),
                      "sequential_tools_s": statistics.median(t[0] for _, t in seq),
                      "parallel_gen_s": statistics.median(t[1] for _, t in par),
@@ -214,11 +217,12 @@ def render(timing: list[dict[str, Any]], tokens: list[dict[str, Any]], meta: dic
     c = Console()
     t = Table(title=f"Tool part of one turn, K crop_video calls ({meta['window_s']:g} s windows, "
                     f"{meta['sub_tokens']} sub-agent tokens, tiny qwen3_vl-{meta['size']}, hf backend, CPU)")
-    for col in ("K", "parallel s", "sequential s", "seq / par", "crops par s", "crops seq s", "generate par s",
+    for col in ("prefill threads", "K", "parallel s", "sequential s", "seq / par", "crops par s", "crops seq s", "generate par s",
                 "generate seq s", "same summaries"):
         t.add_column(col, justify="right")
     for r in timing:
-        t.add_row(str(r["k"]), f"{r['parallel_s']:.3f}", f"{r['sequential_s']:.3f}", f"{r['ratio']:.2f}x",
+        t.add_row(str(r["prefill_threads"] or "-"), str(r["k"]), f"{r['parallel_s']:.3f}",
+                  f"{r['sequential_s']:.3f}", f"{r['ratio']:.2f}x",
                   f"{r['parallel_tools_s']:.3f}", f"{r['sequential_tools_s']:.3f}", f"{r['parallel_gen_s']:.3f}",
                   f"{r['sequential_gen_s']:.3f}", "yes" if r["same_summaries"] else "NO")
     c.print(t)
@@ -243,6 +247,9 @@ def main() -> None:
     p.add_argument("--overview", type=int, default=16, help="overview frames of the main agent (token part)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch intra-op threads (1: tiny models are overhead-bound; 2 stalls on a busy box)")
+    p.add_argument("--prefill-threads", type=int, default=2,
+                   help="torch threads of the prefill only (HFGenerator.prefill_threads); the timing runs "
+                        "without it (before) and with it (after), in this one run")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
@@ -253,9 +260,11 @@ def main() -> None:
         ctx = ToolContext(episode_id="bench", video=video, info=probe(video), crop_max_frames=16, crop_fps=1.0,
                           crop_max_pixels=224 * 224, size_factor=32)
         timing = time_dispatch(Bench(hf, build_toolset(["crop_video"]), ctx, sampling), args.reps)
+        both = HFGenerator(hf.policy, max_batch=16, prefill_threads=args.prefill_threads)
+        timing += time_dispatch(Bench(both, build_toolset(["crop_video"]), ctx, sampling), args.reps)
         tokens = token_table(measure_tokens(hf, video, sampling, args.overview))
     meta = {"size": args.size, "sub_tokens": args.sub_tokens, "window_s": WINDOW_S, "reps": args.reps,
-            "threads": args.threads, "overview": args.overview}
+            "threads": args.threads, "prefill_threads": args.prefill_threads, "overview": args.overview}
     render(timing, tokens, meta)
     print(json.dumps({"benchmark": "dispatch", **meta, "timing": timing, "tokens": tokens}))
 
