@@ -121,3 +121,34 @@ def test_server_answers_binary_when_asked_and_json_to_older_clients(make_ctx, vi
         assert lo.frames.timestamps == jo.frames.timestamps == bo.frames.timestamps
     assert via_client[0].ok and via_client[0].frames.array.tobytes() == local[0].frames.array.tobytes()
 
+
+
+@pytest.mark.parametrize("reply", [
+    f"HTTP/1.1 200 OK\r\ncontent-type: {BINARY_TYPE}\r\ncontent-length: 7\r\n\r\nPVTF1xx".encode(),
+    b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 14\r\n\r\n{"results": []}'[:-1],
+    b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 4\r\n\r\noops",
+])
+def test_a_malformed_or_failed_response_becomes_error_observations(make_ctx, video, reply):
+    cfg = ToolServerConfig(video_roots=[str(Path(video).parent)])
+    with ServerThread(create_app(NAMES, cfg)) as srv:
+        remote = RemoteToolSet(srv.url, NAMES)
+
+    async def go():
+        async def answer(reader, writer):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(reply)
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        remote.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        try:
+            return await remote.run_calls(make_ctx(), [call("crop_video", start_time=3, end_time=20),
+                                                       call("frame_select", index=1, start_time=0, end_time=9)])
+        finally:
+            await remote.aclose()
+            server.close()
+
+    obs = asyncio.run(go())
+    assert len(obs) == 2 and all(not o.ok for o in obs)
+    assert all("tool server" in o.error for o in obs)
