@@ -9,7 +9,11 @@ summarise each), for K = 1, 2, 4, 8:
 
 Same prompts, same frames, greedy decoding: both modes produce the same summaries (checked). The
 decoded-frames cache is cleared before every measurement; the median of ``--reps`` repetitions is
-reported, and the ratio sequential / parallel (> 1: parallel is faster).
+reported, and the ratio sequential / parallel (> 1: parallel is faster). Timed twice in one run:
+with the torch threads of ``--threads`` throughout (before) and with ``--prefill-threads`` for the
+prefills (vision tower, prompt) only (after; `HFGenerator.prefill_threads`). The time is split into
+the crops (tool decode), the sub-agents' ``generate`` call (prompt inputs, vision tower, prefill,
+decode steps) and the rest (sub-agent prompts built by the chat codec, event-loop hops).
 
 Part 2 — input tokens per rollout (DESIGN §7). Whole episodes run with a scripted main agent
 (parallel: one turn with K crop calls, then an answer; sequential mode of DESIGN §2: one call per
@@ -87,36 +91,39 @@ class Bench:
     ctx: ToolContext
     sampling: SamplingParams
 
-    async def _summaries(self, calls: Sequence[ParsedCall], first: int) -> tuple[list[str], float]:
+    async def _summaries(self, calls: Sequence[ParsedCall], first: int) -> tuple[list[str], float, float]:
+        """Summaries, seconds in the tools, seconds in the (batched) sub-agent generate call."""
         t0 = time.perf_counter()
         obs = await self.tools.run_calls(self.ctx, calls)
         t_tools = time.perf_counter() - t0
         jobs = [SubagentCall(first + n, o.frames, o.window) for n, o in enumerate(obs)]
         res = await run_subagents(jobs, question=QUESTION, generator=self.gen, codec=self.gen.codec,
                                   sampling=self.sampling, timeout_s=600.0, episode_id="bench", first_index=first)
-        return [r.summary for r in res], t_tools
+        t_gen = res[0].trajectory.turns[0].latency_s if res[0].trajectory is not None else 0.0
+        return [r.summary for r in res], t_tools, t_gen
 
-    async def parallel(self, k: int) -> tuple[float, float, list[str]]:
+    async def parallel(self, k: int) -> tuple[float, tuple[float, float], list[str]]:
         clear_cache()
         t0 = time.perf_counter()
-        summaries, t_tools = await self._summaries([_call(i, w) for i, w in enumerate(_windows(k))], 1)
-        return time.perf_counter() - t0, t_tools, summaries
+        summaries, t_tools, t_gen = await self._summaries([_call(i, w) for i, w in enumerate(_windows(k))], 1)
+        return time.perf_counter() - t0, (t_tools, t_gen), summaries
 
-    async def sequential(self, k: int) -> tuple[float, float, list[str]]:
+    async def sequential(self, k: int) -> tuple[float, tuple[float, float], list[str]]:
         clear_cache()
         t0 = time.perf_counter()
         out: list[str] = []
-        t_tools = 0.0
+        t_tools = t_gen = 0.0
         for i, w in enumerate(_windows(k)):
-            s, t = await self._summaries([_call(0, w)], i + 1)
+            s, t, g = await self._summaries([_call(0, w)], i + 1)
             out += s
-            t_tools += t
-        return time.perf_counter() - t0, t_tools, out
+            t_tools, t_gen = t_tools + t, t_gen + g
+        return time.perf_counter() - t0, (t_tools, t_gen), out
 
 
 def time_dispatch(bench: Bench, reps: int) -> list[dict[str, Any]]:
     asyncio.run(bench.parallel(2))  # warm-up: first-call allocations, oneDNN kernels
     rows = []
+    threads = bench.gen.prefill_threads
     for k in KS:
         par, seq = [], []
         same = True
@@ -128,9 +135,11 @@ def time_dispatch(bench: Bench, reps: int) -> list[dict[str, Any]]:
             same &= got["parallel"][2] == got["sequential"][2]
         p = statistics.median(t for t, _ in par)
         s = statistics.median(t for t, _ in seq)
-        rows.append({"k": k, "parallel_s": p, "sequential_s": s, "ratio": s / p,
-                     "parallel_tools_s": statistics.median(t for _, t in par),
-                     "sequential_tools_s": statistics.median(t for _, t in seq), "same_summaries": same})
+        rows.append({"prefill_threads": threads, "k": k, "parallel_s": p, "sequential_s": s, "ratio": s / p,
+                     "parallel_tools_s": statistics.median(t[0] for _, t in par),
+                     "sequential_tools_s": statistics.median(t[0] for _, t in seq),
+                     "parallel_gen_s": statistics.median(t[1] for _, t in par),
+                     "sequential_gen_s": statistics.median(t[1] for _, t in seq), "same_summaries": same})
     return rows
 
 
@@ -208,11 +217,14 @@ def render(timing: list[dict[str, Any]], tokens: list[dict[str, Any]], meta: dic
     c = Console()
     t = Table(title=f"Tool part of one turn, K crop_video calls ({meta['window_s']:g} s windows, "
                     f"{meta['sub_tokens']} sub-agent tokens, tiny qwen3_vl-{meta['size']}, hf backend, CPU)")
-    for col in ("K", "parallel s", "sequential s", "seq / par", "crops par s", "crops seq s", "same summaries"):
+    for col in ("prefill threads", "K", "parallel s", "sequential s", "seq / par", "crops par s", "crops seq s", "generate par s",
+                "generate seq s", "same summaries"):
         t.add_column(col, justify="right")
     for r in timing:
-        t.add_row(str(r["k"]), f"{r['parallel_s']:.3f}", f"{r['sequential_s']:.3f}", f"{r['ratio']:.2f}x",
-                  f"{r['parallel_tools_s']:.3f}", f"{r['sequential_tools_s']:.3f}", "yes" if r["same_summaries"] else "NO")
+        t.add_row(str(r["prefill_threads"] or "-"), str(r["k"]), f"{r['parallel_s']:.3f}",
+                  f"{r['sequential_s']:.3f}", f"{r['ratio']:.2f}x",
+                  f"{r['parallel_tools_s']:.3f}", f"{r['sequential_tools_s']:.3f}", f"{r['parallel_gen_s']:.3f}",
+                  f"{r['sequential_gen_s']:.3f}", "yes" if r["same_summaries"] else "NO")
     c.print(t)
     fit = tokens[-1]["fit"]
     u = Table(title="Main-agent input tokens per rollout: measured vs DESIGN §7 "
@@ -235,6 +247,9 @@ def main() -> None:
     p.add_argument("--overview", type=int, default=16, help="overview frames of the main agent (token part)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch intra-op threads (1: tiny models are overhead-bound; 2 stalls on a busy box)")
+    p.add_argument("--prefill-threads", type=int, default=2,
+                   help="torch threads of the prefill only (HFGenerator.prefill_threads); the timing runs "
+                        "without it (before) and with it (after), in this one run")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
@@ -245,9 +260,11 @@ def main() -> None:
         ctx = ToolContext(episode_id="bench", video=video, info=probe(video), crop_max_frames=16, crop_fps=1.0,
                           crop_max_pixels=224 * 224, size_factor=32)
         timing = time_dispatch(Bench(hf, build_toolset(["crop_video"]), ctx, sampling), args.reps)
+        both = HFGenerator(hf.policy, max_batch=16, prefill_threads=args.prefill_threads)
+        timing += time_dispatch(Bench(both, build_toolset(["crop_video"]), ctx, sampling), args.reps)
         tokens = token_table(measure_tokens(hf, video, sampling, args.overview))
     meta = {"size": args.size, "sub_tokens": args.sub_tokens, "window_s": WINDOW_S, "reps": args.reps,
-            "threads": args.threads, "overview": args.overview}
+            "threads": args.threads, "prefill_threads": args.prefill_threads, "overview": args.overview}
     render(timing, tokens, meta)
     print(json.dumps({"benchmark": "dispatch", **meta, "timing": timing, "tokens": tokens}))
 

@@ -25,15 +25,20 @@
   the assembled cache. Same tokens and logprobs as full prefills (float tolerance). Each output's
   metrics carry ``prefill_tokens`` (tokens of its prompt actually run) and ``prefill_rows``.
 - Failures: a batch that raises is retried row by row; a row that still raises becomes a
-  ``finish_reason="error"`` output carrying the message. The torch work runs in a worker thread
-  (``asyncio.to_thread``) so the event loop stays free; batches never run concurrently.
+  ``finish_reason="error"`` output carrying the message.
+- Threads: ``prefill_threads`` (e.g. 2 on a 2-core machine) runs each batch's prefill (vision
+  tower, prompt) with that many torch threads and its decode steps with the caller's count
+  (process-wide ``torch.set_num_threads``, restored after the batch). The torch work runs in a
+  worker thread (``asyncio.to_thread``) so the event loop stays free; batches never run concurrently.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -84,11 +89,46 @@ class RowSampler(LogitsProcessor):
         return torch.stack(self.clean, dim=1)  # B×N×V
 
 
+class _ThreadState(threading.local):
+    before = 1
+
+
+_THREADS = _ThreadState()
+
+
+@contextlib.contextmanager
+def _prefill_threads(n: int | None) -> Iterator[None]:
+    """Run a batch with ``n`` torch threads until `_DecodeThreads` lowers them; restore after."""
+    before = torch.get_num_threads()
+    _THREADS.before = before
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class _DecodeThreads(LogitsProcessor):
+    """A no-op on the scores; its first call (right after the prefill forward) sets the decode
+    steps' thread count: the prefill (vision tower, prompt) is compute-bound and gains from more
+    threads, one-token decode steps are overhead-bound and lose."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads, self.done = threads, False
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if not self.done:
+            torch.set_num_threads(self.threads)
+            self.done = True
+        return scores
+
+
 class HFGenerator:
     """Batched local generation with a transformers model (see the module docstring)."""
 
     def __init__(self, policy: LoadedPolicy, *, max_batch: int = 16, window_s: float = 0.005,
-                 share_prefill: bool = True, turn_cache_entries: int = 32) -> None:
+                 share_prefill: bool = True, turn_cache_entries: int = 32, prefill_threads: int | None = None) -> None:
         self.policy = policy
         self.model = policy.model
         self.codec = ChatCodec(policy.processor, policy.family)
@@ -98,6 +138,7 @@ class HFGenerator:
                                    turn_entries=turn_cache_entries)
         self.max_batch = max_batch
         self.window_s = window_s
+        self.prefill_threads = prefill_threads  # torch threads for the prefill only (None: unchanged)
         self._pending: list[_Pending] = []
         self._flusher: asyncio.Task[None] | None = None
 
@@ -137,7 +178,8 @@ class HFGenerator:
         """Serve requests of equal (temperature, top_p) in one ``model.generate``; never raises."""
         t0 = time.perf_counter()
         try:
-            return self._generate_batch(requests, t0)
+            with _prefill_threads(self.prefill_threads):
+                return self._generate_batch(requests, t0)
         except Exception as err:  # noqa: BLE001 - a failed batch is retried row by row
             if len(requests) == 1:
                 return [error_output(f"{type(err).__name__}: {err}", time.perf_counter() - t0)]
@@ -163,6 +205,8 @@ class HFGenerator:
         if sample and s.top_p >= 1.0 and all(x is not None for x in seeds):
             row_sampler = RowSampler([int(x) for x in seeds], s.temperature, device)  # type: ignore[arg-type]
             kwargs.update(do_sample=False, logits_processor=LogitsProcessorList([row_sampler]))
+        if self.prefill_threads:  # back to the caller's thread count once the prefill is done
+            kwargs.setdefault("logits_processor", LogitsProcessorList()).append(_DecodeThreads(_THREADS.before))
             for k in ("top_k", "top_p", "temperature"):
                 kwargs.pop(k, None)
         seed = _batch_seed(requests) if sample and row_sampler is None else None

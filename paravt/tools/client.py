@@ -4,25 +4,30 @@ The server must see the video at the same path (shared storage), under one of it
 Each `RemoteToolSet` sends a random nonce (``session``) with every item, so its trajectories never
 share server state with another caller's, even when the ids coincide. The episode's visual budget is
 sent with each request and the server's updated budget is copied back into ``ctx.budget``.
-Transport failures and server errors become error observations for the calls of that request.
+Transport failures, server errors and malformed responses become error observations for the calls
+of that request. Requests go through a keep-alive pool (`paravt.tools.http_pool`) and ask for the
+binary frames encoding (`paravt.tools.wire.BINARY_TYPE`); a JSON response (an older server) is
+read as well.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
 
-from paravt.errors import ConfigError
+from paravt.errors import ConfigError, ToolCallError
 from paravt.protocol.parser import ParsedCall
 from paravt.protocol.prompts import ToolSpec
 from paravt.tools.base import Observation, ToolContext
+from paravt.tools.http_pool import KeepAlivePool, PoolError, Response
 from paravt.tools.registry import unknown_tool_message
 from paravt.tools.toolset import ToolSet
-from paravt.tools.wire import apply_budget, context_to_wire, observation_from_wire
+from paravt.tools.wire import BINARY_TYPE, apply_budget, context_to_wire, decode_binary, observation_from_wire
 
 
 class RemoteToolSet(ToolSet):
@@ -45,34 +50,38 @@ class RemoteToolSet(ToolSet):
         self.timeout_s = request_timeout_s or slowest + 30.0
         self.max_connections = max_connections
         self.session = secrets.token_hex(16)  # per-run nonce: server state is keyed by (session, id)
-        self._client: httpx.AsyncClient | None = None
+        self._pool: KeepAlivePool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     @property
-    def client(self) -> httpx.AsyncClient:
-        """One pooled client per event loop (callers may run each step under a new asyncio.run)."""
+    def pool(self) -> KeepAlivePool:
+        """This event loop's keep-alive connection pool (callers may run each step under a new
+        asyncio.run; connections belong to the loop that opened them)."""
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            self._client, self._loop = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout_s, connect=10.0),
-                limits=httpx.Limits(max_connections=self.max_connections,
-                                    max_keepalive_connections=self.max_connections)), loop
-        return self._client
+        if self._pool is None or self._loop is not loop:
+            self._pool = KeepAlivePool(self.url, max_connections=self.max_connections, timeout_s=self.timeout_s)
+            self._loop = loop
+        return self._pool
 
     async def run_calls(self, ctx: ToolContext, calls: Sequence[ParsedCall]) -> list[Observation]:
         wire_calls = [self._call_to_wire(c) for c in calls]
         item = {"session": self.session, "trajectory_id": ctx.episode_id, "context": context_to_wire(ctx),
                 "calls": wire_calls}
         try:
-            resp = await self.client.post(f"{self.url}/v1/batch", json={"items": [item]})
-        except httpx.HTTPError as exc:
+            resp = await self.pool.post("/v1/batch", json.dumps({"items": [item]}).encode(),
+                                        accept=f"{BINARY_TYPE}, application/json")
+        except PoolError as exc:
             return [Observation.failure(f"tool server unreachable: {type(exc).__name__}: {exc}") for _ in calls]
         if resp.status_code != 200:
             reason = _error_text(resp)
             return [Observation.failure(f"tool server error {resp.status_code}: {reason}") for _ in calls]
-        result = resp.json()["results"][0]
-        apply_budget(ctx, result["budget"])
-        return [observation_from_wire(o) for o in result["observations"]]
+        try:
+            obs, budget = _decode(resp, len(calls))
+        except (ToolCallError, ValueError, KeyError, TypeError, IndexError) as exc:
+            return [Observation.failure(f"tool server sent a malformed response: {type(exc).__name__}: {exc}")
+                    for _ in calls]
+        apply_budget(ctx, budget)
+        return obs
 
     def _call_to_wire(self, call: ParsedCall) -> dict[str, Any]:
         error = call.error
@@ -82,18 +91,31 @@ class RemoteToolSet(ToolSet):
 
     async def finish(self, ctx: ToolContext) -> None:
         try:
-            await self.client.post(f"{self.url}/v1/finish",
-                                   json={"session": self.session, "trajectory_ids": [ctx.episode_id]})
-        except httpx.HTTPError:
+            body = {"session": self.session, "trajectory_ids": [ctx.episode_id]}
+            await self.pool.post("/v1/finish", json.dumps(body).encode())
+        except PoolError:
             pass  # the server's idle TTL releases the state anyway
 
     async def aclose(self) -> None:
-        if self._client is not None and self._loop is asyncio.get_running_loop():
-            await self._client.aclose()
-        self._client = self._loop = None
+        if self._pool is not None and self._loop is asyncio.get_running_loop():
+            await self._pool.aclose()
+        self._pool = self._loop = None
 
 
-def _error_text(resp: httpx.Response) -> str:
+def _decode(resp: Response, n_calls: int) -> tuple[list[Observation], dict[str, Any]]:
+    """The observations and budget of a one-item batch response, binary or JSON (older servers)."""
+    if resp.headers.get("content-type", "").startswith(BINARY_TYPE):
+        payload, buffers = decode_binary(resp.content)
+    else:
+        payload, buffers = resp.json(), None
+    result = payload["results"][0]
+    obs = [observation_from_wire(o, buffers) for o in result["observations"]]
+    if len(obs) != n_calls:
+        raise ToolCallError(f"{len(obs)} observations for {n_calls} calls")
+    return obs, result["budget"]
+
+
+def _error_text(resp: Response) -> str:
     try:
         return str(resp.json().get("error", resp.text))[:500]
     except ValueError:
