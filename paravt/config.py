@@ -292,8 +292,9 @@ def validate(cls: type[M], data: dict[str, Any], source: str = "<dict>") -> M:
         raise ConfigError(_format_errors(err, source)) from None
 
 
-def load(path: str | Path, cls: type[M] = TrainConfig, overrides: list[str] | None = None) -> M:  # type: ignore[assignment]
-    """Load a YAML file into ``cls``; ``overrides`` are ``a.b.c=value`` strings (YAML-parsed values)."""
+def read_mapping(path: str | Path) -> dict[str, Any]:
+    """The top-level mapping of a YAML config file (not validated yet); `ConfigError` when the
+    file is missing, is not YAML or does not hold a mapping."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"config file {p} does not exist; pass an existing YAML file (see configs/)")
@@ -303,9 +304,15 @@ def load(path: str | Path, cls: type[M] = TrainConfig, overrides: list[str] | No
         raise ConfigError(f"config file {p} is not valid YAML: {err}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {p} must hold a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def load(path: str | Path, cls: type[M] = TrainConfig, overrides: list[str] | None = None) -> M:  # type: ignore[assignment]
+    """Load a YAML file into ``cls``; ``overrides`` are ``a.b.c=value`` strings (YAML-parsed values)."""
+    data = read_mapping(path)
     for item in overrides or []:
         apply_override(data, item)
-    return validate(cls, data, str(p))
+    return validate(cls, data, str(path))
 
 
 def apply_override(data: dict[str, Any], item: str) -> None:

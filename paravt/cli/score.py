@@ -32,7 +32,8 @@ from rich.table import Table
 from paravt import config as cfgmod
 from paravt.cli.output import fail, stderr_console
 from paravt.config import RewardConfig
-from paravt.errors import ConfigError, ParavtError
+from paravt.errors import ConfigError, DataError, ParavtError
+from paravt.eval.completions import completion_line
 from paravt.protocol import tags as T
 from paravt.protocol.answer import extract_answer
 from paravt.rewards import RewardBreakdown, RewardWeights, compute_reward
@@ -120,20 +121,13 @@ def output_line(b: RewardBreakdown) -> dict[str, Any]:
 def _row(line: str, default_prefix: str) -> dict[str, Any]:
     """A validated input line, with ``text``: the completion as the reward reads it."""
     try:
-        row = json.loads(line)
-    except ValueError as exc:
-        raise ValueError(f"line is not JSON: {exc}") from None
-    if not isinstance(row, dict):
-        raise ValueError("line must be a JSON object")
-    if not isinstance(row.get("completion"), str):
-        raise ValueError('"completion" must be a string')
+        row = completion_line(line)
+    except DataError as exc:
+        raise ValueError(str(exc)) from None
     if row.get("task") not in _TASKS:
         raise ValueError(f'"task" must be one of {list(_TASKS)}, got {row.get("task")!r}')
     if "answer" not in row:
         raise ValueError('"answer" is missing')
-    opts = row.get("options")
-    if opts is not None and not (isinstance(opts, list) and all(isinstance(o, str) for o in opts)):
-        raise ValueError('"options" must be a list of strings')
     for key in ("prefix", "question"):
         if not isinstance(row.get(key, ""), str):
             raise ValueError(f'"{key}" must be a string')

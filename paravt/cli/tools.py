@@ -8,22 +8,14 @@ from typing import Optional
 import typer
 
 from paravt.cli.output import fail, stderr_console
-from paravt.config import ToolServerConfig, apply_override, dump, validate
+from paravt.config import ToolServerConfig, apply_override, dump, read_mapping, validate
 from paravt.errors import ConfigError
 
 console = stderr_console()
 
 
 def _server_config(config: Optional[Path], flags: dict[str, object], overrides: list[str]) -> ToolServerConfig:
-    import yaml
-
-    data: dict = {}
-    if config is not None:
-        if not config.is_file():
-            raise ConfigError(f"config file {config} does not exist; pass a YAML file of ToolServerConfig fields")
-        data = yaml.safe_load(config.read_text()) or {}
-        if not isinstance(data, dict):
-            raise ConfigError(f"config file {config} must hold a mapping of ToolServerConfig fields")
+    data = read_mapping(config) if config is not None else {}
     data.update({k: v for k, v in flags.items() if v is not None})
     for item in overrides:
         apply_override(data, item)

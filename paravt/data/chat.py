@@ -10,16 +10,12 @@ frames the policy sees at rollout. A part spanning the whole video is the overvi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from paravt.config import VideoConfig
 from paravt.data.schema import Message, Row, TextPart, VideoPart
 from paravt.errors import DataError
 from paravt.models.base import ChatMessage
 from paravt.video.types import Frames
-
-if TYPE_CHECKING:  # the agent imports heavy modules; only needed when building inputs
-    pass
 
 _WHOLE_TOL_S = 0.05
 

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -89,22 +88,15 @@ class RowSampler(LogitsProcessor):
         return torch.stack(self.clean, dim=1)  # B×N×V
 
 
-class _ThreadState(threading.local):
-    before = 1
-
-
-_THREADS = _ThreadState()
-
-
 @contextlib.contextmanager
-def _prefill_threads(n: int | None) -> Iterator[None]:
-    """Run a batch with ``n`` torch threads until `_DecodeThreads` lowers them; restore after."""
+def _prefill_threads(n: int | None) -> Iterator[int]:
+    """Run a batch with ``n`` torch threads until `_DecodeThreads` lowers them; restore after.
+    Yields the caller's thread count (what the decode steps go back to)."""
     before = torch.get_num_threads()
-    _THREADS.before = before
     if n:
         torch.set_num_threads(n)
     try:
-        yield
+        yield before
     finally:
         torch.set_num_threads(before)
 
@@ -178,15 +170,15 @@ class HFGenerator:
         """Serve requests of equal (temperature, top_p) in one ``model.generate``; never raises."""
         t0 = time.perf_counter()
         try:
-            with _prefill_threads(self.prefill_threads):
-                return self._generate_batch(requests, t0)
+            with _prefill_threads(self.prefill_threads) as decode_threads:
+                return self._generate_batch(requests, t0, decode_threads)
         except Exception as err:  # noqa: BLE001 - a failed batch is retried row by row
             if len(requests) == 1:
                 return [error_output(f"{type(err).__name__}: {err}", time.perf_counter() - t0)]
             return [self.run_batch([r])[0] for r in requests]
 
     @torch.no_grad()
-    def _generate_batch(self, requests: Sequence[GenRequest], t0: float) -> list[GenOutput]:
+    def _generate_batch(self, requests: Sequence[GenRequest], t0: float, decode_threads: int) -> list[GenOutput]:
         device = next(self.model.parameters()).device
         prep = self.prefiller.prepare(requests, device)
         inputs = prep.kwargs
@@ -205,10 +197,10 @@ class HFGenerator:
         if sample and s.top_p >= 1.0 and all(x is not None for x in seeds):
             row_sampler = RowSampler([int(x) for x in seeds], s.temperature, device)  # type: ignore[arg-type]
             kwargs.update(do_sample=False, logits_processor=LogitsProcessorList([row_sampler]))
-        if self.prefill_threads:  # back to the caller's thread count once the prefill is done
-            kwargs.setdefault("logits_processor", LogitsProcessorList()).append(_DecodeThreads(_THREADS.before))
             for k in ("top_k", "top_p", "temperature"):
                 kwargs.pop(k, None)
+        if self.prefill_threads:  # back to the caller's thread count once the prefill is done
+            kwargs.setdefault("logits_processor", LogitsProcessorList()).append(_DecodeThreads(decode_threads))
         seed = _batch_seed(requests) if sample and row_sampler is None else None
         if seed is None:  # unseeded: draw from (and advance) the global RNG, never replay it
             out = self.model.generate(**inputs, **kwargs)

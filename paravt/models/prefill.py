@@ -61,7 +61,7 @@ class Prefiller:
         media = [media_key(r, memo) for r in requests]
         if any(len(r.prompt_ids) < 2 or r.prompt_ids[-1] in self.vision_ids for r in requests):
             return self._plain(requests, media, device)  # generate must feed a text last token
-        plan = share_plan(requests) if self.share and len(requests) > 1 else None
+        plan = share_plan(requests, media) if self.share and len(requests) > 1 else None
         firsts, index = plan or (list(range(len(requests))), list(range(len(requests))))
         entries = [self.turns.take(requests[d], media[d]) if self.turns is not None else None for d in firsts]
         if plan is None and all(e is None for e in entries):

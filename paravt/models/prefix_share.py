@@ -47,16 +47,19 @@ def _media_digest(frames: Frames, memo: dict[int, tuple[Any, ...]]) -> tuple[Any
     return memo[key]
 
 
-def share_plan(requests: Sequence[GenRequest]) -> tuple[list[int], list[int]] | None:
+def share_plan(requests: Sequence[GenRequest], media: Sequence[tuple[tuple[Any, ...], tuple[Any, ...]]] | None = None
+               ) -> tuple[list[int], list[int]] | None:
     """(first row of each distinct prompt, index of each row's distinct prompt), or None when no
-    two rows share their prompt (token ids and media)."""
-    memo: dict[int, tuple[Any, ...]] = {}
+    two rows share their prompt (token ids and media). ``media``: the rows' ``media_key`` when the
+    caller has them already (the frames are then not hashed again)."""
+    if media is None:
+        memo: dict[int, tuple[Any, ...]] = {}
+        media = [media_key(r, memo) for r in requests]
     seen: dict[tuple[Any, ...], int] = {}
     firsts: list[int] = []
     index: list[int] = []
-    for row, r in enumerate(requests):
-        key = (r.prompt_ids, tuple(_media_digest(v, memo) for v in r.videos),
-               tuple(_media_digest(im, memo) for im in r.images))
+    for row, (r, m) in enumerate(zip(requests, media, strict=True)):
+        key = (r.prompt_ids, *m)
         if key not in seen:
             seen[key] = len(firsts)
             firsts.append(row)

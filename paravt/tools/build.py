@@ -10,7 +10,7 @@ from typing import Any
 from paravt.errors import ConfigError
 from paravt.tools.base import Tool
 from paravt.tools.client import RemoteToolSet
-from paravt.tools.registry import create_tool
+from paravt.tools.registry import create_tool, is_mcp_ref
 from paravt.tools.toolset import LocalToolSet, ToolSet
 
 
@@ -24,7 +24,7 @@ def build_toolset(names: Sequence[str], *, server_url: str | None = None,
     Unknown names raise `ConfigError` listing the available tools."""
     if len(set(names)) != len(names):
         raise ConfigError(f"tool names {list(names)} contain duplicates; list each tool once")
-    mcp_refs = [n for n in names if n.startswith("mcp:")]  # MCP servers (paravt.tools.mcp_tools)
+    mcp_refs = [n for n in names if is_mcp_ref(n)]  # MCP servers (paravt.tools.mcp_tools)
     if server_url is not None:
         if mcp_refs:
             raise ConfigError(f"{mcp_refs} are MCP servers, used in-process; unset rollout.tool_server_url "

@@ -27,7 +27,13 @@ from paravt.tools.base import Observation, ToolContext
 from paravt.tools.http_pool import KeepAlivePool, PoolError, Response
 from paravt.tools.registry import unknown_tool_message
 from paravt.tools.toolset import ToolSet
-from paravt.tools.wire import BINARY_TYPE, apply_budget, context_to_wire, decode_binary, observation_from_wire
+from paravt.tools.wire import (
+    BINARY_TYPE,
+    apply_budget,
+    context_to_wire,
+    decode_binary,
+    observation_from_wire,
+)
 
 
 class RemoteToolSet(ToolSet):

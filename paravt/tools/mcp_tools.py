@@ -31,14 +31,9 @@ from PIL import Image
 from paravt.errors import ConfigError
 from paravt.protocol.prompts import ToolSpec
 from paravt.tools.base import Observation, ToolContext
+from paravt.tools.registry import MCP_PREFIX
 from paravt.video import smart_resize
 from paravt.video.types import Frames
-
-MCP_PREFIX = "mcp:"
-
-
-def is_mcp_ref(name: str) -> bool:
-    return name.startswith(MCP_PREFIX)
 
 
 def _target(ref: str) -> Any:

@@ -21,6 +21,12 @@ from paravt.errors import ConfigError
 from paravt.tools.base import Tool
 
 ENTRY_POINT_GROUP = "paravt.tools"
+#: A ``rollout.tools`` entry ``mcp:URL`` or ``mcp:COMMAND`` names an MCP server (paravt.tools.mcp_tools).
+MCP_PREFIX = "mcp:"
+
+
+def is_mcp_ref(name: str) -> bool:
+    return name.startswith(MCP_PREFIX)
 
 ToolFactory = Callable[..., Tool]
 

@@ -152,14 +152,14 @@ class _Service:
         """The body is validated here by pydantic-core in one pass (``model_validate_json``), not by
         FastAPI's per-field machinery: same 422 on a malformed body, a fraction of the CPU."""
         cfg, metrics = self.cfg, self.metrics
+        t0 = time.perf_counter()
+        metrics.inc("paravt_tool_requests_total", "Batch requests received.")
         try:
             req = BatchRequest.model_validate_json(await request.body())
         except ValidationError as exc:
             metrics.inc("paravt_tool_request_errors_total", "Batch requests that failed.")
             return JSONResponse({"error": f"malformed batch request: {_brief(exc)}"}, status_code=422)
         buffers: Buffers | None = [] if BINARY_TYPE in request.headers.get("accept", "") else None
-        t0 = time.perf_counter()
-        metrics.inc("paravt_tool_requests_total", "Batch requests received.")
         if (too_large := _too_large(req, cfg)) is not None:
             metrics.inc("paravt_tool_request_errors_total", "Batch requests that failed.")
             return JSONResponse({"error": too_large}, status_code=413)

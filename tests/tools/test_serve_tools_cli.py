@@ -55,3 +55,11 @@ def test_serve_tools_takes_its_limits_from_flags_config_and_set_and_checks_the_v
     assert f"video_roots:\n- {tmp_path}\n" in shown.stdout and "max_calls_per_request: 7" in shown.stdout
     assert "max_runtimes: 5" in shown.stdout and "header_timeout_s: 2.5" in shown.stdout  # flags win
     assert missing.returncode == 2 and "are not directories" in " ".join(missing.stderr.split())
+
+
+def test_a_malformed_config_file_is_a_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "server.yaml"
+    bad.write_text("max_concurrency: [1,\n")  # not YAML
+    proc = subprocess.run([sys.executable, "-c", "from paravt.cli import app; app()", "serve-tools", "--config", str(bad),
+                           "--show-config"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "not valid YAML" in proc.stderr and "Traceback" not in proc.stderr

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from paravt.eval.results import read_jsonl
+
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
 
 
@@ -59,11 +61,8 @@ class ExperienceBank:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.items: list[Experience] = []
-        if self.path.exists():
-            for line in self.path.read_text().splitlines():
-                if line.strip():
-                    d = json.loads(line)
-                    self.items.append(Experience(d["question"], d["task"], d["plan"], tuple(d["calls"]), d["answer"]))
+        for d in read_jsonl(self.path):  # missing file: empty; a cut-off last line: skipped
+            self.items.append(Experience(d["question"], d["task"], d["plan"], tuple(d["calls"]), d["answer"]))
 
     def add(self, exp: Experience) -> None:
         self.items.append(exp)

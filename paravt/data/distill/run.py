@@ -32,6 +32,7 @@ from paravt.data.distill.paravt_pipeline import ParavtSettings, distill_paravt
 from paravt.data.distill.teacher import Endpoint, TeacherClient
 from paravt.data.schema import Row, row_from_record, row_to_record, write_rows
 from paravt.errors import ParavtError, VideoError
+from paravt.eval.results import read_jsonl
 
 log = logging.getLogger(__name__)
 PROGRESS, SFT, REPORT, BANK = "progress.jsonl", "sft.parquet", "report.json", "experience_bank.jsonl"
@@ -52,13 +53,7 @@ def _client(ep: Endpoint | None, cfg: DistillConfig) -> TeacherClient | None:
 
 
 def _finished(path: Path) -> set[str]:
-    if not path.exists():
-        return set()
-    return {d["id"] for d in _records(path) if d["status"] in ("accepted", "rejected")}
-
-
-def _records(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {d["id"] for d in read_jsonl(path) if d["status"] in ("accepted", "rejected")}
 
 
 class _Runner:
@@ -171,7 +166,13 @@ def _bar(enabled: bool, total: int) -> tuple[Any, Any] | None:
     if not enabled:
         return None
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     p = Progress(TextColumn("distill"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                  console=Console(stderr=True))  # progress on stderr: stdout keeps the report
@@ -180,7 +181,7 @@ def _bar(enabled: bool, total: int) -> tuple[Any, Any] | None:
 
 def finalize(out: Path, *, requested: int, skipped: int, wall_s: float, pipeline: str) -> dict[str, Any]:
     """Rebuild ``sft.parquet`` and ``report.json`` from the progress file (latest record per id)."""
-    recs = _records(out / PROGRESS) if (out / PROGRESS).exists() else []
+    recs = read_jsonl(out / PROGRESS)  # a line cut by a killed run is skipped (that row re-runs)
     latest = {r["id"]: r for r in recs}
     rows = [row_from_record(d, f"progress {d['id']}") for r in latest.values() if r["status"] == "accepted"
             for d in r["rows"]]

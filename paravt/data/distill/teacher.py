@@ -29,6 +29,7 @@ import numpy as np
 from PIL import Image
 
 from paravt.errors import ConfigError
+from paravt.models.urls import api_base
 from paravt.video.types import Frames
 
 Part = dict[str, Any]
@@ -51,9 +52,7 @@ class Endpoint:
 
     @property
     def chat_url(self) -> str:
-        base = self.url.rstrip("/")
-        base = base[: -len("/v1")] if base.endswith("/v1") else base
-        return base + "/v1/chat/completions"
+        return api_base(self.url) + "/chat/completions"  # the backend's and the judge's URL convention
 
 
 @dataclass(frozen=True)

@@ -9,28 +9,18 @@ and 0/1 or the IoU; ``"random": true`` is added when LongVideoBench's fallback d
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from paravt.errors import DataError
 from paravt.eval.benchmarks.scoring import Scoring, check_benchmark, score_response
+from paravt.eval.completions import completion_line
 
 
 def _parse(line: str) -> dict[str, Any]:
-    try:
-        row = json.loads(line)
-    except ValueError as exc:
-        raise DataError(f"line is not JSON: {exc}") from None
-    if not isinstance(row, dict):
-        raise DataError("line must be a JSON object")
-    if not isinstance(row.get("completion"), str):
-        raise DataError('"completion" must be a string')
+    row = completion_line(line)
     if not isinstance(row.get("answer"), str):
         raise DataError('"answer" must be a string (a letter, or "[start, end]" for charades_sta)')
-    opts = row.get("options")
-    if opts is not None and not (isinstance(opts, list) and all(isinstance(o, str) for o in opts)):
-        raise DataError('"options" must be a list of strings')
     return row
 
 
