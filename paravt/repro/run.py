@@ -73,6 +73,7 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
 
 
 _DONE = ".repro-stage-done"
+_started: dict[Path, float] = {}
 
 
 def _stage(path: Path, what: str) -> bool:
@@ -82,11 +83,25 @@ def _stage(path: Path, what: str) -> bool:
         return False
     console.rule(f"[bold]{what}")
     path.mkdir(parents=True, exist_ok=True)
+    _started[path] = time.perf_counter()
     return True
 
 
 def _done(path: Path) -> None:
-    (path / _DONE).write_text("ok\n")
+    """Mark a stage finished; the marker holds its wall time in seconds (``stage_times``)."""
+    wall = time.perf_counter() - _started.pop(path, time.perf_counter())
+    (path / _DONE).write_text(f"{wall:.1f}\n")
+
+
+def stage_times(out: Path) -> dict[str, float]:
+    """Wall seconds of every finished stage under ``out``, by its path relative to ``out``."""
+    times = {}
+    for marker in sorted(out.rglob(_DONE)):
+        try:
+            times[str(marker.parent.relative_to(out)) or "."] = float(marker.read_text().strip())
+        except ValueError:  # a marker from before stage timing ("ok")
+            continue
+    return times
 
 
 def _train(cfg: TrainConfig, kind: str, out: Path, what: str, **fields: Any) -> Path:
@@ -223,7 +238,7 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
         "selection": selections,
         "meta": {"preset": preset, "seeds": seeds, "variants": [v.name for v in chosen],
                  "eval_questions": len({r["id"] for rows in eval_rows.values() for r in rows}),
-                 "wall_s": round(time.perf_counter() - t0, 1)},
+                 "wall_s": round(time.perf_counter() - t0, 1), "stage_s": stage_times(out)},
     }
     path = out / "summary.json"
     path.write_text(json.dumps(summary, indent=1, default=float))
