@@ -48,12 +48,24 @@ class ReproPreset:
 
 PRESETS = {
     # the test suite's: every stage runs, numbers are noise
-    "micro": ReproPreset(2, 1, "xs", 2, 1.0, 1, 2, 1, 1, 2, 1, 16, 8, 2, 1, 0.05, (4, 64), (4, 64)),
-    # NOT run here (docs/repro.md): the settings the issue's budgets are written for
-    "quick": ReproPreset(120, 70, "s", 300, 0.7, 4, 800, 200, 30, 4, 2, 384, 48, 16, 4, 0.05, (4, 64),
-                         (4, 8, 16, 32, 64)),
-    "full": ReproPreset(200, 70, "s", 600, 0.7, 4, 1500, 250, 60, 8, 4, 384, 48, 32, 8, 0.05, (4, 64),
-                        (4, 8, 16, 32, 64)),
+    "micro": ReproPreset(train_videos=2, eval_videos=1, model_size="xs", prior_steps=2, prior_tool_mix=1.0,
+                         prior_think_sentences=1, sft_steps=2, sft_save_every=1, rl_steps=1, group_size=2,
+                         prompts_per_step=1, max_new_tokens=16, sub_max_new_tokens=8, probe_prompts=2, probe_k=1,
+                         select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 64)),
+    # `make demo` (sft, vanilla_grpo, paragrpo; ≤ 20 min on 2 cores) and the science run of docs/repro.md
+    "demo": ReproPreset(train_videos=120, eval_videos=16, model_size="s", prior_steps=100, prior_tool_mix=0.7,
+                        prior_think_sentences=2, sft_steps=400, sft_save_every=100, rl_steps=16, group_size=4,
+                        prompts_per_step=2, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12, probe_k=2,
+                        select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 16, 64)),
+    # every variant within the issue's 15 minutes on 2 cores: a pipeline check, too short for the science
+    "quick": ReproPreset(train_videos=60, eval_videos=10, model_size="s", prior_steps=60, prior_tool_mix=0.7,
+                         prior_think_sentences=2, sft_steps=200, sft_save_every=100, rl_steps=8, group_size=4,
+                         prompts_per_step=1, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=8, probe_k=2,
+                         select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 64)),
+    "full": ReproPreset(train_videos=200, eval_videos=70, model_size="s", prior_steps=600, prior_tool_mix=0.7,
+                        prior_think_sentences=4, sft_steps=1500, sft_save_every=250, rl_steps=60, group_size=8,
+                        prompts_per_step=4, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=32, probe_k=8,
+                        select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 8, 16, 32, 64)),
 }
 
 
@@ -68,6 +80,7 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     cfg.sft.max_steps, cfg.sft.epochs, cfg.sft.save_every = p.sft_steps, 1000, p.sft_save_every
     cfg.rl.steps, cfg.rl.group_size, cfg.rl.prompts_per_step = p.rl_steps, p.group_size, p.prompts_per_step
     cfg.rl.lr, cfg.rl.save_every, cfg.rl.oversample = 2e-5, 10_000, 1.5
+    cfg.eval.workers = 8  # episodes in flight: their generate calls meet in shared batches
     cfg.data = str(out / "synth" / "rl.parquet")
     return cfg
 
@@ -179,7 +192,7 @@ def eval_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: 
         if _stage(d, f"eval {v.name} seed {seed} n={n} {'/'.join(modes)}"):
             backend = backend or open_backend(model)
             samples = load_episode_inputs(out / "synth" / "eval.parquet", nframes=n, limit=limit)
-            evaluate(samples, backend, settings, modes=list(modes), out=d, workers=4, progress=True)
+            evaluate(samples, backend, settings, modes=list(modes), out=d, workers=cfg.eval.workers, progress=True)
             _done(d)
         rows += [{"id": r.id, "mode": r.mode, "nframes": n, "score": r.score, "seed": seed,
                   "tool_necessary": r.tool_necessary} for r in load_results(d / "results.jsonl")]
@@ -193,6 +206,18 @@ def _diagnosis(out: Path, v: Variant) -> dict[str, Any]:
 
     rows = [r for f in sorted((out / v.name).glob("seed*/eval_n*/results.jsonl")) for r in load_results(f)]
     return diagnose(rows, needle_windows(str(out / "synth" / "eval.parquet")))
+
+
+def _task_check(out: Path, eval_rows: dict[str, list[dict[str, Any]]], diagnoses: dict[str, Any],
+                limit: int | None) -> dict[str, Any]:
+    """Deliverable 7 on this run (``repro.task_check``): the task's needle property and the
+    reference checkpoint's direct-vs-tool accuracy and sub-agent recall."""
+    from paravt.data.episodes import load_episode_inputs
+    from paravt.repro.task_check import chance_score, check_task
+
+    manifest = json.loads((out / "synth" / "manifest.json").read_text())
+    chance = chance_score([s.options for s in load_episode_inputs(out / "synth" / "eval.parquet", limit=limit)])
+    return check_task(manifest["needle"]["eval_prompts"], chance, eval_rows, diagnoses)
 
 
 def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str | None = None,
@@ -229,12 +254,14 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
                 rows += eval_variant(out, cfg, p, v, s, model, eval_limit)
         summaries[v.name], eval_rows[v.name] = variant_summary(per_seed, rows), rows
         summaries[v.name]["diagnosis"] = _diagnosis(out, v)
+    task = _task_check(out, eval_rows, {k: v["diagnosis"] for k, v in summaries.items()}, eval_limit)
     strong = selections.get("strong") or next(iter(selections.values()))
     chosen_metrics = next(c["metrics"] for c in strong["candidates"] if c["path"] == strong["chosen_path"])
     summary = {
         "variants": summaries,
         "sft_emits_think_without_prefix": chosen_metrics.get("closed/think"),
         "claims": check_claims(summaries, eval_rows),
+        "task_check": task,
         "selection": selections,
         "meta": {"preset": preset, "seeds": seeds, "variants": [v.name for v in chosen],
                  "eval_questions": len({r["id"] for rows in eval_rows.values() for r in rows}),

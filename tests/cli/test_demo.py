@@ -1,4 +1,5 @@
-"""`paravt demo --quick` end to end in a subprocess, as a new user would run it."""
+"""`paravt demo --quick` end to end in a subprocess, as a new user would run it: the `paravt repro`
+pipeline (micro preset) on three variants, the report and the printed comparison."""
 
 from __future__ import annotations
 
@@ -17,27 +18,28 @@ def test_quick_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> No
     proc = subprocess.run([sys.executable, "-m", "paravt.cli", "demo", "--quick", "--out", str(out)],
                           capture_output=True, text=True, timeout=580)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    # every stage left its artefacts
     assert (out / "synth" / "manifest.json").is_file()
-    for run in ("sft", "paragrpo", "vanilla_grpo"):
-        log = [json.loads(x) for x in (out / run / "train_log.jsonl").read_text().splitlines()]
+    assert (out / "prior_strong" / "model" / "config.json").is_file()
+    assert not (out / "prior_weak").exists()  # no weak-prior variant in the demo
+    for run in ("vanilla_grpo", "paragrpo"):
+        log = [json.loads(x) for x in (out / run / "seed0" / "train_log.jsonl").read_text().splitlines()]
         assert log and log[-1]["step"] == len(log)
-        assert (out / run / "model" / "config.json").is_file()
-    rl_log = json.loads((out / "paragrpo" / "train_log.jsonl").read_text().splitlines()[0])
-    assert {"f_tau", "kappa", "acc", "kl", "loss", "time/rollout"} <= set(rl_log)
-    for name in ("base", "sft", "paragrpo", "vanilla_grpo"):
-        rows = [json.loads(x) for x in (out / f"eval_{name}" / "results.jsonl").read_text().splitlines()]
-        assert {r["mode"] for r in rows} == {"parallel", "sequential", "none"}
-        metrics = json.loads((out / f"eval_{name}" / "metrics.json").read_text())
-        assert set(metrics["by_mode"]) == {"parallel", "sequential", "none"}
+        assert {"f_tau", "kappa", "acc", "kl", "loss"} <= set(log[0])
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary["variants"]) == ["sft", "vanilla_grpo", "paragrpo"]
+    for v in summary["variants"].values():
+        assert set(v["eval"]) == {"parallel", "sequential", "none"}  # all three are full-grid variants
     html = (out / "report.html").read_text()
     HTMLParser().feed(html)  # parses
     assert html.count("data:image/png;base64,") >= 2
-    assert "held-out ParaVT-Synth questions" in proc.stdout and str(out / "report.html") in proc.stdout
-    # a second run continues: every finished stage is skipped, evals resume (nothing left to run)
-    before = (out / "paragrpo" / "train_log.jsonl").read_text()
+    assert "paravt repro (micro, 1 seed(s)" in proc.stdout and str(out / "report.html") in proc.stdout
+    ran = [c for c in summary["claims"] if not c["note"].startswith("not run")]
+    assert f"{len(summary['claims']) - len(ran)} claim(s) need variants" in proc.stdout
+    # a second run continues: every finished stage is skipped (nothing left to run)
+    stages = len(list(out.rglob(".repro-stage-done")))
+    before = (out / "paragrpo" / "seed0" / "train_log.jsonl").read_text()
     again = subprocess.run([sys.executable, "-m", "paravt.cli", "demo", "--quick", "--out", str(out)],
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stdout.count("skipped") == 5
-    assert (out / "paragrpo" / "train_log.jsonl").read_text() == before
+    assert again.stdout.count("skipped") == stages
+    assert (out / "paragrpo" / "seed0" / "train_log.jsonl").read_text() == before

@@ -1,0 +1,74 @@
+"""The terminal view of a ``summary.json`` (`paravt repro` and `paravt demo` print it): one row per
+variant on the one yardstick, then the claims with the paper's numbers beside ours. Pure: it reads
+the summary dict and builds rich tables; the HTML report has the full "paper vs ours" section."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def cell(iv: Mapping[str, Any] | None, digits: int = 2) -> str:
+    """``mean [lo, hi]`` (or the mean alone without an interval; ``–`` when missing)."""
+    if not iv or iv.get("mean") is None or (isinstance(iv["mean"], float) and math.isnan(iv["mean"])):
+        return "–"
+    text = f"{iv['mean']:.{digits}f}"
+    if iv.get("lo") is not None and iv.get("hi") is not None:
+        text += f" [{iv['lo']:.{digits}f}, {iv['hi']:.{digits}f}]"
+    return text
+
+
+def _acc(v: Mapping[str, Any], mode: str, n: str) -> str:
+    block = v.get("eval", {}).get(mode, {}).get("acc_by_n", {})
+    return cell(block.get(n))
+
+
+def variants_table(summary: Mapping[str, Any]) -> Table:
+    meta = summary.get("meta", {})
+    t = Table(title=f"paravt repro ({meta.get('preset', '?')}, {meta.get('seeds', '?')} seed(s), "
+                    f"{meta.get('eval_questions', '?')} held-out questions): means [95% interval]")
+    for col in ("variant", "f_tau", "κ", "think", "tool_call", "answer", "<tool_code>", "acc par n=4",
+                "acc par n=64", "acc none n=4", "acc none n=64"):
+        t.add_column(col, no_wrap=True)
+    for name, v in summary.get("variants", {}).items():
+        closure = v.get("closure", {})
+        t.add_row(name, cell(v.get("f_tau")), cell(v.get("kappa")), cell(closure.get("think")),
+                  cell(closure.get("tool_call")), cell(closure.get("answer")), cell(v.get("tool_code_rate")),
+                  _acc(v, "parallel", "4"), _acc(v, "parallel", "64"), _acc(v, "none", "4"), _acc(v, "none", "64"))
+    return t
+
+
+def _pairs(d: Mapping[str, Any] | None) -> str:
+    if not d:
+        return "–"
+    return ", ".join(f"{k} {_value(v)}" for k, v in d.items())
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, Mapping):
+        return cell(v)
+    return f"{v:.2f}" if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def claims_table(summary: Mapping[str, Any]) -> Table:
+    t = Table(title="the paper's claims, checked on this run")
+    for col in ("claim", "paper", "ours", "holds", "note"):
+        t.add_column(col, overflow="fold")
+    for c in summary.get("claims", []):
+        t.add_row(c.get("claim", "?"), _pairs(c.get("paper")), _pairs(c.get("ours")),
+                  "[green]yes[/green]" if c.get("holds") else "[red]no[/red]", c.get("note", ""))
+    return t
+
+
+def print_summary(summary: Mapping[str, Any], console: Console) -> None:
+    """Both tables; claims whose variants were not run are counted, not listed."""
+    console.print(variants_table(summary))
+    ran = [c for c in summary.get("claims", []) if not str(c.get("note", "")).startswith("not run")]
+    console.print(claims_table({"claims": ran}))
+    skipped = len(summary.get("claims", [])) - len(ran)
+    if skipped:
+        console.print(f"{skipped} claim(s) need variants this run did not train (`paravt repro` runs them all).")

@@ -1,0 +1,83 @@
+"""Can the method show on this task at this model size? (issue 19, deliverable 7), measured per run.
+
+Four checks, each ``{"value", "want", "holds"}`` in ``summary.json["task_check"]``:
+- ``overview_shows_needle``: the share of held-out questions whose n-frame overview holds a frame
+  of the needle, per n (a property of ParaVT-Synth, from the synth manifest): the task needs
+  tools at n = 4 and not at n = 64 when it is low at 4 and 1.0 at 64;
+- ``direct_matches_tools_at_64``: on the reference checkpoint, answering directly (``none``) at
+  n = 64 is not beaten by ``parallel`` tool use (paired bootstrap over questions, upper bound ≥ 0);
+- ``direct_near_chance_at_4``: ``none`` at n = 4 cannot be told from chance (its interval's lower
+  bound ≤ chance; chance = 1/#options for a multiple-choice question, 0 otherwise);
+- ``subagent_recall``: a sub-agent whose window holds the needle reports something in ≥ 80% of
+  such windows (``repro.diagnosis``), with few false reports elsewhere (shown, not judged).
+
+The reference checkpoint is the first full-grid variant that ran, in the order ``REFERENCE``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from paravt.eval.intervals import bootstrap_interval, paired_bootstrap_diff
+
+REFERENCE = ("paragrpo", "sft", "vanilla_grpo")
+RECALL_WANT = 0.8
+
+
+def _paired(rows: Sequence[Mapping[str, Any]], a: str, b: str, n: int) -> dict[str, Any] | None:
+    """Mean per-question score of mode ``a`` minus mode ``b`` at ``n`` (averaged over seeds first)."""
+    by: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        if int(r["nframes"]) == n and r["mode"] in (a, b):
+            by.setdefault((r["mode"], str(r["id"])), []).append(float(r["score"]))
+    ids = sorted({q for m, q in by if m == a} & {q for m, q in by if m == b})
+    if not ids:
+        return None
+    mean = [sum(v) / len(v) for v in (by[(a, q)] for q in ids)]
+    other = [sum(v) / len(v) for v in (by[(b, q)] for q in ids)]
+    return paired_bootstrap_diff(mean, other).to_dict()
+
+
+def _none_at(rows: Sequence[Mapping[str, Any]], n: int) -> dict[str, Any] | None:
+    per_q: dict[str, list[float]] = {}
+    for r in rows:
+        if int(r["nframes"]) == n and r["mode"] == "none":
+            per_q.setdefault(str(r["id"]), []).append(float(r["score"]))
+    return bootstrap_interval([sum(v) / len(v) for v in per_q.values()]).to_dict() if per_q else None
+
+
+def check_task(needle: Mapping[str, Any], chance: float, eval_rows: Mapping[str, Sequence[Mapping[str, Any]]],
+               diagnoses: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """``needle``: the synth manifest's ``needle["eval_prompts"]``; ``chance``: the eval set's mean
+    chance score; ``eval_rows``/``diagnoses``: per variant, as `paravt repro` collects them."""
+    shows = {n: (None if v.get("tool_necessary_share") is None else round(1.0 - v["tool_necessary_share"], 4))
+             for n, v in sorted(needle.items(), key=lambda kv: int(kv[0]))}
+    out: dict[str, Any] = {"overview_shows_needle": {
+        "value": shows, "want": "low at n=4, 1.0 at n=64",
+        "holds": shows.get("64") == 1.0 and (shows.get("4") or 0.0) <= 0.5}}
+    ref = next((v for v in REFERENCE if eval_rows.get(v) and any(r["mode"] == "none" for r in eval_rows[v])), None)
+    out["reference"] = ref
+    if ref is None:
+        return out
+    rows = eval_rows[ref]
+    diff = _paired(rows, "parallel", "none", 64)
+    out["direct_matches_tools_at_64"] = {"value": {"parallel_minus_none": diff},
+                                         "want": "parallel − none ≤ 0 within the interval",
+                                         "holds": diff is not None and diff.get("lo") is not None and diff["lo"] <= 0}
+    none4 = _none_at(rows, 4)
+    out["direct_near_chance_at_4"] = {"value": {"none_acc": none4, "chance": round(chance, 4)},
+                                      "want": "interval's lower bound ≤ chance",
+                                      "holds": none4 is not None and none4.get("lo") is not None
+                                      and none4["lo"] <= chance}
+    diag = diagnoses.get(ref, {})
+    recall = diag.get("recall", {}).get("rate")
+    out["subagent_recall"] = {"value": {"recall": diag.get("recall"), "false_reports": diag.get("false_reports")},
+                              "want": f"recall ≥ {RECALL_WANT}", "holds": recall is not None and recall >= RECALL_WANT}
+    return out
+
+
+def chance_score(options: Sequence[Sequence[str] | None]) -> float:
+    """Mean chance score of a question set: 1/#options for multiple choice, 0 for the rest."""
+    vals = [1.0 / len(o) if o else 0.0 for o in options]
+    return sum(vals) / len(vals) if vals else 0.0
