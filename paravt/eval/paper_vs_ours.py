@@ -153,8 +153,8 @@ def table5_html(s: Mapping[str, Any]) -> str:
     names = [k for k in TABLE5 if k != "think_prefix_only"] + [v for v in variants if v not in TABLE5]
     names += ["think_prefix_only"]
     head = ('<tr><th class="l" rowspan="2">variant (ours)</th><th class="l" rowspan="2">paper row</th>'
-            '<th colspan="2">&lt;think&gt; closed</th><th colspan="2">&lt;tool_call&gt; closed + JSON</th>'
-            '<th colspan="2">&lt;answer&gt; bracketed</th></tr><tr>' + "<th>paper</th><th>ours</th>" * 3 + "</tr>")
+            '<th colspan="2">&lt;think&gt; closed (%)</th><th colspan="2">&lt;tool_call&gt; closed + JSON (%)</th>'
+            '<th colspan="2">&lt;answer&gt; bracketed (%)</th></tr><tr>' + "<th>paper</th><th>ours</th>" * 3 + "</tr>")
     rows = []
     for name in names:
         papers = TABLE5.get(name, ())
@@ -173,6 +173,11 @@ def _claim_value(x: Any) -> str:
     return fmt(_real(x)) if _real(x) is not None else fmt(x)
 
 
+def _quoted(x: Any) -> str:
+    """A paper number as the paper writes it (2.5, 0.02, 62.1: no padding digits)."""
+    return f"{x:g}" if _real(x) is not None else fmt(x)
+
+
 def claims_html(s: Mapping[str, Any]) -> str:
     claims = get(s, "claims")
     if not isinstance(claims, list) or not claims:
@@ -181,8 +186,8 @@ def claims_html(s: Mapping[str, Any]) -> str:
     rows = []
     for c in claims:
         paper, ours = get(c, "paper"), get(c, "ours")
-        side = ["<br>".join(f"{html.escape(str(k))} = {_claim_value(v)}" for k, v in d.items())
-                if isinstance(d, Mapping) else fmt(d) for d in (paper, ours)]
+        side = ["<br>".join(f"{html.escape(str(k))} = {quote(v)}" for k, v in d.items())
+                if isinstance(d, Mapping) else fmt(d) for d, quote in ((paper, _quoted), (ours, _claim_value))]
         holds = get(c, "holds")
         mark = '<span class="ok">yes</span>' if holds is True else '<span class="bad">no</span>' if holds is False else "–"
         rows.append([html.escape(str(get(c, "claim") or "–")), *side, mark, fmt(get(c, "note"))])

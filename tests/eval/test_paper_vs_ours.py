@@ -158,7 +158,7 @@ def test_table5_closure_rates_paper_vs_ours_in_percent(page: Tables) -> None:
 
 def test_claims_diagnosis_and_meta(page: Tables) -> None:
     claim = row(page, "claims", "PARA-GRPO lifts f_tau over vanilla GRPO")
-    assert claim[1:4] == ["paragrpo.f_tau = 0.410 | vanilla_grpo.f_tau = 0.130",
+    assert claim[1:4] == ["paragrpo.f_tau = 0.41 | vanilla_grpo.f_tau = 0.13",
                           "paragrpo.f_tau = 0.456 | vanilla_grpo.f_tau = 0.210", "yes"]
     assert row(page, "claims", "removing R_tool collapses kappa")[2:] == ["–", "no", "not run: paragrpo_no_rtool"]
     assert row(page, "claims", "parallel beats sequential")[2] == "parallel_minus_sequential = 0.040 [-0.020, 0.100]"
