@@ -19,7 +19,8 @@ def report(
     run_dirs: list[Path] = typer.Argument(..., help="Run, eval or demo directories (searched recursively)."),
     out: Path = typer.Option(Path("report.html"), "--out", "-o", help="HTML file to write."),
 ) -> None:
-    """Training curves, eval table, accuracy by n, tokens vs K and transcripts in one HTML file."""
+    """Training curves, eval table, accuracy by n, tokens vs K and transcripts in one HTML file; for a
+    `paravt repro` directory also the paper's Table 2/5 beside ours, dynamics over seeds and claims."""
     try:
         path = build_report(run_dirs, out)
     except ParavtError as err:

@@ -10,12 +10,10 @@ JS or font, so the file can be mailed or archived alone. A missing video only dr
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,7 +24,13 @@ from matplotlib.figure import Figure
 from paravt.errors import DataError, ParavtError
 from paravt.eval import plots
 from paravt.eval.benchmarks.table1 import table1_html, table1_rows
+from paravt.eval.html_parts import figure_html as _figure_section
+from paravt.eval.html_parts import fmt as _fmt
+from paravt.eval.html_parts import img as _img
+from paravt.eval.html_parts import png_b64 as _png_b64
+from paravt.eval.html_parts import section as _section
 from paravt.eval.metrics import compute_metrics
+from paravt.eval.paper_vs_ours import paper_vs_ours_section
 from paravt.eval.results import ResultRow, load_results, read_jsonl
 from paravt.eval.tokens import tokens_vs_k_figure
 
@@ -121,27 +125,6 @@ def discover(run_dirs: Sequence[Path]) -> Discovered:
 
 # ---------------------------------------------------------------- images
 
-
-def _png_b64(fig_or_image: Any) -> str:
-    buf = io.BytesIO()
-    if isinstance(fig_or_image, Figure):
-        fig_or_image.savefig(buf, format="png", bbox_inches="tight")  # keep legends placed outside the axes
-    else:  # PIL image
-        fig_or_image.save(buf, format="PNG")
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _img(b64: str, alt: str, css: str = "") -> str:
-    return f'<img alt="{html.escape(alt)}" class="{css}" src="data:image/png;base64,{b64}">'
-
-
-def _figure_section(make: Callable[[], Figure], alt: str) -> str:
-    try:
-        return _img(_png_b64(make()), alt, "fig")
-    except DataError as e:
-        return f'<p class="muted">{html.escape(str(e))}</p>'
-
-
 _NUM = r"(\d+(?:\.\d+)?)"
 
 
@@ -215,15 +198,8 @@ overflow-wrap:anywhere}.card p{overflow-wrap:anywhere}
 .turn.assistant{border-color:#3b7dd8}.turn.tool{border-color:#d89b3b}.turn.user{border-color:#888}
 .card{border:1px solid #ddd;border-radius:6px;padding:8px 14px;margin:14px 0}
 .ok{color:#1a7f37}.bad{color:#c62828}
+#paper-vs-ours table{margin:6px 0 10px}#paper-vs-ours td{white-space:nowrap}#paper-vs-ours table.claims td{white-space:normal}
 """
-
-
-def _fmt(x: Any, digits: int = 3) -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, float):
-        return f"{x:.{digits}f}" if abs(x) < 1000 else f"{x:,.0f}"
-    return html.escape(str(x))
 
 
 def _eval_table_html(evals: Sequence[EvalRun]) -> str:
@@ -300,12 +276,9 @@ def _transcript_html(run: str, row: ResultRow) -> str:
     return "\n".join(parts)
 
 
-def _section(anchor: str, title: str, body: str) -> str:
-    return f'<section id="{anchor}"><h2>{html.escape(title)}</h2>\n{body}\n</section>'
-
-
-def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS) -> str:
-    """The report page for already discovered runs."""
+def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS, paper_vs_ours: str | None = None) -> str:
+    """The report page for already discovered runs (``paper_vs_ours``: that section's HTML, for
+    `paravt repro` directories, shown after the run list)."""
     logs = {t.name: t.log for t in found.train if t.log}
     # RL and SFT runs differ in length by 10-100x: plot them on their own axes
     rl_logs = {t.name: t.log for t in found.train if t.log and t.kind != "sft"}
@@ -321,6 +294,7 @@ def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS) -> str
     by_n = plots.accuracy_by_n(mets) or plots.train_accuracy_by_n(logs)
     sections = [
         _section("runs", "Runs", f"<ul>{runs_list or '<li>none found</li>'}</ul>"),
+        *([paper_vs_ours] if paper_vs_ours else []),
         _section("training", "Training curves", curves or '<p class="muted">No training logs found.</p>'),
         _section("eval", "Eval table of modes", _eval_table_html(found.evals)),
         _section("table1", "Benchmarks beside the paper's Table 1",
@@ -347,5 +321,5 @@ def build_report(run_dirs: Sequence[Path], out: Path) -> Path:
                         "pass a directory written by paravt train or paravt eval")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(found), encoding="utf-8")
+    out.write_text(render_html(found, paper_vs_ours=paper_vs_ours_section(run_dirs)), encoding="utf-8")
     return out

@@ -1,5 +1,5 @@
-"""The paper's claims checked against a `paravt repro` run. Paper numbers: /work/shared/PAPER.md
-(ParaVT Table 2 and §3); ours come from the run's summary. A claim whose variants were not run
+"""The paper's claims checked against a `paravt repro` run. Paper numbers: ``eval/paper_numbers.py``
+(ParaVT Table 2 and §3, quoted from /work/shared/PAPER.md); ours come from the run's summary. A claim whose variants were not run
 says so and does not hold. Comparisons use the 95% intervals when both sides have one (over
 seeds), else the means (one seed: stated in the claim's ``note``)."""
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from paravt.eval.intervals import paired_bootstrap_diff
+from paravt.eval.paper_numbers import TABLE2, WEAK_PRIOR_FORMAT, WEAK_PRIOR_KAPPA
 from paravt.repro.summary import above
 
 Summaries = Mapping[str, Mapping[str, Any]]
@@ -72,25 +73,32 @@ def _parallel(s: Summaries, rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> 
     return {"parallel_minus_sequential": d.to_dict()}, bool(d.lo is not None and d.lo > 0)
 
 
+def _paper(*pairs: tuple[str, str]) -> dict[str, Any]:
+    """``{"variant.key": the paper's Table 2 value}``."""
+    return {f"{v}.{k}": getattr(TABLE2[v], k) for v, k in pairs}
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("vanilla GRPO collapses tool calls (kappa to ≤ 1/4 of the cold start's)",
-          {"sft.kappa": 2.50, "vanilla_grpo.kappa": 0.02}, ("sft", "vanilla_grpo"), _collapse),
-    Claim("PARA-GRPO lifts f_tau over vanilla GRPO", {"paragrpo.f_tau": 0.41, "vanilla_grpo.f_tau": 0.13},
+          _paper(("sft", "kappa"), ("vanilla_grpo", "kappa")), ("sft", "vanilla_grpo"), _collapse),
+    Claim("PARA-GRPO lifts f_tau over vanilla GRPO", _paper(("paragrpo", "f_tau"), ("vanilla_grpo", "f_tau")),
           ("paragrpo", "vanilla_grpo"), _f_above("paragrpo", "vanilla_grpo")),
     Claim("Exploration Anchoring alone lifts f_tau over vanilla GRPO",
-          {"anchoring_only.f_tau": 0.35, "vanilla_grpo.f_tau": 0.13}, ("anchoring_only", "vanilla_grpo"),
+          _paper(("anchoring_only", "f_tau"), ("vanilla_grpo", "f_tau")), ("anchoring_only", "vanilla_grpo"),
           _f_above("anchoring_only", "vanilla_grpo")),
     Claim("nFrames Gating alone raises kappa but not f_tau",
-          {"gating_only.kappa": 1.36, "vanilla_grpo.kappa": 0.02, "gating_only.f_tau": 0.10,
-           "vanilla_grpo.f_tau": 0.13}, ("gating_only", "vanilla_grpo"), _gating),
-    Claim("removing R_tool collapses kappa", {"paragrpo.kappa": 0.21, "paragrpo_no_rtool.kappa": 0.04},
+          _paper(("gating_only", "kappa"), ("vanilla_grpo", "kappa"), ("gating_only", "f_tau"),
+                 ("vanilla_grpo", "f_tau")), ("gating_only", "vanilla_grpo"), _gating),
+    Claim("removing R_tool collapses kappa", _paper(("paragrpo", "kappa"), ("paragrpo_no_rtool", "kappa")),
           ("paragrpo", "paragrpo_no_rtool"), _no_rtool),
-    Claim("removing gamma lowers f_tau", {"paragrpo.f_tau": 0.41, "paragrpo_no_gamma.f_tau": 0.36},
+    Claim("removing gamma lowers f_tau", _paper(("paragrpo", "f_tau"), ("paragrpo_no_gamma", "f_tau")),
           ("paragrpo", "paragrpo_no_gamma"), _f_above("paragrpo", "paragrpo_no_gamma")),
     Claim("a weak prior keeps format but makes no tool calls (kappa ≤ 0.1) under vanilla GRPO",
-          {"weak_prior.format": 0.85, "weak_prior.kappa": 0.0}, ("weak_prior_vanilla", "vanilla_grpo"), _weak),
+          {"weak_prior.format": WEAK_PRIOR_FORMAT, "weak_prior.kappa": WEAK_PRIOR_KAPPA},
+          ("weak_prior_vanilla", "vanilla_grpo"), _weak),
     Claim("parallel dispatch beats sequential on the same checkpoint (paired bootstrap, lo > 0)",
-          {"parallel.VideoMME": 62.1, "sequential.VideoMME": 61.4}, ("paragrpo",), _parallel),
+          {"parallel.VideoMME": TABLE2["parallel_dispatch"].videomme,
+           "sequential.VideoMME": TABLE2["sequential_dispatch"].videomme}, ("paragrpo",), _parallel),
 )
 
 

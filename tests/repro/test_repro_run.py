@@ -5,6 +5,7 @@ ones the run's own logs, probes and eval results give."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -87,6 +88,19 @@ def test_a_second_run_resumes_and_skips_every_stage(run: Path, summary: dict[str
     assert [f.read_text() for f in files] == before  # no step logged, no episode run again
     again = json.loads((run / "summary.json").read_text())
     assert again["variants"] == summary["variants"] and again["claims"] == summary["claims"]
+
+
+def test_the_report_puts_the_run_beside_the_paper(run: Path, summary: dict[str, Any]) -> None:
+    from paravt.eval.report import build_report
+
+    text = re.sub(r"<td[^>]*>", "<td>", build_report([run], run / "report.html").read_text(encoding="utf-8"))
+    assert 'id="paper-vs-ours"' in text and "could not" not in text
+    van = summary["variants"]["vanilla_grpo"]
+    # vanilla's row: the paper's f_tau 0.13 and κ 0.02 beside our measured means (one seed: no interval)
+    assert (f"<td>0.13</td><td>{van['f_tau']['mean']:.3f}</td><td>0.02</td><td>{van['kappa']['mean']:.3f}</td>"
+            in text)
+    assert 'alt="f_tau and kappa per RL step, per variant"' in text and 'alt="accuracy vs n per mode"' in text
+    assert "anchoring_only (not run)" in text
 
 
 def test_unknown_variant_is_a_clear_error(tmp_path: Path) -> None:
