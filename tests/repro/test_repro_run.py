@@ -48,6 +48,9 @@ def test_summary_has_the_contract_keys(summary: dict[str, Any]) -> None:
         assert set(v["diagnosis"]) == {"episodes_with_windows", "coverage", "recall", "false_reports",
                                        "acc_given_report"}
     assert isinstance(summary["sft_emits_think_without_prefix"], float)
+    assert summary["task_check"]["reference"] == "sft"  # the first full-grid variant that ran
+    assert summary["task_check"]["overview_shows_needle"]["value"]["64"] == 1.0
+    assert set(summary["meta"]["stage_s"]) >= {"synth", "base", "prior_strong", "sft_strong"}
     assert len(summary["claims"]) == 8
     for c in summary["claims"]:
         assert set(c) >= {"claim", "paper", "ours", "holds"} and isinstance(c["holds"], bool)
