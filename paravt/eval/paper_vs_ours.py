@@ -224,6 +224,36 @@ def necessity_html(s: Mapping[str, Any]) -> str:
     return _table(head, rows, "necessity", (0, 1)) if rows else '<p class="muted">No eval blocks in summary.json.</p>'
 
 
+TASK_CHECKS = (("overview_shows_needle", "the n-frame overview shows the needle (share of questions, by n)"),
+               ("direct_matches_tools_at_64", "at n = 64 direct answering is as good as tool use"),
+               ("direct_near_chance_at_4", "at n = 4 direct answering is near chance"),
+               ("subagent_recall", "a sub-agent given the needle's window reports it"))
+
+
+def _check_value(x: Any) -> str:
+    if isinstance(x, Mapping) and "mean" in x:
+        return iv_cell(x)
+    if isinstance(x, Mapping) and "rate" in x:
+        return _share_cell(x)
+    if isinstance(x, Mapping):
+        return "; ".join(f"{html.escape(str(k))}: {_check_value(v)}" for k, v in x.items())
+    return html.escape(fmt(x) if isinstance(x, (int, float)) else str(x))
+
+
+def task_check_html(s: Mapping[str, Any]) -> str:
+    """Deliverable 7: can the method show on this task at this size (``repro/task_check.py``)."""
+    tc = get(s, "task_check")
+    if not isinstance(tc, Mapping):
+        return '<p class="muted">No task check in summary.json.</p>'
+    head = "<tr><th class='l'>check</th><th class='l'>measured</th><th class='l'>want</th><th>holds</th></tr>"
+    rows = [[html.escape(text), _check_value(get(tc, key, "value")), html.escape(str(get(tc, key, "want") or "")),
+             '<span class="ok">yes</span>' if get(tc, key, "holds") else '<span class="bad">no</span>']
+            for key, text in TASK_CHECKS if isinstance(get(tc, key), Mapping)]
+    ref = get(tc, "reference")
+    note = f'<p class="muted">reference checkpoint: {html.escape(str(ref))}</p>' if ref else ""
+    return note + _table(head, rows, "task-check", (0, 1, 2))
+
+
 def meta_html(s: Mapping[str, Any]) -> str:
     meta = get(s, "meta") or {}
     items = [f"<li>{k}: <b>{fmt(get(meta, k), 1)}</b></li>" for k in ("preset", "seeds", "eval_questions", "wall_s")]
@@ -287,6 +317,7 @@ def run_html(run: ReproRun) -> str:
               "sub-agent reports something; false reports: the same on the other windows; acc given report: "
               "answer accuracy when an overlapping window reported (docs/repro.md).</p>"),
              _guard(lambda: diagnosis_html(s), "diagnosis"),
+             "<h3>Can the method show here? (task check)</h3>", _guard(lambda: task_check_html(s), "task check"),
              "<h3>Run</h3>", _guard(lambda: meta_html(s), "meta")]
     return "\n".join(p for p in parts if p)
 

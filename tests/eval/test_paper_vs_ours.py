@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import fakeruns  # noqa: E402
 
 from paravt.eval.paper_vs_ours import acc_curves, find_runs, iv_cell  # noqa: E402
-from paravt.eval.repro_figures import seed_band  # noqa: E402
 from paravt.eval.report import build_report  # noqa: E402
+from paravt.eval.repro_figures import seed_band  # noqa: E402
 
 
 def iv(mean: float, lo: float | None = None, hi: float | None = None) -> dict[str, Any]:
@@ -221,3 +221,18 @@ def test_a_broken_summary_is_a_note_not_a_crash(tmp_path: Path) -> None:
 def test_iv_cell() -> None:
     assert iv_cell(iv(0.5, 0.25, 0.75), 2) == '0.50 <span class="muted">[0.25, 0.75]</span>'
     assert iv_cell({"mean": float("nan")}) == iv_cell(None) == "–"
+
+
+def test_task_check_table_shows_measured_values_and_verdicts() -> None:
+    from paravt.eval.paper_vs_ours import task_check_html
+
+    tc = {"reference": "paragrpo",
+          "overview_shows_needle": {"value": {"4": 0.2, "64": 1.0}, "want": "low at n=4, 1.0 at n=64", "holds": True},
+          "subagent_recall": {"value": {"recall": {"rate": 0.25, "hits": 1, "of": 4}}, "want": "recall ≥ 0.8",
+                              "holds": False}}
+    out = task_check_html({"task_check": tc})
+    assert "reference checkpoint: paragrpo" in out
+    assert "0.250" in out and "(1/4)" in out and "64: 1.000" in out
+    assert out.index('class="ok">yes') < out.index('class="bad">no')  # needle row holds, recall row does not
+    assert "at n = 64 direct answering" not in out  # a check the summary lacks is not drawn
+    assert "No task check" in task_check_html({})
