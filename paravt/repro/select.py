@@ -50,14 +50,10 @@ def pick_early(scores: Sequence[tuple[int, float]], *, tolerance: float) -> int:
 
 def sft_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     """(step, model dir) of every finished periodic checkpoint and of the final model, by step."""
-    from paravt.rl.checkpoint import verify_checkpoint
+    from paravt.rl.checkpoint import step_of, verified_checkpoints
     from paravt.rl.logger import read_log
 
-    out = []
-    root = run_dir / "checkpoints"
-    for ckpt in sorted(root.iterdir()) if root.is_dir() else []:
-        if ckpt.name.startswith("step_") and ckpt.name[5:].isdigit() and verify_checkpoint(ckpt) is None:
-            out.append((int(ckpt.name[5:]), ckpt / "model"))
+    out = [(step_of(c), c / "model") for c in verified_checkpoints(run_dir / "checkpoints")]
     final = run_dir / "model"
     if (final / "config.json").is_file():
         log = run_dir / "train_log.jsonl"

@@ -120,6 +120,16 @@ def verify_checkpoint(ckpt: Path) -> str | None:
     return None
 
 
+def step_of(ckpt: Path) -> int:
+    """The step in a ``step_NNNNNN`` directory name."""
+    return int(ckpt.name[len(CKPT_PREFIX):])
+
+
+def verified_checkpoints(root: Path) -> list[Path]:
+    """Every ``step_NNNNNN`` checkpoint under ``root`` that verifies, oldest first."""
+    return [p for p in _finished_dirs(root) if verify_checkpoint(p) is None]
+
+
 def _finished_dirs(root: Path) -> list[Path]:
     """``step_NNNNNN`` directories, oldest first (``*.tmp``/``*.old`` leftovers of a crash excluded)."""
     if not root.is_dir():
