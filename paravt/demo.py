@@ -145,7 +145,7 @@ def _evaluate_all(out: Path, cfg: TrainConfig, p: DemoPreset) -> dict[str, dict]
               "vanilla_grpo": out / "vanilla_grpo" / "model"}
     summary = {}
     for name, path in models.items():
-        backend = open_backend(str(path))
+        backend = open_backend(str(path), prefill_threads=cfg.model.prefill_threads)
         summary[name] = evaluate(samples, backend, settings, modes=["parallel", "sequential", "none"],
                                  out=out / f"eval_{name}", workers=4)
     return summary
