@@ -24,6 +24,8 @@
   row cache (``GenRequest.keep_kv``) prefills only its new tokens; ``generate`` continues from
   the assembled cache. Same tokens and logprobs as full prefills (float tolerance). Each output's
   metrics carry ``prefill_tokens`` (tokens of its prompt actually run) and ``prefill_rows``.
+  Each media item goes through the vision processor once (``paravt.models.features``), and the
+  ``GenerationConfig`` of a parameter set is built once (``_generation_config``).
 - Failures: a batch that raises is retried row by row; a row that still raises becomes a
   ``finish_reason="error"`` output carrying the message.
 - Threads: ``prefill_threads`` (e.g. 2 on a 2-core machine) runs each batch's prefill (vision
@@ -186,7 +188,7 @@ class HFGenerator:
         s = requests[0].sampling
         max_new = max(r.sampling.max_new_tokens for r in requests)
         sample = s.temperature > 0
-        params: dict[str, Any] = dict(max_new_tokens=max_new, do_sample=sample)
+        params: dict[str, Any] = {"max_new_tokens": max_new, "do_sample": sample}
         if sample:  # explicit, so that a checkpoint's generation_config (top_k=20...) never applies
             params.update(top_k=0, top_p=s.top_p, temperature=s.temperature)
         seeds = [r.sampling.seed for r in requests]
@@ -194,7 +196,7 @@ class HFGenerator:
         kwargs: dict[str, Any] = {}
         if sample and s.top_p >= 1.0 and all(x is not None for x in seeds):
             row_sampler = RowSampler([int(x) for x in seeds], s.temperature, device)  # type: ignore[arg-type]
-            params = dict(max_new_tokens=max_new, do_sample=False)
+            params = {"max_new_tokens": max_new, "do_sample": False}
             kwargs["logits_processor"] = LogitsProcessorList([row_sampler])
         kwargs["generation_config"] = self._generation_config(tuple(sorted(params.items())))
         if self.prefill_threads:  # back to the caller's thread count once the prefill is done

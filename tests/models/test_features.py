@@ -18,14 +18,14 @@ from paravt.video.types import Frames
 class CountingVideoProcessor:
     """Forwards to the real video processor and counts the videos it was given."""
 
-    def __init__(self, real) -> None:  # noqa: ANN001
+    def __init__(self, real) -> None:
         self.real, self.videos = real, 0
 
-    def __call__(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN204
+    def __call__(self, *args, **kwargs):
         self.videos += len(kwargs.get("videos") or args[0])
         return self.real(*args, **kwargs)
 
-    def __getattr__(self, name: str):  # noqa: ANN204
+    def __getattr__(self, name: str):
         return getattr(self.real, name)
 
 
