@@ -12,8 +12,10 @@ stacks them and its patch reshape of the stacked tensor costs ~10× one video's 
 a CPU (measured: 12.8 ms vs 4 × 1.2 ms, 8 frames of 128²). Per-item and batched outputs are
 bit-identical (the processing is per item; tested).
 
-Bounded (``max_items`` entries, least recently used dropped first) and keyed by object identity
-with a weak reference, so that a freed ``Frames`` whose id is reused never matches.
+Bounded (``max_items`` entries and ``max_bytes`` of tensors, least recently used dropped first;
+a 16-frame 224² crop is ~10 MB of float pixels) and keyed by object identity with a weak
+reference: an entry leaves when its ``Frames`` is freed, and a new object that reuses the id
+never matches.
 """
 
 from __future__ import annotations
@@ -32,10 +34,20 @@ Item = tuple[torch.Tensor, torch.Tensor]  # (pixel rows P×C, grid 1×3) of one 
 
 
 class FeatureCache:
-    def __init__(self, max_items: int = 64) -> None:
-        self.max_items = max_items
+    def __init__(self, max_items: int = 64, max_bytes: int = 256 * 2**20) -> None:
+        self.max_items, self.max_bytes = max_items, max_bytes
         self._items: OrderedDict[tuple[int, int, str], tuple[weakref.ref[Frames], Item]] = OrderedDict()
-        self._lock = threading.Lock()  # the codec (event loop) and the hf worker thread both use it
+        self._bytes = 0
+        # the codec (event loop) and the hf worker thread both use it; re-entrant because a freed
+        # Frames' weakref callback may run (garbage collection) while this thread holds it
+        self._lock = threading.RLock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
 
     def get(self, processor: Any, frames: Frames, kind: str) -> Item | None:
         key = (id(processor), id(frames), kind)
@@ -47,13 +59,28 @@ class FeatureCache:
             return hit[1]
 
     def put(self, processor: Any, frames: Frames, kind: str, item: Item) -> None:
-        if self.max_items <= 0:
+        size = sum(t.numel() * t.element_size() for t in item)
+        if self.max_items <= 0 or size > self.max_bytes:
             return
+        key = (id(processor), id(frames), kind)
+        ref = weakref.ref(frames, lambda _, k=key: self._forget(k))  # freed frames leave at once
         with self._lock:
-            self._items[(id(processor), id(frames), kind)] = (weakref.ref(frames), item)
-            self._items.move_to_end((id(processor), id(frames), kind))
-            while len(self._items) > self.max_items:
-                self._items.popitem(last=False)
+            self._drop(key)
+            self._items[key] = (ref, item)
+            self._bytes += size
+            while len(self._items) > self.max_items or self._bytes > self.max_bytes:
+                self._drop(next(iter(self._items)))
+
+    def _forget(self, key: tuple[int, int, str]) -> None:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None and hit[0]() is None:
+                self._drop(key)
+
+    def _drop(self, key: tuple[int, int, str]) -> None:
+        hit = self._items.pop(key, None)
+        if hit is not None:
+            self._bytes -= sum(t.numel() * t.element_size() for t in hit[1])
 
     def put_output(self, processor: Any, out: Any, videos: Sequence[Frames], images: Sequence[Frames]) -> None:
         """Remember the per-item rows of a processor output over ``videos`` / ``images``."""

@@ -4,13 +4,15 @@ the forward inputs, and a different Frames object is never served another one's 
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 import torch
 
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
-from paravt.models.features import FEATURES
+from paravt.models.features import FeatureCache
 from paravt.models.media import media_features, model_inputs, video_metadata
 from paravt.video.types import Frames
 
@@ -62,10 +64,22 @@ def test_a_video_encoded_by_the_codec_is_not_processed_again(loaded_policy, vide
         assert torch.equal(got["pixel_values_videos"], first["pixel_values_videos"])
 
 
-def test_the_cache_is_bounded(loaded_policy, video_frames) -> None:
+def test_the_cache_is_bounded_and_forgets_freed_frames(loaded_policy, video_frames) -> None:
     proc = loaded_policy("qwen3_vl").processor
-    many = [_other(video_frames) for _ in range(FEATURES.max_items + 3)]
-    media_features(proc, many, [])
-    assert FEATURES.get(proc, many[0], "video") is None  # least recently used: dropped
-    assert FEATURES.get(proc, many[-1], "video") is not None
-    assert len(FEATURES._items) <= FEATURES.max_items
+    cache = FeatureCache(max_items=4, max_bytes=10**9)
+
+    def item(frames: Frames) -> tuple[torch.Tensor, torch.Tensor]:
+        out = media_features(proc, [frames], [])
+        return out["pixel_values_videos"], out["video_grid_thw"]
+
+    many = [_other(video_frames) for _ in range(6)]
+    cache.items(proc, many, "video", item)
+    assert len(cache) == 4 and cache.get(proc, many[0], "video") is None  # least recently used: dropped
+    assert cache.get(proc, many[-1], "video") is not None
+    per_item = cache.nbytes // 4
+    del many[-1]
+    gc.collect()
+    assert len(cache) == 3 and cache.nbytes == 3 * per_item  # a freed Frames leaves the cache
+    small = FeatureCache(max_items=64, max_bytes=2 * per_item)
+    small.items(proc, many, "video", item)
+    assert len(small) == 2 and small.nbytes <= 2 * per_item
