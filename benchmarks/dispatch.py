@@ -14,6 +14,9 @@ with the torch threads of ``--threads`` throughout (before) and with ``--prefill
 prefills (vision tower, prompt) only (after; `HFGenerator.prefill_threads`). The time is split into
 the crops (tool decode), the sub-agents' ``generate`` call (prompt inputs, vision tower, prefill,
 decode steps) and the rest (sub-agent prompts built by the chat codec, event-loop hops).
+The CPU time of the process (``time.process_time``, all its threads) is reported next to the
+wall time: on a machine shared with other jobs it is the steadier measure (with one torch thread
+it is close to the wall time on an idle machine; the parallel crops' threads add up in it).
 
 Part 2 — input tokens per rollout (DESIGN §7). Whole episodes run with a scripted main agent
 (parallel: one turn with K crop calls, then an answer; sequential mode of DESIGN §2: one call per
@@ -102,22 +105,22 @@ class Bench:
         t_gen = res[0].trajectory.turns[0].latency_s if res[0].trajectory is not None else 0.0
         return [r.summary for r in res], t_tools, t_gen
 
-    async def parallel(self, k: int) -> tuple[float, tuple[float, float], list[str]]:
+    async def parallel(self, k: int) -> tuple[float, tuple[float, float, float], list[str]]:
         clear_cache()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         summaries, t_tools, t_gen = await self._summaries([_call(i, w) for i, w in enumerate(_windows(k))], 1)
-        return time.perf_counter() - t0, (t_tools, t_gen), summaries
+        return time.perf_counter() - t0, (t_tools, t_gen, time.process_time() - c0), summaries
 
-    async def sequential(self, k: int) -> tuple[float, tuple[float, float], list[str]]:
+    async def sequential(self, k: int) -> tuple[float, tuple[float, float, float], list[str]]:
         clear_cache()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         out: list[str] = []
         t_tools = t_gen = 0.0
         for i, w in enumerate(_windows(k)):
             s, t, g = await self._summaries([_call(0, w)], i + 1)
             out += s
             t_tools, t_gen = t_tools + t, t_gen + g
-        return time.perf_counter() - t0, (t_tools, t_gen), out
+        return time.perf_counter() - t0, (t_tools, t_gen, time.process_time() - c0), out
 
 
 def time_dispatch(bench: Bench, reps: int) -> list[dict[str, Any]]:
@@ -140,6 +143,8 @@ def time_dispatch(bench: Bench, reps: int) -> list[dict[str, Any]]:
                      "sequential_tools_s": statistics.median(t[0] for _, t in seq),
                      "parallel_gen_s": statistics.median(t[1] for _, t in par),
                      "sequential_gen_s": statistics.median(t[1] for _, t in seq), "same_summaries": same})
+        pc, sc = statistics.median(t[2] for _, t in par), statistics.median(t[2] for _, t in seq)
+        rows[-1].update(parallel_cpu_s=pc, sequential_cpu_s=sc, cpu_ratio=sc / pc)
     return rows
 
 
@@ -218,13 +223,14 @@ def render(timing: list[dict[str, Any]], tokens: list[dict[str, Any]], meta: dic
     t = Table(title=f"Tool part of one turn, K crop_video calls ({meta['window_s']:g} s windows, "
                     f"{meta['sub_tokens']} sub-agent tokens, tiny qwen3_vl-{meta['size']}, hf backend, CPU)")
     for col in ("prefill threads", "K", "parallel s", "sequential s", "seq / par", "crops par s", "crops seq s", "generate par s",
-                "generate seq s", "same summaries"):
+                "generate seq s", "cpu par s", "cpu seq s", "cpu seq / par", "same summaries"):
         t.add_column(col, justify="right")
     for r in timing:
         t.add_row(str(r["prefill_threads"] or "-"), str(r["k"]), f"{r['parallel_s']:.3f}",
                   f"{r['sequential_s']:.3f}", f"{r['ratio']:.2f}x",
                   f"{r['parallel_tools_s']:.3f}", f"{r['sequential_tools_s']:.3f}", f"{r['parallel_gen_s']:.3f}",
-                  f"{r['sequential_gen_s']:.3f}", "yes" if r["same_summaries"] else "NO")
+                  f"{r['sequential_gen_s']:.3f}", f"{r['parallel_cpu_s']:.3f}", f"{r['sequential_cpu_s']:.3f}",
+                  f"{r['cpu_ratio']:.2f}x", "yes" if r["same_summaries"] else "NO")
     c.print(t)
     fit = tokens[-1]["fit"]
     u = Table(title="Main-agent input tokens per rollout: measured vs DESIGN §7 "

@@ -49,6 +49,7 @@ class ModelConfig(_Strict):
     request_timeout_s: float = Field(120.0, gt=0, description="Per-request timeout of the openai backend.")
     max_retries: int = Field(3, ge=0, description="Retries with exponential back-off of the openai backend.")
     max_concurrency: int = Field(16, ge=1, description="Concurrent requests of the openai backend.")
+    prefill_threads: int | None = Field(None, ge=1, le=256, description="hf backend: torch threads of each batch's prefill (vision tower, prompt); the decode steps keep the process's count. None: the process's count throughout. Worth it when decode runs with fewer threads than the cores (docs/performance.md).")
 
 
 class SamplingConfig(_Strict):

@@ -71,3 +71,24 @@ def test_lower_layer_defaults_are_the_configs() -> None:
     assert EpisodeSettings() == EpisodeSettings.from_config(TrainConfig())
     assert RewardWeights.default() == RewardWeights.from_config(TrainConfig().reward)
     assert OVERVIEW_NS == tuple(GatingConfig().choices)
+
+
+def test_prefill_threads_is_validated_and_reaches_the_hf_generator(tmp_path: Path, tiny_qwen3_dir: str) -> None:
+    """model.prefill_threads (issue 14.4) is checked like every field and handed to the hf generator of
+    eval (open_backend) and of training (PolicySession); None leaves the thread count alone."""
+    import inspect
+
+    from paravt.eval.runner import open_backend
+    from paravt.models.hf import HFGenerator
+    from paravt.rl.session import PolicySession
+
+    (tmp_path / "c.yaml").write_text("model:\n  prefill_threads: 0\n")
+    with pytest.raises(ConfigError, match="model.prefill_threads"):
+        cfgmod.load(tmp_path / "c.yaml")
+    assert inspect.signature(HFGenerator).parameters["prefill_threads"].default is cfgmod.ModelConfig().prefill_threads
+    cfg = cfgmod.load(tmp_path / "c.yaml", overrides=["model.prefill_threads=2"])
+    assert cfg.model.prefill_threads == 2
+    backend = open_backend(tiny_qwen3_dir, prefill_threads=cfg.model.prefill_threads)
+    session = PolicySession.create(tiny_qwen3_dir, lr=1e-3, generate=True, prefill_threads=cfg.model.prefill_threads)
+    assert backend.generator.prefill_threads == session.generator.prefill_threads == 2
+    assert open_backend(tiny_qwen3_dir).generator.prefill_threads is None

@@ -41,8 +41,10 @@ class Backend:
 def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("crop_video",),
                  tool_server_url: str | None = None, timeout_s: float = 120.0, max_retries: int = 3,
                  max_concurrency: int = 16, served_model_name: str | None = None,
-                 processor_dir: str | None = None, python_weak_isolation: bool = False) -> Backend:
-    """A generator + codec for a local checkpoint or an OpenAI-compatible URL."""
+                 processor_dir: str | None = None, python_weak_isolation: bool = False,
+                 prefill_threads: int | None = None) -> Backend:
+    """A generator + codec for a local checkpoint or an OpenAI-compatible URL; ``prefill_threads``:
+    ``ModelConfig.prefill_threads`` of the hf backend."""
     from paravt.tools import build_toolset
 
     toolset = build_toolset(list(tools), server_url=tool_server_url,
@@ -56,7 +58,7 @@ def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("cr
 
     policy = load_policy(model, device=device)
     policy.model.eval()
-    return Backend(HFGenerator(policy), ChatCodec(policy.processor), toolset)
+    return Backend(HFGenerator(policy, prefill_threads=prefill_threads), ChatCodec(policy.processor), toolset)
 
 
 def open_remote(url: str, *, processor_dir: str | None, toolset: Any, timeout_s: float, max_retries: int,

@@ -43,6 +43,7 @@ from typing import Any
 
 from paravt.errors import ModelError
 from paravt.models.base import ChatMessage
+from paravt.models.features import FEATURES
 from paravt.models.media import processor_media_kwargs
 from paravt.models.tokenizer import IMAGE_MARKER, VIDEO_MARKERS
 from paravt.protocol.tags import IM_END, IM_START, TOOL_RESPONSE_CLOSE, TOOL_RESPONSE_OPEN
@@ -178,6 +179,7 @@ class ChatCodec:
             return Encoded(ids=self.encode_text(text))
         kw = processor_media_kwargs(videos, images)
         enc = self.processor(text=[text], **kw)
+        FEATURES.put_output(self.processor, enc, videos, images)  # reused by the forward inputs
         return Encoded(ids=tuple(int(i) for i in enc["input_ids"][0]), videos=tuple(videos), images=tuple(images))
 
     def _encode_guarded(self, msg: ChatMessage) -> Encoded:

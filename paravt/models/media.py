@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from paravt.errors import ModelError
+from paravt.models.features import FEATURES, Item
 from paravt.video.types import Frames
 
 _MS = 1000.0
@@ -55,21 +56,25 @@ def processor_media_kwargs(videos: Sequence[Frames], images: Sequence[Frames]) -
 
 
 def media_features(processor: Any, videos: Sequence[Frames], images: Sequence[Frames]) -> dict[str, torch.Tensor]:
-    """Pixel values and grids of the media, exactly as ``processor(text, videos, images)`` makes them."""
+    """Pixel values and grids of the media, exactly as ``processor(text, videos, images)`` makes them;
+    each item processed once while it is alive (``paravt.models.features``)."""
     out: dict[str, torch.Tensor] = {}
     if videos:
-        vp = processor.video_processor(
-            videos=[v.array for v in videos], video_metadata=[video_metadata(v) for v in videos],
-            do_sample_frames=False, return_tensors="pt")
-        out["pixel_values_videos"] = vp["pixel_values_videos"]
-        out["video_grid_thw"] = vp["video_grid_thw"]
+        def one_video(v: Frames) -> Item:
+            vp = processor.video_processor(videos=[v.array], video_metadata=[video_metadata(v)],
+                                           do_sample_frames=False, return_tensors="pt")
+            return vp["pixel_values_videos"], vp["video_grid_thw"]
+
+        out["pixel_values_videos"], out["video_grid_thw"] = FEATURES.items(processor, videos, "video", one_video)
         if type(processor).__name__.startswith("Qwen2_5"):
             tps = processor.video_processor.temporal_patch_size
             out["second_per_grid_ts"] = torch.tensor([tps / sampling_rate(v) for v in videos])
     if images:
-        ip = processor.image_processor(images=[im.array[0] for im in images], return_tensors="pt")
-        out["pixel_values"] = ip["pixel_values"]
-        out["image_grid_thw"] = ip["image_grid_thw"]
+        def one_image(im: Frames) -> Item:
+            ip = processor.image_processor(images=[im.array[0]], return_tensors="pt")
+            return ip["pixel_values"], ip["image_grid_thw"]
+
+        out["pixel_values"], out["image_grid_thw"] = FEATURES.items(processor, images, "image", one_image)
     return out
 
 

@@ -190,7 +190,7 @@ def eval_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: 
     for n, modes in plan:
         d = out / v.name / f"seed{seed}" / f"eval_n{n}"
         if _stage(d, f"eval {v.name} seed {seed} n={n} {'/'.join(modes)}"):
-            backend = backend or open_backend(model)
+            backend = backend or open_backend(model, prefill_threads=cfg.model.prefill_threads)
             samples = load_episode_inputs(out / "synth" / "eval.parquet", nframes=n, limit=limit)
             evaluate(samples, backend, settings, modes=list(modes), out=d, workers=cfg.eval.workers, progress=True)
             _done(d)

@@ -43,7 +43,7 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     session = PolicySession.create(
         str(ckpt / "model") if ckpt else start_from, lr=ts.lr, device=cfg.model.device, dtype=cfg.model.dtype,
         generate=ts.generate, tools=cfg.rollout.tools, tool_server_url=cfg.rollout.tool_server_url,
-        python_weak_isolation=cfg.rollout.python_weak_isolation,
+        python_weak_isolation=cfg.rollout.python_weak_isolation, prefill_threads=cfg.model.prefill_threads,
         reference=start_from if ts.reference else None,  # the policy the run STARTED from
     )
     trainer = cls.build(cfg, session)

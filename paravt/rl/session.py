@@ -26,7 +26,7 @@ class PolicySession:
     def create(cls, path: str, *, lr: float, device: str = "cpu", dtype: str = "float32",
                reference: str | None = None, generate: bool = False, tools: list[str] | None = None,
                tool_server_url: str | None = None, weight_decay: float = 0.0,
-               python_weak_isolation: bool = False) -> PolicySession:
+               python_weak_isolation: bool = False, prefill_threads: int | None = None) -> PolicySession:
         """The policy at ``path``; ``reference``: where the frozen KL reference comes from (the
         policy the run started from: a copy of the policy when it is ``path``, else loaded once
         from there, e.g. when resuming from a checkpoint)."""
@@ -45,7 +45,7 @@ class PolicySession:
             from paravt.models.hf import HFGenerator
             from paravt.tools import build_toolset
 
-            gen = HFGenerator(policy)
+            gen = HFGenerator(policy, prefill_threads=prefill_threads)
             toolset = build_toolset(tools or ["crop_video"], server_url=tool_server_url,
                                     options={"python": {"weak_isolation": True}} if python_weak_isolation else None)
         return cls(model, policy.processor, ChatCodec(policy.processor), opt, ref, gen, toolset)
