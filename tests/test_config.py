@@ -45,20 +45,22 @@ def test_shipped_configs_load(name: str) -> None:
 
 
 def test_tiny_configs_are_what_the_demo_runs() -> None:
-    from paravt.demo import PRESETS, demo_config
+    """configs/tiny_*.yaml = the `paravt demo` stages (the repro ``demo`` preset and its variants)."""
+    from paravt.repro.run import PRESETS, base_config
+    from paravt.repro.variants import VARIANTS, with_overrides
 
     root = Path(__file__).parents[1] / "configs"
-    demo = demo_config(Path("runs/demo"), PRESETS["default"])
-    para = cfgmod.load(root / "tiny_paragrpo.yaml")
-    vanilla = cfgmod.load(root / "tiny_vanilla_grpo.yaml")
-    sft = cfgmod.load(root / "tiny_sft.yaml")
-    for cfg in (para, vanilla, sft):
-        assert cfg.video == demo.video
-        assert cfg.sampling == demo.sampling and cfg.sft == demo.sft
-    assert para.rl == demo.rl and para.reward == demo.reward and para.rollout == demo.rollout
+    base = base_config(Path("runs/demo"), PRESETS["demo"])
+    para, vanilla = (with_overrides(base, VARIANTS[v].overrides) for v in ("paragrpo", "vanilla_grpo"))
+    shipped = {n: cfgmod.load(root / f"tiny_{n}.yaml") for n in ("prior", "sft", "paragrpo", "vanilla_grpo")}
+    for cfg in shipped.values():
+        assert cfg.video == base.video and cfg.sampling == base.sampling and cfg.sft == base.sft
+        assert cfg.prior == base.prior and cfg.eval == base.eval
+    for name, want in (("paragrpo", para), ("vanilla_grpo", vanilla)):
+        got = shipped[name]
+        assert (got.rl, got.reward, got.rollout) == (want.rl, want.reward, want.rollout), name
     # vanilla GRPO = PARA-GRPO minus the think prefix, the anchor reward and nFrames Gating
     assert not vanilla.rollout.think_prefix and not vanilla.reward.anchor and not vanilla.rl.gating.enabled
-    assert vanilla.rl.model_copy(update={"gating": para.rl.gating}) == para.rl
 
 
 def test_lower_layer_defaults_are_the_configs() -> None:
