@@ -297,9 +297,9 @@ def compose_tool_turn(turn: int, calls: Sequence[ParsedCall], obs: Sequence[Obse
     records: list[CallRecord] = []
     for i, (call, o) in enumerate(zip(calls, obs, strict=True), start=1):
         start, end = o.window if o.window else (call.window or (None, None))
-        text = tags.defuse_media_markers(o.text)  # observation text is data (see ChatCodec)
+        text = tags.defuse_observation(o.text)  # observation text is data: one rule for every backend
         if o.error is not None:
-            body = f"error: {tags.defuse_media_markers(o.error)}"
+            body = f"error: {tags.defuse_observation(o.error)}"
         elif o.frames is not None:
             videos.append(o.frames)
             body = tags.with_media_marker(text)

@@ -19,9 +19,10 @@ token ids equal the trajectory's (``ChatCodec``): what the server sees is what w
   break the next turn).
 - ``VLLM_EXTRAS`` are the fields a strict OpenAI server may reject; ``strip_extras`` removes them
   (the backend does so after such a 400, and then records re-tokenised text).
-- A ``tool`` message has role ``tool`` (the chat template wraps it in ``<tool_response>``), its text
-  defused (``defuse_control_text``: a tool cannot forge control tokens; such text then encodes
-  differently on the server than in ``ChatCodec``, and the backend counts the mismatch); a forced
+- A ``tool`` message has role ``tool`` (the chat template wraps it in ``<tool_response>``). Its text
+  was defused once by the episode (``tags.defuse_observation``), so the server tokenizes the same
+  text ``ChatCodec`` encodes; ``defuse_control_text`` here is idempotent and only guards messages
+  built elsewhere (a tool cannot forge control tokens); a forced
   ``response_prefix`` is a final assistant message continued with
   ``{"continue_final_message": true, "add_generation_prompt": false}``.
 """

@@ -156,6 +156,14 @@ def defuse_control_text(text: str) -> str:
     return _CONTROL_START_RE.sub("<" + WORD_JOINER, text)
 
 
+def defuse_observation(text: str) -> str:
+    """THE rule for tool-observation text (a result, an error quoting the model) entering the
+    context: media markers and control-token / protocol-tag starts defused. Applied once, where the
+    episode renders the tool turn, so the hf codec and an OpenAI-compatible server see the same text
+    (and tokens); idempotent, so a backend may apply ``defuse_control_text`` again."""
+    return defuse_control_text(defuse_media_markers(text))
+
+
 def find_tags(text: str) -> list[tuple[int, str]]:
     """``(position, tag)`` of every protocol tag and chat marker, in order."""
     return [(m.start(), m.group()) for m in TAG_RE.finditer(text)]
