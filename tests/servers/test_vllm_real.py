@@ -15,7 +15,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import httpx
@@ -133,9 +132,8 @@ class ForcedFirstTurn:
     every other request — sub-agents and the turn after the tool response — goes to the server.
 
     A random sub-agent's summary may contain control strings (``</answer>``, ``<|endoftext|>``):
-    in a tool message those are defused for the server (a word joiner) but encoded as plain tokens
-    by ``ChatCodec``, a mismatch the backend counts by design. The summaries' TEXT is cleaned of
-    them here (their token ids stay as sampled) so that the tool turn is exactly comparable."""
+    the episode defuses them once for every backend (``tags.defuse_observation``), so the tool
+    turn the server tokenizes is the text ``ChatCodec`` encodes, and the prompts still match."""
 
     def __init__(self, inner: OpenAIGenerator, codec: ChatCodec, text: str) -> None:
         self.inner, self.codec, self.text, self.forced = inner, codec, text, False
@@ -145,10 +143,7 @@ class ForcedFirstTurn:
             self.forced = True
             ids = (*self.codec.encode_text(self.text), self.codec.im_end_id)
             return [GenOutput(ids, (0.0,) * len(ids), self.text, "stop")]
-        outs = await self.inner.generate(requests)
-        if requests[0].response_prefix:
-            return outs
-        return [replace(o, text=self.codec._control_re.sub("", o.text)) for o in outs]
+        return await self.inner.generate(requests)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
