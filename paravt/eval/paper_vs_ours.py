@@ -28,7 +28,7 @@ SUMMARY = "summary.json"
 _STAGE_MARKER = ".repro-stage-done"
 _DISPATCH = {"sequential_dispatch": "sequential", "parallel_dispatch": "parallel"}
 _NOT_VARIANTS = ("base", *_DISPATCH)
-DIAGNOSIS_KEYS = ("coverage", "recall", "false_reports", "acc_given_report")
+DIAGNOSIS_KEYS = ("coverage", "recall", "false_reports", "timed_right", "acc_given_report")
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ def _share_cell(x: Any) -> str:
 def diagnosis_html(s: Mapping[str, Any]) -> str:
     variants = get(s, "variants") or {}
     head = ("<tr><th class='l'>variant</th><th>episodes with windows</th><th>coverage</th><th>recall</th>"
-            "<th>false reports</th><th>acc given report</th></tr>")
+            "<th>false reports</th><th>timed right</th><th>acc given report</th></tr>")
     rows = [[html.escape(v), fmt(get(variants, v, "diagnosis", "episodes_with_windows")),
              *(_share_cell(get(variants, v, "diagnosis", k)) for k in DIAGNOSIS_KEYS)] for v in variants]
     return _table(head, rows, "diagnosis") if rows else '<p class="muted">No variants in summary.json.</p>'
@@ -314,8 +314,9 @@ def run_html(run: ReproRun) -> str:
              "<h3>The paper's claims</h3>", _guard(lambda: claims_html(s), "claims"),
              "<h3>Parallel pipeline diagnosis</h3>",
              ('<p class="muted">coverage: some window overlaps the needle; recall: overlapping windows whose '
-              "sub-agent reports something; false reports: the same on the other windows; acc given report: "
-              "answer accuracy when an overlapping window reported (docs/repro.md).</p>"),
+              "sub-agent reports something; false reports: the same on the other windows; timed right: "
+              "reports whose stated span overlaps the needle; acc given report: answer accuracy when an "
+              "overlapping window reported (docs/repro.md).</p>"),
              _guard(lambda: diagnosis_html(s), "diagnosis"),
              "<h3>Can the method show here? (task check)</h3>", _guard(lambda: task_check_html(s), "task check"),
              "<h3>Run</h3>", _guard(lambda: meta_html(s), "meta")]

@@ -6,12 +6,16 @@ Per parallel-mode episode with at least one executed window (``CallRow.ok``):
 - ``recall``: over windows that overlap it, the share whose sub-agent REPORTS something
   (a summary that is not empty and does not say nothing appears, ``reports``);
 - ``false_reports``: over windows that do not overlap it, the share that report something;
+- ``timed_right``: over the reports of overlapping windows, the share whose stated time span
+  ("… appears from S s to E s", the oracle's wording) overlaps the needle within ``TIME_SLACK_S``:
+  a report at the wrong time is a hallucination that happened to land in the right window;
 - ``acc_given_report``: over episodes where an overlapping window reported, the share answered
   correctly (the main agent's last step).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +23,17 @@ from paravt.data.oracle import NOTHING
 from paravt.eval.results import ResultRow
 
 _NOTHING_HEAD = NOTHING.split()[0].lower()  # "nothing"
+_SPAN_RE = re.compile(r"from\s+(\d+(?:\.\d+)?)\s*s\s+to\s+(\d+(?:\.\d+)?)\s*s", re.IGNORECASE)
+TIME_SLACK_S = 1.0
+
+
+def timed_right(summary: str, needle: tuple[float, float], slack: float = TIME_SLACK_S) -> bool:
+    """The report states a time span and it overlaps the needle (± ``slack`` seconds)."""
+    m = _SPAN_RE.search(summary)
+    if m is None:
+        return False
+    s, e = sorted((float(m.group(1)), float(m.group(2))))
+    return min(e + slack, needle[1]) - max(s - slack, needle[0]) >= 0
 
 
 def reports(summary: str) -> bool:
@@ -33,7 +48,7 @@ def _share(hits: int, total: int) -> dict[str, Any]:
 
 def diagnose(rows: Sequence[ResultRow], needles: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
     """The pipeline diagnosis of the parallel-mode ``rows`` (``needles``: id → needle window)."""
-    episodes = covered = cover_w = cover_rep = other_w = other_rep = reported = correct_rep = 0
+    episodes = covered = cover_w = cover_rep = other_w = other_rep = reported = correct_rep = timed = 0
     for r in rows:
         if r.mode != "parallel" or r.id not in needles:
             continue
@@ -47,6 +62,7 @@ def diagnose(rows: Sequence[ResultRow], needles: Mapping[str, tuple[float, float
         covered += bool(hit)
         cover_w += len(hit)
         cover_rep += sum(reports(c.summary) for c in hit)
+        timed += sum(reports(c.summary) and timed_right(c.summary, (ns, ne)) for c in hit)
         other_w += len(miss)
         other_rep += sum(reports(c.summary) for c in miss)
         if any(reports(c.summary) for c in hit):
@@ -54,6 +70,7 @@ def diagnose(rows: Sequence[ResultRow], needles: Mapping[str, tuple[float, float
             correct_rep += bool(r.correct)
     return {"episodes_with_windows": episodes, "coverage": _share(covered, episodes),
             "recall": _share(cover_rep, cover_w), "false_reports": _share(other_rep, other_w),
+            "timed_right": _share(timed, cover_rep),
             "acc_given_report": _share(correct_rep, reported)}
 
 

@@ -9,7 +9,9 @@ Four checks, each ``{"value", "want", "holds"}`` in ``summary.json["task_check"]
 - ``direct_near_chance_at_4``: ``none`` at n = 4 cannot be told from chance (its interval's lower
   bound ≤ chance; chance = 1/#options for a multiple-choice question, 0 otherwise);
 - ``subagent_recall``: a sub-agent whose window holds the needle reports something in ≥ 80% of
-  such windows (``repro.diagnosis``), with few false reports elsewhere (shown, not judged).
+  such windows AND reports something in ≤ 20% of the windows without it (``repro.diagnosis``): a
+  sub-agent that describes a needle in every window has recall 1.0 and tells the main agent
+  nothing.
 
 The reference checkpoint is the first full-grid variant that ran, in the order ``REFERENCE``.
 """
@@ -23,6 +25,7 @@ from paravt.eval.intervals import bootstrap_interval, paired_bootstrap_diff
 
 REFERENCE = ("paragrpo", "sft", "vanilla_grpo")
 RECALL_WANT = 0.8
+FALSE_REPORTS_MAX = 0.2
 
 
 def _paired(rows: Sequence[Mapping[str, Any]], a: str, b: str, n: int) -> dict[str, Any] | None:
@@ -71,9 +74,11 @@ def check_task(needle: Mapping[str, Any], chance: float, eval_rows: Mapping[str,
                                       "holds": none4 is not None and none4.get("lo") is not None
                                       and none4["lo"] <= chance}
     diag = diagnoses.get(ref, {})
-    recall = diag.get("recall", {}).get("rate")
+    recall, false = (diag.get(k, {}).get("rate") for k in ("recall", "false_reports"))
     out["subagent_recall"] = {"value": {"recall": diag.get("recall"), "false_reports": diag.get("false_reports")},
-                              "want": f"recall ≥ {RECALL_WANT}", "holds": recall is not None and recall >= RECALL_WANT}
+                              "want": f"recall ≥ {RECALL_WANT}, false reports ≤ {FALSE_REPORTS_MAX}",
+                              "holds": recall is not None and recall >= RECALL_WANT
+                              and false is not None and false <= FALSE_REPORTS_MAX}
     return out
 
 

@@ -46,3 +46,16 @@ def test_diagnosis_counts_coverage_recall_false_reports_and_accuracy() -> None:
 def test_no_parallel_episode_gives_empty_rates() -> None:
     d = diagnose([], {})
     assert d["coverage"]["rate"] is None and d["episodes_with_windows"] == 0
+
+
+def test_timed_right_reads_the_stated_span_of_a_report() -> None:
+    from paravt.repro.diagnosis import timed_right
+
+    assert timed_right("A red flash appears from 51 s to 53 s.", (50.0, 55.0))
+    assert timed_right("A red flash appears from 55.5 s to 56 s.", (50.0, 55.0))  # within the 1 s slack
+    assert not timed_right("A large digit 1 appears from 111 s to 113 s.", (50.0, 55.0))
+    assert not timed_right("A flash appears.", (50.0, 55.0))  # no span stated
+    needles = {"a": (50.0, 55.0)}
+    rows = [_row("a", [CallRow("crop_video", 40, 80, True, summary="A flash appears from 52 s to 54 s."),
+                       CallRow("crop_video", 45, 60, True, summary="A flash appears from 111 s to 111 s.")], True)]
+    assert diagnose(rows, needles)["timed_right"] == {"rate": 0.5, "hits": 1, "of": 2}

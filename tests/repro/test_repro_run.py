@@ -46,7 +46,7 @@ def test_summary_has_the_contract_keys(summary: dict[str, Any]) -> None:
     assert set(summary["variants"]["sft"]["eval"]) == {"parallel", "sequential", "none"}  # the full grid
     for v in summary["variants"].values():
         assert set(v["diagnosis"]) == {"episodes_with_windows", "coverage", "recall", "false_reports",
-                                       "acc_given_report"}
+                                       "timed_right", "acc_given_report"}
     assert isinstance(summary["sft_emits_think_without_prefix"], float)
     assert summary["task_check"]["reference"] == "sft"  # the first full-grid variant that ran
     assert summary["task_check"]["overview_shows_needle"]["value"]["64"] == 1.0

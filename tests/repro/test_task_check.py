@@ -16,9 +16,9 @@ def _rows(mode: str, n: int, scores: list[float]) -> list[dict[str, Any]]:
     return [{"id": f"q{i}", "mode": mode, "nframes": n, "score": s, "seed": 0} for i, s in enumerate(scores)]
 
 
-def _diag(rate: float) -> dict[str, Any]:
+def _diag(rate: float, false: float = 0.0) -> dict[str, Any]:
     return {"recall": {"rate": rate, "hits": int(rate * 10), "of": 10},
-            "false_reports": {"rate": 0.0, "hits": 0, "of": 20}}
+            "false_reports": {"rate": false, "hits": int(false * 20), "of": 20}}
 
 
 def test_a_task_where_the_method_can_show() -> None:
@@ -41,6 +41,13 @@ def test_a_task_where_it_cannot() -> None:
     assert not any(out[k]["holds"] for k in ("overview_shows_needle", "direct_matches_tools_at_64",
                                               "direct_near_chance_at_4", "subagent_recall"))
     assert out["direct_matches_tools_at_64"]["value"]["parallel_minus_none"]["mean"] == pytest.approx(1.0)
+
+
+def test_a_sub_agent_that_reports_a_needle_everywhere_fails_the_check() -> None:
+    rows = _rows("none", 4, [0, 1])
+    ok = check_task(NEEDLE, 0.25, {"sft": rows}, {"sft": _diag(1.0, 0.1)})["subagent_recall"]["holds"]
+    hallucinating = check_task(NEEDLE, 0.25, {"sft": rows}, {"sft": _diag(1.0, 1.0)})["subagent_recall"]["holds"]
+    assert ok and not hallucinating
 
 
 def test_without_a_direct_answering_eval_only_the_task_property_is_reported() -> None:
