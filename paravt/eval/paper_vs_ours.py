@@ -227,6 +227,7 @@ def necessity_html(s: Mapping[str, Any]) -> str:
 TASK_CHECKS = (("overview_shows_needle", "the n-frame overview shows the needle (share of questions, by n)"),
                ("direct_matches_tools_at_64", "at n = 64 direct answering is as good as tool use"),
                ("direct_near_chance_at_4", "at n = 4 direct answering is near chance"),
+               ("direct_above_chance_at_64", "at n = 64 direct answering beats chance (the model can answer)"),
                ("subagent_recall", "a sub-agent given the needle's window reports it"))
 
 

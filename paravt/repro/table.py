@@ -31,9 +31,10 @@ def variants_table(summary: Mapping[str, Any]) -> Table:
     meta = summary.get("meta", {})
     t = Table(title=f"paravt repro ({meta.get('preset', '?')}, {meta.get('seeds', '?')} seed(s), "
                     f"{meta.get('eval_questions', '?')} held-out questions): means [95% interval]")
-    for col in ("variant", "f_tau", "κ", "think", "tool_call", "answer", "<tool_code>", "acc par n=4",
-                "acc par n=64", "acc none n=4", "acc none n=64"):
-        t.add_column(col, no_wrap=True)
+    t.add_column("variant", no_wrap=True)
+    for col in ("f_tau", "κ", "think", "tool_call", "answer", "<tool_code>", "acc par n=4", "acc par n=64",
+                "acc none n=4", "acc none n=64"):
+        t.add_column(col, min_width=6)  # "mean [lo, hi]" wraps after the mean rather than being cut
     for name, v in summary.get("variants", {}).items():
         closure = v.get("closure", {})
         t.add_row(name, cell(v.get("f_tau")), cell(v.get("kappa")), cell(closure.get("think")),

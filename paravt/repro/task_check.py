@@ -8,6 +8,9 @@ Four checks, each ``{"value", "want", "holds"}`` in ``summary.json["task_check"]
   n = 64 is not beaten by ``parallel`` tool use (paired bootstrap over questions, upper bound ≥ 0);
 - ``direct_near_chance_at_4``: ``none`` at n = 4 cannot be told from chance (its interval's lower
   bound ≤ chance; chance = 1/#options for a multiple-choice question, 0 otherwise);
+- ``direct_above_chance_at_64``: ``none`` at n = 64 (the needle is in the overview) IS told from
+  chance (lower bound > chance): without it the two checks above hold for a model that cannot
+  answer at all;
 - ``subagent_recall``: a sub-agent whose window holds the needle reports something in ≥ 80% of
   such windows AND reports something in ≤ 20% of the windows without it (``repro.diagnosis``): a
   sub-agent that describes a needle in every window has recall 1.0 and tells the main agent
@@ -73,6 +76,11 @@ def check_task(needle: Mapping[str, Any], chance: float, eval_rows: Mapping[str,
                                       "want": "interval's lower bound ≤ chance",
                                       "holds": none4 is not None and none4.get("lo") is not None
                                       and none4["lo"] <= chance}
+    none64 = _none_at(rows, 64)
+    out["direct_above_chance_at_64"] = {"value": {"none_acc": none64, "chance": round(chance, 4)},
+                                        "want": "interval's lower bound > chance",
+                                        "holds": none64 is not None and none64.get("lo") is not None
+                                        and none64["lo"] > chance}
     diag = diagnoses.get(ref, {})
     recall, false = (diag.get(k, {}).get("rate") for k in ("recall", "false_reports"))
     out["subagent_recall"] = {"value": {"recall": diag.get("recall"), "false_reports": diag.get("false_reports")},

@@ -29,7 +29,7 @@ def test_a_task_where_the_method_can_show() -> None:
     assert out["overview_shows_needle"]["value"] == {"4": 0.2, "16": 0.7, "64": 1.0}
     assert list(out["overview_shows_needle"]["value"]) == ["4", "16", "64"]  # by n, not by string
     assert all(out[k]["holds"] for k in ("overview_shows_needle", "direct_matches_tools_at_64",
-                                          "direct_near_chance_at_4", "subagent_recall"))
+                                          "direct_near_chance_at_4", "direct_above_chance_at_64", "subagent_recall"))
 
 
 def test_a_task_where_it_cannot() -> None:
@@ -39,7 +39,8 @@ def test_a_task_where_it_cannot() -> None:
     out = check_task(needle, chance=0.25, eval_rows={"paragrpo": rows, "sft": []}, diagnoses={"paragrpo": _diag(0.3)})
     assert out["reference"] == "paragrpo"
     assert not any(out[k]["holds"] for k in ("overview_shows_needle", "direct_matches_tools_at_64",
-                                              "direct_near_chance_at_4", "subagent_recall"))
+                                              "direct_near_chance_at_4", "direct_above_chance_at_64",
+                                              "subagent_recall"))
     assert out["direct_matches_tools_at_64"]["value"]["parallel_minus_none"]["mean"] == pytest.approx(1.0)
 
 
@@ -48,6 +49,13 @@ def test_a_sub_agent_that_reports_a_needle_everywhere_fails_the_check() -> None:
     ok = check_task(NEEDLE, 0.25, {"sft": rows}, {"sft": _diag(1.0, 0.1)})["subagent_recall"]["holds"]
     hallucinating = check_task(NEEDLE, 0.25, {"sft": rows}, {"sft": _diag(1.0, 1.0)})["subagent_recall"]["holds"]
     assert ok and not hallucinating
+
+
+def test_a_model_that_cannot_answer_passes_the_chance_checks_but_not_the_n64_one() -> None:
+    rows = _rows("parallel", 64, [0] * 30) + _rows("none", 64, [0] * 30) + _rows("none", 4, [0] * 30)
+    out = check_task(NEEDLE, 0.25, {"sft": rows}, {})
+    assert out["direct_matches_tools_at_64"]["holds"] and out["direct_near_chance_at_4"]["holds"]
+    assert not out["direct_above_chance_at_64"]["holds"]
 
 
 def test_without_a_direct_answering_eval_only_the_task_property_is_reported() -> None:
