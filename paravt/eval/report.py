@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -90,10 +91,16 @@ def _eval_run(d: Path, root: Path) -> EvalRun:
     return EvalRun(name, d, rows, met)
 
 
-def _unique(names: list[str]) -> list[str]:
+def _unique(names: list[str], paths: list[Path]) -> list[str]:
+    """Each run's name, or where names repeat (every RL seed of `paravt repro` is "seed0") its
+    path under the common root; a number only when even those repeat."""
+    counts = {n: names.count(n) for n in names}
+    root = Path(os.path.commonpath([str(p) for p in paths])) if len(paths) > 1 else None
+    picked = [n if counts[n] == 1 or root is None else p.relative_to(root).as_posix() or n
+              for n, p in zip(names, paths)]
     seen: dict[str, int] = {}
     out = []
-    for n in names:
+    for n in picked:
         seen[n] = seen.get(n, 0) + 1
         out.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
     return out
@@ -116,7 +123,8 @@ def discover(run_dirs: Sequence[Path]) -> Discovered:
                 train.append(_train_run(d, root))
             if (d / "results.jsonl").exists() or (d / "metrics.json").exists():
                 evals.append(_eval_run(d, root))
-    tn, en = _unique([t.name for t in train]), _unique([e.name for e in evals])
+    tn = _unique([t.name for t in train], [t.path for t in train])
+    en = _unique([e.name for e in evals], [e.path for e in evals])
     return Discovered(
         tuple(TrainRun(n, t.path, t.kind, t.log) for n, t in zip(tn, train)),
         tuple(EvalRun(n, e.path, e.rows, e.metrics) for n, e in zip(en, evals)),
@@ -276,6 +284,12 @@ def _transcript_html(run: str, row: ResultRow) -> str:
     return "\n".join(parts)
 
 
+def _runs_html(items: str, n: int, fold_above: int = 12) -> str:
+    """The list of runs, folded when long (a repro directory holds dozens)."""
+    body = f"<ul>{items or '<li>none found</li>'}</ul>"
+    return body if n <= fold_above else f"<details><summary>{n} runs</summary>{body}</details>"
+
+
 def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS, paper_vs_ours: str | None = None) -> str:
     """The report page for already discovered runs (``paper_vs_ours``: that section's HTML, for
     `paravt repro` directories, shown after the run list)."""
@@ -293,7 +307,7 @@ def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS, paper_
                          f"<span class='muted'>{html.escape(str(e.path))}</span></li>" for e in found.evals)
     by_n = plots.accuracy_by_n(mets) or plots.train_accuracy_by_n(logs)
     sections = [
-        _section("runs", "Runs", f"<ul>{runs_list or '<li>none found</li>'}</ul>"),
+        _section("runs", "Runs", _runs_html(runs_list, len(found.train) + len(found.evals))),
         *([paper_vs_ours] if paper_vs_ours else []),
         _section("training", "Training curves", curves or '<p class="muted">No training logs found.</p>'),
         _section("eval", "Eval table of modes", _eval_table_html(found.evals)),

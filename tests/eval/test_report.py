@@ -112,3 +112,19 @@ def test_cli_report_prints_the_path(demo: Path, tmp_path: Path) -> None:
     assert "training" in page.ids and "eval-table" in page.ids
     bad = CliRunner().invoke(app, ["report", str(tmp_path / "nope"), "--out", str(out)])
     assert bad.exit_code == 2
+
+
+def test_runs_named_alike_are_told_apart_by_their_path(tmp_path: Path) -> None:
+    """Every RL seed of `paravt repro` is named "seed0"/"seed1" in its run.json: the report names
+    them by their path under the common root instead of numbering them."""
+    import json as _json
+
+    from paravt.eval.report import discover
+
+    for variant in ("paragrpo", "vanilla_grpo"):
+        d = tmp_path / variant / "seed0"
+        d.mkdir(parents=True)
+        (d / "run.json").write_text(_json.dumps({"name": "seed0", "kind": "rl"}))
+        (d / "train_log.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
+    names = sorted(t.name for t in discover([tmp_path]).train)
+    assert names == ["paragrpo/seed0", "vanilla_grpo/seed0"]
