@@ -13,7 +13,7 @@ from paravt.errors import ParavtError
 
 def repro(out: Path = typer.Option(Path("runs/repro"), "--out"),
           quick: bool = typer.Option(False, "--quick", help="The quick preset (1 seed intended; fewer steps)."),
-          preset: str = typer.Option("", "--preset", help="micro | demo | quick | full (overrides --quick)."),
+          preset: str = typer.Option("", "--preset", help="micro | demo | quick | science | full (overrides --quick)."),
           seeds: int = typer.Option(0, "--seeds", min=0, help="Seeds per variant (0 = 3 for full, else 1)."),
           variants: str = typer.Option("", "--variants", help="Comma list (default: every variant)."),
           eval_limit: int = typer.Option(0, "--eval-limit", min=0, help="Held-out questions per n (0 = all).")) -> None:

@@ -52,11 +52,16 @@ PRESETS = {
                          prior_think_sentences=1, sft_steps=2, sft_save_every=1, rl_steps=1, group_size=2,
                          prompts_per_step=1, max_new_tokens=16, sub_max_new_tokens=8, probe_prompts=2, probe_k=1,
                          select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 64)),
-    # `make demo` (sft, vanilla_grpo, paragrpo; ≤ 20 min on 2 cores) and the science run of docs/repro.md
+    # `make demo` (sft, vanilla_grpo, paragrpo; ≤ 20 min on 2 cores)
     "demo": ReproPreset(train_videos=120, eval_videos=16, model_size="s", prior_steps=100, prior_tool_mix=0.7,
-                        prior_think_sentences=2, sft_steps=400, sft_save_every=100, rl_steps=16, group_size=4,
+                        prior_think_sentences=2, sft_steps=300, sft_save_every=100, rl_steps=12, group_size=4,
                         prompts_per_step=2, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12, probe_k=2,
                         select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 16, 64)),
+    # the science run of docs/repro.md (every variant × 2 seeds: 74 min on 2 cores)
+    "science": ReproPreset(train_videos=120, eval_videos=16, model_size="s", prior_steps=100, prior_tool_mix=0.7,
+                           prior_think_sentences=2, sft_steps=400, sft_save_every=100, rl_steps=16, group_size=4,
+                           prompts_per_step=2, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12,
+                           probe_k=2, select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 16, 64)),
     # every variant within the 15 minutes on 2 cores: a pipeline check, too short for the science
     "quick": ReproPreset(train_videos=60, eval_videos=10, model_size="s", prior_steps=60, prior_tool_mix=0.7,
                          prior_think_sentences=2, sft_steps=200, sft_save_every=100, rl_steps=8, group_size=4,
