@@ -63,8 +63,8 @@ PRESETS = {
                            prompts_per_step=2, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12,
                            probe_k=2, select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 16, 64)),
     # every variant within the 15 minutes on 2 cores: a pipeline check, too short for the science
-    "quick": ReproPreset(train_videos=60, eval_videos=10, model_size="s", prior_steps=60, prior_tool_mix=0.7,
-                         prior_think_sentences=2, sft_steps=200, sft_save_every=100, rl_steps=8, group_size=4,
+    "quick": ReproPreset(train_videos=60, eval_videos=8, model_size="s", prior_steps=40, prior_tool_mix=0.7,
+                         prior_think_sentences=2, sft_steps=120, sft_save_every=60, rl_steps=8, group_size=4,
                          prompts_per_step=1, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=8, probe_k=2,
                          select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 64)),
     "full": ReproPreset(train_videos=200, eval_videos=70, model_size="s", prior_steps=600, prior_tool_mix=0.7,
