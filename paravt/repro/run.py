@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,11 @@ class ReproPreset:
     grid_ns: tuple[int, ...]  # sft / vanilla_grpo / paragrpo, every mode
 
 
+_DEMO = ReproPreset(train_videos=120, eval_videos=16, model_size="s", prior_steps=100, prior_tool_mix=0.7,
+                    prior_think_sentences=2, sft_steps=300, sft_save_every=100, rl_steps=12, group_size=4,
+                    prompts_per_step=2, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12, probe_k=2,
+                    select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 16, 64))
+
 PRESETS = {
     # the test suite's: every stage runs, numbers are noise
     "micro": ReproPreset(train_videos=2, eval_videos=1, model_size="xs", prior_steps=2, prior_tool_mix=1.0,
@@ -53,15 +58,9 @@ PRESETS = {
                          prompts_per_step=1, max_new_tokens=16, sub_max_new_tokens=8, probe_prompts=2, probe_k=1,
                          select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 64)),
     # `make demo` (sft, vanilla_grpo, paragrpo; ≤ 20 min on 2 cores)
-    "demo": ReproPreset(train_videos=120, eval_videos=16, model_size="s", prior_steps=100, prior_tool_mix=0.7,
-                        prior_think_sentences=2, sft_steps=300, sft_save_every=100, rl_steps=12, group_size=4,
-                        prompts_per_step=2, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12, probe_k=2,
-                        select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 16, 64)),
+    "demo": _DEMO,
     # the science run of docs/repro.md (every variant × 2 seeds: 74 min on 2 cores)
-    "science": ReproPreset(train_videos=120, eval_videos=16, model_size="s", prior_steps=100, prior_tool_mix=0.7,
-                           prior_think_sentences=2, sft_steps=400, sft_save_every=100, rl_steps=16, group_size=4,
-                           prompts_per_step=2, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12,
-                           probe_k=2, select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 16, 64)),
+    "science": replace(_DEMO, sft_steps=400, rl_steps=16),
     # every variant within the 15 minutes on 2 cores: a pipeline check, too short for the science
     "quick": ReproPreset(train_videos=60, eval_videos=8, model_size="s", prior_steps=40, prior_tool_mix=0.7,
                          prior_think_sentences=2, sft_steps=120, sft_save_every=60, rl_steps=8, group_size=4,
