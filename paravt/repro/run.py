@@ -203,13 +203,13 @@ def eval_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: 
     return rows
 
 
-def _diagnosis(out: Path, v: Variant) -> dict[str, Any]:
+def _diagnosis(out: Path, v: Variant, needles: dict[str, tuple[float, float]]) -> dict[str, Any]:
     """The parallel pipeline's diagnosis over every seed and n of a variant (``repro.diagnosis``)."""
     from paravt.eval.results import load_results
-    from paravt.repro.diagnosis import diagnose, needle_windows
+    from paravt.repro.diagnosis import diagnose
 
     rows = [r for f in sorted((out / v.name).glob("seed*/eval_n*/results.jsonl")) for r in load_results(f)]
-    return diagnose(rows, needle_windows(str(out / "synth" / "eval.parquet")))
+    return diagnose(rows, needles)
 
 
 def _task_check(out: Path, eval_rows: dict[str, list[dict[str, Any]]], diagnoses: dict[str, Any],
@@ -230,6 +230,7 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
     from paravt.data.synth import build
     from paravt.models.tiny import build_tiny
     from paravt.repro.claims import check_claims
+    from paravt.repro.diagnosis import needle_windows
     from paravt.repro.summary import variant_summary
 
     if preset not in PRESETS:
@@ -247,6 +248,7 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
     cfg = base_config(out, p)
     selections = {k: cold_start(out, cfg, p, k) for k in sorted({v.prior for v in chosen})}
     summaries: dict[str, Any] = {}
+    needles = needle_windows(str(out / "synth" / "eval.parquet"))  # read once for every variant
     eval_rows: dict[str, list[dict[str, Any]]] = {}
     for v in chosen:
         init = selections[v.prior]["chosen_path"]
@@ -257,7 +259,7 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
             if v.rl or s == 0:  # greedy eval of the one cold-start model: the same for every seed
                 rows += eval_variant(out, cfg, p, v, s, model, eval_limit)
         summaries[v.name], eval_rows[v.name] = variant_summary(per_seed, rows), rows
-        summaries[v.name]["diagnosis"] = _diagnosis(out, v)
+        summaries[v.name]["diagnosis"] = _diagnosis(out, v, needles)
     task = _task_check(out, eval_rows, {k: v["diagnosis"] for k, v in summaries.items()}, eval_limit)
     strong = selections.get("strong") or next(iter(selections.values()))
     chosen_metrics = next(c["metrics"] for c in strong["candidates"] if c["path"] == strong["chosen_path"])

@@ -46,7 +46,7 @@ def train_block(per_seed: Sequence[Mapping[str, float]]) -> dict[str, Any]:
     return out
 
 
-def _per_question(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+def per_question(rows: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     """Score per question id, averaged over seeds."""
     acc: dict[str, list[float]] = defaultdict(list)
     for r in rows:
@@ -61,11 +61,11 @@ def eval_block(rows: Sequence[Mapping[str, Any]], *, seed: int = 0) -> dict[str,
         mrows = [r for r in rows if r["mode"] == mode]
         by_n = {}
         for n in sorted({int(r["nframes"]) for r in mrows}):
-            q = _per_question(r for r in mrows if int(r["nframes"]) == n)
+            q = per_question(r for r in mrows if int(r["nframes"]) == n)
             by_n[str(n)] = bootstrap_interval(list(q.values()), seed=seed).to_dict()
         block: dict[str, Any] = {"acc_by_n": by_n}
         for name, flag in (("acc_necessary", True), ("acc_unnecessary", False)):
-            q = _per_question({**r, "id": f"{r['id']}@{r['nframes']}"} for r in mrows if r.get("tool_necessary") is flag)
+            q = per_question({**r, "id": f"{r['id']}@{r['nframes']}"} for r in mrows if r.get("tool_necessary") is flag)
             block[name] = bootstrap_interval(list(q.values()), seed=seed).to_dict() if q else None
         out[mode] = block
     return out

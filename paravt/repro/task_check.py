@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from paravt.eval.intervals import bootstrap_interval, paired_bootstrap_diff
+from paravt.repro.summary import per_question
 
 REFERENCE = ("paragrpo", "sft", "vanilla_grpo")
 RECALL_WANT = 0.8
@@ -33,24 +34,14 @@ FALSE_REPORTS_MAX = 0.2
 
 def _paired(rows: Sequence[Mapping[str, Any]], a: str, b: str, n: int) -> dict[str, Any] | None:
     """Mean per-question score of mode ``a`` minus mode ``b`` at ``n`` (averaged over seeds first)."""
-    by: dict[tuple[str, str], list[float]] = {}
-    for r in rows:
-        if int(r["nframes"]) == n and r["mode"] in (a, b):
-            by.setdefault((r["mode"], str(r["id"])), []).append(float(r["score"]))
-    ids = sorted({q for m, q in by if m == a} & {q for m, q in by if m == b})
-    if not ids:
-        return None
-    mean = [sum(v) / len(v) for v in (by[(a, q)] for q in ids)]
-    other = [sum(v) / len(v) for v in (by[(b, q)] for q in ids)]
-    return paired_bootstrap_diff(mean, other).to_dict()
+    qa, qb = (per_question(r for r in rows if int(r["nframes"]) == n and r["mode"] == m) for m in (a, b))
+    ids = sorted(qa.keys() & qb.keys())
+    return paired_bootstrap_diff([qa[q] for q in ids], [qb[q] for q in ids]).to_dict() if ids else None
 
 
 def _none_at(rows: Sequence[Mapping[str, Any]], n: int) -> dict[str, Any] | None:
-    per_q: dict[str, list[float]] = {}
-    for r in rows:
-        if int(r["nframes"]) == n and r["mode"] == "none":
-            per_q.setdefault(str(r["id"]), []).append(float(r["score"]))
-    return bootstrap_interval([sum(v) / len(v) for v in per_q.values()]).to_dict() if per_q else None
+    q = per_question(r for r in rows if int(r["nframes"]) == n and r["mode"] == "none")
+    return bootstrap_interval(list(q.values())).to_dict() if q else None
 
 
 def check_task(needle: Mapping[str, Any], chance: float, eval_rows: Mapping[str, Sequence[Mapping[str, Any]]],
