@@ -1,7 +1,9 @@
 """Load a policy (model + processor) from a local HF directory or a cached hub id, offline.
 
 One code path for the tiny checkpoints and for real ones such as ``Qwen/Qwen3-VL-8B-Instruct``
-(``local_files_only=True``: nothing is downloaded here).
+(``local_files_only=True``: nothing is downloaded here). A model that loads with SDPA attention
+is switched to ``paravt_sdpa`` (``paravt.models.decode_mask``: the same attention, a cheaper
+mask for padded one-token decode steps).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 import torch
 
 from paravt.errors import ModelError
+from paravt.models.decode_mask import use_decode_mask
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _FAMILIES = {"qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl"}
@@ -63,5 +66,6 @@ def load_policy(path: str, *, device: str = "cpu", dtype: str = "float32") -> Lo
     model = AutoModelForImageTextToText.from_pretrained(
         path, local_files_only=True, dtype=_DTYPES[dtype])
     model.to(device).eval()
+    use_decode_mask(model)  # a one-op mask for padded decode steps; bit-identical (decode_mask)
     return LoadedPolicy(model=model, processor=processor, tokenizer=processor.tokenizer,
                         family=family, path=str(path))
