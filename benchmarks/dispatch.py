@@ -9,9 +9,12 @@ summarise each), for K = 1, 2, 4, 8:
 
 Same prompts, same frames, greedy decoding: both modes produce the same summaries (checked). The
 decoded-frames cache is cleared before every measurement; the median of ``--reps`` repetitions is
-reported, and the ratio sequential / parallel (> 1: parallel is faster). Timed twice in one run:
-with the torch threads of ``--threads`` throughout (before) and with ``--prefill-threads`` for the
-prefills (vision tower, prompt) only (after; `HFGenerator.prefill_threads`). The time is split into
+reported, and the ratio sequential / parallel (> 1: parallel is faster). Timed three times in one
+run, each engine serving both modes: one process with the torch threads of ``--threads``
+throughout; one process with ``--prefill-threads`` for the prefills (vision tower, prompt) only
+(`HFGenerator.prefill_threads`); ``--replicas`` processes (`paravt.models.replicas`: the K
+sub-agent requests of a parallel turn are split across them; a sequential request goes to an idle
+one). The K/2 row of the replicas is the ideal split of the K row. The time is split into
 the crops (tool decode), the sub-agents' ``generate`` call (prompt inputs, vision tower, prefill,
 decode steps) and the rest (sub-agent prompts built by the chat codec, event-loop hops).
 The CPU time of the process (``time.process_time``, all its threads) is reported next to the
@@ -28,7 +31,7 @@ fitted per mode by ``paravt.eval.tokens`` (v = overview visual tokens).
 What is not covered: GPU batching (on an accelerator a batch of K costs about one row; on 2 CPU
 cores it costs much more), real-model summary lengths (a random model decodes until the limit).
 
-    .venv/bin/python benchmarks/dispatch.py [--reps 3] [--sub-tokens 48] [--size xs]
+    .venv/bin/python benchmarks/dispatch.py [--reps 3] [--sub-tokens 48] [--size xs] [--replicas 2]
 
 The last line printed is JSON.
 """
@@ -57,6 +60,7 @@ from paravt.eval.tokens import fit_token_budget, t_par, t_seq
 from paravt.models.base import GenOutput, GenRequest, SamplingParams
 from paravt.models.hf import HFGenerator
 from paravt.models.loading import load_policy
+from paravt.models.replicas import ReplicaGenerator
 from paravt.models.tiny import build_tiny
 from paravt.protocol import prompts
 from paravt.protocol.parser import ParsedCall
@@ -123,7 +127,7 @@ class Bench:
         return time.perf_counter() - t0, (t_tools, t_gen, time.process_time() - c0), out
 
 
-def time_dispatch(bench: Bench, reps: int) -> list[dict[str, Any]]:
+def time_dispatch(bench: Bench, reps: int, engine: str) -> list[dict[str, Any]]:
     asyncio.run(bench.parallel(2))  # warm-up: first-call allocations, oneDNN kernels
     rows = []
     threads = bench.gen.prefill_threads
@@ -138,7 +142,7 @@ def time_dispatch(bench: Bench, reps: int) -> list[dict[str, Any]]:
             same &= got["parallel"][2] == got["sequential"][2]
         p = statistics.median(t for t, _ in par)
         s = statistics.median(t for t, _ in seq)
-        rows.append({"prefill_threads": threads, "k": k, "parallel_s": p, "sequential_s": s, "ratio": s / p,
+        rows.append({"engine": engine, "prefill_threads": threads, "k": k, "parallel_s": p, "sequential_s": s, "ratio": s / p,
                      "parallel_tools_s": statistics.median(t[0] for _, t in par),
                      "sequential_tools_s": statistics.median(t[0] for _, t in seq),
                      "parallel_gen_s": statistics.median(t[1] for _, t in par),
@@ -146,6 +150,16 @@ def time_dispatch(bench: Bench, reps: int) -> list[dict[str, Any]]:
         pc, sc = statistics.median(t[2] for _, t in par), statistics.median(t[2] for _, t in seq)
         rows[-1].update(parallel_cpu_s=pc, sequential_cpu_s=sc, cpu_ratio=sc / pc)
     return rows
+
+
+def _started(gen: ReplicaGenerator, timeout_s: float = 300.0) -> ReplicaGenerator:
+    """Wait until every replica process serves (they start in the background)."""
+    deadline = time.monotonic() + timeout_s
+    while not all(r.serving() for r in gen.remotes):
+        if time.monotonic() > deadline or any(r.down for r in gen.remotes):
+            raise SystemExit(f"replicas did not start: {[r.down for r in gen.remotes]}")
+        time.sleep(0.1)
+    return gen
 
 
 # ---- part 2: tokens -----------------------------------------------------------------------------
@@ -222,11 +236,11 @@ def render(timing: list[dict[str, Any]], tokens: list[dict[str, Any]], meta: dic
     c = Console()
     t = Table(title=f"Tool part of one turn, K crop_video calls ({meta['window_s']:g} s windows, "
                     f"{meta['sub_tokens']} sub-agent tokens, tiny qwen3_vl-{meta['size']}, hf backend, CPU)")
-    for col in ("prefill threads", "K", "parallel s", "sequential s", "seq / par", "crops par s", "crops seq s", "generate par s",
+    for col in ("engine", "K", "parallel s", "sequential s", "seq / par", "crops par s", "crops seq s", "generate par s",
                 "generate seq s", "cpu par s", "cpu seq s", "cpu seq / par", "same summaries"):
         t.add_column(col, justify="right")
     for r in timing:
-        t.add_row(str(r["prefill_threads"] or "-"), str(r["k"]), f"{r['parallel_s']:.3f}",
+        t.add_row(r["engine"], str(r["k"]), f"{r['parallel_s']:.3f}",
                   f"{r['sequential_s']:.3f}", f"{r['ratio']:.2f}x",
                   f"{r['parallel_tools_s']:.3f}", f"{r['sequential_tools_s']:.3f}", f"{r['parallel_gen_s']:.3f}",
                   f"{r['sequential_gen_s']:.3f}", f"{r['parallel_cpu_s']:.3f}", f"{r['sequential_cpu_s']:.3f}",
@@ -253,6 +267,8 @@ def main() -> None:
     p.add_argument("--overview", type=int, default=16, help="overview frames of the main agent (token part)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch intra-op threads (1: tiny models are overhead-bound; 2 stalls on a busy box)")
+    p.add_argument("--replicas", type=int, default=2,
+                   help="also time a ReplicaGenerator with this many processes (paravt.models.replicas; 1: skip)")
     p.add_argument("--prefill-threads", type=int, default=2,
                    help="torch threads of the prefill only (HFGenerator.prefill_threads); the timing runs "
                         "without it (before) and with it (after), in this one run")
@@ -265,12 +281,19 @@ def main() -> None:
         sampling = SamplingParams(temperature=0.0, max_new_tokens=args.sub_tokens)
         ctx = ToolContext(episode_id="bench", video=video, info=probe(video), crop_max_frames=16, crop_fps=1.0,
                           crop_max_pixels=224 * 224, size_factor=32)
-        timing = time_dispatch(Bench(hf, build_toolset(["crop_video"]), ctx, sampling), args.reps)
+        timing = time_dispatch(Bench(hf, build_toolset(["crop_video"]), ctx, sampling), args.reps, "1 process")
         both = HFGenerator(hf.policy, max_batch=16, prefill_threads=args.prefill_threads)
-        timing += time_dispatch(Bench(both, build_toolset(["crop_video"]), ctx, sampling), args.reps)
+        timing += time_dispatch(Bench(both, build_toolset(["crop_video"]), ctx, sampling), args.reps,
+                                f"1 process, prefill_threads={args.prefill_threads}")
+        if args.replicas > 1:
+            rep = _started(ReplicaGenerator(hf.policy, args.replicas, max_batch=16))
+            timing += time_dispatch(Bench(rep, build_toolset(["crop_video"]), ctx, sampling), args.reps,
+                                    f"{args.replicas} replicas")
+            rep.close()
         tokens = token_table(measure_tokens(hf, video, sampling, args.overview))
     meta = {"size": args.size, "sub_tokens": args.sub_tokens, "window_s": WINDOW_S, "reps": args.reps,
-            "threads": args.threads, "prefill_threads": args.prefill_threads, "overview": args.overview}
+            "threads": args.threads, "prefill_threads": args.prefill_threads, "replicas": args.replicas,
+            "overview": args.overview}
     render(timing, tokens, meta)
     print(json.dumps({"benchmark": "dispatch", **meta, "timing": timing, "tokens": tokens}))
 

@@ -59,6 +59,7 @@ def test_tiny_configs_are_what_the_demo_runs() -> None:
     for name, want in (("paragrpo", para), ("vanilla_grpo", vanilla)):
         got = shipped[name]
         assert (got.rl, got.reward, got.rollout) == (want.rl, want.reward, want.rollout), name
+        assert got.model.replicas == want.model.replicas == 2, name  # the rollouts use both cores
     # vanilla GRPO = PARA-GRPO minus the think prefix, the anchor reward and nFrames Gating
     assert not vanilla.rollout.think_prefix and not vanilla.reward.anchor and not vanilla.rl.gating.enabled
 
@@ -94,3 +95,28 @@ def test_prefill_threads_is_validated_and_reaches_the_hf_generator(tmp_path: Pat
     session = PolicySession.create(tiny_qwen3_dir, lr=1e-3, generate=True, prefill_threads=cfg.model.prefill_threads)
     assert backend.generator.prefill_threads == session.generator.prefill_threads == 2
     assert open_backend(tiny_qwen3_dir).generator.prefill_threads is None
+
+
+def test_replicas_is_validated_and_reaches_the_hf_generator(tmp_path: Path, tiny_qwen3_dir: str) -> None:
+    """model.replicas (issue 14.4) is checked like every field; above 1, eval (open_backend) and
+    training (PolicySession) get a ReplicaGenerator with that many engines; 1 is one HFGenerator."""
+    from paravt.eval.runner import open_backend
+    from paravt.models.hf import HFGenerator
+    from paravt.models.replicas import ReplicaGenerator
+    from paravt.rl.session import PolicySession
+
+    (tmp_path / "c.yaml").write_text("model:\n  replicas: 0\n")
+    with pytest.raises(ConfigError, match="model.replicas"):
+        cfgmod.load(tmp_path / "c.yaml")
+    cfg = cfgmod.load(tmp_path / "c.yaml", overrides=["model.replicas=2"])
+    backend = open_backend(tiny_qwen3_dir, replicas=cfg.model.replicas)
+    session = PolicySession.create(tiny_qwen3_dir, lr=1e-3, generate=True, replicas=cfg.model.replicas)
+    try:
+        assert isinstance(backend.generator, ReplicaGenerator) and isinstance(session.generator, ReplicaGenerator)
+        assert backend.generator.replicas == session.generator.replicas == 2
+        assert session.generator.model is session.model  # the replica syncs the weights being trained
+    finally:
+        backend.generator.close()
+        session.generator.close()
+    assert isinstance(open_backend(tiny_qwen3_dir).generator, HFGenerator)
+    assert cfgmod.ModelConfig().replicas == 1

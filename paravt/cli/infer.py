@@ -64,7 +64,8 @@ def infer(
     stderr_console().print(f"settings: {source}", style="dim", markup=False, highlight=False)
     settings = EpisodeSettings.from_config(cfg, mode=mode, temperature=temperature)  # type: ignore[arg-type]
     try:
-        backend = open_backend(model, processor_dir=processor, prefill_threads=cfg.model.prefill_threads)
+        backend = open_backend(model, processor_dir=processor, prefill_threads=cfg.model.prefill_threads,
+                               replicas=cfg.model.replicas)
     except (ParavtError, ValueError, OSError) as err:
         raise fail(str(err)) from None
     opts = _options(options)

@@ -42,9 +42,9 @@ def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("cr
                  tool_server_url: str | None = None, timeout_s: float = 120.0, max_retries: int = 3,
                  max_concurrency: int = 16, served_model_name: str | None = None,
                  processor_dir: str | None = None, python_weak_isolation: bool = False,
-                 prefill_threads: int | None = None) -> Backend:
-    """A generator + codec for a local checkpoint or an OpenAI-compatible URL; ``prefill_threads``:
-    ``ModelConfig.prefill_threads`` of the hf backend."""
+                 prefill_threads: int | None = None, replicas: int = 1) -> Backend:
+    """A generator + codec for a local checkpoint or an OpenAI-compatible URL; ``prefill_threads``,
+    ``replicas``: ``ModelConfig``'s fields of the hf backend."""
     from paravt.tools import build_toolset
 
     toolset = build_toolset(list(tools), server_url=tool_server_url,
@@ -53,12 +53,13 @@ def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("cr
         return open_remote(model, processor_dir=processor_dir, toolset=toolset, timeout_s=timeout_s,
                            max_retries=max_retries, max_concurrency=max_concurrency,
                            served_model_name=served_model_name)
-    from paravt.models.hf import HFGenerator
     from paravt.models.loading import load_policy
+    from paravt.models.replicas import hf_generator
 
     policy = load_policy(model, device=device)
     policy.model.eval()
-    return Backend(HFGenerator(policy, prefill_threads=prefill_threads), ChatCodec(policy.processor), toolset)
+    generator = hf_generator(policy, replicas=replicas, prefill_threads=prefill_threads)
+    return Backend(generator, ChatCodec(policy.processor), toolset)
 
 
 def open_remote(url: str, *, processor_dir: str | None, toolset: Any, timeout_s: float, max_retries: int,

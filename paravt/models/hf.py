@@ -31,12 +31,12 @@
 - Threads: ``prefill_threads`` (e.g. 2 on a 2-core machine) runs each batch's prefill (vision
   tower, prompt) with that many torch threads and its decode steps with the caller's count
   (process-wide ``torch.set_num_threads``, restored after the batch). The torch work runs in a
-  worker thread (``asyncio.to_thread``) so the event loop stays free; batches never run concurrently.
+  worker thread (``paravt.models.batching``) so the event loop stays free; batches never run
+  concurrently. Both cores of a CPU: ``paravt.models.replicas`` (policy copies in worker processes).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import Iterator, Sequence
@@ -46,11 +46,10 @@ import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
 from paravt.models.base import GenOutput, GenRequest
+from paravt.models.batching import Batcher
 from paravt.models.chat import ChatCodec
 from paravt.models.loading import LoadedPolicy
 from paravt.models.prefill import Prefiller
-
-_Pending = tuple[GenRequest, "asyncio.Future[GenOutput]"]
 
 
 def _batch_seed(requests: Sequence[GenRequest]) -> int | None:
@@ -133,39 +132,20 @@ class HFGenerator:
         self.max_batch = max_batch
         self.window_s = window_s
         self.prefill_threads = prefill_threads  # torch threads for the prefill only (None: unchanged)
-        self._pending: list[_Pending] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._queue = Batcher(self.run_batch, window_s=window_s, chunker=self._chunks)
         self._gen_configs: dict[tuple[tuple[str, Any], ...], GenerationConfig] = {}
 
     async def generate(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
-        if not requests:
-            return []
-        loop = asyncio.get_running_loop()
-        futures = [loop.create_future() for _ in requests]
-        self._pending.extend(zip(requests, futures))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush_soon())
-        return list(await asyncio.gather(*futures))
+        return await self._queue.generate(requests)
 
     async def aclose(self) -> None:
-        if self._flusher is not None and not self._flusher.done():
-            await self._flusher
+        await self._queue.aclose()
 
-    async def _flush_soon(self) -> None:
-        await asyncio.sleep(self.window_s)
-        while self._pending:
-            batch, self._pending = self._pending, []
-            for chunk in self._chunks(batch):
-                outs = await asyncio.to_thread(self.run_batch, [r for r, _ in chunk])
-                for (_, fut), out in zip(chunk, outs):
-                    if not fut.done():
-                        fut.set_result(out)
-
-    def _chunks(self, batch: list[_Pending]) -> list[list[_Pending]]:
-        groups: dict[tuple[float, float], list[_Pending]] = {}
-        for item in batch:
-            s = item[0].sampling
-            groups.setdefault((s.temperature, s.top_p), []).append(item)
+    def _chunks(self, batch: list[GenRequest]) -> list[list[int]]:
+        """Row indices grouped by (temperature, top_p), at most ``max_batch`` per group."""
+        groups: dict[tuple[float, float], list[int]] = {}
+        for i, r in enumerate(batch):
+            groups.setdefault((r.sampling.temperature, r.sampling.top_p), []).append(i)
         return [g[i:i + self.max_batch] for g in groups.values() for i in range(0, len(g), self.max_batch)]
 
     # ---- blocking part (worker thread) -----------------------------------------------------

@@ -33,6 +33,12 @@ from paravt.models.prefix_share import RowKV, position_cols, row_kv
 MediaKey = tuple[tuple[Any, ...], tuple[Any, ...]]
 
 
+def weights_version(model: Any) -> int:
+    """Sum of the version counters of every parameter (a trainer may freeze some, e.g. the vision
+    tower, and update the rest): any in-place update changes it."""
+    return sum(int(p._version) for p in model.parameters())
+
+
 @dataclass
 class Entry:
     ids: tuple[int, ...]  # the tokens whose keys/values ``kv`` holds, in order
@@ -50,8 +56,7 @@ class TurnCache:
         self._version = self._weights_version()
 
     def _weights_version(self) -> int:
-        # every parameter: a trainer may freeze some (e.g. the vision tower) and update the rest
-        return sum(int(p._version) for p in self.model.parameters())
+        return weights_version(self.model)
 
     def _check_weights(self) -> None:
         if self._weights_version() != self._version:

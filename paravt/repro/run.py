@@ -44,12 +44,13 @@ class ReproPreset:
     select_tolerance: float
     eval_ns: tuple[int, ...]  # every variant, parallel mode
     grid_ns: tuple[int, ...]  # sft / vanilla_grpo / paragrpo, every mode
+    replicas: int = 1  # model.replicas of the eval and the RL rollouts (2: both cores; paravt.models.replicas)
 
 
 _DEMO = ReproPreset(train_videos=120, eval_videos=16, model_size="s", prior_steps=100, prior_tool_mix=0.7,
                     prior_think_sentences=2, sft_steps=300, sft_save_every=100, rl_steps=12, group_size=4,
                     prompts_per_step=2, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12, probe_k=2,
-                    select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 16, 64))
+                    select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 16, 64), replicas=2)
 
 PRESETS = {
     # the test suite's: every stage runs, numbers are noise
@@ -65,11 +66,11 @@ PRESETS = {
     "quick": ReproPreset(train_videos=60, eval_videos=8, model_size="s", prior_steps=40, prior_tool_mix=0.7,
                          prior_think_sentences=2, sft_steps=120, sft_save_every=60, rl_steps=8, group_size=4,
                          prompts_per_step=1, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=8, probe_k=2,
-                         select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 64)),
+                         select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 64), replicas=2),
     "full": ReproPreset(train_videos=200, eval_videos=70, model_size="s", prior_steps=600, prior_tool_mix=0.7,
                         prior_think_sentences=4, sft_steps=1500, sft_save_every=250, rl_steps=60, group_size=8,
                         prompts_per_step=4, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=32, probe_k=8,
-                        select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 8, 16, 32, 64)),
+                        select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 8, 16, 32, 64), replicas=2),
 }
 
 
@@ -85,6 +86,7 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     cfg.rl.steps, cfg.rl.group_size, cfg.rl.prompts_per_step = p.rl_steps, p.group_size, p.prompts_per_step
     cfg.rl.lr, cfg.rl.save_every, cfg.rl.oversample = 2e-5, 10_000, 1.5
     cfg.eval.workers = 8  # episodes in flight: their generate calls meet in shared batches
+    cfg.model.replicas = p.replicas
     cfg.data = str(out / "synth" / "rl.parquet")
     return cfg
 
@@ -194,12 +196,15 @@ def eval_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: 
     for n, modes in plan:
         d = out / v.name / f"seed{seed}" / f"eval_n{n}"
         if _stage(d, f"eval {v.name} seed {seed} n={n} {'/'.join(modes)}"):
-            backend = backend or open_backend(model, prefill_threads=cfg.model.prefill_threads)
+            backend = backend or open_backend(model, prefill_threads=cfg.model.prefill_threads,
+                                             replicas=cfg.model.replicas)
             samples = load_episode_inputs(out / "synth" / "eval.parquet", nframes=n, limit=limit)
             evaluate(samples, backend, settings, modes=list(modes), out=d, workers=cfg.eval.workers, progress=True)
             _done(d)
         rows += [{"id": r.id, "mode": r.mode, "nframes": n, "score": r.score, "seed": seed,
                   "tool_necessary": r.tool_necessary} for r in load_results(d / "results.jsonl")]
+    if backend is not None and (close := getattr(backend.generator, "close", None)) is not None:
+        close()  # replica processes (paravt.models.replicas)
     return rows
 
 

@@ -44,6 +44,7 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
         str(ckpt / "model") if ckpt else start_from, lr=ts.lr, device=cfg.model.device, dtype=cfg.model.dtype,
         generate=ts.generate, tools=cfg.rollout.tools, tool_server_url=cfg.rollout.tool_server_url,
         python_weak_isolation=cfg.rollout.python_weak_isolation, prefill_threads=cfg.model.prefill_threads,
+        replicas=cfg.model.replicas,
         reference=start_from if ts.reference else None,  # the policy the run STARTED from
     )
     trainer = cls.build(cfg, session)
@@ -75,6 +76,8 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     session.processor.save_pretrained(out / "model")
     save(cfg, out / "model" / RUN_CONFIG)  # infer / eval run the model as it was trained
     logger.close()
+    if (close := getattr(session.generator, "close", None)) is not None:
+        close()  # replica processes (paravt.models.replicas)
     return out
 
 

@@ -26,7 +26,8 @@ class PolicySession:
     def create(cls, path: str, *, lr: float, device: str = "cpu", dtype: str = "float32",
                reference: str | None = None, generate: bool = False, tools: list[str] | None = None,
                tool_server_url: str | None = None, weight_decay: float = 0.0,
-               python_weak_isolation: bool = False, prefill_threads: int | None = None) -> PolicySession:
+               python_weak_isolation: bool = False, prefill_threads: int | None = None,
+               replicas: int = 1) -> PolicySession:
         """The policy at ``path``; ``reference``: where the frozen KL reference comes from (the
         policy the run started from: a copy of the policy when it is ``path``, else loaded once
         from there, e.g. when resuming from a checkpoint)."""
@@ -42,10 +43,10 @@ class PolicySession:
         opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
         gen = toolset = None
         if generate:
-            from paravt.models.hf import HFGenerator
+            from paravt.models.replicas import hf_generator
             from paravt.tools import build_toolset
 
-            gen = HFGenerator(policy, prefill_threads=prefill_threads)
+            gen = hf_generator(policy, replicas=replicas, prefill_threads=prefill_threads)
             toolset = build_toolset(tools or ["crop_video"], server_url=tool_server_url,
                                     options={"python": {"weak_isolation": True}} if python_weak_isolation else None)
         return cls(model, policy.processor, ChatCodec(policy.processor), opt, ref, gen, toolset)

@@ -1,0 +1,54 @@
+"""The request queue of a local engine: concurrent ``generate`` calls meet in one batch.
+
+Requests wait ``window_s`` for others (the sub-agents of a turn, the G rollouts of a group, the
+episodes of an eval); the batch is split by ``chunker`` into the groups that can run together and
+each group is served by ``serve``, a blocking function run in a worker thread (``asyncio.to_thread``)
+so that the event loop stays free. Batches of one queue never run concurrently. Used by
+``HFGenerator`` (serve = ``run_batch`` in this process) and by the replica engines of
+``paravt.models.replicas`` (serve = a round trip to a worker process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from paravt.models.base import GenOutput, GenRequest
+
+Serve = Callable[[Sequence[GenRequest]], list[GenOutput]]
+Chunker = Callable[[list[GenRequest]], list[list[int]]]  # the batch's row indices, grouped
+
+
+def one_chunk(batch: list[GenRequest]) -> list[list[int]]:
+    return [list(range(len(batch)))]
+
+
+class Batcher:
+    def __init__(self, serve: Serve, *, window_s: float, chunker: Chunker = one_chunk) -> None:
+        self.serve, self.window_s, self.chunker = serve, window_s, chunker
+        self._pending: list[tuple[GenRequest, asyncio.Future[GenOutput]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def generate(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
+        if not requests:
+            return []
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in requests]
+        self._pending.extend(zip(requests, futures))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_soon())
+        return list(await asyncio.gather(*futures))
+
+    async def aclose(self) -> None:
+        if self._flusher is not None and not self._flusher.done():
+            await self._flusher
+
+    async def _flush_soon(self) -> None:
+        await asyncio.sleep(self.window_s)
+        while self._pending:
+            batch, self._pending = self._pending, []
+            for rows in self.chunker([r for r, _ in batch]):
+                outs = await asyncio.to_thread(self.serve, [batch[i][0] for i in rows])
+                for i, out in zip(rows, outs, strict=True):
+                    if not batch[i][1].done():
+                        batch[i][1].set_result(out)

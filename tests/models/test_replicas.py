@@ -1,0 +1,122 @@
+"""Policy replicas in worker processes (``paravt.models.replicas``): the same outputs as one
+process, requests of one conversation on one engine, weights that follow in-place updates, and a
+dead or closed replica that loses no request."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import torch
+
+from paravt.errors import ModelError
+from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParams
+from paravt.models.hf import HFGenerator
+from paravt.models.loading import LoadedPolicy, load_policy
+from paravt.models.replicas import ReplicaGenerator, hf_generator, route_key
+from paravt.video.types import Frames
+
+
+def _started(gen: ReplicaGenerator, timeout_s: float = 120.0) -> ReplicaGenerator:
+    deadline = time.monotonic() + timeout_s
+    while not all(r.serving() for r in gen.remotes):
+        assert time.monotonic() < deadline, [r.down for r in gen.remotes]
+        time.sleep(0.1)
+    return gen
+
+
+@pytest.fixture(scope="module")
+def policy(tiny_model_dir) -> LoadedPolicy:  # type: ignore[no-untyped-def]
+    return load_policy(tiny_model_dir("qwen3_vl", "xs"))  # its own copy: a test updates its weights
+
+
+@pytest.fixture(scope="module")
+def replicas(policy: LoadedPolicy) -> Iterator[ReplicaGenerator]:
+    gen = _started(ReplicaGenerator(policy, 2))
+    yield gen
+    gen.close()
+
+
+def _window_request(gen: ReplicaGenerator | HFGenerator, frames: Frames, i: int, temperature: float) -> GenRequest:
+    msgs = (ChatMessage("system", "Summarise the window."),
+            ChatMessage("user", f"<video>\nWindow {i}: {10 * i}-{10 * i + 8} s. What happens?", videos=(frames,)))
+    enc = gen.codec.encode_messages(msgs)
+    return GenRequest(enc.ids + gen.codec.generation_prompt(""), msgs, enc.videos,
+                      sampling=SamplingParams(temperature=temperature, max_new_tokens=10, seed=100 + i))
+
+
+def _same(a: list[GenOutput], b: list[GenOutput]) -> None:
+    assert [o.finish_reason for o in a] == [o.finish_reason for o in b] and "error" not in {o.finish_reason for o in a}
+    assert [o.token_ids for o in a] == [o.token_ids for o in b]
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x.logprobs, y.logprobs, atol=1e-4)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_replicas_give_the_outputs_of_one_process(replicas, policy, video_frames, temperature) -> None:
+    reqs = [_window_request(replicas, video_frames, i, temperature) for i in range(4)]
+    split = asyncio.run(replicas.generate(reqs))
+    assert {o.metrics["replica"] for o in split} == {0.0, 1.0}  # the K sub-agents went to both engines
+    _same(split, HFGenerator(policy).run_batch(reqs))
+
+
+def test_one_conversation_stays_on_one_engine(replicas, video_frames) -> None:
+    first = _window_request(replicas, video_frames, 0, 1.0)
+    turn2 = GenRequest(first.prompt_ids + (11, 12), first.messages + (ChatMessage("assistant", "x"),), first.videos,
+                       sampling=first.sampling)
+    assert route_key(turn2) == route_key(first) != route_key(_window_request(replicas, video_frames, 1, 1.0))
+
+    async def group() -> list[list[GenOutput]]:  # G rollouts, each its own call, as run_group makes them
+        return await asyncio.gather(*(replicas.generate([first]) for _ in range(4)),
+                                    replicas.generate([_window_request(replicas, video_frames, 1, 1.0)]))
+
+    *rollouts, other = asyncio.run(group())
+    engines = {o[0].metrics["replica"] for o in rollouts}
+    assert len(engines) == 1 and other[0].metrics["replica"] not in engines
+    assert len({o[0].token_ids for o in rollouts}) == 1  # same seed, same prompt: same tokens
+    assert asyncio.run(replicas.generate([turn2]))[0].metrics["replica"] in engines
+
+
+def test_weights_follow_in_place_updates(replicas, policy, video_frames) -> None:
+    req = _window_request(replicas, video_frames, 2, 1.0)
+    remote = replicas.remotes[0]
+    _same(remote.call([req]), replicas.local.run_batch([req]))
+    before = remote.call([req])
+    with torch.no_grad():  # an optimizer step changes parameters in place
+        for p in policy.model.parameters():
+            p.add_(torch.randn_like(p) * 0.5)
+    after = remote.call([req])
+    assert after[0].token_ids != before[0].token_ids
+    _same(after, replicas.local.run_batch([req]))
+
+
+def test_a_dead_replica_loses_no_request(policy, video_frames, capsys) -> None:
+    gen = _started(ReplicaGenerator(policy, 2))
+    gen.remotes[0].proc.kill()
+    gen.remotes[0].proc.join(timeout=10)
+    reqs = [_window_request(gen, video_frames, i, 0.0) for i in range(4)]
+    outs = asyncio.run(gen.generate(reqs))
+    _same(outs, gen.local.run_batch(reqs))
+    assert "replica 1 is down" in capsys.readouterr().err
+    assert asyncio.run(gen.generate(reqs[:1]))[0].metrics["replica"] == 0.0  # not routed there again
+    gen.close()
+
+
+def test_close_stops_the_workers_and_serving_goes_on(policy, video_frames) -> None:
+    gen = _started(ReplicaGenerator(policy, 2))
+    proc = gen.remotes[0].proc
+    asyncio.run(gen.aclose())
+    assert not proc.is_alive()
+    outs = asyncio.run(gen.generate([_window_request(gen, video_frames, i, 0.0) for i in range(2)]))
+    assert {o.metrics["replica"] for o in outs} == {0.0} and "error" not in {o.finish_reason for o in outs}
+
+
+def test_replicas_are_for_a_cpu_and_a_checkpoint_directory(policy) -> None:
+    assert isinstance(hf_generator(policy), HFGenerator)
+    with pytest.raises(ModelError, match="at least 2"):
+        ReplicaGenerator(policy, 1)
+    with pytest.raises(ModelError, match="checkpoint directory"):
+        ReplicaGenerator(LoadedPolicy(policy.model, policy.processor, policy.tokenizer, policy.family, path=""), 2)
