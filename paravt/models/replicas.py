@@ -6,11 +6,13 @@ its torch threads (docs/performance.md). ``ReplicaGenerator(policy, replicas=N)`
 copy of the policy and its own ``HFGenerator`` (``paravt.models.replica_worker``). Every request
 goes to one engine; each engine batches what it gets, as one ``HFGenerator`` does.
 
-Routing (``route_key``): requests with the same first two messages and the same first video (the
-G rollouts of a prompt; the turns of one main agent) stick to one engine, so that they still share
-their prefill and the turn's kept KV cache; anything new goes to the engine with the fewest rows
-in flight (the K sub-agents of a turn split across engines). Routing changes no result: a row's
-tokens depend only on its prompt and seed (``RowSampler``), greedy rows on float rounding only.
+Routing (``Affinity``): a request that continues a row some engine kept (``keep_kv``: the main
+agent's next turn extends its prompt and sampled tokens) goes to that engine, whose turn cache
+holds the row's KV cache; every other request goes to the engine with the fewest rows in flight.
+So the K sub-agents of a turn, the G rollouts of a prompt and the episodes of an eval spread over
+the engines (each engine still shares the prefill of the identical prompts it gets). Routing
+changes no result: a row's tokens depend only on its prompt and seed (``RowSampler``), greedy
+rows on float rounding only.
 
 Weights: before a batch goes to a worker, the parameters' version counters
 (``turn_cache.weights_version``) are compared with those of the last copy sent; after any
@@ -32,7 +34,7 @@ import sys
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -45,15 +47,37 @@ from paravt.models.loading import LoadedPolicy
 from paravt.models.replica_worker import WorkerSpec, pack_weights, serve
 from paravt.models.turn_cache import weights_version
 
-_STICKY_KEYS = 4096
 _START_TIMEOUT_S = 300.0
 
 
-def route_key(req: GenRequest) -> Hashable:
-    """What makes two requests belong together: their first two messages' text and the identity
-    of their first video (an episode reuses its overview's ``Frames`` across turns)."""
-    texts = tuple(m.content for m in req.messages[:2])
-    return texts, id(req.videos[0]) if req.videos else None
+class Affinity:
+    """Which engine kept the row a request continues (as ``turn_cache.TurnCache.take`` matches it:
+    the longest kept token sequence that starts the request's prompt)."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._kept: OrderedDict[tuple[int, ...], int] = OrderedDict()  # prompt + sampled[:-1] -> engine
+
+    def engine_for(self, req: GenRequest) -> int | None:
+        best: tuple[int, int] | None = None  # (length, engine)
+        for ids, engine in self._kept.items():
+            if self._starts(req, ids) and (best is None or len(ids) > best[0]):
+                best = (len(ids), engine)
+        return None if best is None else best[1]
+
+    @staticmethod
+    def _starts(req: GenRequest, ids: tuple[int, ...]) -> bool:
+        p = req.prompt_ids
+        return len(ids) < len(p) and p[len(ids) - 1] == ids[-1] and p[:len(ids)] == ids
+
+    def record(self, req: GenRequest, out: GenOutput, engine: int) -> None:
+        """After ``engine`` served ``req``: the row it continued is consumed, the new one is kept."""
+        if (prev := self.engine_for(req)) is not None and prev == engine:
+            self._kept = OrderedDict((k, e) for k, e in self._kept.items() if not self._starts(req, k))
+        if req.keep_kv and out.token_ids and out.finish_reason != "error":
+            self._kept[req.prompt_ids + tuple(out.token_ids[:-1])] = engine
+            while len(self._kept) > self.max_entries:
+                self._kept.popitem(last=False)
 
 
 class _Replica:
@@ -154,7 +178,7 @@ class ReplicaGenerator:
         self.remotes = [_Replica(i, spec, policy.model, window_s) for i in range(1, replicas)]
         self._finalizer = weakref.finalize(self, _close_all, self.remotes)  # workers end with this object
         self._in_flight = [0] * replicas
-        self._sticky: OrderedDict[Hashable, int] = OrderedDict()
+        self.affinity = Affinity(turn_cache_entries * replicas)
 
     @property
     def replicas(self) -> int:
@@ -166,6 +190,8 @@ class ReplicaGenerator:
         for i, e in enumerate(picks):
             rows.setdefault(e, []).append(i)
         outs: list[GenOutput | None] = [None] * len(requests)
+        for e, idx in rows.items():  # counted now: the next call's routing must see these rows
+            self._in_flight[e] += len(idx)
         done = await asyncio.gather(*(self._serve(e, [requests[i] for i in idx]) for e, idx in rows.items()))
         for idx, got in zip(rows.values(), done, strict=True):
             for i, out in zip(idx, got, strict=True):
@@ -173,36 +199,34 @@ class ReplicaGenerator:
         return outs  # type: ignore[return-value]
 
     async def _serve(self, engine: int, requests: list[GenRequest]) -> list[GenOutput]:
-        self._in_flight[engine] += len(requests)
+        """Serve rows already counted in ``_in_flight[engine]``; uncount them when done."""
         try:
             if engine == 0:
                 outs = await self.local.generate(requests)
             else:
                 outs = await self.remotes[engine - 1].queue.generate(requests)
-                if self.remotes[engine - 1].down is not None:  # served by this process instead
-                    return await self._serve(0, requests)
+                if self.remotes[engine - 1].down is not None and any(o.finish_reason == "error" for o in outs):
+                    self._in_flight[0] += len(requests)
+                    return await self._serve(0, requests)  # the worker is gone: served here instead
         finally:
             self._in_flight[engine] -= len(requests)
-        for out in outs:
+        for req, out in zip(requests, outs, strict=True):
             out.metrics["replica"] = float(engine)
+            self.affinity.record(req, out, engine)
         return outs
 
     def _assign(self, requests: Sequence[GenRequest]) -> list[int]:
-        """An engine per request: its key's engine while that is up, else the least busy one."""
+        """An engine per request: the one keeping the row it continues while that is up, else the
+        least busy one."""
         up = [0] + [r.index for r in self.remotes if r.serving()]
         load = {e: self._in_flight[e] for e in up}
         picks = []
         for req in requests:
-            key = route_key(req)
-            engine = self._sticky.get(key)
+            engine = self.affinity.engine_for(req)
             if engine not in load:
                 engine = min(up, key=lambda e: (load[e], e))
-            self._sticky[key] = engine
-            self._sticky.move_to_end(key)
             load[engine] += 1
             picks.append(engine)
-        while len(self._sticky) > _STICKY_KEYS:
-            self._sticky.popitem(last=False)
         return picks
 
     async def aclose(self) -> None:

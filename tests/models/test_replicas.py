@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from paravt.errors import ModelError
 from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParams
 from paravt.models.hf import HFGenerator
 from paravt.models.loading import LoadedPolicy, load_policy
-from paravt.models.replicas import ReplicaGenerator, hf_generator, route_key
+from paravt.models.replicas import ReplicaGenerator, hf_generator
 from paravt.video.types import Frames
 
 
@@ -63,21 +64,21 @@ def test_replicas_give_the_outputs_of_one_process(replicas, policy, video_frames
     _same(split, HFGenerator(policy).run_batch(reqs))
 
 
-def test_one_conversation_stays_on_one_engine(replicas, video_frames) -> None:
-    first = _window_request(replicas, video_frames, 0, 1.0)
-    turn2 = GenRequest(first.prompt_ids + (11, 12), first.messages + (ChatMessage("assistant", "x"),), first.videos,
-                       sampling=first.sampling)
-    assert route_key(turn2) == route_key(first) != route_key(_window_request(replicas, video_frames, 1, 1.0))
+def test_rollouts_spread_and_each_next_turn_follows_its_kept_cache(replicas, video_frames) -> None:
+    """G rollouts of one prompt (each its own call, as run_group makes them) spread over the engines;
+    the next turn of each goes to the engine that kept its KV cache, and runs only its new tokens."""
+    base = _window_request(replicas, video_frames, 0, 1.0)
+    turn1 = [replace(base, keep_kv=True, sampling=replace(base.sampling, seed=s)) for s in range(4)]
 
-    async def group() -> list[list[GenOutput]]:  # G rollouts, each its own call, as run_group makes them
-        return await asyncio.gather(*(replicas.generate([first]) for _ in range(4)),
-                                    replicas.generate([_window_request(replicas, video_frames, 1, 1.0)]))
+    async def group(reqs: list[GenRequest]) -> list[GenOutput]:
+        return [o for outs in await asyncio.gather(*(replicas.generate([r]) for r in reqs)) for o in outs]
 
-    *rollouts, other = asyncio.run(group())
-    engines = {o[0].metrics["replica"] for o in rollouts}
-    assert len(engines) == 1 and other[0].metrics["replica"] not in engines
-    assert len({o[0].token_ids for o in rollouts}) == 1  # same seed, same prompt: same tokens
-    assert asyncio.run(replicas.generate([turn2]))[0].metrics["replica"] in engines
+    first = asyncio.run(group(turn1))
+    assert {o.metrics["replica"] for o in first} == {0.0, 1.0}
+    turn2 = [replace(r, prompt_ids=r.prompt_ids + o.token_ids + (11, 12), keep_kv=False) for r, o in zip(turn1, first)]
+    second = asyncio.run(group(list(reversed(turn2))))[::-1]
+    assert [o.metrics["replica"] for o in second] == [o.metrics["replica"] for o in first]
+    assert all(o.metrics["prefill_tokens"] <= 3 for o in second)  # the kept cache was used
 
 
 def test_weights_follow_in_place_updates(replicas, policy, video_frames) -> None:
