@@ -67,6 +67,11 @@ class GenOutput:
         assert len(self.token_ids) == len(self.logprobs), (len(self.token_ids), len(self.logprobs))
 
 
+def error_output(message: str, latency_s: float = 0.0) -> GenOutput:
+    return GenOutput(token_ids=(), logprobs=(), text="", finish_reason="error", error=message,
+                     metrics={"latency_s": latency_s})
+
+
 @runtime_checkable
 class Generator(Protocol):
     """Async, batched generation. All requests of one call are served together (one batched

@@ -3,7 +3,9 @@
 Requests wait ``window_s`` for others (the sub-agents of a turn, the G rollouts of a group, the
 episodes of an eval); the batch is split by ``chunker`` into the groups that can run together and
 each group is served by ``serve``, a blocking function run in a worker thread (``asyncio.to_thread``)
-so that the event loop stays free. Batches of one queue never run concurrently. Used by
+so that the event loop stays free. Batches of one queue never run concurrently. A ``serve`` or
+``chunker`` that raises (or answers too few rows) ends its batch: every row not answered yet gets
+a ``finish_reason="error"`` output, so no request is left waiting. Used by
 ``HFGenerator`` (serve = ``run_batch`` in this process) and by the replica engines of
 ``paravt.models.replicas`` (serve = a round trip to a worker process).
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from paravt.models.base import GenOutput, GenRequest
+from paravt.models.base import GenOutput, GenRequest, error_output
 
 Serve = Callable[[Sequence[GenRequest]], list[GenOutput]]
 Chunker = Callable[[list[GenRequest]], list[list[int]]]  # the batch's row indices, grouped
@@ -47,8 +49,17 @@ class Batcher:
         await asyncio.sleep(self.window_s)
         while self._pending:
             batch, self._pending = self._pending, []
-            for rows in self.chunker([r for r, _ in batch]):
-                outs = await asyncio.to_thread(self.serve, [batch[i][0] for i in rows])
-                for i, out in zip(rows, outs, strict=True):
-                    if not batch[i][1].done():
-                        batch[i][1].set_result(out)
+            why = "no output for this request"
+            try:
+                for rows in self.chunker([r for r, _ in batch]):
+                    outs = await asyncio.to_thread(self.serve, [batch[i][0] for i in rows])
+                    if len(outs) != len(rows):
+                        raise RuntimeError(f"{len(outs)} outputs for {len(rows)} requests")
+                    for i, out in zip(rows, outs, strict=True):
+                        if not batch[i][1].done():
+                            batch[i][1].set_result(out)
+            except Exception as err:  # noqa: BLE001 - the engine failed: per-row errors below
+                why = f"{type(err).__name__}: {err}"
+            for _, fut in batch:  # every request gets an output, never a hang
+                if not fut.done():
+                    fut.set_result(error_output(f"engine failed: {why}"))

@@ -12,7 +12,8 @@ batched sub-agent request of a K = 4 turn went from 69.0 ms to 63.4 ms with this
 ``register()`` installs it under the attention implementation name ``paravt_sdpa``: the SDPA
 attention of transformers, this mask function in front of transformers' own ``sdpa_mask``.
 ``load_policy`` switches a model that loaded with ``sdpa`` to it. Every other call (a prefill,
-a sliding window, a packed or custom mask, tracing) goes to ``sdpa_mask`` unchanged, and the
+a sliding window, a packed or custom mask, dynamo or ``torch.jit`` tracing; other tracers
+such as fx are not detected, so trace with ``sdpa``) goes to ``sdpa_mask`` unchanged, and the
 decode-step mask is the same boolean tensor ``sdpa_mask`` builds, so outputs are bit-identical
 (``tests/models/test_decode_mask.py``). The name lives in the in-memory config only;
 transformers does not write ``_attn_implementation`` into a saved ``config.json``.
@@ -35,11 +36,12 @@ def decode_step_mask(batch_size: int, q_length: int, kv_length: int, q_offset: A
     from transformers.masking_utils import causal_mask_function, sdpa_mask
 
     mask_function = causal_mask_function if mask_function is None else mask_function
-    decode_step = (q_length == 1 and kv_offset == 0 and local_size is None and allow_is_causal_skip
-                   and mask_function is causal_mask_function and attention_mask is not None
-                   and attention_mask.dim() == 2 and attention_mask.dtype == torch.bool
-                   and attention_mask.shape == (batch_size, kv_length) and int(q_offset) == kv_length - 1
-                   and not torch.compiler.is_compiling())
+    tracing = torch.compiler.is_compiling() or torch.jit.is_tracing()
+    decode_step = (not tracing and q_length == 1 and kv_offset == 0 and local_size is None
+                   and allow_is_causal_skip and mask_function is causal_mask_function
+                   and attention_mask is not None and attention_mask.dim() == 2
+                   and attention_mask.dtype == torch.bool and attention_mask.shape == (batch_size, kv_length)
+                   and int(q_offset) == kv_length - 1)
     if decode_step:
         return None if bool(attention_mask.all()) else attention_mask[:, None, None, :]  # B×1×1×L
     return sdpa_mask(batch_size, q_length, kv_length, q_offset, kv_offset, mask_function=mask_function,

@@ -45,7 +45,7 @@ from typing import Any
 import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
-from paravt.models.base import GenOutput, GenRequest
+from paravt.models.base import GenOutput, GenRequest, error_output
 from paravt.models.batching import Batcher
 from paravt.models.chat import ChatCodec
 from paravt.models.loading import LoadedPolicy
@@ -60,11 +60,6 @@ def _batch_seed(requests: Sequence[GenRequest]) -> int | None:
     for s in seeds:
         mixed = (mixed * 1_000_003 + int(s)) % (2**63 - 1)  # type: ignore[arg-type]
     return mixed
-
-
-def error_output(message: str, latency_s: float = 0.0) -> GenOutput:
-    return GenOutput(token_ids=(), logprobs=(), text="", finish_reason="error", error=message,
-                     metrics={"latency_s": latency_s})
 
 
 class RowSampler(LogitsProcessor):

@@ -35,9 +35,8 @@ from typing import Any
 
 import httpx
 
-from paravt.models.base import GenOutput, GenRequest
+from paravt.models.base import GenOutput, GenRequest, error_output
 from paravt.models.chat import VISION_TOKENS
-from paravt.models.hf import error_output
 from paravt.models.openai_payload import VLLM_EXTRAS, chat_payload, strip_extras
 from paravt.models.urls import api_base
 from paravt.protocol.tags import IM_END

@@ -11,15 +11,17 @@ agent's next turn extends its prompt and sampled tokens) goes to that engine, wh
 holds the row's KV cache; every other request goes to the engine with the fewest rows in flight.
 So the K sub-agents of a turn, the G rollouts of a prompt and the episodes of an eval spread over
 the engines (each engine still shares the prefill of the identical prompts it gets). Routing
-changes no result: a row's tokens depend only on its prompt and seed (``RowSampler``), greedy
-rows on float rounding only.
+changes results by float rounding only: a row's sampled tokens depend on its prompt and seed
+(``RowSampler``), not on its batch, and a continuation from a kept cache equals a full prefill
+to float tolerance (so a near-tie token can still flip, as with any change of batch shape).
 
-Weights: before a batch goes to a worker, the parameters' version counters
-(``turn_cache.weights_version``) are compared with those of the last copy sent; after any
-in-place update (an optimizer step, ``load_state_dict``) the worker first gets the new weights
-(``pack_weights``: raw bytes over the pipe). Keep updating weights in place, as the turn cache
-also requires. The first batch always sends them, so a replica never serves the checkpoint's
-weights when the parent holds others.
+Weights: before a batch goes to a worker, ``turn_cache.weights_version`` (the parameters'
+version counters and storage addresses) is compared with that of the last copy sent; after an
+update (an optimizer step, ``load_state_dict``, replaced parameters) the worker first gets the
+new weights (``pack_weights``: raw bytes over the pipe). The first batch always sends them, so a
+replica never serves the checkpoint's weights when the parent holds others. As for the turn
+cache, writes through ``param.data`` and fused optimizers are not seen (the trainers here use
+neither). Threads: each worker gets ``torch.get_num_threads() // replicas`` (at least 1).
 
 Failures: a worker that cannot load or dies is dropped, with one line on stderr; its requests
 (and every later one) are served by the remaining engines. CPU only: on an accelerator a batch
@@ -31,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing as mp
 import sys
+import threading
 import time
 import weakref
 from collections import OrderedDict
@@ -68,7 +71,7 @@ class Affinity:
     @staticmethod
     def _starts(req: GenRequest, ids: tuple[int, ...]) -> bool:
         p = req.prompt_ids
-        return len(ids) < len(p) and p[len(ids) - 1] == ids[-1] and p[:len(ids)] == ids
+        return 0 < len(ids) < len(p) and p[len(ids) - 1] == ids[-1] and p[:len(ids)] == ids
 
     def record(self, req: GenRequest, out: GenOutput, engine: int) -> None:
         """After ``engine`` served ``req``: the row it continued is consumed, the new one is kept."""
@@ -92,26 +95,38 @@ class _Replica:
         child.close()
         self.ready = False
         self.down: str | None = None
-        self.synced: int | None = None
+        self.synced: tuple[int, int] | None = None
+        self._pipe = threading.Lock()  # one user of the connection at a time (a batch, or close)
         self.queue = Batcher(self.call, window_s=window_s)
 
     def call(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
         """Blocking round trip (in the queue's worker thread); never raises."""
         t0 = time.perf_counter()
-        try:
-            if not self.ready:
-                self._wait_ready()
-            if self.down is None:
-                version = weights_version(self.model)
-                if version != self.synced:
-                    self.conn.send(("weights", pack_weights(self.model)))
-                    self.synced = version
-                self.conn.send(("generate", list(requests)))
-                _, outputs = self.conn.recv()
-                return outputs
-        except (EOFError, OSError) as err:
-            self._drop(f"{type(err).__name__}: {err}")
+        with self._pipe:
+            try:
+                if not self.ready:
+                    self._wait_ready()
+                if self.down is None:
+                    version = weights_version(self.model)
+                    if version != self.synced:
+                        self.conn.send(("weights", pack_weights(self.model)))
+                        self.synced = version
+                    self.conn.send(("generate", list(requests)))
+                    kind, outputs = self.conn.recv()
+                    if kind == "outputs" and len(outputs) == len(requests):
+                        return outputs
+                    self._drop(f"unexpected reply {kind!r} to {len(requests)} requests")
+            except (EOFError, OSError) as err:
+                self._drop(self._exit_reason(err))
+            except Exception as err:  # noqa: BLE001 - e.g. a request that does not pickle
+                self._drop(f"{type(err).__name__}: {err}")
         return [error_output(self.down or "replica is down", time.perf_counter() - t0) for _ in requests]
+
+    def _exit_reason(self, err: BaseException) -> str:
+        self.proc.join(timeout=1.0)
+        if self.proc.exitcode is not None:
+            return f"its process exited with code {self.proc.exitcode} (its stderr has the traceback)"
+        return f"{type(err).__name__} on the pipe: {err}"
 
     def serving(self) -> bool:
         """Up and started (never blocks): requests are routed to a replica only once it is."""
@@ -129,7 +144,7 @@ class _Replica:
             self._drop(f"it exited while starting ({type(err).__name__})")
             return
         if kind != "ready":
-            self._drop(str(payload))
+            self._drop(f"it did not start: {payload}")
             return
         self.ready = True
 
@@ -143,11 +158,13 @@ class _Replica:
     def close(self) -> None:
         if self.down is None:
             self.down = f"replica {self.index} was closed"
-        if self.proc.is_alive() and self.ready:
+        if self.proc.is_alive() and self.ready and self._pipe.acquire(timeout=1.0):  # else: mid-batch
             try:
                 self.conn.send(None)
             except OSError:
                 pass
+            finally:
+                self._pipe.release()
             self.proc.join(timeout=10)
         if self.proc.is_alive():
             self.proc.terminate()
@@ -173,8 +190,8 @@ class ReplicaGenerator:
         self.policy, self.model, self.codec = policy, policy.model, self.local.codec
         self.prefill_threads = prefill_threads
         dtype = str(next(policy.model.parameters()).dtype).removeprefix("torch.")
-        spec = WorkerSpec(policy.path, "cpu", dtype, torch.get_num_threads(), prefill_threads, max_batch,
-                          share_prefill, turn_cache_entries)
+        spec = WorkerSpec(policy.path, "cpu", dtype, max(1, torch.get_num_threads() // replicas), prefill_threads,
+                          max_batch, share_prefill, turn_cache_entries)
         self.remotes = [_Replica(i, spec, policy.model, window_s) for i in range(1, replicas)]
         self._finalizer = weakref.finalize(self, _close_all, self.remotes)  # workers end with this object
         self._in_flight = [0] * replicas
@@ -192,24 +209,24 @@ class ReplicaGenerator:
         outs: list[GenOutput | None] = [None] * len(requests)
         for e, idx in rows.items():  # counted now: the next call's routing must see these rows
             self._in_flight[e] += len(idx)
-        done = await asyncio.gather(*(self._serve(e, [requests[i] for i in idx]) for e, idx in rows.items()))
+        try:
+            done = await asyncio.gather(*(self._serve(e, [requests[i] for i in idx]) for e, idx in rows.items()))
+        finally:  # also when cancelled before a task started
+            for e, idx in rows.items():
+                self._in_flight[e] -= len(idx)
         for idx, got in zip(rows.values(), done, strict=True):
             for i, out in zip(idx, got, strict=True):
                 outs[i] = out
         return outs  # type: ignore[return-value]
 
     async def _serve(self, engine: int, requests: list[GenRequest]) -> list[GenOutput]:
-        """Serve rows already counted in ``_in_flight[engine]``; uncount them when done."""
-        try:
-            if engine == 0:
-                outs = await self.local.generate(requests)
-            else:
-                outs = await self.remotes[engine - 1].queue.generate(requests)
-                if self.remotes[engine - 1].down is not None and any(o.finish_reason == "error" for o in outs):
-                    self._in_flight[0] += len(requests)
-                    return await self._serve(0, requests)  # the worker is gone: served here instead
-        finally:
-            self._in_flight[engine] -= len(requests)
+        """Serve rows (counted in ``_in_flight`` by ``generate``) on one engine."""
+        if engine == 0:
+            outs = await self.local.generate(requests)
+        else:
+            outs = await self.remotes[engine - 1].queue.generate(requests)
+            if self.remotes[engine - 1].down is not None and any(o.finish_reason == "error" for o in outs):
+                return await self._serve(0, requests)  # the worker is gone: served here instead
         for req, out in zip(requests, outs, strict=True):
             out.metrics["replica"] = float(engine)
             self.affinity.record(req, out, engine)

@@ -11,10 +11,12 @@ Positions: the new tokens get the positions ``generate`` computes for the WHOLE 
 not depend on how it was left-padded), so the cached and the new columns agree with a full
 prefill; the cached keys were rotated with those same positions when they were computed.
 
-Weights: the cache records the sum of the version counters of the model's parameters; any
-in-place update of any of them (an optimizer step, ``load_state_dict``) bumps it and drops every
-entry, so a cache is never reused across a policy update. (Replacing ``param.data`` would not bump
-it: keep updating weights in place.)
+Weights: the cache records ``weights_version`` (the parameters' version counters and storage
+addresses); an update through autograd-visible in-place ops (the default torch optimizers, a
+``load_state_dict``) or a replaced parameter (``param.data = ...``, ``load_state_dict(assign=True)``,
+``.to()``) changes it and drops every entry, so a cache is never reused across a policy update.
+Not seen: writes through ``param.data`` in place and fused optimizers (``AdamW(fused=True)``),
+which bypass the counters; the trainers here use neither.
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ from paravt.models.prefix_share import RowKV, position_cols, row_kv
 MediaKey = tuple[tuple[Any, ...], tuple[Any, ...]]
 
 
-def weights_version(model: Any) -> int:
-    """Sum of the version counters of every parameter (a trainer may freeze some, e.g. the vision
-    tower, and update the rest): any in-place update changes it."""
-    return sum(int(p._version) for p in model.parameters())
+def weights_version(model: Any) -> tuple[int, int]:
+    """(sum of the version counters, hash of the storage addresses) over every parameter (a trainer
+    may freeze some, e.g. the vision tower, and update the rest); see the module docstring for
+    which updates change it."""
+    params = list(model.parameters())
+    return sum(int(p._version) for p in params), hash(tuple(p.data_ptr() for p in params))
 
 
 @dataclass
@@ -55,7 +59,7 @@ class TurnCache:
         self._entries: OrderedDict[tuple[tuple[int, ...], MediaKey], Entry] = OrderedDict()
         self._version = self._weights_version()
 
-    def _weights_version(self) -> int:
+    def _weights_version(self) -> tuple[int, int]:
         return weights_version(self.model)
 
     def _check_weights(self) -> None:

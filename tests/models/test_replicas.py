@@ -92,6 +92,22 @@ def test_weights_follow_in_place_updates(replicas, policy, video_frames) -> None
     after = remote.call([req])
     assert after[0].token_ids != before[0].token_ids
     _same(after, replicas.local.run_batch([req]))
+    head = policy.model.get_output_embeddings()
+    head.weight = torch.nn.Parameter(head.weight.detach() * -1.0)  # a replaced parameter, not an in-place write
+    _same(remote.call([req]), replicas.local.run_batch([req]))
+
+
+def test_rows_in_flight_are_uncounted_when_a_call_is_cancelled(replicas, video_frames) -> None:
+    async def cancelled() -> None:
+        task = asyncio.ensure_future(replicas.generate([_window_request(replicas, video_frames, i, 0.0)
+                                                        for i in range(4)]))
+        await asyncio.sleep(0)  # routed and counted, the engines' tasks not started yet
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    assert replicas._in_flight == [0, 0]
 
 
 def test_a_dead_replica_loses_no_request(policy, video_frames, capsys) -> None:
