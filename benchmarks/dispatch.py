@@ -152,16 +152,6 @@ def time_dispatch(bench: Bench, reps: int, engine: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _started(gen: ReplicaGenerator, timeout_s: float = 300.0) -> ReplicaGenerator:
-    """Wait until every replica process serves (they start in the background)."""
-    deadline = time.monotonic() + timeout_s
-    while not all(r.serving() for r in gen.remotes):
-        if time.monotonic() > deadline or any(r.down for r in gen.remotes):
-            raise SystemExit(f"replicas did not start: {[r.down for r in gen.remotes]}")
-        time.sleep(0.1)
-    return gen
-
-
 # ---- part 2: tokens -----------------------------------------------------------------------------
 
 class ScriptedMain:
@@ -286,7 +276,9 @@ def main() -> None:
         timing += time_dispatch(Bench(both, build_toolset(["crop_video"]), ctx, sampling), args.reps,
                                 f"1 process, prefill_threads={args.prefill_threads}")
         if args.replicas > 1:
-            rep = _started(ReplicaGenerator(hf.policy, args.replicas, max_batch=16))
+            rep = ReplicaGenerator(hf.policy, args.replicas, max_batch=16)
+            if not rep.wait_started():
+                raise SystemExit(f"replicas did not start: {[r.down for r in rep.remotes]}")
             timing += time_dispatch(Bench(rep, build_toolset(["crop_video"]), ctx, sampling), args.reps,
                                     f"{args.replicas} replicas")
             rep.close()

@@ -125,7 +125,6 @@ class HFGenerator:
                                    vision_ids=self.codec.vision_token_ids, share=share_prefill,
                                    turn_entries=turn_cache_entries)
         self.max_batch = max_batch
-        self.window_s = window_s
         self.prefill_threads = prefill_threads  # torch threads for the prefill only (None: unchanged)
         self._queue = Batcher(self.run_batch, window_s=window_s, chunker=self._chunks)
         self._gen_configs: dict[tuple[tuple[str, Any], ...], GenerationConfig] = {}

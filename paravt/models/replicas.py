@@ -201,6 +201,16 @@ class ReplicaGenerator:
     def replicas(self) -> int:
         return 1 + len(self.remotes)
 
+    def wait_started(self, timeout_s: float = 300.0) -> bool:
+        """Block until every worker serves (they start in the background); False when one is down
+        or ``timeout_s`` passes first. Requests never need this: they go elsewhere meanwhile."""
+        deadline = time.monotonic() + timeout_s
+        while not all(r.serving() for r in self.remotes):
+            if time.monotonic() > deadline or any(r.down for r in self.remotes):
+                return False
+            time.sleep(0.05)
+        return True
+
     async def generate(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
         picks = self._assign(requests)
         rows: dict[int, list[int]] = {}

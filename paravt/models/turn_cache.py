@@ -57,15 +57,12 @@ class TurnCache:
         self.model = model
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[tuple[int, ...], MediaKey], Entry] = OrderedDict()
-        self._version = self._weights_version()
-
-    def _weights_version(self) -> tuple[int, int]:
-        return weights_version(self.model)
+        self._version = weights_version(model)
 
     def _check_weights(self) -> None:
-        if self._weights_version() != self._version:
+        if (version := weights_version(self.model)) != self._version:
             self._entries.clear()
-            self._version = self._weights_version()
+            self._version = version
 
     def __len__(self) -> int:
         return len(self._entries)

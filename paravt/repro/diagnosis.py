@@ -57,15 +57,16 @@ def diagnose(rows: Sequence[ResultRow], needles: Mapping[str, tuple[float, float
             continue
         episodes += 1
         ns, ne = needles[r.id]
-        hit = [c for c in wins if min(c.end, ne) - max(c.start, ns) > 0]  # type: ignore[type-var,operator]
-        miss = [c for c in wins if c not in hit]
-        covered += bool(hit)
-        cover_w += len(hit)
-        cover_rep += sum(reports(c.summary) for c in hit)
-        timed += sum(reports(c.summary) and timed_right(c.summary, (ns, ne)) for c in hit)
-        other_w += len(miss)
-        other_rep += sum(reports(c.summary) for c in miss)
-        if any(reports(c.summary) for c in hit):
+        overlaps = [min(c.end, ne) - max(c.start, ns) > 0 for c in wins]  # type: ignore[type-var,operator]
+        said = [reports(c.summary) for c in wins]
+        hit_said = [c for c, o, s in zip(wins, overlaps, said) if o and s]
+        covered += any(overlaps)
+        cover_w += sum(overlaps)
+        cover_rep += len(hit_said)
+        timed += sum(timed_right(c.summary, (ns, ne)) for c in hit_said)
+        other_w += len(wins) - sum(overlaps)
+        other_rep += sum(s for o, s in zip(overlaps, said) if not o)
+        if hit_said:
             reported += 1
             correct_rep += bool(r.correct)
     return {"episodes_with_windows": episodes, "coverage": _share(covered, episodes),

@@ -8,6 +8,7 @@ by sample id. Every number in the summary is measured in the run (docs/repro.md)
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass, replace
@@ -203,8 +204,8 @@ def eval_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: 
             _done(d)
         rows += [{"id": r.id, "mode": r.mode, "nframes": n, "score": r.score, "seed": seed,
                   "tool_necessary": r.tool_necessary} for r in load_results(d / "results.jsonl")]
-    if backend is not None and (close := getattr(backend.generator, "close", None)) is not None:
-        close()  # replica processes (paravt.models.replicas)
+    if backend is not None:
+        asyncio.run(backend.generator.aclose())  # ends replica processes (paravt.models.replicas)
     return rows
 
 

@@ -9,6 +9,7 @@ the reason, in a warning on stderr.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from pathlib import Path
@@ -76,8 +77,8 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     session.processor.save_pretrained(out / "model")
     save(cfg, out / "model" / RUN_CONFIG)  # infer / eval run the model as it was trained
     logger.close()
-    if (close := getattr(session.generator, "close", None)) is not None:
-        close()  # replica processes (paravt.models.replicas)
+    if session.generator is not None:
+        asyncio.run(session.generator.aclose())  # ends replica processes (paravt.models.replicas)
     return out
 
 

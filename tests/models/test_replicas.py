@@ -5,7 +5,6 @@ dead or closed replica that loses no request."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -21,11 +20,8 @@ from paravt.models.replicas import ReplicaGenerator, hf_generator
 from paravt.video.types import Frames
 
 
-def _started(gen: ReplicaGenerator, timeout_s: float = 120.0) -> ReplicaGenerator:
-    deadline = time.monotonic() + timeout_s
-    while not all(r.serving() for r in gen.remotes):
-        assert time.monotonic() < deadline, [r.down for r in gen.remotes]
-        time.sleep(0.1)
+def _started(gen: ReplicaGenerator) -> ReplicaGenerator:
+    assert gen.wait_started(timeout_s=120.0), [r.down for r in gen.remotes]
     return gen
 
 
