@@ -6,6 +6,10 @@ summarise each), for K = 1, 2, 4, 8:
 * parallel: the K crops run concurrently (``ToolSet.run_calls``) and the K sub-agents go out as
   ONE batched request (``paravt.agent.subagents.run_subagents``) — what ``Episode`` does;
 * sequential: the same K calls one after another: crop one window, one sub-agent request, next.
+  This is sequential DISPATCH of the sub-agents, not the sequential mode of DESIGN §2 (one crop
+  per main turn, its frames re-injected into the main context, no sub-agents; part 2 below): the
+  timing isolates what batching the K sub-agents buys. The paper gives no timing to compare with
+  (it claims tool latency "bounded by the slowest sub-agent").
 
 Same prompts, same frames, greedy decoding: both modes produce the same summaries (checked). The
 decoded-frames cache is cleared before every measurement; the median of ``--reps`` repetitions is
