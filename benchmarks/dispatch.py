@@ -16,7 +16,7 @@ decoded-frames cache is cleared before every measurement; the median of ``--reps
 reported, and the ratio sequential / parallel (> 1: parallel is faster). Timed three times in one
 run, each engine serving both modes: one process with the torch threads of ``--threads``
 throughout; one process with ``--prefill-threads`` for the prefills (vision tower, prompt) only
-(`HFGenerator.prefill_threads`); ``--replicas`` processes (`paravt.models.replicas`: the K
+(`HFGenerator.prefill_threads`); ``--replicas`` processes (`paravt.models.hf.replicas`: the K
 sub-agent requests of a parallel turn are split across them; a sequential request goes to an idle
 one). The K/2 row of the replicas is the ideal split of the K row. The time is split into
 the crops (tool decode), the sub-agents' ``generate`` call (prompt inputs, vision tower, prefill,
@@ -62,9 +62,9 @@ from paravt.agent.subagents import SubagentCall, run_subagents
 from paravt.eval.results import ResultRow
 from paravt.eval.tokens import fit_token_budget, t_par, t_seq
 from paravt.models.base import GenOutput, GenRequest, SamplingParams
-from paravt.models.hf import HFGenerator
-from paravt.models.loading import load_policy
-from paravt.models.replicas import ReplicaGenerator
+from paravt.models.hf.generator import HFGenerator
+from paravt.models.hf.loading import load_policy
+from paravt.models.hf.replicas import ReplicaGenerator
 from paravt.models.tiny import build_tiny
 from paravt.protocol import prompts
 from paravt.protocol.parser import ParsedCall
@@ -262,7 +262,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=1,
                    help="torch intra-op threads (1: tiny models are overhead-bound; 2 stalls on a busy box)")
     p.add_argument("--replicas", type=int, default=2,
-                   help="also time a ReplicaGenerator with this many processes (paravt.models.replicas; 1: skip)")
+                   help="also time a ReplicaGenerator with this many processes (paravt.models.hf.replicas; 1: skip)")
     p.add_argument("--prefill-threads", type=int, default=2,
                    help="torch threads of the prefill only (HFGenerator.prefill_threads); the timing runs "
                         "without it (before) and with it (after), in this one run")

@@ -45,8 +45,8 @@ from rich.table import Table
 
 from paravt.config import VideoConfig
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
-from paravt.models.hf import HFGenerator
-from paravt.models.loading import load_policy
+from paravt.models.hf.generator import HFGenerator
+from paravt.models.hf.loading import load_policy
 from paravt.models.tiny import build_tiny
 from paravt.protocol import prompts
 from paravt.protocol.tags import THINK_PREFIX, render_result_line, with_media_marker

@@ -27,12 +27,12 @@ from tempfile import TemporaryDirectory
 import torch
 
 from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
-from paravt.data.synth import build
+from paravt.data.synth.build import build
 from paravt.models.base import GenOutput, GenRequest, Generator, SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.models.hf import HFGenerator
-from paravt.models.loading import load_policy
-from paravt.models.openai_backend import OpenAIGenerator
+from paravt.models.hf.generator import HFGenerator
+from paravt.models.hf.loading import load_policy
+from paravt.models.openai.backend import OpenAIGenerator
 from paravt.protocol import tags
 
 SAMPLING = SamplingParams(temperature=1.0, max_new_tokens=32)

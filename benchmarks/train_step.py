@@ -38,7 +38,7 @@ from rich.table import Table
 import paravt.rl.grpo as grpo
 from paravt.config import TrainConfig
 from paravt.data.episodes import load_episode_inputs
-from paravt.data.synth import build
+from paravt.data.synth.build import build
 from paravt.models.tiny import build_tiny
 from paravt.rl.session import PolicySession
 

@@ -50,7 +50,7 @@ class ModelConfig(_Strict):
     max_retries: int = Field(3, ge=0, description="Retries with exponential back-off of the openai backend.")
     max_concurrency: int = Field(16, ge=1, description="Concurrent requests of the openai backend.")
     prefill_threads: int | None = Field(None, ge=1, le=256, description="hf backend: torch threads of each batch's prefill (vision tower, prompt); the decode steps keep the process's count. None: the process's count throughout. Worth it when decode runs with fewer threads than the cores (docs/performance.md).")
-    replicas: int = Field(1, ge=1, le=64, description="hf backend on a CPU: processes serving requests side by side, each with a copy of the policy (this one included; paravt.models.replicas). 2 uses both cores of a 2-core machine, whose one process is bound by Python. 1 on an accelerator.")
+    replicas: int = Field(1, ge=1, le=64, description="hf backend on a CPU: processes serving requests side by side, each with a copy of the policy (this one included; paravt.models.hf.replicas). 2 uses both cores of a 2-core machine, whose one process is bound by Python. 1 on an accelerator.")
 
 
 class SamplingConfig(_Strict):
@@ -142,7 +142,7 @@ class SFTConfig(_Strict):
 
 
 class PriorConfig(_Strict):
-    """The simulated pretrained tool prior (``paravt train prior``, paravt/data/prior.py): SFT on
+    """The simulated pretrained tool prior (``paravt train prior``, paravt/data/synth/prior.py): SFT on
     pretraining-style traces before the cold start. Strength = ``steps`` and ``tool_mix``."""
 
     steps: int = Field(200, ge=1, description="Optimisation steps of the simulated pretraining (prior strength).")

@@ -82,7 +82,7 @@ def test_prefill_threads_is_validated_and_reaches_the_hf_generator(tmp_path: Pat
     import inspect
 
     from paravt.eval.runner import open_backend
-    from paravt.models.hf import HFGenerator
+    from paravt.models.hf.generator import HFGenerator
     from paravt.rl.session import PolicySession
 
     (tmp_path / "c.yaml").write_text("model:\n  prefill_threads: 0\n")
@@ -101,8 +101,8 @@ def test_replicas_is_validated_and_reaches_the_hf_generator(tmp_path: Path, tiny
     """model.replicas (issue 14.4) is checked like every field; above 1, eval (open_backend) and
     training (PolicySession) get a ReplicaGenerator with that many engines; 1 is one HFGenerator."""
     from paravt.eval.runner import open_backend
-    from paravt.models.hf import HFGenerator
-    from paravt.models.replicas import ReplicaGenerator
+    from paravt.models.hf.generator import HFGenerator
+    from paravt.models.hf.replicas import ReplicaGenerator
     from paravt.rl.session import PolicySession
 
     (tmp_path / "c.yaml").write_text("model:\n  replicas: 0\n")

@@ -29,7 +29,7 @@ def synth(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Build ParaVT-Synth (DESIGN §9)."""
-    from paravt.data.synth import build
+    from paravt.data.synth.build import build
 
     try:
         m = build(out, videos=videos, eval_videos=eval_videos, seed=seed, workers=workers)
@@ -143,8 +143,8 @@ def prefilter_cmd(inp: str = typer.Option(..., "--in", help="rl.parquet"),
             from paravt.agent import EpisodeSettings
             from paravt.models.base import SamplingParams
             from paravt.models.chat import ChatCodec
-            from paravt.models.hf import HFGenerator
-            from paravt.models.loading import load_policy
+            from paravt.models.hf.generator import HFGenerator
+            from paravt.models.hf.loading import load_policy
 
             policy = load_policy(model)
             settings = EpisodeSettings(sampling=SamplingParams(temperature=temperature))

@@ -48,7 +48,7 @@ def tiny(
 def info(path: str = typer.Argument(..., help="Checkpoint directory or cached hub id."),
          as_json: bool = typer.Option(False, "--json")) -> None:
     """Print family, parameter count and vocabulary size of a checkpoint."""
-    from paravt.models.loading import load_policy
+    from paravt.models.hf.loading import load_policy
 
     try:
         policy = load_policy(path)

@@ -41,8 +41,8 @@ def serve_tools(
     """Serve tools over HTTP for RemoteToolSet (`rollout.tool_server_url`)."""
     import uvicorn
 
-    from paravt.tools.http_limits import uvicorn_config
-    from paravt.tools.server import create_app
+    from paravt.tools.server.limits import uvicorn_config
+    from paravt.tools.server.app import create_app
 
     names = [n.strip() for n in tools.split(",") if n.strip()]
     flags = {"video_roots": video_root or None, "max_concurrency": max_concurrency,

@@ -53,8 +53,8 @@ def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("cr
         return open_remote(model, processor_dir=processor_dir, toolset=toolset, timeout_s=timeout_s,
                            max_retries=max_retries, max_concurrency=max_concurrency,
                            served_model_name=served_model_name)
-    from paravt.models.loading import load_policy
-    from paravt.models.replicas import hf_generator
+    from paravt.models.hf.loading import load_policy
+    from paravt.models.hf.replicas import hf_generator
 
     policy = load_policy(model, device=device)
     policy.model.eval()
@@ -64,8 +64,8 @@ def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("cr
 
 def open_remote(url: str, *, processor_dir: str | None, toolset: Any, timeout_s: float, max_retries: int,
                 max_concurrency: int, served_model_name: str | None) -> Backend:
-    from paravt.models.loading import load_processor
-    from paravt.models.openai_backend import OpenAIGenerator
+    from paravt.models.hf.loading import load_processor
+    from paravt.models.openai.backend import OpenAIGenerator
 
     if processor_dir is None:
         raise ValueError(f"{url}: pass --processor DIR (the served model's processor, for token ids)")

@@ -50,7 +50,7 @@ class GenRequest:
     # it at the end of prompt_ids; chat backends must continue it (continue_final_message).
     response_prefix: str = ""
     # hf backend: keep this row's KV cache (prompt + response) so that a next request extending it
-    # prefills only its new tokens (the main agent's turns; paravt.models.turn_cache)
+    # prefills only its new tokens (the main agent's turns; paravt.models.hf.turn_cache)
     keep_kv: bool = False
 
 

@@ -45,7 +45,7 @@ class ReproPreset:
     select_tolerance: float
     eval_ns: tuple[int, ...]  # every variant, parallel mode
     grid_ns: tuple[int, ...]  # sft / vanilla_grpo / paragrpo, every mode
-    replicas: int = 1  # model.replicas of the eval and the RL rollouts (2: both cores; paravt.models.replicas)
+    replicas: int = 1  # model.replicas of the eval and the RL rollouts (2: both cores; paravt.models.hf.replicas)
 
 
 _DEMO = ReproPreset(train_videos=120, eval_videos=16, model_size="s", prior_steps=100, prior_tool_mix=0.7,
@@ -205,7 +205,7 @@ def eval_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: 
         rows += [{"id": r.id, "mode": r.mode, "nframes": n, "score": r.score, "seed": seed,
                   "tool_necessary": r.tool_necessary} for r in load_results(d / "results.jsonl")]
     if backend is not None:
-        asyncio.run(backend.generator.aclose())  # ends replica processes (paravt.models.replicas)
+        asyncio.run(backend.generator.aclose())  # ends replica processes (paravt.models.hf.replicas)
     return rows
 
 
@@ -233,7 +233,7 @@ def _task_check(out: Path, eval_rows: dict[str, list[dict[str, Any]]], diagnoses
 def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str | None = None,
               eval_limit: int | None = None) -> Path:
     """Run every stage for the chosen variants and seeds; returns ``out/summary.json``."""
-    from paravt.data.synth import build
+    from paravt.data.synth.build import build
     from paravt.models.tiny import build_tiny
     from paravt.repro.claims import check_claims
     from paravt.repro.diagnosis import needle_windows

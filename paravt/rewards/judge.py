@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from paravt.models.urls import api_base
+from paravt.models.openai.urls import api_base
 from paravt.protocol.tags import defuse_control_text
 from paravt.rewards.accuracy import token_f1
 
@@ -64,7 +64,7 @@ class _One:
 
 class LLMJudge:
     """``LLMJudge(url)`` where ``url`` is the server's base, ``http://host:port/v1`` or
-    ``http://host:port`` (the same convention as the openai backend, ``paravt.models.urls``)."""
+    ``http://host:port`` (the same convention as the openai backend, ``paravt.models.openai.urls``)."""
 
     def __init__(self, url: str, model: str | None = None, *, timeout_s: float = 30.0,
                  max_retries: int = 2, concurrency: int = 8, backoff_s: float = 0.2) -> None:

@@ -1,7 +1,7 @@
 """Checkpoints that are never half-written: write to ``<name>.tmp``, then rename into place.
 
 A checkpoint directory holds ``model/`` (an HF directory: weights, config, processor, tokenizer —
-loadable by ``paravt.models.loading.load_policy`` and by vLLM), ``trainer.pt`` (optimizer state and
+loadable by ``paravt.models.hf.loading.load_policy`` and by vLLM), ``trainer.pt`` (optimizer state and
 every RNG state), ``state.json`` (step, epoch, data position, anything the trainer needs to
 continue bit-for-bit) and, written LAST, ``COMPLETE.json``: the size and SHA-256 of every other
 file. A checkpoint is used only if that marker exists and every file still matches it

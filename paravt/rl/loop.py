@@ -78,7 +78,7 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     save(cfg, out / "model" / RUN_CONFIG)  # infer / eval run the model as it was trained
     logger.close()
     if session.generator is not None:
-        asyncio.run(session.generator.aclose())  # ends replica processes (paravt.models.replicas)
+        asyncio.run(session.generator.aclose())  # ends replica processes (paravt.models.hf.replicas)
     return out
 
 

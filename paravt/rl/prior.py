@@ -1,6 +1,6 @@
 """The simulated pretrained tool prior as a trainer kind (``paravt train prior``).
 
-The prior is SFT on different traces: pretraining-style ones (``paravt.data.prior``: long thinks,
+The prior is SFT on different traces: pretraining-style ones (``paravt.data.synth.prior``: long thinks,
 untagged answers and, for a share ``prior.tool_mix`` of prompts, one ``<tool_code>`` python call
 per turn) built from the prompts of ``cfg.data`` (an ``rl.parquet``). It runs before the SFT cold
 start (``init_from``/``model.path`` of the SFT stage = this stage's ``out_dir/model``), so the
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class PriorTrainer(SFTTrainer):
-    """``SFTTrainer`` on ``paravt.data.prior`` traces, with the ``prior`` config section."""
+    """``SFTTrainer`` on ``paravt.data.synth.prior`` traces, with the ``prior`` config section."""
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -33,7 +33,7 @@ class PriorTrainer(SFTTrainer):
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> PriorTrainer:
         from paravt.data.chat import to_chat_messages
-        from paravt.data.prior import prior_rows
+        from paravt.data.synth.prior import prior_rows
         from paravt.data.schema import RLRow, read_rows
 
         p = cfg.prior

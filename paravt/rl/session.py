@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from paravt.models.chat import ChatCodec
-from paravt.models.loading import load_policy
+from paravt.models.hf.loading import load_policy
 
 
 @dataclass
@@ -19,7 +19,7 @@ class PolicySession:
     codec: ChatCodec
     optimizer: torch.optim.Optimizer
     ref_model: Any | None = None
-    generator: Any | None = None  # paravt.models.hf.HFGenerator for RL; None for SFT
+    generator: Any | None = None  # paravt.models.hf.generator.HFGenerator for RL; None for SFT
     tools: Any | None = None  # paravt.tools.ToolSet
 
     @classmethod
@@ -43,7 +43,7 @@ class PolicySession:
         opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
         gen = toolset = None
         if generate:
-            from paravt.models.replicas import hf_generator
+            from paravt.models.hf.replicas import hf_generator
             from paravt.tools import build_toolset
 
             gen = hf_generator(policy, replicas=replicas, prefill_threads=prefill_threads)

@@ -9,7 +9,7 @@ from typing import Any
 
 from paravt.errors import ConfigError
 from paravt.tools.base import Tool
-from paravt.tools.client import RemoteToolSet
+from paravt.tools.server.client import RemoteToolSet
 from paravt.tools.registry import create_tool, is_mcp_ref
 from paravt.tools.toolset import LocalToolSet, ToolSet
 

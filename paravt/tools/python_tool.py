@@ -6,7 +6,7 @@ Calls of one episode run one at a time, in call order. Inside, the code sees ``v
 and ``frames(start, end, n)`` through our decoder, on the read-only bound file), ``np``,
 ``Image`` (PIL) and ``show(img)``; the result is stdout (capped) plus the shown images as frames.
 A timeout, a crash or a limit kills the runtime: the call gets an error and the next call starts
-a fresh runtime. See `paravt.tools.sandbox` for what the isolation covers.
+a fresh runtime. See `paravt.tools.sandbox.runtime` for what the isolation covers.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 from paravt.errors import ToolCallError
 from paravt.protocol.prompts import ToolSpec
 from paravt.tools.base import Observation, ToolContext
-from paravt.tools.sandbox import SandboxLimits, SandboxRuntime, VideoBinding
+from paravt.tools.sandbox.runtime import SandboxLimits, SandboxRuntime, VideoBinding
 from paravt.video.types import Frames
 
 PYTHON_SPEC = ToolSpec(

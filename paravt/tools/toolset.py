@@ -1,5 +1,5 @@
 """`ToolSet`: what the Episode calls. `LocalToolSet` runs tools in-process; `build_toolset`
-switches to `paravt.tools.client.RemoteToolSet` when given a tool-server URL.
+switches to `paravt.tools.server.client.RemoteToolSet` when given a tool-server URL.
 
 ``run_calls`` runs all valid calls of a turn concurrently, each under its tool's timeout; a parser
 error, an unknown tool, bad arguments, an exception, a timeout or a decode failure becomes

@@ -17,7 +17,7 @@ import pytest
 from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
 from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.models.loading import load_processor
+from paravt.models.hf.loading import load_processor
 from paravt.protocol import prompts
 from paravt.protocol.tags import render_crop_call, render_tool_turn, render_answer
 from paravt.tools import build_toolset
@@ -163,8 +163,8 @@ def test_broken_video_is_an_error_not_a_crash(tmp_path: Path, codec: ChatCodec) 
 
 
 def test_real_model_runs_every_mode_end_to_end(video: str, tiny_qwen3_dir: str) -> None:
-    from paravt.models.hf import HFGenerator
-    from paravt.models.loading import load_policy
+    from paravt.models.hf.generator import HFGenerator
+    from paravt.models.hf.loading import load_policy
 
     policy = load_policy(tiny_qwen3_dir)
     gen, codec = HFGenerator(policy), ChatCodec(policy.processor)

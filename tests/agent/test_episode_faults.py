@@ -17,7 +17,7 @@ import pytest
 from paravt.agent import EpisodeInput, EpisodeSettings, episode_reward, run_episode, run_group
 from paravt.models.base import GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.models.loading import load_processor
+from paravt.models.hf.loading import load_processor
 from paravt.protocol import prompts
 from paravt.protocol.tags import render_answer, render_crop_call
 from paravt.rewards import RewardWeights

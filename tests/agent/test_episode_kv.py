@@ -1,4 +1,4 @@
-"""The episode's side of the kept KV cache (paravt.models.turn_cache): the main agent asks for its
+"""The episode's side of the kept KV cache (paravt.models.hf.turn_cache): the main agent asks for its
 rows to be kept and its next prompt EXTENDS the previous prompt + sampled tokens, so the hf backend
 prefills only the new part; sub-agent rows (one turn each) are not kept."""
 

@@ -17,10 +17,10 @@ from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
 from paravt.config import ToolServerConfig
 from paravt.models.base import SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.models.loading import load_processor
+from paravt.models.hf.loading import load_processor
 from paravt.protocol.tags import render_answer, render_crop_call, render_tool_call, render_tool_turn
 from paravt.tools import build_toolset
-from paravt.tools.server import create_app
+from paravt.tools.server.app import create_app
 from paravt.video import write_video
 from paravt.video.draw import solid
 

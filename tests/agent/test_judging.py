@@ -10,7 +10,7 @@ from paravt.agent import EpisodeInput, EpisodeSettings, episode_reward, run_epis
 from paravt.agent.judging import judge_overrides
 from paravt.models.base import SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.models.loading import load_processor
+from paravt.models.hf.loading import load_processor
 from paravt.protocol.tags import render_answer
 from paravt.rewards import RewardWeights
 from paravt.tools import build_toolset

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from paravt.data.synth import Manifest, build
+from paravt.data.synth.build import Manifest, build
 
 
 @pytest.fixture(scope="session")

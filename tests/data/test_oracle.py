@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paravt.data import oracle
+from paravt.data.synth import oracle
 from paravt.data.check import check_rows
 from paravt.data.schema import read_rows
 from paravt.protocol import tags as T

@@ -11,7 +11,7 @@ from paravt.data.prefilter import prefilter, rollout_accuracies
 from paravt.data.schema import read_rows
 from paravt.models.base import GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.models.loading import load_processor
+from paravt.models.hf.loading import load_processor
 
 SETTINGS = EpisodeSettings(mode="none", sampling=SamplingParams(temperature=0.0, max_new_tokens=16))
 
@@ -52,8 +52,8 @@ def test_prompts_whose_rollouts_are_all_wrong_are_dropped(synth_dir: Path, tiny_
 
 
 def test_a_real_tiny_model_gives_g_accuracies_per_prompt(synth_dir: Path, tiny_qwen3_dir: str) -> None:
-    from paravt.models.hf import HFGenerator
-    from paravt.models.loading import load_policy
+    from paravt.models.hf.generator import HFGenerator
+    from paravt.models.hf.loading import load_policy
 
     policy = load_policy(tiny_qwen3_dir)
     row = read_rows(synth_dir / "rl.parquet")[1]

@@ -1,4 +1,4 @@
-"""The simulated tool prior's traces (paravt/data/prior.py) carry the habits they advertise."""
+"""The simulated tool prior's traces (paravt/data/synth/prior.py) carry the habits they advertise."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from paravt.data.prior import prior_rows, tool_code_call
+from paravt.data.synth.prior import prior_rows, tool_code_call
 from paravt.data.schema import RLRow, read_rows
 from paravt.errors import DataError
 from paravt.protocol.parser import parse_calls

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 
-from paravt.data.scenes import (
+from paravt.data.synth.scenes import (
     Needle, Scene, VideoSpec, caught_by_overview, iter_frames, make_spec, nearest_frame, overview_indices,
 )
 from paravt.video import draw, sample_frames, write_video

@@ -5,7 +5,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from paravt.data.schema import read_rows
-from paravt.data.synth import build
+from paravt.data.synth.build import build
 from paravt.video import sample_frames
 
 

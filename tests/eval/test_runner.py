@@ -10,7 +10,7 @@ import pytest
 
 from paravt.agent import EpisodeSettings
 from paravt.data.episodes import load_episode_inputs
-from paravt.data.synth import build
+from paravt.data.synth.build import build
 from paravt.eval.results import load_results
 from paravt.eval.runner import evaluate, open_backend
 from paravt.models.base import SamplingParams
@@ -47,8 +47,8 @@ def test_eval_writes_a_row_per_sample_and_mode_and_resumes_by_id(samples, tiny_q
 
 
 def test_eval_against_an_openai_compatible_server_url(samples, tiny_qwen3_dir: str, tmp_path: Path) -> None:
-    from paravt.models.hf import HFGenerator
-    from paravt.models.loading import load_policy
+    from paravt.models.hf.generator import HFGenerator
+    from paravt.models.hf.loading import load_policy
 
     with RunningServer(make_app(HFGenerator(load_policy(tiny_qwen3_dir)), ServerState())) as srv:
         backend = open_backend(srv.url, processor_dir=tiny_qwen3_dir)

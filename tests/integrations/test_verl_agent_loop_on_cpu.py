@@ -36,8 +36,8 @@ from paravt.config import TrainConfig  # noqa: E402
 from paravt.config import VerlConfig  # noqa: E402
 from paravt.models.base import GenRequest, SamplingParams  # noqa: E402
 from paravt.models.chat import ChatCodec  # noqa: E402
-from paravt.models.hf import HFGenerator  # noqa: E402
-from paravt.models.loading import load_policy  # noqa: E402
+from paravt.models.hf.generator import HFGenerator  # noqa: E402
+from paravt.models.hf.loading import load_policy  # noqa: E402
 from paravt.protocol import prompts  # noqa: E402
 from paravt.protocol.tags import render_answer, render_crop_call, render_tool_turn  # noqa: E402
 from paravt.rl.advantages import group_advantages  # noqa: E402
@@ -216,7 +216,7 @@ def test_gating_gives_both_sessions_the_same_overview_budget(rollout) -> None:
 
 def test_video_rows_have_multimodal_inputs_that_match_their_placeholders(rollout, tiny_qwen3_dir: str) -> None:
     store, episodes, *_ = rollout
-    from paravt.models.loading import load_processor
+    from paravt.models.hf.loading import load_processor
 
     proc = load_processor(tiny_qwen3_dir)
     merge = proc.image_processor.merge_size

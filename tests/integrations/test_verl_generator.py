@@ -18,7 +18,7 @@ from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 from paravt.integrations.verl.generator import VerlServerGenerator  # noqa: E402
 from paravt.models.base import GenRequest, SamplingParams  # noqa: E402
 from paravt.models.chat import ChatCodec  # noqa: E402
-from paravt.models.loading import load_processor  # noqa: E402
+from paravt.models.hf.loading import load_processor  # noqa: E402
 from paravt.video.types import Frames  # noqa: E402
 
 

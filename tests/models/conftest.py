@@ -9,7 +9,7 @@ import av
 import numpy as np
 import pytest
 
-from paravt.models.loading import LoadedPolicy, load_policy
+from paravt.models.hf.loading import LoadedPolicy, load_policy
 from paravt.video.types import Frames
 
 

@@ -25,7 +25,7 @@ from live_server import RunningServer, free_port  # noqa: F401 - re-exported to 
 from PIL import Image
 
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
-from paravt.models.hf import HFGenerator
+from paravt.models.hf.generator import HFGenerator
 from paravt.video.types import Frames
 
 

@@ -1,4 +1,4 @@
-"""The request queue of an engine (``paravt.models.batching``): concurrent calls meet in one
+"""The request queue of an engine (``paravt.models.hf.batching``): concurrent calls meet in one
 batch, and an engine that fails leaves no request waiting."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Sequence
 
 from paravt.models.base import ChatMessage, GenOutput, GenRequest
-from paravt.models.batching import Batcher
+from paravt.models.hf.batching import Batcher
 
 
 def _req(i: int) -> GenRequest:

@@ -11,7 +11,7 @@ import pytest
 
 from paravt.models.base import ChatMessage, GenRequest
 from paravt.models.chat import ChatCodec
-from paravt.models.openai_payload import chat_payload
+from paravt.models.openai.payload import chat_payload
 from paravt.protocol import tags as T
 from paravt.rewards.judge import JudgeItem, judge_messages
 from paravt.video.types import Frames

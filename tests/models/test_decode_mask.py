@@ -13,9 +13,9 @@ import torch
 from transformers import masking_utils
 
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
-from paravt.models.decode_mask import NAME, decode_step_mask
-from paravt.models.hf import HFGenerator
-from paravt.models.loading import load_policy
+from paravt.models.hf.decode_mask import NAME, decode_step_mask
+from paravt.models.hf.generator import HFGenerator
+from paravt.models.hf.loading import load_policy
 
 FAMILIES = ["qwen2_5_vl", "qwen3_vl"]
 

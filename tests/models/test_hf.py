@@ -10,7 +10,7 @@ import torch
 
 from paravt.models.base import ChatMessage, Generator, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.models.hf import HFGenerator
+from paravt.models.hf.generator import HFGenerator
 from paravt.models.media import model_inputs, sequence_logprobs
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.video.types import Frames

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
-from paravt.models.hf import HFGenerator
+from paravt.models.hf.generator import HFGenerator
 from paravt.protocol.tags import THINK_PREFIX
 
 

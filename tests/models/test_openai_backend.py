@@ -11,8 +11,8 @@ import pytest
 
 from oai_server import RunningServer, ServerState, free_port, make_app
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
-from paravt.models.hf import HFGenerator
-from paravt.models.openai_backend import OpenAIGenerator
+from paravt.models.hf.generator import HFGenerator
+from paravt.models.openai.backend import OpenAIGenerator
 from paravt.protocol.tags import THINK_PREFIX
 
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=12)
@@ -94,7 +94,7 @@ def test_a_prompt_the_server_encodes_differently_is_counted_and_logged(server, c
     req = _text_request("Hi?")
     client = _client(srv.url, gen.codec.tokenizer)
     ours = gen.codec.encode_messages(req.messages).ids + gen.codec.generation_prompt(THINK_PREFIX)
-    with caplog.at_level(logging.WARNING, logger="paravt.models.openai_backend"):
+    with caplog.at_level(logging.WARNING, logger="paravt.models.openai.backend"):
         out = asyncio.run(client.generate([replace(req, prompt_ids=ours[:-3] + (7, 7, 7))]))[0]
     assert out.finish_reason != "error" and out.metrics["prompt_ids_match"] == 0.0
     assert client.counters.prompt_mismatch == 1
@@ -105,7 +105,7 @@ def test_a_server_without_token_ids_still_serves_eval_with_one_note(server, capl
     srv, state, gen = server
     state.token_ids = False
     client = _client(srv.url, gen.codec.tokenizer)
-    with caplog.at_level(logging.WARNING, logger="paravt.models.openai_backend"):
+    with caplog.at_level(logging.WARNING, logger="paravt.models.openai.backend"):
         outs = asyncio.run(client.generate([_text_request("Hi?"), _text_request("Why?")]))
     for out in outs:
         expected = gen.codec.encode_text(out.text) + ((gen.codec.im_end_id,) if out.finish_reason == "stop" else ())
@@ -118,7 +118,7 @@ def test_a_strict_openai_server_gets_plain_requests_after_rejecting_the_extras(s
     srv, state, gen = server
     state.strict = True
     client = _client(srv.url, gen.codec.tokenizer, model="tiny")
-    with caplog.at_level(logging.WARNING, logger="paravt.models.openai_backend"):
+    with caplog.at_level(logging.WARNING, logger="paravt.models.openai.backend"):
         first = asyncio.run(client.generate([_text_request("Hi?")]))[0]
         second = asyncio.run(client.generate([_text_request("Why?")]))[0]
     assert first.finish_reason != "error" and second.finish_reason != "error"

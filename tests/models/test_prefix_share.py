@@ -12,8 +12,8 @@ import pytest
 
 from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.models.hf import HFGenerator
-from paravt.models.prefix_share import share_plan
+from paravt.models.hf.generator import HFGenerator
+from paravt.models.hf.prefix_share import share_plan
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.video.types import Frames
 

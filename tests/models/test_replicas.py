@@ -1,4 +1,4 @@
-"""Policy replicas in worker processes (``paravt.models.replicas``): the same outputs as one
+"""Policy replicas in worker processes (``paravt.models.hf.replicas``): the same outputs as one
 process, requests of one conversation on one engine, weights that follow in-place updates, and a
 dead or closed replica that loses no request."""
 
@@ -14,9 +14,9 @@ import torch
 
 from paravt.errors import ModelError
 from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParams
-from paravt.models.hf import HFGenerator
-from paravt.models.loading import LoadedPolicy, load_policy
-from paravt.models.replicas import ReplicaGenerator, hf_generator
+from paravt.models.hf.generator import HFGenerator
+from paravt.models.hf.loading import LoadedPolicy, load_policy
+from paravt.models.hf.replicas import ReplicaGenerator, hf_generator
 from paravt.video.types import Frames
 
 

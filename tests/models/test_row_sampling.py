@@ -9,8 +9,8 @@ import torch
 
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.models.hf import HFGenerator, RowSampler
-from paravt.models.loading import load_policy
+from paravt.models.hf.generator import HFGenerator, RowSampler
+from paravt.models.hf.loading import load_policy
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from paravt.cli import app as cli_app
 from paravt.errors import ModelError
-from paravt.models.loading import load_policy
+from paravt.models.hf.loading import load_policy
 from paravt.models.tiny import SIZES, build_tiny
 
 

@@ -11,7 +11,7 @@ from test_prefix_share import FAMILIES, _assert_same, _request, _run
 
 from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.models.hf import HFGenerator
+from paravt.models.hf.generator import HFGenerator
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.video.types import Frames
 

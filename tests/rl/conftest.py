@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from paravt.models.loading import LoadedPolicy, load_policy
+from paravt.models.hf.loading import LoadedPolicy, load_policy
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from paravt.models.loading import LoadedPolicy, load_policy
+from paravt.models.hf.loading import LoadedPolicy, load_policy
 from paravt.rl.checkpoint import (
     latest_checkpoint,
     load_trainer_state,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from paravt.models.loading import LoadedPolicy
+from paravt.models.hf.loading import LoadedPolicy
 from paravt.rl.checkpoint import MARKER, resume_point, save_checkpoint, verify_checkpoint
 from paravt.rl.logger import read_log
 from paravt.rl.loop import run_training

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from paravt.cli import app
 from paravt.config import TrainConfig, save
-from paravt.data.synth import build
+from paravt.data.synth.build import build
 from paravt.rl.logger import read_log
 from paravt.rl.loop import run_training
 from paravt.rl.trainers import TRAINERS

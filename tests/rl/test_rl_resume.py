@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from paravt.config import TrainConfig
-from paravt.data.synth import build
+from paravt.data.synth.build import build
 from paravt.models.tiny import build_tiny
 from paravt.rl.loop import run_training
 

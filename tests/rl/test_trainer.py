@@ -17,10 +17,10 @@ import pytest
 
 from paravt.config import RUN_CONFIG, TrainConfig, load_for_model
 from paravt.data.episodes import load_episode_inputs
-from paravt.data.synth import build
+from paravt.data.synth.build import build
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
-from paravt.models.loading import load_processor
+from paravt.models.hf.loading import load_processor
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl.grpo import GRPOTrainer
 from paravt.rl.logger import read_log

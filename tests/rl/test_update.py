@@ -19,8 +19,8 @@ import torch
 from paravt.agent.trajectory import Trajectory, TrajectoryBuilder
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.models.hf import HFGenerator
-from paravt.models.loading import LoadedPolicy
+from paravt.models.hf.generator import HFGenerator
+from paravt.models.hf.loading import LoadedPolicy
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl.update import TrainItem, UpdateStats, ppo_update, sampled_positions, trajectory_logprobs
 from paravt.video import Frames, sample_frames, write_video

@@ -21,12 +21,12 @@ import httpx
 import pytest
 
 from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
-from paravt.data.synth import build
+from paravt.data.synth.build import build
 from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.models.loading import load_processor
-from paravt.models.openai_backend import OpenAIGenerator
-from paravt.models.openai_payload import chat_payload
+from paravt.models.hf.loading import load_processor
+from paravt.models.openai.backend import OpenAIGenerator
+from paravt.models.openai.payload import chat_payload
 from paravt.protocol import prompts, tags
 from paravt.servers.supervise import _alive, _children
 from paravt.video import probe, sample_frames

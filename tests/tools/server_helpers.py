@@ -1,5 +1,5 @@
 """Run a tool server app on 127.0.0.1 (a free port) in a background thread, with the same
-connection limits as ``paravt serve-tools`` (`paravt.tools.http_limits.uvicorn_config`)."""
+connection limits as ``paravt serve-tools`` (`paravt.tools.server.limits.uvicorn_config`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import uvicorn
 
-from paravt.tools.http_limits import uvicorn_config
+from paravt.tools.server.limits import uvicorn_config
 
 
 class ServerThread:

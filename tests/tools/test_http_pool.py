@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from paravt.tools.http_pool import KeepAlivePool, PoolError
+from paravt.tools.server.pool import KeepAlivePool, PoolError
 
 
 async def _serve(responses, *, close_after=None):

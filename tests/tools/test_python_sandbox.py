@@ -12,7 +12,7 @@ import pytest
 from tool_helpers import call
 
 from paravt.tools import build_toolset
-from paravt.tools.sandbox import SandboxLimits, _python_paths
+from paravt.tools.sandbox.runtime import SandboxLimits, _python_paths
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
                                 reason="bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap")
@@ -155,7 +155,7 @@ def test_a_runtime_left_by_a_finished_event_loop_is_killed_and_replaced(make_ctx
 
 @pytest.mark.skipif(shutil.which("unshare") is None or os.getuid() != 0, reason="needs util-linux unshare as root")
 def test_the_unshare_fallback_still_blocks_network_environment_and_memory(monkeypatch):
-    from paravt.tools.sandbox import SandboxRuntime
+    from paravt.tools.sandbox.runtime import SandboxRuntime
 
     monkeypatch.setenv("PARAVT_TEST_SECRET", "hunter2-env")
 

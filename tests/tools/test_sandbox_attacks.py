@@ -14,7 +14,7 @@ import pytest
 from tool_helpers import call
 
 from paravt.tools import build_toolset
-from paravt.tools.sandbox import SandboxLimits, SandboxRuntime
+from paravt.tools.sandbox.runtime import SandboxLimits, SandboxRuntime
 
 LIMITS = SandboxLimits(wall_s=3.0, memory_bytes=1 << 30)
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None,

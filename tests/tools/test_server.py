@@ -12,8 +12,8 @@ from tool_helpers import call
 from paravt.config import ToolServerConfig
 from paravt.protocol.prompts import ToolSpec
 from paravt.tools import Observation, VisualBudget, build_toolset, register_tool, unregister_tool
-from paravt.tools.client import RemoteToolSet
-from paravt.tools.server import create_app
+from paravt.tools.server.client import RemoteToolSet
+from paravt.tools.server.app import create_app
 from paravt.video import clear_cache
 
 

@@ -18,9 +18,9 @@ from tool_helpers import call
 from paravt.config import ToolServerConfig
 from paravt.errors import ConfigError
 from paravt.tools import VisualBudget
-from paravt.tools.client import RemoteToolSet
-from paravt.tools.server import create_app
-from paravt.tools.wire import context_to_wire
+from paravt.tools.server.client import RemoteToolSet
+from paravt.tools.server.app import create_app
+from paravt.tools.server.wire import context_to_wire
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
@@ -204,7 +204,7 @@ def test_requests_without_a_session_nonce_are_rejected(make_ctx, root):
 
 
 def test_python_without_bubblewrap_is_refused_at_startup_unless_weak_isolation_is_chosen(monkeypatch, root):
-    monkeypatch.setattr("paravt.tools.server.isolation_mode", lambda: "unshare")  # a host without bwrap
+    monkeypatch.setattr("paravt.tools.server.app.isolation_mode", lambda: "unshare")  # a host without bwrap
     with pytest.raises(ConfigError, match="refuses to run without bubblewrap"):
         create_app(["python"], ToolServerConfig(video_roots=[str(root)]))
     app = create_app(["python"], ToolServerConfig(video_roots=[str(root)], python_weak_isolation=True))

@@ -15,9 +15,9 @@ from tool_helpers import call
 from paravt.config import ToolServerConfig
 from paravt.errors import ToolCallError
 from paravt.tools import Observation, build_toolset
-from paravt.tools.client import RemoteToolSet
-from paravt.tools.server import create_app
-from paravt.tools.wire import (
+from paravt.tools.server.client import RemoteToolSet
+from paravt.tools.server.app import create_app
+from paravt.tools.server.wire import (
     BINARY_TYPE,
     context_to_wire,
     decode_binary,

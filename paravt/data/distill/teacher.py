@@ -1,5 +1,5 @@
 """A small client for a teacher: any OpenAI-compatible ``/v1/chat/completions`` endpoint (vLLM,
-SGLang, a hosted API). Own module on purpose: the policy backend (`paravt.models.openai_backend`)
+SGLang, a hosted API). Own module on purpose: the policy backend (`paravt.models.openai.backend`)
 is token-exact and needs the served model's tokenizer; a teacher only needs text back.
 
 Media are sent the way the policy's OpenAI backend sends them: per frame, a text part
@@ -29,7 +29,7 @@ import numpy as np
 from PIL import Image
 
 from paravt.errors import ConfigError
-from paravt.models.urls import api_base
+from paravt.models.openai.urls import api_base
 from paravt.video.types import Frames
 
 Part = dict[str, Any]

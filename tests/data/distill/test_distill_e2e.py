@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from paravt.cli import app as cli
 from paravt.data.schema import SFTRow, read_rows, write_rows
-from paravt.data.synth import build
+from paravt.data.synth.build import build
 from paravt.protocol import tags as T
 
 runner = CliRunner()

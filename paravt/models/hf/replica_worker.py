@@ -1,4 +1,4 @@
-"""The process side of a policy replica (``paravt.models.replicas``).
+"""The process side of a policy replica (``paravt.models.hf.replicas``).
 
 A spawned process loads the policy from its checkpoint directory, builds its own ``HFGenerator``
 and answers messages on a pipe until it gets ``None`` or the pipe closes:
@@ -55,8 +55,8 @@ def serve(conn: Connection, spec: WorkerSpec) -> None:
     """Main of a replica process (see the module docstring)."""
     torch.set_num_threads(spec.threads)
     try:
-        from paravt.models.hf import HFGenerator
-        from paravt.models.loading import load_policy
+        from paravt.models.hf.generator import HFGenerator
+        from paravt.models.hf.loading import load_policy
 
         policy = load_policy(spec.path, device=spec.device, dtype=spec.dtype)
         gen = HFGenerator(policy, max_batch=spec.max_batch, window_s=0.0, share_prefill=spec.share_prefill,

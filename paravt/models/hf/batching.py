@@ -7,7 +7,7 @@ so that the event loop stays free. Batches of one queue never run concurrently. 
 ``chunker`` that raises (or answers too few rows) ends its batch: every row not answered yet gets
 a ``finish_reason="error"`` output, so no request is left waiting. Used by
 ``HFGenerator`` (serve = ``run_batch`` in this process) and by the replica engines of
-``paravt.models.replicas`` (serve = a round trip to a worker process).
+``paravt.models.hf.replicas`` (serve = a round trip to a worker process).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The program that runs INSIDE the python tool's sandbox (one process per episode).
 
-It is started by `paravt.tools.sandbox.SandboxRuntime` with one JSON argument (limits, the bound
+It is started by `paravt.tools.sandbox.runtime.SandboxRuntime` with one JSON argument (limits, the bound
 video's path and info). Startup order matters for isolation:
 
 1. import numpy / PIL (and later our decoder) while still privileged enough to read them;
@@ -16,7 +16,7 @@ video's path and info). Startup order matters for isolation:
 
 Wire format (both ways): 4-byte big-endian length + JSON, then the blobs the JSON declares.
 A forged reply from the model's code reaches the supervisor, which caps it; the host parent caps
-and checks every byte it reads again (`paravt.tools.sandbox`).
+and checks every byte it reads again (`paravt.tools.sandbox.runtime`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 One code path for the tiny checkpoints and for real ones such as ``Qwen/Qwen3-VL-8B-Instruct``
 (``local_files_only=True``: nothing is downloaded here). A model that loads with SDPA attention
-is switched to ``paravt_sdpa`` (``paravt.models.decode_mask``: the same attention, a cheaper
+is switched to ``paravt_sdpa`` (``paravt.models.hf.decode_mask``: the same attention, a cheaper
 mask for padded one-token decode steps).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from paravt.errors import ModelError
-from paravt.models.decode_mask import use_decode_mask
+from paravt.models.hf.decode_mask import use_decode_mask
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _FAMILIES = {"qwen2_5_vl": "qwen2_5_vl", "qwen3_vl": "qwen3_vl"}

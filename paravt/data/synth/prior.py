@@ -22,8 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from paravt.data.oracle import NOTHING, plan_windows
-from paravt.data.questions import fmt_seconds
+from paravt.data.synth.oracle import NOTHING, plan_windows
+from paravt.data.synth.questions import fmt_seconds
 from paravt.data.schema import ExtraInfo, Message, RLRow, SFTRow
 from paravt.errors import DataError
 from paravt.protocol.tags import THINK_CLOSE, THINK_OPEN, TOOL_CODE_CLOSE, TOOL_CODE_OPEN

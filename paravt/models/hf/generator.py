@@ -19,7 +19,7 @@
   reproducible however the concurrent episodes happen to be batched (bit-for-bit resume). Mixed
   or missing seeds (or top_p < 1) fall back to ``do_sample`` under ``torch.manual_seed(mix(seeds))``
   in a forked RNG: reproducible per batch only.
-- Prompt work (``paravt.models.prefill``): identical prompts of a batch (a GRPO group's G
+- Prompt work (``paravt.models.hf.prefill``): identical prompts of a batch (a GRPO group's G
   rollouts) share ONE prefill, vision tower included, and a main-agent turn that extends a kept
   row cache (``GenRequest.keep_kv``) prefills only its new tokens; ``generate`` continues from
   the assembled cache. Same tokens and logprobs as full prefills (float tolerance). Each output's
@@ -31,8 +31,8 @@
 - Threads: ``prefill_threads`` (e.g. 2 on a 2-core machine) runs each batch's prefill (vision
   tower, prompt) with that many torch threads and its decode steps with the caller's count
   (process-wide ``torch.set_num_threads``, restored after the batch). The torch work runs in a
-  worker thread (``paravt.models.batching``) so the event loop stays free; batches never run
-  concurrently. Both cores of a CPU: ``paravt.models.replicas`` (policy copies in worker processes).
+  worker thread (``paravt.models.hf.batching``) so the event loop stays free; batches never run
+  concurrently. Both cores of a CPU: ``paravt.models.hf.replicas`` (policy copies in worker processes).
 """
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
 from paravt.models.base import GenOutput, GenRequest, error_output
-from paravt.models.batching import Batcher
+from paravt.models.hf.batching import Batcher
 from paravt.models.chat import ChatCodec
-from paravt.models.loading import LoadedPolicy
-from paravt.models.prefill import Prefiller
+from paravt.models.hf.loading import LoadedPolicy
+from paravt.models.hf.prefill import Prefiller
 
 
 def _batch_seed(requests: Sequence[GenRequest]) -> int | None:

@@ -5,8 +5,8 @@ Each `RemoteToolSet` sends a random nonce (``session``) with every item, so its 
 share server state with another caller's, even when the ids coincide. The episode's visual budget is
 sent with each request and the server's updated budget is copied back into ``ctx.budget``.
 Transport failures, server errors and malformed responses become error observations for the calls
-of that request. Requests go through a keep-alive pool (`paravt.tools.http_pool`) and ask for the
-binary frames encoding (`paravt.tools.wire.BINARY_TYPE`); a JSON response (an older server) is
+of that request. Requests go through a keep-alive pool (`paravt.tools.server.pool`) and ask for the
+binary frames encoding (`paravt.tools.server.wire.BINARY_TYPE`); a JSON response (an older server) is
 read as well.
 """
 
@@ -24,10 +24,10 @@ from paravt.errors import ConfigError, ToolCallError
 from paravt.protocol.parser import ParsedCall
 from paravt.protocol.prompts import ToolSpec
 from paravt.tools.base import Observation, ToolContext
-from paravt.tools.http_pool import KeepAlivePool, PoolError, Response
+from paravt.tools.server.pool import KeepAlivePool, PoolError, Response
 from paravt.tools.registry import unknown_tool_message
 from paravt.tools.toolset import ToolSet
-from paravt.tools.wire import (
+from paravt.tools.server.wire import (
     BINARY_TYPE,
     apply_budget,
     context_to_wire,

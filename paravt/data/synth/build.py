@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from paravt.data import oracle
-from paravt.data.questions import questions_for
-from paravt.data.scenes import VideoSpec, caught_by_overview, iter_frames, make_spec
+from paravt.data.synth import oracle
+from paravt.data.synth.questions import questions_for
+from paravt.data.synth.scenes import VideoSpec, caught_by_overview, iter_frames, make_spec
 from paravt.data.schema import OVERVIEW_NS, ExtraInfo, RLRow, Row, SFTRow, write_rows
 from paravt.errors import DataError
 

@@ -3,7 +3,7 @@
 On a CPU the tiny models' decode steps are bound by Python, so one process uses one core whatever
 its torch threads (docs/performance.md). ``ReplicaGenerator(policy, replicas=N)`` keeps the
 ``HFGenerator`` of this process and starts N − 1 worker processes (``spawn``), each with its own
-copy of the policy and its own ``HFGenerator`` (``paravt.models.replica_worker``). Every request
+copy of the policy and its own ``HFGenerator`` (``paravt.models.hf.replica_worker``). Every request
 goes to one engine; each engine batches what it gets, as one ``HFGenerator`` does.
 
 Routing (``Affinity``): a request that continues a row some engine kept (``keep_kv``: the main
@@ -44,11 +44,11 @@ import torch
 
 from paravt.errors import ModelError
 from paravt.models.base import GenOutput, GenRequest
-from paravt.models.batching import Batcher
-from paravt.models.hf import HFGenerator, error_output
-from paravt.models.loading import LoadedPolicy
-from paravt.models.replica_worker import WorkerSpec, pack_weights, serve
-from paravt.models.turn_cache import weights_version
+from paravt.models.hf.batching import Batcher
+from paravt.models.hf.generator import HFGenerator, error_output
+from paravt.models.hf.loading import LoadedPolicy
+from paravt.models.hf.replica_worker import WorkerSpec, pack_weights, serve
+from paravt.models.hf.turn_cache import weights_version
 
 _START_TIMEOUT_S = 300.0
 

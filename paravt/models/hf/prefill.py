@@ -20,7 +20,7 @@ import torch
 
 from paravt.models.base import GenRequest
 from paravt.models.media import batch_inputs
-from paravt.models.prefix_share import (
+from paravt.models.hf.prefix_share import (
     RowKV,
     assemble,
     generate_kwargs,
@@ -32,7 +32,7 @@ from paravt.models.prefix_share import (
     row_kv,
     share_plan,
 )
-from paravt.models.turn_cache import Entry, MediaKey, TurnCache, continue_row
+from paravt.models.hf.turn_cache import Entry, MediaKey, TurnCache, continue_row
 
 
 @dataclass

@@ -2,7 +2,7 @@
 (vLLM, SGLang) — the chat backend: it reads ``GenRequest.messages``, not ``prompt_ids``.
 
 What the server sees (media layout, token-id request, forced prefix) is built by
-``paravt.models.openai_payload``; ``base_url`` may end with ``/v1`` or not (``paravt.models.urls``).
+``paravt.models.openai.payload``; ``base_url`` may end with ``/v1`` or not (``paravt.models.openai.urls``).
 
 Tokens:
 - A server that returns token ids (vLLM with ``return_token_ids``): the sampled ids ARE the
@@ -37,8 +37,8 @@ import httpx
 
 from paravt.models.base import GenOutput, GenRequest, error_output
 from paravt.models.chat import VISION_TOKENS
-from paravt.models.openai_payload import VLLM_EXTRAS, chat_payload, strip_extras
-from paravt.models.urls import api_base
+from paravt.models.openai.payload import VLLM_EXTRAS, chat_payload, strip_extras
+from paravt.models.openai.urls import api_base
 from paravt.protocol.tags import IM_END
 
 log = logging.getLogger(__name__)

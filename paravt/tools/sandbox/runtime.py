@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct(">I")
 _MAX_HEADER_BYTES = 4 << 20
-RUNNER = Path(__file__).with_name("sandbox_runner.py")
+RUNNER = Path(__file__).with_name("runner.py")
 _CLOSE_WAIT_S = 5.0  # after SIGKILL: how long close() waits for the process before dropping it
 _MAX_ERROR_CHARS = 2000
 WEAK_REFUSAL = ("the python tool refuses to run without bubblewrap (isolation here: {mode}); install it "

@@ -30,7 +30,7 @@ import torch
 
 from paravt.models.base import GenRequest
 from paravt.models.media import batch_inputs
-from paravt.models.prefix_share import RowKV, position_cols, row_kv
+from paravt.models.hf.prefix_share import RowKV, position_cols, row_kv
 
 MediaKey = tuple[tuple[Any, ...], tuple[Any, ...]]
 

@@ -6,7 +6,7 @@ prompt. The batch is reduced to its distinct prompts; those are prefilled once (
 last, so that ``model.generate`` still has one token to feed, ``prefill_rows``), the KV cache is
 expanded along the batch dimension to one row per request (``DynamicCache.batch_select_indices``
 with repeated indices, or ``assemble`` from per-row caches) and ``generate`` continues from it
-for every row with the existing per-row sampler (orchestrated by ``paravt.models.prefill``).
+for every row with the existing per-row sampler (orchestrated by ``paravt.models.hf.prefill``).
 
 Positions: Qwen-VL uses 3-D (m)RoPE positions whose text part is shifted by the media
 (``rope_deltas``). ``generate`` computes them once from the full prompt and appends ``last + 1``

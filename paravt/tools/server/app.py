@@ -4,7 +4,7 @@ Endpoints
 - ``POST /v1/batch``: ``{"items": [{"session", "trajectory_id", "context", "calls": [{"name",
   "arguments", "error"}]}]}`` → ``{"results": [{"trajectory_id", "observations": [...], "budget":
   {...}}]}``, as JSON (frames in base64) or, when the request's ``Accept`` names
-  ``application/x-paravt-frames``, as a binary body with the frames' raw bytes (`paravt.tools.wire`;
+  ``application/x-paravt-frames``, as a binary body with the frames' raw bytes (`paravt.tools.server.wire`;
   errors stay JSON). Items run concurrently; calls of one item run as `LocalToolSet.run_calls` does. Send
   at most one item per trajectory per request (the budget state of an item is returned with it).
   ``session`` is the caller's random per-run nonce (≥ 16 characters): per-trajectory state is keyed
@@ -14,9 +14,9 @@ Endpoints
 - ``GET /v1/tools``: the served tools' specs and timeouts. ``GET /health``. ``GET /metrics``.
 
 What a caller may ask (`ToolServerConfig`): the video must be a regular file under the video
-roots (`paravt.tools.guard`); sampling caps and budgets are clamped to the server's; at most
+roots (`paravt.tools.server.guard`); sampling caps and budgets are clamped to the server's; at most
 ``max_items_per_request`` items and ``max_calls_per_request`` calls per request (413); bodies are
-bounded in size and time and headers in time (`paravt.tools.http_limits`: 413/408); connections
+bounded in size and time and headers in time (`paravt.tools.server.limits`: 413/408); connections
 beyond ``max_connections`` get 503. Each batch request holds one of ``max_concurrency`` slots and
 must finish within ``request_timeout_s`` (waiting for a slot included); otherwise it gets HTTP 504
 and its slot is freed (running python code is killed; a decode already running in a worker thread
@@ -39,12 +39,12 @@ from paravt.config import ToolServerConfig
 from paravt.errors import ConfigError, ParavtError, ToolCallError
 from paravt.tools.base import Observation
 from paravt.tools.build import build_toolset
-from paravt.tools.guard import ServerCaps, VideoRoots, clamp_context
-from paravt.tools.http_limits import BodyLimit
-from paravt.tools.metrics import Metrics
-from paravt.tools.sandbox import WEAK_REFUSAL, isolation_mode
+from paravt.tools.server.guard import ServerCaps, VideoRoots, clamp_context
+from paravt.tools.server.limits import BodyLimit
+from paravt.tools.server.metrics import Metrics
+from paravt.tools.sandbox.runtime import WEAK_REFUSAL, isolation_mode
 from paravt.tools.toolset import LocalToolSet
-from paravt.tools.wire import (
+from paravt.tools.server.wire import (
     BINARY_TYPE,
     Buffers,
     budget_to_wire,
@@ -173,7 +173,7 @@ class _Service:
             return JSONResponse({"error": f"bad request: {type(exc).__name__}: {exc}"}, status_code=400)
         finally:
             metrics.observe_latency(time.perf_counter() - t0)
-        if buffers is not None:  # frames as raw bytes after a JSON header (paravt.tools.wire)
+        if buffers is not None:  # frames as raw bytes after a JSON header (paravt.tools.server.wire)
             return Response(encode_binary({"results": results}, buffers), media_type=BINARY_TYPE)
         return JSONResponse({"results": results})
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from paravt.data.questions import Question, fmt_seconds
-from paravt.data.scenes import VideoSpec, overview_indices, window_indices
+from paravt.data.synth.questions import Question, fmt_seconds
+from paravt.data.synth.scenes import VideoSpec, overview_indices, window_indices
 from paravt.data.schema import ExtraInfo, Message, Part, SFTRow, TextPart, VideoPart
 from paravt.errors import DataError
 from paravt.protocol.tags import (

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from paravt.data.scenes import NEEDLE_COLORS, SHAPES, Needle
+from paravt.data.synth.scenes import NEEDLE_COLORS, SHAPES, Needle
 
 LETTERS = "ABCD"
 

@@ -1,0 +1,1 @@
+"""ParaVT-Synth: scenes, questions, oracle traces, the simulated prior's data, the builder."""

@@ -1,0 +1,1 @@
+"""The local Hugging Face engine: generator, prefill and caches, batching, replicas."""

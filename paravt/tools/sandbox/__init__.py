@@ -1,0 +1,1 @@
+"""The python tool's sandbox: the isolated process runtime and its child runner."""
