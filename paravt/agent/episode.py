@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from paravt.agent.modes import MODES, DispatchMode
+from paravt.agent.modes import MODES, DispatchMode, Dispatched
 from paravt.agent.settings import EpisodeInput, EpisodeSettings, derive_seed
 from paravt.agent.tally import Tally, TokenRow, count_vision_tokens
 from paravt.agent.trajectory import CallRecord, EndReason, Trajectory, TrajectoryBuilder, TurnRecord
@@ -33,7 +33,7 @@ from paravt.models.chat import ChatCodec
 from paravt.protocol import prompts, tags
 from paravt.protocol.answer import extract_answer
 from paravt.protocol.parser import ParsedCall, parse_calls
-from paravt.protocol.prompts import ToolSpec
+from paravt.protocol.prompts import ToolSpec, positional_params
 from paravt.protocol.validate import validate_calls
 from paravt.rewards import RewardBreakdown, RewardWeights, compute_reward
 from paravt.tools import Observation, ToolContext, ToolSet, build_toolset
@@ -73,6 +73,16 @@ class EpisodeResult:
         return bool(self.main.turns) and tags.ANSWER_OPEN in tags.strip_observations(self.main.turns[-1].text)
 
 
+@dataclass(frozen=True)
+class MainGeneration:
+    """One main-agent generation request and its output."""
+
+    out: GenOutput
+    prefix: str  # the forced response prefix (the think prefix, or "")
+    visual: int  # vision tokens of the prompt
+    n_prompt: int  # all tokens of the prompt
+
+
 @dataclass
 class _Run:
     inp: EpisodeInput
@@ -83,6 +93,7 @@ class _Run:
     episode_id: str
     main: TrajectoryBuilder = field(init=False)
     mode: DispatchMode = field(init=False)
+    positional: dict[str, tuple[str, ...]] = field(init=False)  # python-style call order, from the tools' specs
     messages: list[ChatMessage] = field(default_factory=list)
     subs: list[Trajectory] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
@@ -96,6 +107,7 @@ class _Run:
     def __post_init__(self) -> None:
         self.main = TrajectoryBuilder(self.episode_id, "main", 0)
         self.mode = MODES[self.settings.mode]
+        self.positional = positional_params(self.tools.specs)
 
     # -- setup -----------------------------------------------------------------------------
     async def _open_video(self) -> tuple[VideoInfo | None, Frames | None]:
@@ -114,8 +126,8 @@ class _Run:
             return None, None
 
     # -- one main turn -----------------------------------------------------------------------
-    async def _generate_main(self) -> tuple[GenOutput, str, int, int] | None:
-        """One main-agent generation: (output, forced prefix, visual and total prompt tokens)."""
+    async def _generate_main(self) -> MainGeneration | None:
+        """One main-agent generation (None: no room is left in the context)."""
         s = self.settings
         prefix = tags.THINK_PREFIX if s.think_prefix else ""
         head = self.codec.generation_prompt(prefix)
@@ -132,7 +144,7 @@ class _Run:
                          sampling, response_prefix=prefix, keep_kv=True)
         (out,) = await self.generator.generate([req])
         self.tally.generated += len(out.token_ids)
-        return out, prefix, visual, len(prompt_ids)
+        return MainGeneration(out, prefix, visual, len(prompt_ids))
 
     def _stop_reason(self, out: GenOutput, has_calls: bool, turn: int) -> EndReason | None:
         """Why the episode ends after this turn (None: run its tool calls and go on)."""
@@ -191,8 +203,8 @@ class _Run:
             gen = await self._generate_main()
             if gen is None:
                 return "length"
-            out, prefix, visual, n_prompt = gen
-            text = prefix + raw_text(self.codec, out)
+            out = gen.out
+            text = gen.prefix + raw_text(self.codec, out)
             self.texts.append(text)
             if out.finish_reason == "error":
                 self.error = out.error
@@ -202,12 +214,12 @@ class _Run:
                 return "error"
             self._record_sampled(out)
             self.messages.append(ChatMessage("assistant", text))
-            parsed = parse_calls(text, execute_tool_code=s.execute_tool_code).calls
+            parsed = parse_calls(text, execute_tool_code=s.execute_tool_code, positional=self.positional).calls
             stop = self._stop_reason(out, bool(parsed), turn)
             records, fits = ([], True) if stop else await self._act(turn, parsed, info)
             kept = tuple(records) if fits else ()  # a rolled-back tool turn leaves no trace
             self.main.turns.append(TurnRecord(text, out.finish_reason, kept, time.perf_counter() - t0,
-                                              n_prompt, visual, len(out.token_ids)))
+                                              gen.n_prompt, gen.visual, len(out.token_ids)))
             if stop:
                 return stop
             if not fits:
@@ -245,18 +257,28 @@ class _Run:
             obs_valid = await self.tools.run_calls(self._ctx(info), valid)
         obs_by_pos = dict(zip([id(c) for c in valid], obs_valid, strict=True))
         observations = [obs_by_pos.get(id(c)) or Observation(error=c.error) for c in calls]
-        observations, new_subs = await self.mode.deliver(self, observations)
-        lines, videos, records = compose_tool_turn(turn, calls, observations, time.perf_counter() - t0)
+        done = await self.mode.deliver(self, observations)
+        lines, videos, records = compose_tool_turn(turn, calls, done.observations, time.perf_counter() - t0)
         msg = ChatMessage("tool", tags.render_tool_response_body(lines), videos=tuple(videos))
         enc = self.codec.encode_message(msg)
         prefix = tags.THINK_PREFIX if self.settings.think_prefix else ""
         fits = len(self.main) + len(enc.ids) + len(self.codec.generation_prompt(prefix)) < self.settings.max_context_tokens
-        if fits:  # a rolled-back observation leaves no trace: no trained sub-agents, no counted calls
+        self._apply(done, fits)
+        if fits:
             self.main.add_context(enc.ids, enc.videos, enc.images)
             self.messages.append(msg)
-            self.subs.extend(new_subs)
             self.calls.extend(records)
         return records, fits
+
+    def _apply(self, done: Dispatched, fits: bool) -> None:
+        """The episode's state after its mode's ``deliver``: tokens, sub-agent indices and backend
+        errors are spent whether or not the tool turn fits; a rolled-back turn leaves no trace in
+        the trajectories (no trained sub-agents, no counted calls)."""
+        self.tally.add(done.tokens)
+        self.n_sub_issued += done.n_sub_issued
+        self.backend_errors += done.backend_errors
+        if fits:
+            self.subs.extend(done.subs)
 
 
 

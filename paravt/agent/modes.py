@@ -1,11 +1,17 @@
 """Dispatch modes (DESIGN §2): what a main turn's tool calls become. One class per mode, one
-registry line each (``MODES``); the episode's turn loop asks its mode four things:
+registry line each (``MODES``); the episode's turn loop asks its mode:
 
 - ``prompt``: which system prompt the main agent reads (``paravt.protocol.prompts``);
 - ``uses_tools``: whether calls are run at all (``none``: the first response is final);
 - ``call_limit(k_max)``: calls run per turn (the rest become error lines);
+- ``reinjects_frames``: whether the frames of a call come back into the main agent's context
+  (the sequential token model T_seq of ``paravt.eval.tokens``) or not (T_par);
 - ``deliver``: where the observations go: to sub-agents whose text summaries come back
   (``parallel``), or as frames re-injected into the main agent's context (``sequential``, ``eva``).
+
+A mode never changes the episode: ``deliver`` reads it (``EpisodeView``) and RETURNS what it did
+(``Dispatched``: the observations, new sub-agent trajectories, token and error counts); the
+episode alone applies that record to its state.
 
 A new mode = one subclass here + one line in ``MODES`` + its name in ``config.DispatchMode``
 (docs/extending.md).
@@ -14,10 +20,11 @@ A new mode = one subclass here + one line in ``MODES`` + its name in ``config.Di
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from paravt.agent.subagents import SubagentCall, run_subagents
-from paravt.agent.tally import Tally, count_vision_tokens
+from paravt.agent.tally import TokenRow, count_vision_tokens
 from paravt.agent.trajectory import Trajectory
 from paravt.tools import Observation
 
@@ -27,17 +34,32 @@ if TYPE_CHECKING:
     from paravt.models.chat import ChatCodec
 
 
-class EpisodeState(Protocol):
-    """What a mode may read and update of the running episode."""
+class EpisodeView(Protocol):
+    """What a mode may read of the running episode (read only)."""
 
-    inp: EpisodeInput
-    generator: Generator
-    codec: ChatCodec
-    settings: EpisodeSettings
-    episode_id: str
-    tally: Tally
-    n_sub_issued: int  # sub-agent indices handed out so far (1-based, never reused)
-    backend_errors: int
+    @property
+    def inp(self) -> EpisodeInput: ...
+    @property
+    def generator(self) -> Generator: ...
+    @property
+    def codec(self) -> ChatCodec: ...
+    @property
+    def settings(self) -> EpisodeSettings: ...
+    @property
+    def episode_id(self) -> str: ...
+    @property
+    def n_sub_issued(self) -> int: ...  # sub-agent indices handed out so far (1-based, never reused)
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """What a mode did with one turn's observations; the episode applies it (``_Run._apply``)."""
+
+    observations: tuple[Observation, ...]  # as the tool turn shows them, one per call, in call order
+    subs: tuple[Trajectory, ...] = ()  # new sub-agent trajectories (kept only if the tool turn fits)
+    tokens: TokenRow = TokenRow()  # sub-agent input and generated tokens (counted even on rollback)
+    n_sub_issued: int = 0  # sub-agent indices used (a failed sub-agent's index is not reused)
+    backend_errors: int = 0  # sub-agents whose inference backend failed (not model behaviour)
 
 
 class DispatchMode:
@@ -46,49 +68,47 @@ class DispatchMode:
     name: ClassVar[str]
     prompt: ClassVar[str]
     uses_tools: ClassVar[bool] = True
+    reinjects_frames: ClassVar[bool] = True  # token model: T_seq (True) or T_par (False)
 
     def call_limit(self, k_max: int) -> int:
         return k_max
 
-    async def deliver(self, run: EpisodeState, obs: Sequence[Observation]
-                      ) -> tuple[list[Observation], list[Trajectory]]:
-        """The observations as the tool turn shows them, and new sub-agent trajectories."""
-        return list(obs), []
+    async def deliver(self, run: EpisodeView, obs: Sequence[Observation]) -> Dispatched:
+        """The observations as the tool turn shows them, and what producing them cost."""
+        return Dispatched(tuple(obs))
 
 
 class Parallel(DispatchMode):
     """The method: K calls in one turn; each crop goes to a sub-agent, ONE batched request; the
     K text summaries come back in one tool turn."""
 
-    name, prompt = "parallel", "parallel"
+    name, prompt, reinjects_frames = "parallel", "parallel", False
 
-    async def deliver(self, run: EpisodeState, obs: Sequence[Observation]
-                      ) -> tuple[list[Observation], list[Trajectory]]:
+    async def deliver(self, run: EpisodeView, obs: Sequence[Observation]) -> Dispatched:
         jobs = [SubagentCall(index=i + 1, frames=o.frames, window=o.window or (0.0, 0.0))
                 for i, o in enumerate(obs)
                 if o.error is None and o.delivery == "subagent" and o.frames is not None]
         if not jobs:
-            return list(obs), []
+            return Dispatched(tuple(obs))
         s = run.settings
         results = await run_subagents(
             jobs, question=run.inp.question, generator=run.generator, codec=run.codec,
             sampling=s.sub_sampling, timeout_s=s.subagent_timeout_s, episode_id=run.episode_id,
             first_index=run.n_sub_issued + 1, version=s.prompt_version,
         )
-        run.n_sub_issued += len(jobs)  # indices stay unique even when a sub-agent fails
         out, subs = list(obs), []
+        visual = text = generated = 0
         for job, res in zip(jobs, results, strict=True):
-            run.backend_errors += res.backend_error
             if res.trajectory is not None:
                 t = res.trajectory
                 subs.append(t)
-                visual = count_vision_tokens(run.codec, t.ids[: t.prompt_len])
-                run.tally.add_prompt(visual=visual, total=t.prompt_len, sub=True)
-                run.tally.generated += t.n_sampled
+                v = count_vision_tokens(run.codec, t.ids[: t.prompt_len])
+                visual, text, generated = visual + v, text + t.prompt_len - v, generated + t.n_sampled
             prev = out[job.index - 1]
             out[job.index - 1] = Observation(text=res.summary, window=prev.window, error=res.error,
                                              delivery="text")
-        return out, subs
+        return Dispatched(tuple(out), tuple(subs), TokenRow(sub_visual=visual, sub_text=text, generated=generated),
+                          n_sub_issued=len(jobs), backend_errors=sum(r.backend_error for r in results))
 
 
 class Sequential(DispatchMode):
@@ -110,7 +130,7 @@ class Eva(Sequential):
 class NoTools(DispatchMode):
     """Direct answering: no tool is offered and the first response is final."""
 
-    name, prompt, uses_tools = "none", "none", False
+    name, prompt, uses_tools, reinjects_frames = "none", "none", False, False
 
 
 MODES: dict[str, DispatchMode] = {m.name: m for m in (Parallel(), Sequential(), Eva(), NoTools())}

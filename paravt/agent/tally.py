@@ -50,6 +50,14 @@ class Tally:
             self.main_visual += visual
             self.main_text += total - visual
 
+    def add(self, row: TokenRow) -> None:
+        """Add a record's counts (a dispatch mode's sub-agent tokens, ``modes.Dispatched``)."""
+        self.main_visual += row.main_visual
+        self.main_text += row.main_text
+        self.sub_visual += row.sub_visual
+        self.sub_text += row.sub_text
+        self.generated += row.generated
+
     def freeze(self) -> TokenRow:
         return TokenRow(self.main_visual, self.main_text, self.sub_visual, self.sub_text, self.generated)
 

@@ -7,7 +7,10 @@ per turn (every turn re-reads the context, which grows by one crop each time), a
 agent's input tokens per rollout (``TokenRow.main_input``); sub-agent tokens are reported apart.
 
 `fit_token_budget` estimates v from the measured visual tokens of rollouts whose main context
-holds only the overview (non-sequential modes), then s and h by least squares over all rows.
+holds only the overview (modes that do not re-inject frames), then s and h by least squares over
+all rows. Which model a row follows is its dispatch mode's ``reinjects_frames``
+(``paravt.agent.modes.MODES``): ``sequential`` and ``eva`` re-inject each call's frames into the
+main context (T_seq), ``parallel`` and ``none`` do not (T_par).
 A rollout with K = 0 reads the overview and the system prompt once in either mode, so it is
 fitted as ``v + s`` (the literal ``T_seq(0)`` is 0).
 """
@@ -23,10 +26,16 @@ from typing import BinaryIO
 import numpy as np
 from matplotlib.figure import Figure
 
+from paravt.agent.modes import MODES
 from paravt.errors import DataError
 from paravt.eval.results import ResultRow
 
-SEQUENTIAL_MODES = frozenset({"sequential"})
+
+def reinjects_frames(mode: str) -> bool:
+    """Whether rows of ``mode`` follow the sequential token model (its mode class says; a mode
+    name the registry does not know follows the parallel one)."""
+    m = MODES.get(mode)
+    return m is not None and m.reinjects_frames
 
 
 def t_seq(k: int | float, v: float, s: float, h: float) -> float:
@@ -53,7 +62,7 @@ class TokenBudget:
 def _features(row: ResultRow) -> tuple[float, float, float]:
     """Coefficients of (v, s, h) in the model of ``row``'s main-agent input tokens."""
     k = row.n_calls
-    if row.mode in SEQUENTIAL_MODES and k > 0:
+    if reinjects_frames(row.mode) and k > 0:
         return (k, k, k * (k + 1) / 2)
     return (1.0, 1.0, float(k))
 
@@ -63,7 +72,7 @@ def fit_token_budget(rows: Sequence[ResultRow]) -> TokenBudget:
     the rows cannot determine s and h (fewer than two distinct call patterns)."""
     if not rows:
         raise DataError("no result rows to fit the token budget on; run an eval first")
-    overview = [r.tokens.main_visual for r in rows if r.mode not in SEQUENTIAL_MODES or r.n_calls == 0]
+    overview = [r.tokens.main_visual for r in rows if not reinjects_frames(r.mode) or r.n_calls == 0]
     v = float(median(overview)) if overview else float(min(r.tokens.main_visual for r in rows))
     feats = np.array([_features(r) for r in rows], dtype=np.float64)  # N×3
     target = np.array([r.tokens.main_input for r in rows], dtype=np.float64) - v * feats[:, 0]  # N

@@ -8,7 +8,8 @@ What is recognised
   a Markdown code fence around any of these is ignored. A body that starts with ``name(`` is a
   python-style call: ``crop_video(80, 150)``, ``crop_video("v.mp4", 80, 150)``,
   ``crop_video(start_time=80, end_time=150)``, also ``crop_video(1:20, 2:30)`` and
-  ``print(crop_video(…))``.
+  ``print(crop_video(…))``. Positional arguments take the names of the tool's spec, in the
+  order of its schema's properties (``ToolSpec.positional``; ``my_tool(3, 9)`` → its first two).
 - ``<tool_code>…</tool_code>`` blocks (the pretrained prior's tag): always COUNTED
   (``ParseResult.n_tool_code``, a reversion metric); parsed as calls (``source="tool_code"``) only
   when ``execute_tool_code=True``.
@@ -37,21 +38,20 @@ from typing import Any, Literal
 
 from paravt.errors import ToolCallError
 from paravt.protocol import tags as T
+from paravt.protocol.prompts import CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, positional_params
 from paravt.protocol.times import parse_time
 
 __all__ = [
     "ParsedCall", "ParseResult", "parse_calls", "crop_window", "parse_time", "TIME_KEYS",
-    "POSITIONAL_PARAMS", "WINDOW_TOOLS",
+    "DEFAULT_POSITIONAL", "WINDOW_TOOLS",
 ]
 
 Source = Literal["json", "python", "tool_code"]
 
-#: How positional arguments of a python-style call map to names, per tool.
-POSITIONAL_PARAMS: Mapping[str, tuple[str, ...]] = {
-    "crop_video": ("start_time", "end_time"),
-    "frame_select": ("start_time", "end_time", "nframes", "resize"),
-    "python": ("code",),
-}
+#: How positional arguments of a python-style call map to names when the caller names no tools
+#: (format statistics, offline repair): the order of the protocol's own specs. An episode passes
+#: ``prompts.positional_params(toolset.specs)``, so every tool it offers maps by its own spec.
+DEFAULT_POSITIONAL: Mapping[str, tuple[str, ...]] = positional_params((CROP_VIDEO_SPEC, FRAME_SELECT_SPEC))
 #: Tools whose calls carry a ``[start_time, end_time]`` window (validated and clamped).
 WINDOW_TOOLS: frozenset[str] = frozenset({"crop_video"})
 
@@ -125,10 +125,13 @@ def parse_calls(
     execute_tool_code: bool = False,
     positional: Mapping[str, Sequence[str]] | None = None,
 ) -> ParseResult:
-    """All tool calls of one model output, in text order. Never raises on any string."""
+    """All tool calls of one model output, in text order. Never raises on any string.
+    ``positional``: tool name → the parameter names of its positional arguments, in order
+    (``prompts.positional_params(specs)``; default ``DEFAULT_POSITIONAL``). A python-style call
+    of a tool not in it keeps its positional arguments as ``{"args": [...]}``."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
-    pos = POSITIONAL_PARAMS if positional is None else positional
+    pos = DEFAULT_POSITIONAL if positional is None else positional
     tags = T.find_tags(text)
     calls: list[ParsedCall] = []
     n_code = n_call = 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -39,6 +39,19 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def positional(self) -> tuple[str, ...]:
+        """The parameter names a python-style call's positional arguments map to, in order:
+        the schema's ``properties`` as declared (``crop_video(80, 150)`` → start_time, end_time)."""
+        props = self.parameters.get("properties", {})
+        return tuple(str(k) for k in props) if isinstance(props, dict) else ()
+
+
+def positional_params(specs: Iterable[ToolSpec]) -> dict[str, tuple[str, ...]]:
+    """Tool name → positional parameter order (``ToolSpec.positional``): what the parser's
+    ``parse_calls(positional=…)`` takes for the tools of an episode."""
+    return {s.name: s.positional for s in specs}
+
 
 CROP_VIDEO_SPEC = ToolSpec(
     name="crop_video",
@@ -50,6 +63,23 @@ CROP_VIDEO_SPEC = ToolSpec(
             "end_time": {"type": "number", "description": "end, seconds", "examples": [60]},
         },
         "required": ["start_time", "end_time"],
+    },
+)
+
+FRAME_SELECT_SPEC = ToolSpec(
+    name="frame_select",
+    description=("Select frames from a time window and see them directly. At most 1 frame per "
+                 "second; nframes × resized pixels is charged to a per-call and per-episode visual "
+                 "budget (the result says how much is left)."),
+    parameters={
+        "type": "object",
+        "properties": {
+            "start_time": {"type": "number", "description": "start, seconds", "examples": [30]},
+            "end_time": {"type": "number", "description": "end, seconds", "examples": [60]},
+            "nframes": {"type": "integer", "description": "frames to sample (≤ 1 per second)", "examples": [8]},
+            "resize": {"type": "number", "description": "scale of the native resolution, in (0, 1]", "examples": [0.5]},
+        },
+        "required": ["start_time", "end_time", "nframes"],
     },
 )
 

@@ -19,28 +19,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from paravt.errors import ToolCallError, VideoError
-from paravt.protocol.prompts import ToolSpec
+from paravt.protocol.prompts import FRAME_SELECT_SPEC, ToolSpec  # in protocol: the parser's defaults
 from paravt.tools.base import Observation, ToolContext, number_arg, window_text
 from paravt.video import sample_frames, smart_resize
 
 MAX_FPS = 1.0
-
-FRAME_SELECT_SPEC = ToolSpec(
-    name="frame_select",
-    description=("Select frames from a time window and see them directly. At most 1 frame per "
-                 "second; nframes × resized pixels is charged to a per-call and per-episode visual "
-                 "budget (the result says how much is left)."),
-    parameters={
-        "type": "object",
-        "properties": {
-            "start_time": {"type": "number", "description": "start, seconds", "examples": [30]},
-            "end_time": {"type": "number", "description": "end, seconds", "examples": [60]},
-            "nframes": {"type": "integer", "description": "frames to sample (≤ 1 per second)", "examples": [8]},
-            "resize": {"type": "number", "description": "scale of the native resolution, in (0, 1]", "examples": [0.5]},
-        },
-        "required": ["start_time", "end_time", "nframes"],
-    },
-)
 
 
 def plan_frames(ctx: ToolContext, start: float, end: float, nframes: int, resize: float) -> tuple[int, int, int]:

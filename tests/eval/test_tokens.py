@@ -31,6 +31,19 @@ def test_fit_recovers_v_s_h_from_exact_rows() -> None:
     assert b.rmse == pytest.approx(0, abs=1e-6) and b.n_rows == 7
 
 
+def test_eva_rows_follow_the_sequential_model() -> None:
+    # eva re-injects each frame_select's frames (Eva.reinjects_frames): its rows are T_seq rows.
+    # v=256, s=120, h=60: eva K=2 reads 2·376 + 3·60 = 932 tokens, K=3 reads 3·376 + 6·60 = 1488.
+    v, s, h = 256, 120, 60
+    assert t_seq(2, v, s, h) == 932 and t_seq(3, v, s, h) == 1488
+    rows = [_row("parallel", k, v, t_par(k, v, s, h)) for k in (0, 1, 2, 4)]
+    rows += [_row("eva", 2, 2 * v, 932), _row("eva", 3, 3 * v, 1488)]
+    b = fit_token_budget(rows)
+    assert (b.v, b.s, b.h) == pytest.approx((256, 120, 60)) and b.rmse == pytest.approx(0, abs=1e-6)
+    # before (eva fitted as T_par = v + s + K·h, 496 at K=2 instead of 932) the same rows gave
+    # s=161.6, h=153.2 and an rmse of 331.7 tokens
+
+
 def test_fit_needs_two_call_counts() -> None:
     with pytest.raises(DataError, match="two different numbers of calls"):
         fit_token_budget([_row("parallel", 2, 100, 300), _row("parallel", 2, 100, 310)])
