@@ -1,0 +1,156 @@
+"""One writer per output directory: ``OUT/.paravt.lock``.
+
+A run that writes into ``OUT`` (`paravt eval --out`, `paravt data distill --out`, a trainer's
+``out_dir``) holds the lock for as long as it writes. The lock file is created atomically and
+whole (written aside, then hard-linked into place: ``link`` fails like ``O_EXCL`` if it exists) and holds the holder's pid, host, start time and command. A second run on
+the same directory raises `OutputLocked`, naming the holder; a lock whose holder is dead (a pid
+that no longer exists on THIS host: a killed run) is stale and is taken over with a one-line
+warning. A lock held from another host is never taken over (its pid cannot be checked here):
+delete the file by hand once that run has ended.
+
+Taking over a stale lock happens under an ``flock`` on the directory, so two runs that find
+the same stale lock cannot both take it. Stdlib only: a bottom-layer module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import socket
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from paravt.errors import ParavtError
+
+log = logging.getLogger(__name__)
+LOCK_NAME = ".paravt.lock"
+
+
+class OutputLocked(ParavtError):
+    """Another live run holds the output directory's lock."""
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a lock (what the lock file says)."""
+
+    pid: int
+    host: str
+    since: float  # time.time() when the lock was taken
+    command: str
+    token: str  # unique per acquisition: release removes only its own file
+
+    def describe(self) -> str:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))
+        return f"pid {self.pid} on {self.host} since {started} ({self.command})"
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def _read(path: Path) -> Holder | None:
+    """The holder written in ``path``; None when the file is gone or unreadable (half-written)."""
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        return Holder(int(d["pid"]), str(d["host"]), float(d["since"]), str(d.get("command", "?")), str(d["token"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _create(path: Path, holder: Holder) -> bool:
+    """Create the lock file with ``holder`` in it, atomically and whole (written to a private
+    file, then hard-linked into place: ``link`` fails if the name exists, like ``O_EXCL``, and
+    the lock is never seen half-written); False when it already exists."""
+    tmp = path.with_name(f"{path.name}.{holder.token}")
+    with tmp.open("w", encoding="utf-8") as f:
+        json.dump({"pid": holder.pid, "host": holder.host, "since": holder.since, "command": holder.command,
+                   "token": holder.token}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    return True
+
+
+def _is_stale(h: Holder | None) -> bool:
+    """A holder that is dead on this host (or a lock file that is not ours to read: corrupted)."""
+    if h is None:
+        return True
+    return h.host == socket.gethostname() and not _pid_alive(h.pid)
+
+
+def _take_over(path: Path, me: Holder) -> Holder | None:
+    """Under an flock on the directory: if the lock is (still) stale, replace it with ``me``.
+    Returns None when ``me`` now holds it, else the live holder found (``me`` itself if the file
+    vanished in between: the caller tries again)."""
+    guard = os.open(path.parent, os.O_RDONLY)  # flock on the directory itself: no extra file
+    try:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        found = _read(path)
+        if path.exists() and not _is_stale(found):
+            return found
+        if path.exists():
+            log.warning("%s: taking over a stale lock (%s: that process is gone)", path.parent,
+                        found.describe() if found else "an unreadable lock file")
+            path.unlink(missing_ok=True)
+        return None if _create(path, me) else (_read(path) or me)
+    finally:
+        os.close(guard)  # closing the descriptor releases the flock
+
+
+def acquire(out_dir: str | Path, command: str) -> Holder:
+    """Take ``out_dir``'s lock for this process; `OutputLocked` naming the holder if a live run has it."""
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / LOCK_NAME
+    me = Holder(os.getpid(), socket.gethostname(), time.time(), command, uuid.uuid4().hex)
+    for _ in range(3):
+        if _create(path, me):
+            return me
+        other = _take_over(path, me)
+        if other is None:
+            return me
+        if other.token != me.token:
+            raise OutputLocked(
+                f"{d} is being written by another run: {other.describe()}; one writer per output directory. "
+                f"Wait for it to end, pick another output directory, or, if that run is gone, delete {path}")
+    raise OutputLocked(f"{d}: its lock {path} kept changing hands while this run tried to take it; "
+                       "another run is starting there: wait for it or pick another output directory")
+
+
+def release(out_dir: str | Path, me: Holder) -> None:
+    """Remove ``out_dir``'s lock if it is still ``me``'s (never another run's)."""
+    path = Path(out_dir) / LOCK_NAME
+    h = _read(path)
+    if h is not None and h.token == me.token:
+        path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def hold(out_dir: str | Path, command: str | None = None) -> Iterator[Holder]:
+    """``with hold(out):`` — the lock for the body's duration (released on any exit)."""
+    me = acquire(out_dir, command or " ".join(sys.argv[:3]) or "paravt")
+    try:
+        yield me
+    finally:
+        release(out_dir, me)
