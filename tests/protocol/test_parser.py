@@ -2,6 +2,7 @@ import pytest
 
 from paravt.errors import ToolCallError
 from paravt.protocol.parser import ParsedCall, parse_calls, parse_time
+from paravt.protocol.prompts import CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, ToolSpec, positional_params
 from paravt.protocol.validate import validate_calls
 from paravt.protocol.tags import render_crop_call
 
@@ -124,3 +125,24 @@ def test_validation_rules_each_call_independently() -> None:
 def test_validation_rejects_bad_limits() -> None:
     with pytest.raises(ToolCallError):
         validate_calls((), duration=0, k_max=8, min_window=1, known_tools=KNOWN)
+
+
+def test_positional_names_come_from_each_tools_spec() -> None:
+    spec = ToolSpec("my_tool", "a toy", {"type": "object", "properties": {"lo": {"type": "number"},
+                                                                          "hi": {"type": "number"}}})
+    body = "<tool_call>my_tool(3, 9)</tool_call>"
+    assert one(body, positional=positional_params([spec])).arguments == {"lo": 3, "hi": 9}
+    assert one(body).arguments == {"args": [3, 9]}  # a tool the parser was not told about
+    over = one("<tool_call>my_tool(3, 9, 4)</tool_call>", positional=positional_params([spec]))
+    assert over.error == "my_tool takes at most 2 positional arguments (lo, hi), got 3"
+
+
+def test_built_in_specs_give_the_positional_order_of_their_schemas() -> None:
+    from paravt.tools.python_tool import PYTHON_SPEC
+
+    order = positional_params([CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, PYTHON_SPEC])
+    assert order == {"crop_video": ("start_time", "end_time"),
+                     "frame_select": ("start_time", "end_time", "nframes", "resize"), "python": ("code",)}
+    assert one("<tool_call>frame_select(10, 20, 4, 0.5)</tool_call>").arguments == {
+        "start_time": 10.0, "end_time": 20.0, "nframes": 4, "resize": 0.5}  # the default: protocol's specs
+    assert one('<tool_call>python("print(1)")</tool_call>', positional=order).arguments == {"code": "print(1)"}
