@@ -14,7 +14,7 @@ from rich.table import Table
 from paravt.cli.output import stdout_console
 from paravt.config import TrainConfig
 from paravt.eval.benchmarks.protocol import PROMPT_CLASSES, Protocol, benchmark_root, run_benchmark
-from paravt.eval.benchmarks.scoring import check_benchmark
+from paravt.eval.benchmarks.registry import check_benchmark
 
 console = stdout_console()
 

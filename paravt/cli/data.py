@@ -10,6 +10,7 @@ from rich.table import Table
 
 from paravt.cli.output import fail, stdout_console
 from paravt.errors import ParavtError
+from paravt.eval.benchmarks.registry import benchmark_names
 
 app = typer.Typer(help="Build, check and convert datasets.", no_args_is_help=True)
 console = stdout_console()
@@ -160,13 +161,13 @@ def prefilter_cmd(inp: str = typer.Option(..., "--in", help="rl.parquet"),
 
 
 @app.command("bench")
-def bench(name: str = typer.Argument(..., help="videomme | videomme_sub | longvideobench | lvbench | mlvu | mmvu | charades_sta"),
+def bench(name: str = typer.Argument(..., help=" | ".join(benchmark_names())),
           root: str = typer.Option(..., "--root"),
           limit: int | None = typer.Option(None, "--limit")) -> None:
-    """Load a benchmark's annotations and check its videos (paravt.data.benchmarks)."""
+    """Load a benchmark's annotations and check its videos (paravt.eval.benchmarks)."""
     from collections import Counter
 
-    from paravt.data.benchmarks import load_benchmark
+    from paravt.eval.benchmarks.registry import load_benchmark
 
     try:
         samples = load_benchmark(name, root, limit=limit)

@@ -12,6 +12,7 @@ from paravt.cli import bench_eval
 from paravt.cli.output import fail, stderr_console, stdout_console
 from paravt.config import DispatchMode, TrainConfig, load_for_model
 from paravt.errors import ParavtError
+from paravt.eval.benchmarks.registry import benchmark_names
 
 console = stdout_console()
 
@@ -29,7 +30,7 @@ def eval_cmd(
     processor: str | None = typer.Option(None, "--processor", help="Processor dir (with a URL model)"),
     config: Path | None = typer.Option(None, "--config", help="YAML: model/video/rollout/reward/eval settings (default: the checkpoint's own paravt_config.yaml, else the defaults)"),
     benchmark: str | None = typer.Option(None, "--benchmark", help="Benchmarks instead of --data: NAME[,NAME…] of "
-                                         "videomme, videomme_sub, longvideobench, lvbench, mlvu, mmvu, charades_sta, elv_halluc"),
+                                         + ", ".join(benchmark_names())),
     root: Path | None = typer.Option(None, "--root", help="With --benchmark: directory of the benchmark's files (or of one subdirectory per benchmark)"),
     prompt_class: str | None = typer.Option(None, "--prompt-class", help="With --benchmark: agentic | reasoning | direct (default eval.prompt_class)"),
     scoring: str | None = typer.Option(None, "--scoring", help="With --benchmark: lmms | paravt headline scorer (default eval.scoring)"),

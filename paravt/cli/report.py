@@ -9,7 +9,7 @@ from rich.table import Table
 
 from paravt.cli.output import fail, stderr_console, stdout_console
 from paravt.errors import ParavtError
-from paravt.eval.benchmarks.table1 import COLUMNS, Table1Row, table1_rows
+from paravt.eval.benchmarks.table1 import Table1Row, columns, table1_rows
 from paravt.eval.report import build_report
 
 console = stderr_console()
@@ -36,9 +36,10 @@ def table1_table(rows: list[Table1Row]) -> Table:
     t = Table(title="benchmarks vs the paper's Table 1 (paper rows quoted, not measured)")
     t.add_column("model / run")
     t.add_column("source")
-    for _, title in COLUMNS:
+    cols = columns()
+    for _, title in cols:
         t.add_column(title, justify="right")
     for r in rows:
         src = r.source + (f", {r.scoring}" if r.scoring else "")
-        t.add_row(r.label, src, *("–" if r.values.get(k) is None else f"{r.values[k]:.1f}" for k, _ in COLUMNS))
+        t.add_row(r.label, src, *("–" if r.values.get(k) is None else f"{r.values[k]:.1f}" for k, _ in cols))
     return t

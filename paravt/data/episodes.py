@@ -1,7 +1,8 @@
 """The ONE place where a dataset row becomes an ``EpisodeInput`` (the episode's typed input):
-our parquet rows (``to_episode_input``, ``load_episode_inputs``), benchmark samples
-(``from_eval_sample``) and verl rows (``from_extra_info``, the JSON ``extra_info`` that
-``write_verl_parquet`` writes). Code reads the typed fields (subset, duration, benchmark, tool
+our parquet rows (``to_episode_input``, ``load_episode_inputs``) and verl rows
+(``from_extra_info``, the JSON ``extra_info`` that ``write_verl_parquet`` writes). Benchmark
+samples become one in ``paravt.eval.benchmarks.base.EvalSample.to_episode_input`` (eval reads
+data, never the reverse). Code reads the typed fields (subset, duration, benchmark, tool
 necessity per overview budget); ``meta`` keeps informational extras only.
 """
 
@@ -17,7 +18,6 @@ from paravt.errors import DataError
 
 if TYPE_CHECKING:
     from paravt.agent import EpisodeInput
-    from paravt.data.benchmarks import EvalSample
 
 #: ``extra_info`` keys a verl row must carry (paravt.integrations.verl.data.verl_record).
 VERL_REQUIRED = ("id", "video", "question", "task", "answer")
@@ -50,15 +50,6 @@ def load_episode_inputs(path: str | Path, root: str | Path | None = None, *, nfr
     rows = [r for r in read_rows(path) if r.kind == "rl"]
     out = [to_episode_input(r, base, nframes=nframes) for r in rows]
     return out[:limit] if limit else out
-
-
-def from_eval_sample(s: EvalSample, nframes: int) -> EpisodeInput:
-    """A benchmark sample (``paravt.data.benchmarks``); its own grouping keys stay in ``meta``."""
-    from paravt.agent import EpisodeInput
-
-    return EpisodeInput(id=s.id, video=s.video, question=s.question, task=s.task,  # type: ignore[arg-type]
-                        answer=s.answer, options=s.options, nframes=nframes, meta=dict(s.meta),
-                        subset=s.subset, duration=s.duration, benchmark=s.benchmark)
 
 
 def from_extra_info(extra: Mapping[str, Any], nframes: int) -> EpisodeInput:

@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from paravt.errors import DataError
 
@@ -64,30 +65,37 @@ def training_curves_figure(
 
 
 def accuracy_by_n_figure(groups: Mapping[str, Mapping[int, float]]) -> Figure:
-    """Grouped bars: x = gated n (overview frames), one bar per group (run × mode)."""
+    """One panel per dispatch mode, one line per run: x = gated n (overview frames, log scale).
+
+    ``groups`` is keyed ``"run · mode"`` (`accuracy_by_n`, `train_accuracy_by_n`). Lines, not bars,
+    so nine variants × three modes stay readable; a run keeps its colour in every panel."""
     ns = sorted({n for g in groups.values() for n in g})
     if not ns:
         raise DataError("no accuracy by nframes to plot; the eval rows or train logs hold no nframes")
-    legend_rows = math.ceil(len(groups) / 3)
-    label_width = 0.07 * max(len(g) for g in groups) * min(3, len(groups)) + 1  # inches a legend row needs
-    fig = Figure(figsize=(max(7.0, 0.25 * len(ns) * len(groups) + 3, label_width), 3.6 + 0.22 * legend_rows), dpi=100)
-    ax = fig.add_subplot(1, 1, 1)
-    width = 0.8 / max(1, len(groups))
-    x = np.arange(len(ns))
-    for j, (name, accs) in enumerate(groups.items()):
-        vals = [accs.get(n, np.nan) for n in ns]
-        bars = ax.bar(x + (j - (len(groups) - 1) / 2) * width, vals, width, label=name, color=f"C{j}")
-        for b, v in zip(bars, vals):
-            if not np.isnan(v):
-                ax.annotate(f"{v:.2f}", (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom",
-                            fontsize=6, rotation=90 if len(groups) > 3 else 0)
-    ax.set_xticks(x, [str(n) for n in ns])
-    ax.set_xlabel("gated n (overview frames)")
-    ax.set_ylabel("accuracy (mean score)")
-    ax.set_ylim(0, 1.15)
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8, ncols=min(3, len(groups)), loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
-    fig.tight_layout()
+    panels: dict[str, dict[str, Mapping[int, float]]] = {}
+    for key, accs in groups.items():
+        run, _, mode = key.rpartition(" · ")
+        panels.setdefault(mode or key, {})[run or key] = accs
+    runs = list(dict.fromkeys(r for by_run in panels.values() for r in by_run))
+    colour = {r: f"C{i % 10}" for i, r in enumerate(runs)}
+    style = {r: ("-", "--", ":")[(i // 10) % 3] for i, r in enumerate(runs)}
+    legend_rows = math.ceil(len(runs) / 3)
+    fig = Figure(figsize=(max(7.0, 3.4 * len(panels)), 3.4 + 0.22 * legend_rows), dpi=100)
+    axes = fig.subplots(1, len(panels), squeeze=False, sharey=True)[0]
+    for ax, (mode, by_run) in zip(axes, panels.items()):
+        for run, accs in by_run.items():
+            xs = [n for n in ns if n in accs]
+            ax.plot(xs, [accs[n] for n in xs], marker="o", ms=4, lw=1.4, ls=style[run], color=colour[run], label=run)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ns, [str(n) for n in ns])
+        ax.set_title(mode, fontsize=10)
+        ax.set_xlabel("gated n (overview frames)")
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("accuracy (mean score)")
+    handles = [Line2D([], [], color=colour[r], ls=style[r], marker="o", ms=4) for r in runs]
+    fig.legend(handles, runs, fontsize=8, ncols=min(3, len(runs)), loc="lower center", frameon=False)
+    fig.tight_layout(rect=(0, 0.07 * legend_rows + 0.04, 1, 1))
     return fig
 
 

@@ -224,12 +224,22 @@ def _eval_table_html(evals: Sequence[EvalRun]) -> str:
             digits = 0 if k == "tokens" else 2 if k in ("calls", "latency_s") else 3
             cells.append(f'<td class="{"l" if k in ("run", "mode") else ""}">{_fmt(v, digits)}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    gaps = [f"{html.escape(e.name)} · {html.escape(m)}: {_fmt(bd.get('tool_necessity_gap'))}"
-            for e in evals for m, bd in (e.metrics.get("by_mode") or {}).items()
-            if bd.get("tool_necessity_gap") is not None]
-    note = ('<p>Tool Necessity Gap (score on tool-unnecessary − tool-necessary prompts): '
-            + "; ".join(gaps) + "</p>") if gaps else ""
-    return f'<table id="eval-table"><tr>{head}</tr>{"".join(body)}</table>{note}'
+    return f'<table id="eval-table"><tr>{head}</tr>{"".join(body)}</table>{_necessity_table_html(evals)}'
+
+
+def _necessity_table_html(evals: Sequence[EvalRun]) -> str:
+    """Tool Necessity Gap as a table: a row per run, a column per dispatch mode (empty: none measured)."""
+    gaps = {(e.name, m): bd["tool_necessity_gap"] for e in evals for m, bd in (e.metrics.get("by_mode") or {}).items()
+            if bd.get("tool_necessity_gap") is not None}
+    if not gaps:
+        return ""
+    modes = sorted({m for _, m in gaps})
+    runs = list(dict.fromkeys(r for r, _ in gaps))
+    head = '<th class="l">run</th>' + "".join(f"<th>{html.escape(m)}</th>" for m in modes)
+    body = "".join('<tr><td class="l">' + html.escape(r) + "</td>"
+                   + "".join(f"<td>{_fmt(gaps.get((r, m)))}</td>" for m in modes) + "</tr>" for r in runs)
+    return ('<h3>Tool Necessity Gap</h3><p class="muted">score on tool-unnecessary − tool-necessary prompts, '
+            f'per run and dispatch mode</p><table id="necessity-gap"><tr>{head}</tr>{body}</table>')
 
 
 def _pick_transcripts(evals: Sequence[EvalRun], n: int) -> list[tuple[str, ResultRow]]:

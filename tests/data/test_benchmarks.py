@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paravt.data.benchmarks import load_benchmark
 from paravt.errors import DataError
+from paravt.eval.benchmarks.registry import load_benchmark
 
 
 def _touch(p: Path) -> None:

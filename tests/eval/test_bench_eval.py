@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from paravt.cli import app
-from paravt.data.benchmarks import load_benchmark
+from paravt.eval.benchmarks.registry import load_benchmark
 from paravt.eval.benchmarks.protocol import score_rows
 from paravt.eval.results import load_results
 

@@ -8,8 +8,9 @@ import random
 import pytest
 
 from paravt.eval.benchmarks import lmms_rules as L
+from paravt.eval.benchmarks.base import Scored, ScoredItem
 from paravt.eval.benchmarks.protocol import overview_frames
-from paravt.eval.benchmarks.scoring import Scored, ScoredItem, aggregate, score_lmms, score_paravt
+from paravt.eval.benchmarks.scoring import aggregate, score_lmms, score_paravt
 
 
 @pytest.mark.parametrize("text, want", [

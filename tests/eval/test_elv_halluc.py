@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from paravt.cli import app
-from paravt.data.benchmarks import load_benchmark
 from paravt.errors import DataError
 from paravt.eval.benchmarks.elv_halluc import elv_report, sah_ratio, yes_no
+from paravt.eval.benchmarks.registry import load_benchmark
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_fixtures import build  # noqa: E402

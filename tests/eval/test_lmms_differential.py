@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from paravt.eval.benchmarks import lmms_rules as L
-from paravt.eval.benchmarks.scoring import MMVU_DISCIPLINES, ScoredItem, aggregate, option_letters, score_lmms
+from paravt.eval.benchmarks.base import ScoredItem, option_letters
+from paravt.eval.benchmarks.mmvu import MMVU_DISCIPLINES
+from paravt.eval.benchmarks.scoring import aggregate, score_lmms
 
 sys.path.insert(0, str(Path(__file__).parent))
 from lmms_corpus import corpus  # noqa: E402

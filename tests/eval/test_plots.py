@@ -49,3 +49,18 @@ def test_accuracy_by_n_png_decodes() -> None:
     buf = io.BytesIO()
     plots.accuracy_by_n_png({"a": {4: 0.2, 16: 0.5}, "b": {16: 0.9}}, buf)
     assert Image.open(io.BytesIO(buf.getvalue())).size[0] >= 700
+
+
+def test_accuracy_by_n_has_one_panel_per_mode_and_one_line_per_run() -> None:
+    groups = {f"{run} · {mode}": {4: 0.1 * i, 16: 0.2, 64: 0.5}
+              for i, run in enumerate(["sft", "vanilla", "paragrpo"]) for mode in ["none", "parallel", "sequential"]}
+    groups["paragrpo · parallel"] = {4: 0.9}  # a run measured at one n only is still a line (a point)
+    fig = plots.accuracy_by_n_figure(groups)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["none", "parallel", "sequential"]
+    assert [len(ax.get_lines()) for ax in fig.axes] == [3, 3, 3]
+    parallel = {line.get_label(): list(line.get_xdata()) for line in fig.axes[1].get_lines()}
+    assert parallel["paragrpo"] == [4] and parallel["sft"] == [4, 16, 64]
+    # a run keeps its colour across panels
+    colours = [{ln.get_label(): ln.get_color() for ln in ax.get_lines()} for ax in fig.axes]
+    assert colours[0] == colours[1] == colours[2]

@@ -128,3 +128,18 @@ def test_runs_named_alike_are_told_apart_by_their_path(tmp_path: Path) -> None:
         (d / "train_log.jsonl").write_text('{"step": 1, "loss": 0.5}\n')
     names = sorted(t.name for t in discover([tmp_path]).train)
     assert names == ["paragrpo/seed0", "vanilla_grpo/seed0"]
+
+
+def test_tool_necessity_gap_is_a_table_of_run_by_mode(demo: Path, tmp_path: Path) -> None:
+    out = build_report([demo], tmp_path / "gap" / "report.html")
+    text = out.read_text(encoding="utf-8")
+    table = text.split('<table id="necessity-gap">', 1)[1].split("</table>", 1)[0]
+    met = compute_metrics(load_results(demo / "rl" / "eval" / "results.jsonl"))
+    gaps = {m: bd["tool_necessity_gap"] for m, bd in met["by_mode"].items() if bd["tool_necessity_gap"] is not None}
+    assert gaps, "the fake runs must measure a gap"
+    header = table.split("</tr>", 1)[0]
+    assert [h for h in ("none", "parallel", "sequential") if f"<th>{h}</th>" in header] == sorted(gaps)
+    row = next(r for r in table.split("<tr>") if r.startswith('<td class="l">rl-tiny/eval</td>'))
+    for mode in sorted(gaps):
+        assert f"<td>{gaps[mode]:.3f}</td>" in row
+    assert "Tool Necessity Gap (score on" not in text  # no longer a run-on paragraph

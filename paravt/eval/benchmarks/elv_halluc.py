@@ -8,17 +8,31 @@ truth AND no to the in-video caption; out-of-video correct likewise. Semantic Ag
 Hallucination ratio = (OutAcc − InAcc) / (1 − InAcc): how much more the model is fooled by
 details that ARE in the video. Reported per aspect (Visual Details, Object, Action, Declarative
 Content) as EVA's Table 1 does; ``avg_acc`` is the accuracy over both adversarial pairs of every
-triplet, i.e. (InAcc + OutAcc) / 2. Percentages. Pure.
+triplet, i.e. (InAcc + OutAcc) / 2. Percentages.
+
+Layout: ``ELV_Halluc.jsonl`` (also ``data/``), one yes/no question per line, in triplets of
+consecutive lines (ground_truth, in_video, out_video captions of one event), as the benchmark's
+``eval.py`` reads it. Fields: ``caption_type``, ``ref_answer`` (Yes/No), ``aspect``, the question
+(``question`` or ``prompt``) and the video (``video`` / ``video_path`` / ``video_id``, under
+``videos/``). ELV-Halluc has no lmms-eval task: the lmms scoring is the benchmark's own yes/no
+reading, and it is not a column of the ParaVT paper's Table 1.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from paravt.errors import DataError
+from paravt.eval.benchmarks.base import Benchmark, EvalSample, Groups, Scored, ScoredItem
 from paravt.eval.benchmarks.lmms_rules import strip_reasoning_tags
+from paravt.eval.benchmarks.loading import need, video_path
+
+CAPTION_TYPES: tuple[str, ...] = ("ground_truth", "in_video", "out_video")
 
 ASPECTS: Mapping[str, str] = {"visualdetails": "Visual Details", "visualdetail": "Visual Details",
                               "vd": "Visual Details", "object": "Object", "objects": "Object",
@@ -57,7 +71,7 @@ def _triplet_scores(items: Sequence[tuple[str, str, str, float]]) -> tuple[list[
     out, incomplete = [], 0
     for trip in sorted(by, key=lambda t: (len(t), t)):
         t = by[trip]
-        if set(t) != {"ground_truth", "in_video", "out_video"}:
+        if set(t) != set(CAPTION_TYPES):
             incomplete += 1
             continue
         gt = t["ground_truth"][1] >= 1.0
@@ -84,3 +98,41 @@ def elv_report(items: Sequence[tuple[str, str, str, float]]) -> dict[str, Any]:
         aspects.setdefault(aspect_name(t[0]), []).append(t)
     return {**_acc_block(trips), "incomplete_triplets": incomplete,
             "by_aspect": {a: _acc_block(v) for a, v in sorted(aspects.items())}}
+
+
+def load_elv_halluc(root: Path) -> list[EvalSample]:
+    ann = need(root, "elv_halluc", ["ELV_Halluc.jsonl", "data/ELV_Halluc.jsonl", "**/ELV_Halluc.jsonl"])
+    recs = [json.loads(x) for x in ann.read_text(encoding="utf-8").splitlines() if x.strip()]
+    out = []
+    for i, r in enumerate(recs):
+        ctype = str(r.get("caption_type", ""))
+        if ctype not in CAPTION_TYPES:
+            raise DataError(f"elv_halluc line {i + 1}: caption_type {ctype!r} is not one of {CAPTION_TYPES}")
+        video = next((str(r[k]) for k in ("video", "video_path", "video_id") if r.get(k)), "")
+        if not video:
+            raise DataError(f"elv_halluc line {i + 1}: no video field (video, video_path or video_id)")
+        video = video if video.endswith((".mp4", ".mkv", ".webm")) else f"{video}.mp4"
+        out.append(EvalSample(
+            id=f"elv-{i}", benchmark="elv_halluc", video=str(video_path(root, ["videos", "video", "."], video)),
+            question=str(r.get("question") or r.get("prompt") or ""), task="oe", answer=str(r["ref_answer"]).strip(),
+            subset=str(r.get("aspect", "")), meta={"triplet": str(i // 3), "caption_type": ctype,
+                                                   "aspect": str(r.get("aspect", ""))}))
+    return out
+
+
+def rule(text: str, answer: str, options: Sequence[str] | None, *, item_id: str, seed: int) -> Scored:
+    yn = yes_no(text)
+    return Scored(yn or "", float(yn is not None and yn == answer.strip().lower()))
+
+
+def groups(s: EvalSample) -> Groups:
+    return {k: str(s.meta.get(k, "")) for k in ("triplet", "caption_type", "aspect")}
+
+
+def aggregate(items: Sequence[ScoredItem]) -> dict[str, object]:
+    rep = elv_report([(str(it.groups.get("triplet", it.id)), str(it.groups.get("caption_type", "")),
+                       str(it.groups.get("aspect", "")), it.scored.score) for it in items])
+    return {"headline": rep["avg_acc"], "headline_metric": "avg acc (SAH alongside)", **rep}
+
+
+ELV_HALLUC = Benchmark("elv_halluc", load_elv_halluc, rule, aggregate, groups, answer_kind="yes_no")

@@ -25,11 +25,10 @@ from statistics import fmean
 from typing import Any, Literal
 
 from paravt.agent import EpisodeInput, EpisodeSettings
-from paravt.data.benchmarks import EvalSample, load_benchmark
 from paravt.errors import VideoError
-from paravt.eval.benchmarks.scoring import (
-    MMVU_DISCIPLINES, Scored, ScoredItem, Scoring, aggregate, check_benchmark, score_lmms, score_paravt,
-)
+from paravt.eval.benchmarks.base import EvalSample, Groups, Scored, ScoredItem
+from paravt.eval.benchmarks.registry import get_benchmark, load_benchmark
+from paravt.eval.benchmarks.scoring import Scoring, aggregate, score_lmms, score_paravt
 from paravt.eval.metrics import TOKEN_FIELDS
 from paravt.eval.results import ResultRow, load_results
 from paravt.protocol.tags import join_turns
@@ -93,25 +92,9 @@ def bench_dir(out: Path, bench: str, proto: Protocol) -> Path:
 # ------------------------------------------------------------------------------ scoring rows
 
 
-def groups_of(s: EvalSample) -> dict[str, str | tuple[str, ...]]:
-    """What the benchmark's aggregation groups a sample by (lmms-eval's keys)."""
-    meta = s.meta
-    if s.benchmark in ("videomme", "videomme_sub"):
-        return {"duration": s.subset, "task_type": str(meta.get("task_type") or ""), "domain": str(meta.get("domain") or "")}
-    if s.benchmark == "longvideobench":
-        return {"duration_group": str(meta.get("duration_group", "")), "question_category": str(meta.get("question_category") or "")}
-    if s.benchmark == "lvbench":
-        qt = meta.get("question_type") or ()
-        return {"question_type": tuple(qt) if isinstance(qt, list | tuple) else (str(qt),), "video_type": s.subset}
-    if s.benchmark == "mlvu":  # lmms-eval's task type: the json file's name without its "N_" prefix
-        stem = s.id.rsplit("-", 1)[0]
-        return {"task_type": stem.split("_", 1)[1] if stem[:1].isdigit() and "_" in stem else stem}
-    if s.benchmark == "elv_halluc":
-        return {k: str(meta.get(k, "")) for k in ("triplet", "caption_type", "aspect")}
-    if s.benchmark == "mmvu":
-        subject = Path(s.video).parent.name
-        return {"subject": subject, "discipline": MMVU_DISCIPLINES.get(subject, "")}
-    return {}
+def groups_of(s: EvalSample) -> Groups:
+    """What the benchmark's aggregation groups a sample by (lmms-eval's keys; ``Benchmark.groups``)."""
+    return get_benchmark(s.benchmark).groups(s)
 
 
 def final_response(row: ResultRow) -> str:
@@ -129,6 +112,7 @@ def row_failed(row: ResultRow) -> bool:
 def score_rows(bench: str, rows: Sequence[ResultRow], samples: Mapping[str, EvalSample], scoring: Scoring,
                seed: int = 0) -> list[ScoredItem]:
     """Each row scored under ``scoring``; failed rows score 0."""
+    content_key = get_benchmark(bench).content_key
     items = []
     for r in rows:
         s = samples.get(r.id)
@@ -140,7 +124,7 @@ def score_rows(bench: str, rows: Sequence[ResultRow], samples: Mapping[str, Eval
         else:  # our extraction on the whole main-agent completion (what the training reward reads)
             sc = score_paravt(bench, join_turns([t.text for t in r.transcript if t.role == "assistant"]),
                               r.answer, r.options)
-        key = f"{Path(r.video).name}>>>{r.question}>>>{r.answer}" if bench == "charades_sta" else r.id
+        key = f"{Path(r.video).name}>>>{r.question}>>>{r.answer}" if content_key else r.id
         items.append(ScoredItem(r.id, sc, groups_of(s) if s else {}, key=key, error=failed))
     return items
 
@@ -180,7 +164,7 @@ def run_benchmark(bench: str, root: Path, *, backend: Any, base: EpisodeSettings
     ``metrics.json`` with the ``benchmark`` section added; return those metrics."""
     from paravt.eval.runner import evaluate
 
-    samples = load_benchmark(check_benchmark(bench), root, limit=limit)
+    samples = load_benchmark(bench, root, limit=limit)
     settings, run_modes = class_settings(base, proto, modes)
     d = bench_dir(out, bench, proto)
     metrics = evaluate(episode_inputs(samples, proto), backend, settings, modes=run_modes, out=d,
@@ -194,10 +178,11 @@ def run_benchmark(bench: str, root: Path, *, backend: Any, base: EpisodeSettings
 
 
 def benchmark_root(root: Path, bench: str, n_benchmarks: int) -> Path:
-    """One benchmark: ``root`` is its directory. Several: ``root/<bench>`` each (videomme_sub
-    shares ``root/videomme`` when it has no directory of its own)."""
+    """One benchmark: ``root`` is its directory. Several: ``root/<bench>`` each (a benchmark with
+    ``shares_dir_of``, videomme_sub, reads that one's directory when it has none of its own)."""
     if n_benchmarks == 1:
         return root
-    if bench == "videomme_sub" and not (root / bench).is_dir():
-        return root / "videomme"
+    shared = get_benchmark(bench).shares_dir_of
+    if shared and not (root / bench).is_dir():
+        return root / shared
     return root / bench

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from paravt.errors import DataError
-from paravt.eval.benchmarks.scoring import Scoring, check_benchmark, score_response
+from paravt.eval.benchmarks.registry import check_benchmark
+from paravt.eval.benchmarks.scoring import Scoring, score_response
 from paravt.eval.completions import completion_line
 
 

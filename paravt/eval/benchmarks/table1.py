@@ -4,8 +4,9 @@ Our rows come from the ``benchmark`` section of each ``metrics.json`` that
 ``paravt eval --benchmark`` wrote (``OUT/<benchmark>/<prompt class>/metrics.json``): one row per
 (run directory ``OUT``, prompt class, dispatch mode), one column per benchmark, the headline in
 the paper's units under the run's scoring. The reference rows are the ParaVT paper's Table 1
-(unified 64-frame protocol; Charades-STA in mIoU), copied from /work/shared/PAPER.md and labelled
-"paper (quoted)": they were not measured here.
+(unified 64-frame protocol; Charades-STA in mIoU), copied from /work/shared/PAPER.md into each
+benchmark's ``table1`` column (its module) and labelled "paper (quoted)": they were not measured
+here. The columns are the registered benchmarks that have a Table 1 column.
 """
 
 from __future__ import annotations
@@ -17,17 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-COLUMNS: tuple[tuple[str, str], ...] = (
-    ("videomme", "VideoMME"), ("videomme_sub", "VideoMME w/ sub"), ("longvideobench", "LongVideoBench"),
-    ("lvbench", "LVBench"), ("mlvu", "MLVU"), ("mmvu", "MMVU"), ("charades_sta", "Charades-STA mIoU"),
-)
-_PAPER_ORDER = tuple(k for k, _ in COLUMNS)
-#: [paper] ParaVT Table 1 (PAPER.md "ParaVT — results to compare against").
-PAPER_TABLE1: dict[str, dict[str, float]] = {
-    "Qwen3-VL-8B": dict(zip(_PAPER_ORDER, (59.9, 68.4, 52.2, 33.1, 58.3, 68.0, 49.3), strict=True)),
-    "ParaVT-8B": dict(zip(_PAPER_ORDER, (62.1, 69.4, 60.4, 39.8, 65.0, 68.6, 50.1), strict=True)),
-}
+from paravt.eval.benchmarks.registry import REGISTRY
+
 QUOTED = "paper (quoted)"
+
+
+def columns() -> tuple[tuple[str, str], ...]:
+    """(benchmark, column title) of every registered benchmark with a Table 1 column, in registry order."""
+    return tuple((b.name, b.table1.title) for b in REGISTRY.values() if b.table1 is not None)
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,13 @@ class Table1Row:
 
 
 def paper_rows() -> list[Table1Row]:
-    return [Table1Row(name, QUOTED, dict(v)) for name, v in PAPER_TABLE1.items()]
+    """[paper] ParaVT Table 1's reference rows, one per quoted model (values from each
+    benchmark's ``table1`` column; PAPER.md "ParaVT — results to compare against")."""
+    values: dict[str, dict[str, float | None]] = {}
+    for b in REGISTRY.values():
+        for model, v in (b.table1.paper.items() if b.table1 is not None else ()):
+            values.setdefault(model, {})[b.name] = v
+    return [Table1Row(model, QUOTED, v) for model, v in values.items()]
 
 
 def _load(path: Path) -> dict[str, Any] | None:
@@ -81,12 +85,13 @@ def table1_html(rows: Sequence[Table1Row]) -> str:
         note = ('<p class="muted">Measured cells: headline in the paper\'s units under the run\'s scoring '
                 '(lmms = lmms-eval task rules), with the number of questions. Paper rows are quoted from '
                 'ParaVT Table 1 (64-frame protocol), not measured.</p>')
+    cols = columns()
     head = "<tr><th class='l'>model / run</th><th class='l'>source</th>" + "".join(
-        f"<th>{html.escape(t)}</th>" for _, t in COLUMNS) + "</tr>"
+        f"<th>{html.escape(t)}</th>" for _, t in cols) + "</tr>"
     body = []
     for r in rows:
         cells = []
-        for k, _ in COLUMNS:
+        for k, _ in cols:
             v = r.values.get(k)
             n = f" <span class='muted'>(n={r.n[k]})</span>" if k in r.n else ""
             cells.append(f"<td>{'–' if v is None else f'{v:.1f}'}{n}</td>")

@@ -54,6 +54,9 @@ def load_packed(model: Any, packed: Packed) -> None:
 def serve(conn: Connection, spec: WorkerSpec) -> None:
     """Main of a replica process (see the module docstring)."""
     torch.set_num_threads(spec.threads)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # a worker's load bars would interleave with the parent's rich output
     try:
         from paravt.models.hf.generator import HFGenerator
         from paravt.models.hf.loading import load_policy
