@@ -5,6 +5,7 @@ entry's parts agree, and an unknown name gets the close matches."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -21,6 +22,9 @@ from paravt.eval.benchmarks.registry import UnknownBenchmarkError, get_benchmark
 from paravt.eval.benchmarks.scoring import aggregate, score_lmms, score_paravt
 from paravt.eval.benchmarks.table1 import columns, paper_rows, table1_html, table1_rows
 from paravt.eval.results import ResultRow, TranscriptTurn
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_fixtures import BUILDERS  # noqa: E402
 
 # ---- a toy benchmark, as a module of paravt/eval/benchmarks/ would define it --------------------
 
@@ -137,25 +141,43 @@ def test_a_name_near_nothing_gets_only_the_list() -> None:
     assert "Did you mean" not in str(e.value) and "videomme, videomme_sub" in str(e.value)
 
 
-def test_every_entry_ties_its_loader_rule_groups_and_aggregation_together(tmp_path: Path) -> None:
-    """What used to be two lists (loaders, scorers) that nothing tied: each entry is keyed by its own
-    name, its loader says so on a missing layout, its rule scores an empty response 0, its
-    aggregation yields a headline, and its samples' groups come from the same object."""
-    names = registry.benchmark_names()
-    assert len(set(names)) == len(names) >= 8
-    for name, b in registry.REGISTRY.items():
-        assert b.name == name
-        assert all(callable(f) for f in (b.loader, b.rule, b.aggregate, b.groups)), name
-        with pytest.raises(DataError, match=name.split("_sub")[0]):
-            b.loader(tmp_path)  # an empty directory: the loader names the benchmark it was loading
-        empty = b.rule("", "E" if b.answer_kind == "letter" else "[1.0, 2.0]", ("A. x", "B. y"), item_id="0", seed=0)
-        assert empty.score == 0.0, name
-        agg = aggregate(name, [ScoredItem("0", Scored("", 0.0))])
-        assert {"headline", "headline_metric", "n"} <= set(agg) and agg["n"] == 1, name
-        if b.shares_dir_of:
-            assert b.shares_dir_of in registry.REGISTRY, name
+def _gold(b: Benchmark, answer: str) -> str:
+    """A response that says exactly the gold answer, in the form the benchmark's rule reads."""
+    if b.answer_kind == "interval":
+        return "{} - {}".format(*answer.strip("[]").split(", "))
+    return answer
+
+
+@pytest.mark.parametrize("name", registry.benchmark_names())
+def test_every_entry_ties_its_loader_rule_groups_and_aggregation_together(name: str, tmp_path: Path) -> None:
+    """What used to be two lists that nothing tied (loaders, scorers) plus a groups function: each
+    entry's loader labels its samples with the entry's name, its groups feed its aggregation,
+    and gold answers read through its rule score 100 in its own aggregation."""
+    b = registry.REGISTRY[name]
+    assert b.name == name and (not b.shares_dir_of or b.shares_dir_of in registry.REGISTRY)
+    with pytest.raises(DataError, match=name.split("_sub")[0]):
+        b.loader(tmp_path)  # an empty directory: the loader names the benchmark it was loading
+    (tmp_path / name).mkdir()
+    BUILDERS[b.shares_dir_of or name](tmp_path / name)  # tests/eval/bench_fixtures.py has every entry
+    samples = load_benchmark(name, tmp_path / name, check_videos=False)
+    assert samples and {s.benchmark for s in samples} == {name}
+    items = [ScoredItem(s.id, score_lmms(name, _gold(b, s.answer), s.answer, s.options, item_id=s.id),
+                        groups_of(s)) for s in samples]
+    assert [it.scored.score for it in items] == [1.0] * len(samples)
+    assert all(v for it in items for v in it.groups.values()), [it.groups for it in items]
+    agg = aggregate(name, items)
+    assert agg["n"] == len(samples) and agg["random_fallbacks"] == 0
+    # MLVU's headline is the macro over lmms-eval's 7 task types; the fixture has 2 of them
+    assert agg["micro" if name == "mlvu" else "headline"] == pytest.approx(100.0)
+    for key, breakdown in agg.items():  # every breakdown counts every question (lvbench: ≥ 1 type each)
+        if key.startswith("by_") and key != "by_aspect":
+            assert sum(int(v["n"]) for v in breakdown.values()) >= len(samples), (key, breakdown)
+
+
+def test_table1_columns_are_the_registered_benchmarks_that_have_one() -> None:
     assert [k for k, _ in columns()] == ["videomme", "videomme_sub", "longvideobench", "lvbench", "mlvu", "mmvu",
                                          "charades_sta"]
+    assert [r.label for r in paper_rows()] == ["Qwen3-VL-8B", "ParaVT-8B"]
 
 
 def test_cli_help_lists_every_registered_benchmark() -> None:
