@@ -129,3 +129,10 @@ def test_a_toy_tool_term_and_mode_plug_in_where_the_doc_says(toys: None, tmp_pat
 def test_the_toys_are_gone_after_the_test() -> None:
     assert ToyAdd.name not in available_tools() and ToyShout.name not in MODES
     assert "toy_calls" not in terms.TERM_NAMES and all(t.name != "toy_calls" for t in composite.TERMS)
+
+
+def test_the_report_plots_every_reward_term() -> None:
+    from paravt.eval.plots import TRAIN_METRICS
+
+    assert [k for k in TRAIN_METRICS if k.startswith("reward/") and k[7:] in terms.TERM_NAMES] == [
+        f"reward/{name}" for name in terms.TERM_NAMES]  # acc, format_base, anchor, tool: the registry's order

@@ -17,11 +17,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from paravt.errors import DataError
+from paravt.rewards.terms import TERM_NAMES
 
-#: Training-log keys plotted by default, in this order (DESIGN §6; the trainer's train_log.jsonl).
+#: Training-log keys plotted by default, in this order (DESIGN §6; the trainer's train_log.jsonl):
+#: ``reward/<term>`` for every term of the reward's registry (``paravt.rewards.terms.TERMS``).
 TRAIN_METRICS: tuple[str, ...] = (
     "f_tau", "kappa", "acc", "kl",
-    "reward/mean", "reward/acc", "reward/format", "reward/anchor", "reward/tool",
+    "reward/mean", *(f"reward/{name}" for name in TERM_NAMES), "reward/format",
     "loss", "skip_tool_rate", "tool_code_rate",
 )
 
