@@ -189,6 +189,7 @@ class VerlConfig(_Strict):
     train_batch_size: int = Field(32, ge=1, description="Prompts per step (data.train_batch_size); each gets rl.group_size rollouts.")
     ppo_mini_batch_size: int = Field(8, ge=1, description="Prompts per PPO mini-batch (actor.ppo_mini_batch_size).")
     micro_batch_size_per_gpu: int = Field(1, ge=1, description="Rows per GPU per forward/backward (actor + log-prob passes).")
+    log_rollouts: int = Field(4, ge=0, description="Rollouts per step written raw to rollouts.jsonl (seeded draw; plus the first <tool_code> reversion and unclosed tag of the step).")
     use_dynamic_bsz: bool = Field(True, description="Pack rows by token count (actor.use_dynamic_bsz).")
     max_token_len_per_gpu: int = Field(32768, ge=1024, description="Token budget per GPU with dynamic batch size.")
     param_offload: bool = Field(False, description="FSDP parameter offload to CPU.")
@@ -199,7 +200,7 @@ class VerlConfig(_Strict):
     val_data: str | None = Field(None, description="Validation parquet in verl's layout (None: no validation).")
     project_name: str = "paravt"
     experiment_name: str = "paragrpo"
-    loggers: list[str] = Field(default_factory=lambda: ["console"], description="trainer.logger (console, wandb, tensorboard).")
+    loggers: list[str] = Field(default_factory=lambda: ["console"], description="trainer.logger (console, wandb, tensorboard); the local trainer writes tb/ only when tensorboard is listed.")
     save_freq: int = Field(10, description="Checkpoint every N steps (-1: never).")
     steps_per_epoch: int = Field(1, ge=1, description="Steps per data epoch: the gating epoch is (global_step - 1) // steps_per_epoch; launch_verl fills it from the parquet size.")
     extra_overrides: list[str] = Field(default_factory=list, description="Raw Hydra overrides appended to the command (escape hatch).")

@@ -32,8 +32,10 @@ from paravt.eval.html_parts import png_b64 as _png_b64
 from paravt.eval.html_parts import section as _section
 from paravt.eval.metrics import compute_metrics
 from paravt.eval.paper_vs_ours import paper_vs_ours_section
-from paravt.eval.results import ResultRow, load_results, read_jsonl
+from paravt.eval.results import ResultRow, load_results
+from paravt.eval.rollouts import read_rollouts, rollouts_html
 from paravt.eval.tokens import tokens_vs_k_figure
+from paravt.jsonl import read_jsonl
 
 N_TRANSCRIPTS = 4
 THUMB_FRAMES = 8
@@ -327,6 +329,8 @@ def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS, paper_
         _section("tokens", "Input tokens per rollout vs K (DESIGN §7)",
                  _figure_section(lambda: tokens_vs_k_figure(all_rows), "tokens vs K") if all_rows
                  else '<p class="muted">No eval rows found.</p>'),
+        _section("rollouts", "Rollouts during RL (raw, as the paper's Appendix D)",
+                 rollouts_html([(t.name, read_rollouts(t.path)) for t in found.train if t.kind == "rl"])),
         _section("transcripts", "Transcripts", "\n".join(_transcript_html(n, r) for n, r in
                                                           _pick_transcripts(found.evals, n_transcripts))
                  or '<p class="muted">No eval rows found.</p>'),

@@ -41,6 +41,7 @@ from paravt.rewards.metrics import RolloutRecord, aggregate
 from paravt.rl import filters
 from paravt.rl.advantages import broadcast_to_trajectories, grouped
 from paravt.rl.gating import gated_nframes
+from paravt.eval.rollouts import RolloutLog, sample_rows
 from paravt.rl.session import PolicySession
 from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import TrainItem, ppo_update
@@ -78,6 +79,7 @@ def _permutation(n: int, seed: int, epoch: int) -> list[int]:
 class StepOutput:
     metrics: dict[str, float]
     results: list[EpisodeResult] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)  # this step's rows of rollouts.jsonl
 
 
 class GRPOTrainer:
@@ -92,6 +94,7 @@ class GRPOTrainer:
         self.weights = RewardWeights.from_config(cfg.reward)
         self.settings = EpisodeSettings.from_config(cfg)
         self.total_steps = cfg.rl.steps
+        self.rollout_log = RolloutLog(cfg.out_dir)
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -108,6 +111,7 @@ class GRPOTrainer:
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.cursor.epoch, self.cursor.position = int(state["epoch"]), int(state["position"])
+        self.rollout_log.truncate_after(int(state.get("step", 0)))  # those steps run again
 
     def describe(self, m: Mapping[str, float]) -> str:
         return (f"R={m.get('reward/mean', 0):+.2f} acc={m.get('acc', 0):.2f} "
@@ -115,7 +119,11 @@ class GRPOTrainer:
 
     # -- one step ------------------------------------------------------------------------------
     def step(self, step: int) -> dict[str, float]:
-        return self.run_step(step).metrics
+        if step == 0:
+            self.rollout_log.start_fresh()
+        out = self.run_step(step)
+        self.rollout_log.append(out.samples)
+        return out.metrics
 
     def run_step(self, step: int) -> StepOutput:
         """One step, with its episodes (tests and benchmarks read them)."""
@@ -129,7 +137,7 @@ class GRPOTrainer:
         rewards = [episode_reward(r, self.weights, o) for r, o in zip(results, overrides, strict=True)]
         t2 = time.perf_counter()
         kept, drop_counts = self._filter(groups, [b.reward for b in rewards], results)
-        items = self._items(results, rewards, groups, kept)
+        items, episode_adv = self._items(results, rewards, groups, kept)
         stats = ppo_update(
             self.s.model, self.s.processor, self.s.optimizer, items, clip_eps=rl.clip_eps, kl_coef=rl.kl_coef,
             kl_kind=rl.kl_estimator, max_grad_norm=rl.max_grad_norm, ref_model=self.s.ref_model,
@@ -146,7 +154,10 @@ class GRPOTrainer:
                    "time/update": t3 - t2, "lr": self.s.optimizer.param_groups[0]["lr"],
                    "tokens/input_per_rollout": _mean([r.tokens.total_input for r in results]),
                    "tokens/generated_per_rollout": _mean([r.tokens.generated for r in results])}
-        return StepOutput(metrics, results)
+        group_of = [g for g, idx in sorted(groups.items(), key=lambda kv: kv[1][0]) for _ in idx]
+        samples = sample_rows(step + 1, results, rewards, group_of, episode_adv, n=rl.log_rollouts,
+                              seed=step_seed(rl.seed, step))
+        return StepOutput(metrics, results, samples)
 
     def _expand(self, picks: list[tuple[int, int]]) -> tuple[list[EpisodeInput], dict[str, list[int]]]:
         """G copies of each picked prompt with its gated n; groups map a group key to indices."""
@@ -198,9 +209,10 @@ class GRPOTrainer:
         return list(ranked.kept), counts
 
     def _items(self, results: list[EpisodeResult], rewards: list[RewardBreakdown], groups: dict[str, list[int]],
-               kept: list[str]) -> list[TrainItem]:
+               kept: list[str]) -> tuple[list[TrainItem], dict[int, float]]:
         """Group advantages per episode, then every trajectory of an episode (main, and its
-        sub-agents when ``train_subagents``) takes its episode's advantage."""
+        sub-agents when ``train_subagents``) takes its episode's advantage. Also returns the
+        advantage of each kept rollout by its index (for ``rollouts.jsonl``)."""
         idx = [i for g in kept for i in groups[g]]
         adv = grouped([rewards[i].reward for i in idx], [g for g in kept for _ in groups[g]],
                       std_normalize=self.cfg.rl.std_normalize)
@@ -208,7 +220,7 @@ class GRPOTrainer:
         trajs = [t for i in idx for t in (results[i].trajectories if self.cfg.rollout.train_subagents
                                           else (results[i].main,))]
         per_traj = broadcast_to_trajectories(episode_adv, [t.episode_id for t in trajs])
-        return [TrainItem(t, a) for t, a in zip(trajs, per_traj, strict=True)]
+        return [TrainItem(t, a) for t, a in zip(trajs, per_traj, strict=True)], dict(zip(idx, adv, strict=True))
 
 
 def rollout_record(r: EpisodeResult, b: RewardBreakdown) -> RolloutRecord:

@@ -1,15 +1,22 @@
-"""Step metrics: always a JSONL file (``train_log.jsonl``), TensorBoard when it is installed."""
+"""Step metrics: always a JSONL file (``train_log.jsonl``, written and read through `paravt.jsonl`),
+TensorBoard too when ``verl.loggers`` lists it (the one logger list of both trainers)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 from typing import Any
 
+from paravt.jsonl import append_jsonl, read_jsonl, rewrite_jsonl
+
+log = logging.getLogger(__name__)
+
 
 class MetricsLogger:
-    def __init__(self, run_dir: Path, *, name: str, kind: str, config: dict[str, Any], resume: bool = False) -> None:
+    def __init__(self, run_dir: Path, *, name: str, kind: str, config: dict[str, Any], resume: bool = False,
+                 tensorboard: bool = False) -> None:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "run.json").write_text(json.dumps({"name": name, "kind": kind, "config": config}, indent=1))
@@ -17,12 +24,13 @@ class MetricsLogger:
         if not resume and self.path.exists():
             self.path.unlink()
         self._tb = None
-        try:
-            from torch.utils.tensorboard import SummaryWriter  # optional dependency
+        if tensorboard:  # only when asked: no empty tb/ beside every run
+            try:
+                from torch.utils.tensorboard import SummaryWriter  # optional dependency
 
-            self._tb = SummaryWriter(str(self.run_dir / "tb"))
-        except ImportError:
-            pass
+                self._tb = SummaryWriter(str(self.run_dir / "tb"))
+            except ImportError:
+                log.warning("tensorboard is a logger but torch.utils.tensorboard cannot be imported; pip install tensorboard")
 
     def truncate_after(self, step: int) -> None:
         """On resume: forget lines logged after the checkpoint (they will be logged again)."""

@@ -56,7 +56,8 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
         set_rng_state(blob["rng"])
         start = int(state["step"])
         trainer.load_state_dict(state)
-    logger = MetricsLogger(out, name=out.name, kind=kind, config=cfg.model_dump(mode="json"), resume=ckpt is not None)
+    logger = MetricsLogger(out, name=out.name, kind=kind, config=cfg.model_dump(mode="json"), resume=ckpt is not None,
+                           tensorboard="tensorboard" in cfg.verl.loggers)
     if ckpt is not None:
         logger.truncate_after(start)
     total = trainer.total_steps

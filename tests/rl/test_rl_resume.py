@@ -46,5 +46,9 @@ def test_resume_after_kill_equals_uninterrupted_run(tmp_path: Path) -> None:
     full, resumed = _log(tmp_path / "full"), _log(tmp_path / "killed")
     assert [r["step"] for r in resumed] == [1, 2, 3, 4]
     assert resumed == full
+    # the raw rollouts beside the log: one sample per step, the killed step's rows not doubled
+    rolled = [json.loads(x) for x in (tmp_path / "killed" / "rollouts.jsonl").read_text().splitlines()]
+    assert rolled == [json.loads(x) for x in (tmp_path / "full" / "rollouts.jsonl").read_text().splitlines()]
+    assert sorted({r["step"] for r in rolled}) == [1, 2, 3, 4] and all(r["completion"] for r in rolled)
     # not vacuous: steps 3 and 4 rolled out different prompts/samples
     assert {k: v for k, v in full[2].items() if k != "step"} != {k: v for k, v in full[3].items() if k != "step"}
