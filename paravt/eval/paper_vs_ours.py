@@ -22,7 +22,7 @@ from typing import Any
 from paravt.eval.html_parts import figure_html, fmt, section
 from paravt.eval.paper_numbers import TABLE2, TABLE5, Table2Row
 from paravt.eval.repro_figures import acc_vs_n_figure, dynamics_figure
-from paravt.eval.results import read_jsonl
+from paravt.jsonl import read_jsonl
 
 SUMMARY = "summary.json"
 _STAGE_MARKER = ".repro-stage-done"
@@ -298,6 +298,8 @@ def _guard(make: Callable[[], str], what: str) -> str:
 def run_html(run: ReproRun) -> str:
     s = run.summary
     parts = [f'<p class="note bad">{html.escape(run.note)}</p>' if run.note else "",
+             "<h3>Training dynamics: f<sub>τ</sub> and κ per step (the analogue of the paper's Figure 4)</h3>",
+             _guard(lambda: dynamics_html(run), "training dynamics"),
              "<h3>Table 2 layout: format under τ = 0.7 and tool calls</h3>",
              ('<p class="muted">Paper values quoted from the ParaVT paper (Qwen3-VL-8B, real benchmarks), '
               "never measured here; ours: mean [95% interval over seeds] of the last half of the RL steps "
@@ -306,8 +308,6 @@ def run_html(run: ReproRun) -> str:
              _guard(lambda: table2_html(s), "Table 2"),
              "<h3>Table 5 layout: closure rates in raw τ = 0.7 rollouts</h3>",
              _guard(lambda: table5_html(s), "Table 5"),
-             "<h3>Training dynamics (the analogue of the paper's Figure 4)</h3>",
-             _guard(lambda: dynamics_html(run), "training dynamics"),
              "<h3>Accuracy vs n per dispatch mode (the Tool Necessity Gap curve)</h3>",
              _guard(lambda: figure_html(lambda: acc_vs_n_figure(acc_curves(s)), "accuracy vs n per mode"),
                     "accuracy vs n"),

@@ -73,3 +73,13 @@ def print_summary(summary: Mapping[str, Any], console: Console) -> None:
     skipped = len(summary.get("claims", [])) - len(ran)
     if skipped:
         console.print(f"{skipped} claim(s) need variants this run did not train (`paravt repro` runs them all).")
+    console.print(verdict(ran))
+
+
+def verdict(claims: list[Mapping[str, Any]]) -> str:
+    """One line a newcomer reads first: which of the tested claims this run supports."""
+    if not claims:
+        return "this run tests none of the paper's claims"
+    held = [str(c.get("claim", "?")) for c in claims if c.get("holds")]
+    line = f"this run supports {len(held)} of the {len(claims)} paper claims it tests"
+    return line + (": " + "; ".join(held) if held else " (intervals in the table; docs/repro.md says why)")

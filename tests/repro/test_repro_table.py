@@ -42,3 +42,11 @@ def test_print_summary_lists_run_claims_and_counts_the_rest() -> None:
     assert "PARA-GRPO lifts f_tau" in text and "removing gamma" not in text
     assert "0.05 [-0.02, 0.11]" in text  # a paired difference shows its interval
     assert "1 claim(s) need variants" in text
+    assert "this run supports 1 of the 2 paper claims it tests: PARA-GRPO lifts f_tau" in text
+
+
+def test_verdict_when_nothing_holds_or_nothing_is_tested() -> None:
+    from paravt.repro.table import verdict
+
+    assert verdict([{"claim": "a", "holds": False}]).startswith("this run supports 0 of the 1 paper claims it tests (")
+    assert verdict([]) == "this run tests none of the paper's claims"
