@@ -1,8 +1,8 @@
 """The package's import graph: no cycles (lazy imports inside functions count) and no import from
 a lower layer to a higher one (docs/ARCHITECTURE.md §1):
 
-    errors < config, protocol, video < models, tools, rewards < agent < data, eval < rl
-           < integrations, servers, demo, repro < cli
+    errors, jsonl, runlock < config, protocol, video < models, tools, rewards < agent < data < eval
+           < rl < integrations, servers, demo, repro < cli
 
 Imports under ``if TYPE_CHECKING:`` are not run and do not count.
 """
@@ -13,8 +13,8 @@ import ast
 from pathlib import Path
 
 PKG = Path(__file__).parents[1] / "paravt"
-LAYERS = (("errors",), ("config", "protocol", "video"), ("models", "tools", "rewards"), ("agent",),
-          ("data", "eval"), ("rl",), ("integrations", "servers", "demo", "repro"), ("cli",))
+LAYERS = (("errors", "jsonl", "runlock"), ("config", "protocol", "video"), ("models", "tools", "rewards"), ("agent",),
+          ("data",), ("eval",), ("rl",), ("integrations", "servers", "demo", "repro"), ("cli",))
 RANK = {name: i for i, group in enumerate(LAYERS) for name in group}
 
 

@@ -1,7 +1,8 @@
 """The eval results file ``EVAL/results.jsonl``: one JSON row per (sample, mode) (docs/ARCHITECTURE.md §6).
 
-Rows are appended one line at a time and flushed to disk, so a killed run loses at most the row
-it was writing; `load_results` skips such a truncated line and `finished_ids` lets a resumed run
+Rows are appended one line at a time and flushed to disk (`paravt.jsonl`, the one helper of every
+resumed append-only file), so a killed run loses at most the row it was writing; `load_results`
+skips such a truncated line and `finished_ids` lets a resumed run
 skip what is already done. A line that is valid JSON but misses a field is a schema error
 (`DataError`), not a crash artefact, and is reported.
 """
@@ -9,7 +10,6 @@ skip what is already done. A line that is valid JSON but misses a field is a sch
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -17,7 +17,7 @@ from typing import Any
 
 from paravt.agent.tally import TokenRow
 from paravt.errors import DataError
-
+from paravt.jsonl import append_jsonl, read_jsonl
 
 
 @dataclass(frozen=True)
@@ -110,42 +110,13 @@ class ResultRow:
 
 
 def append_result(path: str | Path, row: ResultRow) -> None:
-    """Append ``row`` as one line and flush it to disk (fsync). If the file ends in a line cut
-    short by a killed run, a newline is written first so the new row stays parseable."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    needs_newline = False
-    if p.exists() and p.stat().st_size > 0:
-        with p.open("rb") as f:
-            f.seek(-1, os.SEEK_END)
-            needs_newline = f.read(1) != b"\n"
-    with p.open("a", encoding="utf-8") as f:
-        f.write(("\n" if needs_newline else "") + row.to_json() + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    """Objects of a JSONL file, skipping blank lines and lines that are not complete JSON
-    objects (the truncated write of a killed run). A missing file reads as empty."""
-    p = Path(path)
-    if not p.exists():
-        return []
-    out: list[dict[str, Any]] = []
-    for line in p.read_text(encoding="utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # truncated by a crash; the row is re-run on resume
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out
+    """Append ``row`` as one line and flush it to disk (fsync); a line cut short by a killed run
+    is ended first (`paravt.jsonl.append_jsonl`), so the new row stays parseable."""
+    append_jsonl(path, [row.to_dict()])
 
 
 def load_results(path: str | Path) -> list[ResultRow]:
-    """Rows of ``path`` in file order (see `read_jsonl` for what is skipped)."""
+    """Rows of ``path`` in file order (`paravt.jsonl.read_jsonl`: torn lines skipped)."""
     return [ResultRow.from_dict(d) for d in read_jsonl(path)]
 
 

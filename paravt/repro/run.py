@@ -163,9 +163,9 @@ def train_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed:
     cold start itself a τ = 0.7 probe of the chosen checkpoint)."""
     from paravt.agent import EpisodeSettings
     from paravt.data.episodes import load_episode_inputs
+    from paravt.jsonl import read_jsonl
     from paravt.repro.probe import sample_metrics
     from paravt.repro.summary import tail_means
-    from paravt.rl.logger import read_log
 
     vcfg = with_overrides(cfg, {**v.overrides, "rl.seed": seed})
     run = out / v.name / f"seed{seed}"
@@ -178,7 +178,7 @@ def train_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed:
             _done(run)
         return json.loads(probe.read_text())
     _train(vcfg, "rl", run, f"{v.name} seed {seed}", model=vcfg.model.model_copy(update={"path": init}))
-    return tail_means(read_log(run / "train_log.jsonl"))
+    return tail_means(read_jsonl(run / "train_log.jsonl"))
 
 
 def eval_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: int, model: str,

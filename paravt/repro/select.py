@@ -50,14 +50,14 @@ def pick_early(scores: Sequence[tuple[int, float]], *, tolerance: float) -> int:
 
 def sft_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     """(step, model dir) of every finished periodic checkpoint and of the final model, by step."""
+    from paravt.jsonl import read_jsonl
     from paravt.rl.checkpoint import step_of, verified_checkpoints
-    from paravt.rl.logger import read_log
 
     out = [(step_of(c), c / "model") for c in verified_checkpoints(run_dir / "checkpoints")]
     final = run_dir / "model"
     if (final / "config.json").is_file():
         log = run_dir / "train_log.jsonl"
-        step = max((int(r["step"]) for r in read_log(log)), default=0) if log.is_file() else 0
+        step = max((int(r["step"]) for r in read_jsonl(log)), default=0) if log.is_file() else 0
         if all(step != s for s, _ in out):
             out.append((step, final))
     return sorted(out)

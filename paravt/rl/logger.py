@@ -36,13 +36,11 @@ class MetricsLogger:
         """On resume: forget lines logged after the checkpoint (they will be logged again)."""
         if not self.path.exists():
             return
-        keep = [ln for ln in self.path.read_text().splitlines() if ln.strip() and _step(ln) <= step]
-        self.path.write_text("".join(k + "\n" for k in keep))
+        rewrite_jsonl(self.path, [r for r in read_jsonl(self.path) if _step(r) <= step])
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         row = {"step": step, **{k: _clean(v) for k, v in metrics.items()}}
-        with self.path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_jsonl(self.path, [row], fsync=False)  # a torn last line (killed run) is ended first
         if self._tb is not None:
             for k, v in row.items():
                 if k != "step" and isinstance(v, (int, float)) and v is not None:
@@ -53,10 +51,10 @@ class MetricsLogger:
             self._tb.close()
 
 
-def _step(line: str) -> int:
+def _step(row: dict[str, Any]) -> int:
     try:
-        return int(json.loads(line).get("step", -1))
-    except (ValueError, AttributeError):
+        return int(row.get("step", -1))
+    except (TypeError, ValueError):
         return 1 << 60
 
 
@@ -64,13 +62,3 @@ def _clean(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return None
     return v
-
-
-def read_log(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for ln in Path(path).read_text().splitlines():
-        try:
-            rows.append(json.loads(ln))
-        except ValueError:
-            continue  # a line cut by a kill
-    return rows

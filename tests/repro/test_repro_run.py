@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from paravt.cli import app
 from paravt.eval.results import load_results
+from paravt.jsonl import read_jsonl as read_log
 from paravt.repro.select import pick_early
 from paravt.repro.summary import tail_means
-from paravt.rl.logger import read_log
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from paravt.jsonl import read_jsonl as read_log
 from paravt.models.hf.loading import LoadedPolicy
 from paravt.rl.checkpoint import MARKER, resume_point, save_checkpoint, verify_checkpoint
-from paravt.rl.logger import read_log
 from paravt.rl.loop import run_training
 
 sys.path.insert(0, str(Path(__file__).parent))

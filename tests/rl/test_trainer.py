@@ -18,12 +18,12 @@ import pytest
 from paravt.config import RUN_CONFIG, TrainConfig, load_for_model
 from paravt.data.episodes import load_episode_inputs
 from paravt.data.synth.build import build
+from paravt.jsonl import read_jsonl as read_log
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_processor
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl.grpo import GRPOTrainer
-from paravt.rl.logger import read_log
 from paravt.rl.loop import run_training
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import build_sequence

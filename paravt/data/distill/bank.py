@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from paravt.eval.results import read_jsonl
+from paravt.jsonl import append_jsonl, read_jsonl
 
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
 
@@ -66,9 +66,7 @@ class ExperienceBank:
 
     def add(self, exp: Experience) -> None:
         self.items.append(exp)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as f:
-            f.write(json.dumps(asdict(exp), ensure_ascii=False) + "\n")
+        append_jsonl(self.path, [asdict(exp)], fsync=False)  # a torn last line is ended first
 
     def top_k(self, question: str, k: int) -> list[Experience]:
         """The ``k`` most similar stored experiences (score > 0 only; ties keep insertion order)."""
