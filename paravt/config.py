@@ -264,6 +264,7 @@ class DistillConfig(_Strict):
     temperature: float = Field(0.0, ge=0, description="Teacher sampling temperature.")
     max_tokens: int = Field(1024, ge=1, description="Max tokens of one teacher turn.")
     request_timeout_s: float = Field(120.0, gt=0, description="Per-request timeout.")
+    max_reply_bytes: int = Field(4 << 20, ge=1024, description="Largest teacher reply body read; a bigger one is that row's teacher error.")
     max_retries: int = Field(4, ge=0, description="Retries of a request on 429 / 5xx / timeouts, exponential back-off.")
     backoff_s: float = Field(1.0, ge=0, description="First back-off; doubles per retry (a larger Retry-After wins).")
     keep_incorrect: bool = Field(False, description="Keep traces whose answer scores 0 against the gold (no rejection sampling).")

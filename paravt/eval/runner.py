@@ -1,7 +1,8 @@
 """`paravt eval`: run episodes on an eval set, score them, write results and metrics.
 
 Each (sample, mode) becomes one row of ``results.jsonl`` (appended and flushed as it finishes, so
-an interrupted run resumes by skipping finished ids) and the run ends with ``metrics.json``.
+an interrupted run resumes by skipping finished ids) and the run ends with ``metrics.json``. One
+run writes an output directory at a time (its lock, `paravt.runlock`).
 Episodes run ``workers`` at a time; with the hf backend their generation requests meet in shared
 batches. Greedy decoding by default. The model is a local HF directory (hf backend) or the URL of
 an OpenAI-compatible server (vLLM / SGLang; openai backend).
@@ -18,6 +19,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from paravt import runlock
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_episode
 from paravt.agent.judging import judge_overrides
 from paravt.eval.metrics import compute_metrics
@@ -124,8 +126,15 @@ async def _run_mode(samples: Sequence[EpisodeInput], mode: str, backend: Backend
 
 def evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: EpisodeSettings, *, modes: Sequence[str],
              out: Path, workers: int = 4, weights: RewardWeights | None = None, progress: bool = True) -> dict[str, Any]:
-    """Run every mode on the same samples; write results.jsonl + metrics.json; return the metrics."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Run every mode on the same samples; write results.jsonl + metrics.json; return the metrics.
+    One run per ``out`` at a time (`paravt.runlock`: a second one raises `OutputLocked` naming the first)."""
+    with runlock.hold(out, "paravt eval"):
+        return _evaluate(samples, backend, settings, modes=modes, out=out, workers=workers, weights=weights,
+                         progress=progress)
+
+
+def _evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: EpisodeSettings, *, modes: Sequence[str],
+              out: Path, workers: int, weights: RewardWeights | None, progress: bool) -> dict[str, Any]:
     w = weights or RewardWeights.default()
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    disable=not progress)

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from paravt import runlock
 from paravt.config import RUN_CONFIG, TrainConfig, save
 from paravt.rl.checkpoint import load_trainer_state, resume_point, save_checkpoint, set_rng_state
 from paravt.rl.logger import MetricsLogger
@@ -32,8 +33,14 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     (final model in ``out_dir/model``).
 
     ``stop_after`` ends the process-level loop after that many steps WITHOUT the final save, the
-    way a killed run would stop (used by the resume test).
+    way a killed run would stop (used by the resume test). One run per ``out_dir`` at a time
+    (`paravt.runlock`: a second one raises `OutputLocked` naming the first).
     """
+    with runlock.hold(cfg.out_dir, f"paravt train {kind}"):
+        return _run_training(cfg, kind=kind, resume=resume, progress=progress, stop_after=stop_after)
+
+
+def _run_training(cfg: TrainConfig, *, kind: Kind, resume: bool, progress: bool, stop_after: int | None) -> Path:
     cls = TRAINERS[kind]
     ts = cls.trainer_settings(cfg)
     out = Path(cfg.out_dir)

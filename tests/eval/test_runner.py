@@ -1,8 +1,11 @@
-"""`paravt eval` runner: results rows, resume by id, and the OpenAI-compatible URL backend."""
+"""`paravt eval` runner: results rows, resume by id, the OpenAI-compatible URL backend, and one
+writer per output directory."""
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,8 +15,9 @@ from paravt.agent import EpisodeSettings
 from paravt.data.episodes import load_episode_inputs
 from paravt.data.synth.build import build
 from paravt.eval.results import load_results
-from paravt.eval.runner import evaluate, open_backend
+from paravt.eval.runner import Backend, evaluate, open_backend
 from paravt.models.base import SamplingParams
+from paravt.runlock import OutputLocked
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "models"))
 from oai_server import RunningServer, ServerState, make_app  # noqa: E402
@@ -60,3 +64,28 @@ def test_eval_against_an_openai_compatible_server_url(samples, tiny_qwen3_dir: s
 def test_a_url_without_a_processor_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="--processor"):
         open_backend("http://127.0.0.1:9/v1")
+
+
+HOLD = """
+import sys, time
+from paravt import runlock
+with runlock.hold(sys.argv[1], "paravt eval"):
+    print("held", flush=True)
+    time.sleep(30)
+"""
+
+
+def test_a_second_eval_on_one_out_is_refused_and_a_killed_ones_lock_is_taken_over(tmp_path: Path) -> None:
+    out = tmp_path / "ev"
+    idle = Backend(generator=None, codec=None, tools=None)  # type: ignore[arg-type]  # no sample reaches it
+    first = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout is not None and first.stdout.readline().strip() == "held"
+        with pytest.raises(OutputLocked, match=rf"pid {first.pid} on .* since .*paravt eval"):
+            evaluate([], idle, SETTINGS, modes=["none"], out=out, progress=False)
+        assert not (out / "metrics.json").exists()
+    finally:
+        first.send_signal(signal.SIGKILL)  # killed: its lock file stays behind, stale
+        first.wait(10)
+    evaluate([], idle, SETTINGS, modes=["none"], out=out, progress=False)  # takes the stale lock over
+    assert (out / "metrics.json").exists() and not (out / ".paravt.lock").exists()

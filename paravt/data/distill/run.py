@@ -5,7 +5,9 @@ Flow per input row: open the video (probe, overview frames) → the pipeline on 
 teacher (``fallback_used``) → an `Outcome` (rows, or a reject reason).
 
 Resumable: every finished row is appended to ``out/progress.jsonl`` (id, status, reason, counters,
-the produced rows as records) as soon as it ends; a new run skips ids whose status is
+the produced rows as records) as soon as it ends, through `paravt.jsonl` (a line torn by a killed
+run is ended first, so the next row is kept; the torn row runs again); one run writes ``out`` at
+a time (`paravt.runlock`); a new run skips ids whose status is
 ``accepted`` or ``rejected``; rows that ended in an ERROR (both teachers' requests failed, or an
 unexpected exception, logged with its traceback) are tried again. ``sft.parquet`` and ``report.json`` are rebuilt from the whole progress file at the end
 of every run, so they always describe everything done so far. At most ``workers`` rows run
@@ -30,9 +32,10 @@ from paravt.data.distill.eva_pipeline import EvaSettings, distill_eva
 from paravt.data.distill.job import Outcome, Tally, TeacherGaveUp, open_job
 from paravt.data.distill.paravt_pipeline import ParavtSettings, distill_paravt
 from paravt.data.distill.teacher import Endpoint, TeacherClient
+from paravt import runlock
 from paravt.data.schema import Row, row_from_record, row_to_record, write_rows
 from paravt.errors import ParavtError, VideoError
-from paravt.eval.results import read_jsonl
+from paravt.jsonl import append_jsonl, read_jsonl
 
 log = logging.getLogger(__name__)
 PROGRESS, SFT, REPORT, BANK = "progress.jsonl", "sft.parquet", "report.json", "experience_bank.jsonl"
@@ -49,7 +52,7 @@ def _client(ep: Endpoint | None, cfg: DistillConfig) -> TeacherClient | None:
     if ep is None:
         return None
     return TeacherClient(ep, timeout_s=cfg.request_timeout_s, max_retries=cfg.max_retries, backoff_s=cfg.backoff_s,
-                         temperature=cfg.temperature, max_tokens=cfg.max_tokens)
+                         temperature=cfg.temperature, max_tokens=cfg.max_tokens, max_reply_bytes=cfg.max_reply_bytes)
 
 
 def _finished(path: Path) -> set[str]:
@@ -130,9 +133,14 @@ class _Runner:
 
 async def distill(rows: Sequence[Row], *, root: str, out_dir: str | Path, cfg: DistillConfig, endpoints: Endpoints,
                   progress: bool = True) -> dict[str, Any]:
-    """Distill ``rows`` into ``out_dir`` (see the module docstring); returns the report."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    """Distill ``rows`` into ``out_dir`` (see the module docstring); returns the report. One run per
+    ``out_dir`` at a time (`paravt.runlock`: a second one raises `OutputLocked` naming the first)."""
+    with runlock.hold(out_dir, "paravt data distill"):
+        return await _distill(rows, root=root, out=Path(out_dir), cfg=cfg, endpoints=endpoints, progress=progress)
+
+
+async def _distill(rows: Sequence[Row], *, root: str, out: Path, cfg: DistillConfig, endpoints: Endpoints,
+                   progress: bool) -> dict[str, Any]:
     prog = out / PROGRESS
     done = _finished(prog)
     todo = [r for r in rows if r.id not in done]
@@ -145,8 +153,7 @@ async def distill(rows: Sequence[Row], *, root: str, out_dir: str | Path, cfg: D
         async with sem:
             rec = await runner.one(row)
         async with runner.lock:
-            with prog.open("a") as f:
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            append_jsonl(prog, [rec])  # a line torn by a killed run is ended first: this row stays whole
         if bar is not None:
             bar[0].advance(bar[1])
 

@@ -6,11 +6,16 @@ Media are sent the way the policy's OpenAI backend sends them: per frame, a text
 ``"<{t:.1f} seconds>"`` with the frame's real timestamp, then an ``image_url`` part holding a JPEG
 data URL (every server accepts images; not every server accepts frame lists as a video).
 
-Reliability: each attempt has ``timeout_s``; timeouts, transport errors, 429 and 5xx are retried
-``max_retries`` times with exponential back-off (``backoff_s * 2**attempt``, or the server's
-``Retry-After`` when it is larger); anything else, or the last failure, is a `TeacherReply` with
-``error`` set (never an exception). A refusal (finish reason ``content_filter`` or a reply that
-opens with an apology and holds no protocol tag) is ``refused=True``.
+Reliability: each attempt has a WHOLE-request deadline of ``timeout_s`` (connect, headers and the
+body together, measured on the event loop's clock: a server that drips one byte a second is cut
+at ``timeout_s``, not kept alive by every byte); timeouts, transport errors, 429 and 5xx are
+retried ``max_retries`` times with exponential back-off (``backoff_s * 2**attempt``, or the
+server's ``Retry-After`` when it is larger), so one ``chat`` lasts at most
+``(max_retries + 1) * timeout_s`` plus the back-offs. A reply body over ``max_reply_bytes`` is cut
+off while it streams and is an error at once (not retried), as is a malformed reply (no choices,
+non-numeric ``usage``); anything else, or the last failure, is a `TeacherReply` with ``error`` set
+(never an exception). A refusal (finish reason ``content_filter`` or a reply that opens with an
+apology and holds no protocol tag) is ``refused=True``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -119,14 +126,34 @@ def content(text: str, videos: Sequence[Frames] = ()) -> str | list[Part]:
     return parts
 
 
+@dataclass(frozen=True)
+class _Raw:
+    """One HTTP reply, read whole within the deadline and the size cap."""
+
+    status: int
+    body: bytes
+    retry_after: str | None
+
+    def head(self, n: int) -> str:
+        return self.body[:n].decode("utf-8", errors="replace")
+
+
+class _TooLarge(Exception):
+    def __init__(self, size: int, declared: bool) -> None:
+        super().__init__(f"{'declared' if declared else 'over'} {size} bytes")
+        self.size, self.declared = size, declared
+
+
 class TeacherClient:
     """One endpoint; safe to share between concurrent rows (one httpx client per event loop)."""
 
     def __init__(self, endpoint: Endpoint, *, timeout_s: float = 120.0, max_retries: int = 4,
-                 backoff_s: float = 1.0, temperature: float = 0.0, max_tokens: int = 1024) -> None:
+                 backoff_s: float = 1.0, temperature: float = 0.0, max_tokens: int = 1024,
+                 max_reply_bytes: int = 4 << 20) -> None:
         self.endpoint = endpoint
         self.timeout_s, self.max_retries, self.backoff_s = timeout_s, max_retries, backoff_s
         self.temperature, self.max_tokens = temperature, max_tokens
+        self.max_reply_bytes = max_reply_bytes
         self._client: httpx.AsyncClient | None = None
 
     def _http(self) -> httpx.AsyncClient:
@@ -146,20 +173,42 @@ class TeacherClient:
         last = "no attempt made"
         for attempt in range(self.max_retries + 1):
             try:
-                resp = await self._http().post(self.endpoint.chat_url, json=body)
+                resp = await asyncio.wait_for(self._post(body), timeout=self.timeout_s)
+            except TimeoutError:  # the whole-request deadline (asyncio.TimeoutError is TimeoutError)
+                last = f"no whole reply within request_timeout_s={self.timeout_s:g} s"
+                await self._sleep(attempt, None)
+                continue
             except (httpx.TimeoutException, httpx.TransportError) as err:
                 last = f"{type(err).__name__}: {err or 'timed out'}"
                 await self._sleep(attempt, None)
                 continue
-            if resp.status_code in _RETRY_STATUS:
-                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                await self._sleep(attempt, resp.headers.get("retry-after"))
+            except _TooLarge as big:
+                return TeacherReply("", error=f"reply too large ({big} > max_reply_bytes={self.max_reply_bytes}); "
+                                    "raise distill.max_reply_bytes or lower distill.max_tokens", retries=attempt)
+            if resp.status in _RETRY_STATUS:
+                last = f"HTTP {resp.status}: {resp.head(200)}"
+                await self._sleep(attempt, resp.retry_after)
                 continue
-            if resp.status_code != 200:
-                return TeacherReply("", error=f"HTTP {resp.status_code}: {resp.text[:300]}", retries=attempt)
+            if resp.status != 200:
+                return TeacherReply("", error=f"HTTP {resp.status}: {resp.head(300)}", retries=attempt)
             return _parse(resp, attempt)
         return TeacherReply("", error=f"failed after {self.max_retries + 1} attempts: {last}",
                             retries=self.max_retries)
+
+    async def _post(self, body: dict[str, Any]) -> _Raw:
+        """POST ``body``; the reply read whole, refused (`_TooLarge`) past ``max_reply_bytes``
+        (by its Content-Length, else while it streams: never held in memory beyond the cap)."""
+        cap = self.max_reply_bytes
+        async with self._http().stream("POST", self.endpoint.chat_url, json=body) as resp:
+            declared = resp.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > cap:
+                raise _TooLarge(int(declared), declared=True)
+            buf = bytearray()
+            async for chunk in resp.aiter_bytes():
+                buf += chunk
+                if len(buf) > cap:
+                    raise _TooLarge(len(buf), declared=False)
+            return _Raw(resp.status_code, bytes(buf), resp.headers.get("retry-after"))
 
     async def _sleep(self, attempt: int, retry_after: str | None) -> None:
         if attempt >= self.max_retries:
@@ -172,15 +221,32 @@ class TeacherClient:
         await asyncio.sleep(wait)
 
 
-def _parse(resp: httpx.Response, attempt: int) -> TeacherReply:
+def _parse(resp: _Raw, attempt: int) -> TeacherReply:
     try:
-        data = resp.json()
+        data = json.loads(resp.body)
         choice = data["choices"][0]
         text = choice["message"].get("content") or ""
         finish = choice.get("finish_reason")
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
-        return TeacherReply("", error=f"malformed chat completion ({err!r}): {resp.text[:200]}", retries=attempt)
+        return TeacherReply("", error=f"malformed chat completion ({err!r}): {resp.head(200)}", retries=attempt)
     usage = data.get("usage") or {}
+    counts = [_token_count(usage, k) for k in ("prompt_tokens", "completion_tokens")] if isinstance(usage, dict) else []
+    if len(counts) != 2 or None in counts:
+        return TeacherReply("", error=f"malformed chat completion: usage {str(usage)[:120]} is not "
+                            "{prompt_tokens: int, completion_tokens: int}; the server must report token counts "
+                            "as non-negative integers (or leave usage out)", retries=attempt)
     return TeacherReply(str(text), refused=is_refusal(str(text), finish),
-                        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                        completion_tokens=int(usage.get("completion_tokens") or 0), retries=attempt)
+                        prompt_tokens=counts[0] or 0, completion_tokens=counts[1] or 0, retries=attempt)
+
+
+def _token_count(usage: dict[str, Any], key: str) -> int | None:
+    """``usage[key]`` as a token count (missing or null: 0); None when it is not a non-negative
+    whole number (a string, a bool, NaN, a fraction, a negative)."""
+    v = usage.get(key)
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if isinstance(v, float) and (not math.isfinite(v) or not v.is_integer()):
+        return None
+    return int(v) if v >= 0 else None

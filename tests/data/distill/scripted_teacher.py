@@ -14,12 +14,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from live_server import RunningServer  # noqa: F401 - the tests start the teachers with it
+
+from paravt.data.schema import read_rows
 
 STYLES = ("python", "single", "trailing", "tool_code", "untagged", "garbled", "canonical")
 
@@ -49,6 +53,35 @@ class State:
 
 def key(duration: float, question: str) -> tuple[str, str]:
     return (f"{float(duration):.2f}".rstrip("0").rstrip("."), question.strip())
+
+
+def unique_rows(synth: Path) -> list:
+    """The synth set's RL rows, one per (video length, question): the teacher's lookup key."""
+    rows, seen = [], set()
+    for r in read_rows(synth / "rl.parquet"):
+        k = key(r.extra_info.duration, r.extra_info.question)
+        if k not in seen:
+            seen.add(k)
+            rows.append(r)
+    return rows
+
+
+def scripts_for(rows: list, behaviours: Mapping[int, str] | None = None) -> dict[tuple[str, str], Script]:
+    """A script per row: the gold answer (MCQ as its option text, which the teacher writes as the
+    letter), noise style rotating over `STYLES`; ``behaviours`` maps a row index to a misbehaviour
+    (``wrong``: a wrong answer, else a `Script.behaviour`)."""
+    out = {}
+    for i, r in enumerate(rows):
+        e = r.extra_info
+        behaviour = (behaviours or {}).get(i, "good")
+        answer = e.answer
+        if behaviour == "wrong":
+            answer = "Z" if e.task == "mcq" else "[0, 1]" if e.task == "tvg" else "purple banana"
+        elif e.task == "mcq" and e.options:
+            answer = e.options["ABCDEFGH".index(e.answer)]  # "D. magenta square": written as the letter
+        out[key(e.duration, e.question)] = Script(answer, (e.needle_start, e.needle_end), e.duration,
+                                                  STYLES[i % len(STYLES)], "good" if behaviour == "wrong" else behaviour)
+    return out
 
 
 def _text(content: Any) -> str:

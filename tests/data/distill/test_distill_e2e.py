@@ -11,12 +11,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from scripted_teacher import STYLES, RunningServer, Script, State, key, make_app
+from scripted_teacher import RunningServer, Script, State, key, make_app, scripts_for, unique_rows
 from typer.testing import CliRunner
 
 from paravt.cli import app as cli
 from paravt.data.schema import SFTRow, read_rows, write_rows
-from paravt.data.synth.build import build
 from paravt.protocol import tags as T
 
 runner = CliRunner()
@@ -26,36 +25,8 @@ SPECIAL = {8: ("bad_window", "window_outside"), 9: ("start_ge_end", "start_ge_en
 REFUSED = (7, 12)
 
 
-@pytest.fixture(scope="module")
-def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = Path(tmp_path_factory.mktemp("distill-synth"))
-    build(out, videos=5, eval_videos=0, seed=3, workers=1, min_duration=60, max_duration=120)
-    return out
-
-
-def _rows(synth: Path) -> list:
-    rows, seen = [], set()
-    for r in read_rows(synth / "rl.parquet"):
-        k = key(r.extra_info.duration, r.extra_info.question)
-        if k not in seen:
-            seen.add(k)
-            rows.append(r)
-    return rows
-
-
 def _scripts(rows: list) -> dict:
-    out = {}
-    for i, r in enumerate(rows):
-        e = r.extra_info
-        behaviour = SPECIAL.get(i, ("good", None))[0]
-        answer = e.answer
-        if behaviour == "wrong":
-            answer = "Z" if e.task == "mcq" else "[0, 1]" if e.task == "tvg" else "purple banana"
-        elif e.task == "mcq" and e.options:
-            answer = e.options["ABCDEFGH".index(e.answer)]  # "D. magenta square": written as the letter
-        out[key(e.duration, e.question)] = Script(answer, (e.needle_start, e.needle_end), e.duration,
-                                                  STYLES[i % len(STYLES)], "good" if behaviour == "wrong" else behaviour)
-    return out
+    return scripts_for(rows, {i: behaviour for i, (behaviour, _) in SPECIAL.items()})
 
 
 def _distill(args: list[str]) -> dict:
@@ -65,7 +36,7 @@ def _distill(args: list[str]) -> dict:
 
 
 def test_paravt_pipeline_end_to_end_into_check_and_sft(synth: Path, tmp_path: Path, tiny_qwen3_dir: str) -> None:
-    rows = _rows(synth)
+    rows = unique_rows(synth)
     n = len(rows)
     assert n >= 13
     write_rows(tmp_path / "qa.parquet", rows)
@@ -119,7 +90,7 @@ def test_paravt_pipeline_end_to_end_into_check_and_sft(synth: Path, tmp_path: Pa
 
 
 def test_eva_pipeline_reflects_calls_and_fills_the_bank(synth: Path, tmp_path: Path) -> None:
-    rows = _rows(synth)[:4]
+    rows = unique_rows(synth)[:4]
     state = State({k: Script(s.answer, s.needle, s.duration) for k, s in _scripts(rows).items()})
     out = tmp_path / "eva"
     write_rows(tmp_path / "qa.parquet", rows)
@@ -149,7 +120,7 @@ def test_eva_pipeline_reflects_calls_and_fills_the_bank(synth: Path, tmp_path: P
 
 
 def test_eva_llm_reflector_corrects_after_the_rules(synth: Path, tmp_path: Path) -> None:
-    rows = _rows(synth)[:1]
+    rows = unique_rows(synth)[:1]
     scripts = {k: Script(s.answer, s.needle, s.duration) for k, s in _scripts(rows).items()}
     teacher, reflector = State(scripts), State(scripts)
     write_rows(tmp_path / "qa.parquet", rows)
@@ -164,7 +135,7 @@ def test_eva_llm_reflector_corrects_after_the_rules(synth: Path, tmp_path: Path)
 
 
 def test_rows_whose_teachers_fail_are_errors_and_are_retried_on_resume(synth: Path, tmp_path: Path) -> None:
-    rows = _rows(synth)[:2]
+    rows = unique_rows(synth)[:2]
     scripts = {k: Script(s.answer, s.needle, s.duration) for k, s in _scripts(rows).items()}
     write_rows(tmp_path / "qa.parquet", rows)
     args = ["--data", str(tmp_path / "qa.parquet"), "--root", str(synth), "--teacher-model", "t",

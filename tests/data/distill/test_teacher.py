@@ -1,15 +1,18 @@
 """The teacher client against a real local server: back-off on 429/5xx, errors as results,
-refusals, frames as timestamped images, the API key from a file."""
+refusals, frames as timestamped images, the API key from a file; and its bounds against hostile
+servers on loopback (issue 28): a whole-request deadline, a reply size cap, malformed usage."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from raw_http import RawServer, drip, endless_chunks
 from scripted_teacher import RunningServer
 
 from paravt.data.distill.teacher import Endpoint, TeacherClient, content, is_refusal, read_api_key
@@ -83,3 +86,66 @@ def test_api_key_from_option_or_file_never_both(tmp_path: Path) -> None:
         read_api_key("a", str(f))
     with pytest.raises(ConfigError):
         read_api_key(None, str(tmp_path / "missing"))
+
+
+def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_whole_request_deadline() -> None:
+    # every byte comes well within any per-read timeout; only a deadline on the whole request ends it
+    with RawServer(drip(0.25)) as srv:
+        t0 = time.monotonic()
+        reply = asyncio.run(_once(TeacherClient(Endpoint(srv.url, "m"), timeout_s=1.5, max_retries=1, backoff_s=0.01)))
+        took = time.monotonic() - t0
+    assert reply.error is not None and "request_timeout_s=1.5" in reply.error and "after 2 attempts" in reply.error
+    assert 2 * 1.5 <= took < 2 * 1.5 + 2.0, took  # two attempts, each cut at 1.5 s (the body needs 250 s)
+    assert srv.connections == 2
+
+
+def _big_app(n_bytes: int) -> FastAPI:
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat() -> JSONResponse:
+        return JSONResponse({"choices": [{"message": {"content": "x" * n_bytes}, "finish_reason": "stop"}]})
+
+    return app
+
+
+def test_a_reply_over_the_size_cap_is_an_error_result_not_retried() -> None:
+    with RunningServer(_big_app(3 << 20)) as srv:  # 3 MB, announced by Content-Length
+        big = asyncio.run(_once(TeacherClient(Endpoint(srv.url, "m"), max_reply_bytes=1 << 20)))
+        fits = asyncio.run(_once(TeacherClient(Endpoint(srv.url, "m"), max_reply_bytes=4 << 20)))
+    assert big.error is not None and "reply too large (declared" in big.error and "max_reply_bytes=1048576" in big.error
+    assert big.retries == 0 and not big.ok and big.text == ""
+    assert fits.ok and len(fits.text) == 3 << 20
+    with RawServer(endless_chunks(64 << 10)) as srv:  # no length given: cut while it streams
+        t0 = time.monotonic()
+        endless = asyncio.run(_once(TeacherClient(Endpoint(srv.url, "m"), timeout_s=30, max_reply_bytes=1 << 20)))
+        assert time.monotonic() - t0 < 10
+    assert endless.error is not None and "reply too large (over" in endless.error
+
+
+def _usage_app(usages: list[object]) -> FastAPI:
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat() -> JSONResponse:
+        return JSONResponse({"choices": [{"message": {"content": "<answer>B</answer>"}, "finish_reason": "stop"}],
+                             "usage": usages.pop(0)})
+
+    return app
+
+
+BAD_USAGE = [{"prompt_tokens": "abc"}, {"prompt_tokens": 3, "completion_tokens": 1.5}, {"completion_tokens": -1},
+             {"prompt_tokens": True}, ["x"], "abc"]
+GOOD_USAGE = [(None, (0, 0)), ({}, (0, 0)), ({"prompt_tokens": 5.0, "completion_tokens": None}, (5, 0))]
+
+
+def test_malformed_usage_is_an_error_result_never_an_exception_and_whole_numbers_count() -> None:
+    usages = [*BAD_USAGE, *(u for u, _ in GOOD_USAGE)]
+    with RunningServer(_usage_app(usages)) as srv:
+        client = TeacherClient(Endpoint(srv.url, "m"), max_retries=0)
+        replies = [asyncio.run(_once(client)) for _ in range(len(BAD_USAGE) + len(GOOD_USAGE))]
+    for usage, reply in zip(BAD_USAGE, replies):
+        assert reply.error is not None and reply.error.startswith("malformed chat completion: usage"), usage
+        assert not reply.ok and reply.retries == 0
+    for (usage, counts), reply in zip(GOOD_USAGE, replies[len(BAD_USAGE):]):
+        assert reply.ok and (reply.prompt_tokens, reply.completion_tokens) == counts, usage
