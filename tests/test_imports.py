@@ -14,7 +14,7 @@ from pathlib import Path
 
 PKG = Path(__file__).parents[1] / "paravt"
 LAYERS = (("errors", "jsonl", "runlock"), ("config", "protocol", "video"), ("models", "tools", "rewards"), ("agent",),
-          ("data",), ("eval",), ("rl",), ("integrations", "servers", "demo", "repro"), ("cli",))
+          ("data",), ("eval",), ("rl",), ("integrations", "servers", "demo", "repro"), ("cli", "__main__"))
 RANK = {name: i for i, group in enumerate(LAYERS) for name in group}
 
 
