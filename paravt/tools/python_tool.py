@@ -1,29 +1,32 @@
 """``python(code)`` (PyVision-RL): model-written code in a sandboxed, persistent runtime.
 
 One `SandboxRuntime` per episode, so variables carry across calls; it is released by
-``finish(ctx)`` (the ToolSet calls it when the episode ends) or after ``idle_ttl_s`` without calls.
+``finish(ctx)`` (the ToolSet calls it when the episode ends) or after ``idle_ttl_s`` without calls
+(`paravt.tools.sandbox.pool`: admission, ``max_runtimes``, eviction). Only a file the video layer
+opens as a video is bound (`paravt.tools.crop.openable_video`, the check crop_video makes): an
+item whose "video" is any other file under the video root gets an error, not the file.
 Calls of one episode run one at a time, in call order. Inside, the code sees ``video`` (``info``
 and ``frames(start, end, n)`` through our decoder, on the read-only bound file), ``np``,
 ``Image`` (PIL) and ``show(img)``; the result is stdout (capped) plus the shown images as frames.
 A timeout, a crash or a limit kills the runtime: the call gets an error and the next call starts
-a fresh runtime. See `paravt.tools.sandbox.runtime` for what the isolation covers.
+a fresh runtime. See `paravt.tools.sandbox.isolation` for what the isolation covers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from paravt.errors import ToolCallError
+from paravt.errors import ToolCallError, VideoError
 from paravt.protocol.prompts import ToolSpec
 from paravt.tools.base import Observation, ToolContext
-from paravt.tools.sandbox.runtime import SandboxLimits, SandboxRuntime, VideoBinding
+from paravt.tools.crop import openable_video
+from paravt.tools.sandbox.pool import RuntimePool
+from paravt.tools.sandbox.runtime import RunResult, SandboxLimits, SandboxRuntime, VideoBinding
 from paravt.video.types import Frames
 
 PYTHON_SPEC = ToolSpec(
@@ -41,128 +44,87 @@ PYTHON_SPEC = ToolSpec(
 )
 
 
-@dataclasses.dataclass
-class _Slot:
-    runtime: SandboxRuntime
-    lock: asyncio.Lock
-    last_used: float
-    loop: asyncio.AbstractEventLoop
-    video: str  # the runtime is bound to this video for its whole life
-
-    async def release(self) -> None:
-        if self.loop is asyncio.get_running_loop():
-            await self.runtime.close()
-        else:
-            self.runtime.kill_now()
-
-
 class PythonTool:
     name = "python"
     spec: ToolSpec = PYTHON_SPEC
 
     def __init__(self, limits: SandboxLimits = SandboxLimits(), *, idle_ttl_s: float = 300.0,
                  mode: str | None = None, max_runtimes: int | None = None, weak_isolation: bool = False) -> None:
-        """``max_runtimes``: live runtimes at most (None: unbounded); a new episode then evicts the
-        least recently used idle one. ``weak_isolation``: run without bubblewrap (else refused)."""
+        """``max_runtimes``: live sandboxes at most (None: unbounded); admission, eviction and the
+        per-owner fair share are `paravt.tools.sandbox.pool`'s. ``weak_isolation``: run without
+        bubblewrap (else refused)."""
         self.limits, self.idle_ttl_s, self.mode = limits, idle_ttl_s, mode
         self.max_runtimes, self.weak_isolation = max_runtimes, weak_isolation
         self.timeout_s = limits.wall_s + limits.startup_s + 5.0  # outer guard; wall_s fires first
-        self._slots: dict[str, _Slot] = {}
-        self._evicted: dict[str, None] = {}  # recently evicted keys (bounded), to tell the episode
-        self._reaper: asyncio.Task | None = None
+        self.pool = RuntimePool(max_runtimes=max_runtimes, idle_ttl_s=idle_ttl_s)
 
     @property
     def active_runtimes(self) -> int:
-        return sum(1 for s in self._slots.values() if s.runtime.alive)
+        return self.pool.alive
 
-    async def _slot(self, ctx: ToolContext) -> _Slot:
-        slot = self._slots.get(ctx.episode_id)
-        loop = asyncio.get_running_loop()
-        if slot is not None and slot.loop is not loop:  # the caller moved to a new event loop
-            slot.runtime.kill_now()
-            self._slots.pop(ctx.episode_id, None)
-            slot = None
-        if slot is not None and slot.video != ctx.video:
-            raise ToolCallError("this episode id already has a python runtime bound to another video; "
-                                "use a fresh episode id per episode")
-        if slot is None:
-            if not os.path.isfile(ctx.video):  # never bind a directory (e.g. "/") into the sandbox
-                raise ToolCallError("the episode's video is not a regular file; the python tool binds only its video")
-            await self._make_room()
-            info = dataclasses.asdict(ctx.info)
-            video = VideoBinding(ctx.video, info, ctx.crop_max_frames, ctx.crop_max_pixels, ctx.size_factor)
-            runtime = SandboxRuntime(video, self.limits, mode=self.mode, weak_isolation=self.weak_isolation)
-            slot = _Slot(runtime, asyncio.Lock(), time.monotonic(), loop, ctx.video)
-            self._slots[ctx.episode_id] = slot
-        if self._reaper is None or self._reaper.done():
-            self._reaper = asyncio.create_task(self._reap())
-        return slot
-
-    async def _make_room(self) -> None:
-        """Evict the least recently used idle runtime when ``max_runtimes`` are live."""
-        if self.max_runtimes is None or len(self._slots) < self.max_runtimes:
-            return
-        idle = [(s.last_used, k) for k, s in self._slots.items() if not s.lock.locked()]
-        if not idle:
-            raise ToolCallError(f"all {len(self._slots)} python runtimes are busy (max_runtimes="
-                                f"{self.max_runtimes}); retry this call later")
-        _, key = min(idle)
-        victim = self._slots.pop(key)
-        self._evicted[key] = None
-        while len(self._evicted) > 4 * self.max_runtimes:
-            self._evicted.pop(next(iter(self._evicted)))
-        await victim.release()
+    def _runtime(self, ctx: ToolContext) -> SandboxRuntime:
+        video = VideoBinding(ctx.video, dataclasses.asdict(ctx.info), ctx.crop_max_frames, ctx.crop_max_pixels,
+                             ctx.size_factor)
+        return SandboxRuntime(video, self.limits, mode=self.mode, weak_isolation=self.weak_isolation)
 
     async def run(self, ctx: ToolContext, args: Mapping[str, Any]) -> Observation:
         code = args.get("code")
         if not isinstance(code, str) or not code.strip():
             raise ToolCallError(f"argument 'code' must be a non-empty string of Python, got {code!r}")
-        slot = await self._slot(ctx)
+        if not self.pool.has(ctx.episode_id):
+            await asyncio.to_thread(_bindable, ctx.video)  # only a video the video layer opens is bound
+        slot = self.pool.admit(ctx.episode_id, ctx.video, lambda: self._runtime(ctx))
         note = ""
-        if self._evicted.pop(ctx.episode_id, "kept") is None:
+        if self.pool.evicted_since_last_call(ctx.episode_id):
             note = (f"[note: this episode's python runtime was evicted (max_runtimes={self.max_runtimes}); "
                     "earlier variables are lost]\n")
-        async with slot.lock:
-            slot.last_used = time.monotonic()
-            try:
-                result = await slot.runtime.run(code)
-            except asyncio.CancelledError:  # the ToolSet's timeout: the code may still run
-                await slot.runtime.close()
-                raise
-            slot.last_used = time.monotonic()
-        frames = _as_frames(result.images)
-        text = result.stdout if result.ok else (result.stdout + ("\n" if result.stdout else "") + (result.error or ""))
-        text = note + text
-        metrics = {"images": float(len(result.images)), "stdout_chars": float(len(result.stdout))}
-        delivery = "inline" if frames is not None else "text"  # images the code made are shown inline
-        if not result.ok:
-            return Observation(text=text.strip() or "Error", frames=frames, error=result.error, delivery=delivery,
-                               metrics=metrics)
-        return Observation(text=text.strip() or "(no output)", frames=frames, delivery=delivery, metrics=metrics)
+        try:
+            async with slot.lock:
+                if slot.evicted is not None:
+                    raise ToolCallError(f"this episode's python runtime was {slot.evicted} before the call ran; "
+                                        "call again (a fresh runtime starts)")
+                await slot.wait_predecessor()
+                try:
+                    result = await slot.runtime.run(code)
+                except asyncio.CancelledError:  # the ToolSet's timeout: the code may still run
+                    await slot.runtime.close()
+                    raise
+                except ToolCallError:  # it did not start: because the pool took it away?
+                    if slot.evicted is None:
+                        raise
+                    result = RunResult(False, "", None)
+        finally:
+            self.pool.done(slot)
+        if not result.ok and slot.evicted is not None:
+            result = dataclasses.replace(result, error=f"RuntimeError: this episode's python runtime was "
+                                         f"{slot.evicted} while the code ran; call again (variables are lost)")
+        return _observation(result, note)
 
     async def finish(self, ctx: ToolContext) -> None:
-        slot = self._slots.pop(ctx.episode_id, None)
-        self._evicted.pop(ctx.episode_id, None)
-        if slot is not None and slot.loop is not asyncio.get_running_loop():
-            slot.runtime.kill_now()
-        elif slot is not None:
-            async with slot.lock:
-                await slot.runtime.close()
-
-    async def _reap(self) -> None:
-        while self._slots:
-            await asyncio.sleep(min(5.0, max(0.05, self.idle_ttl_s / 4)))
-            now = time.monotonic()
-            for key, slot in list(self._slots.items()):
-                if now - slot.last_used > self.idle_ttl_s and not slot.lock.locked():
-                    self._slots.pop(key, None)
-                    await slot.runtime.close()
+        await self.pool.release(ctx.episode_id)
 
     async def aclose(self) -> None:
-        if self._reaper is not None:
-            self._reaper.cancel()
-        for key in list(self._slots):
-            await self._slots.pop(key).release()
+        await self.pool.aclose()
+
+
+def _bindable(path: str) -> None:
+    """`ToolCallError` unless ``path`` passes the video layer's check (`crop.openable_video`)."""
+    try:
+        openable_video(path)
+    except VideoError as exc:
+        raise ToolCallError(f"the python tool binds only the episode's video, and {exc}") from None
+
+
+def _observation(result: RunResult, note: str) -> Observation:
+    frames = _as_frames(result.images)
+    text = result.stdout if result.ok else (result.stdout + ("\n" if result.stdout else "") + (result.error or ""))
+    text = note + text
+    metrics = {"images": float(len(result.images)), "stdout_chars": float(len(result.stdout))}
+    delivery = "inline" if frames is not None else "text"  # images the code made are shown inline
+    if not result.ok:
+        return Observation(text=text.strip() or "Error", frames=frames, error=result.error, delivery=delivery,
+                           metrics=metrics)
+    return Observation(text=text.strip() or "(no output)", frames=frames, delivery=delivery, metrics=metrics)
 
 
 def _as_frames(images: tuple[np.ndarray, ...]) -> Frames | None:

@@ -12,7 +12,7 @@ import pytest
 from tool_helpers import call
 
 from paravt.tools import build_toolset
-from paravt.tools.sandbox.runtime import SandboxLimits, _python_paths
+from paravt.tools.sandbox.isolation import SandboxLimits, _python_paths
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None,
                                 reason="bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap")
@@ -31,7 +31,7 @@ def session(make_ctx, *codes: str, episode: str = "ep-py"):
             out.append(obs)
         (probe,) = await ts.run_calls(ctx, [call("python", code="print(6 * 7)")])
         tool = ts.tools["python"]
-        uid = tool._slots[episode].runtime.uid
+        uid = tool.pool.get(episode).runtime.uid
         await ts.finish(ctx)
         assert tool.active_runtimes == 0
         await ts.aclose()
@@ -146,7 +146,7 @@ def test_a_runtime_left_by_a_finished_event_loop_is_killed_and_replaced(make_ctx
     ts = build_toolset(["python"], options={"python": {"limits": LIMITS}})
     ctx = make_ctx(episode_id="loops")
     (first,) = asyncio.run(ts.run_calls(ctx, [call("python", code="import os; z = 1; print(os.getpid())")]))
-    old = ts.tools["python"]._slots["loops"].runtime._proc.pid  # the host pid of the old sandbox
+    old = ts.tools["python"].pool.get("loops").runtime._proc.pid  # the host pid of the old sandbox
     (second,) = asyncio.run(ts.run_calls(ctx, [call("python", code="print('z' in globals())")]))
     assert first.ok and second.ok and second.text == "False"  # a new runtime on the new loop
     assert not Path(f"/proc/{old}").exists() or "Z" in Path(f"/proc/{old}/stat").read_text().split()[2]

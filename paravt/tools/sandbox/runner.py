@@ -38,8 +38,19 @@ from PIL import Image
 
 _HEADER = struct.Struct(">I")
 _MAX_FRAME = 4 << 20
-PRELOAD = ("math", "statistics", "json", "re", "collections", "itertools", "functools", "random",
-           "time", "datetime", "socket", "PIL.ImageDraw", "PIL.ImageOps", "PIL.ImageFilter")
+#: Imported before the uid drop in EVERY mode (one list): without bubblewrap the interpreter's
+#: files may be unreadable to the sandbox uid afterwards (a prefix under /root), so a module not
+#: listed here imports under bubblewrap but not in the weak modes. Keep it the standard library an
+#: analysis script reaches for (tests/tools/test_python_sandbox.py imports each one in each mode).
+PRELOAD = ("abc", "array", "ast", "base64", "binascii", "bisect", "calendar", "cmath", "codecs", "collections",
+           "collections.abc", "colorsys", "contextlib", "copy", "csv", "dataclasses", "datetime", "decimal",
+           "difflib", "enum", "fnmatch", "fractions", "functools", "glob", "gzip", "hashlib", "heapq", "hmac",
+           "html", "io", "itertools", "json", "keyword", "locale", "logging", "math", "numbers", "operator",
+           "os", "os.path", "pathlib", "pickle", "pprint", "queue", "random", "re", "reprlib", "secrets",
+           "shlex", "shutil", "socket", "statistics", "string", "struct", "tempfile", "textwrap", "time",
+           "timeit", "traceback", "types", "typing", "unicodedata", "uuid", "warnings", "weakref", "zlib",
+           "PIL.ImageDraw", "PIL.ImageOps", "PIL.ImageFilter", "PIL.ImageStat", "PIL.ImageChops",
+           "PIL.ImageEnhance")
 
 
 def _read_exact(fd: int, n: int) -> bytes:
@@ -139,8 +150,8 @@ class _Shown:
         self.images.append(np.ascontiguousarray(np.asarray(pil, dtype=np.uint8)))
 
 
-# seccomp: no new namespaces (a nested user namespace would let the code mount a tmpfs whose pages
-# RLIMIT_AS does not count) and no mounts. Syscall numbers per architecture (AUDIT_ARCH value).
+# seccomp: the syscalls to refuse are the isolation policy's (`isolation.SECCOMP_DENIED`, sent in
+# the config); here only their numbers per architecture (AUDIT_ARCH value) and the BPF.
 _SECCOMP_ARCH = {
     "x86_64": (0xC000003E, {"unshare": 272, "setns": 308, "mount": 165, "umount2": 166, "pivot_root": 155,
                             "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432,
@@ -152,13 +163,13 @@ _SECCOMP_ARCH = {
 _CLONE_NEW_ANY = 0x7E020080  # CLONE_NEW{NS,CGROUP,UTS,IPC,USER,PID,NET,TIME}
 
 
-def _seccomp_program(arch: int, nr: dict[str, int]) -> list[tuple[int, int, int, int]]:
-    """Classic BPF: EPERM for namespace/mount syscalls and clone with CLONE_NEW* flags, ENOSYS for
-    clone3 (libc then falls back to clone, whose flags are checkable), EPERM for any other ABI."""
+def _seccomp_program(arch: int, nr: dict[str, int], deny: list[str]) -> list[tuple[int, int, int, int]]:
+    """Classic BPF: EPERM for the ``deny`` syscalls (the policy's choice, `isolation.SECCOMP_DENIED`)
+    and clone with CLONE_NEW* flags, ENOSYS for clone3 (libc then falls back to clone, whose flags
+    are checkable), EPERM for any other ABI."""
     ld, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
     allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
-    denied = [nr[k] for k in ("unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount",
-                              "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr")]
+    denied = [nr[k] for k in deny]
     # layout: 0 ld arch | 1 jeq arch | 2 ret eperm | 3 ld nr | 4 jge x32 | denied… | clone | clone3 |
     #         ret allow | ld flags | jset | ret allow | ret eperm | ret enosys
     n = len(denied)
@@ -175,7 +186,7 @@ def _seccomp_program(arch: int, nr: dict[str, int]) -> list[tuple[int, int, int,
     return prog
 
 
-def _install_seccomp() -> bool:
+def _install_seccomp(deny: list[str]) -> bool:
     """Install the filter on every thread of this process (and so on all its descendants)."""
     import ctypes
     import platform
@@ -184,7 +195,7 @@ def _install_seccomp() -> bool:
     if spec is None:
         return False
     arch, nr = spec
-    prog = _seccomp_program(arch, nr)
+    prog = _seccomp_program(arch, nr, deny)
 
     class SockFilter(ctypes.Structure):
         _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
@@ -354,7 +365,7 @@ def main() -> None:
     _drop_privileges(cfg.get("uid"), cfg.get("gid"))
     os.chdir(cfg["workdir"])
     _set_limits(cfg["limits"])
-    filtered = _install_seccomp()
+    filtered = _install_seccomp(list(cfg["seccomp_deny"]))
     video = None
     if cfg.get("video"):
         video = VideoHandle(cfg["video"], cfg["info"], cfg["video_max_frames"], cfg["video_max_pixels"], cfg["size_factor"])

@@ -1,0 +1,193 @@
+"""Issue 28, items 3, 4 and 10: the python tool binds only videos, ``max_runtimes`` holds under a
+burst (counted as sandbox PROCESSES on this host), an owner's share is bounded, and the weak
+sandbox imports the same standard library as the strong one."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from server_helpers import ServerThread
+from tool_helpers import call
+
+from paravt.config import ToolServerConfig
+from paravt.tools.python_tool import PythonTool
+from paravt.tools.sandbox.isolation import RUNNER, SandboxLimits
+from paravt.tools.sandbox.runner import PRELOAD
+from paravt.tools.sandbox.runtime import SandboxRuntime
+from paravt.tools.server.app import create_app
+from paravt.tools.server.wire import context_to_wire
+
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+LIMITS = SandboxLimits(wall_s=5.0, memory_bytes=1 << 30)
+
+
+@pytest.fixture
+def root(tmp_path: Path, video: str) -> tuple[Path, str]:
+    """A video root with a uniquely named clip (its name marks this test's sandboxes in /proc)
+    and a secret that is not a video."""
+    r = tmp_path / "root"
+    r.mkdir()
+    name = f"clip-{uuid.uuid4().hex[:12]}.mp4"
+    shutil.copy(video, r / name)
+    (r / "credentials.env").write_text("API_KEY=hunter2-secret\n")
+    return r, name
+
+
+def runtimes_alive(marker: str) -> int:
+    """Sandboxes of this test alive now: runner processes (not their forked workers) whose config
+    names ``marker``."""
+    procs: dict[int, tuple[list[str], int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        procs[int(entry)] = ([a.decode(errors="replace") for a in argv], ppid)
+
+    def is_runner(argv: list[str]) -> bool:
+        return len(argv) >= 4 and argv[1:3] == ["-I", str(RUNNER)] and marker in argv[3]
+
+    return sum(1 for argv, ppid in procs.values() if is_runner(argv) and not is_runner(procs.get(ppid, ([], 0))[0]))
+
+
+class PeakCounter:
+    """Samples `runtimes_alive` every 20 ms in a thread; ``peak`` is the most seen at once."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker, self.peak, self._stop = marker, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, runtimes_alive(self.marker))
+            time.sleep(0.02)
+
+    def __enter__(self) -> PeakCounter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def _item(make_ctx, video: str, session: str, trajectory: str, code: str) -> dict:
+    ctx = make_ctx(episode_id=trajectory)
+    ctx.video = video
+    return {"session": session, "trajectory_id": trajectory, "context": context_to_wire(ctx),
+            "calls": [{"name": "python", "arguments": {"code": code}, "error": None}]}
+
+
+def _batch(url: str, items: list[dict]) -> list[dict]:
+    resp = httpx.post(url + "/v1/batch", json={"items": items}, timeout=60)
+    assert resp.status_code == 200, resp.text
+    return [r["observations"][0] for r in resp.json()["results"]]
+
+
+@needs_bwrap
+def test_a_file_that_is_not_a_video_is_never_bound(make_ctx, root) -> None:
+    """Item 3: ``serve-tools --tools python --video-root R`` with an item whose video is
+    R/credentials.env: an error naming the rule, not the secret; a real video still works."""
+    r, name = root
+    app = create_app(["python", "crop_video"], ToolServerConfig(video_roots=[str(r)]))
+    read = "print(open(video._path).read())"
+    with ServerThread(app) as srv:
+        (secret,) = _batch(srv.url, [_item(make_ctx, str(r / "credentials.env"), "s" * 32, "t-secret", read)])
+        (clip,) = _batch(srv.url, [_item(make_ctx, str(r / name), "s" * 32, "t-clip", "print(video.info['fps'])")])
+    assert "hunter2" not in str(secret) and secret["error"] is not None
+    assert "binds only the episode's video" in secret["error"] and "cannot be opened as a video" in secret["error"]
+    assert clip["error"] is None and clip["text"] == "2.0"
+
+
+@needs_bwrap
+def test_max_runtimes_holds_under_a_burst_of_new_trajectories(make_ctx, root) -> None:
+    """Item 4 (scaled to max_runtimes=4 to stay fast): 4 idle runtimes, then 3 concurrent requests
+    of 4 new trajectories each (other sessions). Before the fix the sandboxes alive at once
+    exceeded the cap (25 of 16 at full scale); now never more than 4, and every call answers."""
+    r, name = root
+    cap = 4
+    app = create_app(["python"], ToolServerConfig(video_roots=[str(r)], max_runtimes=cap, idle_ttl_s=60))
+    video = str(r / name)
+    with ServerThread(app) as srv, PeakCounter(name) as peak:
+        idle = _batch(srv.url, [_item(make_ctx, video, "i" * 32, f"idle-{k}", "v = 1") for k in range(cap)])
+        assert all(o["error"] is None for o in idle) and runtimes_alive(name) == cap
+
+        async def burst() -> list[list[dict]]:
+            sessions = [c * 32 for c in "abc"]
+            return await asyncio.gather(*(asyncio.to_thread(
+                _batch, srv.url, [_item(make_ctx, video, s, f"new-{k}", "print(7 * 6)") for k in range(cap)])
+                for s in sessions))
+
+        t0 = time.monotonic()
+        answers = [o for batch in asyncio.run(burst()) for o in batch]
+        elapsed = time.monotonic() - t0
+    assert peak.peak <= cap, f"{peak.peak} sandboxes alive at once against max_runtimes={cap}"
+    served = [o for o in answers if o["error"] is None]
+    refused = [o for o in answers if o["error"] is not None]
+    assert all(o["text"] == "42" for o in served) and len(served) >= cap
+    assert all("busy" in o["error"] or "evicted" in o["error"] for o in refused), refused
+    assert elapsed < 30.0 and runtimes_alive(name) <= cap
+
+
+@needs_bwrap
+def test_an_owner_holding_every_runtime_busy_cannot_starve_another(make_ctx, root) -> None:
+    """Item 4, fairness: owner A's 3 runtimes all sleep (busy); owner B's new trajectory is served
+    at once by taking A's least recently used one (A's call says it was evicted), instead of
+    "busy" until A lets go."""
+    r, name = root
+
+    async def main() -> tuple[list, object, float]:
+        tool = PythonTool(LIMITS, max_runtimes=3)
+        ctxs = [make_ctx(episode_id=f"A/{k}") for k in range(3)]
+        for c in ctxs:
+            c.video = str(r / name)
+        await asyncio.gather(*(tool.run(c, {"code": "x = 1"}) for c in ctxs))
+        sleeping = [asyncio.ensure_future(tool.run(c, {"code": "import time; time.sleep(4)"})) for c in ctxs]
+        await asyncio.sleep(0.5)
+        b = make_ctx(episode_id="B/0")
+        b.video = str(r / name)
+        t0 = time.monotonic()
+        served = await tool.run(b, {"code": "print('b')"})
+        waited = time.monotonic() - t0
+        results = await asyncio.gather(*sleeping)
+        assert tool.active_runtimes <= 3
+        await tool.aclose()
+        return results, served, waited
+
+    results, served, waited = asyncio.run(main())
+    assert served.ok and served.text == "b" and waited < 3.5  # before A's 4 s sleeps ended
+    evicted = [o for o in results if not o.ok]
+    assert len(evicted) == 1 and "evicted" in (evicted[0].error or "")
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "unshare"])
+def test_every_mode_imports_the_one_preload_list(mode: str) -> None:
+    """Item 10: ``import glob`` (and every module of `runner.PRELOAD`) works in the weak mode as
+    in the strong one (without bubblewrap the interpreter's files may be unreadable after the uid
+    drop, so the list is imported before it)."""
+    if shutil.which(mode) is None or (mode == "unshare" and os.getuid() != 0):
+        pytest.skip(f"needs {mode}" + (" as root" if mode == "unshare" else ""))
+    code = ("import importlib\nbad = []\nfor m in %r:\n    try:\n        importlib.import_module(m)\n"
+            "    except Exception as e:\n        bad.append(m)\nprint(bad)") % (PRELOAD,)
+
+    async def main() -> tuple[object, object]:
+        rt = SandboxRuntime(None, LIMITS, mode=mode, weak_isolation=True)
+        try:
+            return await rt.run(code), await rt.run("import glob, fnmatch; print(glob.escape('a*'))")
+        finally:
+            await rt.close()
+
+    listed, glob = asyncio.run(main())
+    assert "glob" in PRELOAD and listed.ok and listed.stdout.strip() == "[]", listed
+    assert glob.ok and glob.stdout.strip() == "a[*]", glob
