@@ -19,7 +19,7 @@ def build_toolset(names: Sequence[str], *, server_url: str | None = None,
                   options: Mapping[str, Mapping[str, Any]] | None = None) -> ToolSet:
     """The enabled tools, in-process or through a tool server (``server_url``); an ``mcp:`` entry
     adds every tool of that MCP server (in-process only; ``timeouts[entry]`` is its per-call
-    timeout, default 30 s). ``timeouts``
+    timeout, default 30 s; ``options[entry]`` its caps, `mcp_tools.McpLimits`). ``timeouts``
     override tools' own ``timeout_s``; ``options`` are passed to a tool's factory (local only).
     Unknown names raise `ConfigError` listing the available tools."""
     if len(set(names)) != len(names):
@@ -35,7 +35,7 @@ def build_toolset(names: Sequence[str], *, server_url: str | None = None,
         from paravt.tools.mcp_tools import mcp_tools
 
         for ref in mcp_refs:
-            tools += mcp_tools(ref, timeout_s=float((timeouts or {}).get(ref, 30.0)))
+            tools += mcp_tools(ref, timeout_s=float((timeouts or {}).get(ref, 30.0)), **(options or {}).get(ref, {}))
     taken = [t.name for t in tools]
     if len(set(taken)) != len(taken):
         raise ConfigError(f"tool names {taken} contain duplicates (an MCP server's tool shadows another tool)")

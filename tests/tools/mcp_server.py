@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import os
 import sys
 import time
 
@@ -41,6 +42,18 @@ def slow(seconds: float) -> str:
     """Sleeps, then answers."""
     time.sleep(seconds)
     return "done"
+
+
+@server.tool()
+def big(megabytes: float) -> str:
+    """A text reply of about ``megabytes`` MB (the client caps it)."""
+    return "x" * int(megabytes * 1_000_000)
+
+
+@server.tool()
+def pid() -> str:
+    """This server's process id (a test kills it)."""
+    return str(os.getpid())
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -35,7 +36,7 @@ def stdio_tools() -> Iterator:
 
 
 def test_the_servers_tools_join_the_toolset_with_their_schemas(stdio_tools) -> None:
-    assert stdio_tools.names == {"crop_video", "describe", "swatch", "broken", "slow"}
+    assert stdio_tools.names == {"crop_video", "describe", "swatch", "broken", "slow", "big", "pid"}
     spec = next(s for s in stdio_tools.specs if s.name == "swatch")
     assert spec.parameters["properties"]["colour"]["type"] == "string" and spec.parameters["required"] == ["colour"]
     prompt = system_prompt("parallel", stdio_tools.specs)
@@ -94,3 +95,45 @@ def test_an_unreachable_server_is_a_config_error() -> None:
         build_toolset([f"mcp:http://127.0.0.1:{_port()}/mcp"])
     with pytest.raises(ConfigError, match="names no MCP server"):
         build_toolset(["mcp:"])
+
+
+def _rss_mb() -> float:
+    return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) / 1024
+
+
+@pytest.fixture(scope="module")
+def capped_tools() -> Iterator:
+    tools = build_toolset([STDIO], timeouts={STDIO: 20.0}, options={STDIO: {"max_output_chars": 8000}})
+    yield tools
+    asyncio.run(tools.aclose())
+
+
+def test_replies_over_the_caps_are_truncated_or_refused_fast_and_small(capped_tools, make_ctx) -> None:
+    """Issue 28 item 7: an 8 MB text reply took 15 s and ~100 MB here before (the SDK re-joins a
+    long line per chunk); now the stdio transport refuses it before parsing (per-call error naming
+    the cap), and a reply under the byte cap has its text cut to max_output_chars with a marker."""
+    ctx = make_ctx()
+    rss0, t0 = _rss_mb(), time.perf_counter()
+    huge, small = asyncio.run(capped_tools.run_calls(ctx, [call("big", 0, megabytes=8), call("big", 1, megabytes=0.1)]))
+    elapsed, grown = time.perf_counter() - t0, _rss_mb() - rss0
+    assert not huge.ok and "over the cap of 4,194,304" in (huge.error or "") and "max_message_bytes" in huge.error
+    assert small.ok and small.text.startswith("x" * 8000) and len(small.text) < 8100
+    assert small.text.endswith("[92000 more characters truncated (max_output_chars=8000)]")
+    assert elapsed < 8.0 and grown < 60, (elapsed, grown)
+    (after,) = asyncio.run(capped_tools.run_calls(ctx, [call("describe", topic="after")]))
+    assert after.text == "after: a short description"  # the session survived the refused reply
+
+
+def test_a_killed_stdio_server_is_restarted_on_the_next_call(capped_tools, make_ctx) -> None:
+    """Issue 28 item 7: before, every call after the server died failed at once ("Connection
+    closed"); now the next call starts the server again and is answered by the new process."""
+    ctx = make_ctx()
+    (first,) = asyncio.run(capped_tools.run_calls(ctx, [call("pid")]))
+    os.kill(int(first.text), signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{first.text}").exists() and "Z" not in Path(f"/proc/{first.text}/stat").read_text().split()[2]:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    again, pid = asyncio.run(capped_tools.run_calls(ctx, [call("describe", 0, topic="back"), call("pid", 1)]))
+    assert again.ok and again.text == "back: a short description", again
+    assert pid.ok and pid.text != first.text
