@@ -3,7 +3,10 @@
 ``build_tiny(family, size, out_dir)`` writes a normal HF directory (config, weights, tokenizer,
 processor, chat template) that ``AutoModelForImageTextToText`` / ``AutoProcessor`` load, so the
 whole pipeline runs on the CPU exactly as it would on a real checkpoint (NOTES-ENV.md "Tiny
-Qwen-VL models, offline" lists the configuration pitfalls handled here).
+Qwen-VL models, offline" lists the configuration pitfalls handled here). The tokenizer is the
+protocol BPE (`paravt.models.tokenizer`, kind ``protocol``); ``tokenizer="legacy"`` builds the
+≈ 530-token one of the first checkpoints, for comparisons. The tokenizer is saved with the model,
+so a checkpoint always loads with the one it was trained with.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from typing import Literal
 
 import torch
 
+from paravt.config import ModelFamily
 from paravt.errors import ModelError
 from paravt.models.tokenizer import chat_template, train_tokenizer
 
-Family = Literal["qwen2_5_vl", "qwen3_vl"]
+Family = ModelFamily
 Size = Literal["xs", "s", "m"]
 FAMILIES: tuple[str, ...] = ("qwen2_5_vl", "qwen3_vl")
 
@@ -46,6 +50,7 @@ class TinyBuild:
     size: str
     num_params: int
     vocab_size: int
+    tokenizer: str = "protocol"
 
 
 def _mrope_section(head_dim: int) -> list[int]:
@@ -119,14 +124,16 @@ def _build_processor(family: str, tok):  # noqa: ANN001, ANN202
         chat_template=tok.chat_template)
 
 
-def build_tiny(family: str, size: str, out_dir: str | Path, *, seed: int = 0) -> TinyBuild:
-    """Build, save and describe a random tiny model of ``family`` at ``size`` (offline)."""
+def build_tiny(family: str, size: str, out_dir: str | Path, *, seed: int = 0,
+               tokenizer: str = "protocol") -> TinyBuild:
+    """Build, save and describe a random tiny model of ``family`` at ``size`` (offline), its
+    tokenizer of kind ``tokenizer`` (`paravt.models.tokenizer.TOKENIZER_KINDS`)."""
     if family not in FAMILIES:
         raise ModelError(f"unknown model family {family!r}; use one of {', '.join(FAMILIES)}")
     if size not in SIZES:
         raise ModelError(f"unknown tiny size {size!r}; use one of {', '.join(SIZES)}")
     torch.manual_seed(seed)
-    tok = train_tokenizer(seed=seed)
+    tok = train_tokenizer(tokenizer, seed=seed)
     model = _build_model(family, SIZES[size], tok)
     processor = _build_processor(family, tok)
     out = Path(out_dir)
@@ -136,4 +143,5 @@ def build_tiny(family: str, size: str, out_dir: str | Path, *, seed: int = 0) ->
     model.save_pretrained(out)
     processor.save_pretrained(out)
     n_params = sum(p.numel() for p in model.parameters())
-    return TinyBuild(path=str(out), family=family, size=size, num_params=n_params, vocab_size=len(tok))
+    return TinyBuild(path=str(out), family=family, size=size, num_params=n_params, vocab_size=len(tok),
+                     tokenizer=tokenizer)

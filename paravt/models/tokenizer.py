@@ -1,19 +1,31 @@
-"""An offline byte-level BPE tokenizer trained on the protocol's own text, with Qwen's special
-tokens and chat format (used by the tiny models; real checkpoints bring their own tokenizer).
+"""Offline byte-level BPE tokenizers for the tiny models, with Qwen's special tokens and chat
+format (real checkpoints bring their own tokenizer). Two builders, chosen by ``TokenizerKind``:
 
-The pre-tokenizer is Qwen2's regex, so word / number / newline boundaries fall where Qwen's do:
-digits are single pre-tokens and newlines never merge into the following word, which keeps
-"prefix ids + continuation ids == ids of prefix + continuation" true at the boundaries the
-protocol uses (``<think>\\n`` followed by text).
+- ``protocol`` (the default since issue 26): ``PROTOCOL_VOCAB`` tokens trained on the protocol's
+  own text (`paravt.models.tokenizer_corpus`: prompts, oracle and prior traces, tool responses,
+  frame timestamps). Only newline runs and digit runs are cut out before BPE, so merges cross
+  spaces and punctuation: the protocol's fixed phrases and JSON keys become one or a few tokens,
+  and a number is its own token(s), never fused with the punctuation around it (tokens per
+  rollout and per SFT row ≈ 0.3× the legacy builder's; ``benchmarks/limits.py`` measures it).
+- ``legacy``: the ≈ 530-token builder of the first tiny checkpoints, on Qwen2's pre-tokenizer
+  regex (words, single digits). Kept so that a measurement can compare the two; a checkpoint
+  saves its tokenizer, so old checkpoints load with theirs whatever the default.
+
+Both isolate newline runs, so "prefix ids + continuation ids == ids of prefix + continuation" at
+the boundaries the protocol uses (``<think>\\n`` followed by text, a turn's closing newline);
+protocol tags and Qwen's special tokens are single added tokens in both.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from typing import Literal, get_args
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
+from paravt.errors import ModelError
 from paravt.protocol.tags import PROTOCOL_TAGS, fmt_time, render_crop_call, render_result_line
 
 QWEN_SPECIAL_TOKENS: tuple[str, ...] = (
@@ -39,7 +51,7 @@ _PHRASES = (
 )
 
 
-def _corpus(n_lines: int = 3000, seed: int = 0) -> list[str]:
+def _legacy_corpus(n_lines: int = 3000, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     scaffold = [f"<|im_start|>{r}\n" for r in ("system", "user", "assistant")]
     lines: list[str] = (list(_PHRASES) + scaffold) * 30 + list(PROTOCOL_TAGS)
@@ -59,21 +71,44 @@ def _corpus(n_lines: int = 3000, seed: int = 0) -> list[str]:
     return lines
 
 
-def train_tokenizer(vocab_size: int = 520, seed: int = 0) -> PreTrainedTokenizerFast:
-    """Train the byte-level BPE on the protocol corpus and wrap it with Qwen's special tokens and
-    the protocol tags as single (non-special, so they survive decoding) tokens."""
+TokenizerKind = Literal["protocol", "legacy"]
+TOKENIZER_KINDS: tuple[str, ...] = get_args(TokenizerKind)
+PROTOCOL_VOCAB = 2048  # BPE tokens before the added ones (docs/performance.md: the choice, measured)
+LEGACY_VOCAB = 520
+# Pre-tokens of the protocol BPE: newline runs (with the spaces before them) and digit runs are cut
+# out, everything else between them is one pre-token (merges cross spaces and punctuation).
+_PROTOCOL_SPLIT = r"\s*[\r\n]+|\p{N}+"
+
+
+def train_tokenizer(kind: str = "protocol", *, vocab_size: int | None = None, seed: int = 0
+                    ) -> PreTrainedTokenizerFast:
+    """The tiny models' tokenizer of ``kind`` (module docstring); deterministic for (kind,
+    vocab_size, seed), offline, about a second."""
+    if kind not in TOKENIZER_KINDS:
+        raise ModelError(f"unknown tokenizer kind {kind!r}; use one of {', '.join(TOKENIZER_KINDS)}")
+    if kind == "legacy":
+        split = pre_tokenizers.Split(Regex(_QWEN_SPLIT), behavior="isolated")
+        return _train(split, _legacy_corpus(seed=seed), vocab_size or LEGACY_VOCAB, max_len=None)
+    from paravt.models.tokenizer_corpus import protocol_corpus
+
+    split = pre_tokenizers.Split(Regex(_PROTOCOL_SPLIT), behavior="isolated")
+    return _train(split, protocol_corpus(seed=seed), vocab_size or PROTOCOL_VOCAB, max_len=24)
+
+
+def _train(split: pre_tokenizers.PreTokenizer, corpus: Sequence[str], vocab_size: int, *,
+           max_len: int | None) -> PreTrainedTokenizerFast:
+    """Train the byte-level BPE on ``corpus`` and wrap it with Qwen's special tokens and the
+    protocol tags as single (non-special, so they survive decoding) tokens."""
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(_QWEN_SPLIT), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence([split, pre_tokenizers.ByteLevel(add_prefix_space=False,
+                                                                                 use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, min_frequency=2, show_progress=False,
+        vocab_size=vocab_size, min_frequency=2, show_progress=False, max_token_length=max_len,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         special_tokens=list(QWEN_SPECIAL_TOKENS),
     )
-    tok.train_from_iterator(_corpus(seed=seed), trainer=trainer)
+    tok.train_from_iterator(corpus, trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
         clean_up_tokenization_spaces=False, model_max_length=32768,

@@ -68,3 +68,20 @@ def test_loading_a_missing_checkpoint_says_how_to_get_one(tmp_path: Path) -> Non
 def test_unknown_size_is_rejected_with_choices(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="xs, s, m"):
         build_tiny("qwen3_vl", "xl", tmp_path)
+
+
+def test_new_models_get_the_protocol_tokenizer_and_legacy_checkpoints_load_with_theirs(tmp_path: Path) -> None:
+    """The tokenizer is saved with the model: a checkpoint built with the ≈ 530-token legacy
+    tokenizer still loads with it (same ids as the legacy builder), whatever the default."""
+    from paravt.models.tokenizer import train_tokenizer
+    from paravt.protocol.prompts import system_prompt
+
+    old = build_tiny("qwen3_vl", "xs", tmp_path / "old", tokenizer="legacy")
+    new = build_tiny("qwen3_vl", "xs", tmp_path / "new")
+    assert old.vocab_size < 600 < 1500 < new.vocab_size and new.tokenizer == "protocol"
+    p = load_policy(old.path)
+    assert len(p.tokenizer) == p.model.config.text_config.vocab_size == old.vocab_size
+    text = system_prompt("parallel")
+    legacy_ids = train_tokenizer("legacy")(text, add_special_tokens=False)["input_ids"]
+    assert p.tokenizer(text, add_special_tokens=False)["input_ids"] == legacy_ids
+    assert len(load_policy(new.path).tokenizer(text, add_special_tokens=False)["input_ids"]) < len(legacy_ids) / 2
