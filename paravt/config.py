@@ -51,6 +51,7 @@ class ModelConfig(_Strict):
     max_concurrency: int = Field(16, ge=1, description="Concurrent requests of the openai backend.")
     prefill_threads: int | None = Field(None, ge=1, le=256, description="hf backend: torch threads of each batch's prefill (vision tower, prompt); the decode steps keep the process's count. None: the process's count throughout. Worth it when decode runs with fewer threads than the cores (docs/performance.md).")
     replicas: int = Field(1, ge=1, le=64, description="hf backend on a CPU: processes serving requests side by side, each with a copy of the policy (this one included; paravt.models.hf.replicas). 2 uses both cores of a 2-core machine, whose one process is bound by Python. 1 on an accelerator.")
+    replica_timeout_s: float = Field(600.0, gt=0, description="hf replicas: a worker that does not answer a batch within this time (hung, stopped) is killed and restarted; its rows are served by this process (paravt.models.hf.replicas).")
 
 
 class SamplingConfig(_Strict):

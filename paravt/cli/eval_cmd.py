@@ -97,7 +97,7 @@ def _backend(model: str, processor: str | None, cfg: TrainConfig):  # -> paravt.
                            max_retries=m.max_retries, max_concurrency=m.max_concurrency,
                            served_model_name=m.served_model_name,
                            python_weak_isolation=cfg.rollout.python_weak_isolation, prefill_threads=m.prefill_threads,
-                           replicas=m.replicas)
+                           replicas=m.replicas, replica_timeout_s=m.replica_timeout_s)
     backend.judge_url, backend.judge_model, backend.judge_timeout_s = r.judge_url, r.judge_model, r.judge_timeout_s
     return backend
 

@@ -44,9 +44,9 @@ def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("cr
                  tool_server_url: str | None = None, timeout_s: float = 120.0, max_retries: int = 3,
                  max_concurrency: int = 16, served_model_name: str | None = None,
                  processor_dir: str | None = None, python_weak_isolation: bool = False,
-                 prefill_threads: int | None = None, replicas: int = 1) -> Backend:
+                 prefill_threads: int | None = None, replicas: int = 1, replica_timeout_s: float = 600.0) -> Backend:
     """A generator + codec for a local checkpoint or an OpenAI-compatible URL; ``prefill_threads``,
-    ``replicas``: ``ModelConfig``'s fields of the hf backend."""
+    ``replicas``, ``replica_timeout_s``: ``ModelConfig``'s fields of the hf backend."""
     from paravt.tools import build_toolset
 
     toolset = build_toolset(list(tools), server_url=tool_server_url,
@@ -60,7 +60,8 @@ def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("cr
 
     policy = load_policy(model, device=device)
     policy.model.eval()
-    generator = hf_generator(policy, replicas=replicas, prefill_threads=prefill_threads)
+    generator = hf_generator(policy, replicas=replicas, prefill_threads=prefill_threads,
+                             replica_timeout_s=replica_timeout_s)
     return Backend(generator, ChatCodec(policy.processor), toolset)
 
 

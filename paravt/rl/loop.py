@@ -52,7 +52,7 @@ def _run_training(cfg: TrainConfig, *, kind: Kind, resume: bool, progress: bool,
         str(ckpt / "model") if ckpt else start_from, lr=ts.lr, device=cfg.model.device, dtype=cfg.model.dtype,
         generate=ts.generate, tools=cfg.rollout.tools, tool_server_url=cfg.rollout.tool_server_url,
         python_weak_isolation=cfg.rollout.python_weak_isolation, prefill_threads=cfg.model.prefill_threads,
-        replicas=cfg.model.replicas,
+        replicas=cfg.model.replicas, replica_timeout_s=cfg.model.replica_timeout_s,
         reference=start_from if ts.reference else None,  # the policy the run STARTED from
     )
     trainer = cls.build(cfg, session)

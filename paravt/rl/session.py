@@ -27,7 +27,7 @@ class PolicySession:
                reference: str | None = None, generate: bool = False, tools: list[str] | None = None,
                tool_server_url: str | None = None, weight_decay: float = 0.0,
                python_weak_isolation: bool = False, prefill_threads: int | None = None,
-               replicas: int = 1) -> PolicySession:
+               replicas: int = 1, replica_timeout_s: float = 600.0) -> PolicySession:
         """The policy at ``path``; ``reference``: where the frozen KL reference comes from (the
         policy the run started from: a copy of the policy when it is ``path``, else loaded once
         from there, e.g. when resuming from a checkpoint)."""
@@ -46,7 +46,8 @@ class PolicySession:
             from paravt.models.hf.replicas import hf_generator
             from paravt.tools import build_toolset
 
-            gen = hf_generator(policy, replicas=replicas, prefill_threads=prefill_threads)
+            gen = hf_generator(policy, replicas=replicas, prefill_threads=prefill_threads,
+                               replica_timeout_s=replica_timeout_s)
             toolset = build_toolset(tools or ["crop_video"], server_url=tool_server_url,
                                     options={"python": {"weak_isolation": True}} if python_weak_isolation else None)
         return cls(model, policy.processor, ChatCodec(policy.processor), opt, ref, gen, toolset)

@@ -5,6 +5,9 @@ dead or closed replica that loses no request."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -133,3 +136,48 @@ def test_replicas_are_for_a_cpu_and_a_checkpoint_directory(policy) -> None:
         ReplicaGenerator(policy, 1)
     with pytest.raises(ModelError, match="checkpoint directory"):
         ReplicaGenerator(LoadedPolicy(policy.model, policy.processor, policy.tokenizer, policy.family, path=""), 2)
+
+
+@pytest.fixture(scope="module")
+def fragile(policy: LoadedPolicy) -> Iterator[ReplicaGenerator]:
+    gen = _started(ReplicaGenerator(policy, 2, timeout_s=3.0))
+    yield gen
+    gen.close()
+
+
+def test_a_stopped_replica_is_killed_at_its_deadline_and_its_rows_served_here(fragile, video_frames, capsys) -> None:
+    """Issue 28 item 6: SIGSTOP on a worker used to hang the call forever (the pipe read had no
+    deadline); now the watchdog kills it at timeout_s, its rows are served by this process with
+    the outputs one process gives, and a fresh worker is started."""
+    reqs = [_window_request(fragile, video_frames, i, 0.0) for i in range(4)]
+    remote = fragile.remotes[0]
+    remote.call(reqs[:1])  # weights synced: the stop lands in a generate round trip
+    stopped = remote.proc
+    os.kill(stopped.pid, signal.SIGSTOP)
+    t0 = time.monotonic()
+    outs = asyncio.run(fragile.generate(reqs))
+    elapsed = time.monotonic() - t0
+    _same(outs, fragile.local.run_batch(reqs))
+    assert elapsed < 3.0 + 20.0, elapsed  # the deadline plus serving 4 rows here
+    stopped.join(timeout=5)
+    assert stopped.exitcode == -signal.SIGKILL and remote.restarts == 1 and remote.proc is not stopped
+    assert "no answer within 3 s" in capsys.readouterr().err
+    assert fragile.wait_started(timeout_s=120.0)  # the restarted worker serves again
+    assert remote.call(reqs[:1])[0].finish_reason != "error"
+
+
+def test_a_replica_reply_over_its_cap_is_an_error_per_row(fragile, video_frames) -> None:
+    """Issue 28 item 7: a reply larger than max_reply_bytes_per_row × rows is not unpickled: each
+    of its rows gets an error naming the cap (not retried here), and the worker is restarted."""
+    assert fragile.wait_started(timeout_s=120.0)
+    remote = fragile.remotes[0]
+    reqs = [_window_request(fragile, video_frames, i, 0.0) for i in range(2)]
+    restarts, cap = remote.restarts, remote.max_reply_bytes_per_row
+    remote.max_reply_bytes_per_row = 64
+    try:
+        outs = remote.call(reqs)
+    finally:
+        remote.max_reply_bytes_per_row = cap
+    assert [o.finish_reason for o in outs] == ["error", "error"]
+    assert all("exceeds 128 bytes (64 per row)" in (o.error or "") and not o.metrics.get("replica_lost") for o in outs)
+    assert remote.restarts == restarts + 1

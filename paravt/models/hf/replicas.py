@@ -24,14 +24,22 @@ cache, writes through ``param.data`` and fused optimizers are not seen (the trai
 neither). Threads: each worker gets ``torch.get_num_threads() // replicas`` (at least 1).
 
 Failures: a worker that cannot load or dies is dropped, with one line on stderr; its requests
-(and every later one) are served by the remaining engines. CPU only: on an accelerator a batch
+(and every later one) are served by the remaining engines. Every round trip has a deadline
+(``timeout_s``, ``model.replica_timeout_s``): a worker that does not answer in time (hung,
+SIGSTOPped) is SIGKILLed by a watchdog and started again (at most ``_MAX_RESTARTS`` times, then
+dropped); its rows are served by this process, never waited for. A reply is read with a size
+cap (``max_reply_bytes_per_row`` × rows): one over it becomes an error output for each of its
+rows (not retried: this process would produce the same), and the worker, whose pipe is then out
+of step, is restarted. CPU only: on an accelerator a batch
 of K rows costs about one row and one process is the right shape.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing as mp
+import pickle
 import sys
 import threading
 import time
@@ -51,6 +59,9 @@ from paravt.models.hf.replica_worker import WorkerSpec, pack_weights, serve
 from paravt.models.hf.turn_cache import weights_version
 
 _START_TIMEOUT_S = 300.0
+_MAX_RESTARTS = 2
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_MAX_REPLY_BYTES_PER_ROW = 16 << 20
 
 
 class Affinity:
@@ -86,41 +97,92 @@ class Affinity:
 class _Replica:
     """One worker process and the queue of requests it serves."""
 
-    def __init__(self, index: int, spec: WorkerSpec, model: Any, window_s: float) -> None:
+    def __init__(self, index: int, spec: WorkerSpec, model: Any, window_s: float, *,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, max_reply_bytes_per_row: int = DEFAULT_MAX_REPLY_BYTES_PER_ROW
+                 ) -> None:
+        self.index, self.model, self.spec = index, model, spec
+        self.timeout_s, self.max_reply_bytes_per_row = timeout_s, max_reply_bytes_per_row
+        self.down: str | None = None
+        self.restarts = 0
+        self._pipe = threading.Lock()  # one user of the connection at a time (a batch, or close)
+        self._spawn()
+        self.queue = Batcher(self.call, window_s=window_s)
+
+    def _spawn(self) -> None:
         ctx = mp.get_context("spawn")
-        self.index, self.model = index, model
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=serve, args=(child, spec), daemon=True, name=f"paravt-replica-{index}")
+        self.proc = ctx.Process(target=serve, args=(child, self.spec), daemon=True, name=f"paravt-replica-{self.index}")
         self.proc.start()
         child.close()
         self.ready = False
-        self.down: str | None = None
         self.synced: tuple[int, int] | None = None
-        self._pipe = threading.Lock()  # one user of the connection at a time (a batch, or close)
-        self.queue = Batcher(self.call, window_s=window_s)
 
     def call(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
-        """Blocking round trip (in the queue's worker thread); never raises."""
+        """Blocking round trip (in the queue's worker thread) within ``timeout_s``; never raises.
+        Rows the worker did not answer carry ``metrics["replica_lost"]`` (the caller serves them
+        elsewhere); rows whose reply was over the cap are plain errors."""
         t0 = time.perf_counter()
         with self._pipe:
+            if not self.ready and self.down is None:
+                self._wait_ready()
+            if self.down is not None:
+                return [_lost(self.down, t0) for _ in requests]
+            hung = threading.Event()
+            watchdog = threading.Timer(self.timeout_s, self._hang, args=(hung,))
+            watchdog.start()
             try:
-                if not self.ready:
-                    self._wait_ready()
-                if self.down is None:
-                    version = weights_version(self.model)
-                    if version != self.synced:
-                        self.conn.send(("weights", pack_weights(self.model)))
-                        self.synced = version
-                    self.conn.send(("generate", list(requests)))
-                    kind, outputs = self.conn.recv()
-                    if kind == "outputs" and len(outputs) == len(requests):
-                        return outputs
-                    self._drop(f"unexpected reply {kind!r} to {len(requests)} requests")
+                return self._round_trip(requests, t0)
             except (EOFError, OSError) as err:
+                if hung.is_set():
+                    return self._restart(f"no answer within {self.timeout_s:g} s (model.replica_timeout_s); "
+                                         "killed", requests, t0)
+                if isinstance(err, OSError) and "bad message length" in str(err):
+                    cap = self.max_reply_bytes_per_row * len(requests)
+                    self._restart(f"a reply over {cap:,} bytes", [], t0)
+                    return [error_output(f"replica {self.index}'s reply for {len(requests)} rows exceeds "
+                                         f"{cap:,} bytes ({self.max_reply_bytes_per_row:,} per row); lower "
+                                         "max_new_tokens", time.perf_counter() - t0) for _ in requests]
                 self._drop(self._exit_reason(err))
             except Exception as err:  # noqa: BLE001 - e.g. a request that does not pickle
                 self._drop(f"{type(err).__name__}: {err}")
-        return [error_output(self.down or "replica is down", time.perf_counter() - t0) for _ in requests]
+            finally:
+                watchdog.cancel()
+        return [_lost(self.down or "replica is down", t0) for _ in requests]
+
+    def _round_trip(self, requests: Sequence[GenRequest], t0: float) -> list[GenOutput]:
+        version = weights_version(self.model)
+        if version != self.synced:
+            self.conn.send(("weights", pack_weights(self.model)))
+            self.synced = version
+        self.conn.send(("generate", list(requests)))
+        raw = self.conn.recv_bytes(maxlength=self.max_reply_bytes_per_row * max(1, len(requests)))
+        kind, outputs = pickle.loads(raw)
+        if kind == "outputs" and len(outputs) == len(requests):
+            return list(outputs)
+        self._drop(f"unexpected reply {kind!r} to {len(requests)} requests")
+        return [_lost(self.down or "replica is down", t0) for _ in requests]
+
+    def _hang(self, hung: threading.Event) -> None:
+        """The watchdog: the round trip ran past ``timeout_s``; SIGKILL ends its blocked send/recv."""
+        hung.set()
+        with contextlib.suppress(Exception):
+            self.proc.kill()
+
+    def _restart(self, why: str, requests: Sequence[GenRequest], t0: float) -> list[GenOutput]:
+        """Kill the worker and start a new one (ready in the background), or drop it after
+        ``_MAX_RESTARTS``; ``requests`` come back as lost rows."""
+        with contextlib.suppress(Exception):
+            self.proc.kill()
+        self.proc.join(timeout=5)
+        self.conn.close()
+        if self.restarts >= _MAX_RESTARTS:
+            self._drop(f"{why} (after {self.restarts} restarts)")
+        else:
+            self.restarts += 1
+            print(f"paravt: replica {self.index}: {why}; restarting it ({self.restarts}/{_MAX_RESTARTS}); "
+                  "its rows are served by this process", file=sys.stderr)
+            self._spawn()
+        return [_lost(f"replica {self.index}: {why}", t0) for _ in requests]
 
     def _exit_reason(self, err: BaseException) -> str:
         self.proc.join(timeout=1.0)
@@ -130,8 +192,14 @@ class _Replica:
 
     def serving(self) -> bool:
         """Up and started (never blocks): requests are routed to a replica only once it is."""
-        if self.down is None and not self.ready and self.conn.poll(0):
-            self._wait_ready()
+        if self.down is None and not self.ready and self._pipe.acquire(blocking=False):
+            try:  # not while a batch (or a restart) holds the pipe
+                if self.conn.poll(0):
+                    self._wait_ready()
+            except (OSError, EOFError):
+                return False
+            finally:
+                self._pipe.release()
         return self.ready and self.down is None
 
     def _wait_ready(self) -> None:
@@ -153,7 +221,7 @@ class _Replica:
             self.down = f"replica {self.index} is down: {why}"
             print(f"paravt: {self.down}; its requests go to the other engines", file=sys.stderr)
         if self.proc.is_alive():
-            self.proc.terminate()
+            self.proc.kill()  # SIGKILL: a stopped (SIGSTOP) process ignores SIGTERM until resumed
 
     def close(self) -> None:
         if self.down is None:
@@ -169,6 +237,9 @@ class _Replica:
         if self.proc.is_alive():
             self.proc.terminate()
             self.proc.join(timeout=10)
+        if self.proc.is_alive():  # stopped or hung: SIGTERM waits; multiprocessing's exit would join forever
+            self.proc.kill()
+            self.proc.join(timeout=10)
         self.conn.close()
 
 
@@ -176,6 +247,7 @@ class ReplicaGenerator:
     """``Generator`` over this process's ``HFGenerator`` and N − 1 replica processes."""
 
     def __init__(self, policy: LoadedPolicy, replicas: int, *, max_batch: int = 16, window_s: float = 0.005,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, max_reply_bytes_per_row: int = DEFAULT_MAX_REPLY_BYTES_PER_ROW,
                  share_prefill: bool = True, turn_cache_entries: int = 32, prefill_threads: int | None = None) -> None:
         if replicas < 2:
             raise ModelError(f"replicas={replicas}: a ReplicaGenerator needs at least 2 (1 is HFGenerator)")
@@ -192,7 +264,8 @@ class ReplicaGenerator:
         dtype = str(next(policy.model.parameters()).dtype).removeprefix("torch.")
         spec = WorkerSpec(policy.path, "cpu", dtype, max(1, torch.get_num_threads() // replicas), prefill_threads,
                           max_batch, share_prefill, turn_cache_entries)
-        self.remotes = [_Replica(i, spec, policy.model, window_s) for i in range(1, replicas)]
+        self.remotes = [_Replica(i, spec, policy.model, window_s, timeout_s=timeout_s,
+                                 max_reply_bytes_per_row=max_reply_bytes_per_row) for i in range(1, replicas)]
         self._finalizer = weakref.finalize(self, _close_all, self.remotes)  # workers end with this object
         self._in_flight = [0] * replicas
         self.affinity = Affinity(turn_cache_entries * replicas)
@@ -235,8 +308,14 @@ class ReplicaGenerator:
             outs = await self.local.generate(requests)
         else:
             outs = await self.remotes[engine - 1].queue.generate(requests)
-            if self.remotes[engine - 1].down is not None and any(o.finish_reason == "error" for o in outs):
-                return await self._serve(0, requests)  # the worker is gone: served here instead
+            lost = [i for i, o in enumerate(outs) if o.metrics.get("replica_lost")]
+            if lost:  # the worker died, hung or is down: those rows are served here instead
+                again = dict(zip(lost, await self._serve(0, [requests[i] for i in lost]), strict=True))
+                for req, out in zip(requests, outs, strict=True):
+                    if not out.metrics.get("replica_lost"):
+                        out.metrics["replica"] = float(engine)
+                        self.affinity.record(req, out, engine)
+                return [again.get(i, out) for i, out in enumerate(outs)]
         for req, out in zip(requests, outs, strict=True):
             out.metrics["replica"] = float(engine)
             self.affinity.record(req, out, engine)
@@ -267,14 +346,20 @@ class ReplicaGenerator:
         self._finalizer()
 
 
+def _lost(why: str, t0: float) -> GenOutput:
+    out = error_output(why, time.perf_counter() - t0)
+    out.metrics["replica_lost"] = 1.0
+    return out
+
+
 def _close_all(remotes: list[_Replica]) -> None:
     for r in remotes:
         r.close()
 
 
-def hf_generator(policy: LoadedPolicy, *, replicas: int = 1, prefill_threads: int | None = None
-                 ) -> HFGenerator | ReplicaGenerator:
+def hf_generator(policy: LoadedPolicy, *, replicas: int = 1, prefill_threads: int | None = None,
+                 replica_timeout_s: float = DEFAULT_TIMEOUT_S) -> HFGenerator | ReplicaGenerator:
     """The hf backend of ``ModelConfig``: one process (``replicas=1``) or N replica processes."""
     if replicas == 1:
         return HFGenerator(policy, prefill_threads=prefill_threads)
-    return ReplicaGenerator(policy, replicas, prefill_threads=prefill_threads)
+    return ReplicaGenerator(policy, replicas, prefill_threads=prefill_threads, timeout_s=replica_timeout_s)
