@@ -7,7 +7,8 @@ Per parallel-mode episode with at least one executed window (``CallRow.ok``):
   (a summary that is not empty and does not say nothing appears, ``reports``);
 - ``false_reports``: over windows that do not overlap it, the share that report something;
 - ``timed_right``: over the reports of overlapping windows, the share whose stated time span
-  ("… appears from S s to E s", the oracle's wording) overlaps the needle within ``TIME_SLACK_S``:
+  ("… appears from S s to E s" or "… appears at S s", the frame-supported wording of
+  ``paravt.data.synth.perception``) overlaps the needle within ``TIME_SLACK_S``:
   a report at the wrong time is a hallucination that happened to land in the right window;
 - ``acc_given_report``: over episodes where an overlapping window reported, the share answered
   correctly (the main agent's last step).
@@ -24,15 +25,20 @@ from paravt.eval.results import ResultRow
 
 _NOTHING_HEAD = NOTHING.split()[0].lower()  # "nothing"
 _SPAN_RE = re.compile(r"from\s+(\d+(?:\.\d+)?)\s*s\s+to\s+(\d+(?:\.\d+)?)\s*s", re.IGNORECASE)
+_AT_RE = re.compile(r"\bat\s+(\d+(?:\.\d+)?)\s*s\b", re.IGNORECASE)
 TIME_SLACK_S = 1.0
 
 
 def timed_right(summary: str, needle: tuple[float, float], slack: float = TIME_SLACK_S) -> bool:
-    """The report states a time span and it overlaps the needle (± ``slack`` seconds)."""
+    """The report states a time span ("from S s to E s") or a time ("at S s") and it overlaps the
+    needle (± ``slack`` seconds)."""
     m = _SPAN_RE.search(summary)
-    if m is None:
+    if m is not None:
+        s, e = sorted((float(m.group(1)), float(m.group(2))))
+    elif (a := _AT_RE.search(summary)) is not None:
+        s = e = float(a.group(1))
+    else:
         return False
-    s, e = sorted((float(m.group(1)), float(m.group(2))))
     return min(e + slack, needle[1]) - max(s - slack, needle[0]) >= 0
 
 

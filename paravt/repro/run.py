@@ -15,13 +15,26 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from paravt.config import TrainConfig
+from paravt.repro.stages import console, finish_stage, stage_times, start_stage
 from paravt.repro.variants import Variant, pick, with_overrides
 
-console = Console()
 MODES = ("parallel", "sequential", "none")
+
+
+@dataclass(frozen=True)
+class BaseSpec:
+    """The simulated pretrained base (``repro.bases``): one per model size, shared by the presets
+    (so `make demo`, `paravt repro --quick` and the science run build it once)."""
+
+    videos: int  # its own TRAIN videos (ParaVT-Synth seed 0: the runs' first train videos)
+    probe_videos: int  # held-out videos of its probe (the eval stream: never trained on)
+    steps: int  # pretraining steps (strength of the whole base, perception and habit)
+    lr: float  # the pretraining learning rate (SFT fine-tunes below it)
+    tool_mix: float  # the strong prior's share of <tool_code> habit traces; the weak prior is 0
+    think_sentences: int  # ~35 tokens each: a prior tool turn must fit in max_new_tokens, or
+    # sampling never reaches the <tool_code> it learnt (measured: 6 sentences = 170–205 tokens)
+    save_every: int  # checkpoints: a killed base build resumes
 
 
 @dataclass(frozen=True)
@@ -29,15 +42,15 @@ class ReproPreset:
     train_videos: int
     eval_videos: int  # 3 questions each
     model_size: str
-    prior_steps: int
-    prior_tool_mix: float  # the strong prior; the weak prior is 0
-    prior_think_sentences: int  # ~35 tokens each: a prior tool turn must fit in max_new_tokens, or
-    # sampling never reaches the <tool_code> it learnt (measured: 6 sentences = 170–205 tokens)
+    base: BaseSpec
     sft_steps: int
     sft_save_every: int  # the selection's candidates
+    sft_lr: float  # a fine-tune: below base.lr (the paper: pretraining ≫ SFT)
     rl_steps: int
     group_size: int
     prompts_per_step: int
+    rl_lr: float  # RL knobs: set ONCE for every variant and seed (docs/repro.md, "RL knobs")
+    ppo_epochs: int  # > 1: the ratio leaves 1 after the first pass, so the clip can act
     max_new_tokens: int
     sub_max_new_tokens: int
     probe_prompts: int  # prompts of a τ = 0.7 format probe
@@ -48,30 +61,30 @@ class ReproPreset:
     replicas: int = 1  # model.replicas of the eval and the RL rollouts (2: both cores; paravt.models.hf.replicas)
 
 
-_DEMO = ReproPreset(train_videos=120, eval_videos=16, model_size="s", prior_steps=100, prior_tool_mix=0.7,
-                    prior_think_sentences=2, sft_steps=300, sft_save_every=100, rl_steps=12, group_size=4,
-                    prompts_per_step=2, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12, probe_k=2,
+# docs/repro.md, "The simulated pretrained base": why these numbers
+_BASE_S = BaseSpec(videos=120, probe_videos=16, steps=900, lr=1e-3, tool_mix=0.7, think_sentences=2, save_every=100)
+_DEMO = ReproPreset(train_videos=120, eval_videos=16, model_size="s", base=_BASE_S, sft_steps=150, sft_save_every=50,
+                    sft_lr=3e-4, rl_steps=12, group_size=4, prompts_per_step=2, rl_lr=1e-4, ppo_epochs=2,
+                    max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12, probe_k=2,
                     select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 16, 64), replicas=2)
 
 PRESETS = {
     # the test suite's: every stage runs, numbers are noise
-    "micro": ReproPreset(train_videos=2, eval_videos=1, model_size="xs", prior_steps=2, prior_tool_mix=1.0,
-                         prior_think_sentences=1, sft_steps=2, sft_save_every=1, rl_steps=1, group_size=2,
-                         prompts_per_step=1, max_new_tokens=16, sub_max_new_tokens=8, probe_prompts=2, probe_k=1,
-                         select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 64)),
-    # `make demo` (sft, vanilla_grpo, paragrpo; ≤ 20 min on 2 cores)
+    "micro": ReproPreset(train_videos=2, eval_videos=1, model_size="xs",
+                         base=BaseSpec(videos=2, probe_videos=1, steps=2, lr=1e-3, tool_mix=1.0, think_sentences=1,
+                                       save_every=10_000),
+                         sft_steps=2, sft_save_every=1, sft_lr=3e-4, rl_steps=1, group_size=2, prompts_per_step=1,
+                         rl_lr=1e-4, ppo_epochs=2, max_new_tokens=16, sub_max_new_tokens=8, probe_prompts=2,
+                         probe_k=1, select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 64)),
+    # `make demo` (sft, vanilla_grpo, paragrpo)
     "demo": _DEMO,
-    # the science run of docs/repro.md (every variant × 2 seeds: 74 min on 2 cores)
-    "science": replace(_DEMO, sft_steps=400, rl_steps=16),
-    # every variant within the issue's 15 minutes on 2 cores: a pipeline check, too short for the science
-    "quick": ReproPreset(train_videos=60, eval_videos=8, model_size="s", prior_steps=40, prior_tool_mix=0.7,
-                         prior_think_sentences=2, sft_steps=120, sft_save_every=60, rl_steps=8, group_size=4,
-                         prompts_per_step=1, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=8, probe_k=2,
-                         select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 64), replicas=2),
-    "full": ReproPreset(train_videos=200, eval_videos=70, model_size="s", prior_steps=600, prior_tool_mix=0.7,
-                        prior_think_sentences=4, sft_steps=1500, sft_save_every=250, rl_steps=60, group_size=8,
-                        prompts_per_step=4, max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=32, probe_k=8,
-                        select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 8, 16, 32, 64), replicas=2),
+    # the science run of docs/repro.md (every variant × seeds); the same base as demo and quick
+    "science": replace(_DEMO, rl_steps=30),
+    # every variant in one short run: a pipeline check, too short for the science
+    "quick": replace(_DEMO, train_videos=60, eval_videos=8, sft_steps=100, rl_steps=8, prompts_per_step=1,
+                     probe_prompts=8, grid_ns=(4, 64)),
+    "full": replace(_DEMO, train_videos=200, eval_videos=70, sft_steps=300, sft_save_every=50, rl_steps=60,
+                    group_size=8, prompts_per_step=4, probe_prompts=32, probe_k=8, grid_ns=(4, 8, 16, 32, 64)),
 }
 
 
@@ -80,48 +93,21 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     cfg.video.overview_max_pixels = cfg.video.crop_max_pixels = 64 * 64
     cfg.sampling.max_new_tokens, cfg.sampling.sub_max_new_tokens = p.max_new_tokens, p.sub_max_new_tokens
     cfg.rollout.max_context_tokens = 4096
-    cfg.prior.steps, cfg.prior.tool_mix, cfg.prior.save_every = p.prior_steps, p.prior_tool_mix, 10_000
-    cfg.prior.think_sentences = p.prior_think_sentences
+    b = p.base
+    cfg.prior.steps, cfg.prior.tool_mix, cfg.prior.save_every, cfg.prior.lr = b.steps, b.tool_mix, b.save_every, b.lr
+    cfg.prior.think_sentences = b.think_sentences
     cfg.prior.batch_size = cfg.sft.batch_size = 2 if p.model_size == "xs" else 8
     cfg.sft.max_steps, cfg.sft.epochs, cfg.sft.save_every = p.sft_steps, 1000, p.sft_save_every
+    cfg.sft.lr = p.sft_lr
     cfg.rl.steps, cfg.rl.group_size, cfg.rl.prompts_per_step = p.rl_steps, p.group_size, p.prompts_per_step
-    cfg.rl.lr, cfg.rl.save_every, cfg.rl.oversample = 2e-5, 10_000, 1.5
+    cfg.rl.lr, cfg.rl.ppo_epochs, cfg.rl.save_every, cfg.rl.oversample = p.rl_lr, p.ppo_epochs, 10_000, 1.5
     cfg.eval.workers = 8  # episodes in flight: their generate calls meet in shared batches
     cfg.model.replicas = p.replicas
     cfg.data = str(out / "synth" / "rl.parquet")
     return cfg
 
 
-_DONE = ".repro-stage-done"
-_started: dict[Path, float] = {}
-
-
-def _stage(path: Path, what: str) -> bool:
-    """True when ``path`` still has to run (and say which stage starts)."""
-    if (path / _DONE).exists():
-        console.print(f"[dim]{what}: done already ({path}); skipped[/dim]")
-        return False
-    console.rule(f"[bold]{what}")
-    path.mkdir(parents=True, exist_ok=True)
-    _started[path] = time.perf_counter()
-    return True
-
-
-def _done(path: Path) -> None:
-    """Mark a stage finished; the marker holds its wall time in seconds (``stage_times``)."""
-    wall = time.perf_counter() - _started.pop(path, time.perf_counter())
-    (path / _DONE).write_text(f"{wall:.1f}\n")
-
-
-def stage_times(out: Path) -> dict[str, float]:
-    """Wall seconds of every finished stage under ``out``, by its path relative to ``out``."""
-    times = {}
-    for marker in sorted(out.rglob(_DONE)):
-        try:
-            times[str(marker.parent.relative_to(out)) or "."] = float(marker.read_text().strip())
-        except ValueError:  # a marker from before stage timing ("ok")
-            continue
-    return times
+_stage, _done = start_stage, finish_stage
 
 
 def _train(cfg: TrainConfig, kind: str, out: Path, what: str, **fields: Any) -> Path:
@@ -137,25 +123,42 @@ def _train(cfg: TrainConfig, kind: str, out: Path, what: str, **fields: Any) -> 
     return out
 
 
-def cold_start(out: Path, cfg: TrainConfig, p: ReproPreset, prior: str) -> dict[str, Any]:
-    """Prior → SFT → selection for one prior strength; returns ``selection.json``'s content."""
+def pretrained_base(out: Path, cfg: TrainConfig, p: ReproPreset, prior: str,
+                    bases: Path) -> tuple[Path, dict[str, Any]]:
+    """The shared simulated pretrained base of this prior (``repro.bases``), copied into
+    ``out/prior_PRIOR/model``; returns that path and the base's held-out probe."""
+    from paravt.repro.bases import base_key, base_settings, copy_model, ensure_base
+
+    pc = cfg.model_copy(deep=True)
+    pc.prior.tool_mix = p.base.tool_mix if prior == "strong" else 0.0
+    settings = base_settings(pc, videos=p.base.videos, probe_videos=p.base.probe_videos, model_size=p.model_size,
+                             probe_max_new_tokens=p.sub_max_new_tokens)
+    pdir = out / f"prior_{prior}"
+    if _stage(pdir, f"{prior} prior: the simulated pretrained base {base_key(settings)}"):
+        model, probe = ensure_base(bases, pc, settings, prior)
+        copy_model(model, pdir / "model")
+        (pdir / "base.json").write_text(json.dumps({"key": base_key(settings), "dir": str(model.parent.parent),
+                                                    "settings": settings, "probe": probe}, indent=1))
+        _done(pdir)
+    return pdir / "model", json.loads((pdir / "base.json").read_text())["probe"]
+
+
+def cold_start(out: Path, cfg: TrainConfig, p: ReproPreset, prior: str, bases: Path) -> dict[str, Any]:
+    """Pretrained base → SFT → selection for one prior; returns ``selection.json``'s content with
+    the base's probe under ``"base_probe"``."""
     from paravt.agent import EpisodeSettings
     from paravt.data.episodes import load_episode_inputs
     from paravt.repro.select import select_checkpoint
 
-    pc = cfg.model_copy(deep=True)
-    pc.prior.tool_mix = p.prior_tool_mix if prior == "strong" else 0.0
-    pdir = _train(pc, "prior", out / f"prior_{prior}", f"{prior} tool prior", model=cfg.model.model_copy(
-        update={"path": str(out / "base")}))
+    model, probe = pretrained_base(out, cfg, p, prior, bases)
     sdir = _train(cfg, "sft", out / f"sft_{prior}", f"SFT cold start ({prior} prior)",
-                  data=str(out / "synth" / "sft.parquet"),
-                  model=cfg.model.model_copy(update={"path": str(pdir / "model")}))
+                  data=str(out / "synth" / "sft.parquet"), model=cfg.model.model_copy(update={"path": str(model)}))
     if _stage(sdir / "select", f"checkpoint selection ({prior} prior)"):
         inputs = load_episode_inputs(out / "synth" / "rl.parquet", limit=p.probe_prompts)
         settings = EpisodeSettings.from_config(with_overrides(cfg, {"rollout.think_prefix": False}))
         select_checkpoint(sdir, inputs, settings, k=p.probe_k, tolerance=p.select_tolerance)
         _done(sdir / "select")
-    return json.loads((sdir / "selection.json").read_text())
+    return {**json.loads((sdir / "selection.json").read_text()), "base_probe": probe}
 
 
 def train_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: int, init: str) -> dict[str, float]:
@@ -230,11 +233,21 @@ def _task_check(out: Path, eval_rows: dict[str, list[dict[str, Any]]], diagnoses
     return check_task(manifest["needle"]["eval_prompts"], chance, eval_rows, diagnoses)
 
 
+def _stage_checks(strong: dict[str, Any], chosen_metrics: dict[str, float]) -> dict[str, Any]:
+    """Issue 27's stage targets: the strong base's held-out probe (before SFT) and the strong-prior
+    RL init's cold start (``repro.base_probe``, ``repro.task_check.cold_start_checks``)."""
+    from paravt.repro.base_probe import base_checks
+    from paravt.repro.task_check import cold_start_checks
+
+    return {**base_checks(strong.get("base_probe") or {}), **cold_start_checks(chosen_metrics)}
+
+
 def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str | None = None,
-              eval_limit: int | None = None) -> Path:
-    """Run every stage for the chosen variants and seeds; returns ``out/summary.json``."""
+              eval_limit: int | None = None, bases: Path | None = None) -> Path:
+    """Run every stage for the chosen variants and seeds; returns ``out/summary.json``. The
+    pretrained bases are built once under ``bases`` (default ``OUT/../bases``: shared by the runs
+    beside ``out``)."""
     from paravt.data.synth.build import build
-    from paravt.models.tiny import build_tiny
     from paravt.repro.claims import check_claims
     from paravt.repro.diagnosis import needle_windows
     from paravt.repro.summary import variant_summary
@@ -248,11 +261,9 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
     if _stage(out / "synth", "ParaVT-Synth"):
         build(out / "synth", videos=p.train_videos, eval_videos=p.eval_videos, seed=0, workers=2)
         _done(out / "synth")
-    if _stage(out / "base", "tiny Qwen3-VL base model"):
-        build_tiny("qwen3_vl", p.model_size, out / "base")
-        _done(out / "base")
     cfg = base_config(out, p)
-    selections = {k: cold_start(out, cfg, p, k) for k in sorted({v.prior for v in chosen})}
+    root = bases or out.resolve().parent / "bases"
+    selections = {k: cold_start(out, cfg, p, k, root) for k in sorted({v.prior for v in chosen})}
     summaries: dict[str, Any] = {}
     needles = needle_windows(str(out / "synth" / "eval.parquet"))  # read once for every variant
     eval_rows: dict[str, list[dict[str, Any]]] = {}
@@ -269,6 +280,7 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
     task = _task_check(out, eval_rows, {k: v["diagnosis"] for k, v in summaries.items()}, eval_limit)
     strong = selections.get("strong") or next(iter(selections.values()))
     chosen_metrics = next(c["metrics"] for c in strong["candidates"] if c["path"] == strong["chosen_path"])
+    task.update(_stage_checks(strong, chosen_metrics))
     summary = {
         "variants": summaries,
         "sft_emits_think_without_prefix": chosen_metrics.get("closed/think"),

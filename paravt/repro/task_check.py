@@ -85,3 +85,26 @@ def chance_score(options: Sequence[Sequence[str] | None]) -> float:
     """Mean chance score of a question set: 1/#options for multiple choice, 0 for the rest."""
     vals = [1.0 / len(o) if o else 0.0 for o in options]
     return sum(vals) / len(vals) if vals else 0.0
+
+
+CLOSURE_BAND = 15.0  # points of a closure rate (%)
+
+
+def cold_start_checks(metrics: Mapping[str, float]) -> dict[str, Any]:
+    """Issue 27's calibration target, on the strong-prior RL init's τ = 0.7 rollouts WITHOUT the
+    think prefix (``metrics``: ``rewards.metrics.aggregate`` of them, the selection's probe):
+    ``cold_start_closure``: each closure rate (%) within ``CLOSURE_BAND`` points of the paper's
+    Table 5 cold start; ``cold_start_tool_code``: some rollout reverts to ``<tool_code>``."""
+    from paravt.eval.paper_numbers import TABLE5
+
+    paper = TABLE5["sft"][0]
+    ours = {k: (None if metrics.get(f"closed/{k}") is None else round(100.0 * float(metrics[f"closed/{k}"]), 1))
+            for k in ("think", "tool_call", "answer")}
+    want = {k: getattr(paper, k) for k in ours}
+    close = all(v is not None and abs(v - want[k]) <= CLOSURE_BAND for k, v in ours.items())
+    code = metrics.get("tool_code_rate")
+    return {
+        "cold_start_closure": {"value": {"ours": ours, "paper": want},
+                               "want": f"each within {CLOSURE_BAND:g} points of the paper", "holds": close},
+        "cold_start_tool_code": {"value": code, "want": "> 0", "holds": code is not None and code > 0},
+    }

@@ -1,8 +1,9 @@
-"""The simulated pretrained tool prior as a trainer kind (``paravt train prior``).
+"""The simulated pretrained base with its tool prior as a trainer kind (``paravt train prior``).
 
-The prior is SFT on different traces: pretraining-style ones (``paravt.data.synth.prior``: long thinks,
-untagged answers and, for a share ``prior.tool_mix`` of prompts, one ``<tool_code>`` python call
-per turn) built from the prompts of ``cfg.data`` (an ``rl.parquet``). It runs before the SFT cold
+The base is SFT on pretraining data (``paravt.data.synth.base``: clip descriptions, plain overview
+QA, and habit traces of ``paravt.data.synth.prior``: long thinks, untagged answers and, for a share
+``prior.tool_mix`` of prompts, one ``<tool_code>`` python call per turn) from ``cfg.data`` (a
+``base.parquet``; an ``rl.parquet`` gives the habit traces only). It runs before the SFT cold
 start (``init_from``/``model.path`` of the SFT stage = this stage's ``out_dir/model``), so the
 cold-started model carries a competing habit temperature sampling can resurface.
 """
@@ -33,17 +34,19 @@ class PriorTrainer(SFTTrainer):
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> PriorTrainer:
         from paravt.data.chat import to_chat_messages
-        from paravt.data.synth.prior import prior_rows
         from paravt.data.schema import RLRow, read_rows
+        from paravt.data.synth.base import prior_traces
 
         p = cfg.prior
-        prompts = [r for r in read_rows(Path(cfg.data)) if isinstance(r, RLRow)]
-        if not prompts:
-            raise ValueError(f"{cfg.data} holds no prompt (kind=rl) rows; the prior is built from rl.parquet")
-        traces = prior_rows(prompts, tool_mix=p.tool_mix, think_sentences=p.think_sentences, seed=p.seed,
-                            max_calls=p.max_calls)
+        rows = read_rows(Path(cfg.data))
+        if not any(isinstance(r, RLRow) for r in rows):
+            raise ValueError(f"{cfg.data} holds no prompt (kind=rl) rows; the base is built from base.parquet "
+                             "(or rl.parquet: the habit traces only)")
+        traces = prior_traces(rows, tool_mix=p.tool_mix, think_sentences=p.think_sentences, seed=p.seed,
+                              max_calls=p.max_calls)
         root = Path(cfg.data_root) if cfg.data_root else Path(cfg.data).parent
         examples = [build_sequence(to_chat_messages(t, root, max_pixels=cfg.video.overview_max_pixels,
+                                                    crop_max_pixels=cfg.video.crop_max_pixels,
                                                     size_factor=cfg.video.size_factor), session.codec, row_id=t.id)
                     for t in traces]
         return cls(examples, session.model, session.processor, session.optimizer, p.batch_size, p.max_grad_norm,

@@ -55,6 +55,8 @@ def test_timed_right_reads_the_stated_span_of_a_report() -> None:
     assert timed_right("A red flash appears from 55.5 s to 56 s.", (50.0, 55.0))  # within the 1 s slack
     assert not timed_right("A large digit 1 appears from 111 s to 113 s.", (50.0, 55.0))
     assert not timed_right("A flash appears.", (50.0, 55.0))  # no span stated
+    assert timed_right("A large digit 3 appears at 54.5 s.", (50.0, 55.0))  # one stamp (perception.describe_clip)
+    assert not timed_right("A large digit 3 appears at 57.5 s.", (50.0, 55.0))
     needles = {"a": (50.0, 55.0)}
     rows = [_row("a", [CallRow("crop_video", 40, 80, True, summary="A flash appears from 52 s to 54 s."),
                        CallRow("crop_video", 45, 60, True, summary="A flash appears from 111 s to 111 s.")], True)]

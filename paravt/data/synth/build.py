@@ -4,6 +4,8 @@ Layout of ``out_dir``::
 
     videos/train/v0000.mp4 …   videos/eval/e0000.mp4 …   (disjoint seeds: eval never reuses a train video)
     sft.parquet   main traces (parallel oracle, sequential, direct) + sub-agent rows
+    base.parquet  the simulated pretrained base's data from the TRAIN videos (``synth.base``)
+    base_eval.parquet  its probe on the eval videos (frame-supported clip descriptions, MCQ at n = 4, 64)
     rl.parquet    prompts (kind=rl) with ground truth, three tasks per train video
     eval.parquet  prompts (kind=rl, split=eval, nframes=64) on the eval videos
     manifest.json counts, generator parameters, measured needle property, timing
@@ -32,6 +34,7 @@ from paravt.data.schema import OVERVIEW_NS, ExtraInfo, RLRow, Row, SFTRow, write
 from paravt.errors import DataError
 
 _TRAIN, _EVAL, _QUESTIONS = 0, 1, 2
+_BASE = 7  # rng streams 7 (train) and 8 (held-out) of the base's clip and overview choices
 EVAL_NFRAMES = 64
 
 
@@ -99,6 +102,31 @@ def _train_rows(spec: VideoSpec, rel: str, seed: int, index: int, seq_max_calls:
     return sft, rl
 
 
+def _base_rows(train: list[VideoSpec], evals: list[VideoSpec], rel: dict[str, str], rl: list[Row],
+               ev: list[Row], seed: int) -> tuple[list[Row], list[Row]]:
+    """The base's rows of the train videos and its probe rows of the eval videos (``synth.base``)."""
+    from paravt.data.synth import base
+
+    by_video: dict[str, list[RLRow]] = {}
+    for r in rl + ev:
+        assert isinstance(r, RLRow)
+        by_video.setdefault(r.videos[0], []).append(r)
+    hits = base.clip_counts([s.needle.kind for s in train])
+    rows = [x for i, s in enumerate(train) for x in base.video_rows(
+        s, rel[s.name], by_video[rel[s.name]], _rng(seed, _BASE, i), hits[s.needle.kind])]
+    probe = [x for i, s in enumerate(evals) for x in base.video_rows(
+        s, rel[s.name], by_video[rel[s.name]], _rng(seed, _BASE + 1, i), 0, held_out=True)]
+    return rows, probe
+
+
+def _base_kind(rid: str) -> str:
+    from paravt.data.synth.base import OVQ, SEE
+
+    if SEE in rid:
+        return "clip_hit" if rid.split(SEE)[1].startswith("h") else "clip_miss"
+    return "overview_qa" if OVQ in rid else "prompt"
+
+
 def _needle_stats(extras: list[ExtraInfo], specs: list[VideoSpec]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for n in OVERVIEW_NS:
@@ -142,6 +170,9 @@ def build(out_dir: str | Path, *, videos: int = 200, eval_videos: int = 40, seed
     write_rows(out / "sft.parquet", sft)
     write_rows(out / "rl.parquet", rl)
     write_rows(out / "eval.parquet", ev)
+    base_rows, base_eval = _base_rows(train, evals, rel, rl, ev, seed)
+    write_rows(out / "base.parquet", base_rows)
+    write_rows(out / "base_eval.parquet", base_eval)
 
     counts = {
         "videos": {"train": len(train), "eval": len(evals)},
@@ -149,6 +180,7 @@ def build(out_dir: str | Path, *, videos: int = 200, eval_videos: int = 40, seed
         "sft_total": len(sft), "rl": len(rl), "eval": len(ev),
         "tasks": dict(sorted(Counter(r.extra_info.task for r in rl).items())),
         "needle_kinds": dict(sorted(Counter(s.needle.kind for s in train).items())),
+        "base": dict(sorted(Counter(_base_kind(r.id) for r in base_rows).items())),
         "parallel_calls": dict(sorted(Counter(
             str(sum(m.text.count("<tool_call>") for m in r.messages if m.role == "assistant")) for r in sft
             if r.kind == "main" and r.mode == "parallel").items())),

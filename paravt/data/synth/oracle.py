@@ -3,8 +3,9 @@
 Parallel trace (mode ``parallel``): if the needle is visible in the row's n-frame overview, the
 first turn answers directly. Otherwise it splits [0, D] into K disjoint windows and calls them
 all in one turn; the tool turn holds the K labelled results (`render_result_line`): windows whose
-sub-agent frames show the needle report it with its time, the others report that nothing brief
-appears; the final turn answers from the summaries.
+sub-agent frames show the needle report it with the time stamps of those frames
+(`perception.describe_clip`), the others report that nothing brief appears; the final turn
+answers from the summaries.
 
 Window sizing: a sub-agent samples ``min(16, round(W·1 fps))`` frames of its window W with the
 target rule t_i = start + (i + 0.5)·W/nframes, so the spacing of its frames is max(1, W/16) s.
@@ -30,8 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from paravt.data.synth.perception import NOTHING, describe_clip
 from paravt.data.synth.questions import Question, fmt_seconds
-from paravt.data.synth.scenes import VideoSpec, overview_indices, window_indices
+from paravt.data.synth.scenes import VideoSpec, overview_indices
 from paravt.data.schema import ExtraInfo, Message, Part, SFTRow, TextPart, VideoPart
 from paravt.errors import DataError
 from paravt.protocol.tags import (
@@ -49,7 +51,6 @@ MAX_WINDOW_S = 40.0
 CROP_FPS = 1.0
 CROP_MAX_FRAMES = 16
 CROP_MAX_PIXELS = 224 * 224
-NOTHING = "Nothing brief appears in this window."
 
 
 @dataclass(frozen=True)
@@ -79,13 +80,10 @@ def plan_windows(duration: float, *, max_window: float = MAX_WINDOW_S, k_max: in
 
 
 def sub_summary(spec: VideoSpec, w: Window) -> str:
-    """What an ideal sub-agent reports for window ``w`` (needle seen in its sampled frames?)."""
-    seen = set(window_indices(spec, w.start, w.end, w.nframes)) & set(spec.needle_frames())
-    if not seen:
-        return NOTHING
-    n = spec.needle
-    s, e = max(n.start, w.start), min(n.end, w.end)
-    return f"{n.description[0].upper()}{n.description[1:]} appears from {fmt_seconds(s)} s to {fmt_seconds(e)} s."
+    """What an ideal sub-agent reports for window ``w``: the frame-supported description of its
+    sampled frames (``perception.describe_clip``: the stamps of the frames that show the needle,
+    the same form the simulated pretrained base learns), or ``NOTHING``."""
+    return describe_clip(spec, w.start, w.end, w.nframes)
 
 
 def _split_marker(text: str, part: VideoPart) -> tuple[Part, ...]:

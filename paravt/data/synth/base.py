@@ -1,0 +1,168 @@
+"""Data of the simulated PRETRAINED BASE (``paravt train prior`` on ``base.parquet``), the analogue
+of an LMM's pretraining, before any of our tags. Built from TRAINING videos only (``build``):
+
+- perception (``kind=sub`` rows, id ``…-see-hN``/``…-see-mN``): a clip (a window's frames with
+  their time stamps, asked in the sub-agent's plain-text prompt) → ``perception.describe_clip``
+  (what appears, at the stamps of the frames that show it), or that nothing brief appears.
+  Every video gives as many miss clips as hit clips, and the hit clips per video are scaled so
+  that every needle kind is seen about equally often (``clip_counts``);
+- overview QA (``kind=main``, mode ``none``, id ``…-ovq-nN``): an n-frame overview and the question
+  in plain text → the bare answer (MCQ letter, ``[start, end]``, the label), no system prompt, no
+  tags; at n = 64 (the overview shows the needle) and one smaller n;
+- the RL prompts themselves (``kind=rl``): ``prior_traces`` turns them into the habit traces of
+  ``paravt.data.synth.prior`` (long thinks, untagged answers and, for a share ``tool_mix``, one
+  ``<tool_code>`` python call per turn: the strong prior; ``tool_mix = 0``: the weak prior).
+
+The two priors share everything but the habit traces: one mixture each (docs/repro.md).
+``base_eval.parquet`` holds the same perception and MCQ rows for held-out videos: the probe of
+``paravt.repro.base_probe``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from paravt.data.schema import ExtraInfo, Message, RLRow, Row, SFTRow, VideoPart
+from paravt.data.synth.oracle import Window, crop_nframes, plan_windows
+from paravt.data.synth.perception import NOTHING, describe_clip
+from paravt.data.synth.questions import Question
+from paravt.data.synth.scenes import VideoSpec
+from paravt.errors import DataError
+
+CLIPS_PER_VIDEO = 4  # hit clips of a video of the most frequent needle kind; as many misses
+CLIP_LEN_S = (16, 40)  # random clip lengths (whole seconds): 16 frames, 1–2.5 s apart, like a crop
+OVERVIEW_NS = (4, 8, 16, 32)  # the second overview of each question (the first is always 64)
+SEE, OVQ = "-see-", "-ovq-"
+
+
+def clip_counts(kinds: Sequence[str], clips: int = CLIPS_PER_VIDEO) -> dict[str, int]:
+    """Hit clips per video of each needle kind: ``clips`` for the most frequent kind, more for
+    rarer ones, so that each kind gives about the same number of hit clips."""
+    count = Counter(kinds)
+    top = max(count.values(), default=1)
+    return {k: max(1, round(clips * top / c)) for k, c in count.items()}
+
+
+def _random_clip(spec: VideoSpec, rng: np.random.Generator, hit: bool, tries: int = 50) -> Window | None:
+    lo, hi = CLIP_LEN_S
+    for _ in range(tries):
+        length = int(rng.integers(lo, min(hi, spec.duration) + 1))
+        if hit:
+            first = max(0, int(spec.needle.start) - length + 1)
+            last = min(spec.duration - length, int(np.ceil(spec.needle.end)) - 1)
+            if last < first:
+                continue
+            start = int(rng.integers(first, last + 1))
+        else:
+            start = int(rng.integers(0, spec.duration - length + 1))
+        w = Window(float(start), float(start + length))
+        if (describe_clip(spec, w.start, w.end, w.nframes) != NOTHING) == hit:
+            return w
+    return None
+
+
+def clip_windows(spec: VideoSpec, rng: np.random.Generator, hits: int) -> tuple[list[Window], list[Window]]:
+    """``hits`` hit windows and as many miss windows: the crop plan's own windows first (what a
+    sub-agent sees at inference), then random clips."""
+    plan = list(plan_windows(spec.duration))
+    shows = [describe_clip(spec, w.start, w.end, w.nframes) != NOTHING for w in plan]
+    hit = [w for w, s in zip(plan, shows) if s][:hits]
+    miss = [plan[int(i)] for i in rng.permutation(len(plan)) if not shows[int(i)]][:hits]
+    for found, want in ((hit, True), (miss, False)):
+        while len(found) < hits:
+            w = _random_clip(spec, rng, want)
+            if w is None:
+                raise DataError(f"{spec.name}: no {'hit' if want else 'miss'} clip of {CLIP_LEN_S} s found; "
+                                "the video is too short for the base's clips (raise min_duration)")
+            found.append(w)
+    return hit, miss
+
+
+def _clip_row(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, w: Window, rid: str) -> SFTRow:
+    from paravt.data.synth.oracle import _split_marker
+    from paravt.protocol import prompts
+
+    text = prompts.subagent_user_prompt(q.question, w.start, w.end)
+    part = VideoPart(rel, w.start, w.end, crop_nframes(w.start, w.end))
+    msgs = (Message("system", prompts.subagent_system_prompt()), Message("user", _split_marker(text, part)),
+            Message("assistant", describe_clip(spec, w.start, w.end, w.nframes)))
+    return SFTRow(rid, "sub", "sub", msgs, (rel,), extra)
+
+
+def perception_rows(spec: VideoSpec, rel: str, questions: Sequence[Question], extras: Sequence[ExtraInfo],
+                    rng: np.random.Generator, hits: int) -> list[SFTRow]:
+    """``hits`` hit clips and ``hits`` miss clips of one video (questions cycled)."""
+    hit, miss = clip_windows(spec, rng, hits)
+    out = []
+    for tag, wins in (("h", hit), ("m", miss)):
+        for j, w in enumerate(wins):
+            k = j % len(questions)
+            out.append(_clip_row(spec, rel, questions[k], extras[k], w, f"{extras[k].id}{SEE}{tag}{j}"))
+    return out
+
+
+def overview_prompt(question: str, options: Sequence[str] | None) -> str:
+    """The plain-text overview question: the video, the question, the options (no tags)."""
+    opts = "".join(f"\n{o}" for o in options or ())
+    return f"<video>\n{question.strip()}{opts}"
+
+
+def overview_row(rel: str, extra: ExtraInfo, n: int) -> SFTRow:
+    """An ``n``-frame overview question → the bare answer (``extra`` holds question and answer)."""
+    from paravt.data.synth.oracle import _split_marker
+
+    part = VideoPart(rel, 0.0, float(extra.duration), n)
+    user = Message("user", _split_marker(overview_prompt(extra.question, extra.options), part))
+    return SFTRow(f"{extra.id}{OVQ}n{n}", "main", "none", (user, Message("assistant", extra.answer)), (rel,), extra)
+
+
+def overview_rows(rel: str, extras: Sequence[ExtraInfo], rng: np.random.Generator) -> list[SFTRow]:
+    """Each question at n = 64 and at one smaller n of ``OVERVIEW_NS``."""
+    return [overview_row(rel, e, n) for e in extras for n in (64, int(rng.choice(OVERVIEW_NS)))]
+
+
+def is_base_row(row: Row) -> bool:
+    return isinstance(row, SFTRow) and (SEE in row.id or OVQ in row.id)
+
+
+def prior_traces(rows: Sequence[Row], *, tool_mix: float, think_sentences: int, seed: int = 0,
+                 max_calls: int = 2) -> list[SFTRow]:
+    """The base stage's training traces from a ``base.parquet`` (perception and overview rows as
+    they are, the prompts turned into habit traces) or from an ``rl.parquet`` (habit traces only)."""
+    from paravt.data.synth.prior import prior_rows
+
+    prompts = [r for r in rows if isinstance(r, RLRow)]
+    if not prompts:
+        raise DataError("the base stage's data holds no prompt (kind=rl) rows; point `data` at a "
+                        "ParaVT-Synth base.parquet (or rl.parquet)")
+    fixed = [r for r in rows if is_base_row(r)]
+    return fixed + prior_rows(prompts, tool_mix=tool_mix, think_sentences=think_sentences, seed=seed,
+                              max_calls=max_calls)
+
+
+def probe_rows(spec: VideoSpec, rel: str, questions: Sequence[Question], extras: Sequence[ExtraInfo],
+               rng: np.random.Generator) -> list[SFTRow]:
+    """A held-out video's probe rows: ``CLIPS_PER_VIDEO`` hit clips (the crop plan's hit windows
+    first) and as many misses, and its MCQ at n = 4 and 64 (the assistant message is the target)."""
+    rows: list[SFTRow] = perception_rows(spec, rel, questions, extras, rng, CLIPS_PER_VIDEO)
+    mcq = [e for e in extras if e.task == "mcq"]
+    rows += [overview_row(rel, e, n) for e in mcq for n in (4, 64)]
+    return rows
+
+
+def _question(e: ExtraInfo) -> Question:
+    return Question(e.task, e.question, e.answer, tuple(e.options) if e.options else None)
+
+
+def video_rows(spec: VideoSpec, rel: str, prompts: Sequence[RLRow], rng: np.random.Generator, hits: int,
+               *, held_out: bool = False) -> list[Row]:
+    """One video's rows: for training, its perception clips, overview QA and prompts; for a
+    held-out video (``held_out``), its probe rows (``probe_rows``)."""
+    extras = [p.extra_info for p in prompts]
+    questions = [_question(e) for e in extras]
+    if held_out:
+        return list(probe_rows(spec, rel, questions, extras, rng))
+    return [*perception_rows(spec, rel, questions, extras, rng, hits), *overview_rows(rel, extras, rng), *prompts]

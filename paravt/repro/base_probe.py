@@ -1,0 +1,114 @@
+"""The simulated pretrained base, measured on HELD-OUT videos before any SFT (greedy), from the
+probe rows of ``base_eval.parquet`` (``paravt.data.synth.base.probe_rows``; the assistant message
+of each row is its target):
+
+- clips (sub-agent prompt, a window of a held-out video): ``recall`` = hit clips whose reply
+  reports something (``diagnosis.reports``); ``timed_right`` = hit clips whose reply reports AND
+  states a time overlapping the needle (``diagnosis.timed_right``, ± 1 s); ``false_reports`` = miss
+  clips whose reply reports something;
+- overview MCQ (plain prompt) at n = 4 and n = 64: the reply's first letter is the answer.
+
+``base_checks`` turns the probe into ``summary.json["task_check"]`` entries, each
+``{"value", "want", "holds"}`` and each able to fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from paravt.data.schema import SFTRow
+from paravt.data.synth.base import OVQ, SEE
+from paravt.data.synth.perception import NOTHING
+from paravt.repro.diagnosis import reports, timed_right
+
+RECALL_MIN, TIMED_MIN, FALSE_MAX, MCQ64_MIN, MCQ4_BAND = 0.9, 0.8, 0.1, 0.8, 0.1
+CHUNK = 16  # requests per generate call
+
+
+def _rate(hits: int, of: int) -> dict[str, Any]:
+    return {"rate": round(hits / of, 4) if of else None, "hits": hits, "of": of}
+
+
+def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any]:
+    """The probe's rates from its rows and the base's greedy replies (in row order)."""
+    hit = timed = hit_of = false = miss_of = 0
+    mcq: dict[int, list[bool]] = {}
+    for row, reply in zip(rows, replies, strict=True):
+        target = row.messages[-1].text
+        e = row.extra_info
+        if SEE in row.id and target != NOTHING:
+            hit_of += 1
+            said = reports(reply)
+            hit += said
+            timed += said and e.needle_start is not None and e.needle_end is not None and timed_right(
+                reply, (float(e.needle_start), float(e.needle_end)))
+        elif SEE in row.id:
+            miss_of += 1
+            false += reports(reply)
+        elif OVQ in row.id:
+            n = int(row.id.rsplit("-n", 1)[1])
+            mcq.setdefault(n, []).append(reply.strip()[:1].upper() == target.strip()[:1].upper())
+    chance = [1.0 / len(r.extra_info.options) for r in rows if OVQ in r.id and r.extra_info.options]
+    return {"clip_recall": _rate(hit, hit_of), "clip_timed_right": _rate(timed, hit_of),
+            "clip_false_reports": _rate(false, miss_of),
+            "mcq": {str(n): _rate(sum(v), len(v)) for n, v in sorted(mcq.items())},
+            "mcq_chance": round(sum(chance) / len(chance), 4) if chance else None}
+
+
+def _check(value: Any, want: str, holds: bool) -> dict[str, Any]:
+    return {"value": value, "want": want, "holds": bool(holds)}
+
+
+def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:
+    """The five base checks of issue 27 from a ``score_probe`` result."""
+    def rate(key: str) -> float | None:
+        return (probe.get(key) or {}).get("rate")
+
+    recall, timed, false = rate("clip_recall"), rate("clip_timed_right"), rate("clip_false_reports")
+    m64, m4 = ((probe.get("mcq") or {}).get(n, {}).get("rate") for n in ("64", "4"))
+    chance = probe.get("mcq_chance")
+    return {
+        "base_clip_recall": _check(probe.get("clip_recall"), f"≥ {RECALL_MIN}", recall is not None and recall >= RECALL_MIN),
+        "base_clip_timed_right": _check(probe.get("clip_timed_right"), f"≥ {TIMED_MIN}",
+                                        timed is not None and timed >= TIMED_MIN),
+        "base_clip_false_reports": _check(probe.get("clip_false_reports"), f"≤ {FALSE_MAX}",
+                                          false is not None and false <= FALSE_MAX),
+        "base_overview_mcq_at_64": _check((probe.get("mcq") or {}).get("64"), f"≥ {MCQ64_MIN}",
+                                          m64 is not None and m64 >= MCQ64_MIN),
+        "base_overview_mcq_at_4": _check({"acc": (probe.get("mcq") or {}).get("4"), "chance": chance},
+                                         f"within {MCQ4_BAND} of chance",
+                                         m4 is not None and chance is not None and abs(m4 - chance) <= MCQ4_BAND),
+    }
+
+
+def run_probe(model: str, parquet: Path, *, max_new_tokens: int, max_pixels: int, crop_max_pixels: int,
+              size_factor: int) -> dict[str, Any]:
+    """Greedy replies of ``model`` to every probe row of ``parquet``, scored (``score_probe``)."""
+    from paravt.data.chat import to_chat_messages
+    from paravt.data.schema import read_rows
+    from paravt.eval.runner import open_backend
+    from paravt.models.base import GenRequest, SamplingParams
+
+    rows = [r for r in read_rows(parquet) if isinstance(r, SFTRow)]
+    backend = open_backend(model)
+    codec, sp = backend.codec, SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens)
+    reqs = []
+    for r in rows:
+        msgs = to_chat_messages(r, parquet.parent, max_pixels=max_pixels, crop_max_pixels=crop_max_pixels,
+                                size_factor=size_factor)[:-1]  # the prompt: the target is the last message
+        enc = codec.encode_messages(msgs)
+        reqs.append(GenRequest(enc.ids + codec.generation_prompt(), tuple(msgs), enc.videos, enc.images, sp))
+
+    async def gen() -> list[str]:
+        out = []
+        for i in range(0, len(reqs), CHUNK):
+            out += [o.text for o in await backend.generator.generate(reqs[i:i + CHUNK])]
+        await backend.generator.aclose()
+        return out
+
+    replies = asyncio.run(gen())
+    return {**score_probe(rows, replies), "samples": [{"id": r.id, "target": r.messages[-1].text, "reply": t}
+                                                      for r, t in list(zip(rows, replies))[:12]]}

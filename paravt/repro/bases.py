@@ -1,0 +1,89 @@
+"""The simulated pretrained base (with its tool prior), built ONCE per settings and shared by every
+run that asks for the same one (issue 27): the demo's second run, `paravt repro --quick` and the
+science run use the same base when their base settings agree (the presets share them).
+
+``base_settings`` is everything the base depends on (its training videos, model size, the whole
+``prior`` config block, the frame sizes, the data version); ``base_key`` hashes it, and the key
+names the directory under the cache root (``paravt repro``: ``OUT/../bases``)::
+
+    synth-KEY/    ParaVT-Synth of the base's settings: train videos → base.parquet, eval videos →
+                  base_eval.parquet (the held-out probe)
+    init-SIZE/    the random tiny model (``build_tiny``, seeded: the same for every key)
+    PRIOR-KEY/    settings.json, train/ (``paravt train prior``: resumes from its checkpoints),
+                  probe.json (``repro.base_probe`` on the held-out probe rows, greedy)
+
+Each piece is a resumable stage (``repro.stages``); a run copies the base's model into its own
+``prior_PRIOR/model`` so the run directory stays self-contained.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from paravt.config import TrainConfig
+from paravt.repro.stages import finish_stage, start_stage
+
+DATA_VERSION = 1  # bump when paravt.data.synth.base / perception change what the base learns
+
+
+def base_settings(cfg: TrainConfig, *, videos: int, probe_videos: int, model_size: str,
+                  probe_max_new_tokens: int) -> dict[str, Any]:
+    """What the base depends on (``cfg.prior`` already holds the prior's ``tool_mix``)."""
+    v = cfg.video
+    return {"version": DATA_VERSION, "synth": {"videos": videos, "eval_videos": probe_videos, "seed": 0},
+            "model_size": model_size, "prior": cfg.prior.model_dump(mode="json"),
+            "video": {"overview_max_pixels": v.overview_max_pixels, "crop_max_pixels": v.crop_max_pixels,
+                      "size_factor": v.size_factor},
+            "probe_max_new_tokens": probe_max_new_tokens}
+
+
+def base_key(settings: Any) -> str:
+    """12 hex digits of the SHA-256 of the settings' canonical JSON."""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str) -> tuple[Path, dict[str, Any]]:
+    """Build (or reuse) the base of ``settings`` under ``root``; returns its model dir and probe."""
+    from paravt.data.synth.build import build
+    from paravt.models.tiny import build_tiny
+    from paravt.repro.base_probe import run_probe
+    from paravt.rl.loop import run_training
+
+    synth = root / f"synth-{base_key(settings['synth'])}"
+    if start_stage(synth, "ParaVT-Synth of the pretrained base"):
+        s = settings["synth"]
+        build(synth, videos=s["videos"], eval_videos=s["eval_videos"], seed=s["seed"], workers=2)
+        finish_stage(synth)
+    init = root / f"init-{settings['model_size']}"
+    if start_stage(init, "tiny Qwen3-VL random init"):
+        build_tiny("qwen3_vl", settings["model_size"], init)
+        finish_stage(init)
+    bdir = root / f"{name}-{base_key(settings)}"
+    train = bdir / "train"
+    if start_stage(train, f"simulated pretrained base ({name}: {bdir.name})"):
+        (bdir / "settings.json").write_text(json.dumps(settings, indent=1, sort_keys=True))
+        c = cfg.model_copy(deep=True)
+        c.out_dir, c.data, c.data_root = str(train), str(synth / "base.parquet"), None
+        c.model = c.model.model_copy(update={"path": str(init), "replicas": 1})
+        run_training(c, kind="prior", resume=True)
+        finish_stage(train)
+    probe = bdir / "probe"
+    if start_stage(probe, f"base probe on held-out videos ({name})"):
+        v = settings["video"]
+        result = run_probe(str(train / "model"), synth / "base_eval.parquet",
+                           max_new_tokens=settings["probe_max_new_tokens"], max_pixels=v["overview_max_pixels"],
+                           crop_max_pixels=v["crop_max_pixels"], size_factor=v["size_factor"])
+        (bdir / "probe.json").write_text(json.dumps(result, indent=1))
+        finish_stage(probe)
+    return train / "model", json.loads((bdir / "probe.json").read_text())
+
+
+def copy_model(src: Path, dst: Path) -> None:
+    """Copy a saved model directory (weights, config, processor files) to ``dst`` (replaced)."""
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)

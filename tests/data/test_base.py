@@ -1,0 +1,102 @@
+"""The simulated pretrained base's data (paravt/data/synth/base.py, perception.py): balanced hits and
+misses, every needle kind often, and clip descriptions that state only what the frames support."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from paravt.data.chat import to_chat_messages
+from paravt.data.schema import RLRow, SFTRow, read_rows
+from paravt.data.synth.base import OVQ, SEE, clip_counts, prior_traces
+from paravt.data.synth.perception import NOTHING, patch_stamps
+from paravt.errors import DataError
+from paravt.models.chat import ChatCodec
+from paravt.models.hf.loading import load_processor
+from paravt.protocol.stats import format_stats
+
+_TIME = re.compile(r"(\d+\.\d) s")
+
+
+@pytest.fixture(scope="module")
+def base_rows(synth_dir: Path) -> list:
+    return read_rows(synth_dir / "base.parquet")
+
+
+def _clips(rows: list) -> list[SFTRow]:
+    return [r for r in rows if isinstance(r, SFTRow) and SEE in r.id]
+
+
+def _is_hit(r: SFTRow) -> bool:
+    return r.messages[-1].text != NOTHING
+
+
+def test_hits_and_misses_are_balanced_per_video(base_rows: list) -> None:
+    per_video: dict[str, Counter[bool]] = {}
+    for r in _clips(base_rows):
+        per_video.setdefault(r.videos[0], Counter())[_is_hit(r)] += 1
+    assert len(per_video) == 10 and all(c[True] == c[False] >= 1 for c in per_video.values())
+    assert all(r.kind == "sub" and r.videos[0].startswith("videos/train/") for r in _clips(base_rows))
+
+
+def test_every_needle_kind_is_seen_about_equally_often(base_rows: list) -> None:
+    hits = Counter(r.extra_info.needle_kind for r in _clips(base_rows) if _is_hit(r))
+    assert set(hits) == {"flash", "digit", "shape"}  # seed 7's ten videos hold all three kinds
+    assert max(hits.values()) <= 1.5 * min(hits.values())
+    assert clip_counts(["flash"] * 6 + ["digit"] * 3 + ["shape"] * 2, clips=4) == {"flash": 4, "digit": 8, "shape": 12}
+
+
+def test_a_stated_time_is_a_stamp_the_model_sees_of_frames_that_show_the_needle(
+        synth_dir: Path, base_rows: list, tiny_qwen3_dir: str) -> None:
+    codec = ChatCodec(load_processor(tiny_qwen3_dir))
+    hits = [r for r in _clips(base_rows) if _is_hit(r)]
+    for r in hits[::3]:
+        user = to_chat_messages(r, synth_dir, max_pixels=64 * 64)[1]
+        frames = user.videos[0]
+        e = r.extra_info
+        shows = [e.needle_start <= t < e.needle_end for t in frames.timestamps]  # frame k covers [k/fps, …)
+        shows += [shows[-1]] * (len(shows) % 2)
+        stamps = patch_stamps(frames.timestamps)
+        seen = {f"{s:.1f}" for j, s in enumerate(stamps) if any(shows[2 * j:2 * j + 2])}
+        stated = _TIME.findall(r.messages[-1].text)
+        assert stated and set(stated) <= seen, (r.id, r.messages[-1].text, seen)
+        assert stated[0] == min(seen, key=float) and stated[-1] == max(seen, key=float)
+        prompt = codec.decode(codec.encode_message(user).ids, skip_special_tokens=False)
+        assert all(f"<{s} seconds>" in prompt for s in stated)  # the processor writes these very stamps
+    for r in _clips(base_rows):
+        if not _is_hit(r):
+            frames = to_chat_messages(r, synth_dir, max_pixels=64 * 64)[1].videos[0]
+            e = r.extra_info
+            assert not any(e.needle_start <= t < e.needle_end for t in frames.timestamps), r.id
+
+
+def test_overview_questions_are_plain_text_with_bare_answers(base_rows: list) -> None:
+    ovq = [r for r in base_rows if isinstance(r, SFTRow) and OVQ in r.id]
+    assert {int(r.id.rsplit("-n", 1)[1]) for r in ovq} >= {64}
+    assert {r.extra_info.task for r in ovq} == {"mcq", "tvg", "oe"}
+    for r in ovq:
+        assert [m.role for m in r.messages] == ["user", "assistant"]  # no system prompt, no protocol
+        answer = r.messages[-1].text
+        assert answer == r.extra_info.answer and not format_stats(answer).think_opened and "<" not in answer
+
+
+def test_the_two_priors_share_all_but_the_habit(base_rows: list) -> None:
+    strong = prior_traces(base_rows, tool_mix=1.0, think_sentences=2)
+    weak = prior_traces(base_rows, tool_mix=0.0, think_sentences=2)
+    fixed = [r for r in base_rows if isinstance(r, SFTRow)]
+    assert strong[: len(fixed)] == weak[: len(fixed)] == fixed
+    code = lambda rows: sum("<tool_code>" in m.text for r in rows for m in r.messages)  # noqa: E731
+    assert code(weak) == 0 and code(strong) >= sum(isinstance(r, RLRow) for r in base_rows)
+    with pytest.raises(DataError, match="no prompt"):
+        prior_traces(fixed, tool_mix=1.0, think_sentences=2)
+
+
+def test_the_held_out_probe_uses_eval_videos_only(synth_dir: Path) -> None:
+    probe = read_rows(synth_dir / "base_eval.parquet")
+    assert probe and all(r.videos[0].startswith("videos/eval/") for r in probe)
+    clips = _clips(probe)
+    assert sum(map(_is_hit, clips)) == sum(not _is_hit(r) for r in clips) > 0
+    assert {r.id.rsplit("-n", 1)[1] for r in probe if OVQ in r.id} == {"4", "64"}
