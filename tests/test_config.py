@@ -120,3 +120,144 @@ def test_replicas_is_validated_and_reaches_the_hf_generator(tmp_path: Path, tiny
         session.generator.close()
     assert isinstance(open_backend(tiny_qwen3_dir).generator, HFGenerator)
     assert cfgmod.ModelConfig().replicas == 1
+
+
+# ---- cross-field checks (issue 25 item 4): each names the values and ends with the fix -----------
+def _problems(overrides: list[str]) -> str:
+    with pytest.raises(ConfigError) as info:
+        cfgmod.load_for_model("/no/model", overrides=overrides)
+    msg = str(info.value)
+    assert "\n" not in msg  # one line
+    return msg
+
+
+def test_eva_without_frame_select_is_refused_and_fine_with_it() -> None:
+    msg = _problems(["rollout.mode=eva"])
+    assert "rollout.mode" in msg and "['crop_video']" in msg and "frame_select" in msg and "--set" in msg
+    cfg, _ = cfgmod.load_for_model("/no/model", overrides=["rollout.mode=eva", "rollout.tools=[frame_select]"])
+    assert cfg.rollout.mode == "eva"
+
+
+def test_eva_asked_for_in_eval_modes_is_checked_but_the_default_eval_modes_are_not() -> None:
+    assert "eval.modes uses 'eva'" in _problems(["eval.modes=[parallel, eva]"])
+    # a config that never names eval.modes is not refused for what eval would do by default
+    cfg, _ = cfgmod.load_for_model("/no/model", overrides=["rollout.mode=none", "rollout.tools=[]"])
+    assert cfg.eval.modes == ["parallel"]
+
+
+def test_a_tool_mode_with_no_tools_is_refused() -> None:
+    msg = _problems(["rollout.tools=[]"])
+    assert "rollout.mode='parallel'" in msg and "rollout.tools is empty" in msg and "rollout.mode=none" in msg
+
+
+def test_gating_choices_above_the_overview_cap_are_refused() -> None:
+    msg = _problems(["rl.gating.choices=[4, 1000]"])
+    assert "rl.gating.choices" in msg and "[1000]" in msg and f"1..{cfgmod.MAX_OVERVIEW_FRAMES}" in msg
+    assert "rl.gating.choices" in _problems(["rl.gating.choices=[]"])
+    assert "[0]" in _problems(["rl.gating.choices=[0, 8]"])
+    cfg, _ = cfgmod.load_for_model("/no/model", overrides=[f"rl.gating.choices=[{cfgmod.MAX_OVERVIEW_FRAMES}]"])
+    assert cfg.rl.gating.choices == [cfgmod.MAX_OVERVIEW_FRAMES]
+
+
+def test_replicas_on_an_accelerator_are_refused_before_a_model_loads() -> None:
+    msg = _problems(["model.replicas=2", "model.device=cuda"])
+    assert "model.replicas=2" in msg and "'cuda'" in msg and "set model.replicas=1" in msg
+
+
+def test_an_empty_overview_without_tools_is_refused() -> None:
+    msg = _problems(["video.overview_nframes=0", "rollout.mode=none"])
+    assert "overview_nframes=0" in msg and "shows the model nothing" in msg
+
+
+def test_a_judge_model_without_a_judge_url_and_urls_that_are_not_urls_are_refused() -> None:
+    assert "reward.judge_model='m'" in _problems(["reward.judge_model=m"])
+    msg = _problems(["reward.judge_url=localhost:8000"])
+    assert "reward.judge_url" in msg and "'localhost:8000'" in msg and "http://" in msg
+    assert "rollout.tool_server_url" in _problems(["rollout.tool_server_url=ftp://x"])
+    with pytest.raises(ConfigError, match="--teacher 'not a url'"):
+        cfgmod.check_url("not a url", "--teacher")
+    assert cfgmod.check_url("http://127.0.0.1:8000/v1", "--teacher") == "http://127.0.0.1:8000/v1"
+
+
+def test_every_problem_is_reported_at_once_on_one_line() -> None:
+    msg = _problems(["rollout.mode=eva", "model.replicas=2", "model.device=cuda"])
+    assert "frame_select" in msg and "model.replicas=2" in msg
+
+
+# ---- flags and overrides: refused, never replaced ------------------------------------------------
+def test_a_flag_out_of_range_is_refused_and_named_by_its_option() -> None:
+    flags = [cfgmod.Flag("--workers", "eval.workers", 0), cfgmod.Flag("--limit", "eval.limit", -1),
+             cfgmod.Flag("--nframes", "eval.nframes", None)]  # None: not given
+    with pytest.raises(ConfigError) as info:
+        cfgmod.load_for_model("/no/model", flags=flags)
+    msg = str(info.value)
+    assert "--workers (eval.workers)" in msg and "(got 0)" in msg and "--limit (eval.limit)" in msg and "(got -1)" in msg
+    cfg, _ = cfgmod.load_for_model("/no/model", overrides=["eval.workers=2"], flags=[cfgmod.Flag("--workers", "eval.workers", 3)])
+    assert cfg.eval.workers == 3  # flags come after --set
+
+
+def test_an_unknown_field_gets_the_close_names() -> None:
+    with pytest.raises(ConfigError, match=r"rollout.modee: unknown field \(did you mean mode\?\)"):
+        cfgmod.load_for_model("/no/model", overrides=["rollout.modee=x"])
+
+
+@pytest.mark.parametrize(("item", "named"), [("rl.steps=[1", "'[1'"), ("rl.steps", "'rl.steps'"),
+                                             ("rl..steps=1", "'rl..steps=1'"), ("rl.steps.x=1", "rl.steps")])
+def test_a_bad_override_is_a_config_error_naming_it(item: str, named: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        cfgmod.load_for_model("/no/model", overrides=[item])
+    assert named in str(info.value) and "\n" not in str(info.value)
+
+
+# ---- the one YAML loader: bounded -----------------------------------------------------------------
+def test_nested_aliases_are_refused_at_once(tmp_path: Path) -> None:
+    import time
+
+    rows = ['a: &a ["x","x","x","x","x","x","x","x","x"]']
+    rows += [f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]" for p, n in zip("abcdef", "bcdefg", strict=True)]
+    (tmp_path / "bomb.yaml").write_text("\n".join(rows) + "\n")  # 9^7 ≈ 4.8 million values expanded
+    assert (tmp_path / "bomb.yaml").stat().st_size < 300
+    start = time.monotonic()
+    with pytest.raises(ConfigError) as info:
+        cfgmod.load(tmp_path / "bomb.yaml")
+    assert time.monotonic() - start < 2.0 and len(str(info.value)) < 300
+    assert "aliases expand" in str(info.value)
+    # a few aliases that stay small are fine
+    (tmp_path / "ok.yaml").write_text("rl:\n  gating:\n    choices: &c [4, 8]\neval:\n  modes: [parallel]\n")
+    assert cfgmod.load(tmp_path / "ok.yaml").rl.gating.choices == [4, 8]
+
+
+def test_a_recursive_alias_is_refused() -> None:
+    with pytest.raises(ConfigError, match="refers to itself"):
+        cfgmod.parse_yaml("a: &a [*a]\n", "test")
+
+
+def test_a_config_file_that_is_not_utf8_too_large_or_a_directory_is_named(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_bytes(b"rl:\n  steps: \xff\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml is not UTF-8 text \(byte 0xff at offset 13\); save it as UTF-8"):
+        cfgmod.load(tmp_path / "bad.yaml")
+    (tmp_path / "big.yaml").write_text("# " + "x" * cfgmod.MAX_CONFIG_BYTES + "\n")
+    with pytest.raises(ConfigError, match="big.yaml is .* bytes, over the"):
+        cfgmod.load(tmp_path / "big.yaml")
+    with pytest.raises(ConfigError, match="is a directory"):
+        cfgmod.load(tmp_path)
+
+
+def test_each_choice_set_is_defined_once_in_config() -> None:
+    """ToolMode, PromptClass, Scoring… are written in paravt/config.py only; elsewhere imported."""
+    import ast
+    from typing import get_args
+
+    sets = {name: frozenset(get_args(getattr(cfgmod, name))) for name in
+            ("DispatchMode", "TaskType", "ModelFamily", "ToolMode", "PromptClass", "Scoring", "KLKind", "ServeEngine")}
+    pkg = Path(cfgmod.__file__).parent
+    copies = []
+    for path in pkg.rglob("*.py"):
+        if path.name == "config.py" and path.parent == pkg:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("Literal"):
+                values = frozenset(ast.literal_eval(node.slice) if isinstance(node.slice, ast.Tuple)
+                                   else [ast.literal_eval(node.slice)])
+                copies += [f"{path.relative_to(pkg)}: {name}" for name, v in sets.items() if v == values]
+    assert copies == []

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
-from paravt.config import DispatchMode, RolloutConfig, SamplingConfig, TrainConfig, VideoConfig
+from paravt.config import DispatchMode, RolloutConfig, SamplingConfig, TaskType, TrainConfig, VideoConfig
 from paravt.models.base import SamplingParams
 
 Mode = DispatchMode  # the one definition is paravt.config.DispatchMode (registry: agent.modes.MODES)
@@ -21,7 +21,7 @@ class EpisodeInput:
     id: str
     video: str
     question: str
-    task: Literal["mcq", "tvg", "oe"]
+    task: TaskType
     answer: str
     options: tuple[str, ...] | None = None
     nframes: int = 16

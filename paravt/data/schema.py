@@ -33,20 +33,20 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paravt.config import GatingConfig
+from paravt.config import GatingConfig, TaskType
 from paravt.errors import DataError
 
-Task = Literal["mcq", "tvg", "oe"]
+Task = TaskType
 Kind = Literal["main", "sub", "rl"]
 Mode = Literal["parallel", "sequential", "none", "sub"]
 Role = Literal["system", "user", "assistant", "tool"]
 
-TASKS: tuple[str, ...] = ("mcq", "tvg", "oe")
+TASKS: tuple[str, ...] = get_args(TaskType)
 KINDS: tuple[str, ...] = ("main", "sub", "rl")
 MODES: tuple[str, ...] = ("parallel", "sequential", "none", "sub")
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -265,12 +265,25 @@ def write_rows(path: str | Path, rows: Iterable[Row]) -> Path:
     return out
 
 
+def check_dataset(path: str | Path) -> Path:
+    """``path`` when it is a parquet file (only its footer is read); `DataError` naming it otherwise
+    (the CLI checks its inputs with this before it loads a model)."""
+    p = Path(path)
+    if not p.is_file():
+        what = "is a directory" if p.is_dir() else "does not exist"
+        raise DataError(f"dataset file {p} {what}; build one with `paravt data synth --out DIR`")
+    try:
+        pq.read_metadata(str(p))
+    except (pa.ArrowException, OSError) as err:
+        raise DataError(f"dataset file {p} is not a parquet file ({err}); pass a parquet written by paravt "
+                        "(`paravt data synth`, `paravt data import`)") from None
+    return p
+
+
 def read_rows(path: str | Path) -> list[Row]:
     """Read a parquet written by `write_rows`. Files in the ParaVT authors' released layout go
     through `paravt data import` first (`paravt.data.authors`)."""
-    p = Path(path)
-    if not p.exists():
-        raise DataError(f"dataset file {p} does not exist; build one with `paravt data synth --out DIR`")
+    p = check_dataset(path)
     table = pq.read_table(str(p))
     missing = [c for c in ("id", "kind", "messages", "extra_info") if c not in table.column_names]
     if missing:

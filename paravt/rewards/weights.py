@@ -7,12 +7,13 @@ reads them from there (pydantic only: no torch on this import path).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from paravt.config import ToolMode as ToolMode  # re-exported: rewards.terms reads it here
 
 if TYPE_CHECKING:
     from paravt.config import RewardConfig
 
-ToolMode = Literal["parse_bonus", "graduated", "accumulative", "off"]
 
 #: RewardWeights field -> RewardConfig field, where the names differ.
 _CONFIG_NAME = {"anchor_enabled": "anchor"}

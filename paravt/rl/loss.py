@@ -20,13 +20,12 @@ estimator to at most 10. Not implemented: dual-clip PPO, entropy bonus.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
+from paravt.config import KLKind
 from paravt.errors import ConfigError, DataError
 
-KLKind = Literal["k1", "k3"]
 _LOG_RATIO_CLAMP = 20.0
 _K3_MAX = 10.0
 

@@ -28,11 +28,8 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
-
+from paravt.config import ServeEngine as Engine
 from paravt.errors import ConfigError
-
-Engine = Literal["vllm", "sglang"]
 _MODULES: dict[str, str] = {"vllm": "vllm.entrypoints.openai.api_server", "sglang": "sglang.launch_server"}
 VLLM_VENV = ".venv-vllm"  # made by `make test-servers`
 

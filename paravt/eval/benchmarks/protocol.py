@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
-from typing import Any, Literal
+from typing import Any, get_args
 
 from paravt.agent import EpisodeInput, EpisodeSettings
+from paravt.config import PromptClass
 from paravt.errors import VideoError
 from paravt.eval.benchmarks.base import EvalSample, Groups, Scored, ScoredItem
 from paravt.eval.benchmarks.registry import get_benchmark, load_benchmark
@@ -34,8 +35,7 @@ from paravt.eval.results import ResultRow, load_results
 from paravt.protocol.tags import join_turns
 from paravt.video import probe
 
-PromptClass = Literal["agentic", "reasoning", "direct"]
-PROMPT_CLASSES: tuple[str, ...] = ("agentic", "reasoning", "direct")
+PROMPT_CLASSES: tuple[str, ...] = get_args(PromptClass)
 
 
 @dataclass(frozen=True)

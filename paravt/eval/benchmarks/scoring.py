@@ -16,8 +16,8 @@ Aggregations follow lmms-eval's ``aggregate_results`` functions; each benchmark'
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
+from paravt.config import Scoring
 from paravt.errors import DataError
 from paravt.eval.benchmarks import lmms_rules as L
 from paravt.eval.benchmarks.base import Scored, ScoredItem, fmt_interval
@@ -25,8 +25,6 @@ from paravt.eval.benchmarks.elv_halluc import yes_no
 from paravt.eval.benchmarks.registry import check_benchmark, get_benchmark
 from paravt.protocol.answer import extract_answer
 from paravt.rewards.accuracy import mcq_accuracy, mcq_letter, parse_interval, tvg_iou
-
-Scoring = Literal["lmms", "paravt"]
 
 
 
