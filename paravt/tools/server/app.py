@@ -42,7 +42,7 @@ from paravt.tools.build import build_toolset
 from paravt.tools.server.guard import ServerCaps, VideoRoots, clamp_context
 from paravt.tools.server.limits import BodyLimit
 from paravt.tools.server.metrics import Metrics
-from paravt.tools.sandbox.runtime import WEAK_REFUSAL, isolation_mode
+from paravt.tools.sandbox.isolation import WEAK_REFUSAL, isolation_mode
 from paravt.tools.toolset import LocalToolSet
 from paravt.tools.server.wire import (
     BINARY_TYPE,
