@@ -1,6 +1,7 @@
 """`paravt` command line: thin commands over library functions (STYLE.md §7).
 
-Each command group lives in its own module and is registered here.
+Each command group lives in its own module and is registered here. Errors: `paravt.cli.root`
+(one handler for every command: a user error is one line on stderr, exit 2).
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from paravt.cli import config_cmd, demo, eval_cmd, infer, repro, report, score, 
 from paravt.cli import data as data_cmd
 from paravt.cli import model as model_cmd
 from paravt.cli import video as video_cmd
+from paravt.cli.root import RootGroup
 
 app = typer.Typer(
     name="paravt",
+    cls=RootGroup,
     help="Agentic video RL with parallel tool use (ParaVT / PARA-GRPO).",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
@@ -41,10 +44,12 @@ def main() -> None:  # pragma: no cover - console entry
 
 
 def _quiet_libraries() -> None:
-    """Our own rich progress bars are the output; hide transformers' per-file load/save bars."""
+    """Our own rich progress bars are the output; hide transformers' per-file load/save bars.
+    Through huggingface_hub, whose switch transformers reads when it is imported: importing
+    transformers itself here would cost every command two seconds."""
     try:
-        from transformers.utils import logging as hf_logging
+        from huggingface_hub.utils import disable_progress_bars
 
-        hf_logging.disable_progress_bar()
+        disable_progress_bars()
     except ImportError:  # pragma: no cover
         pass

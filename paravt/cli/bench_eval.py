@@ -13,7 +13,7 @@ from rich.table import Table
 
 from paravt.cli.output import stdout_console
 from paravt.config import TrainConfig
-from paravt.eval.benchmarks.protocol import PROMPT_CLASSES, Protocol, benchmark_root, run_benchmark
+from paravt.eval.benchmarks.protocol import Protocol, benchmark_root, run_benchmark
 from paravt.eval.benchmarks.registry import check_benchmark
 
 console = stdout_console()
@@ -24,21 +24,12 @@ def parse_benchmarks(value: str) -> list[str]:
     return [check_benchmark(n.strip()) for n in value.split(",") if n.strip()]
 
 
-def protocol_from(cfg: TrainConfig, prompt_class: str | None, scoring: str | None,
-                  max_frames: int | None = None) -> Protocol:
-    """The protocol of the config's ``eval`` section; flags override (``--nframes`` caps the overview)."""
+def protocol_from(cfg: TrainConfig) -> Protocol:
+    """The protocol of the config's ``eval`` section (flags are already in it: ``paravt eval``
+    sets ``eval.prompt_class``, ``eval.scoring`` and, for ``--nframes``, ``eval.benchmark_max_frames``)."""
     ev = cfg.eval
-    pc = prompt_class or ev.prompt_class
-    if pc not in PROMPT_CLASSES:
-        raise ValueError(f"--prompt-class {pc!r} must be one of {', '.join(PROMPT_CLASSES)}")
-    sc = scoring or ev.scoring
-    if sc not in ("lmms", "paravt"):
-        raise ValueError(f"--scoring {sc!r} must be lmms or paravt")
-    if max_frames is not None and max_frames < 1:
-        raise ValueError(f"--nframes {max_frames} must be at least 1 with --benchmark")
-    return Protocol(fps=ev.benchmark_fps, max_frames=max_frames or ev.benchmark_max_frames,
-                    max_pixels=ev.benchmark_max_pixels,
-                    prompt_class=pc, scoring=sc)  # type: ignore[arg-type]
+    return Protocol(fps=ev.benchmark_fps, max_frames=ev.benchmark_max_frames, max_pixels=ev.benchmark_max_pixels,
+                    prompt_class=ev.prompt_class, scoring=ev.scoring)
 
 
 def run_benchmarks(names: list[str], root: Path, *, backend: Any, settings: Any, proto: Protocol,

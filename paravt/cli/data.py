@@ -8,34 +8,27 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from paravt.cli.output import fail, stdout_console
-from paravt.errors import ParavtError
+from paravt.cli.checks import output_dir
+from paravt.cli.output import SET_HELP, stdout_console
 from paravt.eval.benchmarks.registry import benchmark_names
 
 app = typer.Typer(help="Build, check and convert datasets.", no_args_is_help=True)
 console = stdout_console()
 
 
-def _fail(err: ParavtError) -> None:
-    raise fail(str(err))
-
-
 @app.command("synth")
 def synth(
     out: str = typer.Option(..., "--out", help="Output directory (videos/, *.parquet, manifest.json)."),
-    videos: int = typer.Option(200, "--videos", help="Training videos."),
-    eval_videos: int = typer.Option(40, "--eval-videos", help="Evaluation videos (disjoint from training)."),
+    videos: int = typer.Option(200, "--videos", min=1, help="Training videos."),
+    eval_videos: int = typer.Option(40, "--eval-videos", min=1, help="Evaluation videos (disjoint from training)."),
     seed: int = typer.Option(0, "--seed"),
-    workers: int = typer.Option(2, "--workers", help="Processes writing videos."),
+    workers: int = typer.Option(2, "--workers", min=1, help="Processes writing videos."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Build ParaVT-Synth (DESIGN §9)."""
     from paravt.data.synth.build import build
 
-    try:
-        m = build(out, videos=videos, eval_videos=eval_videos, seed=seed, workers=workers)
-    except ParavtError as err:
-        _fail(err)
+    m = build(output_dir(out), videos=videos, eval_videos=eval_videos, seed=seed, workers=workers)
     if as_json:
         typer.echo(m.to_json())
         return
@@ -56,10 +49,7 @@ def check(file: str = typer.Argument(..., help="Parquet of rows (our schema)."),
     from paravt.data.check import check_rows
     from paravt.data.schema import read_rows
 
-    try:
-        report = check_rows(read_rows(file), k_max=k_max)
-    except ParavtError as err:
-        _fail(err)
+    report = check_rows(read_rows(file), k_max=k_max)
     if as_json:
         typer.echo(json.dumps({"rows": report.rows, "failed_rows": report.failed_rows, "by_rule": report.by_rule,
                                "violations": [v.__dict__ for v in report.violations]}))
@@ -83,11 +73,8 @@ def convert(inp: str = typer.Option(..., "--in"), out: str = typer.Option(..., "
     from paravt.data.convert import convert_rows
     from paravt.data.schema import read_rows, write_rows
 
-    try:
-        rows, stats = convert_rows(read_rows(inp), k_max=k_max, adjacent_tol_s=adjacent_tol)
-        write_rows(out, rows)
-    except ParavtError as err:
-        _fail(err)
+    rows, stats = convert_rows(read_rows(inp), k_max=k_max, adjacent_tol_s=adjacent_tol)
+    write_rows(out, rows)
     facts = {"rows": stats.rows, "converted": stats.converted, "skipped": stats.skipped, "calls": stats.calls,
              "calls_per_turn_before": round(stats.calls_per_turn_before, 3),
              "calls_per_turn_after": round(stats.calls_per_turn_after, 3), "merges": stats.merges,
@@ -110,10 +97,7 @@ def import_cmd(root: str = typer.Option(..., "--root", help="Where the release's
     """Import the ParaVT authors' released parquets (paravt.data.authors); reports missing media."""
     from paravt.data.authors import import_files
 
-    try:
-        reports = import_files(inp, root=root, out_dir=out, nframes=nframes)
-    except ParavtError as err:
-        _fail(err)
+    reports = import_files(inp, root=root, out_dir=out, nframes=nframes)
     if as_json:
         typer.echo(json.dumps([r.__dict__ for r in reports], default=list))
         return
@@ -137,24 +121,21 @@ def prefilter_cmd(inp: str = typer.Option(..., "--in", help="rl.parquet"),
     from paravt.data.prefilter import prefilter, rollout_accuracies
     from paravt.data.schema import read_rows, write_rows
 
-    try:
-        rows = read_rows(inp)
-        accs = None
-        if model is not None:
-            from paravt.agent import EpisodeSettings
-            from paravt.models.base import SamplingParams
-            from paravt.models.chat import ChatCodec
-            from paravt.models.hf.generator import HFGenerator
-            from paravt.models.hf.loading import load_policy
+    rows = read_rows(inp)
+    accs = None
+    if model is not None:
+        from paravt.agent import EpisodeSettings
+        from paravt.models.base import SamplingParams
+        from paravt.models.chat import ChatCodec
+        from paravt.models.hf.generator import HFGenerator
+        from paravt.models.hf.loading import load_policy
 
-            policy = load_policy(model)
-            settings = EpisodeSettings(sampling=SamplingParams(temperature=temperature))
-            accs = asyncio.run(rollout_accuracies(rows, root or str(Path(inp).parent), generator=HFGenerator(policy),
-                                                  codec=ChatCodec(policy.processor), settings=settings, g=g))
-        kept, report = prefilter(rows, accs)
-        write_rows(out, kept)
-    except ParavtError as err:
-        _fail(err)
+        policy = load_policy(model)
+        settings = EpisodeSettings(sampling=SamplingParams(temperature=temperature))
+        accs = asyncio.run(rollout_accuracies(rows, root or str(Path(inp).parent), generator=HFGenerator(policy),
+                                              codec=ChatCodec(policy.processor), settings=settings, g=g))
+    kept, report = prefilter(rows, accs)
+    write_rows(out, kept)
     report_path = Path(out).with_suffix(".prefilter.json")
     report_path.write_text(json.dumps(report.to_json(), indent=2) + "\n")
     console.print(f"kept {len(report.kept)} of {len(rows)}; dropped by rule {report.by_rule or 'none'}; report {report_path}")
@@ -163,16 +144,13 @@ def prefilter_cmd(inp: str = typer.Option(..., "--in", help="rl.parquet"),
 @app.command("bench")
 def bench(name: str = typer.Argument(..., help=" | ".join(benchmark_names())),
           root: str = typer.Option(..., "--root"),
-          limit: int | None = typer.Option(None, "--limit")) -> None:
+          limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples.")) -> None:
     """Load a benchmark's annotations and check its videos (paravt.eval.benchmarks)."""
     from collections import Counter
 
     from paravt.eval.benchmarks.registry import load_benchmark
 
-    try:
-        samples = load_benchmark(name, root, limit=limit)
-    except ParavtError as err:
-        _fail(err)
+    samples = load_benchmark(name, root, limit=limit)
     console.print(f"{name}: {len(samples)} samples, tasks {dict(Counter(s.task for s in samples))}")
 
 
@@ -191,11 +169,11 @@ def distill_cmd(
     reflector_model: str | None = typer.Option(None, "--reflector-model"),
     keep_incorrect: bool = typer.Option(False, "--keep-incorrect", help="Keep traces whose answer scores 0."),
     workers: int | None = typer.Option(None, "--workers", help="Rows in flight (default: distill.workers)."),
-    limit: int | None = typer.Option(None, "--limit", help="Only the first N rows."),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N rows."),
     api_key: str | None = typer.Option(None, "--api-key", help="API key sent to every endpoint."),
     api_key_file: str | None = typer.Option(None, "--api-key-file", help="File whose first line is the API key."),
     config: str | None = typer.Option(None, "--config", help="YAML of distill settings (paravt.config.DistillConfig)."),
-    set_: list[str] = typer.Option([], "--set", help="key=value override of a distill setting."),
+    set_: list[str] = typer.Option([], "--set", help=SET_HELP + " Keys are DistillConfig fields."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Distill cold-start SFT traces from a teacher (paravt.data.distill)."""
@@ -207,26 +185,24 @@ def distill_cmd(
     from paravt.data.schema import read_rows
     from paravt.errors import ConfigError
 
-    try:
-        raw: dict = cfgmod.load(config, cfgmod.DistillConfig).model_dump() if config else {}
-        for item in set_:
-            cfgmod.apply_override(raw, item)
-        raw.update({k: v for k, v in {"pipeline": pipeline, "workers": workers}.items() if v is not None})
-        if keep_incorrect:
-            raw["keep_incorrect"] = True
-        cfg = cfgmod.validate(cfgmod.DistillConfig, raw, config or "options")
-        for url, model, flag in ((fallback, fallback_model, "--fallback"), (reflector, reflector_model, "--reflector")):
-            if (url is None) != (model is None):
-                raise ConfigError(f"{flag} and {flag}-model go together; give both or neither")
-        key = read_api_key(api_key, api_key_file)
-        eps = Endpoints(Endpoint(teacher, teacher_model, key),
-                        Endpoint(fallback, fallback_model, key) if fallback and fallback_model else None,
-                        Endpoint(reflector, reflector_model, key) if reflector and reflector_model else None)
-        rows = read_rows(data)[:limit] if limit else read_rows(data)
-        report = asyncio.run(distill(rows, root=root or str(Path(data).parent), out_dir=out, cfg=cfg, endpoints=eps,
-                                     progress=not as_json))
-    except ParavtError as err:
-        _fail(err)
+    flags = [cfgmod.Flag("--pipeline", "pipeline", pipeline), cfgmod.Flag("--workers", "workers", workers),
+             cfgmod.Flag("--keep-incorrect", "keep_incorrect", True if keep_incorrect else None)]
+    cfg = cfgmod.resolve(cfgmod.DistillConfig, cfgmod.read_mapping(config) if config else {}, config or "defaults",
+                         set_, flags)
+    cfgmod.check_url(teacher, "--teacher")
+    for url, model, flag in ((fallback, fallback_model, "--fallback"), (reflector, reflector_model, "--reflector")):
+        if (url is None) != (model is None):
+            raise ConfigError(f"{flag} and {flag}-model go together; give both or neither")
+        if url is not None:
+            cfgmod.check_url(url, flag)
+    output_dir(out)
+    key = read_api_key(api_key, api_key_file)
+    eps = Endpoints(Endpoint(teacher, teacher_model, key),
+                    Endpoint(fallback, fallback_model, key) if fallback and fallback_model else None,
+                    Endpoint(reflector, reflector_model, key) if reflector and reflector_model else None)
+    rows = read_rows(data)[:limit] if limit else read_rows(data)
+    report = asyncio.run(distill(rows, root=root or str(Path(data).parent), out_dir=out, cfg=cfg, endpoints=eps,
+                                 progress=not as_json))
     if as_json:
         typer.echo(json.dumps(report))
         return

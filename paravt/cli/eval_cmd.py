@@ -8,10 +8,10 @@ from typing import get_args
 import typer
 from rich.table import Table
 
-from paravt.cli import bench_eval
-from paravt.cli.output import fail, stderr_console, stdout_console
-from paravt.config import DispatchMode, TrainConfig, load_for_model
-from paravt.errors import ParavtError
+from paravt.cli.checks import model_source, output_dir
+from paravt.cli.output import SET_HELP, fail, note, stdout_console
+from paravt.config import DispatchMode, Flag, PromptClass, Scoring, TrainConfig, load_for_model
+from paravt.data.schema import check_dataset
 from paravt.eval.benchmarks.registry import benchmark_names
 
 console = stdout_console()
@@ -20,7 +20,7 @@ console = stdout_console()
 def eval_cmd(
     model: str = typer.Option(..., "--model", help="HF checkpoint dir or http(s) URL of an OpenAI-compatible server"),
     data: Path | None = typer.Option(None, "--data", help="eval parquet (e.g. runs/synth/eval.parquet)"),
-    mode: list[str] = typer.Option(None, "--mode", help="parallel | sequential | eva | none (repeatable; default eval.modes)"),
+    mode: list[str] = typer.Option(None, "--mode", help=" | ".join(get_args(DispatchMode)) + " (repeatable; default eval.modes)"),
     compare: bool = typer.Option(False, "--compare", help="Run all three modes on the same samples"),
     nframes: int | None = typer.Option(None, "--nframes", help="Overview frames (default eval.nframes); with --benchmark: the cap (default eval.benchmark_max_frames)"),
     out: Path = typer.Option(Path("runs/eval"), "--out"),
@@ -32,59 +32,44 @@ def eval_cmd(
     benchmark: str | None = typer.Option(None, "--benchmark", help="Benchmarks instead of --data: NAME[,NAME…] of "
                                          + ", ".join(benchmark_names())),
     root: Path | None = typer.Option(None, "--root", help="With --benchmark: directory of the benchmark's files (or of one subdirectory per benchmark)"),
-    prompt_class: str | None = typer.Option(None, "--prompt-class", help="With --benchmark: agentic | reasoning | direct (default eval.prompt_class)"),
-    scoring: str | None = typer.Option(None, "--scoring", help="With --benchmark: lmms | paravt headline scorer (default eval.scoring)"),
+    prompt_class: str | None = typer.Option(None, "--prompt-class", help="With --benchmark: " + " | ".join(get_args(PromptClass)) + " (default eval.prompt_class)"),
+    scoring: str | None = typer.Option(None, "--scoring", help="With --benchmark: " + " | ".join(get_args(Scoring)) + " headline scorer (default eval.scoring)"),
+    set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
 ) -> None:
     """Evaluate; resumes by skipping finished ids in OUT/results.jsonl. Flags override the config."""
-    from paravt.agent import EpisodeSettings
+    if (benchmark is None) == (data is None) or (benchmark is not None and root is None):
+        raise fail("paravt eval: pass either --data PARQUET or --benchmark NAME --root DIR")
+    flags = [Flag("--mode", "eval.modes", ["parallel", "sequential", "none"] if compare else mode or None),
+             Flag("--limit", "eval.limit", limit), Flag("--workers", "eval.workers", workers),
+             Flag("--max-new-tokens", "sampling.max_new_tokens", max_new_tokens),
+             Flag("--nframes", "eval.benchmark_max_frames" if benchmark else "eval.nframes", nframes),
+             Flag("--prompt-class", "eval.prompt_class", prompt_class), Flag("--scoring", "eval.scoring", scoring)]
+    cfg, source = load_for_model(model, config, set_ or [], flags)
+    note(f"settings: {source}")
+    output_dir(out)
+    model_source(model)
+    if data is not None:
+        check_dataset(data)
+    from paravt.agent import EpisodeSettings  # imported once the inputs are known to be good (torch)
+    from paravt.cli import bench_eval
     from paravt.data.episodes import load_episode_inputs
     from paravt.eval.runner import evaluate
     from paravt.rewards import RewardWeights
 
-    cfg, modes = _settings(model, config, mode, compare, max_new_tokens)
-    ev = cfg.eval
-    if (benchmark is None) == (data is None) or (benchmark is not None and root is None):
-        raise fail("pass either --data PARQUET or --benchmark NAME --root DIR")
-    try:
-        samples = [] if data is None else load_episode_inputs(data, nframes=ev.nframes if nframes is None else nframes,
-                                                              limit=limit or ev.limit)
-        bench = bench_eval.parse_benchmarks(benchmark) if benchmark else []
-        proto = bench_eval.protocol_from(cfg, prompt_class, scoring, nframes)
-        backend = _backend(model, processor, cfg)
-    except (ParavtError, ValueError, OSError) as err:
-        raise fail(str(err)) from None
-    r = cfg.reward
+    ev, modes, weights = cfg.eval, list(cfg.eval.modes), RewardWeights.from_config(cfg.reward)
+    bench = bench_eval.parse_benchmarks(benchmark) if benchmark else []
+    samples = [] if data is None else load_episode_inputs(data, nframes=ev.nframes, limit=ev.limit)
+    backend = _backend(model, processor, cfg)
     settings = EpisodeSettings.from_config(cfg, temperature=ev.temperature)
     if bench:  # ---- `--benchmark`: the papers' benchmarks (paravt/cli/bench_eval.py) ----
-        try:
-            bench_eval.run_benchmarks(bench, root, backend=backend, settings=settings, proto=proto,  # type: ignore[arg-type]
-                                      modes=modes, out=out, limit=limit or ev.limit, workers=workers or ev.workers,
-                                      weights=RewardWeights.from_config(r))
-        except ParavtError as err:
-            raise fail(str(err)) from None
+        proto = bench_eval.protocol_from(cfg)
+        bench_eval.run_benchmarks(bench, root, backend=backend, settings=settings, proto=proto,  # type: ignore[arg-type]
+                                  modes=modes, out=out, limit=ev.limit, workers=ev.workers, weights=weights)
         console.print(f"results and metrics under {out}/<benchmark>/{proto.prompt_class}/")
         return
-    metrics = evaluate(samples, backend, settings, modes=modes, out=out, workers=workers or ev.workers,
-                       weights=RewardWeights.from_config(r))
+    metrics = evaluate(samples, backend, settings, modes=modes, out=out, workers=ev.workers, weights=weights)
     print_modes_table(metrics, modes)
     console.print(f"results: {out}/results.jsonl   metrics: {out}/metrics.json")
-
-
-def _settings(model: str, config: Path | None, mode: list[str] | None, compare: bool,
-              max_new_tokens: int | None) -> tuple[TrainConfig, list[str]]:
-    """The run's settings (--config, else the checkpoint's own, else the defaults) and modes."""
-    try:
-        cfg, source = load_for_model(model, config)
-    except ParavtError as err:
-        raise fail(str(err)) from None
-    stderr_console().print(f"settings: {source}", style="dim", markup=False, highlight=False)
-    modes = ["parallel", "sequential", "none"] if compare else (mode or list(cfg.eval.modes))
-    bad = [x for x in modes if x not in get_args(DispatchMode)]
-    if bad:
-        raise fail(f"--mode {bad} must be one of {', '.join(get_args(DispatchMode))}") from None
-    if max_new_tokens is not None:
-        cfg.sampling.max_new_tokens = max_new_tokens
-    return cfg, modes
 
 
 def _backend(model: str, processor: str | None, cfg: TrainConfig):  # -> paravt.eval.runner.Backend

@@ -12,9 +12,9 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from paravt.cli.output import fail, stderr_console, stdout_console
-from paravt.config import DispatchMode, load_for_model
-from paravt.errors import ParavtError
+from paravt.cli.checks import model_source
+from paravt.cli.output import SET_HELP, fail, note, stdout_console
+from paravt.config import DispatchMode, Flag, load_for_model
 
 if TYPE_CHECKING:
     from paravt.agent import EpisodeResult
@@ -38,45 +38,43 @@ def infer(
     model: str = typer.Option(..., "--model", help="HF checkpoint dir, or http(s) URL of an OpenAI-compatible server"),
     video: Path = typer.Option(..., "--video", exists=True, dir_okay=False),
     question: str = typer.Option(..., "--question"),
-    mode: str | None = typer.Option(None, "--mode", help="parallel | sequential | eva | none (default rollout.mode)"),
+    mode: str | None = typer.Option(None, "--mode", help=" | ".join(get_args(DispatchMode)) + " (default rollout.mode)"),
     options: str | None = typer.Option(None, "--options", help='"A) ... B) ..." or "opt1|opt2"'),
     nframes: int | None = typer.Option(None, "--nframes", help="Overview frames (default video.overview_nframes)"),
-    temperature: float = typer.Option(0.0, "--temperature"),
+    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 = greedy"),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="Per main turn (default sampling.max_new_tokens)"),
     processor: str | None = typer.Option(None, "--processor", help="Processor dir (with a URL model)"),
     config: Path | None = typer.Option(None, "--config", help="YAML settings (default: the ones the checkpoint was trained with)"),
-    set_: list[str] = typer.Option(None, "--set", help="Override one setting: key.sub=value (repeatable)"),
+    set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Run one episode and print its transcript. Settings: --config, else the checkpoint's own
     (paravt_config.yaml, written by training), else the defaults; flags override."""
-    from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
+    from paravt.video import probe
+
+    flags = [Flag("--mode", "rollout.mode", mode), Flag("--nframes", "video.overview_nframes", nframes),
+             Flag("--max-new-tokens", "sampling.max_new_tokens", max_new_tokens)]
+    cfg, source = load_for_model(model, config, set_ or [], flags)
+    note(f"settings: {source}")
+    probe(video)  # a file that is not a video is refused here, before a model is loaded
+    model_source(model)
+    from paravt.agent import EpisodeInput, EpisodeSettings, run_episode  # torch: once the inputs are good
     from paravt.eval.runner import open_backend
 
-    if mode is not None and mode not in get_args(DispatchMode):
-        raise fail(f"--mode {mode!r} must be one of {', '.join(get_args(DispatchMode))}") from None
-    try:
-        cfg, source = load_for_model(model, config, list(set_ or []))
-    except ParavtError as err:
-        raise fail(str(err)) from None
-    if max_new_tokens is not None:
-        cfg.sampling.max_new_tokens = max_new_tokens
-    stderr_console().print(f"settings: {source}", style="dim", markup=False, highlight=False)
-    settings = EpisodeSettings.from_config(cfg, mode=mode, temperature=temperature)  # type: ignore[arg-type]
-    try:
-        backend = open_backend(model, processor_dir=processor, prefill_threads=cfg.model.prefill_threads,
-                               replicas=cfg.model.replicas)
-    except (ParavtError, ValueError, OSError) as err:
-        raise fail(str(err)) from None
+    settings = EpisodeSettings.from_config(cfg, temperature=temperature)
+    backend = open_backend(model, processor_dir=processor, prefill_threads=cfg.model.prefill_threads,
+                           replicas=cfg.model.replicas)
     opts = _options(options)
-    n = cfg.video.overview_nframes if nframes is None else nframes
-    inp = EpisodeInput("infer", str(video.resolve()), question, "mcq" if opts else "oe", "", opts, n)
+    inp = EpisodeInput("infer", str(video.resolve()), question, "mcq" if opts else "oe", "", opts,
+                       cfg.video.overview_nframes)
     res = asyncio.run(run_episode(inp, generator=backend.generator, codec=backend.codec, settings=settings,
                                   tools=backend.tools, episode_id="infer"))
     if as_json:
         typer.echo(json.dumps(episode_json(res), indent=1))
     else:
         render(res)
+    if res.error:
+        raise fail(f"the episode failed: {res.error}", code=1)
 
 
 def episode_json(res: "EpisodeResult") -> dict:
@@ -108,5 +106,3 @@ def render(res: "EpisodeResult") -> None:
     console.print(f"[bold]answer:[/bold] {answer}   end: {res.end_reason}   "
                   f"tokens in main {tok.main_visual}v+{tok.main_text}t, sub {tok.sub_visual}v+{tok.sub_text}t, "
                   f"generated {tok.generated}   latency {res.latency_s:.2f}s")
-    if res.error:
-        console.print(f"[yellow]episode error:[/yellow] {res.error}")

@@ -7,8 +7,7 @@ from enum import Enum
 
 import typer
 
-from paravt.cli.output import fail, stdout_console
-from paravt.errors import ModelError
+from paravt.cli.output import stdout_console
 
 app = typer.Typer(help="Build and inspect model checkpoints.", no_args_is_help=True)
 console = stdout_console()
@@ -50,10 +49,7 @@ def info(path: str = typer.Argument(..., help="Checkpoint directory or cached hu
     """Print family, parameter count and vocabulary size of a checkpoint."""
     from paravt.models.hf.loading import load_policy
 
-    try:
-        policy = load_policy(path)
-    except ModelError as err:
-        raise fail(str(err)) from None
+    policy = load_policy(path)
     facts = {"path": path, "family": policy.family,
              "num_params": sum(p.numel() for p in policy.model.parameters()),
              "vocab_size": len(policy.tokenizer)}

@@ -15,6 +15,9 @@ from rich.console import Console
 #: Width for tables when the stream is a file or a pipe (text is never wrapped there).
 PIPE_WIDTH = 200
 
+#: Help of every command's ``--set`` option (one override syntax: ``paravt.config.apply_override``).
+SET_HELP = "Override one setting: key.sub=value, the value in YAML (repeatable; `paravt config show` lists the keys)."
+
 
 def _console(*, stderr: bool) -> Console:
     console = Console(stderr=stderr)
@@ -39,3 +42,9 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     raise: ``raise fail(f"cannot read {path}: {err}") from None``."""
     stderr_console().print(message, style="red", markup=False, highlight=False)
     return typer.Exit(code)
+
+
+def note(message: str) -> None:
+    """A dim informational line on stderr (settings used, files written)."""
+    stderr_console().print(message, style="dim", markup=False, highlight=False)
+

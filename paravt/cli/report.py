@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
-from paravt.cli.output import fail, stderr_console, stdout_console
-from paravt.errors import ParavtError
-from paravt.eval.benchmarks.table1 import Table1Row, columns, table1_rows
-from paravt.eval.report import build_report
+from paravt.cli.output import stderr_console, stdout_console
+
+if TYPE_CHECKING:
+    from paravt.eval.benchmarks.table1 import Table1Row
 
 console = stderr_console()
 
@@ -21,21 +22,23 @@ def report(
 ) -> None:
     """Training curves, eval table, accuracy by n, tokens vs K and transcripts in one HTML file; for a
     `paravt repro` directory also the paper's Table 2/5 beside ours, dynamics over seeds and claims."""
-    try:
-        path = build_report(run_dirs, out)
-    except ParavtError as err:
-        raise fail(str(err)) from None
+    from paravt.eval.benchmarks.table1 import table1_rows
+    from paravt.eval.report import build_report
+
+    path = build_report(run_dirs, out)
     rows = table1_rows([p for d in run_dirs for p in Path(d).rglob("metrics.json")])
     if any(r.source == "measured" for r in rows):
         stdout_console().print(table1_table(rows))
     typer.echo(str(path))
 
 
-def table1_table(rows: list[Table1Row]) -> Table:
+def table1_table(rows: list["Table1Row"]) -> Table:
     """Our benchmark rows beside the paper's quoted Table 1 rows (rich, for the terminal)."""
     t = Table(title="benchmarks vs the paper's Table 1 (paper rows quoted, not measured)")
     t.add_column("model / run")
     t.add_column("source")
+    from paravt.eval.benchmarks.table1 import columns
+
     cols = columns()
     for _, title in cols:
         t.add_column(title, justify="right")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from paravt.cli.output import fail, stdout_console
-from paravt.errors import ParavtError
+from paravt.cli.output import stdout_console
+from paravt.errors import ConfigError
 
 
 def repro(out: Path = typer.Option(Path("runs/repro"), "--out"),
@@ -18,13 +18,12 @@ def repro(out: Path = typer.Option(Path("runs/repro"), "--out"),
           variants: str = typer.Option("", "--variants", help="Comma list (default: every variant)."),
           eval_limit: int = typer.Option(0, "--eval-limit", min=0, help="Held-out questions per n (0 = all).")) -> None:
     """The paper's Table 2 variants from one cold start, with intervals over seeds → DIR/summary.json."""
-    from paravt.repro.run import run_repro
+    from paravt.repro.run import PRESETS, run_repro
     from paravt.repro.table import print_summary
 
     name = preset or ("quick" if quick else "full")
-    try:
-        path = run_repro(out, preset=name, seeds=seeds or (3 if name == "full" else 1), variants=variants or None,
-                         eval_limit=eval_limit or None)
-    except (ParavtError, ValueError) as err:
-        raise fail(str(err)) from None
+    if name not in PRESETS:
+        raise ConfigError(f"--preset {name!r} is not a preset; choose from {', '.join(PRESETS)}")
+    path = run_repro(out, preset=name, seeds=seeds or (3 if name == "full" else 1), variants=variants or None,
+                     eval_limit=eval_limit or None)
     print_summary(json.loads(path.read_text()), stdout_console())

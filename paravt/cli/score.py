@@ -30,9 +30,9 @@ from rich.console import Console
 from rich.table import Table
 
 from paravt import config as cfgmod
-from paravt.cli.output import fail, stderr_console
+from paravt.cli.output import stderr_console
 from paravt.config import RewardConfig
-from paravt.errors import ConfigError, DataError, ParavtError
+from paravt.errors import DataError, ParavtError
 from paravt.eval.completions import completion_line
 from paravt.protocol import tags as T
 from paravt.protocol.answer import extract_answer
@@ -57,11 +57,8 @@ def score(
     if benchmark is not None:  # ---- benchmark rules (paravt/eval/benchmarks/score_file.py) ----
         _score_benchmark(benchmark, in_file)
         return
-    try:
-        reward_cfg = cfgmod.load(config).reward if config else RewardConfig()
-        lines = in_file.read_text(encoding="utf-8").splitlines()
-    except (ConfigError, OSError, UnicodeDecodeError) as exc:
-        raise fail(f"cannot score {in_file}: {exc}") from None
+    reward_cfg = cfgmod.load(config).reward if config else RewardConfig()
+    lines = _read_lines(in_file)
     weights = RewardWeights.from_config(reward_cfg)
     default_prefix = T.THINK_PREFIX if think_prefix else ""
     rows: list[dict[str, Any] | str] = []  # a parsed row, or the error of its line
@@ -150,9 +147,15 @@ def _score_benchmark(benchmark: str, in_file: Path) -> None:
     """`paravt score --benchmark NAME`: lmms-eval's rule of that benchmark, one line out per line in."""
     from paravt.eval.benchmarks.score_file import score_lines
 
+    for obj in score_lines(benchmark, _read_lines(in_file)):
+        typer.echo(json.dumps(obj, ensure_ascii=False))
+
+
+def _read_lines(path: Path) -> list[str]:
+    """The lines of the input file; `DataError` naming it when it is not UTF-8 text."""
+    raw = path.read_bytes()
     try:
-        lines = in_file.read_text(encoding="utf-8").splitlines()
-        for obj in score_lines(benchmark, lines):
-            typer.echo(json.dumps(obj, ensure_ascii=False))
-    except (ParavtError, OSError, UnicodeDecodeError) as exc:
-        raise fail(f"cannot score {in_file}: {exc}") from None
+        return raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise DataError(f"--in {path} is not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start}); "
+                        "save it as UTF-8 JSON lines") from None

@@ -8,13 +8,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from typing import get_args
+
 import typer
-from rich.console import Console
 
-from paravt.config import TrainConfig
-from paravt.errors import ParavtError
-
-console = Console(stderr=True)
+from paravt.config import ServeEngine, TrainConfig
+from paravt.errors import ConfigError
 
 
 def visible_gpus() -> int:
@@ -30,14 +29,14 @@ def visible_gpus() -> int:
 
 def serve_model(
     model: str = typer.Option(..., "--model", help="Checkpoint directory (or a hub id in the local HF cache)."),
-    port: int = typer.Option(8000, "--port"),
+    port: int = typer.Option(8000, "--port", min=1, max=65535),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (keep loopback unless the network is trusted)."),
-    engine: str = typer.Option("vllm", "--engine", help="vllm | sglang"),
+    engine: str = typer.Option("vllm", "--engine", help=" | ".join(get_args(ServeEngine))),
     gpus: int | None = typer.Option(None, "--gpus", min=0, help="Tensor-parallel GPUs; 0 = the CPU build (default: all that nvidia-smi lists)."),
     python: str | None = typer.Option(None, "--python", help="Interpreter that has the engine (default: this one, else .venv-vllm)."),
-    max_model_len: int | None = typer.Option(None, "--max-model-len", help="Context length (default rollout.max_context_tokens)."),
+    max_model_len: int | None = typer.Option(None, "--max-model-len", min=1, help="Context length (default rollout.max_context_tokens)."),
     served_model_name: str | None = typer.Option(None, "--served-model-name"),
-    ready_timeout_s: float = typer.Option(900.0, "--ready-timeout", help="Give up when /v1/models has not answered after this many seconds."),
+    ready_timeout_s: float = typer.Option(900.0, "--ready-timeout", min=0.001, help="Give up when /v1/models has not answered after this many seconds."),
     config: Path | None = typer.Option(None, "--config", help="YAML: rollout limits decide the context and media limits."),
 ) -> None:
     """Start an OpenAI-compatible server for --model; print the command, then a ready line."""
@@ -45,15 +44,10 @@ def serve_model(
     from paravt.servers.launch import ServeSpec, command, default_roots, engine_env, find_python
     from paravt.servers.supervise import supervise
 
-    if engine not in ("vllm", "sglang"):
-        console.print(f"[red]--engine {engine!r} must be vllm or sglang[/red]")
-        raise typer.Exit(2)
-    try:
-        cfg = cfgmod.load(config) if config else TrainConfig()
-        exe = find_python(engine, python, default_roots())  # type: ignore[arg-type]
-    except ParavtError as err:
-        console.print(f"[red]{err}[/red]")
-        raise typer.Exit(2) from None
+    if engine not in get_args(ServeEngine):
+        raise ConfigError(f"--engine {engine!r} is not a serving engine; choose from {', '.join(get_args(ServeEngine))}")
+    cfg = cfgmod.load(config) if config else TrainConfig()
+    exe = find_python(engine, python, default_roots())  # type: ignore[arg-type]
     r = cfg.rollout
     per_prompt = 1 + r.max_turns * r.k_max  # the overview + one per tool call of every turn
     spec = ServeSpec(model=model, host=host, port=port, engine=engine, gpus=visible_gpus() if gpus is None else gpus,  # type: ignore[arg-type]

@@ -11,16 +11,11 @@ from PIL import Image
 from rich.table import Table
 
 from paravt import video
-from paravt.cli.output import fail, stdout_console
-from paravt.errors import VideoError
+from paravt.cli.output import stdout_console
 from paravt.video.sheet import contact_sheet, format_timestamp
 
 app = typer.Typer(help="Probe videos and sample frames.", no_args_is_help=True)
 console = stdout_console()
-
-
-def _fail(err: VideoError) -> typer.Exit:
-    return fail(str(err))
 
 
 @app.command("probe")
@@ -29,10 +24,7 @@ def probe(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Print duration, fps, frame count, size, codec and start time."""
-    try:
-        info = video.probe(file)
-    except VideoError as err:
-        raise _fail(err) from None
+    info = video.probe(file)
     if as_json:
         typer.echo(json.dumps(dataclasses.asdict(info)))
         return
@@ -47,7 +39,7 @@ def frames(
     file: Path = typer.Argument(..., help="A video file."),
     start: float = typer.Option(..., "--start", help="Window start, seconds from the first frame."),
     end: float = typer.Option(..., "--end", help="Window end, seconds."),
-    nframes: int = typer.Option(8, "--nframes", help="Frames sampled uniformly over the window."),
+    nframes: int = typer.Option(8, "--nframes", min=1, help="Frames sampled uniformly over the window."),
     out: Path = typer.Option(
         ..., "--out", help="Directory for frame_XXX.png and contact_sheet.png."
     ),
@@ -55,16 +47,11 @@ def frames(
         None, "--max-pixels", help="Resize to ≤ this many pixels."
     ),
     size_factor: int = typer.Option(
-        32, "--size-factor", help="Resize to multiples of this (28/32)."
+        32, "--size-factor", min=1, help="Resize to multiples of this (28/32)."
     ),
 ) -> None:
     """Sample NFRAMES frames from [START, END]; write PNGs and a contact sheet."""
-    try:
-        sampled = video.sample_frames(
-            file, start, end, nframes=nframes, max_pixels=max_pixels, size_factor=size_factor
-        )
-    except VideoError as err:
-        raise _fail(err) from None
+    sampled = video.sample_frames(file, start, end, nframes=nframes, max_pixels=max_pixels, size_factor=size_factor)
     out.mkdir(parents=True, exist_ok=True)
     for i, array in enumerate(sampled.array):
         Image.fromarray(array).save(out / f"frame_{i:03d}.png")

@@ -1,0 +1,5 @@
+"""`python -m paravt …` = the `paravt` command."""
+
+from paravt.cli import main
+
+main()
