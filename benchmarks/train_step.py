@@ -18,6 +18,15 @@ turn (the tool path is timed by ``benchmarks/dispatch.py``); GPU behaviour (kern
 
 The first step includes cold video decoding; the summary averages the later steps. The last line
 printed is JSON.
+
+``--passes`` times the training passes instead, per-sequence vs batched (``paravt.rl.batch_bench``):
+an SFT step's forward + backward on ``--sft-rows`` rows of the repro's SFT data (ParaVT-Synth
+``sft.parquet``: main and sub-agent traces with their videos, 64² frames) and a GRPO update on
+``--update-rows`` of those sequences as rollouts (seeded advantages, KL to a reference copy,
+zero-lr SGD), on the tiny qwen3_vl at ``--size`` (default s for this mode), medians of
+``--repeats`` alternating runs; the JSON carries ``sft_step_speedup`` and ``update_speedup``.
+
+    .venv/bin/python benchmarks/train_step.py --passes [--size s] [--threads 1] [--repeats 5]
 """
 
 from __future__ import annotations
@@ -116,7 +125,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        model = build_tiny("qwen3_vl", args.size, work / "model").path
+        model = build_tiny("qwen3_vl", args.size or "xs", work / "model").path
         build(work / "synth", videos=args.videos, eval_videos=0, seed=0, workers=1)
         cfg = _config(work, model, args)
         session = PolicySession.create(model, lr=cfg.rl.lr, generate=True, reference=model if cfg.rl.kl_coef > 0 else None,
@@ -135,7 +144,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                          "compute_update": c.get("update", 0.0) + c.get("reward", 0.0) + c.get("other", 0.0),
                          "tokens_generated": m.get("tokens/generated_per_rollout", 0.0),
                          "kappa": m.get("kappa", 0.0), "rollouts": m.get("n", 0.0)})
-    return {"rows": rows, "size": args.size, "group_size": args.group_size, "prompts": args.prompts,
+    return {"rows": rows, "size": args.size or "xs", "group_size": args.group_size, "prompts": args.prompts,
             "max_new_tokens": args.max_new_tokens, "threads": args.threads}
 
 
@@ -170,17 +179,70 @@ def render(result: dict[str, Any]) -> None:
     Console().print(t)
 
 
+def run_passes(args: argparse.Namespace) -> dict[str, Any]:
+    import copy
+    import random
+    import statistics
+
+    from paravt.models.chat import ChatCodec
+    from paravt.models.hf.loading import load_policy
+    from paravt.rl.batch_bench import compare_passes, items_from_rows
+    from paravt.rl.sft import load_examples
+
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        policy = load_policy(build_tiny("qwen3_vl", args.size or "s", work / "model").path)
+        build(work / "synth", videos=args.videos, eval_videos=0, seed=0, workers=1)
+        rows = load_examples(work / "synth" / "sft.parquet", None, ChatCodec(policy.processor), include_sub=True,
+                             max_pixels=64 * 64, crop_max_pixels=64 * 64, size_factor=32)
+        random.Random(0).shuffle(rows)
+        need = args.sft_rows + args.update_rows
+        if len(rows) < need:
+            raise SystemExit(f"{len(rows)} SFT rows from {args.videos} videos, need {need}: raise --videos")
+        ref = copy.deepcopy(policy.model).eval()
+        cmp = compare_passes(policy.model, policy.processor, rows[:args.sft_rows],
+                             items_from_rows(rows[args.sft_rows:need]), ref_model=ref, repeats=args.repeats,
+                             micro_batch_tokens=args.micro_batch_tokens)
+        update_len = statistics.fmean(len(t.ids) for t in rows[args.sft_rows:need])
+    return {**cmp.to_json(), "update_tokens_per_row": update_len, "size": args.size or "s",
+            "threads": args.threads, "micro_batch_tokens": args.micro_batch_tokens}
+
+
+def render_passes(r: dict[str, Any]) -> None:
+    t = Table(title=f"Training passes, per-sequence vs batched: tiny qwen3_vl-{r['size']}, {r['threads']} threads, "
+                    f"micro-batches ≤ {r['micro_batch_tokens']} padded tokens, medians of {r['sft_repeats']}")
+    for col in ("pass", "rows", "tokens/row", "per-sequence s", "batched s", "speed-up", "|loss gap|"):
+        t.add_column(col, justify="right")
+    for name, label, rows, tok in (("sft", "SFT step (fwd + bwd)", r["sft_rows"], r["tokens_per_row"]),
+                                   ("update", "GRPO update", r["update_rows"], r["update_tokens_per_row"])):
+        key = "sft_step_speedup" if name == "sft" else "update_speedup"
+        t.add_row(label, str(rows), f"{tok:.0f}", f"{r[name + '_per_sequence_s']:.3f}",
+                  f"{r[name + '_batched_s']:.3f}", f"{r[key]:.2f}x", f"{r[name + '_loss_gap']:.1e}")
+    Console().print(t)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=4)
-    p.add_argument("--size", default="xs", choices=["xs", "s", "m"])
+    p.add_argument("--size", default=None, choices=["xs", "s", "m"], help="default xs (s with --passes)")
     p.add_argument("--group-size", type=int, default=4)
     p.add_argument("--prompts", type=int, default=2)
     p.add_argument("--videos", type=int, default=4)
     p.add_argument("--max-new-tokens", type=int, default=64)
     p.add_argument("--threads", type=int, default=1,
                    help="torch intra-op threads (1: tiny models are overhead-bound; 2 stalls on a busy box)")
+    p.add_argument("--passes", action="store_true", help="time the training passes, per-sequence vs batched")
+    p.add_argument("--sft-rows", type=int, default=8, help="--passes: rows of the SFT step (the sft batch size)")
+    p.add_argument("--update-rows", type=int, default=12, help="--passes: sequences of the GRPO update")
+    p.add_argument("--repeats", type=int, default=5, help="--passes: timed runs per path (medians)")
+    p.add_argument("--micro-batch-tokens", type=int, default=8192, help="--passes: padded tokens per forward")
     args = p.parse_args()
+    if args.passes:
+        res = run_passes(args)
+        render_passes(res)
+        print(json.dumps({"benchmark": "train_passes", **res}))
+        return
     result = run(args)
     result["summary"] = _summary(result["rows"])
     render(result)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -88,9 +88,11 @@ def _check_placeholders(ids: Sequence[int], token_id: int, grid: torch.Tensor | 
 
 
 def batch_inputs(processor: Any, seqs: Sequence[tuple[Sequence[int], Sequence[Frames], Sequence[Frames]]],
-                 *, pad_id: int, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
-    """Left-padded forward inputs for several (ids, videos, images) sequences, media concatenated
-    in sequence order; ``mm_token_type_ids`` is always set (1 image, 2 video, 0 text/pad)."""
+                 *, pad_id: int, device: str | torch.device = "cpu",
+                 padding_side: Literal["left", "right"] = "left") -> dict[str, torch.Tensor]:
+    """Padded forward inputs for several (ids, videos, images) sequences, media concatenated in
+    sequence order; ``mm_token_type_ids`` is always set (1 image, 2 video, 0 text/pad). Left
+    padding for generation; right padding for training passes (``paravt.rl.batch``)."""
     image_id = processor.image_token_id
     video_id = processor.video_token_id
     merge = processor.image_processor.merge_size
@@ -101,8 +103,9 @@ def batch_inputs(processor: Any, seqs: Sequence[tuple[Sequence[int], Sequence[Fr
     all_images = [im for _, _, ims in seqs for im in ims]
     for row, (ids, vs, ims) in enumerate(seqs):
         if len(ids):
-            input_ids[row, width - len(ids):] = torch.tensor(list(ids), dtype=torch.long)
-            attention[row, width - len(ids):] = 1
+            cols = slice(width - len(ids), width) if padding_side == "left" else slice(0, len(ids))
+            input_ids[row, cols] = torch.tensor(list(ids), dtype=torch.long)
+            attention[row, cols] = 1
     feats = media_features(processor, all_videos, all_images)
     for row, (ids, vs, ims) in enumerate(seqs):
         v0 = sum(len(s[1]) for s in seqs[:row])
@@ -126,6 +129,17 @@ def model_inputs(processor: Any, ids: Sequence[int], videos: Sequence[Frames] = 
     return batch_inputs(processor, [(ids, videos, images)], pad_id=pad, device=device)
 
 
+def sampling_log_softmax(logits: torch.Tensor, *, temperature: float = 1.0,
+                         suppress_ids: Sequence[int] = ()) -> torch.Tensor:
+    """log softmax(logits / temperature) in fp32 with ``suppress_ids`` removed (−inf): the
+    distribution a generator that suppresses them samples from. logits N×V → N×V."""
+    logits = logits.float()
+    if suppress_ids:
+        logits = logits.index_fill(-1, torch.tensor(list(suppress_ids), dtype=torch.long, device=logits.device),
+                                   float("-inf"))
+    return torch.log_softmax(logits / (temperature if temperature > 0 else 1.0), dim=-1)  # N×V
+
+
 def sequence_logprobs(model: Any, processor: Any, ids: Sequence[int], videos: Sequence[Frames],
                       images: Sequence[Frames], positions: Sequence[int], *, temperature: float = 1.0,
                       suppress_ids: Sequence[int] = ()) -> torch.Tensor:
@@ -138,10 +152,7 @@ def sequence_logprobs(model: Any, processor: Any, ids: Sequence[int], videos: Se
     device = next(model.parameters()).device
     inputs = model_inputs(processor, ids, videos, images, device=device)
     pos = torch.tensor(list(positions), dtype=torch.long, device=device)  # P
-    logits = model(**inputs).logits[0, pos - 1].float()  # P×V: token t is predicted at t-1
-    if suppress_ids:
-        logits = logits.index_fill(-1, torch.tensor(list(suppress_ids), dtype=torch.long, device=device),
-                                   float("-inf"))
-    logp = torch.log_softmax(logits / (temperature if temperature > 0 else 1.0), dim=-1)  # P×V
+    logits = model(**inputs).logits[0, pos - 1]  # P×V: token t is predicted at t-1
+    logp = sampling_log_softmax(logits, temperature=temperature, suppress_ids=suppress_ids)  # P×V
     target = inputs["input_ids"][0, pos]  # P
     return logp.gather(-1, target[:, None])[:, 0]  # P

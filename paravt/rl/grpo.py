@@ -141,7 +141,7 @@ class GRPOTrainer:
         stats = ppo_update(
             self.s.model, self.s.processor, self.s.optimizer, items, clip_eps=rl.clip_eps, kl_coef=rl.kl_coef,
             kl_kind=rl.kl_estimator, max_grad_norm=rl.max_grad_norm, ref_model=self.s.ref_model,
-            ppo_epochs=rl.ppo_epochs, temperature=cfg.sampling.temperature,
+            ppo_epochs=rl.ppo_epochs, temperature=cfg.sampling.temperature, micro_batch_tokens=rl.micro_batch_tokens,
         )
         t3 = time.perf_counter()
         records = [rollout_record(r, b) for r, b in zip(results, rewards, strict=True)]

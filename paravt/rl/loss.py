@@ -14,7 +14,8 @@ rollout equal weight regardless of length and is not implemented. For gradient a
 micro-batch losses (and every reported metric) then SUM exactly to the full-batch values.
 
 Numerical guards, as in verl: the log ratio is clamped to [−20, 20] before ``exp``, and the k3
-estimator to at most 10. Not implemented: dual-clip PPO, entropy bonus.
+estimator to at most 10. Not implemented: dual-clip PPO, entropy bonus (``token_entropy`` is
+logged, not trained).
 """
 
 from __future__ import annotations
@@ -189,3 +190,11 @@ def grpo_loss(
         ratio_mean=pol.ratio_mean,
         n_tokens=pol.n_tokens,
     )
+
+
+def token_entropy(logp: torch.Tensor) -> torch.Tensor:
+    """Entropy −Σ_v p_v · log p_v of each row of a log-probability matrix (N, V) → (N,).
+
+    Suppressed entries (log p = −inf, p = 0) contribute 0, not NaN (0 · −inf)."""
+    p = torch.exp(logp)  # (N, V)
+    return -torch.where(p > 0, p * logp, torch.zeros_like(p)).sum(-1)  # (N,)

@@ -50,4 +50,5 @@ class PriorTrainer(SFTTrainer):
                                                     size_factor=cfg.video.size_factor), session.codec, row_id=t.id)
                     for t in traces]
         return cls(examples, session.model, session.processor, session.optimizer, p.batch_size, p.max_grad_norm,
-                   total_steps=p.steps, lr=p.lr, warmup_steps=p.warmup_steps, seed=p.seed)
+                   total_steps=p.steps, lr=p.lr, warmup_steps=p.warmup_steps, seed=p.seed,
+                   micro_batch_tokens=p.micro_batch_tokens)

@@ -25,8 +25,9 @@ from paravt.agent.trajectory import Trajectory, TrajectoryBuilder
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
 from paravt.protocol.tags import THINK_PREFIX
+from paravt.rl.batch import DEFAULT_MICRO_BATCH_TOKENS, micro_batches, score, vision_ids
 from paravt.rl.trainer import TrainerSettings
-from paravt.rl.update import trajectory_logprobs
+from paravt.rl.update import optimizer_step, trajectory_logprobs
 
 if TYPE_CHECKING:
     from paravt.config import TrainConfig
@@ -51,6 +52,35 @@ def build_sequence(messages: Sequence[ChatMessage], codec: ChatCodec, *, mask_th
     return b.freeze("answer")
 
 
+@dataclass(frozen=True)
+class SFTLoss:
+    loss: float  # token-mean NLL over the assistant (loss-mask 1) tokens of the whole batch
+    n_tokens: int  # those tokens
+
+
+def sft_backward(model: Any, processor: Any, batch: Sequence[Trajectory], *, batched: bool = True,
+                 micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS) -> SFTLoss:
+    """Accumulate into ``.grad`` the gradient of the batch's token-mean NLL (logits at τ = 1, vision
+    placeholder ids suppressed, as the generator samples). ``batched``: right-padded micro-batches
+    of at most ``micro_batch_tokens`` padded tokens with their media (``paravt.rl.batch``); else one
+    forward per sequence (the equivalence oracle and the speed baseline)."""
+    batch = [t for t in batch if t.n_sampled > 0]
+    total = sum(t.n_sampled for t in batch)
+    if batched:
+        device = next(model.parameters()).device
+        suppress = vision_ids(processor)
+        parts = (score(model, mb, suppress_ids=suppress).logprobs
+                 for mb in micro_batches(processor, batch, micro_batch_tokens, device))  # (N,) each
+    else:
+        parts = (trajectory_logprobs(model, processor, t) for t in batch)  # (P,) each
+    nll = 0.0
+    for lp in parts:
+        loss = -lp.sum() / total  # token-mean over the whole batch
+        loss.backward()
+        nll += float(loss.detach())
+    return SFTLoss(nll, total)
+
+
 @dataclass
 class SFTTrainer:
     """Supervised cold start (``paravt.rl.trainer.Trainer``): token-mean NLL over the assistant
@@ -66,6 +96,7 @@ class SFTTrainer:
     lr: float
     warmup_steps: int = 0
     seed: int = 0
+    micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -86,7 +117,8 @@ class SFTTrainer:
         total = per_epoch * cfg.sft.epochs
         return cls(examples, session.model, session.processor, session.optimizer, cfg.sft.batch_size,
                    cfg.sft.max_grad_norm, total_steps=min(total, cfg.sft.max_steps or total),
-                   lr=cfg.sft.lr, warmup_steps=cfg.sft.warmup_steps, seed=cfg.sft.seed)
+                   lr=cfg.sft.lr, warmup_steps=cfg.sft.warmup_steps, seed=cfg.sft.seed,
+                   micro_batch_tokens=cfg.sft.micro_batch_tokens)
 
     def state_dict(self) -> dict[str, Any]:
         return {}  # batches are a function of (seed, step)
@@ -115,23 +147,11 @@ class SFTTrainer:
 
     def step(self, step: int) -> dict[str, float]:
         self._warmup(step)
-        batch = [t for t in self.batch(step) if t.n_sampled > 0]
-        total = sum(t.n_sampled for t in batch)
         self.optimizer.zero_grad(set_to_none=True)
-        nll_sum = 0.0
-        for traj in batch:
-            lp = trajectory_logprobs(self.model, self.processor, traj)  # (P,)
-            loss = -lp.sum() / total  # token-mean over the whole batch
-            loss.backward()
-            nll_sum += float(loss.detach())
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm))
-        skipped = not (torch.isfinite(torch.tensor(nll_sum)) and torch.isfinite(torch.tensor(grad_norm)))
-        if skipped:
-            self.optimizer.zero_grad(set_to_none=True)
-        else:
-            self.optimizer.step()
-        return {"loss": nll_sum, "grad_norm": grad_norm, "tokens/trained": float(total),
-                "update_skipped": float(skipped), "lr": self.optimizer.param_groups[0]["lr"]}
+        out = sft_backward(self.model, self.processor, self.batch(step), micro_batch_tokens=self.micro_batch_tokens)
+        res = optimizer_step(self.model, self.optimizer, self.max_grad_norm, out.loss)
+        return {"loss": out.loss, "grad_norm": res.grad_norm, "tokens/trained": float(out.n_tokens),
+                "update_skipped": float(res.skipped), "lr": self.optimizer.param_groups[0]["lr"]}
 
 
 def load_examples(path: Path, root: Path | None, codec: ChatCodec, *, include_sub: bool, max_pixels: int,

@@ -1,8 +1,23 @@
 """One optimizer step on a batch of trajectories: the model-facing half of GRPO.
 
-Each trajectory is forwarded on its own (its media differ from its neighbours'); gradients are
-accumulated with the loss normalised by the token count of the WHOLE batch, so the result is the
-token-mean over the batch whatever the micro-batching (``paravt.rl.loss`` ``global_tokens``).
+The batched path (default) forwards right-padded micro-batches of trajectories WITH their media
+(``paravt.rl.batch``), bounded by ``micro_batch_tokens`` padded tokens. Per micro-batch the
+reference model scores the SAME input tensors under ``no_grad`` right before the policy forward.
+Gradients are accumulated with the loss normalised by the token count of the WHOLE batch, so the
+result is the token-mean over the batch whatever the micro-batching (``paravt.rl.loss``
+``global_tokens``).
+
+Old logprobs: there is no separate pass. The policy that sampled is the policy at the start of the
+update (the trainer changes weights only here), so the "old" logprobs are the detached logprobs of
+the first epoch's own forward: equal to a recompute by construction (same model, weights and
+tensors; ratio exactly 1 in epoch 1), kept for epochs 2.. when ``ppo_epochs > 1``. The generator's
+sampling logprobs are NOT used as old logprobs (a remote server or another dtype/kernel may differ
+slightly); they only feed ``logprob_mismatch``. Models with active dropout would need the separate
+pass; the tiny and Qwen-VL configs have none.
+
+``batched=False`` is today's per-sequence path (old, reference and loss passes, one sequence at a
+time): the equivalence oracle of tests/rl/test_batched_passes.py and the baseline of the speed
+benchmarks; the same loss formula (``paravt.rl.loss.grpo_loss``) serves both.
 """
 
 from __future__ import annotations
@@ -15,9 +30,13 @@ from typing import Any
 import torch
 
 from paravt.agent.trajectory import Trajectory
-from paravt.models.chat import VISION_TOKENS
 from paravt.models.media import sequence_logprobs
-from paravt.rl.loss import KLKind, grpo_loss
+from paravt.rl.batch import (DEFAULT_MICRO_BATCH_TOKENS, MicroBatch, micro_batches, sampled_positions,
+                             sampling_logprobs, score, vision_ids)
+from paravt.rl.loss import GRPOLossOutput, KLKind, grpo_loss
+
+__all__ = ["TrainItem", "UpdateStats", "StepResult", "ppo_update", "optimizer_step", "trajectory_logprobs",
+           "sampled_positions"]
 
 
 @dataclass(frozen=True)
@@ -32,96 +51,174 @@ class TrainItem:
 class UpdateStats:
     loss: float
     policy_loss: float
-    kl: float
-    clip_frac: float
+    kl: float  # token-mean KL estimate (rl.kl_estimator) to the reference (init) policy; 0.0 without one
+    clip_frac: float  # share of tokens whose clipped term was active (last epoch; 0 when ppo_epochs == 1)
     grad_norm: float
     n_tokens: int
-    logprob_mismatch: float  # mean |recomputed old logprob − sampling logprob| over sampled tokens
+    logprob_mismatch: float  # mean |old logprob − sampling logprob| over sampled tokens
     skipped: bool  # NaN/inf guard fired: no parameter changed
+    entropy: float = math.nan  # token-mean entropy of the sampling distribution at the sampled tokens
+    # (policy before the update); NaN on the per-sequence path, which does not compute it
 
     def to_metrics(self) -> dict[str, float]:
         return {"loss": self.loss, "policy_loss": self.policy_loss, "kl": self.kl, "clip_frac": self.clip_frac,
-                "grad_norm": self.grad_norm, "tokens/trained": float(self.n_tokens),
+                "entropy": self.entropy, "grad_norm": self.grad_norm, "tokens/trained": float(self.n_tokens),
                 "logprob_mismatch": self.logprob_mismatch, "update_skipped": float(self.skipped)}
 
 
-def sampled_positions(traj: Trajectory) -> list[int]:
-    """Indices t of tokens the policy sampled (loss mask 1); t ≥ 1 always (a prompt precedes)."""
-    return [t for t, m in enumerate(traj.loss_mask) if m]
+@dataclass(frozen=True)
+class StepResult:
+    grad_norm: float
+    skipped: bool  # the loss or the gradient norm was not finite: gradients dropped, no step
+
+
+def optimizer_step(model: Any, optimizer: torch.optim.Optimizer, max_grad_norm: float, loss: float) -> StepResult:
+    """Clip the accumulated gradients and step, unless ``loss`` or the gradient norm is not finite
+    (then the gradients are dropped and no parameter or optimizer state changes)."""
+    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
+    skipped = not (math.isfinite(loss) and math.isfinite(grad_norm))
+    if skipped:
+        optimizer.zero_grad(set_to_none=True)
+    else:
+        optimizer.step()
+    return StepResult(grad_norm, skipped)
+
+
+@dataclass
+class _Sums:
+    """Running sums of the micro-batch loss parts (each already divided by the batch token count)."""
+
+    loss: float = 0.0
+    policy: float = 0.0
+    kl: float = 0.0
+    clip: float = 0.0
+
+    def add(self, out: GRPOLossOutput) -> None:
+        self.loss += float(out.loss.detach())
+        self.policy += out.policy_loss
+        self.kl += out.kl
+        self.clip += out.clip_frac
 
 
 def trajectory_logprobs(model: Any, processor: Any, traj: Trajectory, temperature: float = 1.0) -> torch.Tensor:
-    """log p(token t | prefix) at every sampled position (P,), under the SAMPLING distribution:
-    logits / temperature (as verl's actor does, so ratios compare like with like) without the
-    vision placeholder ids the generator suppresses; differentiable."""
+    """log p(token t | prefix) at every sampled position (P,) of ONE trajectory, under the SAMPLING
+    distribution: logits / temperature (as verl's actor does, so ratios compare like with like)
+    without the vision placeholder ids the generator suppresses; differentiable."""
     return sequence_logprobs(model, processor, traj.ids, traj.videos, traj.images, sampled_positions(traj),
-                             temperature=temperature, suppress_ids=_vision_ids(processor))
-
-
-def _vision_ids(processor: Any) -> tuple[int, ...]:
-    """Vision placeholder ids (the generator never samples them): the codec's one list."""
-    return tuple(processor.tokenizer.convert_tokens_to_ids(t) for t in VISION_TOKENS)
-
-
-@torch.no_grad()
-def frozen_logprobs(model: Any, processor: Any, items: Sequence[TrainItem], temperature: float) -> list[torch.Tensor]:
-    return [trajectory_logprobs(model, processor, it.traj, temperature).detach() for it in items]
+                             temperature=temperature, suppress_ids=vision_ids(processor))
 
 
 def ppo_update(
     model: Any, processor: Any, optimizer: torch.optim.Optimizer, items: Sequence[TrainItem], *,
     clip_eps: float, kl_coef: float, kl_kind: KLKind, max_grad_norm: float,
     ref_model: Any | None = None, ppo_epochs: int = 1, temperature: float = 1.0,
+    batched: bool = True, micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS,
 ) -> UpdateStats:
-    """PPO-clip GRPO update over ``items`` (``ppo_epochs`` passes, one optimizer step each)."""
+    """PPO-clip GRPO update over ``items`` (``ppo_epochs`` passes, one optimizer step each).
+    With ``ref_model`` the KL to it is computed (and logged) and enters the loss × ``kl_coef``."""
     items = [it for it in items if it.traj.n_sampled > 0]
     if not items:
         return UpdateStats(0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, skipped=True)
-    total = sum(it.traj.n_sampled for it in items)
-    old = frozen_logprobs(model, processor, items, temperature)
-    mismatch = _mismatch(items, old)
-    ref = frozen_logprobs(ref_model, processor, items, temperature) if (ref_model is not None and kl_coef > 0) else None
+    run = _batched_update if batched else _per_sequence_update
+    return run(model, processor, optimizer, items, _LossArgs(clip_eps, kl_coef, kl_kind, temperature),
+               ref_model=ref_model, ppo_epochs=ppo_epochs, max_grad_norm=max_grad_norm,
+               micro_batch_tokens=micro_batch_tokens)
+
+
+@dataclass(frozen=True)
+class _LossArgs:
+    clip_eps: float
+    kl_coef: float
+    kl_kind: KLKind
+    temperature: float
+
+    def loss(self, lp: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, ref: torch.Tensor | None,
+             total: int) -> GRPOLossOutput:
+        """grpo_loss of one row or micro-batch, its scored tokens flattened into (1, N); ``adv`` is
+        (1, N) per token or (1,) per row; the mask is all ones (only scored tokens were gathered)."""
+        return grpo_loss(lp, old, adv.to(lp.dtype), torch.ones_like(lp), clip_eps=self.clip_eps, ref_logprobs=ref,
+                         kl_coef=self.kl_coef if ref is not None else 0.0, kl_kind=self.kl_kind,
+                         global_tokens=total)
+
+
+def _batched_update(model: Any, processor: Any, optimizer: torch.optim.Optimizer, items: Sequence[TrainItem],
+                    args: _LossArgs, *, ref_model: Any | None, ppo_epochs: int, max_grad_norm: float,
+                    micro_batch_tokens: int) -> UpdateStats:
+    trajs = [it.traj for it in items]
+    total = sum(t.n_sampled for t in trajs)
+    device = next(model.parameters()).device
+    mbs = micro_batches(processor, trajs, micro_batch_tokens, device)
+    suppress = vision_ids(processor)
+    adv = [_token_advantages(items, mb, device) for mb in mbs]  # (N,) each
+    old: list[torch.Tensor] = []
+    ref: list[torch.Tensor | None] = []
+    entropy = 0.0
     stats = None
-    for _ in range(ppo_epochs):
-        stats = _one_pass(model, processor, optimizer, items, old, ref, total, clip_eps=clip_eps, kl_coef=kl_coef,
-                          kl_kind=kl_kind, max_grad_norm=max_grad_norm, mismatch=mismatch,
-                          temperature=temperature)
+    for epoch in range(ppo_epochs):
+        optimizer.zero_grad(set_to_none=True)
+        sums = _Sums()
+        for k, mb in enumerate(mbs):
+            if epoch == 0:
+                ref.append(_frozen_score(ref_model, mb, args.temperature, suppress))
+            s = score(model, mb, temperature=args.temperature, suppress_ids=suppress, entropy=epoch == 0)
+            if epoch == 0:
+                assert s.entropy is not None
+                old.append(s.logprobs.detach())  # the sampling policy's logprobs (module docstring)
+                entropy += float(s.entropy.sum())
+            r = ref[k]
+            out = args.loss(s.logprobs[None], old[k][None], adv[k][None], None if r is None else r[None], total)
+            out.loss.backward()
+            sums.add(out)
+        step = optimizer_step(model, optimizer, max_grad_norm, sums.loss)
+        stats = UpdateStats(sums.loss, sums.policy, sums.kl, sums.clip, step.grad_norm, total,
+                            _mismatch_batched(trajs, mbs, old), step.skipped, entropy=entropy / total)
     assert stats is not None
     return stats
 
 
-def _one_pass(model: Any, processor: Any, optimizer: torch.optim.Optimizer, items: Sequence[TrainItem],
-              old: list[torch.Tensor], ref: list[torch.Tensor] | None, total: int, *, clip_eps: float,
-              kl_coef: float, kl_kind: KLKind, max_grad_norm: float, mismatch: float,
-              temperature: float) -> UpdateStats:
-    optimizer.zero_grad(set_to_none=True)
-    loss_sum = pol_sum = kl_sum = clip_sum = 0.0
-    for i, it in enumerate(items):
-        lp = trajectory_logprobs(model, processor, it.traj, temperature)[None]  # (1, P)
-        mask = torch.ones_like(lp)  # (1, P): only sampled positions were gathered
-        adv = torch.tensor([it.advantage], dtype=lp.dtype, device=lp.device)  # (1,)
-        out = grpo_loss(lp, old[i][None], adv, mask, clip_eps=clip_eps,
-                        ref_logprobs=None if ref is None else ref[i][None], kl_coef=kl_coef if ref is not None else 0.0,
-                        kl_kind=kl_kind, global_tokens=total)
-        out.loss.backward()
-        loss_sum += float(out.loss.detach())
-        pol_sum += out.policy_loss
-        kl_sum += out.kl
-        clip_sum += out.clip_frac
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
-    skipped = not (math.isfinite(loss_sum) and math.isfinite(grad_norm))
-    if skipped:
+@torch.no_grad()
+def _frozen_score(model: Any | None, mb: MicroBatch, temperature: float, suppress: Sequence[int]
+                  ) -> torch.Tensor | None:
+    return None if model is None else score(model, mb, temperature=temperature, suppress_ids=suppress).logprobs
+
+
+def _token_advantages(items: Sequence[TrainItem], mb: MicroBatch, device: torch.device) -> torch.Tensor:
+    """Each scored token of the micro-batch takes its trajectory's advantage: (N,)."""
+    vals = [items[r].advantage for r, n in zip(mb.rows, mb.counts, strict=True) for _ in range(n)]
+    return torch.tensor(vals, dtype=torch.float32, device=device)
+
+
+def _mismatch_batched(trajs: Sequence[Trajectory], mbs: Sequence[MicroBatch], old: Sequence[torch.Tensor]) -> float:
+    diffs = [(lp - sampling_logprobs(trajs, mb, lp.dtype, lp.device)).abs() for mb, lp in zip(mbs, old, strict=True)]
+    return float(torch.cat(diffs).mean())
+
+
+def _per_sequence_update(model: Any, processor: Any, optimizer: torch.optim.Optimizer, items: Sequence[TrainItem],
+                         args: _LossArgs, *, ref_model: Any | None, ppo_epochs: int, max_grad_norm: float,
+                         micro_batch_tokens: int) -> UpdateStats:
+    """Today's path kept as the oracle and the benchmark baseline: an old-logprob pass, a reference
+    pass and the loss pass, each forwarding one trajectory at a time."""
+    del micro_batch_tokens  # one sequence per forward
+    total = sum(it.traj.n_sampled for it in items)
+    with torch.no_grad():
+        old = [trajectory_logprobs(model, processor, it.traj, args.temperature) for it in items]
+        ref = [None if ref_model is None else trajectory_logprobs(ref_model, processor, it.traj, args.temperature)
+               for it in items]
+    sampled = [torch.tensor([it.traj.logprobs[t] for t in sampled_positions(it.traj)]) for it in items]
+    mismatch = float(torch.cat([(lp - s.to(lp)).abs() for lp, s in zip(old, sampled, strict=True)]).mean())
+    stats = None
+    for _ in range(ppo_epochs):
         optimizer.zero_grad(set_to_none=True)
-    else:
-        optimizer.step()
-    # policy_loss / kl / clip_frac of each item are already divided by the batch token count
-    return UpdateStats(loss_sum, pol_sum, kl_sum, clip_sum, grad_norm, total, mismatch, skipped)
-
-
-def _mismatch(items: Sequence[TrainItem], old: Sequence[torch.Tensor]) -> float:
-    diffs = []
-    for it, lp in zip(items, old, strict=True):
-        sampled = torch.tensor([it.traj.logprobs[t] for t in sampled_positions(it.traj)], dtype=lp.dtype,
-                               device=lp.device)
-        diffs.append((lp - sampled).abs())
-    return float(torch.cat(diffs).mean()) if diffs else 0.0
+        sums = _Sums()
+        for i, it in enumerate(items):
+            lp = trajectory_logprobs(model, processor, it.traj, args.temperature)  # (P,)
+            r = ref[i]
+            out = args.loss(lp[None], old[i][None], torch.tensor([it.advantage]), None if r is None else r[None],
+                            total)
+            out.loss.backward()
+            sums.add(out)
+        step = optimizer_step(model, optimizer, max_grad_norm, sums.loss)
+        stats = UpdateStats(sums.loss, sums.policy, sums.kl, sums.clip, step.grad_norm, total, mismatch,
+                            step.skipped)
+    assert stats is not None
+    return stats
