@@ -10,6 +10,7 @@ from rich.table import Table
 
 from paravt.cli.checks import output_dir
 from paravt.cli.output import SET_HELP, stdout_console
+from paravt.config import MAX_OVERVIEW_FRAMES
 from paravt.eval.benchmarks.registry import benchmark_names
 
 app = typer.Typer(help="Build, check and convert datasets.", no_args_is_help=True)
@@ -43,7 +44,7 @@ def synth(
 
 @app.command("check")
 def check(file: str = typer.Argument(..., help="Parquet of rows (our schema)."),
-          k_max: int = typer.Option(8, "--k-max"),
+          k_max: int = typer.Option(8, "--k-max", min=1),
           as_json: bool = typer.Option(False, "--json")) -> None:
     """Check traces against the strict rules (paravt.data.check); exit 1 if any row fails."""
     from paravt.data.check import check_rows
@@ -66,8 +67,8 @@ def check(file: str = typer.Argument(..., help="Parquet of rows (our schema)."),
 
 @app.command("convert")
 def convert(inp: str = typer.Option(..., "--in"), out: str = typer.Option(..., "--out"),
-            k_max: int = typer.Option(8, "--k-max"),
-            adjacent_tol: float = typer.Option(1.0, "--adjacent-tol", help="Seconds within which windows count as adjacent."),
+            k_max: int = typer.Option(8, "--k-max", min=1),
+            adjacent_tol: float = typer.Option(1.0, "--adjacent-tol", min=0.0, help="Seconds within which windows count as adjacent."),
             as_json: bool = typer.Option(False, "--json")) -> None:
     """Merge independent sequential crop calls into parallel turns (paravt.data.convert)."""
     from paravt.data.convert import convert_rows
@@ -92,7 +93,7 @@ def convert(inp: str = typer.Option(..., "--in"), out: str = typer.Option(..., "
 def import_cmd(root: str = typer.Option(..., "--root", help="Where the release's media were extracted."),
                inp: list[str] = typer.Option(..., "--in", help="Release parquet(s); repeat --in."),
                out: str = typer.Option(..., "--out", help="Output directory."),
-               nframes: int = typer.Option(64, "--nframes", help="Frames per whole-video item."),
+               nframes: int = typer.Option(64, "--nframes", min=1, max=MAX_OVERVIEW_FRAMES, help="Frames per whole-video item."),
                as_json: bool = typer.Option(False, "--json")) -> None:
     """Import the ParaVT authors' released parquets (paravt.data.authors); reports missing media."""
     from paravt.data.authors import import_files
@@ -112,9 +113,9 @@ def import_cmd(root: str = typer.Option(..., "--root", help="Where the release's
 def prefilter_cmd(inp: str = typer.Option(..., "--in", help="rl.parquet"),
                   out: str = typer.Option(..., "--out", help="Filtered parquet; a report JSON is written next to it."),
                   model: str | None = typer.Option(None, "--model", help="Checkpoint for the all-G-wrong rule (omit: answer-length rule only)."),
-                  g: int = typer.Option(8, "--g", help="Rollouts per prompt."),
+                  g: int = typer.Option(8, "--g", min=1, help="Rollouts per prompt."),
                   root: str | None = typer.Option(None, "--root", help="Data root (default: the input's directory)."),
-                  temperature: float = typer.Option(0.7, "--temperature")) -> None:
+                  temperature: float = typer.Option(0.7, "--temperature", min=0.0)) -> None:
     """DAPO pre-filter (paravt.data.prefilter)."""
     import asyncio
 
