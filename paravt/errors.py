@@ -2,7 +2,9 @@
 
 Model output is *data*: a malformed tool call or a failed tool becomes a result record, never an
 exception. These errors are for bad inputs from the user (config, files, arguments) and for
-infrastructure failures. Every message says what was wrong, which rule it broke, and how to fix it.
+infrastructure failures. Every message says what was wrong, which rule it broke, and how to fix it,
+on one line: the command line prints it as is (``paravt.cli.root``, exit status 2), so commands
+never catch these errors themselves.
 """
 
 from __future__ import annotations

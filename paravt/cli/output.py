@@ -1,8 +1,8 @@
 """Output conventions of every command: results on stdout, messages and errors on stderr.
 
 - stdout holds only results (JSON lines, tables a user asked for), so ``--json`` output stays
-  parseable; every error message goes to stderr through ``fail`` (exit code non-zero, no
-  traceback).
+  parseable; every error message goes to stderr as one line: a command raises a ``ParavtError``
+  (paravt.cli.root prints it, exit 2) or, for a message of its own, ``fail`` (no traceback).
 - Nothing is hard-wrapped when the stream is not a terminal: a path or a JSON line piped to a file
   or a log stays on one line (rich would otherwise wrap at 80 columns).
 """
