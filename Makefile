@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/rollout.py
 	$(PY) benchmarks/train_step.py
 	$(PY) benchmarks/tool_server_load.py
+	$(PY) benchmarks/limits.py
 
 clean:
 	rm -rf runs .pytest_cache

@@ -13,7 +13,9 @@ a ``finish_reason="error"`` output, so no request is left waiting. Used by
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from paravt.models.base import GenOutput, GenRequest, error_output
 
@@ -25,11 +27,28 @@ def one_chunk(batch: list[GenRequest]) -> list[list[int]]:
     return [list(range(len(batch)))]
 
 
+@dataclass(frozen=True)
+class BatcherStats:
+    """What a queue has served so far: how full its batches were and how long the engine was busy."""
+
+    batches: int  # serve calls
+    rows: int  # requests they answered
+    busy_s: float  # seconds inside serve
+
+    def to_json(self) -> dict[str, float]:
+        return {"batches": self.batches, "rows": self.rows, "busy_s": self.busy_s,
+                "rows_per_batch": self.rows / self.batches if self.batches else 0.0}
+
+
 class Batcher:
     def __init__(self, serve: Serve, *, window_s: float, chunker: Chunker = one_chunk) -> None:
         self.serve, self.window_s, self.chunker = serve, window_s, chunker
         self._pending: list[tuple[GenRequest, asyncio.Future[GenOutput]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._served = (0, 0, 0.0)  # batches, rows, busy seconds
+
+    def stats(self) -> BatcherStats:
+        return BatcherStats(*self._served)
 
     async def generate(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
         if not requests:
@@ -52,7 +71,10 @@ class Batcher:
             why = "no output for this request"
             try:
                 for rows in self.chunker([r for r, _ in batch]):
+                    t0 = time.perf_counter()
                     outs = await asyncio.to_thread(self.serve, [batch[i][0] for i in rows])
+                    b, n, busy = self._served
+                    self._served = (b + 1, n + len(rows), busy + time.perf_counter() - t0)
                     if len(outs) != len(rows):
                         raise RuntimeError(f"{len(outs)} outputs for {len(rows)} requests")
                     for i, out in zip(rows, outs, strict=True):
