@@ -27,6 +27,7 @@ from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import LoadedPolicy, load_policy
 from paravt.models.media import model_inputs, sampling_log_softmax
 from paravt.protocol.tags import THINK_PREFIX
+from paravt.rl import batch
 from paravt.rl.batch import micro_batches, plan, sampled_positions, score, vision_ids
 from paravt.rl.loss import token_entropy
 from paravt.rl.sft import sft_backward
@@ -95,13 +96,21 @@ def _assert_close(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> None:
         torch.testing.assert_close(x, y, atol=ATOL, rtol=RTOL)
 
 
+@pytest.fixture(autouse=True)
+def _padding_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rows below differ in length by up to 40%: let them share one padded micro-batch (the
+    default pad cap would split them), so that padding is what the equivalence tests exercise."""
+    monkeypatch.setattr(batch, "MAX_PAD_SHARE", 1.0)
+
+
 def test_plan_fills_micro_batches_longest_first_within_the_padded_budget() -> None:
     # lengths 5, 9, 3, 9 → order 1, 3 (9 each: 2 × 9 = 18 ≤ 18), then 0 (3 × 9 = 27 > 18: new
     # group), then 2 (2 × 5 = 10 ≤ 18, pads 2 of 10 = 0.2 ≤ 0.25)
-    assert plan([5, 9, 3, 9], 18) == [[1, 3], [0, 2]]
-    assert plan([5, 9, 3, 9], 4) == [[1], [3], [0], [2]]  # every row over the budget goes alone
+    assert plan([5, 9, 3, 9], 18, 0.25) == [[1, 3], [0, 2]]
+    assert plan([5, 9, 3, 9], 18, 0.1) == [[1, 3], [0], [2]]  # pads 0.2 > 0.1: 2 goes alone
+    assert plan([5, 9, 3, 9], 4, 1.0) == [[1], [3], [0], [2]]  # every row over the budget goes alone
     # no budget limit: 0 joins (pads 4 of 27 = 0.15), 2 does not (pads 10 of 36 = 0.28 > 0.25)
-    assert plan([5, 9, 3, 9], 10_000) == [[1, 3, 0], [2]]
+    assert plan([5, 9, 3, 9], 10_000, 0.25) == [[1, 3, 0], [2]]
 
 
 @pytest.mark.parametrize("media", ["video", "text", "mixed"])
