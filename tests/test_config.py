@@ -65,7 +65,7 @@ def test_tiny_configs_are_what_the_demo_runs() -> None:
 
 
 def test_lower_layer_defaults_are_the_configs() -> None:
-    """Each default is written once (paravt/config.py); the plain dataclasses below the CLI read it."""
+    """Each default is written once (paravt/config/); the plain dataclasses below the CLI read it."""
     from paravt.agent import EpisodeSettings
     from paravt.config import GatingConfig, TrainConfig
     from paravt.data.schema import OVERVIEW_NS
@@ -244,16 +244,16 @@ def test_a_config_file_that_is_not_utf8_too_large_or_a_directory_is_named(tmp_pa
 
 
 def test_each_choice_set_is_defined_once_in_config() -> None:
-    """ToolMode, PromptClass, Scoring… are written in paravt/config.py only; elsewhere imported."""
+    """ToolMode, PromptClass, Scoring… are written in paravt/config/choices.py only; elsewhere imported."""
     import ast
     from typing import get_args
 
     sets = {name: frozenset(get_args(getattr(cfgmod, name))) for name in
             ("DispatchMode", "TaskType", "ModelFamily", "ToolMode", "PromptClass", "Scoring", "KLKind", "ServeEngine")}
-    pkg = Path(cfgmod.__file__).parent
+    pkg = Path(cfgmod.__file__).parents[1]  # paravt/
     copies = []
     for path in pkg.rglob("*.py"):
-        if path.name == "config.py" and path.parent == pkg:
+        if path == pkg / "config" / "choices.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Subscript) and ast.unparse(node.value).endswith("Literal"):

@@ -147,5 +147,5 @@ def test_the_checker_catches_a_stale_name() -> None:
     assert _problem("chat.to_episode_input") is not None  # it lives in data/episodes.py
     assert _problem("episodes.to_episode_input") is None
     assert _problem("NoSuchRegistryThing") is not None and _problem("WINDOW_TOOLS_NOPE") is not None
-    assert _problem("summary.json") is None and _problem("paravt/config.py") is None
+    assert _problem("summary.json") is None and _problem("paravt/config/sections.py") is None
     assert _problem("model.replicas") is None and _problem("model.no_such_knob") == "no such config field"

@@ -1,0 +1,106 @@
+"""Every knob of paravt, typed and validated, in one place (this package).
+
+Each default is written once, here, with one ``description``. Defaults marked [paper] follow
+DESIGN.md §4–5 (docs/ARCHITECTURE.md). Objects below the CLI/trainer layer never receive these
+models: builders pass plain values (STYLE.md §3). ``paravt config show`` prints the reference YAML.
+
+The package: `choices` (the ONE definition of each choice set), `sections` (the config models
+and their cross-field checks), `loading` (the ONE YAML loader, --set overrides, flags, validation
+messages). Import from ``paravt.config``; the modules are its layout, not separate APIs.
+"""
+
+from __future__ import annotations
+
+from paravt.config.choices import (
+    MAX_OVERVIEW_FRAMES,
+    DispatchMode,
+    KLKind,
+    ModelFamily,
+    PromptClass,
+    Scoring,
+    ServeEngine,
+    TaskType,
+    ToolMode,
+    check_url,
+    http_url_or_none,
+    url_problem,
+)
+from paravt.config.sections import (
+    DistillConfig,
+    EvalConfig,
+    GatingConfig,
+    ModelConfig,
+    PriorConfig,
+    RLConfig,
+    RewardConfig,
+    RolloutConfig,
+    SFTConfig,
+    SamplingConfig,
+    ToolServerConfig,
+    TrainConfig,
+    VerlConfig,
+    VideoConfig,
+    cross_field_problems,
+)
+from paravt.config.loading import (
+    MAX_CONFIG_BYTES,
+    MAX_YAML_NODES,
+    RUN_CONFIG,
+    Flag,
+    apply_override,
+    dump,
+    load,
+    load_for_model,
+    parse_yaml,
+    read_mapping,
+    resolve,
+    save,
+    set_value,
+    validate,
+    validation_message,
+)
+
+__all__ = [
+    "DispatchMode",
+    "DistillConfig",
+    "EvalConfig",
+    "Flag",
+    "GatingConfig",
+    "KLKind",
+    "MAX_CONFIG_BYTES",
+    "MAX_OVERVIEW_FRAMES",
+    "MAX_YAML_NODES",
+    "ModelConfig",
+    "ModelFamily",
+    "PriorConfig",
+    "PromptClass",
+    "RLConfig",
+    "RUN_CONFIG",
+    "RewardConfig",
+    "RolloutConfig",
+    "SFTConfig",
+    "SamplingConfig",
+    "Scoring",
+    "ServeEngine",
+    "TaskType",
+    "ToolMode",
+    "ToolServerConfig",
+    "TrainConfig",
+    "VerlConfig",
+    "VideoConfig",
+    "apply_override",
+    "check_url",
+    "cross_field_problems",
+    "dump",
+    "http_url_or_none",
+    "load",
+    "load_for_model",
+    "parse_yaml",
+    "read_mapping",
+    "resolve",
+    "save",
+    "set_value",
+    "url_problem",
+    "validate",
+    "validation_message",
+]

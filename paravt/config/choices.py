@@ -1,0 +1,59 @@
+"""The ONE definition of each choice set and the small value checks the config sections share."""
+
+from __future__ import annotations
+
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field
+
+from paravt.errors import ConfigError
+
+# ---- The ONE definition of each choice set; every other module imports it from here ------------
+#: Dispatch modes (each is a class in paravt.agent.modes, registered in MODES): parallel (the
+#: method), sequential (the baseline), eva (EVA's plan-then-select rounds), none.
+DispatchMode = Literal["parallel", "sequential", "eva", "none"]
+#: Task types of a sample: multiple choice, temporal grounding, open-ended.
+TaskType = Literal["mcq", "tvg", "oe"]
+#: Model families paravt builds and loads.
+ModelFamily = Literal["qwen2_5_vl", "qwen3_vl"]
+#: R_tool variants (paravt.rewards.terms.tool_reward).
+ToolMode = Literal["parse_bonus", "graduated", "accumulative", "off"]
+#: `eval --benchmark` prompt classes [paper §C] (paravt.eval.benchmarks.protocol).
+PromptClass = Literal["agentic", "reasoning", "direct"]
+#: `eval --benchmark` headline scorers: lmms-eval's task rules or our <answer> extraction.
+Scoring = Literal["lmms", "paravt"]
+#: KL estimators of the loss (paravt.rl.loss).
+KLKind = Literal["k1", "k3"]
+#: OpenAI-compatible serving engines (`paravt serve-model`, verl's rollout).
+ServeEngine = Literal["vllm", "sglang"]
+
+#: Most overview frames a prompt may carry (Qwen-VL's video frame cap); gating choices included.
+MAX_OVERVIEW_FRAMES = 768
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` is not an http(s) URL with a host and a valid port (None when it is one)."""
+    try:
+        parts = urlsplit(url.strip())
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
+    except ValueError:  # a port that is not a number or out of range
+        ok = False
+    return None if ok else f"{url!r} is not an http(s) URL with a host (and a port in 1..65535); pass one like http://127.0.0.1:8000/v1"
+
+
+def http_url_or_none(url: str | None) -> str | None:
+    """Field validator of an optional URL field (pydantic reports the ValueError under its name)."""
+    if url is not None and (problem := url_problem(url)):
+        raise ValueError(problem)
+    return url
+
+
+def check_url(url: str, option: str) -> str:
+    """``url`` when it is an http(s) URL, else `ConfigError` naming ``option`` (a flag or field)."""
+    problem = url_problem(url)
+    if problem:
+        raise ConfigError(f"{option} {problem}")
+    return url
+
+

@@ -1,0 +1,229 @@
+"""Reading and writing configs: the ONE YAML loader (bounded), --set overrides, flags, validation
+messages that name the input, and the settings a trained model directory carries."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from difflib import get_close_matches
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from paravt.config.sections import TrainConfig
+from paravt.errors import ConfigError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A command-line option that sets one config field (``--workers 0`` → ``Flag("--workers",
+    "eval.workers", 0)``); ``value`` None = not given. Errors name the option."""
+
+    name: str
+    key: str
+    value: Any
+
+
+def resolve(cls: type[M], data: dict[str, Any], source: str, overrides: Sequence[str] = (),
+            flags: Sequence[Flag] = ()) -> M:
+    """``data`` (a file's mapping, or ``{}``), then the ``--set key.sub=value`` overrides, then the
+    given flags, validated into ``cls``: the ONE path from the command line to a typed config, so a
+    value out of range is refused (`ConfigError`), never replaced."""
+    for item in overrides:
+        apply_override(data, item)
+    given = [f for f in flags if f.value is not None]
+    for f in given:
+        set_value(data, f.key, f.value)
+    return validate(cls, data, source, labels={f.key: f.name for f in given})
+
+
+def validate(cls: type[M], data: dict[str, Any], source: str = "<dict>",
+             labels: Mapping[str, str] | None = None) -> M:
+    """Build ``cls`` from a dict, raising one-line `ConfigError` that names every bad field
+    (``labels``: the command-line option that set a field)."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(validation_message(err, source, cls, labels)) from None
+
+
+def validation_message(err: ValidationError, source: str, cls: type[BaseModel] | None = None,
+                       labels: Mapping[str, str] | None = None) -> str:
+    """One line naming every bad field of ``err`` (with the option that set it, from ``labels``)."""
+    labels = labels or {}
+    parts, own = [], 0
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        flag = next((labels[k] for k in labels if loc == k or loc.startswith(k + ".")), None)
+        name = f"{flag} ({loc})" if flag else loc
+        if e["type"] == "value_error":  # our own checks: the message names the values and the fix
+            msg, own = e["msg"].removeprefix("Value error, "), own + 1
+            parts.append(f"{name}: {msg}" if name else msg)
+        elif e["type"] == "extra_forbidden":
+            close = get_close_matches(str(e["loc"][-1]), _field_names(cls, e["loc"][:-1]), n=3) if cls else []
+            parts.append(f"{name}: unknown field" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
+        else:
+            parts.append(f"{name or '<root>'}: {e['msg']} (got {_short(e.get('input'))})")
+    fix = "" if own == len(parts) else (f"; fix {'it' if len(parts) == 1 else 'them'} "
+                                        "(`paravt config show` prints every field with its default)")
+    return f"invalid config ({source}): {'; '.join(parts)}{fix}"
+
+
+def _field_names(cls: type[BaseModel], loc: Sequence[Any]) -> list[str]:
+    model: Any = cls
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        model = field.annotation if field is not None else None
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return []
+    return list(model.model_fields)
+
+
+def _short(value: Any, width: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+# ---- YAML: the ONE loader of config text (files and --set values) ---------------------------------
+#: Largest config file read (a config is a few KB) and most nodes its aliases may expand to: a
+#: small file of nested aliases ("billion laughs") is refused at once instead of expanded.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_YAML_NODES = 100_000
+
+
+class _AliasBomb(yaml.YAMLError):
+    pass
+
+
+class _Loader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a document whose aliases expand past MAX_YAML_NODES nodes."""
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        if node is not None:
+            _expanded_size(node, {}, set())
+        return node
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int], active: set[int]) -> int:
+    """Nodes of ``node`` with every alias written out (memoised per node: linear time)."""
+    key = id(node)
+    if key in sizes:
+        return sizes[key]
+    if key in active:
+        raise _AliasBomb("an alias refers to itself (a recursive structure)")
+    active.add(key)
+    children: list[yaml.Node] = []
+    if isinstance(node, yaml.SequenceNode):
+        children = list(node.value)
+    elif isinstance(node, yaml.MappingNode):
+        children = [n for pair in node.value for n in pair]
+    size = 1 + sum(_expanded_size(c, sizes, active) for c in children)
+    active.discard(key)
+    if size > MAX_YAML_NODES:
+        raise _AliasBomb(f"its aliases expand to more than {MAX_YAML_NODES:,} values")
+    sizes[key] = size
+    return size
+
+
+def parse_yaml(text: str, what: str) -> Any:
+    """``text`` as YAML (safe, aliases bounded); `ConfigError` naming ``what`` when it is not."""
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except _AliasBomb as err:
+        raise ConfigError(f"{what} is refused: {err}; write the values out instead of nesting aliases") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{what} is not valid YAML ({_yaml_problem(err)}); fix the syntax "
+                          "(quote a string that holds ': ', '[' or '{')") from None
+    except RecursionError:
+        raise ConfigError(f"{what} nests too deeply to read; flatten it") from None
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    if isinstance(err, yaml.MarkedYAMLError) and err.problem_mark is not None:
+        m = err.problem_mark
+        return f"{err.problem} at line {m.line + 1}, column {m.column + 1}"
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+def read_mapping(path: str | Path) -> dict[str, Any]:
+    """The top-level mapping of a YAML config file (not validated yet); `ConfigError` when the file
+    is missing, too large, not UTF-8, not YAML or not a mapping."""
+    p = Path(path)
+    if not p.is_file():
+        what = "is a directory" if p.is_dir() else "does not exist"
+        raise ConfigError(f"config file {p} {what}; pass an existing YAML file (see configs/)")
+    try:
+        size = p.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"config file {p} is {size:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte limit of a "
+                              "config; pass the YAML config, not a data file")
+        raw = p.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"cannot read config file {p}: {err.strerror}; check its permissions") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"config file {p} is not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start}); "
+                          "save it as UTF-8") from None
+    data = parse_yaml(text, f"config file {p}") or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {p} must hold a mapping at the top level, got {type(data).__name__}; "
+                          "write `section:` blocks as in configs/")
+    return data
+
+
+def load(path: str | Path, cls: type[M] = TrainConfig, overrides: Sequence[str] | None = None,  # type: ignore[assignment]
+         flags: Sequence[Flag] = ()) -> M:
+    """Load a YAML file into ``cls``; ``overrides`` are ``a.b.c=value`` strings (YAML values),
+    ``flags`` command-line options applied last."""
+    return resolve(cls, read_mapping(path), str(path), overrides or (), flags)
+
+
+def apply_override(data: dict[str, Any], item: str) -> None:
+    """Apply one ``a.b.c=value`` override (``--set``; the value is YAML) in place."""
+    key, sep, raw = item.partition("=")
+    if not sep or not all(part.strip() for part in key.split(".")):
+        raise ConfigError(f"--set {item!r} must look like key.sub=value; write e.g. --set rl.steps=10")
+    set_value(data, key.strip(), parse_yaml(raw, f"--set {item!r}: the value {raw!r}"))
+
+
+def set_value(data: dict[str, Any], key: str, value: Any) -> None:
+    """Set the dotted ``key`` of the nested mapping ``data`` to ``value`` (sections created)."""
+    node = data
+    parts = key.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"{key}: {part!r} holds a value, not a section; name a field under a section "
+                              "(`paravt config show` prints the layout)")
+    node[parts[-1]] = value
+
+
+def dump(cfg: BaseModel) -> str:
+    """The config as YAML (every field, defaults included)."""
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
+
+
+def save(cfg: BaseModel, path: str | Path) -> None:
+    Path(path).write_text(dump(cfg))
+
+
+#: A trained model directory carries the settings it was trained with (``paravt.rl.loop``).
+RUN_CONFIG = "paravt_config.yaml"
+
+
+def load_for_model(model: str, config: str | Path | None = None, overrides: Sequence[str] | None = None,
+                   flags: Sequence[Flag] = ()) -> tuple[TrainConfig, str]:
+    """The settings to run ``model`` with, and where they came from: ``config`` when given, else
+    the ``paravt_config.yaml`` a paravt checkpoint carries (video, sampling, rollout, prompt
+    version as trained), else the defaults. ``overrides`` (``a.b=value``) and ``flags`` apply on top."""
+    carried = Path(model) / RUN_CONFIG
+    path = config if config is not None else carried if carried.is_file() else None
+    source = "defaults" if path is None else str(path)
+    data = {} if path is None else read_mapping(path)
+    return resolve(TrainConfig, data, source, overrides or (), flags), source
