@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -17,6 +17,13 @@ from paravt.config.choices import (
     http_url_or_none,
 )
 
+
+
+def _micro_batch_tokens() -> Any:
+    """The one definition of the batched-pass budget, shared by the sft, prior and rl sections."""
+    return Field(8192, ge=1, description="Padded tokens (rows × longest row) one forward of the batched "
+                 "training pass may hold: sequences go in right-padded micro-batches with their media "
+                 "(paravt/rl/batch.py); a longer sequence goes alone.")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
@@ -138,7 +145,7 @@ class RLConfig(_Strict):
     gating: GatingConfig = Field(default_factory=GatingConfig)
     save_every: int = Field(10, ge=1)
     logprob_mismatch_warn: float = Field(0.05, ge=0, description="Warn when mean |recomputed - sampled| old logprob exceeds this.")
-    micro_batch_tokens: int = Field(8192, ge=1, description="Padded tokens (rows × longest row) one forward of the batched training pass may hold: sequences go in right-padded micro-batches with their media (paravt/rl/batch.py); a longer sequence goes alone.")
+    micro_batch_tokens: int = _micro_batch_tokens()
     log_rollouts: int = Field(4, ge=0, description="Rollouts per step written raw to rollouts.jsonl (seeded draw; plus the first <tool_code> reversion and unclosed tag of the step).")
 
 
@@ -152,7 +159,7 @@ class SFTConfig(_Strict):
     seed: int = 0
     save_every: int = Field(100, ge=1)
     include_subagent_rows: bool = True
-    micro_batch_tokens: int = Field(8192, ge=1, description="Padded tokens (rows × longest row) one forward of the batched training pass may hold: sequences go in right-padded micro-batches with their media (paravt/rl/batch.py); a longer sequence goes alone.")
+    micro_batch_tokens: int = _micro_batch_tokens()
     mask_think_prefix: bool = Field(False, description="Put the assistant turns' leading '<think>\\n' into the prompt (mask 0) instead of training it. Off: SFT teaches the whole format and the think prefix stays an RL-time constraint [paper].")
 
 
@@ -170,7 +177,7 @@ class PriorConfig(_Strict):
     warmup_steps: int = Field(10, ge=0)
     seed: int = 0
     save_every: int = Field(100, ge=1)
-    micro_batch_tokens: int = Field(8192, ge=1, description="Padded tokens (rows × longest row) one forward of the batched training pass may hold: sequences go in right-padded micro-batches with their media (paravt/rl/batch.py); a longer sequence goes alone.")
+    micro_batch_tokens: int = _micro_batch_tokens()
 
 
 class EvalConfig(_Strict):

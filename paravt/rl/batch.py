@@ -27,12 +27,13 @@ from typing import Any
 import torch
 
 from paravt.agent.trajectory import Trajectory
+from paravt.config import SFTConfig
 from paravt.errors import ConfigError
 from paravt.models.chat import VISION_TOKENS
 from paravt.models.media import batch_inputs, sampling_log_softmax
 from paravt.rl.loss import token_entropy
 
-DEFAULT_MICRO_BATCH_TOKENS = 8192
+DEFAULT_MICRO_BATCH_TOKENS: int = SFTConfig.model_fields["micro_batch_tokens"].default  # written once, in config
 MAX_PAD_SHARE = 0.1  # most padding a micro-batch may hold, as a share of its padded tokens (measured:
 # 0.25 → 0.1 took the GRPO update of benchmarks/train_step.py --passes from 2.7 s to 2.5 s)
 

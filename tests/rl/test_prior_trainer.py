@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from paravt.cli import app
 from paravt.config import TrainConfig, save
 from paravt.data.synth.build import build
-from paravt.rl.logger import read_log
+from paravt.jsonl import read_jsonl as read_log
 from paravt.rl.loop import run_training
 from paravt.rl.trainers import TRAINERS
 
