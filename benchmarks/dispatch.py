@@ -65,7 +65,7 @@ from paravt.models.base import GenOutput, GenRequest, SamplingParams
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import load_policy
 from paravt.models.hf.replicas import ReplicaGenerator
-from paravt.models.tiny import build_tiny
+from paravt.data.synth.tiny import build_tiny
 from paravt.protocol import prompts
 from paravt.protocol.parser import ParsedCall
 from paravt.protocol.tags import render_answer, render_crop_call, render_tool_turn

@@ -100,7 +100,7 @@ class _Flops:
 def ensure_checkpoint(out: Path, sft_steps: int) -> Path:
     """Synth data + tiny s + short SFT, cached (``out/.done``)."""
     from paravt.data.synth.build import build
-    from paravt.models.tiny import build_tiny
+    from paravt.data.synth.tiny import build_tiny
     from paravt.rl.loop import run_training
 
     if (out / ".done").exists():

@@ -47,7 +47,7 @@ from paravt.config import VideoConfig
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import load_policy
-from paravt.models.tiny import build_tiny
+from paravt.data.synth.tiny import build_tiny
 from paravt.protocol import prompts
 from paravt.protocol.tags import THINK_PREFIX, render_result_line, with_media_marker
 from paravt.video import probe, sample_frames, write_video

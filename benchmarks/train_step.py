@@ -48,7 +48,7 @@ import paravt.rl.grpo as grpo
 from paravt.config import TrainConfig
 from paravt.data.episodes import load_episode_inputs
 from paravt.data.synth.build import build
-from paravt.models.tiny import build_tiny
+from paravt.data.synth.tiny import build_tiny
 from paravt.rl.session import PolicySession
 
 

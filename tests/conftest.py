@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from paravt.models.tiny import build_tiny
+from paravt.data.synth.tiny import build_tiny
 
 # Tiny models: one intra-op thread is faster than two that stall each other on a busy 2-core
 # machine (measured: the same forward 0.01 s vs 0.4–0.9 s).

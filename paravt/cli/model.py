@@ -33,7 +33,7 @@ def tiny(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Build a randomly initialised tiny Qwen-VL model + tokenizer + processor, fully offline."""
-    from paravt.models.tiny import build_tiny
+    from paravt.data.synth.tiny import build_tiny
 
     built = build_tiny(family.value, size.value, out, seed=seed)
     if as_json:

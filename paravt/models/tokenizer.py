@@ -2,7 +2,7 @@
 format (real checkpoints bring their own tokenizer). Two builders, chosen by ``TokenizerKind``:
 
 - ``protocol`` (the default since issue 26): ``PROTOCOL_VOCAB`` tokens trained on the protocol's
-  own text (`paravt.models.tokenizer_corpus`: prompts, oracle and prior traces, tool responses,
+  own text (`paravt.data.synth.corpus`: prompts, oracle and prior traces, tool responses,
   frame timestamps). Only newline runs and digit runs are cut out before BPE, so merges cross
   spaces and punctuation: the protocol's fixed phrases and JSON keys become one or a few tokens,
   and a number is its own token(s), never fused with the punctuation around it (tokens per
@@ -80,19 +80,22 @@ LEGACY_VOCAB = 520
 _PROTOCOL_SPLIT = r"\s*[\r\n]+|\p{N}+"
 
 
-def train_tokenizer(kind: str = "protocol", *, vocab_size: int | None = None, seed: int = 0
-                    ) -> PreTrainedTokenizerFast:
+def train_tokenizer(kind: str = "protocol", *, corpus: Sequence[str] = (), vocab_size: int | None = None,
+                    seed: int = 0) -> PreTrainedTokenizerFast:
     """The tiny models' tokenizer of ``kind`` (module docstring); deterministic for (kind,
-    vocab_size, seed), offline, about a second."""
+    corpus, vocab_size, seed), offline, about a second. ``protocol`` trains on ``corpus`` (the
+    protocol's own text: `paravt.data.synth.corpus.protocol_corpus`, passed in by the builder
+    because the synthetic task's traces live above this layer)."""
     if kind not in TOKENIZER_KINDS:
         raise ModelError(f"unknown tokenizer kind {kind!r}; use one of {', '.join(TOKENIZER_KINDS)}")
     if kind == "legacy":
         split = pre_tokenizers.Split(Regex(_QWEN_SPLIT), behavior="isolated")
         return _train(split, _legacy_corpus(seed=seed), vocab_size or LEGACY_VOCAB, max_len=None)
-    from paravt.models.tokenizer_corpus import protocol_corpus
-
+    if not corpus:
+        raise ModelError("the protocol tokenizer trains on the protocol's text: pass "
+                         "corpus=paravt.data.synth.corpus.protocol_corpus() (build_tiny does)")
     split = pre_tokenizers.Split(Regex(_PROTOCOL_SPLIT), behavior="isolated")
-    return _train(split, protocol_corpus(seed=seed), vocab_size or PROTOCOL_VOCAB, max_len=24)
+    return _train(split, corpus, vocab_size or PROTOCOL_VOCAB, max_len=24)
 
 
 def _train(split: pre_tokenizers.PreTokenizer, corpus: Sequence[str], vocab_size: int, *,

@@ -49,7 +49,7 @@ def base_key(settings: Any) -> str:
 def ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str) -> tuple[Path, dict[str, Any]]:
     """Build (or reuse) the base of ``settings`` under ``root``; returns its model dir and probe."""
     from paravt.data.synth.build import build
-    from paravt.models.tiny import build_tiny
+    from paravt.data.synth.tiny import build_tiny
     from paravt.repro.base_probe import run_probe
     from paravt.rl.loop import run_training
 

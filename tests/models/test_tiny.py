@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from paravt.cli import app as cli_app
 from paravt.errors import ModelError
 from paravt.models.hf.loading import load_policy
-from paravt.models.tiny import SIZES, build_tiny
+from paravt.data.synth.tiny import SIZES, build_tiny
 
 
 @pytest.mark.parametrize("family,cls", [("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from paravt.data.synth.corpus import protocol_corpus
 from paravt.data.synth.prior import long_think, tool_code_call
 from paravt.errors import ModelError
 from paravt.protocol import prompts
@@ -15,7 +16,7 @@ from paravt.models.tokenizer import QWEN_SPECIAL_TOKENS, train_tokenizer
 
 @pytest.fixture(scope="module")
 def protocol_tok():  # noqa: ANN201
-    return train_tokenizer("protocol")
+    return train_tokenizer("protocol", corpus=protocol_corpus())
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +79,14 @@ def test_protocol_tokenizer_halves_the_tokens_of_the_legacy_one(protocol_tok, le
 
 
 def test_same_seed_trains_the_same_vocabulary(protocol_tok) -> None:
-    assert train_tokenizer("protocol").get_vocab() == protocol_tok.get_vocab()
+    assert train_tokenizer("protocol", corpus=protocol_corpus()).get_vocab() == protocol_tok.get_vocab()
 
 
 def test_unknown_tokenizer_kind_is_rejected_with_choices() -> None:
     with pytest.raises(ModelError, match="protocol, legacy"):
         train_tokenizer("wordpiece")
+
+
+def test_protocol_kind_without_its_corpus_is_refused() -> None:
+    with pytest.raises(ModelError, match="corpus"):
+        train_tokenizer("protocol")

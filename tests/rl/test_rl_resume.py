@@ -9,7 +9,7 @@ import pytest
 
 from paravt.config import TrainConfig
 from paravt.data.synth.build import build
-from paravt.models.tiny import build_tiny
+from paravt.data.synth.tiny import build_tiny
 from paravt.rl.loop import run_training
 
 

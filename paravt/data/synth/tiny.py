@@ -19,6 +19,7 @@ import torch
 
 from paravt.config import ModelFamily
 from paravt.errors import ModelError
+from paravt.data.synth.corpus import protocol_corpus
 from paravt.models.tokenizer import chat_template, train_tokenizer
 
 Family = ModelFamily
@@ -133,7 +134,8 @@ def build_tiny(family: str, size: str, out_dir: str | Path, *, seed: int = 0,
     if size not in SIZES:
         raise ModelError(f"unknown tiny size {size!r}; use one of {', '.join(SIZES)}")
     torch.manual_seed(seed)
-    tok = train_tokenizer(tokenizer, seed=seed)
+    tok = train_tokenizer(tokenizer, corpus=protocol_corpus(seed=seed) if tokenizer == "protocol" else (),
+                          seed=seed)
     model = _build_model(family, SIZES[size], tok)
     processor = _build_processor(family, tok)
     out = Path(out_dir)
