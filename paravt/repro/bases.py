@@ -6,14 +6,17 @@ science run use the same base when their base settings agree (the presets share 
 ``prior`` config block, the frame sizes, the data version); ``base_key`` hashes it, and the key
 names the directory under the cache root (``paravt repro``: ``OUT/../bases``)::
 
-    synth-KEY/    ParaVT-Synth of the base's settings: train videos → base.parquet, eval videos →
-                  base_eval.parquet (the held-out probe)
-    init-SIZE/    the random tiny model (``build_tiny``, seeded: the same for every key)
+    synth-KEY/    ParaVT-Synth of the base's settings (keyed by the data version and the synth
+                  settings): train videos → base.parquet, eval videos → base_eval.parquet (the probe)
+    init-SIZE-KEY/  the random tiny model (``build_tiny``, seeded; keyed by the size, the data
+                  version and the tiny factory's version, so a tokenizer change builds a new one)
     PRIOR-KEY/    settings.json, train/ (``paravt train prior``: resumes from its checkpoints),
                   probe.json (``repro.base_probe`` on the held-out probe rows, greedy)
 
 Each piece is a resumable stage (``repro.stages``); a run copies the base's model into its own
-``prior_PRIOR/model`` so the run directory stays self-contained.
+``prior_PRIOR/model`` so the run directory stays self-contained. Two runs sharing the cache root
+(the demo beside a science run) build one base: the second waits on the root's lock
+(`paravt.runlock`) and then finds the stages done.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from paravt import runlock
 from paravt.config import TrainConfig
 from paravt.repro.stages import finish_stage, start_stage
 
@@ -41,28 +45,62 @@ def base_settings(cfg: TrainConfig, *, videos: int, probe_videos: int, model_siz
             "probe_max_new_tokens": probe_max_new_tokens}
 
 
+def base_paths(root: Path, settings: dict[str, Any], name: str, *, tiny_version: int | None = None
+               ) -> tuple[Path, Path, Path]:
+    """(synth, init, prior) directories of ``settings`` under ``root`` (module docstring)."""
+    from paravt.data.synth.tiny import TINY_VERSION
+
+    tiny = TINY_VERSION if tiny_version is None else tiny_version
+    return (root / f"synth-{base_key({'version': settings['version'], **settings['synth']})}",
+            root / f"init-{settings['model_size']}-{base_key([settings['version'], tiny])}",
+            root / f"{name}-{base_key(settings)}")
+
+
 def base_key(settings: Any) -> str:
     """12 hex digits of the SHA-256 of the settings' canonical JSON."""
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
 
 
+WAIT_S = 5.0  # between two looks at a base another run is building
+
+
 def ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str) -> tuple[Path, dict[str, Any]]:
-    """Build (or reuse) the base of ``settings`` under ``root``; returns its model dir and probe."""
+    """Build (or reuse) the base of ``settings`` under ``root``; returns its model dir and probe.
+    One builder at a time per cache root: a second run waits for the first (never two writers)."""
+    import sys
+    import time
+
+    root.mkdir(parents=True, exist_ok=True)
+    said = False
+    while True:
+        try:
+            me = runlock.acquire(root, f"paravt repro: base {name}")
+        except runlock.OutputLocked as held:
+            if not said:
+                print(f"waiting for the base: {held}", file=sys.stderr, flush=True)
+                said = True
+            time.sleep(WAIT_S)
+            continue
+        try:
+            return _ensure_base(root, cfg, settings, name)
+        finally:
+            runlock.release(root, me)
+
+
+def _ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str) -> tuple[Path, dict[str, Any]]:
     from paravt.data.synth.build import build
     from paravt.data.synth.tiny import build_tiny
     from paravt.repro.base_probe import run_probe
     from paravt.rl.loop import run_training
 
-    synth = root / f"synth-{base_key(settings['synth'])}"
+    synth, init, bdir = base_paths(root, settings, name)
     if start_stage(synth, "ParaVT-Synth of the pretrained base"):
         s = settings["synth"]
         build(synth, videos=s["videos"], eval_videos=s["eval_videos"], seed=s["seed"], workers=2)
         finish_stage(synth)
-    init = root / f"init-{settings['model_size']}"
     if start_stage(init, "tiny Qwen3-VL random init"):
         build_tiny("qwen3_vl", settings["model_size"], init)
         finish_stage(init)
-    bdir = root / f"{name}-{base_key(settings)}"
     train = bdir / "train"
     if start_stage(train, f"simulated pretrained base ({name}: {bdir.name})"):
         (bdir / "settings.json").write_text(json.dumps(settings, indent=1, sort_keys=True))

@@ -27,6 +27,11 @@ Size = Literal["xs", "s", "m"]
 FAMILIES: tuple[str, ...] = ("qwen2_5_vl", "qwen3_vl")
 
 
+#: Bump when a built tiny model changes for the same (family, size, seed): caches keyed by it
+#: (`paravt.repro.bases`) build a new one. 2: the protocol tokenizer became the default.
+TINY_VERSION = 2
+
+
 @dataclass(frozen=True)
 class TinySpec:
     hidden: int
