@@ -34,8 +34,9 @@ from paravt.models.media import batch_inputs, sampling_log_softmax
 from paravt.rl.loss import token_entropy
 
 DEFAULT_MICRO_BATCH_TOKENS: int = SFTConfig.model_fields["micro_batch_tokens"].default  # written once, in config
-MAX_PAD_SHARE = 0.1  # most padding a micro-batch may hold, as a share of its padded tokens (measured:
-# 0.25 → 0.1 took the GRPO update of benchmarks/train_step.py --passes from 2.7 s to 2.5 s)
+MAX_PAD_SHARE = 0.1  # most padding a micro-batch may hold, as a share of its padded tokens: a pad costs
+# a real token's compute (docs/performance.md, "Batched training passes": the loaded runs there do not
+# separate 10% from 25%)
 
 
 @dataclass(frozen=True)
