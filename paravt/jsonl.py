@@ -11,6 +11,9 @@ rules keep every later row:
 - `read_jsonl` skips lines that are not complete JSON objects (a torn line, anywhere in the
   file) with one warning per file naming how many, and reads a missing file as empty.
 
+Lines end at "\n" only: rows are written with ``ensure_ascii=False``, so U+2028, U+2029 and U+0085
+inside a string are written raw and are part of the row (``str.splitlines`` would tear it).
+
 Stdlib only: a bottom-layer module (docs/ARCHITECTURE.md §1).
 """
 
@@ -62,7 +65,8 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
         return []
     out: list[dict[str, Any]] = []
     bad: list[int] = []
-    for no, line in enumerate(p.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    text = p.read_text(encoding="utf-8", errors="replace")
+    for no, line in enumerate(text.split("\n"), 1):  # not splitlines(): see the module doc
         if not line.strip():
             continue
         try:

@@ -39,3 +39,19 @@ def test_rewrite_replaces_the_file_whole(tmp_path: Path) -> None:
     rewrite_jsonl(p, [r for r in read_jsonl(p) if r["step"] < 2])
     assert p.read_text() == '{"step": 0}\n{"step": 1}\n'
     assert not (tmp_path / "x.jsonl.tmp").exists()
+
+
+def test_rows_with_unicode_line_separators_read_back_whole(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """U+2028, U+2029 and U+0085 are written raw (``ensure_ascii=False``) and are not line ends of
+    the format: only "\\n" is (``str.splitlines`` would tear such a row in two and skip it)."""
+    p = tmp_path / "rows.jsonl"
+    rows = [{"text": "a\u2028b"}, {"text": "c\u0085d"}, {"text": "e\u2029f"}]
+    append_jsonl(p, rows)
+    with caplog.at_level(logging.WARNING, logger="paravt.jsonl"):
+        assert read_jsonl(p) == rows
+    assert not caplog.records
+    rewrite_jsonl(p, read_jsonl(p)[:2])  # a resume's truncate: the rows it keeps survive
+    assert read_jsonl(p) == rows[:2]
+    with p.open("a", encoding="utf-8") as f:
+        f.write('{"text": "torn\u2028')  # a cut-off last line is still skipped
+    assert read_jsonl(p) == rows[:2]
