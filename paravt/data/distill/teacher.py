@@ -13,8 +13,9 @@ retried ``max_retries`` times with exponential back-off (``backoff_s * 2**attemp
 server's ``Retry-After`` when it is larger), so one ``chat`` lasts at most
 ``(max_retries + 1) * timeout_s`` plus the back-offs. A reply body over ``max_reply_bytes`` is cut
 off while it streams and is an error at once (not retried), as is a malformed reply (no choices,
-non-numeric ``usage``); anything else, or the last failure, is a `TeacherReply` with ``error`` set
-(never an exception). A refusal (finish reason ``content_filter`` or a reply that opens with an
+non-numeric ``usage``) or an unreadable one (any other ``httpx.HTTPError``: a body that does not
+decode); anything else, or the last failure, is a `TeacherReply` with ``error`` set (never an
+exception). A refusal (finish reason ``content_filter`` or a reply that opens with an
 apology and holds no protocol tag) is ``refused=True``.
 """
 
@@ -182,6 +183,9 @@ class TeacherClient:
                 last = f"{type(err).__name__}: {err or 'timed out'}"
                 await self._sleep(attempt, None)
                 continue
+            except httpx.HTTPError as err:  # any other (a body that does not decode): at once, not retried
+                return TeacherReply("", error=f"unreadable reply ({type(err).__name__}: {err}); check that the "
+                                    "teacher URL is an OpenAI-compatible chat completions server", retries=attempt)
             except _TooLarge as big:
                 return TeacherReply("", error=f"reply too large ({big} > max_reply_bytes={self.max_reply_bytes}); "
                                     "raise distill.max_reply_bytes or lower distill.max_tokens", retries=attempt)
@@ -197,7 +201,8 @@ class TeacherClient:
 
     async def _post(self, body: dict[str, Any]) -> _Raw:
         """POST ``body``; the reply read whole, refused (`_TooLarge`) past ``max_reply_bytes``
-        (by its Content-Length, else while it streams: never held in memory beyond the cap)."""
+        (by its Content-Length, else while it streams: never held in memory beyond the cap). httpx
+        errors propagate (`chat` sorts them: transport errors retried, the others returned)."""
         cap = self.max_reply_bytes
         async with self._http().stream("POST", self.endpoint.chat_url, json=body) as resp:
             declared = resp.headers.get("content-length", "")

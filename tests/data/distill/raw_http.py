@@ -96,3 +96,12 @@ def endless_chunks(chunk_bytes: int) -> Respond:
             conn.sendall(piece)
 
     return respond
+
+
+def fixed(raw: bytes) -> Respond:
+    """The same raw reply (status line, headers and body) to every request."""
+
+    def respond(conn: socket.socket, stop: threading.Event) -> None:
+        conn.sendall(raw)
+
+    return respond

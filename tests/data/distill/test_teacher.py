@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from raw_http import RawServer, drip, endless_chunks
+from raw_http import RawServer, drip, endless_chunks, fixed
 from scripted_teacher import RunningServer
 
 from paravt.data.distill.teacher import Endpoint, TeacherClient, content, is_refusal, read_api_key
@@ -149,3 +149,15 @@ def test_malformed_usage_is_an_error_result_never_an_exception_and_whole_numbers
         assert not reply.ok and reply.retries == 0
     for (usage, counts), reply in zip(GOOD_USAGE, replies[len(BAD_USAGE):]):
         assert reply.ok and (reply.prompt_tokens, reply.completion_tokens) == counts, usage
+
+
+def test_a_body_that_does_not_decode_is_an_error_result_never_an_exception() -> None:
+    """A 200 reply that says ``Content-Encoding: gzip`` over a body that is not gzip: httpx raises
+    ``DecodingError`` (not a transport error) while the body streams; the client returns it."""
+    body = b'{"choices": []}'
+    raw = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+           b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+    with RawServer(fixed(raw)) as srv:
+        reply = asyncio.run(_once(TeacherClient(Endpoint(srv.url, "m"), max_retries=2, backoff_s=0.01)))
+    assert reply.error is not None and "DecodingError" in reply.error and not reply.ok
+    assert reply.retries == 0 and srv.connections == 1  # a server that sends this would send it again
