@@ -5,11 +5,13 @@ dead or closed replica that loses no request."""
 from __future__ import annotations
 
 import asyncio
+import multiprocessing as mp
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,7 +21,8 @@ from paravt.errors import ModelError
 from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParams
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import LoadedPolicy, load_policy
-from paravt.models.hf.replicas import ReplicaGenerator, hf_generator
+from paravt.models.hf import replicas as replicas_module
+from paravt.models.hf.replicas import ReplicaGenerator, _Replica, hf_generator
 from paravt.video.types import Frames
 
 
@@ -181,3 +184,75 @@ def test_a_replica_reply_over_its_cap_is_an_error_per_row(fragile, video_frames)
     assert [o.finish_reason for o in outs] == ["error", "error"]
     assert all("exceeds 128 bytes (64 per row)" in (o.error or "") and not o.metrics.get("replica_lost") for o in outs)
     assert remote.restarts == restarts + 1
+
+
+class _FakeProc:
+    """A stand-in worker process: records kills (no process is started)."""
+
+    def __init__(self) -> None:
+        self.killed, self.exitcode, self.pid = False, None, 0
+
+    def kill(self) -> None:
+        self.killed = True
+
+    terminate = kill
+
+    def join(self, timeout: float | None = None) -> None:
+        pass
+
+    def is_alive(self) -> bool:
+        return not self.killed
+
+
+class _FakeReplica(_Replica):
+    """A `_Replica` whose workers are `_FakeProc`s on a real pipe (the test holds the other end);
+    ``reply_after_s``: how long the round trip takes before it returns its (good) outputs."""
+
+    def __init__(self, timeout_s: float, reply_after_s: float) -> None:
+        self.launched: list[tuple[Any, _FakeProc]] = []  # (worker end, process) per start
+        self.reply_after_s = reply_after_s
+        super().__init__(1, None, None, 0.0, timeout_s=timeout_s)  # type: ignore[arg-type]
+
+    def _launch(self) -> tuple[Any, Any]:
+        conn, worker_end = mp.Pipe()
+        proc = _FakeProc()
+        self.launched.append((worker_end, proc))
+        return conn, proc
+
+    def _round_trip(self, requests: Sequence[GenRequest], t0: float) -> list[GenOutput]:
+        time.sleep(self.reply_after_s)
+        return [GenOutput(token_ids=(1,), logprobs=(0.0,), text="ok", finish_reason="stop") for _ in requests]
+
+
+def _fake_request() -> GenRequest:
+    return GenRequest((1, 2, 3), (ChatMessage("user", "hi"),), ())
+
+
+def test_a_watchdog_firing_just_after_the_reply_restarts_the_worker_it_killed(capsys) -> None:
+    """The reply was read, then the deadline passed before the watchdog was disarmed: it SIGKILLed
+    the worker. The reply stands, and the worker is restarted (it used to stay dead, so the next
+    batch failed on the pipe and the replica was dropped for good)."""
+    rep = _FakeReplica(timeout_s=0.2, reply_after_s=0.5)
+    rep.launched[0][0].send(("ready", None))
+    outs = rep.call([_fake_request()])
+    assert [o.text for o in outs] == ["ok"] and not outs[0].metrics.get("replica_lost")
+    assert rep.launched[0][1].killed and rep.restarts == 1 and len(rep.launched) == 2
+    assert rep.down is None and rep.proc is rep.launched[1][1] and not rep.proc.killed
+    assert "just after it answered" in capsys.readouterr().err
+
+
+def test_a_batch_queued_for_a_restarting_worker_is_handed_back_at_once(monkeypatch) -> None:
+    """After a restart, a batch queued for the worker used to wait for its "ready" up to
+    _START_TIMEOUT_S (300 s), outside replica_timeout_s; now its rows come back lost at once (this
+    process serves them), the worker serves once it is ready, and one that never starts is dropped."""
+    monkeypatch.setattr(replicas_module, "_START_TIMEOUT_S", 2.0)
+    rep = _FakeReplica(timeout_s=60.0, reply_after_s=0.0)  # restarted: no "ready" yet
+    t0 = time.monotonic()
+    outs = rep.call([_fake_request(), _fake_request()])
+    assert time.monotonic() - t0 < 1.0 and rep.down is None
+    assert all(o.metrics.get("replica_lost") and "still starting" in (o.error or "") for o in outs)
+    rep.launched[0][0].send(("ready", None))
+    assert rep.serving() and [o.text for o in rep.call([_fake_request()])] == ["ok"]
+    late = _FakeReplica(timeout_s=60.0, reply_after_s=0.0)
+    late.started_at -= 3.0  # its start began past _START_TIMEOUT_S ago
+    assert not late.serving() and "no answer within 2 s of starting" in (late.down or "")

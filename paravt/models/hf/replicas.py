@@ -27,11 +27,13 @@ Failures: a worker that cannot load or dies is dropped, with one line on stderr;
 (and every later one) are served by the remaining engines. Every round trip has a deadline
 (``timeout_s``, ``model.replica_timeout_s``): a worker that does not answer in time (hung,
 SIGSTOPped) is SIGKILLed by a watchdog and started again (at most ``_MAX_RESTARTS`` times, then
-dropped); its rows are served by this process, never waited for. A reply is read with a size
-cap (``max_reply_bytes_per_row`` × rows): one over it becomes an error output for each of its
-rows (not retried: this process would produce the same), and the worker, whose pipe is then out
-of step, is restarted. CPU only: on an accelerator a batch
-of K rows costs about one row and one process is the right shape.
+dropped); its rows are served by this process, never waited for, and so are the batches queued
+for it while the new worker starts (one that has not started within ``_START_TIMEOUT_S`` is
+dropped). A watchdog that fires just after the reply was read keeps the reply and restarts the
+worker it killed. A reply is read with a size cap (``max_reply_bytes_per_row`` × rows): one over
+it becomes an error output for each of its rows (not retried: this process would produce the
+same), and the worker, whose pipe is then out of step, is restarted. CPU only: on an accelerator
+a batch of K rows costs about one row and one process is the right shape.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 import torch
@@ -109,44 +113,59 @@ class _Replica:
         self.queue = Batcher(self.call, window_s=window_s)
 
     def _spawn(self) -> None:
-        ctx = mp.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=serve, args=(child, self.spec), daemon=True, name=f"paravt-replica-{self.index}")
-        self.proc.start()
-        child.close()
+        self.conn, self.proc = self._launch()
+        self.started_at = time.monotonic()
         self.ready = False
         self.synced: tuple[int, int] | None = None
+
+    def _launch(self) -> tuple[Connection, BaseProcess]:
+        """Start a worker process; its end of the pipe and the process."""
+        ctx = mp.get_context("spawn")
+        conn, child = ctx.Pipe()
+        proc = ctx.Process(target=serve, args=(child, self.spec), daemon=True, name=f"paravt-replica-{self.index}")
+        proc.start()
+        child.close()
+        return conn, proc
 
     def call(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
         """Blocking round trip (in the queue's worker thread) within ``timeout_s``; never raises.
         Rows the worker did not answer carry ``metrics["replica_lost"]`` (the caller serves them
-        elsewhere); rows whose reply was over the cap are plain errors."""
+        elsewhere); rows whose reply was over the cap are plain errors. A worker still starting
+        (after a restart) is not waited for: its rows come back lost at once."""
         t0 = time.perf_counter()
         with self._pipe:
             if not self.ready and self.down is None:
-                self._wait_ready()
-            if self.down is not None:
-                return [_lost(self.down, t0) for _ in requests]
-            hung = threading.Event()
-            watchdog = threading.Timer(self.timeout_s, self._hang, args=(hung,))
-            watchdog.start()
+                self._take_ready()
+            if self.down is not None or not self.ready:
+                why = self.down or f"replica {self.index} is still starting (restarted)"
+                return [_lost(why, t0) for _ in requests]
+            watchdog = _Watchdog(self.timeout_s, self.proc.kill)
             try:
-                return self._round_trip(requests, t0)
+                outs = self._round_trip(requests, t0)
             except (EOFError, OSError) as err:
-                if hung.is_set():
-                    return self._restart(f"no answer within {self.timeout_s:g} s (model.replica_timeout_s); "
-                                         "killed", requests, t0)
-                if isinstance(err, OSError) and "bad message length" in str(err):
-                    cap = self.max_reply_bytes_per_row * len(requests)
-                    self._restart(f"a reply over {cap:,} bytes", [], t0)
-                    return [error_output(f"replica {self.index}'s reply for {len(requests)} rows exceeds "
-                                         f"{cap:,} bytes ({self.max_reply_bytes_per_row:,} per row); lower "
-                                         "max_new_tokens", time.perf_counter() - t0) for _ in requests]
-                self._drop(self._exit_reason(err))
+                return self._pipe_failed(err, requests, t0, hung=watchdog.stop())
             except Exception as err:  # noqa: BLE001 - e.g. a request that does not pickle
                 self._drop(f"{type(err).__name__}: {err}")
+                return [_lost(self.down or "replica is down", t0) for _ in requests]
             finally:
-                watchdog.cancel()
+                watchdog.stop()
+            if watchdog.stop() and self.down is None:  # it fired after the reply was read: the reply
+                self._restart(f"killed at its {self.timeout_s:g} s deadline (model.replica_timeout_s) "
+                              "just after it answered", [], t0)  # stands; the killed worker is replaced
+            return outs
+
+    def _pipe_failed(self, err: EOFError | OSError, requests: Sequence[GenRequest], t0: float, *,
+                     hung: bool) -> list[GenOutput]:
+        if hung:
+            return self._restart(f"no answer within {self.timeout_s:g} s (model.replica_timeout_s); killed",
+                                 requests, t0)
+        if isinstance(err, OSError) and "bad message length" in str(err):
+            cap = self.max_reply_bytes_per_row * len(requests)
+            self._restart(f"a reply over {cap:,} bytes", [], t0)
+            return [error_output(f"replica {self.index}'s reply for {len(requests)} rows exceeds "
+                                 f"{cap:,} bytes ({self.max_reply_bytes_per_row:,} per row); lower "
+                                 "max_new_tokens", time.perf_counter() - t0) for _ in requests]
+        self._drop(self._exit_reason(err))
         return [_lost(self.down or "replica is down", t0) for _ in requests]
 
     def _round_trip(self, requests: Sequence[GenRequest], t0: float) -> list[GenOutput]:
@@ -161,12 +180,6 @@ class _Replica:
             return list(outputs)
         self._drop(f"unexpected reply {kind!r} to {len(requests)} requests")
         return [_lost(self.down or "replica is down", t0) for _ in requests]
-
-    def _hang(self, hung: threading.Event) -> None:
-        """The watchdog: the round trip ran past ``timeout_s``; SIGKILL ends its blocked send/recv."""
-        hung.set()
-        with contextlib.suppress(Exception):
-            self.proc.kill()
 
     def _restart(self, why: str, requests: Sequence[GenRequest], t0: float) -> list[GenOutput]:
         """Kill the worker and start a new one (ready in the background), or drop it after
@@ -194,17 +207,19 @@ class _Replica:
         """Up and started (never blocks): requests are routed to a replica only once it is."""
         if self.down is None and not self.ready and self._pipe.acquire(blocking=False):
             try:  # not while a batch (or a restart) holds the pipe
-                if self.conn.poll(0):
-                    self._wait_ready()
+                self._take_ready()
             except (OSError, EOFError):
                 return False
             finally:
                 self._pipe.release()
         return self.ready and self.down is None
 
-    def _wait_ready(self) -> None:
-        if not self.conn.poll(_START_TIMEOUT_S):
-            self._drop(f"no answer within {_START_TIMEOUT_S:g} s of starting")
+    def _take_ready(self) -> None:
+        """Read the worker's "ready" if it is there (never waits); drop the worker once
+        ``_START_TIMEOUT_S`` has passed since its start without one."""
+        if not self.conn.poll(0):
+            if time.monotonic() - self.started_at > _START_TIMEOUT_S:
+                self._drop(f"no answer within {_START_TIMEOUT_S:g} s of starting")
             return
         try:
             kind, payload = self.conn.recv()
@@ -344,6 +359,33 @@ class ReplicaGenerator:
     def close(self) -> None:
         """Stop the worker processes (idempotent); later requests are served by this process."""
         self._finalizer()
+
+
+class _Watchdog:
+    """A round trip's deadline: past ``timeout_s`` it SIGKILLs the worker (``kill``), which ends
+    the blocked send/recv. ``stop`` (idempotent) disarms it and says whether it fired; once it
+    has returned, the watchdog can no longer fire."""
+
+    def __init__(self, timeout_s: float, kill: Callable[[], None]) -> None:
+        self._kill, self._lock = kill, threading.Lock()
+        self._over = self._fired = False
+        self._timer = threading.Timer(timeout_s, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._over:
+                return
+            self._fired = True
+            with contextlib.suppress(Exception):
+                self._kill()
+
+    def stop(self) -> bool:
+        self._timer.cancel()
+        with self._lock:
+            self._over = True
+            return self._fired
 
 
 def _lost(why: str, t0: float) -> GenOutput:
