@@ -5,8 +5,10 @@ A run that writes into ``OUT`` (`paravt eval --out`, `paravt data distill --out`
 whole (written aside, then hard-linked into place: ``link`` fails like ``O_EXCL`` if it exists) and holds the holder's pid, host, start time and command. A second run on
 the same directory raises `OutputLocked`, naming the holder; a lock whose holder is dead (a pid
 that no longer exists on THIS host: a killed run) is stale and is taken over with a one-line
-warning. A lock held from another host is never taken over (its pid cannot be checked here):
-delete the file by hand once that run has ended.
+warning, and so is a lock file that reads but does not parse (corrupt). A lock held from another
+host is never taken over (its pid cannot be checked here), nor one that cannot be read (EACCES:
+another user's run, whose pid cannot be read either): delete the file by hand once that run has
+ended.
 
 Taking over a stale lock happens under an ``flock`` on the directory, so two runs that find
 the same stale lock cannot both take it. Stdlib only: a bottom-layer module.
@@ -65,12 +67,28 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _read(path: Path) -> Holder | None:
-    """The holder written in ``path``; None when the file is gone or unreadable (half-written)."""
+    """The holder written in ``path``; None when the file is gone or does not parse (corrupt).
+    Any other OSError (EACCES: another user's lock) propagates: it says nothing about the holder."""
     try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-        return Holder(int(d["pid"]), str(d["host"]), float(d["since"]), str(d.get("command", "?")), str(d["token"]))
-    except (OSError, ValueError, KeyError, TypeError):
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
         return None
+    try:
+        d = json.loads(text)
+        return Holder(int(d["pid"]), str(d["host"]), float(d["since"]), str(d.get("command", "?")), str(d["token"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _read_held(path: Path) -> Holder | None:
+    """`_read`, with a lock that cannot be read reported as held (`OutputLocked`), never as stale."""
+    try:
+        return _read(path)
+    except OSError as err:
+        raise OutputLocked(
+            f"{path.parent} may be being written by another run: its lock {path} cannot be read "
+            f"({err.strerror or err}), so its holder cannot be checked; if that run is gone, delete {path} "
+            "(as its owner), or pick another output directory") from None
 
 
 def _create(path: Path, holder: Holder) -> bool:
@@ -93,7 +111,7 @@ def _create(path: Path, holder: Holder) -> bool:
 
 
 def _is_stale(h: Holder | None) -> bool:
-    """A holder that is dead on this host (or a lock file that is not ours to read: corrupted)."""
+    """A holder that is dead on this host, or a lock file that does not parse (corrupt)."""
     if h is None:
         return True
     return h.host == socket.gethostname() and not _pid_alive(h.pid)
@@ -106,14 +124,14 @@ def _take_over(path: Path, me: Holder) -> Holder | None:
     guard = os.open(path.parent, os.O_RDONLY)  # flock on the directory itself: no extra file
     try:
         fcntl.flock(guard, fcntl.LOCK_EX)
-        found = _read(path)
+        found = _read_held(path)
         if path.exists() and not _is_stale(found):
             return found
         if path.exists():
             log.warning("%s: taking over a stale lock (%s: that process is gone)", path.parent,
-                        found.describe() if found else "an unreadable lock file")
+                        found.describe() if found else "a lock file that does not parse")
             path.unlink(missing_ok=True)
-        return None if _create(path, me) else (_read(path) or me)
+        return None if _create(path, me) else (_read_held(path) or me)
     finally:
         os.close(guard)  # closing the descriptor releases the flock
 
@@ -141,7 +159,10 @@ def acquire(out_dir: str | Path, command: str) -> Holder:
 def release(out_dir: str | Path, me: Holder) -> None:
     """Remove ``out_dir``'s lock if it is still ``me``'s (never another run's)."""
     path = Path(out_dir) / LOCK_NAME
-    h = _read(path)
+    try:
+        h = _read(path)
+    except OSError:
+        return  # not readable: not provably ours, so left alone
     if h is not None and h.token == me.token:
         path.unlink(missing_ok=True)
 

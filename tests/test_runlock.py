@@ -94,3 +94,28 @@ def test_a_lock_from_another_host_is_never_taken_over(tmp_path: Path) -> None:
         '{"pid": 1, "host": "elsewhere", "since": 0, "command": "x", "token": "t"}')
     with pytest.raises(runlock.OutputLocked, match="pid 1 on elsewhere"):
         runlock.acquire(tmp_path, "here")
+
+
+def test_a_lock_that_cannot_be_read_is_held_and_a_corrupt_one_is_taken_over(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """EACCES (another user's lock: the test runs as root, so the read is made to fail) says nothing
+    about its holder: the run is refused and the file kept. Only a lock that reads but does not
+    parse is corrupt, and taken over."""
+    lock = tmp_path / runlock.LOCK_NAME
+    lock.write_text('{"pid": 1, "host": "h", "since": 0, "command": "other user", "token": "t"}')
+    read_text = Path.read_text
+
+    def denied(self: Path, *args: object, **kwargs: object) -> str:
+        if self == lock:
+            raise PermissionError(13, "Permission denied", str(self))
+        return read_text(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", denied)
+    with pytest.raises(runlock.OutputLocked, match="cannot be read.*Permission denied") as err:
+        runlock.acquire(tmp_path, "here")
+    assert str(lock) in str(err.value)
+    monkeypatch.undo()
+    assert "other user" in lock.read_text()  # still there, untouched
+    lock.write_text('{"pid": 1, "host"')  # cut off: corrupt
+    with runlock.hold(tmp_path, "here") as me:
+        assert runlock._read(lock) == me
