@@ -6,8 +6,10 @@ line naming the input and ending with the fix (exit 2):
 
 - the ``ParavtError`` family (their messages name the value and the fix; STYLE.md §6);
 - pydantic ``ValidationError`` raised outside ``paravt.config.validate``;
-- ``OSError`` (a path that is missing, a file where a directory is needed, no permission, a port
-  in use), YAML errors, text files that are not UTF-8;
+- ``OSError`` about the user's input: one that names a path (missing, a file where a directory is
+  needed, no permission), or a full disk, a read-only filesystem, a port in use (``_OS_FIX``); a
+  timeout, a refused connection or a broken pipe inside paravt's own networking is a bug;
+- YAML errors, text files that are not UTF-8;
 - click usage errors (an option out of its range, a missing option): one line instead of a box.
 
 Anything else is a bug in paravt: it is said as such, with the traceback, exit 1. Commands do
@@ -83,8 +85,8 @@ def user_message(err: BaseException) -> str | None:
         return validation_message(err, err.title)
     if _is(err, "ClickException"):
         return _one_line(err.format_message())  # type: ignore[attr-defined]
-    if isinstance(err, OSError):
-        return os_message(err)
+    if isinstance(err, OSError) and (err.filename is not None or err.errno in _OS_FIX):
+        return os_message(err)  # the rest (TimeoutError, ConnectionRefusedError, ...): a bug
     if isinstance(err, yaml.YAMLError):
         return f"invalid YAML: {_one_line(str(err))}; fix the syntax"
     if isinstance(err, UnicodeDecodeError):
@@ -92,6 +94,7 @@ def user_message(err: BaseException) -> str | None:
     return None
 
 
+#: The errnos that are the user's to fix even when the error names no path (with one, any errno is).
 _OS_FIX = {
     errno.ENOENT: "check the path",
     errno.EACCES: "check its permissions or choose another path",

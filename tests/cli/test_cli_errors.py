@@ -4,6 +4,7 @@ the offending value. No case loads a model (inputs are refused before one would 
 
 from __future__ import annotations
 
+import errno
 import subprocess
 import sys
 import time
@@ -103,3 +104,43 @@ def test_a_bug_in_paravt_is_said_as_such_with_its_traceback(tmp_path: Path) -> N
     assert proc.returncode == 1
     assert "internal error in paravt: please report it" in proc.stderr and "Traceback" in proc.stderr
     assert "KeyError: 'unexpected'" in proc.stderr
+
+
+#: OSErrors raised by a command: (the error, exit status). A path, or a user's resource (a full
+#: disk, a port in use), is the user's to fix (2); paravt's own networking failing is a bug (1).
+OS_ERRORS = {
+    "missing file, named": (FileNotFoundError(errno.ENOENT, "No such file or directory", "/data/x.parquet"), 2),
+    "permission, named": (PermissionError(errno.EACCES, "Permission denied", "/out"), 2),
+    "any errno with a path": (OSError(errno.EIO, "Input/output error", "/data/x.parquet"), 2),
+    "disk full, no path": (OSError(errno.ENOSPC, "No space left on device"), 2),
+    "port in use": (OSError(errno.EADDRINUSE, "Address already in use"), 2),
+    "timeout": (TimeoutError("timed out"), 1),
+    "connection refused": (ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"), 1),
+    "broken pipe": (BrokenPipeError(errno.EPIPE, "Broken pipe"), 1),
+}
+
+
+@pytest.mark.parametrize("case", list(OS_ERRORS))
+def test_an_os_error_is_a_user_error_only_when_it_names_a_path_or_a_users_resource(case: str) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from paravt.cli.root import RootGroup
+
+    err, status = OS_ERRORS[case]
+    app = typer.Typer(cls=RootGroup)
+
+    @app.command("fail")
+    def fail() -> None:
+        raise err
+
+    @app.command("other")
+    def other() -> None:  # two commands: a group, as the paravt app is
+        pass
+
+    res = CliRunner().invoke(app, ["fail"])
+    assert res.exit_code == status, (case, res.stderr)
+    if status == 2:
+        assert "cannot use" in res.stderr and "Traceback" not in res.stderr
+    else:
+        assert "internal error in paravt" in res.stderr and type(err).__name__ in res.stderr
