@@ -36,6 +36,7 @@ from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_r
 from paravt.agent.judging import judge_overrides
 from paravt.config import TrainConfig
 from paravt.data.episodes import load_episode_inputs
+from paravt.errors import DataError
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rewards.metrics import RolloutRecord, aggregate
 from paravt.rl import filters
@@ -43,6 +44,7 @@ from paravt.rl.advantages import broadcast_to_trajectories, grouped
 from paravt.rl.gating import gated_nframes
 from paravt.eval.rollouts import RolloutLog, sample_rows
 from paravt.rl.session import PolicySession
+from paravt.rl.sft import require_rows
 from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import TrainItem, ppo_update
 
@@ -82,13 +84,18 @@ class StepOutput:
     samples: list[dict[str, Any]] = field(default_factory=list)  # this step's rows of rollouts.jsonl
 
 
+#: The fix when an RL data file holds no prompt (the one text: `check_data` and the constructor).
+NO_PROMPTS_FIX = ("point `data` at a ParaVT-Synth rl.parquet (`paravt data synth`); an sft.parquet holds "
+                  "traces, for `paravt train sft`")
+
+
 class GRPOTrainer:
     """PARA-GRPO (``paravt.rl.trainer.Trainer``): owns the policy, the reference, the optimizer
     and the data cursor."""
 
     def __init__(self, cfg: TrainConfig, prompts: list[EpisodeInput], session: PolicySession) -> None:
-        if not prompts:
-            raise ValueError("no RL prompts: build them with `paravt data synth` (rl.parquet)")
+        if not prompts:  # `check_data` refuses such a file before the model loads
+            raise DataError(f"{cfg.data} holds no RL prompts (rows of kind rl); {NO_PROMPTS_FIX}")
         self.cfg, self.prompts, self.s = cfg, prompts, session
         self.cursor = DataCursor()
         self.weights = RewardWeights.from_config(cfg.reward)
@@ -100,6 +107,10 @@ class GRPOTrainer:
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
         return TrainerSettings(lr=cfg.rl.lr, seed=cfg.rl.seed, save_every=cfg.rl.save_every,
                                generate=True, reference=cfg.rl.kl_coef > 0)
+
+    @classmethod
+    def check_data(cls, cfg: TrainConfig) -> None:
+        require_rows(cfg.data, ("rl",), "RL prompts", NO_PROMPTS_FIX)
 
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> GRPOTrainer:

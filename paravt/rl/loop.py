@@ -43,6 +43,7 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
 def _run_training(cfg: TrainConfig, *, kind: Kind, resume: bool, progress: bool, stop_after: int | None) -> Path:
     cls = TRAINERS[kind]
     ts = cls.trainer_settings(cfg)
+    cls.check_data(cfg)  # a wrong data file is refused before the model loads
     out = Path(cfg.out_dir)
     ckpt_root = out / "checkpoints"
     ckpt = _resume_checkpoint(ckpt_root) if resume else None

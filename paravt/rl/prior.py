@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from paravt.rl.sft import SFTTrainer, build_sequence
+from paravt.rl.sft import SFTTrainer, build_sequence, require_rows
 from paravt.rl.trainer import TrainerSettings
 
 if TYPE_CHECKING:
@@ -32,16 +32,18 @@ class PriorTrainer(SFTTrainer):
                                generate=False, reference=False)
 
     @classmethod
+    def check_data(cls, cfg: TrainConfig) -> None:
+        require_rows(cfg.data, ("rl",), "prompts to build the base stage's traces from",
+                     "point `data` at a ParaVT-Synth base.parquet (or rl.parquet: the habit traces only)")
+
+    @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> PriorTrainer:
         from paravt.data.chat import to_chat_messages
-        from paravt.data.schema import RLRow, read_rows
+        from paravt.data.schema import read_rows
         from paravt.data.synth.base import prior_traces
 
         p = cfg.prior
-        rows = read_rows(Path(cfg.data))
-        if not any(isinstance(r, RLRow) for r in rows):
-            raise ValueError(f"{cfg.data} holds no prompt (kind=rl) rows; the base is built from base.parquet "
-                             "(or rl.parquet: the habit traces only)")
+        rows = read_rows(Path(cfg.data))  # no prompt rows: `check_data` (and `prior_traces`) refuse them
         traces = prior_traces(rows, tool_mix=p.tool_mix, think_sentences=p.think_sentences, seed=p.seed,
                               max_calls=p.max_calls)
         root = Path(cfg.data_root) if cfg.data_root else Path(cfg.data).parent

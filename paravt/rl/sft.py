@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from paravt.agent.trajectory import Trajectory, TrajectoryBuilder
+from paravt.errors import DataError
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
 from paravt.protocol.tags import THINK_PREFIX
@@ -32,6 +34,26 @@ from paravt.rl.update import optimizer_step, trajectory_logprobs
 if TYPE_CHECKING:
     from paravt.config import TrainConfig
     from paravt.rl.session import PolicySession
+
+#: The fix when an SFT data file holds no trace (the one text: `check_data` and `build`).
+NO_TRACES_FIX = ("point `data` at a ParaVT-Synth sft.parquet (`paravt data synth`); an rl.parquet holds "
+                 "prompts only, for `paravt train rl`")
+
+
+def require_rows(path: str | Path, kinds: Collection[str], what: str, fix: str) -> None:
+    """`DataError` naming ``path`` when none of its rows has a ``kind`` in ``kinds`` (only that
+    column is read: the trainers check their data with this before a model loads)."""
+    import pyarrow.parquet as pq
+
+    from paravt.data.schema import check_dataset, read_rows
+
+    p = check_dataset(path)
+    if "kind" not in pq.read_schema(str(p)).names:
+        read_rows(p)  # raises the DataError naming the missing columns
+    found = Counter(pq.read_table(str(p), columns=["kind"]).column("kind").to_pylist())
+    if not any(found[k] for k in kinds):
+        have = ", ".join(f"{n} of kind {k}" for k, n in sorted(found.items())) or "none"
+        raise DataError(f"{p} holds no {what} (rows of kind {' or '.join(kinds)}; its rows: {have}); {fix}")
 
 
 def build_sequence(messages: Sequence[ChatMessage], codec: ChatCodec, *, mask_think_prefix: bool = False,
@@ -104,6 +126,12 @@ class SFTTrainer:
                                generate=False, reference=False)
 
     @classmethod
+    def check_data(cls, cfg: TrainConfig) -> None:
+        sub = cfg.sft.include_subagent_rows
+        require_rows(cfg.data, ("main", "sub") if sub else ("main",), "SFT traces",
+                     NO_TRACES_FIX + ("" if sub else "; sub-agent rows train only with sft.include_subagent_rows=true"))
+
+    @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> SFTTrainer:
         examples = load_examples(
             Path(cfg.data), Path(cfg.data_root) if cfg.data_root else None, session.codec,
@@ -111,8 +139,8 @@ class SFTTrainer:
             crop_max_pixels=cfg.video.crop_max_pixels, size_factor=cfg.video.size_factor,
             mask_think_prefix=cfg.sft.mask_think_prefix,
         )
-        if not examples:
-            raise ValueError(f"{cfg.data} holds no SFT rows; build it with `paravt data synth`")
+        if not examples:  # `check_data` refuses such a file before the model loads
+            raise DataError(f"{cfg.data} holds no SFT traces; {NO_TRACES_FIX}")
         per_epoch = math.ceil(len(examples) / cfg.sft.batch_size)
         total = per_epoch * cfg.sft.epochs
         return cls(examples, session.model, session.processor, session.optimizer, cfg.sft.batch_size,

@@ -35,6 +35,11 @@ class Trainer(Protocol):
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings: ...
 
     @classmethod
+    def check_data(cls, cfg: TrainConfig) -> None:
+        """`DataError` naming ``cfg.data`` when it holds no row this trainer can use (the loop
+        calls it before a model loads)."""
+
+    @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> Trainer: ...
 
     def step(self, step: int) -> dict[str, float]:

@@ -34,7 +34,26 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (d / "missing_data.yaml").write_text(f"data: {d / 'nope.parquet'}\nout_dir: {d / 'run'}\n")
     (d / "not_parquet.yaml").write_text(f"data: {d / 'afile'}\nout_dir: {d / 'run'}\n")
     (d / "no_model.yaml").write_text(f"data: {d / 'ok.parquet'}\nout_dir: {d / 'run'}\nmodel:\n  path: {d / 'no-model'}\n")
+    _wrong_kind_inputs(d)
     return {p.name: p for p in d.iterdir()} | {"dir": d}
+
+
+def _wrong_kind_inputs(d: Path) -> None:
+    """A prompts-only and a traces-only parquet, and configs that train each with the wrong kind.
+    The model directory is empty: had a model started loading before the data check, the error
+    would be that, not the data's."""
+    from paravt.data.schema import ExtraInfo, Message, RLRow, SFTRow, write_rows
+
+    extra = ExtraInfo(id="v1-mcq", task="mcq", question="Which?", answer="B", duration=8.0, options=("A. x", "B. y"))
+    user = Message("user", "Which?")
+    write_rows(d / "prompts_only.parquet", [RLRow("v1-mcq", (user,), (), extra)])
+    write_rows(d / "traces_only.parquet",
+               [SFTRow("v1-mcq", "main", "parallel", (user, Message("assistant", "<answer>B</answer>")), (), extra)])
+    (d / "empty-model").mkdir()
+    for name, data in (("sft_on_prompts", "prompts_only"), ("rl_on_traces", "traces_only"),
+                       ("prior_on_traces", "traces_only")):
+        (d / f"{name}.yaml").write_text(f"data: {d / data}.parquet\nout_dir: {d / name}\n"
+                                        f"model:\n  path: {d / 'empty-model'}\n")
 
 
 EVAL = ["eval", "--model", "{dir}/no-model", "--data", "{ok}"]
@@ -47,6 +66,9 @@ CASES = {
     "train: data file missing": (["train", "sft", "--config", "{missing_data}"], "nope.parquet"),
     "train: data not parquet": (["train", "sft", "--config", "{not_parquet}"], "afile"),
     "train: model directory missing": (["train", "rl", "--config", "{no_model}"], "no-model"),
+    "train sft: data holds prompts only": (["train", "sft", "--config", "{sft_on_prompts}"], "prompts_only.parquet"),
+    "train rl: data holds traces only": (["train", "rl", "--config", "{rl_on_traces}"], "traces_only.parquet"),
+    "train prior: data holds traces only": (["train", "prior", "--config", "{prior_on_traces}"], "traces_only.parquet"),
     "data check: not parquet": (["data", "check", "{afile}"], "afile"),
     "eval --max-new-tokens -1": ([*EVAL, "--max-new-tokens", "-1"], "-1"),
     "eval --workers 0": ([*EVAL, "--workers", "0"], "--workers"),

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from paravt.cli import app
 from paravt.config import TrainConfig, save
 from paravt.data.synth.build import build
+from paravt.errors import DataError
 from paravt.jsonl import read_jsonl as read_log
 from paravt.rl.loop import run_training
 from paravt.rl.trainers import TRAINERS
@@ -52,5 +53,5 @@ def test_cli_train_prior_runs_the_configured_steps(tmp_path: Path, synth: Path, 
 def test_prior_on_a_file_without_prompts_is_a_clear_error(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
     cfg = _cfg(tmp_path / "bad", synth, tiny_qwen3_dir)
     cfg.data = str(synth / "sft.parquet")
-    with pytest.raises(ValueError, match="no prompt"):
+    with pytest.raises(DataError, match="sft.parquet holds no prompts"):
         run_training(cfg, kind="prior", progress=False)
