@@ -18,8 +18,10 @@ from server_helpers import ServerThread
 from tool_helpers import call
 
 from paravt.config import ToolServerConfig
+from paravt.errors import ToolCallError
 from paravt.tools.python_tool import PythonTool
 from paravt.tools.sandbox.isolation import RUNNER, SandboxLimits
+from paravt.tools.sandbox.pool import RuntimePool
 from paravt.tools.sandbox.runner import PRELOAD
 from paravt.tools.sandbox.runtime import SandboxRuntime
 from paravt.tools.server.app import create_app
@@ -191,3 +193,104 @@ def test_every_mode_imports_the_one_preload_list(mode: str) -> None:
     listed, glob = asyncio.run(main())
     assert "glob" in PRELOAD and listed.ok and listed.stdout.strip() == "[]", listed
     assert glob.ok and glob.stdout.strip() == "a[*]", glob
+
+
+class _FakeRuntime:
+    """What `RuntimePool` uses of a `SandboxRuntime`, with no process: ``close`` waits for ``gate``
+    (a sandbox still on its way out) unless ``slow_close`` is False."""
+
+    def __init__(self, slow_close: bool = False) -> None:
+        self.retired, self.closed, self.gate = False, False, asyncio.Event()
+        if not slow_close:
+            self.gate.set()
+
+    @property
+    def alive(self) -> bool:
+        return not self.closed
+
+    def retire(self) -> None:
+        self.retired = True
+
+    def kill_now(self) -> None:
+        self.closed = True
+
+    async def close(self) -> None:
+        await self.gate.wait()
+        self.closed = True
+
+
+def test_a_runtime_factory_that_raises_evicts_no_one() -> None:
+    """max_runtimes=1 held by an idle runtime; a new episode whose runtime cannot be made gets the
+    factory's error, and the idle runtime stays (it used to be evicted first, its close then
+    dropped from the count)."""
+
+    def broken() -> SandboxRuntime:
+        raise ToolCallError("cannot make a runtime")
+
+    async def main() -> None:
+        pool = RuntimePool(max_runtimes=1, idle_ttl_s=60)
+        held = _FakeRuntime(slow_close=True)
+        pool.done(pool.admit("a", "v.mp4", lambda: held))  # type: ignore[arg-type, return-value]
+        with pytest.raises(ToolCallError, match="cannot make"):
+            pool.admit("b", "v.mp4", broken)
+        assert pool.has("a") and not held.retired and not pool.has("b")
+        held.gate.set()
+        await pool.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_close_still_running_stays_counted_when_its_successor_is_cancelled_or_released() -> None:
+    """A new slot claims its victim's close (Slot.after). A call cancelled while awaiting it, and
+    then the slot released, used to drop that close from the count: the next runtime was admitted
+    at once while the evicted sandbox was still alive (two processes against max_runtimes=1)."""
+
+    async def main() -> None:
+        pool = RuntimePool(max_runtimes=1, idle_ttl_s=60)
+        victim, successor = _FakeRuntime(slow_close=True), _FakeRuntime()
+        pool.done(pool.admit("a", "v.mp4", lambda: victim))  # type: ignore[arg-type, return-value]
+        b = pool.admit("b", "v.mp4", lambda: successor)  # type: ignore[arg-type, return-value]
+        assert victim.retired and b.after is not None and not b.after.done()
+        waiting = asyncio.ensure_future(b.wait_predecessor())
+        await asyncio.sleep(0.01)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        assert b.after is not None  # the next call on b still waits for it
+        pool.done(b)
+        released = asyncio.ensure_future(pool.release("b"))  # detaches b, then awaits its close
+        await asyncio.sleep(0.01)
+        assert not pool.has("b") and not released.done()  # b's close includes the victim's
+        c = pool.admit("c", "v.mp4", _FakeRuntime)  # type: ignore[arg-type]
+        assert c.after is not None and not c.after.done() and not victim.closed  # c waits for the victim
+        victim.gate.set()
+        await c.wait_predecessor()
+        await released
+        assert victim.closed and c.after is None
+        pool.done(c)
+        await pool.aclose()
+
+    asyncio.run(main())
+
+
+def test_evicting_a_slot_still_waiting_for_its_predecessor_keeps_one_runtime_per_slot() -> None:
+    """max_runtimes=1: b evicts a and waits for a's close; c evicts b (not started yet). c must wait
+    for a's sandbox (b stood for it), and nothing else is admitted meanwhile."""
+
+    async def main() -> None:
+        pool = RuntimePool(max_runtimes=1, idle_ttl_s=60)
+        first = _FakeRuntime(slow_close=True)
+        pool.done(pool.admit("a", "v.mp4", lambda: first))  # type: ignore[arg-type, return-value]
+        pool.done(pool.admit("b", "v.mp4", _FakeRuntime))  # type: ignore[arg-type]
+        c = pool.admit("c", "v.mp4", _FakeRuntime)  # type: ignore[arg-type]
+        await asyncio.sleep(0.01)  # b's own close (it never started) is done
+        assert c.after is not None and not c.after.done()
+        with pytest.raises(ToolCallError, match="busy"):
+            pool.admit("d", "v.mp4", _FakeRuntime)  # type: ignore[arg-type]
+        first.gate.set()
+        await c.wait_predecessor()
+        assert first.closed
+        pool.done(c)
+        await pool.aclose()
+
+    asyncio.run(main())

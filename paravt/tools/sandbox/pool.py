@@ -6,7 +6,9 @@ concurrency, counting sandbox PROCESSES, not only slots:
 
 - a runtime being closed (evicted, finished, reaped) still counts until its process is gone; a
   new runtime admitted in its place first waits for that close (`Slot.after`), so the old
-  process is dead before the new one starts;
+  process is dead before the new one starts; if the new slot goes away before that close was
+  awaited (its call cancelled, say), the close is part of the slot's own, so it still counts; the
+  new runtime is built before a victim is chosen (a factory that raises evicts no one);
 - every slot holds at most one process (a runtime restarts only inside its own slot).
 
 When the pool is full a new episode takes, in order: the least recently used IDLE runtime of an
@@ -54,10 +56,12 @@ class Slot:
     evicted: str | None = None  # set when the pool took it away; its calls answer with this
 
     async def wait_predecessor(self) -> None:
-        after, self.after = self.after, None
-        if after is not None:
+        """Await the predecessor's close. ``after`` is cleared only once that close is done: a call
+        cancelled here leaves it for the next call (and for `RuntimePool._detach` to count)."""
+        if self.after is not None:
             with contextlib.suppress(Exception):
-                await asyncio.shield(after)
+                await asyncio.shield(self.after)
+            self.after = None
 
 
 class RuntimePool:
@@ -94,9 +98,9 @@ class RuntimePool:
                 raise ToolCallError("this episode id already has a python runtime bound to another video; "
                                     "use a fresh episode id per episode")
             if slot is None:
+                runtime = make()  # first: a make that raises must not have evicted anyone (it starts nothing)
                 owner = owner_of(key)
-                after = self._make_room(owner)
-                slot = Slot(make(), loop, video, owner, after=after)
+                slot = Slot(runtime, loop, video, owner, after=self._make_room(owner))
                 self._slots[key] = slot
             slot.users += 1
         if self._reaper is None or self._reaper.done():
@@ -146,7 +150,8 @@ class RuntimePool:
     def _detach(self, key: str, why: str, *, claimed: bool = False) -> asyncio.Future[None] | None:
         """Under the lock: remove ``key``'s slot and close its runtime now (a running call ends with
         an error). The close counts against ``max_runtimes`` until done, unless ``claimed`` (then
-        the caller's new slot awaits the returned future instead)."""
+        the caller's new slot awaits the returned future instead). A predecessor's close the slot
+        had not awaited yet is part of the returned one."""
         slot = self._slots.pop(key)
         slot.evicted = why
         slot.runtime.retire()  # now, synchronously: the close task only reaps (it may never run)
@@ -154,6 +159,9 @@ class RuntimePool:
             slot.runtime.kill_now()  # its loop is gone: nothing there can reap it
             return None
         fut = asyncio.ensure_future(slot.runtime.close())
+        if slot.after is not None and not slot.after.done():  # its runtime never started: the slot
+            fut = asyncio.ensure_future(_both(slot.after, fut))  # stood for its predecessor's process
+            slot.after = None
         if not claimed:
             self._closing.append(fut)
         return fut
@@ -193,3 +201,10 @@ class RuntimePool:
             if fut is not None:
                 with contextlib.suppress(Exception):
                     await fut
+
+
+async def _both(first: asyncio.Future[None], then: asyncio.Future[None]) -> None:
+    """Done when both closes are (a close's error is the runtime's to log, not the waiter's)."""
+    for fut in (first, then):
+        with contextlib.suppress(Exception):
+            await asyncio.shield(fut)
