@@ -22,12 +22,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from paravt import runlock
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_episode
 from paravt.agent.judging import judge_overrides
+from paravt.config import ModelConfig
 from paravt.eval.metrics import compute_metrics
 from paravt.eval.results import CallRow, ResultRow, TranscriptTurn, append_result, finished_ids, load_results
 from paravt.models.base import Generator
 from paravt.models.chat import ChatCodec
 from paravt.rewards import RewardWeights
 from paravt.rewards.terms import CORRECT_THRESHOLD
+
+_REPLICA_TIMEOUT_S: float = ModelConfig.model_fields["replica_timeout_s"].default  # written once, in config
 
 
 @dataclass
@@ -44,7 +47,8 @@ def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("cr
                  tool_server_url: str | None = None, timeout_s: float = 120.0, max_retries: int = 3,
                  max_concurrency: int = 16, served_model_name: str | None = None,
                  processor_dir: str | None = None, python_weak_isolation: bool = False,
-                 prefill_threads: int | None = None, replicas: int = 1, replica_timeout_s: float = 600.0) -> Backend:
+                 prefill_threads: int | None = None, replicas: int = 1,
+                 replica_timeout_s: float = _REPLICA_TIMEOUT_S) -> Backend:
     """A generator + codec for a local checkpoint or an OpenAI-compatible URL; ``prefill_threads``,
     ``replicas``, ``replica_timeout_s``: ``ModelConfig``'s fields of the hf backend."""
     from paravt.tools import build_toolset

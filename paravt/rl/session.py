@@ -8,8 +8,11 @@ from typing import Any
 
 import torch
 
+from paravt.config import ModelConfig
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_policy
+
+_REPLICA_TIMEOUT_S: float = ModelConfig.model_fields["replica_timeout_s"].default  # written once, in config
 
 
 @dataclass
@@ -27,7 +30,7 @@ class PolicySession:
                reference: str | None = None, generate: bool = False, tools: list[str] | None = None,
                tool_server_url: str | None = None, weight_decay: float = 0.0,
                python_weak_isolation: bool = False, prefill_threads: int | None = None,
-               replicas: int = 1, replica_timeout_s: float = 600.0) -> PolicySession:
+               replicas: int = 1, replica_timeout_s: float = _REPLICA_TIMEOUT_S) -> PolicySession:
         """The policy at ``path``; ``reference``: where the frozen KL reference comes from (the
         policy the run started from: a copy of the policy when it is ``path``, else loaded once
         from there, e.g. when resuming from a checkpoint)."""

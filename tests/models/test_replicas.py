@@ -256,3 +256,19 @@ def test_a_batch_queued_for_a_restarting_worker_is_handed_back_at_once(monkeypat
     late = _FakeReplica(timeout_s=60.0, reply_after_s=0.0)
     late.started_at -= 3.0  # its start began past _START_TIMEOUT_S ago
     assert not late.serving() and "no answer within 2 s of starting" in (late.down or "")
+
+
+def test_the_replica_timeout_default_is_the_configs() -> None:
+    """One source of truth: every signature that takes the replica timeout defaults to
+    ``ModelConfig.replica_timeout_s`` (literal 600.0 copies used to drift from it)."""
+    import inspect
+
+    from paravt.config import ModelConfig
+    from paravt.eval.runner import open_backend
+    from paravt.rl.session import PolicySession
+
+    want = ModelConfig().replica_timeout_s
+    params = [(hf_generator, "replica_timeout_s"), (open_backend, "replica_timeout_s"),
+              (PolicySession.create, "replica_timeout_s"), (ReplicaGenerator, "timeout_s"), (_Replica, "timeout_s")]
+    assert {f.__qualname__: inspect.signature(f).parameters[p].default for f, p in params} == \
+        {f.__qualname__: want for f, _ in params}

@@ -27,13 +27,13 @@ Failures: a worker that cannot load or dies is dropped, with one line on stderr;
 (and every later one) are served by the remaining engines. Every round trip has a deadline
 (``timeout_s``, ``model.replica_timeout_s``): a worker that does not answer in time (hung,
 SIGSTOPped) is SIGKILLed by a watchdog and started again (at most ``_MAX_RESTARTS`` times, then
-dropped); its rows are served by this process, never waited for, and so are the batches queued
-for it while the new worker starts (one that has not started within ``_START_TIMEOUT_S`` is
-dropped). A watchdog that fires just after the reply was read keeps the reply and restarts the
-worker it killed. A reply is read with a size cap (``max_reply_bytes_per_row`` × rows): one over
-it becomes an error output for each of its rows (not retried: this process would produce the
-same), and the worker, whose pipe is then out of step, is restarted. CPU only: on an accelerator
-a batch of K rows costs about one row and one process is the right shape.
+dropped); its rows, and batches queued for it while the new worker starts, are served by this
+process, never waited for (a worker not started within ``_START_TIMEOUT_S`` is dropped). A
+watchdog firing just after the reply was read keeps the reply and restarts the worker it killed.
+A reply is read with a size cap (``max_reply_bytes_per_row`` × rows): one over it becomes an
+error output per row (not retried: this process would produce the same), and the worker, whose
+pipe is then out of step, is restarted. CPU only: on an accelerator a batch of K rows costs about
+one row and one process is the right shape.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from typing import Any
 
 import torch
 
+from paravt.config import ModelConfig
 from paravt.errors import ModelError
 from paravt.models.base import GenOutput, GenRequest
 from paravt.models.hf.batching import Batcher
@@ -64,7 +65,7 @@ from paravt.models.hf.turn_cache import weights_version
 
 _START_TIMEOUT_S = 300.0
 _MAX_RESTARTS = 2
-DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_TIMEOUT_S: float = ModelConfig.model_fields["replica_timeout_s"].default  # written once, in config
 DEFAULT_MAX_REPLY_BYTES_PER_ROW = 16 << 20
 
 
@@ -128,34 +129,30 @@ class _Replica:
         return conn, proc
 
     def call(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
-        """Blocking round trip (in the queue's worker thread) within ``timeout_s``; never raises.
-        Rows the worker did not answer carry ``metrics["replica_lost"]`` (the caller serves them
-        elsewhere); rows whose reply was over the cap are plain errors. A worker still starting
-        (after a restart) is not waited for: its rows come back lost at once."""
+        """Blocking round trip (in the queue's worker thread) within ``timeout_s``; never raises. Rows
+        the worker did not answer, or that came while it was (re)starting, carry ``metrics["replica_lost"]``
+        (the caller serves them elsewhere); rows whose reply was over the cap are plain errors."""
         t0 = time.perf_counter()
         with self._pipe:
             if not self.ready and self.down is None:
                 self._take_ready()
             if self.down is not None or not self.ready:
-                why = self.down or f"replica {self.index} is still starting (restarted)"
-                return [_lost(why, t0) for _ in requests]
+                return [_lost(self.down or f"replica {self.index} is still starting (restarted)", t0) for _ in requests]
             watchdog = _Watchdog(self.timeout_s, self.proc.kill)
             try:
                 outs = self._round_trip(requests, t0)
             except (EOFError, OSError) as err:
-                return self._pipe_failed(err, requests, t0, hung=watchdog.stop())
+                return self._pipe_failed(err, requests, t0, watchdog.stop())
             except Exception as err:  # noqa: BLE001 - e.g. a request that does not pickle
                 self._drop(f"{type(err).__name__}: {err}")
                 return [_lost(self.down or "replica is down", t0) for _ in requests]
             finally:
                 watchdog.stop()
-            if watchdog.stop() and self.down is None:  # it fired after the reply was read: the reply
-                self._restart(f"killed at its {self.timeout_s:g} s deadline (model.replica_timeout_s) "
-                              "just after it answered", [], t0)  # stands; the killed worker is replaced
+            if watchdog.stop() and self.down is None:  # fired after the reply was read: the reply stands
+                self._restart(f"killed at its {self.timeout_s:g} s deadline just after it answered", [], t0)
             return outs
 
-    def _pipe_failed(self, err: EOFError | OSError, requests: Sequence[GenRequest], t0: float, *,
-                     hung: bool) -> list[GenOutput]:
+    def _pipe_failed(self, err: Exception, requests: Sequence[GenRequest], t0: float, hung: bool) -> list[GenOutput]:
         if hung:
             return self._restart(f"no answer within {self.timeout_s:g} s (model.replica_timeout_s); killed",
                                  requests, t0)
@@ -215,8 +212,7 @@ class _Replica:
         return self.ready and self.down is None
 
     def _take_ready(self) -> None:
-        """Read the worker's "ready" if it is there (never waits); drop the worker once
-        ``_START_TIMEOUT_S`` has passed since its start without one."""
+        """The worker's "ready" if sent (never waits); no "ready" within ``_START_TIMEOUT_S``: dropped."""
         if not self.conn.poll(0):
             if time.monotonic() - self.started_at > _START_TIMEOUT_S:
                 self._drop(f"no answer within {_START_TIMEOUT_S:g} s of starting")
@@ -362,15 +358,12 @@ class ReplicaGenerator:
 
 
 class _Watchdog:
-    """A round trip's deadline: past ``timeout_s`` it SIGKILLs the worker (``kill``), which ends
-    the blocked send/recv. ``stop`` (idempotent) disarms it and says whether it fired; once it
-    has returned, the watchdog can no longer fire."""
+    """A round trip's deadline: past ``timeout_s`` it SIGKILLs the worker (``kill``: ends a blocked
+    send/recv). ``stop`` (idempotent) disarms it for good and says whether it fired."""
 
     def __init__(self, timeout_s: float, kill: Callable[[], None]) -> None:
-        self._kill, self._lock = kill, threading.Lock()
-        self._over = self._fired = False
+        self._kill, self._lock, self._over, self._fired = kill, threading.Lock(), False, False
         self._timer = threading.Timer(timeout_s, self._fire)
-        self._timer.daemon = True
         self._timer.start()
 
     def _fire(self) -> None:
