@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from paravt.errors import ToolCallError
 from paravt.protocol import tags as T
-from paravt.protocol.prompts import CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, positional_params
+from paravt.protocol.prompts import CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, PYTHON_SPEC, positional_params
 from paravt.protocol.times import parse_time
 
 __all__ = [
@@ -49,9 +49,10 @@ __all__ = [
 Source = Literal["json", "python", "tool_code"]
 
 #: How positional arguments of a python-style call map to names when the caller names no tools
-#: (format statistics, offline repair): the order of the protocol's own specs. An episode passes
-#: ``prompts.positional_params(toolset.specs)``, so every tool it offers maps by its own spec.
-DEFAULT_POSITIONAL: Mapping[str, tuple[str, ...]] = positional_params((CROP_VIDEO_SPEC, FRAME_SELECT_SPEC))
+#: (format statistics, offline repair): the order of the built-in tools' specs, all in ``prompts``.
+#: An episode passes ``prompts.positional_params(toolset.specs)``: every tool maps by its own spec.
+DEFAULT_POSITIONAL: Mapping[str, tuple[str, ...]] = positional_params(
+    (CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, PYTHON_SPEC))
 #: Tools whose calls carry a ``[start_time, end_time]`` window (validated and clamped).
 WINDOW_TOOLS: frozenset[str] = frozenset({"crop_video"})
 

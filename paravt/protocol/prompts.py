@@ -84,6 +84,21 @@ FRAME_SELECT_SPEC = ToolSpec(
 )
 
 
+PYTHON_SPEC = ToolSpec(
+    name="python",
+    description=("Run Python code on the video. `video.info` (duration, fps, width, height) and "
+                 "`video.frames(start, end, n)` (uint8 n×H×W×3) are available, with numpy as `np` "
+                 "and PIL's `Image`; call `show(img)` to look at an image. Variables persist "
+                 "across calls; printed output is returned."),
+    parameters={
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": "Python source",
+                                "examples": ["f = video.frames(0, 10, 4)\nprint(f.mean(axis=(1, 2, 3)))"]}},
+        "required": ["code"],
+    },
+)
+
+
 def system_prompt(mode: Mode, tools: Sequence[ToolSpec] = (), *, version: str = "v1",
                   k_max: int = 8) -> str:
     """The main agent's system prompt. Tool modes default to ``(CROP_VIDEO_SPEC,)``; ``k_max``

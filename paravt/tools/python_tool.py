@@ -22,27 +22,12 @@ from typing import Any
 import numpy as np
 
 from paravt.errors import ToolCallError, VideoError
-from paravt.protocol.prompts import ToolSpec
+from paravt.protocol.prompts import PYTHON_SPEC, ToolSpec  # the spec lives with the protocol's others
 from paravt.tools.base import Observation, ToolContext
 from paravt.tools.crop import openable_video
 from paravt.tools.sandbox.pool import RuntimePool
 from paravt.tools.sandbox.runtime import RunResult, SandboxLimits, SandboxRuntime, VideoBinding
 from paravt.video.types import Frames
-
-PYTHON_SPEC = ToolSpec(
-    name="python",
-    description=("Run Python code on the video. `video.info` (duration, fps, width, height) and "
-                 "`video.frames(start, end, n)` (uint8 n×H×W×3) are available, with numpy as `np` "
-                 "and PIL's `Image`; call `show(img)` to look at an image. Variables persist "
-                 "across calls; printed output is returned."),
-    parameters={
-        "type": "object",
-        "properties": {"code": {"type": "string", "description": "Python source",
-                                "examples": ["f = video.frames(0, 10, 4)\nprint(f.mean(axis=(1, 2, 3)))"]}},
-        "required": ["code"],
-    },
-)
-
 
 class PythonTool:
     name = "python"

@@ -2,7 +2,7 @@ import pytest
 
 from paravt.errors import ToolCallError
 from paravt.protocol.parser import ParsedCall, parse_calls, parse_time
-from paravt.protocol.prompts import CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, ToolSpec, positional_params
+from paravt.protocol.prompts import CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, PYTHON_SPEC, ToolSpec, positional_params
 from paravt.protocol.validate import validate_calls
 from paravt.protocol.tags import render_crop_call
 
@@ -138,11 +138,20 @@ def test_positional_names_come_from_each_tools_spec() -> None:
 
 
 def test_built_in_specs_give_the_positional_order_of_their_schemas() -> None:
-    from paravt.tools.python_tool import PYTHON_SPEC
+    from paravt.tools.python_tool import PythonTool
 
+    assert PythonTool.spec is PYTHON_SPEC  # the tool's spec is the protocol's (one definition)
     order = positional_params([CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, PYTHON_SPEC])
     assert order == {"crop_video": ("start_time", "end_time"),
                      "frame_select": ("start_time", "end_time", "nframes", "resize"), "python": ("code",)}
     assert one("<tool_call>frame_select(10, 20, 4, 0.5)</tool_call>").arguments == {
         "start_time": 10.0, "end_time": 20.0, "nframes": 4, "resize": 0.5}  # the default: protocol's specs
     assert one('<tool_call>python("print(1)")</tool_call>', positional=order).arguments == {"code": "print(1)"}
+
+
+def test_a_python_call_maps_to_code_without_a_toolset() -> None:
+    """Callers that name no tools (offline repair, format statistics) map ``python("…")`` by the
+    built-in spec, as an episode with the python tool does: {"code": …}, not {"args": […]}."""
+    call = one('<tool_call>python("print(1)")</tool_call>')
+    assert call.ok and call.name == "python" and call.arguments == {"code": "print(1)"}
+    assert one("<tool_call>python(code='x = 2')</tool_call>").arguments == {"code": "x = 2"}

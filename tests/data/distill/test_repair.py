@@ -47,6 +47,15 @@ def test_noisy_call_becomes_one_strict_json_call(raw: str, change: str) -> None:
     assert [c.arguments for c in parse_calls(text).calls] == [{"start_time": 80.0, "end_time": 150.0}]
 
 
+def test_a_python_style_python_call_is_repaired_to_its_code_argument() -> None:
+    """repair parses with the parser's defaults (no toolset): a teacher's ``python("…")`` becomes
+    {"code": …}, the python tool's argument (it was {"args": [...]} while the default positional
+    map lacked the python spec)."""
+    turn = repair_turn(THINK + '<tool_call>python("print(video.info)")</tool_call>', frozenset({"python"}))
+    assert turn.error is None and "python_call" in turn.changes
+    assert _body(turn.render()) == {"name": "python", "arguments": {"code": "print(video.info)"}}
+
+
 def test_a_clean_turn_needs_no_change() -> None:
     raw = THINK + '<tool_call>{"name": "crop_video", "arguments": {"start_time": 80, "end_time": 150}}</tool_call>'
     turn = repair_turn(raw, CROP)
