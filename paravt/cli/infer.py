@@ -63,7 +63,7 @@ def infer(
 
     settings = EpisodeSettings.from_config(cfg, temperature=temperature)
     backend = open_backend(model, processor_dir=processor, prefill_threads=cfg.model.prefill_threads,
-                           replicas=cfg.model.replicas)
+                           replicas=cfg.model.replicas, replica_timeout_s=cfg.model.replica_timeout_s)
     opts = _options(options)
     inp = EpisodeInput("infer", str(video.resolve()), question, "mcq" if opts else "oe", "", opts,
                        cfg.video.overview_nframes)

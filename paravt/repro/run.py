@@ -201,7 +201,8 @@ def eval_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: 
         d = out / v.name / f"seed{seed}" / f"eval_n{n}"
         if _stage(d, f"eval {v.name} seed {seed} n={n} {'/'.join(modes)}"):
             backend = backend or open_backend(model, prefill_threads=cfg.model.prefill_threads,
-                                             replicas=cfg.model.replicas)
+                                             replicas=cfg.model.replicas,
+                                             replica_timeout_s=cfg.model.replica_timeout_s)
             samples = load_episode_inputs(out / "synth" / "eval.parquet", nframes=n, limit=limit)
             evaluate(samples, backend, settings, modes=list(modes), out=d, workers=cfg.eval.workers, progress=True)
             _done(d)
