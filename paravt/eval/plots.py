@@ -7,6 +7,7 @@ they are safe to build from any thread and never open a window.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,13 +160,16 @@ def eval_table(metrics_by_run: Mapping[str, Mapping[str, Any]]) -> list[EvalTabl
 
 
 def accuracy_by_n(metrics_by_run: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[int, float]]:
-    """``"run · mode"`` → {n: mean score} from `compute_metrics` outputs."""
+    """``"run · mode"`` → {n: mean score} from `compute_metrics` outputs. `paravt repro` writes one
+    eval directory per n (``…/seed0/eval_n4``, ``…/eval_n64``): those are one run's curve, so the
+    ``/eval_nN`` suffix is dropped and their points joined."""
     out: dict[str, dict[int, float]] = {}
     for run, met in metrics_by_run.items():
+        name = re.sub(r"/eval_n\d+$", "", run)
         for mode, bd in (met.get("by_mode") or {}).items():
             accs = {int(n): s["score"] for n, s in bd.get("by_nframes", {}).items() if s.get("n")}
             if accs:
-                out[f"{run} · {mode}"] = accs
+                out.setdefault(f"{name} · {mode}", {}).update(accs)
     return out
 
 

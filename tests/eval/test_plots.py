@@ -64,3 +64,12 @@ def test_accuracy_by_n_has_one_panel_per_mode_and_one_line_per_run() -> None:
     # a run keeps its colour across panels
     colours = [{ln.get_label(): ln.get_color() for ln in ax.get_lines()} for ax in fig.axes]
     assert colours[0] == colours[1] == colours[2]
+
+
+def test_accuracy_by_n_joins_a_repro_runs_per_n_eval_directories() -> None:
+    def met(n: int, score: float) -> dict:
+        return {"by_mode": {"parallel": {"by_nframes": {str(n): {"n": 3, "score": score}}}}}
+
+    joined = plots.accuracy_by_n({"q/sft/seed0/eval_n4": met(4, 0.1), "q/sft/seed0/eval_n64": met(64, 0.6),
+                                  "q/paragrpo/seed0/eval_n4": met(4, 0.3)})
+    assert joined == {"q/sft/seed0 · parallel": {4: 0.1, 64: 0.6}, "q/paragrpo/seed0 · parallel": {4: 0.3}}
