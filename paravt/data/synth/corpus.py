@@ -49,11 +49,8 @@ def _texts(n_videos: int, seed: int) -> Iterator[str]:
 
 
 def _prompt_texts() -> Iterator[str]:
-    from paravt.tools.frame_select import FRAME_SELECT_SPEC
-    from paravt.tools.python_tool import PYTHON_SPEC
-
-    tool_sets = ((), (prompts.CROP_VIDEO_SPEC,), (FRAME_SELECT_SPEC,), (PYTHON_SPEC,),
-                 (prompts.CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, PYTHON_SPEC))
+    tool_sets = ((), (prompts.CROP_VIDEO_SPEC,), (prompts.FRAME_SELECT_SPEC,), (prompts.PYTHON_SPEC,),
+                 (prompts.CROP_VIDEO_SPEC, prompts.FRAME_SELECT_SPEC, prompts.PYTHON_SPEC))
     for mode in ("parallel", "sequential", "eva"):
         for tools in tool_sets:
             for k in range(1, 9):
