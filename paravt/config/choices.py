@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field
-
 from paravt.errors import ConfigError
 
 # ---- The ONE definition of each choice set; every other module imports it from here ------------
