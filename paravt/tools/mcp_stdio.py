@@ -13,6 +13,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -82,7 +83,7 @@ async def _read(process: anyio.abc.Process, sink: MemoryObjectSendStream[Session
             async for chunk in process.stdout:
                 for msg in lines.feed(chunk):
                     await sink.send(msg)
-    server.ended = True  # EOF: the server exited or closed its output (crashed, killed)
+    server.eof = True  # the server exited or closed its output (crashed, killed)
 
 
 async def _write(process: anyio.abc.Process, source: Any) -> None:
@@ -107,19 +108,42 @@ async def _stop(process: anyio.abc.Process) -> None:
             await process.wait()
 
 
+def _exited(pid: int) -> bool:
+    """The process has exited (a zombie, or reaped) by /proc; False where /proc is missing, and
+    then only EOF tells (the reader task sees it a moment later)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return False
+    try:
+        state = (proc / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
+
+
 class StdioServer:
     """One start of a stdio MCP server; ``transport()`` is the SDK ``Transport`` (read and write
-    streams) for a ``Client``. ``ended``: its output reached EOF (a new start is needed)."""
+    streams) for a ``Client``. ``ended``: its output reached EOF or its process is gone (a new
+    start is needed)."""
 
     def __init__(self, params: StdioServerParameters, max_message_bytes: int) -> None:
         self.params, self.max_message_bytes = params, max_message_bytes
-        self.ended = False
+        self.eof = False
+        self.pid: int | None = None
+
+    @property
+    def ended(self) -> bool:
+        """EOF was read, or the process has exited. The second check closes a race: a killed
+        server is dead (a zombie) before the reader task, on the session's loop, sees EOF, and a
+        call sent then would fail with "Connection closed" instead of restarting the server."""
+        return self.eof or (self.pid is not None and _exited(self.pid))
 
     @asynccontextmanager
     async def transport(self) -> AsyncIterator[Any]:
         p = self.params
         process = await anyio.open_process([p.command, *p.args], env=get_default_environment() | (p.env or {}),
                                            cwd=p.cwd, stderr=None, start_new_session=True)
+        self.pid = process.pid
         read_w, read_r = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_w, write_r = anyio.create_memory_object_stream[SessionMessage](0)
         async with anyio.create_task_group() as tg:

@@ -137,3 +137,18 @@ def test_a_killed_stdio_server_is_restarted_on_the_next_call(capped_tools, make_
     again, pid = asyncio.run(capped_tools.run_calls(ctx, [call("describe", 0, topic="back"), call("pid", 1)]))
     assert again.ok and again.text == "back: a short description", again
     assert pid.ok and pid.text != first.text
+
+
+def test_a_dead_stdio_server_reads_as_ended_before_its_eof_is_seen() -> None:
+    """CI failure of stop 29: the server was a zombie but the reader task had not yet read EOF, so
+    the next call went to the dead session ("Connection closed"). ``_exited`` sees the death itself."""
+    from paravt.tools.mcp_stdio import _exited
+
+    child = subprocess.Popen(["sleep", "30"])
+    assert not _exited(child.pid)
+    child.kill()
+    deadline = time.monotonic() + 5
+    while not _exited(child.pid):  # a zombie: killed, not yet reaped
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert child.poll() is not None and _exited(child.pid)  # reaped: gone from /proc
