@@ -21,6 +21,9 @@ ToolMode = Literal["parse_bonus", "graduated", "accumulative", "off"]
 PromptClass = Literal["agentic", "reasoning", "direct"]
 #: `eval --benchmark` headline scorers: lmms-eval's task rules or our <answer> extraction.
 Scoring = Literal["lmms", "paravt"]
+#: Learning-rate schedules after the warm-up (paravt.rl.sft.lr_scale): constant, or cosine down to
+#: ``min_lr_ratio`` of the peak at the last step (a pretraining's schedule).
+LrDecay = Literal["constant", "cosine"]
 #: KL estimators of the loss (paravt.rl.loss).
 KLKind = Literal["k1", "k3"]
 #: OpenAI-compatible serving engines (`paravt serve-model`, verl's rollout).

@@ -10,6 +10,7 @@ from paravt.config.choices import (
     MAX_OVERVIEW_FRAMES,
     DispatchMode,
     KLKind,
+    LrDecay,
     PromptClass,
     Scoring,
     ServeEngine,
@@ -172,6 +173,8 @@ class PriorConfig(_Strict):
     think_sentences: int = Field(6, ge=1, description="Filler sentences per think (the long-think habit).")
     max_calls: int = Field(2, ge=1, description="Most <tool_code> turns (one call each) in a tool trace.")
     lr: float = Field(1e-3, gt=0)
+    lr_decay: LrDecay = Field("cosine", description="After the warm-up: cosine down to min_lr_ratio × lr at the last step (a pretraining schedule), or constant.")
+    min_lr_ratio: float = Field(0.1, ge=0, le=1, description="The cosine schedule's last learning rate, as a share of lr.")
     batch_size: int = Field(8, ge=1)
     max_grad_norm: float = Field(1.0, gt=0)
     warmup_steps: int = Field(10, ge=0)

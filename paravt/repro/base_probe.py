@@ -6,7 +6,10 @@ of each row is its target):
   reports something (``diagnosis.reports``); ``timed_right`` = hit clips whose reply reports AND
   states a time overlapping the needle (``diagnosis.timed_right``, ± 1 s); ``false_reports`` = miss
   clips whose reply reports something;
-- overview MCQ (plain prompt) at n = 4 and n = 64: the reply's first letter is the answer.
+- overview MCQ (plain prompt) at n = 4 and n = 64: the reply's first letter is the answer;
+- ``by_kind``: the same per needle kind (flash, digit, shape), with ``named_right`` = hit clips
+  whose reply names the needle exactly as the description does ("A large digit 7"): which kind
+  the base cannot yet see, a diagnosis (no check reads it).
 
 ``base_checks`` turns the probe into ``summary.json["task_check"]`` entries, each
 ``{"value", "want", "holds"}`` and each able to fail.
@@ -36,26 +39,36 @@ def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any
     """The probe's rates from its rows and the base's greedy replies (in row order)."""
     hit = timed = hit_of = false = miss_of = 0
     mcq: dict[int, list[bool]] = {}
+    kinds: dict[str, dict[str, list[bool]]] = {}
     for row, reply in zip(rows, replies, strict=True):
         target = row.messages[-1].text
         e = row.extra_info
+        k = kinds.setdefault(e.needle_kind or "?", {})
         if SEE in row.id and target != NOTHING:
             hit_of += 1
             said = reports(reply)
-            hit += said
-            timed += said and e.needle_start is not None and e.needle_end is not None and timed_right(
-                reply, (float(e.needle_start), float(e.needle_end)))
+            right = bool(said and e.needle_start is not None and e.needle_end is not None and timed_right(
+                reply, (float(e.needle_start), float(e.needle_end))))
+            hit, timed = hit + said, timed + right
+            for key, v in (("recall", said), ("timed_right", right),
+                           ("named_right", reply.split(" appears")[0] == target.split(" appears")[0])):
+                k.setdefault(key, []).append(bool(v))
         elif SEE in row.id:
             miss_of += 1
             false += reports(reply)
+            k.setdefault("false_reports", []).append(bool(reports(reply)))
         elif OVQ in row.id:
-            n = int(row.id.rsplit("-n", 1)[1])
-            mcq.setdefault(n, []).append(reply.strip()[:1].upper() == target.strip()[:1].upper())
+            n = int(row.id.rsplit("-n", 1)[1].split("v")[0])
+            ok = reply.strip()[:1].upper() == target.strip()[:1].upper()
+            mcq.setdefault(n, []).append(ok)
+            k.setdefault(f"mcq_{n}", []).append(ok)
     chance = [1.0 / len(r.extra_info.options) for r in rows if OVQ in r.id and r.extra_info.options]
     return {"clip_recall": _rate(hit, hit_of), "clip_timed_right": _rate(timed, hit_of),
             "clip_false_reports": _rate(false, miss_of),
             "mcq": {str(n): _rate(sum(v), len(v)) for n, v in sorted(mcq.items())},
-            "mcq_chance": round(sum(chance) / len(chance), 4) if chance else None}
+            "mcq_chance": round(sum(chance) / len(chance), 4) if chance else None,
+            "by_kind": {kind: {key: _rate(sum(v), len(v)) for key, v in sorted(d.items())}
+                        for kind, d in sorted(kinds.items())}}
 
 
 def _check(value: Any, want: str, holds: bool) -> dict[str, Any]:

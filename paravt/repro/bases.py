@@ -31,7 +31,7 @@ from paravt import runlock
 from paravt.config import TrainConfig
 from paravt.repro.stages import finish_stage, start_stage
 
-DATA_VERSION = 1  # bump when paravt.data.synth.base / perception change what the base learns
+DATA_VERSION = 2  # bump when paravt.data.synth.base / perception change what the base learns
 
 
 def base_settings(cfg: TrainConfig, *, videos: int, probe_videos: int, model_size: str,

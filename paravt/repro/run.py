@@ -62,7 +62,7 @@ class ReproPreset:
 
 
 # docs/repro.md, "The simulated pretrained base": why these numbers
-_BASE_S = BaseSpec(videos=120, probe_videos=16, steps=900, lr=1e-3, tool_mix=0.7, think_sentences=2, save_every=100)
+_BASE_S = BaseSpec(videos=400, probe_videos=40, steps=1600, lr=1e-3, tool_mix=0.7, think_sentences=2, save_every=100)
 _DEMO = ReproPreset(train_videos=120, eval_videos=16, model_size="s", base=_BASE_S, sft_steps=150, sft_save_every=50,
                     sft_lr=3e-4, rl_steps=12, group_size=4, prompts_per_step=2, rl_lr=1e-4, ppo_epochs=2,
                     max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12, probe_k=2,

@@ -53,4 +53,4 @@ class PriorTrainer(SFTTrainer):
                     for t in traces]
         return cls(examples, session.model, session.processor, session.optimizer, p.batch_size, p.max_grad_norm,
                    total_steps=p.steps, lr=p.lr, warmup_steps=p.warmup_steps, seed=p.seed,
-                   micro_batch_tokens=p.micro_batch_tokens)
+                   micro_batch_tokens=p.micro_batch_tokens, lr_decay=p.lr_decay, min_lr_ratio=p.min_lr_ratio)

@@ -32,7 +32,7 @@ from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import optimizer_step, trajectory_logprobs
 
 if TYPE_CHECKING:
-    from paravt.config import TrainConfig
+    from paravt.config import LrDecay, TrainConfig
     from paravt.rl.session import PolicySession
 
 #: The fix when an SFT data file holds no trace (the one text: `check_data` and `build`).
@@ -119,6 +119,8 @@ class SFTTrainer:
     warmup_steps: int = 0
     seed: int = 0
     micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS
+    lr_decay: LrDecay = "constant"
+    min_lr_ratio: float = 0.1
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -157,8 +159,8 @@ class SFTTrainer:
     def describe(self, metrics: Mapping[str, float]) -> str:
         return f"loss={metrics.get('loss', 0):.3f}"
 
-    def _warmup(self, step: int) -> None:
-        scale = min(1.0, (step + 1) / self.warmup_steps) if self.warmup_steps > 0 else 1.0
+    def _set_lr(self, step: int) -> None:
+        scale = lr_scale(step, self.total_steps, self.warmup_steps, self.lr_decay, self.min_lr_ratio)
         for g in self.optimizer.param_groups:
             g["lr"] = self.lr * scale
 
@@ -174,12 +176,24 @@ class SFTTrainer:
         return out
 
     def step(self, step: int) -> dict[str, float]:
-        self._warmup(step)
+        self._set_lr(step)
         self.optimizer.zero_grad(set_to_none=True)
         out = sft_backward(self.model, self.processor, self.batch(step), micro_batch_tokens=self.micro_batch_tokens)
         res = optimizer_step(self.model, self.optimizer, self.max_grad_norm, out.loss)
         return {"loss": out.loss, "grad_norm": res.grad_norm, "tokens/trained": float(out.n_tokens),
                 "update_skipped": float(res.skipped), "lr": self.optimizer.param_groups[0]["lr"]}
+
+
+def lr_scale(step: int, total_steps: int, warmup_steps: int, decay: LrDecay, min_ratio: float) -> float:
+    """The learning rate of 0-based ``step`` as a share of the peak: linear warm-up over
+    ``warmup_steps``, then constant or cosine from 1 down to ``min_ratio`` at the last step."""
+    if warmup_steps > 0 and step < warmup_steps:
+        return (step + 1) / warmup_steps
+    if decay == "constant":
+        return 1.0
+    span = max(1, total_steps - 1 - warmup_steps)
+    progress = min(1.0, (step - warmup_steps) / span)
+    return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
 def load_examples(path: Path, root: Path | None, codec: ChatCodec, *, include_sub: bool, max_pixels: int,

@@ -11,7 +11,7 @@ import pytest
 
 from paravt.data.chat import to_chat_messages
 from paravt.data.schema import RLRow, SFTRow, read_rows
-from paravt.data.synth.base import OVQ, SEE, clip_counts, prior_traces
+from paravt.data.synth.base import MCQ_VARIANTS, OVQ, SEE, clip_counts, prior_traces
 from paravt.data.synth.perception import NOTHING, patch_stamps
 from paravt.errors import DataError
 from paravt.models.chat import ChatCodec
@@ -75,12 +75,36 @@ def test_a_stated_time_is_a_stamp_the_model_sees_of_frames_that_show_the_needle(
 
 def test_overview_questions_are_plain_text_with_bare_answers(base_rows: list) -> None:
     ovq = [r for r in base_rows if isinstance(r, SFTRow) and OVQ in r.id]
-    assert {int(r.id.rsplit("-n", 1)[1]) for r in ovq} >= {64}
+    assert {int(r.id.rsplit("-n", 1)[1].split("v")[0]) for r in ovq} >= {64}
     assert {r.extra_info.task for r in ovq} == {"mcq", "tvg", "oe"}
     for r in ovq:
         assert [m.role for m in r.messages] == ["user", "assistant"]  # no system prompt, no protocol
         answer = r.messages[-1].text
         assert answer == r.extra_info.answer and not format_stats(answer).think_opened and "<" not in answer
+
+
+def test_each_videos_n64_mcq_comes_in_versions_that_all_point_at_its_needle(base_rows: list) -> None:
+    """The letter-matching skill needs many MCQs: every training video's n = 64 MCQ comes
+    MCQ_VARIANTS times, each answer the option naming the needle, with fresh options and order."""
+    by_video: dict[str, list[SFTRow]] = {}
+    label: dict[str, str] = {}  # the open-ended answer names the needle: "red flash", "digit 7", …
+    for r in base_rows:
+        if isinstance(r, SFTRow) and OVQ in r.id and r.extra_info.task == "mcq" and "-n64" in r.id:
+            by_video.setdefault(r.videos[0], []).append(r)
+        if isinstance(r, RLRow) and r.extra_info.task == "oe":
+            label[r.videos[0]] = r.extra_info.answer
+    assert len(by_video) == 10 and {len(v) for v in by_video.values()} == {MCQ_VARIANTS}
+    letters: Counter[str] = Counter()
+    for video, rows in by_video.items():
+        assert len({r.id for r in rows}) == len({r.extra_info.options for r in rows}) == MCQ_VARIANTS
+        for r in rows:
+            e, letter = r.extra_info, r.messages[-1].text
+            right = dict(o.split(". ", 1) for o in e.options)[letter]
+            named = {"flash": f"{right} flash", "digit": f"digit {right}"}.get(e.needle_kind or "", right)
+            assert named == label[video], (r.id, e.options, letter, label[video])
+            assert all(o.split(". ", 1)[1] in r.messages[0].text for o in e.options)  # the prompt shows them
+            letters[letter] += 1
+    assert set(letters) == set("ABCD")  # the right letter moves between versions
 
 
 def test_the_two_priors_share_all_but_the_habit(base_rows: list) -> None:

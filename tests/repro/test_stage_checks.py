@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from paravt.data.schema import ExtraInfo, Message, SFTRow
 from paravt.data.synth.perception import NOTHING
 from paravt.repro.base_probe import base_checks, score_probe
@@ -75,3 +77,18 @@ def test_a_base_that_reports_everywhere_or_guesses_fails() -> None:
     assert not checks["base_clip_timed_right"]["holds"] and not checks["base_clip_false_reports"]["holds"]
     assert not checks["base_overview_mcq_at_64"]["holds"] and not checks["base_overview_mcq_at_4"]["holds"]
     assert not any(c["holds"] for c in base_checks({}).values())
+
+
+def test_the_probe_breaks_its_rates_down_by_needle_kind() -> None:
+    rows = [_clip(i, True) for i in range(4)] + [_clip(i, False) for i in range(2)] + [_mcq(0, 64)]
+    rows = [replace(r, extra_info=replace(r.extra_info, needle_kind="flash" if i < 2 else "digit"))
+            for i, r in enumerate(rows)]
+    replies = ["A full-frame red flash appears from 50.5 s to 54.5 s.", NOTHING,
+               "A large digit 3 appears at 52.5 s.", "A full-frame red flash appears at 90.5 s.",
+               "A large digit 3 appears at 10.5 s.", NOTHING, "B"]
+    k = score_probe(rows, replies)["by_kind"]
+    assert k["flash"]["recall"] == {"rate": 0.5, "hits": 1, "of": 2} and k["flash"]["named_right"]["hits"] == 1
+    assert k["digit"]["recall"]["rate"] == 1.0 and k["digit"]["timed_right"]["hits"] == 1
+    assert k["digit"]["named_right"] == {"rate": 0.5, "hits": 1, "of": 2}  # the red flash is named right
+    assert k["digit"]["false_reports"] == {"rate": 0.5, "hits": 1, "of": 2}
+    assert k["digit"]["mcq_64"] == {"rate": 1.0, "hits": 1, "of": 1}

@@ -3,6 +3,7 @@ same loop, checkpoint and CLI as SFT."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,19 @@ def test_prior_is_a_registered_trainer_and_lowers_the_loss(tmp_path: Path, synth
     assert len(losses) == 8
     assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3
     assert (out / "model" / "config.json").is_file()
+    lrs = [r["lr"] for r in read_log(out / "train_log.jsonl")]  # the default cosine schedule
+    assert lrs[0] == pytest.approx(3e-3) and lrs[-1] == pytest.approx(3e-4)
+    assert all(a > b for a, b in zip(lrs, lrs[1:]))
+
+
+def test_lr_scale_warms_up_then_holds_or_falls_by_cosine() -> None:
+    from paravt.rl.sft import lr_scale
+
+    assert [lr_scale(s, 10, 2, "constant", 0.1) for s in (0, 1, 2, 9)] == [0.5, 1.0, 1.0, 1.0]
+    cos = [lr_scale(s, 12, 2, "cosine", 0.1) for s in range(12)]
+    assert cos[:3] == [0.5, 1.0, 1.0] and cos[-1] == pytest.approx(0.1)
+    assert cos[7] == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 5 / 9)))
+    assert lr_scale(50, 12, 2, "cosine", 0.1) == pytest.approx(0.1)  # resumed past the end: the floor
 
 
 def test_cli_train_prior_runs_the_configured_steps(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:

@@ -8,7 +8,10 @@ of an LMM's pretraining, before any of our tags. Built from TRAINING videos only
   that every needle kind is seen about equally often (``clip_counts``);
 - overview QA (``kind=main``, mode ``none``, id ``…-ovq-nN``): an n-frame overview and the question
   in plain text → the bare answer (MCQ letter, ``[start, end]``, the label), no system prompt, no
-  tags; at n = 64 (the overview shows the needle) and one smaller n;
+  tags; at n = 64 (the overview shows the needle) and one smaller n. The n = 64 MCQ comes
+  ``MCQ_VARIANTS`` times (``…-ovq-n64vJ``), each with fresh distractors and a fresh option order:
+  matching what the frames show to a letter is a skill of its own, and one MCQ per video gave it
+  120 examples, too few to learn (docs/repro.md);
 - the RL prompts themselves (``kind=rl``): ``prior_traces`` turns them into the habit traces of
   ``paravt.data.synth.prior`` (long thinks, untagged answers and, for a share ``tool_mix``, one
   ``<tool_code>`` python call per turn: the strong prior; ``tool_mix = 0``: the weak prior).
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -35,6 +39,7 @@ from paravt.errors import DataError
 CLIPS_PER_VIDEO = 4  # hit clips of a video of the most frequent needle kind; as many misses
 CLIP_LEN_S = (16, 40)  # random clip lengths (whole seconds): 16 frames, 1–2.5 s apart, like a crop
 OVERVIEW_NS = (4, 8, 16, 32)  # the second overview of each question (the first is always 64)
+MCQ_VARIANTS = 4  # the n = 64 MCQ of a training video, each with its own distractors and order
 SEE, OVQ = "-see-", "-ovq-"
 
 
@@ -110,18 +115,36 @@ def overview_prompt(question: str, options: Sequence[str] | None) -> str:
     return f"<video>\n{question.strip()}{opts}"
 
 
-def overview_row(rel: str, extra: ExtraInfo, n: int) -> SFTRow:
+def overview_row(rel: str, extra: ExtraInfo, n: int, suffix: str = "") -> SFTRow:
     """An ``n``-frame overview question → the bare answer (``extra`` holds question and answer)."""
     from paravt.data.synth.oracle import _split_marker
 
     part = VideoPart(rel, 0.0, float(extra.duration), n)
     user = Message("user", _split_marker(overview_prompt(extra.question, extra.options), part))
-    return SFTRow(f"{extra.id}{OVQ}n{n}", "main", "none", (user, Message("assistant", extra.answer)), (rel,), extra)
+    return SFTRow(f"{extra.id}{OVQ}n{n}{suffix}", "main", "none", (user, Message("assistant", extra.answer)),
+                  (rel,), extra)
 
 
-def overview_rows(rel: str, extras: Sequence[ExtraInfo], rng: np.random.Generator) -> list[SFTRow]:
-    """Each question at n = 64 and at one smaller n of ``OVERVIEW_NS``."""
-    return [overview_row(rel, e, n) for e in extras for n in (64, int(rng.choice(OVERVIEW_NS)))]
+def mcq_variants(spec: VideoSpec, extra: ExtraInfo, rng: np.random.Generator, k: int) -> list[ExtraInfo]:
+    """``k - 1`` more versions of an MCQ: the same needle, fresh distractors and option order."""
+    from paravt.data.synth.questions import mcq
+
+    out = []
+    for _ in range(k - 1):
+        q = mcq(spec.needle, rng)
+        out.append(replace(extra, question=q.question, answer=q.answer, options=q.options))
+    return out
+
+
+def overview_rows(spec: VideoSpec, rel: str, extras: Sequence[ExtraInfo], rng: np.random.Generator,
+                  mcq_versions: int = MCQ_VARIANTS) -> list[SFTRow]:
+    """Each question at n = 64 and at one smaller n of ``OVERVIEW_NS``; the MCQ at n = 64 also in
+    ``mcq_versions - 1`` more versions (``mcq_variants``)."""
+    rows = [overview_row(rel, e, n) for e in extras for n in (64, int(rng.choice(OVERVIEW_NS)))]
+    for e in extras:
+        if e.task == "mcq":
+            rows += [overview_row(rel, v, 64, f"v{j}") for j, v in enumerate(mcq_variants(spec, e, rng, mcq_versions), 1)]
+    return rows
 
 
 def is_base_row(row: Row) -> bool:
@@ -165,4 +188,4 @@ def video_rows(spec: VideoSpec, rel: str, prompts: Sequence[RLRow], rng: np.rand
     questions = [_question(e) for e in extras]
     if held_out:
         return list(probe_rows(spec, rel, questions, extras, rng))
-    return [*perception_rows(spec, rel, questions, extras, rng, hits), *overview_rows(rel, extras, rng), *prompts]
+    return [*perception_rows(spec, rel, questions, extras, rng, hits), *overview_rows(spec, rel, extras, rng), *prompts]
