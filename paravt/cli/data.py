@@ -24,12 +24,15 @@ def synth(
     eval_videos: int = typer.Option(40, "--eval-videos", min=1, help="Evaluation videos (disjoint from training)."),
     seed: int = typer.Option(0, "--seed"),
     workers: int = typer.Option(2, "--workers", min=1, help="Processes writing videos."),
+    needle_kinds: str = typer.Option("flash,digit,shape", "--needle-kinds",
+                                     help="Needles to draw, comma-separated (flash, digit, shape)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Build ParaVT-Synth (DESIGN §9)."""
     from paravt.data.synth.build import build
 
-    m = build(output_dir(out), videos=videos, eval_videos=eval_videos, seed=seed, workers=workers)
+    kinds = tuple(k.strip() for k in needle_kinds.split(",") if k.strip())
+    m = build(output_dir(out), videos=videos, eval_videos=eval_videos, seed=seed, workers=workers, needle_kinds=kinds)
     if as_json:
         typer.echo(m.to_json())
         return

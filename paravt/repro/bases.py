@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +32,15 @@ from paravt import runlock
 from paravt.config import TrainConfig
 from paravt.repro.stages import finish_stage, start_stage
 
-DATA_VERSION = 2  # bump when paravt.data.synth.base / perception change what the base learns
+DATA_VERSION = 3  # bump when paravt.data.synth.base / perception change what the base learns
 
 
 def base_settings(cfg: TrainConfig, *, videos: int, probe_videos: int, model_size: str,
-                  probe_max_new_tokens: int) -> dict[str, Any]:
+                  probe_max_new_tokens: int, needle_kinds: Sequence[str]) -> dict[str, Any]:
     """What the base depends on (``cfg.prior`` already holds the prior's ``tool_mix``)."""
     v = cfg.video
-    return {"version": DATA_VERSION, "synth": {"videos": videos, "eval_videos": probe_videos, "seed": 0},
+    return {"version": DATA_VERSION, "synth": {"videos": videos, "eval_videos": probe_videos, "seed": 0,
+                                               "needle_kinds": list(needle_kinds)},
             "model_size": model_size, "prior": cfg.prior.model_dump(mode="json"),
             "video": {"overview_max_pixels": v.overview_max_pixels, "crop_max_pixels": v.crop_max_pixels,
                       "size_factor": v.size_factor},
@@ -96,7 +98,8 @@ def _ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: s
     synth, init, bdir = base_paths(root, settings, name)
     if start_stage(synth, "ParaVT-Synth of the pretrained base"):
         s = settings["synth"]
-        build(synth, videos=s["videos"], eval_videos=s["eval_videos"], seed=s["seed"], workers=2)
+        build(synth, videos=s["videos"], eval_videos=s["eval_videos"], seed=s["seed"], workers=2,
+              needle_kinds=s["needle_kinds"])
         finish_stage(synth)
     if start_stage(init, "tiny Qwen3-VL random init"):
         build_tiny("qwen3_vl", settings["model_size"], init)

@@ -124,3 +124,34 @@ def test_the_held_out_probe_uses_eval_videos_only(synth_dir: Path) -> None:
     clips = _clips(probe)
     assert sum(map(_is_hit, clips)) == sum(not _is_hit(r) for r in clips) > 0
     assert {r.id.rsplit("-n", 1)[1] for r in probe if OVQ in r.id} == {"4", "64"}
+
+
+def test_stamp_drills_copy_the_stamps_beside_the_needle_and_option_drills_its_letter() -> None:
+    """The text drills teach the two lookups in words: the first and last stamps written beside the
+    needle (or NOTHING when none is), and the letter of the option that names the stated needle."""
+    import numpy as np
+
+    from paravt.data.schema import ExtraInfo
+    from paravt.data.synth.drills import FILLERS, READ, drill_rows
+
+    e = ExtraInfo(id="v1-oe", task="oe", question="What brief event appears in the video?", answer="x", duration=90.0)
+    rows = drill_rows(e, np.random.default_rng(5), ("flash", "digit", "shape"), 40)
+    stamps, options = [r for r in rows if f"{READ}s" in r.id], [r for r in rows if f"{READ}o" in r.id]
+    assert len(stamps) == len(options) == 40 and not any(r.videos for r in rows)
+    misses = 0
+    for r in stamps:
+        lines = [ln for ln in r.messages[1].text.splitlines() if ln.startswith("<")]
+        odd = [ln.split(" seconds> ")[0][1:] for ln in lines if ln.split(" seconds> ")[1] not in FILLERS]
+        answer = r.messages[-1].text
+        if not odd:
+            misses += 1
+            assert answer == NOTHING
+            continue
+        assert _TIME.findall(answer) == ([odd[0]] if len(odd) == 1 else [odd[0], odd[-1]]), (lines, answer)
+        assert answer.split(" appears")[0].lower() in r.messages[1].text.lower()  # names what the words say
+    assert 10 <= misses <= 30
+    for r in options:
+        shown = r.messages[0].text.split("The clip shows ")[1].split(".\n")[0]
+        opts = dict(ln.split(". ", 1) for ln in r.messages[0].text.splitlines()[-4:])
+        right = opts[r.messages[-1].text]
+        assert right in shown and sum(o in shown for o in opts.values()) == 1, (shown, opts)

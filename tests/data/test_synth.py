@@ -51,3 +51,23 @@ def test_manifest_reports_that_small_overviews_miss_the_needle_more(synth_manife
     assert share["4"] > share["64"]
     assert share["4"] >= share["16"] >= share["64"]
     assert synth_manifest.counts["rl"] == 30
+
+
+def test_needle_kinds_limits_the_needles_drawn_and_unknown_kinds_are_refused(tmp_path: Path) -> None:
+    """`paravt repro` builds a flash-only ParaVT-Synth (docs/repro.md: the kind a tiny vision tower
+    learns in minutes); every row's needle is then a flash, and its questions ask for a colour."""
+    import json
+
+    import pytest
+
+    from paravt.errors import DataError
+
+    build(tmp_path / "f", videos=4, eval_videos=2, seed=3, max_duration=120, workers=1, needle_kinds=("flash",))
+    rows = read_rows(tmp_path / "f" / "rl.parquet") + read_rows(tmp_path / "f" / "eval.parquet")
+    assert {r.extra_info.needle_kind for r in rows} == {"flash"}
+    assert all(r.extra_info.answer.endswith(" flash") for r in rows if r.extra_info.task == "oe")
+    manifest = json.loads((tmp_path / "f" / "manifest.json").read_text())
+    assert manifest["params"]["needle_kinds"] == ["flash"] and set(manifest["counts"]["needle_kinds"]) == {"flash"}
+    for bad in ((), ("flash", "sparkle")):
+        with pytest.raises(DataError, match="needle_kinds"):
+            build(tmp_path / "bad", videos=1, eval_videos=0, needle_kinds=bad)

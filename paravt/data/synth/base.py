@@ -12,6 +12,9 @@ of an LMM's pretraining, before any of our tags. Built from TRAINING videos only
   ``MCQ_VARIANTS`` times (``…-ovq-n64vJ``), each with fresh distractors and a fresh option order:
   matching what the frames show to a letter is a skill of its own, and one MCQ per video gave it
   120 examples, too few to learn (docs/repro.md);
+- text-only reading drills (``paravt.data.synth.drills``, id ``…-read-…``): a clip written out as
+  stamped words → its description, a stated sighting + an MCQ → the letter; ``DRILLS_PER_VIDEO``
+  of each per training video, of the video's needle kind;
 - the RL prompts themselves (``kind=rl``): ``prior_traces`` turns them into the habit traces of
   ``paravt.data.synth.prior`` (long thinks, untagged answers and, for a share ``tool_mix``, one
   ``<tool_code>`` python call per turn: the strong prior; ``tool_mix = 0``: the weak prior).
@@ -40,6 +43,7 @@ CLIPS_PER_VIDEO = 4  # hit clips of a video of the most frequent needle kind; as
 CLIP_LEN_S = (16, 40)  # random clip lengths (whole seconds): 16 frames, 1–2.5 s apart, like a crop
 OVERVIEW_NS = (4, 8, 16, 32)  # the second overview of each question (the first is always 64)
 MCQ_VARIANTS = 4  # the n = 64 MCQ of a training video, each with its own distractors and order
+DRILLS_PER_VIDEO = 2  # stamp drills and option drills per training video (text only: cheap)
 SEE, OVQ = "-see-", "-ovq-"
 
 
@@ -148,7 +152,9 @@ def overview_rows(spec: VideoSpec, rel: str, extras: Sequence[ExtraInfo], rng: n
 
 
 def is_base_row(row: Row) -> bool:
-    return isinstance(row, SFTRow) and (SEE in row.id or OVQ in row.id)
+    from paravt.data.synth.drills import READ
+
+    return isinstance(row, SFTRow) and (SEE in row.id or OVQ in row.id or READ in row.id)
 
 
 def prior_traces(rows: Sequence[Row], *, tool_mix: float, think_sentences: int, seed: int = 0,
@@ -188,4 +194,8 @@ def video_rows(spec: VideoSpec, rel: str, prompts: Sequence[RLRow], rng: np.rand
     questions = [_question(e) for e in extras]
     if held_out:
         return list(probe_rows(spec, rel, questions, extras, rng))
-    return [*perception_rows(spec, rel, questions, extras, rng, hits), *overview_rows(spec, rel, extras, rng), *prompts]
+    from paravt.data.synth.drills import drill_rows
+
+    oe = next((e for e in extras if e.task == "oe"), extras[0])  # its question names no colour or digit
+    return [*perception_rows(spec, rel, questions, extras, rng, hits), *overview_rows(spec, rel, extras, rng),
+            *drill_rows(oe, rng, (spec.needle.kind,), DRILLS_PER_VIDEO), *prompts]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -29,7 +30,7 @@ import numpy as np
 
 from paravt.data.synth import oracle
 from paravt.data.synth.questions import questions_for
-from paravt.data.synth.scenes import VideoSpec, caught_by_overview, iter_frames, make_spec
+from paravt.data.synth.scenes import NEEDLE_KINDS, VideoSpec, caught_by_overview, iter_frames, make_spec
 from paravt.data.schema import OVERVIEW_NS, ExtraInfo, RLRow, Row, SFTRow, write_rows
 from paravt.errors import DataError
 
@@ -121,7 +122,10 @@ def _base_rows(train: list[VideoSpec], evals: list[VideoSpec], rel: dict[str, st
 
 def _base_kind(rid: str) -> str:
     from paravt.data.synth.base import OVQ, SEE
+    from paravt.data.synth.drills import READ
 
+    if READ in rid:
+        return "drill"
     if SEE in rid:
         return "clip_hit" if rid.split(SEE)[1].startswith("h") else "clip_miss"
     return "overview_qa" if OVQ in rid else "prompt"
@@ -139,14 +143,20 @@ def _needle_stats(extras: list[ExtraInfo], specs: list[VideoSpec]) -> dict[str, 
 
 def build(out_dir: str | Path, *, videos: int = 200, eval_videos: int = 40, seed: int = 0,
           workers: int = 2, size: tuple[int, int] = (64, 64), min_duration: int = 60,
-          max_duration: int = 300, gop: int = 20, seq_max_calls: int = 2) -> Manifest:
-    """Build ParaVT-Synth in ``out_dir`` (see the module docstring); returns the manifest."""
+          max_duration: int = 300, gop: int = 20, seq_max_calls: int = 2,
+          needle_kinds: Sequence[str] = NEEDLE_KINDS) -> Manifest:
+    """Build ParaVT-Synth in ``out_dir`` (see the module docstring); returns the manifest.
+    ``needle_kinds``: the needles drawn (all three by default; `paravt repro` uses flashes only,
+    the one kind a tiny vision tower learns in minutes: docs/repro.md)."""
     if videos < 1 or eval_videos < 0 or not 10 <= min_duration <= max_duration:
         raise DataError(f"videos={videos}, eval_videos={eval_videos}, durations [{min_duration}, {max_duration}]: "
                         "need videos ≥ 1, eval_videos ≥ 0 and 10 ≤ min_duration ≤ max_duration")
+    unknown = sorted(set(needle_kinds) - set(NEEDLE_KINDS))
+    if not needle_kinds or unknown:
+        raise DataError(f"needle_kinds={list(needle_kinds)}: use one or more of {', '.join(NEEDLE_KINDS)}")
     out = Path(out_dir)
     t0 = time.perf_counter()
-    kw = dict(min_duration=min_duration, max_duration=max_duration, size=size)
+    kw = dict(min_duration=min_duration, max_duration=max_duration, size=size, needle_kinds=tuple(needle_kinds))
     train = [make_spec(f"v{i:04d}", _rng(seed, _TRAIN, i), **kw) for i in range(videos)]  # type: ignore[arg-type]
     evals = [make_spec(f"e{i:04d}", _rng(seed, _EVAL, i), **kw) for i in range(eval_videos)]  # type: ignore[arg-type]
     rel = {s.name: f"videos/{'train' if s.name[0] == 'v' else 'eval'}/{s.name}.mp4" for s in train + evals}
@@ -189,7 +199,8 @@ def build(out_dir: str | Path, *, videos: int = 200, eval_videos: int = 40, seed
               "fps_choices": [1, 2], "duration_s": [min_duration, max_duration], "needle_len_s": [3, 8],
               "scene_len_s": [20, 60], "max_window_s": oracle.MAX_WINDOW_S, "crop_fps": oracle.CROP_FPS,
               "crop_max_frames": oracle.CROP_MAX_FRAMES, "gop": gop, "crf": 23,
-              "seq_max_calls": seq_max_calls, "eval_nframes": EVAL_NFRAMES, "overview_ns": list(OVERVIEW_NS)}
+              "seq_max_calls": seq_max_calls, "eval_nframes": EVAL_NFRAMES, "overview_ns": list(OVERVIEW_NS),
+              "needle_kinds": list(needle_kinds)}
     needle = {"train_prompts": _needle_stats([r.extra_info for r in rl], [s for s in train for _ in range(3)]),
               "eval_prompts": _needle_stats([r.extra_info for r in ev], [s for s in evals for _ in range(3)])}
     manifest = Manifest(str(out), counts, params, needle,

@@ -14,7 +14,7 @@ overview shows the needle — the row's "tool necessity".
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,15 +101,17 @@ class VideoSpec:
 
 
 def make_spec(name: str, rng: np.random.Generator, *, min_duration: int = 60, max_duration: int = 300,
-              size: tuple[int, int] = (64, 64), needle_len: tuple[int, int] = (3, 8)) -> VideoSpec:
-    """Draw one video design from ``rng`` (all randomness of a video comes from here)."""
+              size: tuple[int, int] = (64, 64), needle_len: tuple[int, int] = (3, 8),
+              needle_kinds: Sequence[str] = NEEDLE_KINDS) -> VideoSpec:
+    """Draw one video design from ``rng`` (all randomness of a video comes from here); its needle
+    is of one of ``needle_kinds`` (all three by default)."""
     duration = int(rng.integers(min_duration, max_duration + 1))
     fps = int(rng.choice([1, 2]))
     w, h = size
     scenes = _make_scenes(rng, duration, w, h)
     length = int(rng.integers(needle_len[0], needle_len[1] + 1))
     start = int(rng.integers(2, duration - length - 2 + 1))
-    kind = str(rng.choice(NEEDLE_KINDS))
+    kind = str(rng.choice(list(needle_kinds)))
     if kind == "flash":
         needle = Needle(kind, start, start + length, str(rng.choice(NEEDLE_COLORS)))
     elif kind == "digit":

@@ -1,0 +1,86 @@
+"""Text-only reading drills of the simulated pretrained base: the two LOOKUPS that a clip
+description and an overview MCQ need, taught in text, as a language model's pretraining teaches
+them before it ever sees a frame (issue 27; docs/repro.md, "The simulated pretrained base").
+
+- **stamp drill** (id ``…-read-sN``): the sub-agent's prompt with the clip written out as text, one
+  ``<t seconds>`` stamp per temporal patch followed by what the patch shows ("grey" scenes, the
+  needle for a few patches) → the clip's description in ``perception.describe_clip``'s words
+  ("A full-frame red flash appears from 16.2 s to 20.0 s." or ``NOTHING``): copy the first and
+  last stamps of the odd patches. Measured without it (flash-only clips, greedy, held-out): the
+  stated time stayed wrong (0 of 60 right) after 800 steps and reached 26 of 60 only after 2,000;
+- **option drill** (id ``…-read-oN``): "The clip shows <what>." + a question and four lettered
+  options → the letter of the option naming it: the letter lookup of an MCQ.
+
+The drills carry no video, so they cost a few dozen tokens each. Stamps and spans follow a clip's
+(``base.CLIP_LEN_S`` seconds, 8 patches, 0–300 s), so nothing about the numbers is new to the base.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from paravt.data.schema import ExtraInfo, Message, SFTRow
+from paravt.data.synth.perception import NOTHING, stamp_text
+from paravt.data.synth.questions import LETTERS
+from paravt.data.synth.scenes import NEEDLE_COLORS, SHAPES, Needle
+
+READ = "-read-"
+PATCHES = 8  # a 16-frame crop in Qwen3-VL's temporal patches of 2
+FILLERS = ("grey", "a grey scene", "two dark shapes on grey")  # what a patch without the needle shows
+
+
+def random_needle(rng: np.random.Generator, kinds: tuple[str, ...]) -> Needle:
+    """A needle of one of ``kinds`` (its times are unused by the drills)."""
+    kind = str(rng.choice(list(kinds)))
+    if kind == "flash":
+        return Needle(kind, 0, 1, str(rng.choice(NEEDLE_COLORS)))
+    if kind == "digit":
+        return Needle(kind, 0, 1, "white", digit=int(rng.integers(0, 10)))
+    return Needle(kind, 0, 1, str(rng.choice(NEEDLE_COLORS)), shape=str(rng.choice(SHAPES)))
+
+
+def _sentence(needle: Needle, a: str, b: str) -> str:
+    what = needle.description[0].upper() + needle.description[1:]
+    return f"{what} appears at {a} s." if a == b else f"{what} appears from {a} s to {b} s."
+
+
+def stamp_drill(rid: str, extra: ExtraInfo, needle: Needle, rng: np.random.Generator) -> SFTRow:
+    """A clip written out as text → its description (a miss about half the time)."""
+    from paravt.protocol import prompts
+
+    step = float(rng.choice([1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0]))
+    t0 = float(rng.integers(0, 280)) + step / 2
+    stamps = [t0 + j * step for j in range(PATCHES)]
+    shown = [False] * PATCHES
+    if rng.random() < 0.5:
+        first = int(rng.integers(0, PATCHES))
+        last = min(PATCHES - 1, first + int(rng.integers(0, 4)))
+        shown[first:last + 1] = [True] * (last - first + 1)
+    filler = str(rng.choice(FILLERS))
+    lines = "\n".join(f"<{stamp_text(t)} seconds> {needle.description if s else filler}" for t, s in zip(stamps, shown))
+    start, end = stamps[0] - step / 2, stamps[-1] + step / 2
+    text = prompts.subagent_user_prompt(extra.question, start, end).replace("<video>", f"[the clip, in words]\n{lines}")
+    hit = [stamp_text(t) for t, s in zip(stamps, shown) if s]
+    answer = _sentence(needle, hit[0], hit[-1]) if hit else NOTHING
+    msgs = (Message("system", prompts.subagent_system_prompt()), Message("user", text), Message("assistant", answer))
+    return SFTRow(rid, "sub", "sub", msgs, (), extra)
+
+
+def option_drill(rid: str, extra: ExtraInfo, needle: Needle, rng: np.random.Generator) -> SFTRow:
+    """A stated sighting + an MCQ of the synthetic task's kind → the letter naming it."""
+    from paravt.data.synth.base import overview_prompt
+    from paravt.data.synth.questions import mcq
+
+    q = mcq(needle, rng)
+    user = f"The clip shows {needle.description}.\n" + overview_prompt(q.question, q.options).replace("<video>\n", "")
+    assert q.answer in LETTERS
+    return SFTRow(rid, "main", "none", (Message("user", user), Message("assistant", q.answer)), (), extra)
+
+
+def drill_rows(extra: ExtraInfo, rng: np.random.Generator, kinds: tuple[str, ...], per_kind: int) -> list[SFTRow]:
+    """``per_kind`` stamp drills and as many option drills, their needles drawn from ``kinds``."""
+    out = []
+    for j in range(per_kind):
+        out.append(stamp_drill(f"{extra.id}{READ}s{j}", extra, random_needle(rng, kinds), rng))
+        out.append(option_drill(f"{extra.id}{READ}o{j}", extra, random_needle(rng, kinds), rng))
+    return out
