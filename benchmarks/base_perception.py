@@ -7,7 +7,8 @@ the base's design in docs/repro.md ("The simulated pretrained base").
     .venv/bin/python benchmarks/base_perception.py ... --init runs/exp/flash800 --rows clips --steps 1200
 
 ``--rows all``: clip descriptions, overview QA and drills; ``clips``: clip descriptions only.
-``--kind``: keep the videos of one needle kind (the probe too). Prints the loss every 100 steps
+``--kind``: keep the videos of one needle kind (the probe too: its rows are written to
+``SYNTH/base_eval_KIND.parquet``, beside the videos they name). Prints the loss every 100 steps
 and the probe (``repro.base_probe.score_probe``, with its per-kind rates) as the last line.
 """
 

@@ -109,15 +109,18 @@ async def _stop(process: anyio.abc.Process) -> None:
 
 
 def _exited(pid: int) -> bool:
-    """The process has exited (a zombie, or reaped) by /proc; False where /proc is missing, and
-    then only EOF tells (the reader task sees it a moment later)."""
+    """The process has exited (a zombie, or reaped: its /proc entry is gone). False where /proc
+    cannot tell (missing, or unreadable: hidepid, another PID namespace); then only EOF tells (the
+    reader task sees it a moment later)."""
     proc = Path("/proc")
     if not proc.is_dir():
         return False
     try:
         state = (proc / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+    except (FileNotFoundError, ProcessLookupError):
         return True
+    except (OSError, IndexError):
+        return False
     return state in ("Z", "X")
 
 

@@ -11,8 +11,12 @@ them before it ever sees a frame (issue 27; docs/repro.md, "The simulated pretra
 - **option drill** (id ``…-read-oN``): "The clip shows <what>." + a question and four lettered
   options → the letter of the option naming it: the letter lookup of an MCQ.
 
-The drills carry no video, so they cost a few dozen tokens each. Stamps and spans follow a clip's
-(``base.CLIP_LEN_S`` seconds, 8 patches, 0–300 s), so nothing about the numbers is new to the base.
+The drills carry no video, so they cost a few dozen tokens each. A drill clip is 8 patches with
+stamps 1–5 s apart starting anywhere in 0–280 s: the numbers of real crops (8 patches 2–5 s apart,
+0–300 s) and some closer spacings; the lookup, not the spacing, is what is taught. A drill row
+carries its video's open-ended ``extra_info`` for provenance only: its needle is drawn afresh
+(``random_needle``), so ``extra_info.answer`` and the needle times do not describe the drill
+(nothing reads them: the probe and the trainers read the messages).
 """
 
 from __future__ import annotations
