@@ -6,7 +6,8 @@ the base's design in docs/repro.md ("The simulated pretrained base").
         --steps 800 --out runs/exp/flash800 --kind flash            # perception rows of flash videos
     .venv/bin/python benchmarks/base_perception.py ... --init runs/exp/flash800 --rows clips --steps 1200
 
-``--rows all``: clip descriptions, overview QA and drills; ``clips``: clip descriptions only.
+``--rows all``: clip descriptions, overview QA and drills; ``clips``: clip descriptions only;
+``overview``: the overview questions only.
 ``--kind``: keep the videos of one needle kind (the probe too: its rows are written to
 ``SYNTH/base_eval_KIND.parquet``, beside the videos they name). Prints the loss every 100 steps
 and the probe (``repro.base_probe.score_probe``, with its per-kind rates) as the last line.
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from paravt.data.chat import to_chat_messages
 from paravt.data.schema import read_rows, write_rows
-from paravt.data.synth.base import SEE, is_base_row
+from paravt.data.synth.base import OVQ, SEE, is_base_row
 from paravt.repro.base_probe import run_probe
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import SFTTrainer, build_sequence
@@ -35,7 +36,7 @@ def main() -> None:
     ap.add_argument("--init", required=True, help="the model to start from (a random tiny init or a checkpoint)")
     ap.add_argument("--steps", type=int, required=True)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--rows", choices=("all", "clips"), default="all")
+    ap.add_argument("--rows", choices=("all", "clips", "overview"), default="all")
     ap.add_argument("--kind", default=None, help="flash | digit | shape: that kind's videos only")
     ap.add_argument("--lr", type=float, default=1e-3)
     a = ap.parse_args()
@@ -43,8 +44,8 @@ def main() -> None:
     def keep(r) -> bool:  # noqa: ANN001
         return a.kind is None or r.extra_info.needle_kind == a.kind
 
-    rows = [r for r in read_rows(a.synth / "base.parquet")
-            if is_base_row(r) and (a.rows == "all" or SEE in r.id) and keep(r)]
+    marker = {"all": "", "clips": SEE, "overview": OVQ}[a.rows]
+    rows = [r for r in read_rows(a.synth / "base.parquet") if is_base_row(r) and marker in r.id and keep(r)]
     a.out.mkdir(parents=True, exist_ok=True)
     probe = a.synth / "base_eval.parquet"
     if a.kind:  # the probe's rows of that kind, beside the videos they name

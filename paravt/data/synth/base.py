@@ -35,7 +35,7 @@ import numpy as np
 from paravt.data.schema import ExtraInfo, Message, RLRow, Row, SFTRow, VideoPart
 from paravt.data.synth.oracle import Window, crop_nframes, plan_windows
 from paravt.data.synth.perception import NOTHING, describe_clip
-from paravt.data.synth.questions import Question
+from paravt.data.synth.questions import Question, overview_prompt
 from paravt.data.synth.scenes import VideoSpec
 from paravt.errors import DataError
 
@@ -111,12 +111,6 @@ def perception_rows(spec: VideoSpec, rel: str, questions: Sequence[Question], ex
             k = j % len(questions)
             out.append(_clip_row(spec, rel, questions[k], extras[k], w, f"{extras[k].id}{SEE}{tag}{j}"))
     return out
-
-
-def overview_prompt(question: str, options: Sequence[str] | None) -> str:
-    """The plain-text overview question: the video, the question, the options (no tags)."""
-    opts = "".join(f"\n{o}" for o in options or ())
-    return f"<video>\n{question.strip()}{opts}"
 
 
 def overview_row(rel: str, extra: ExtraInfo, n: int, suffix: str = "") -> SFTRow:

@@ -141,19 +141,22 @@ def _needle_stats(extras: list[ExtraInfo], specs: list[VideoSpec]) -> dict[str, 
     return out
 
 
+def _check_args(videos: int, eval_videos: int, min_duration: int, max_duration: int,
+                needle_kinds: Sequence[str]) -> None:
+    if videos < 1 or eval_videos < 0 or not 10 <= min_duration <= max_duration:
+        raise DataError(f"videos={videos}, eval_videos={eval_videos}, durations [{min_duration}, {max_duration}]: "
+                        "need videos ≥ 1, eval_videos ≥ 0 and 10 ≤ min_duration ≤ max_duration")
+    if not needle_kinds or set(needle_kinds) - set(NEEDLE_KINDS):
+        raise DataError(f"needle_kinds={list(needle_kinds)}: use one or more of {', '.join(NEEDLE_KINDS)}")
+
+
 def build(out_dir: str | Path, *, videos: int = 200, eval_videos: int = 40, seed: int = 0,
           workers: int = 2, size: tuple[int, int] = (64, 64), min_duration: int = 60,
           max_duration: int = 300, gop: int = 20, seq_max_calls: int = 2,
           needle_kinds: Sequence[str] = NEEDLE_KINDS) -> Manifest:
-    """Build ParaVT-Synth in ``out_dir`` (see the module docstring); returns the manifest.
-    ``needle_kinds``: the needles drawn (all three by default; `paravt repro` uses flashes only,
-    the one kind a tiny vision tower learns in minutes: docs/repro.md)."""
-    if videos < 1 or eval_videos < 0 or not 10 <= min_duration <= max_duration:
-        raise DataError(f"videos={videos}, eval_videos={eval_videos}, durations [{min_duration}, {max_duration}]: "
-                        "need videos ≥ 1, eval_videos ≥ 0 and 10 ≤ min_duration ≤ max_duration")
-    unknown = sorted(set(needle_kinds) - set(NEEDLE_KINDS))
-    if not needle_kinds or unknown:
-        raise DataError(f"needle_kinds={list(needle_kinds)}: use one or more of {', '.join(NEEDLE_KINDS)}")
+    """Build ParaVT-Synth in ``out_dir`` (module docstring); returns the manifest. ``needle_kinds``:
+    the needles drawn (all by default; `paravt repro`: flashes only, docs/repro.md)."""
+    _check_args(videos, eval_videos, min_duration, max_duration, needle_kinds)
     out = Path(out_dir)
     t0 = time.perf_counter()
     kw = dict(min_duration=min_duration, max_duration=max_duration, size=size, needle_kinds=tuple(needle_kinds))

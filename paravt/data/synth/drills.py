@@ -72,8 +72,7 @@ def stamp_drill(rid: str, extra: ExtraInfo, needle: Needle, rng: np.random.Gener
 
 def option_drill(rid: str, extra: ExtraInfo, needle: Needle, rng: np.random.Generator) -> SFTRow:
     """A stated sighting + an MCQ of the synthetic task's kind → the letter naming it."""
-    from paravt.data.synth.base import overview_prompt
-    from paravt.data.synth.questions import mcq
+    from paravt.data.synth.questions import mcq, overview_prompt
 
     q = mcq(needle, rng)
     user = f"The clip shows {needle.description}.\n" + overview_prompt(q.question, q.options).replace("<video>\n", "")

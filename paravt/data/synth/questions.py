@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,6 +71,13 @@ def tvg(needle: Needle) -> Question:
 
 def oe(needle: Needle) -> Question:
     return Question("oe", "What brief event appears in the video? Answer in a few words.", needle.label)
+
+
+def overview_prompt(question: str, options: Sequence[str] | None) -> str:
+    """The plain-text overview question of the simulated base: the video, the question, the
+    options (no tags)."""
+    opts = "".join(f"\n{o}" for o in options or ())
+    return f"<video>\n{question.strip()}{opts}"
 
 
 def questions_for(needle: Needle, rng: np.random.Generator) -> tuple[Question, Question, Question]:
