@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from paravt.data.schema import ExtraInfo, Message, SFTRow
-from paravt.data.synth.perception import NOTHING, stamp_text
+from paravt.data.synth.perception import NOTHING, sighting, stamp_text
 from paravt.data.synth.questions import LETTERS
 from paravt.data.synth.scenes import NEEDLE_COLORS, SHAPES, Needle
 
@@ -41,11 +41,6 @@ def random_needle(rng: np.random.Generator, kinds: tuple[str, ...]) -> Needle:
     if kind == "digit":
         return Needle(kind, 0, 1, "white", digit=int(rng.integers(0, 10)))
     return Needle(kind, 0, 1, str(rng.choice(NEEDLE_COLORS)), shape=str(rng.choice(SHAPES)))
-
-
-def _sentence(needle: Needle, a: str, b: str) -> str:
-    what = needle.description[0].upper() + needle.description[1:]
-    return f"{what} appears at {a} s." if a == b else f"{what} appears from {a} s to {b} s."
 
 
 def stamp_drill(rid: str, extra: ExtraInfo, needle: Needle, rng: np.random.Generator) -> SFTRow:
@@ -65,7 +60,7 @@ def stamp_drill(rid: str, extra: ExtraInfo, needle: Needle, rng: np.random.Gener
     start, end = stamps[0] - step / 2, stamps[-1] + step / 2
     text = prompts.subagent_user_prompt(extra.question, start, end).replace("<video>", f"[the clip, in words]\n{lines}")
     hit = [stamp_text(t) for t, s in zip(stamps, shown) if s]
-    answer = _sentence(needle, hit[0], hit[-1]) if hit else NOTHING
+    answer = sighting(needle, hit[0], hit[-1]) if hit else NOTHING
     msgs = (Message("system", prompts.subagent_system_prompt()), Message("user", text), Message("assistant", answer))
     return SFTRow(rid, "sub", "sub", msgs, (), extra)
 

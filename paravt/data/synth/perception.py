@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from paravt.data.synth.scenes import VideoSpec, window_indices
+from paravt.data.synth.scenes import Needle, VideoSpec, window_indices
 
 TEMPORAL_PATCH = 2  # tiny Qwen3-VL / Qwen2.5-VL vision config (paravt.data.synth.tiny): temporal_patch_size
 NOTHING = "Nothing brief appears in this window."
@@ -51,7 +51,10 @@ def describe_clip(spec: VideoSpec, start: float, end: float, nframes: int) -> st
     stamps = needle_stamps(spec, start, end, nframes)
     if not stamps:
         return NOTHING
-    what = spec.needle.description
-    what = what[0].upper() + what[1:]
-    a, b = stamp_text(stamps[0]), stamp_text(stamps[-1])
-    return f"{what} appears at {a} s." if a == b else f"{what} appears from {a} s to {b} s."
+    return sighting(spec.needle, stamp_text(stamps[0]), stamp_text(stamps[-1]))
+
+
+def sighting(needle: Needle, first: str, last: str) -> str:
+    """The description's sentence for a needle seen from stamp ``first`` to stamp ``last``."""
+    what = needle.description[0].upper() + needle.description[1:]
+    return f"{what} appears at {first} s." if first == last else f"{what} appears from {first} s to {last} s."
