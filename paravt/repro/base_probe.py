@@ -54,9 +54,9 @@ def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any
                            ("named_right", reply.split(" appears")[0] == target.split(" appears")[0])):
                 k.setdefault(key, []).append(bool(v))
         elif SEE in row.id:
-            miss_of += 1
-            false += reports(reply)
-            k.setdefault("false_reports", []).append(bool(reports(reply)))
+            said = reports(reply)
+            miss_of, false = miss_of + 1, false + said
+            k.setdefault("false_reports", []).append(bool(said))
         elif OVQ in row.id:
             n = int(row.id.rsplit("-n", 1)[1].split("v")[0])
             ok = reply.strip()[:1].upper() == target.strip()[:1].upper()

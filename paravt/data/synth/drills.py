@@ -15,7 +15,7 @@ The drills carry no video, so they cost a few dozen tokens each. A drill clip is
 stamps 1–5 s apart starting anywhere in 0–280 s: the numbers of real crops (8 patches 2–5 s apart,
 0–300 s) and some closer spacings; the lookup, not the spacing, is what is taught. A drill row
 carries its video's open-ended ``extra_info`` for provenance only: its needle is drawn afresh
-(``random_needle``), so ``extra_info.answer`` and the needle times do not describe the drill
+(``scenes.draw_needle``), so ``extra_info.answer`` and the needle times do not describe the drill
 (nothing reads them: the probe and the trainers read the messages).
 """
 
@@ -26,21 +26,11 @@ import numpy as np
 from paravt.data.schema import ExtraInfo, Message, SFTRow
 from paravt.data.synth.perception import NOTHING, sighting, stamp_text
 from paravt.data.synth.questions import LETTERS
-from paravt.data.synth.scenes import NEEDLE_COLORS, SHAPES, Needle
+from paravt.data.synth.scenes import Needle, draw_needle
 
 READ = "-read-"
 PATCHES = 8  # a 16-frame crop in Qwen3-VL's temporal patches of 2
 FILLERS = ("grey", "a grey scene", "two dark shapes on grey")  # what a patch without the needle shows
-
-
-def random_needle(rng: np.random.Generator, kinds: tuple[str, ...]) -> Needle:
-    """A needle of one of ``kinds`` (its times are unused by the drills)."""
-    kind = str(rng.choice(list(kinds)))
-    if kind == "flash":
-        return Needle(kind, 0, 1, str(rng.choice(NEEDLE_COLORS)))
-    if kind == "digit":
-        return Needle(kind, 0, 1, "white", digit=int(rng.integers(0, 10)))
-    return Needle(kind, 0, 1, str(rng.choice(NEEDLE_COLORS)), shape=str(rng.choice(SHAPES)))
 
 
 def stamp_drill(rid: str, extra: ExtraInfo, needle: Needle, rng: np.random.Generator) -> SFTRow:
@@ -79,6 +69,6 @@ def drill_rows(extra: ExtraInfo, rng: np.random.Generator, kinds: tuple[str, ...
     """``per_kind`` stamp drills and as many option drills, their needles drawn from ``kinds``."""
     out = []
     for j in range(per_kind):
-        out.append(stamp_drill(f"{extra.id}{READ}s{j}", extra, random_needle(rng, kinds), rng))
-        out.append(option_drill(f"{extra.id}{READ}o{j}", extra, random_needle(rng, kinds), rng))
+        out.append(stamp_drill(f"{extra.id}{READ}s{j}", extra, draw_needle(rng, kinds, 0, 1), rng))
+        out.append(option_drill(f"{extra.id}{READ}o{j}", extra, draw_needle(rng, kinds, 0, 1), rng))
     return out

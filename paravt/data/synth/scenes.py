@@ -111,14 +111,18 @@ def make_spec(name: str, rng: np.random.Generator, *, min_duration: int = 60, ma
     scenes = _make_scenes(rng, duration, w, h)
     length = int(rng.integers(needle_len[0], needle_len[1] + 1))
     start = int(rng.integers(2, duration - length - 2 + 1))
-    kind = str(rng.choice(list(needle_kinds)))
+    return VideoSpec(name, duration, fps, w, h, scenes, draw_needle(rng, needle_kinds, start, start + length))
+
+
+def draw_needle(rng: np.random.Generator, kinds: Sequence[str], start: float, end: float) -> Needle:
+    """A needle of one of ``kinds`` shown over [start, end): its kind, then its colour, digit or
+    shape, drawn from ``rng`` in that order."""
+    kind = str(rng.choice(list(kinds)))
     if kind == "flash":
-        needle = Needle(kind, start, start + length, str(rng.choice(NEEDLE_COLORS)))
-    elif kind == "digit":
-        needle = Needle(kind, start, start + length, "white", digit=int(rng.integers(0, 10)))
-    else:
-        needle = Needle(kind, start, start + length, str(rng.choice(NEEDLE_COLORS)), shape=str(rng.choice(SHAPES)))
-    return VideoSpec(name, duration, fps, w, h, scenes, needle)
+        return Needle(kind, start, end, str(rng.choice(NEEDLE_COLORS)))
+    if kind == "digit":
+        return Needle(kind, start, end, "white", digit=int(rng.integers(0, 10)))
+    return Needle(kind, start, end, str(rng.choice(NEEDLE_COLORS)), shape=str(rng.choice(SHAPES)))
 
 
 def _make_scenes(rng: np.random.Generator, duration: int, w: int, h: int) -> tuple[Scene, ...]:
