@@ -32,10 +32,12 @@ The measured main-agent input tokens (summed over its requests, as the eval coun
 printed next to ``T_par(K) = v + s + K·h`` and ``T_seq(K) = K·(v + s) + K(K+1)/2·h`` with v, s, h
 fitted per mode by ``paravt.eval.tokens`` (v = overview visual tokens).
 
-What is not covered: GPU batching (on an accelerator a batch of K costs about one row; on 2 CPU
-cores it costs much more), real-model summary lengths (a random model decodes until the limit).
+``--device cuda --dtype bfloat16`` times the same turn with the policy on an accelerator (one
+process: the thread and replica engines are CPU engines). What is not covered: real-model summary
+lengths (a random model decodes until the limit), models larger than the tiny sizes.
 
     .venv/bin/python benchmarks/dispatch.py [--reps 3] [--sub-tokens 48] [--size xs] [--replicas 2]
+    python benchmarks/dispatch.py --device cuda --dtype bfloat16 --size m --reps 5   # on a GPU
 
 The last line printed is JSON.
 """
@@ -229,7 +231,8 @@ def token_table(rows: list[ResultRow]) -> list[dict[str, Any]]:
 def render(timing: list[dict[str, Any]], tokens: list[dict[str, Any]], meta: dict[str, Any]) -> None:
     c = Console()
     t = Table(title=f"Tool part of one turn, K crop_video calls ({meta['window_s']:g} s windows, "
-                    f"{meta['sub_tokens']} sub-agent tokens, tiny qwen3_vl-{meta['size']}, hf backend, CPU)")
+                    f"{meta['sub_tokens']} sub-agent tokens, tiny qwen3_vl-{meta['size']}, hf backend, "
+                    f"{meta['device']} {meta['dtype']})")
     for col in ("engine", "K", "parallel s", "sequential s", "seq / par", "crops par s", "crops seq s", "generate par s",
                 "generate seq s", "cpu par s", "cpu seq s", "cpu seq / par", "same summaries"):
         t.add_column(col, justify="right")
@@ -263,6 +266,9 @@ def main() -> None:
                    help="torch intra-op threads (1: tiny models are overhead-bound; 2 stalls on a busy box)")
     p.add_argument("--replicas", type=int, default=2,
                    help="also time a ReplicaGenerator with this many processes (paravt.models.hf.replicas; 1: skip)")
+    p.add_argument("--device", default="cpu", help="torch device of the policy (cuda: one process; the "
+                   "prefill-threads and replicas engines are CPU engines and are skipped)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--prefill-threads", type=int, default=2,
                    help="torch threads of the prefill only (HFGenerator.prefill_threads); the timing runs "
                         "without it (before) and with it (after), in this one run")
@@ -270,16 +276,20 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        hf = HFGenerator(load_policy(build_tiny("qwen3_vl", args.size, work / "model").path), max_batch=16)
+        hf = HFGenerator(load_policy(build_tiny("qwen3_vl", args.size, work / "model").path, device=args.device,
+                                     dtype=args.dtype), max_batch=16)
+        on_cpu = args.device == "cpu"
         video = _video(work / "v.mp4")
         sampling = SamplingParams(temperature=0.0, max_new_tokens=args.sub_tokens)
         ctx = ToolContext(episode_id="bench", video=video, info=probe(video), crop_max_frames=16, crop_fps=1.0,
                           crop_max_pixels=224 * 224, size_factor=32)
-        timing = time_dispatch(Bench(hf, build_toolset(["crop_video"]), ctx, sampling), args.reps, "1 process")
-        both = HFGenerator(hf.policy, max_batch=16, prefill_threads=args.prefill_threads)
-        timing += time_dispatch(Bench(both, build_toolset(["crop_video"]), ctx, sampling), args.reps,
-                                f"1 process, prefill_threads={args.prefill_threads}")
-        if args.replicas > 1:
+        timing = time_dispatch(Bench(hf, build_toolset(["crop_video"]), ctx, sampling), args.reps,
+                               "1 process" if on_cpu else f"1 process, {args.device} {args.dtype}")
+        if on_cpu:
+            both = HFGenerator(hf.policy, max_batch=16, prefill_threads=args.prefill_threads)
+            timing += time_dispatch(Bench(both, build_toolset(["crop_video"]), ctx, sampling), args.reps,
+                                    f"1 process, prefill_threads={args.prefill_threads}")
+        if args.replicas > 1 and on_cpu:
             rep = ReplicaGenerator(hf.policy, args.replicas, max_batch=16)
             if not rep.wait_started():
                 raise SystemExit(f"replicas did not start: {[r.down for r in rep.remotes]}")
@@ -287,7 +297,7 @@ def main() -> None:
                                     f"{args.replicas} replicas")
             rep.close()
         tokens = token_table(measure_tokens(hf, video, sampling, args.overview))
-    meta = {"size": args.size, "sub_tokens": args.sub_tokens, "window_s": WINDOW_S, "reps": args.reps,
+    meta = {"device": args.device, "dtype": args.dtype, "size": args.size, "sub_tokens": args.sub_tokens, "window_s": WINDOW_S, "reps": args.reps,
             "threads": args.threads, "prefill_threads": args.prefill_threads, "replicas": args.replicas,
             "overview": args.overview}
     render(timing, tokens, meta)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,16 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     return cfg
 
 
+def with_config_overrides(cfg: TrainConfig, overrides: Sequence[str]) -> TrainConfig:
+    """``cfg`` with ``--set a.b=value`` strings applied, validated (the config's own checks, e.g.
+    replicas only on a CPU); ``cfg`` itself when there are none."""
+    from paravt.config.loading import resolve
+
+    if not overrides:
+        return cfg
+    return resolve(TrainConfig, cfg.model_dump(mode="json"), "paravt repro --set", overrides)
+
+
 _stage, _done = start_stage, finish_stage
 
 
@@ -202,8 +213,8 @@ def eval_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: 
     for n, modes in plan:
         d = out / v.name / f"seed{seed}" / f"eval_n{n}"
         if _stage(d, f"eval {v.name} seed {seed} n={n} {'/'.join(modes)}"):
-            backend = backend or open_backend(model, prefill_threads=cfg.model.prefill_threads,
-                                             replicas=cfg.model.replicas,
+            backend = backend or open_backend(model, device=cfg.model.device,
+                                             prefill_threads=cfg.model.prefill_threads, replicas=cfg.model.replicas,
                                              replica_timeout_s=cfg.model.replica_timeout_s)
             samples = load_episode_inputs(out / "synth" / "eval.parquet", nframes=n, limit=limit)
             evaluate(samples, backend, settings, modes=list(modes), out=d, workers=cfg.eval.workers, progress=True)
@@ -246,10 +257,12 @@ def _stage_checks(strong: dict[str, Any], chosen_metrics: dict[str, float]) -> d
 
 
 def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str | None = None,
-              eval_limit: int | None = None, bases: Path | None = None) -> Path:
+              eval_limit: int | None = None, bases: Path | None = None, overrides: Sequence[str] = ()) -> Path:
     """Run every stage for the chosen variants and seeds; returns ``out/summary.json``. The
     pretrained bases are built once under ``bases`` (default ``OUT/../bases``: shared by the runs
-    beside ``out``)."""
+    beside ``out``). ``overrides`` (``--set a.b=value``) apply to the preset's config of EVERY stage
+    and variant, e.g. ``model.device=cuda``, ``model.replicas=1`` on an accelerator; the base's
+    cache key holds what the base learns (``repro.bases.base_settings``), not where it runs."""
     from paravt.data.synth.build import build
     from paravt.repro.claims import check_claims
     from paravt.repro.diagnosis import needle_windows
@@ -265,7 +278,7 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
         build(out / "synth", videos=p.train_videos, eval_videos=p.eval_videos, seed=0, workers=2,
               needle_kinds=p.needle_kinds)
         _done(out / "synth")
-    cfg = base_config(out, p)
+    cfg = with_config_overrides(base_config(out, p), overrides)
     root = bases or out.resolve().parent / "bases"
     selections = {k: cold_start(out, cfg, p, k, root) for k in sorted({v.prior for v in chosen})}
     summaries: dict[str, Any] = {}

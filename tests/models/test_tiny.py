@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from paravt.cli import app as cli_app
 from paravt.errors import ModelError
-from paravt.models.hf.loading import load_policy
+from paravt.models.hf.loading import accelerator_attention, load_policy
 from paravt.data.synth.tiny import SIZES, build_tiny
 
 
@@ -85,3 +85,17 @@ def test_new_models_get_the_protocol_tokenizer_and_legacy_checkpoints_load_with_
     legacy_ids = train_tokenizer("legacy")(text, add_special_tokens=False)["input_ids"]
     assert p.tokenizer(text, add_special_tokens=False)["input_ids"] == legacy_ids
     assert len(load_policy(new.path).tokenizer(text, add_special_tokens=False)["input_ids"]) < len(legacy_ids) / 2
+
+
+def test_accelerator_attention_turns_cudnn_sdpa_off_on_cuda_only() -> None:
+    """On CUDA the cuDNN SDPA backend re-plans for every decode step's new key length (11 ms a call
+    measured on an H200); `accelerator_attention` turns it off there and leaves a CPU run alone."""
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    try:
+        torch.backends.cuda.enable_cudnn_sdp(True)
+        accelerator_attention("cpu")
+        assert torch.backends.cuda.cudnn_sdp_enabled()
+        accelerator_attention("cuda:0")
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(before)

@@ -3,7 +3,8 @@
 One code path for the tiny checkpoints and for real ones such as ``Qwen/Qwen3-VL-8B-Instruct``
 (``local_files_only=True``: nothing is downloaded here). A model that loads with SDPA attention
 is switched to ``paravt_sdpa`` (``paravt.models.hf.decode_mask``: the same attention, a cheaper
-mask for padded one-token decode steps).
+mask for padded one-token decode steps). On CUDA, ``accelerator_attention`` turns off PyTorch's
+cuDNN SDPA backend for the process (why: its docstring).
 """
 
 from __future__ import annotations
@@ -49,6 +50,19 @@ def load_processor(path: str) -> Any:
             "one written by `paravt model tiny`) or a hub id already in the local HF cache") from None
 
 
+def accelerator_attention(device: str | torch.device) -> None:
+    """On a CUDA device, turn PyTorch's cuDNN SDPA backend off, process-wide; nothing elsewhere.
+
+    Measured on an H200 (torch 2.11, bf16, tiny qwen3_vl-s, docs/performance.md "On a GPU"): SDPA
+    with a mask went to cuDNN, which builds an execution plan for every new (batch, query, key)
+    shape, and a decode step's key length grows by one each step: 224 attention calls took 2.54 s
+    of host time in a 2.96 s K = 4 sub-agent turn (11 ms each). Without it the flash / efficient /
+    math kernels serve the same calls with no plan and the turn took 0.33 s; a training pass's
+    padded batch lengths change every step too, so the same holds there."""
+    if torch.device(device).type == "cuda":
+        torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 def load_policy(path: str, *, device: str = "cpu", dtype: str = "float32") -> LoadedPolicy:
     """Load model + processor from ``path`` (local dir or cached hub id) onto ``device``."""
     from transformers import AutoConfig, AutoModelForImageTextToText
@@ -65,6 +79,7 @@ def load_policy(path: str, *, device: str = "cpu", dtype: str = "float32") -> Lo
     processor = load_processor(path)
     model = AutoModelForImageTextToText.from_pretrained(
         path, local_files_only=True, dtype=_DTYPES[dtype])
+    accelerator_attention(device)
     model.to(device).eval()
     use_decode_mask(model)  # a one-op mask for padded decode steps; bit-identical (decode_mask)
     return LoadedPolicy(model=model, processor=processor, tokenizer=processor.tokenizer,
