@@ -273,12 +273,12 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
     p, chosen, t0 = PRESETS[preset], pick(variants), time.perf_counter()
     if seeds < 1:
         raise ValueError(f"--seeds must be ≥ 1, got {seeds}")
+    cfg = with_config_overrides(base_config(out, p), overrides)  # a bad --set fails before any work
     out.mkdir(parents=True, exist_ok=True)
     if _stage(out / "synth", "ParaVT-Synth"):
         build(out / "synth", videos=p.train_videos, eval_videos=p.eval_videos, seed=0, workers=2,
               needle_kinds=p.needle_kinds)
         _done(out / "synth")
-    cfg = with_config_overrides(base_config(out, p), overrides)
     root = bases or out.resolve().parent / "bases"
     selections = {k: cold_start(out, cfg, p, k, root) for k in sorted({v.prior for v in chosen})}
     summaries: dict[str, Any] = {}

@@ -87,6 +87,10 @@ CASES = {
     "distill --limit -1": (["data", "distill", "--data", "{ok}", "--out", "{dir}/d", "--teacher", "http://127.0.0.1:9",
                             "--teacher-model", "m", "--limit", "-1"], "-1"),
     "config: nested aliases": (["config", "check", "{bomb}"], "aliases"),
+    "repro --set replicas on a GPU": (["repro", "--preset", "micro", "--out", "{dir}/repro", "--set", "model.device=cuda",
+                                       "--set", "model.replicas=2"], "model.replicas=1"),
+    "repro --set unknown key": (["repro", "--preset", "micro", "--out", "{dir}/repro", "--set", "rl.no_such=1"],
+                                "no_such"),
 }
 
 

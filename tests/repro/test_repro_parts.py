@@ -150,3 +150,27 @@ def test_sft_checkpoints_lists_verified_checkpoints_and_the_final_model(tmp_path
     (tmp_path / "train_log.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
     (tmp_path / "checkpoints" / "step_000001.tmp").mkdir(parents=True)  # a crashed write: not a candidate
     assert sft_checkpoints(tmp_path) == [(2, tmp_path / "model")]
+
+
+def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() -> None:
+    """`paravt repro --set`: the overrides land in the preset's config (validated), and where a run
+    happens (model.device) is not part of the shared base's cache key."""
+    from paravt.repro.bases import base_key, base_settings
+    from paravt.repro.run import PRESETS, base_config, with_config_overrides
+
+    p = PRESETS["quick"]
+    plain = base_config(Path("/tmp/r"), p)
+    gpu = with_config_overrides(plain, ["model.device=cuda", "model.replicas=1", "eval.workers=4"])
+    assert (gpu.model.device, gpu.model.replicas, gpu.eval.workers) == ("cuda", 1, 4)
+    assert (plain.model.device, plain.model.replicas) == ("cpu", p.replicas)  # the preset is not changed
+    assert with_config_overrides(plain, []) is plain
+
+    def key(cfg: TrainConfig) -> str:
+        return base_key(base_settings(cfg, videos=p.base.videos, probe_videos=p.base.probe_videos,
+                                      model_size=p.model_size, probe_max_new_tokens=p.sub_max_new_tokens,
+                                      needle_kinds=p.needle_kinds))
+
+    assert key(gpu) == key(plain)
+    assert key(with_config_overrides(plain, ["prior.steps=100"])) != key(plain)
+    with pytest.raises(ConfigError, match="model.replicas=1"):
+        with_config_overrides(plain, ["model.device=cuda"])
