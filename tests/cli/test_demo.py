@@ -18,6 +18,8 @@ def test_quick_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> No
     proc = subprocess.run([sys.executable, "-m", "paravt.cli", "demo", "--quick", "--out", str(out)],
                           capture_output=True, text=True, timeout=580)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    for bar in ("Loading weights", "Writing model shards"):  # transformers' bars stay out of the demo's output
+        assert bar not in proc.stderr and bar not in proc.stdout, bar
     assert (out / "synth" / "manifest.json").is_file()
     assert (out / "prior_strong" / "model" / "config.json").is_file()
     assert not (out / "prior_weak").exists()  # no weak-prior variant in the demo
