@@ -12,15 +12,17 @@ resume from their last checkpoint, evals by sample id). Delete the folder to sta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 VARIANTS = "sft,vanilla_grpo,paragrpo"
 
 
-def run_demo(out: Path, *, quick: bool = False) -> tuple[Path, Path]:
-    """Run every stage; return the paths of report.html and summary.json."""
+def run_demo(out: Path, *, quick: bool = False, overrides: Sequence[str] = ()) -> tuple[Path, Path]:
+    """Run every stage; return the paths of report.html and summary.json. ``overrides``: `--set`
+    strings for every stage (``paravt.repro.run.run_repro``), e.g. model.device=cuda on a GPU."""
     from paravt.eval.report import build_report
     from paravt.repro.run import run_repro
 
-    summary = run_repro(out, preset="micro" if quick else "demo", seeds=1, variants=VARIANTS)
+    summary = run_repro(out, preset="micro" if quick else "demo", seeds=1, variants=VARIANTS, overrides=overrides)
     return build_report([out], out / "report.html"), summary

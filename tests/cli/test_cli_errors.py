@@ -89,6 +89,8 @@ CASES = {
     "config: nested aliases": (["config", "check", "{bomb}"], "aliases"),
     "repro --set replicas on a GPU": (["repro", "--preset", "micro", "--out", "{dir}/repro", "--set", "model.device=cuda",
                                        "--set", "model.replicas=2"], "model.replicas=1"),
+    "demo --set replicas on a GPU": (["demo", "--quick", "--out", "{dir}/demo", "--set", "model.device=cuda",
+                                      "--set", "model.replicas=2"], "model.replicas=1"),
     "repro --set unknown key": (["repro", "--preset", "micro", "--out", "{dir}/repro", "--set", "rl.no_such=1"],
                                 "no_such"),
 }
