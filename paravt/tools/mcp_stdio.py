@@ -28,11 +28,17 @@ _HEAD_BYTES = 512  # enough of an over-cap line to find its request id
 _GRACE_S = 2.0
 
 
+def over_cap_message(size: int, cap: int) -> str:
+    """The error text for a reply over ``cap`` bytes (shared with the HTTP transport, so both
+    name the same setting)."""
+    return (f"the MCP server's reply is {size:,}+ bytes, over the cap of {cap:,} "
+            "(max_message_bytes); ask for less, or raise the cap on the MCP tool's config")
+
+
 def over_cap_reply(head: bytes, size: int, cap: int) -> SessionMessage | Exception:
     """The JSON-RPC error that stands for an over-cap reply (its id read from ``head``)."""
     found = _ID.search(head)
-    message = (f"the MCP server's reply is {size:,}+ bytes, over the cap of {cap:,} "
-               "(max_message_bytes); ask for less, or raise the cap on the MCP tool's config")
+    message = over_cap_message(size, cap)
     if found is None:
         return ValueError(message)
     raw = found.group(1)
@@ -162,4 +168,4 @@ class StdioServer:
                 tg.cancel_scope.cancel()
 
 
-__all__ = ["StdioServer", "over_cap_reply"]
+__all__ = ["StdioServer", "over_cap_message", "over_cap_reply"]

@@ -11,10 +11,13 @@ read timeout) become an ``error:`` line for that call only.
 
 Size caps (`McpLimits`, the MCP tool's config; pass them as ``options[entry]`` of
 ``build_toolset``): a reply's text is cut to ``max_output_chars`` (8,000, as the python tool's
-output) with a "…[N more characters truncated]" marker; a stdio server's reply over
-``max_message_bytes`` (4 MiB) is REFUSED before it is parsed (`paravt.tools.mcp_stdio`): that call
-gets an error naming the cap, at once and without holding the reply in memory. (A streamable-HTTP
-reply is read by the SDK; only its text cap applies.)
+output) with a "…[N more characters truncated]" marker; a reply over ``max_message_bytes``
+(4 MiB) is REFUSED before it is parsed: that call gets an error naming the cap, at once and without
+holding the reply in memory, and the session goes on. A stdio server's reply is capped by our own
+transport (`paravt.tools.mcp_stdio`); a streamable-HTTP server's by the httpx2 client we hand the
+SDK (`_capped_http`): a JSON reply's body is counted as it arrives (refused at once when its
+Content-Length is over the cap), an SSE event is capped by the SDK's ``max_sse_event_size``, and
+a compressed reply (never asked for) is refused, as its decoded size would be unbounded.
 
 Restarts: a stdio server that exits (crash, kill) is started again on the next call, which then
 runs on the new process; a server that cannot be restarted gives that call an error.
@@ -32,7 +35,8 @@ import concurrent.futures
 import io
 import shlex
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +49,11 @@ from paravt.tools.base import Observation, ToolContext
 from paravt.tools.registry import MCP_PREFIX
 from paravt.video import smart_resize
 from paravt.video.types import Frames
+
+try:  # the SDK's HTTP client, installed with the ``mcp`` extra (without it McpConnection says so)
+    from httpx2 import AsyncByteStream as _ByteStream
+except ImportError:  # pragma: no cover
+    _ByteStream = object  # type: ignore[assignment,misc]
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,66 @@ def _target(ref: str) -> Any:
 
     argv = shlex.split(body)
     return StdioServerParameters(command=argv[0], args=argv[1:])
+
+
+class _CappedBody(_ByteStream):  # type: ignore[misc,valid-type]
+    """A response body that fails once more than ``cap`` bytes have arrived (before reading when
+    its Content-Length says so), so an over-cap reply is never held whole; ``cap`` None (an SSE
+    stream, capped per event by the SDK) counts nothing. A compressed body is refused: its decoded
+    size is not bounded by its bytes. It raises ``httpx2.StreamError``, which the SDK, reading a
+    JSON reply, turns into an error for that request only: the session goes on."""
+
+    def __init__(self, inner: Any, cap: int | None, headers: Mapping[str, str]) -> None:
+        self.inner, self.cap, self.read = inner, cap, 0
+        self.encoding = headers.get("content-encoding", "identity").strip().lower() or "identity"
+        length = headers.get("content-length", "")
+        self.declared = int(length) if length.isdigit() else None
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        import httpx2
+
+        from paravt.tools.mcp_stdio import over_cap_message
+
+        if self.encoding != "identity":
+            raise httpx2.StreamError(f"the MCP server sent a compressed reply (Content-Encoding: "
+                                     f"{self.encoding}) though none was asked for; refused")
+        if self.cap is not None and self.declared is not None and self.declared > self.cap:
+            raise httpx2.StreamError(over_cap_message(self.declared, self.cap))
+        chunks = self.inner.__aiter__()
+        try:
+            async for chunk in chunks:
+                self.read += len(chunk)
+                if self.cap is not None and self.read > self.cap:
+                    raise httpx2.StreamError(over_cap_message(self.read, self.cap))
+                yield chunk
+        finally:
+            if isinstance(chunks, AsyncGenerator):
+                await chunks.aclose()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@asynccontextmanager
+async def _capped_http(url: str, cap: int) -> AsyncIterator[Any]:
+    """The SDK's streamable-HTTP transport (read and write streams) on an httpx2 client whose
+    replies are capped at ``cap`` bytes: the SDK would otherwise read a JSON reply whole, however
+    large. SSE responses are not counted whole (one stream carries many messages); their events
+    are capped by the SDK's ``max_sse_event_size``. Timeouts as the SDK's default client."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def cap_body(response: httpx2.Response) -> None:
+        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        response.stream = _CappedBody(response.stream, None if kind == "text/event-stream" else cap,
+                                      response.headers)
+
+    client = httpx2.AsyncClient(headers={"accept-encoding": "identity"},
+                                timeout=httpx2.Timeout(30.0, read=300.0),
+                                event_hooks={"response": [cap_body]})
+    async with client, streamable_http_client(url, http_client=client,
+                                              max_sse_event_size=cap) as streams:
+        yield streams
 
 
 class McpConnection:
@@ -94,7 +163,9 @@ class McpConnection:
     def _connect(self) -> list[Any]:
         """Start a session (and, for stdio, the server process); its tools. Blocks."""
         target = self._target
-        if not isinstance(target, str):
+        if isinstance(target, str):  # a fresh transport per connect: a reconnect enters it again
+            target = _capped_http(target, self.limits.max_message_bytes)
+        else:
             from paravt.tools.mcp_stdio import StdioServer
 
             self._stdio = StdioServer(target, self.limits.max_message_bytes)
@@ -121,22 +192,26 @@ class McpConnection:
         """The session is over: its task ended, or the stdio server's output reached EOF."""
         return self._main.done() or (self._stdio is not None and self._stdio.ended)
 
-    def _restart_if_ended(self) -> None:
+    def _live_client(self) -> Any:
+        """The session's client, the server started again first if it ended. Under the restart
+        lock: a restart replaces the session (``_main``, ``_stdio``) before its new client exists,
+        so a call must not read the client while one is in progress. Blocks."""
         with self._restart:
-            if not self.ended:
-                return
-            self._end_session()
-            try:
-                self._connect()
-            except Exception as err:  # noqa: BLE001 - the call that needed it reports it
-                raise RuntimeError(f"the MCP server {self.ref!r} ended and could not be restarted: "
-                                   f"{type(err).__name__}: {err}") from None
+            if self.ended:
+                self._end_session()
+                try:
+                    self._connect()
+                except Exception as err:  # noqa: BLE001 - the call that needed it reports it
+                    raise RuntimeError(f"the MCP server {self.ref!r} ended and could not be restarted: "
+                                       f"{type(err).__name__}: {err}") from None
+            return self._client
 
     async def call(self, name: str, args: Mapping[str, Any], timeout_s: float) -> Any:
-        if self.ended:  # a crashed or killed server: start it again for this call
-            await asyncio.to_thread(self._restart_if_ended)
+        # a crashed or killed server, or a restart under way (another call's): wait for the new session
+        restart = self.ended or self._restart.locked()
+        client = await asyncio.to_thread(self._live_client) if restart else self._client
         fut = asyncio.run_coroutine_threadsafe(
-            self._client.call_tool(name, dict(args), read_timeout_seconds=timeout_s), self._loop)
+            client.call_tool(name, dict(args), read_timeout_seconds=timeout_s), self._loop)
         return await asyncio.wrap_future(fut)
 
     def _end_session(self) -> None:

@@ -8,7 +8,8 @@ import os
 import sys
 import time
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp import types
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from PIL import Image as PILImage
 
@@ -47,6 +48,14 @@ def slow(seconds: float) -> str:
 @server.tool()
 def big(megabytes: float) -> str:
     """A text reply of about ``megabytes`` MB (the client caps it)."""
+    return "x" * int(megabytes * 1_000_000)
+
+
+@server.tool()
+async def big_streamed(megabytes: float, ctx: Context) -> str:
+    """As ``big``, after a notification: over streamable HTTP the reply comes as an SSE stream."""
+    await ctx.session.send_notification(types.ToolListChangedNotification(),
+                                        related_request_id=ctx.request_id)
     return "x" * int(megabytes * 1_000_000)
 
 

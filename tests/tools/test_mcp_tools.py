@@ -4,6 +4,7 @@ started by the test over stdio and over streamable HTTP."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -36,7 +37,8 @@ def stdio_tools() -> Iterator:
 
 
 def test_the_servers_tools_join_the_toolset_with_their_schemas(stdio_tools) -> None:
-    assert stdio_tools.names == {"crop_video", "describe", "swatch", "broken", "slow", "big", "pid"}
+    assert stdio_tools.names == {"crop_video", "describe", "swatch", "broken", "slow", "big", "big_streamed",
+                                 "pid"}
     spec = next(s for s in stdio_tools.specs if s.name == "swatch")
     assert spec.parameters["properties"]["colour"]["type"] == "string" and spec.parameters["required"] == ["colour"]
     prompt = system_prompt("parallel", stdio_tools.specs)
@@ -67,7 +69,9 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_a_streamable_http_server(make_ctx) -> None:
+@pytest.fixture(scope="module")
+def http_ref() -> Iterator[str]:
+    """The ``mcp:`` entry of the test server, serving streamable HTTP on a free loopback port."""
     port = _port()
     proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -79,15 +83,83 @@ def test_a_streamable_http_server(make_ctx) -> None:
                 break
             except httpx.HTTPError:
                 time.sleep(0.2)
-        tools = build_toolset([f"mcp:http://127.0.0.1:{port}/mcp"])
-        try:
-            obs = asyncio.run(tools.run_calls(make_ctx(), [call("describe", 0, topic="http")]))[0]
-            assert obs.ok and obs.text == "http: a short description"
-        finally:
-            asyncio.run(tools.aclose())
+        yield f"mcp:http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_streamable_http_server(http_ref, make_ctx) -> None:
+    tools = build_toolset([http_ref])
+    try:
+        obs = asyncio.run(tools.run_calls(make_ctx(), [call("describe", 0, topic="http")]))[0]
+        assert obs.ok and obs.text == "http: a short description"
+    finally:
+        asyncio.run(tools.aclose())
+
+
+def _peak_rss_mb(reset: bool = False) -> float:
+    """This process's peak RSS (VmHWM); ``reset`` first lowers it to the current RSS where the
+    kernel allows (clear_refs 5), so an earlier test's peak cannot hide this one's."""
+    if reset:
+        with contextlib.suppress(OSError):
+            Path("/proc/self/clear_refs").write_text("5")
+    return int(Path("/proc/self/status").read_text().split("VmHWM:")[1].split()[0]) / 1024
+
+
+@pytest.mark.parametrize(("tool", "names_the_cap"), [
+    ("big", "over the cap of 4,194,304 (max_message_bytes)"),  # a JSON reply, refused by its Content-Length
+    ("big_streamed", "exceeded the 4194304 byte limit"),  # an SSE reply: the SDK's per-event cap
+])
+def test_an_http_reply_over_the_byte_cap_is_refused_fast_and_small(http_ref, make_ctx, tool,
+                                                                   names_the_cap) -> None:
+    """Issue 28 item 7: the SDK read a streamable-HTTP JSON reply whole before the text cap applied
+    (a 20 MB text: +194 MB peak RSS here); now paravt's httpx2 client refuses a body over
+    max_message_bytes (the SSE path caps each event at the same size): an error for that call, in
+    well under a second, and the next call on the same session is answered."""
+    tools = build_toolset([http_ref], timeouts={http_ref: 20.0})
+    try:
+        ctx = make_ctx()
+        peak0, t0 = _peak_rss_mb(reset=True), time.perf_counter()
+        (huge,) = asyncio.run(tools.run_calls(ctx, [call(tool, 0, megabytes=20)]))
+        elapsed, grown = time.perf_counter() - t0, _peak_rss_mb() - peak0
+        assert not huge.ok and names_the_cap in (huge.error or ""), huge
+        assert elapsed < 5.0 and grown < 16, (elapsed, grown)
+        (after,) = asyncio.run(tools.run_calls(ctx, [call("describe", 0, topic="after")]))
+        assert after.ok and after.text == "after: a short description", after
+    finally:
+        asyncio.run(tools.aclose())
+
+
+def test_the_http_body_cap_counts_as_it_reads_and_refuses_what_it_cannot_bound() -> None:
+    """``_CappedBody`` on a body with no Content-Length stops one chunk past the cap; a declared
+    length over the cap, or a compressed body (its decoded size is unbounded), is refused unread."""
+    import httpx2
+
+    from paravt.tools.mcp_tools import _CappedBody
+
+    class Endless(httpx2.AsyncByteStream):
+        pulled = 0
+
+        async def __aiter__(self):  # type: ignore[override]
+            while True:
+                self.pulled += 1 << 16
+                yield b"x" * (1 << 16)
+
+    async def refused(**headers: str) -> tuple[int, str]:
+        inner = Endless()
+        headers = {"content-type": "application/json", **headers}
+        response = httpx2.Response(200, headers=headers, stream=_CappedBody(inner, 1 << 20, headers))
+        with pytest.raises(httpx2.StreamError) as err:
+            await response.aread()
+        return inner.pulled, str(err.value)
+
+    pulled, message = asyncio.run(refused())
+    assert (1 << 20) < pulled <= (1 << 20) + (1 << 16) and "over the cap of 1,048,576 (max_message_bytes)" in message
+    pulled, message = asyncio.run(refused(**{"content-length": "50000000"}))
+    assert pulled == 0 and "50,000,000+ bytes, over the cap of 1,048,576" in message
+    pulled, message = asyncio.run(refused(**{"content-encoding": "gzip"}))
+    assert pulled == 0 and "compressed reply (Content-Encoding: gzip)" in message
 
 
 def test_an_unreachable_server_is_a_config_error() -> None:
