@@ -1,11 +1,13 @@
 """Optional LLM judge for open-ended answers (DESIGN §4): an OpenAI-compatible chat endpoint
 scores each (question, reference, prediction) as 0, 0.5 or 1.
 
-Requests of one ``score`` call run concurrently (bounded by ``concurrency``). Each request has a
-timeout and is retried with exponential back-off on timeouts, transport errors and HTTP 5xx/429;
-a request that still fails, or whose reply holds no 0 / 0.5 / 1, falls back to token F1 and is
-counted in ``JudgeStats.n_fallback`` (log it: a judge that silently degrades to F1 changes the
-reward). A missing prediction scores 0 without a request. Never raises for one bad item.
+Requests of one ``score`` call run concurrently (bounded by ``concurrency``). Each attempt has a
+WHOLE-request deadline of ``timeout_s`` (connect, headers and body together: a server that drips
+one byte a second is cut at ``timeout_s``; ``paravt.models.openai.bounded``) and is retried with
+exponential back-off on timeouts, transport errors and HTTP 5xx/429; a reply over
+``max_reply_bytes`` is not retried. A request that still fails, or whose reply holds no 0 / 0.5 / 1
+(or is too large), falls back to token F1 and is counted in ``JudgeStats.n_fallback`` (log it: a
+judge that silently degrades to F1 changes the reward). A missing prediction scores 0 without a request. Never raises for one bad item.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from paravt.models.openai.bounded import ReplyTooLarge, bounded_request
 from paravt.models.openai.urls import api_base
 from paravt.protocol.tags import defuse_control_text
 from paravt.rewards.accuracy import token_f1
@@ -67,10 +70,12 @@ class LLMJudge:
     ``http://host:port`` (the same convention as the openai backend, ``paravt.models.openai.urls``)."""
 
     def __init__(self, url: str, model: str | None = None, *, timeout_s: float = 30.0,
-                 max_retries: int = 2, concurrency: int = 8, backoff_s: float = 0.2) -> None:
+                 max_retries: int = 2, concurrency: int = 8, backoff_s: float = 0.2,
+                 max_reply_bytes: int = 1 << 20) -> None:
         self._endpoint = api_base(url) + "/chat/completions"
         self._model = model or "judge"
         self._timeout = timeout_s
+        self._max_bytes = max_reply_bytes  # a judge answers with one number: 1 MiB is far beyond it
         self._retries = max(0, max_retries)
         self._backoff = backoff_s
         self._sem = asyncio.Semaphore(max(1, concurrency))
@@ -112,12 +117,16 @@ class LLMJudge:
         return _One(token_f1(item.prediction, item.reference), False, retries)
 
     async def _post(self, body: dict) -> str | None:
-        """The reply text, or None on a retryable failure (timeout, transport, 5xx/429)."""
+        """The reply text, or None on a retryable failure (the whole-request deadline, httpx errors,
+        5xx/429); "" for a reply that is too large or not a chat completion (no retry: F1)."""
         try:
-            resp = await self._client.post(self._endpoint, json=body)
-        except httpx.HTTPError:
+            resp = await bounded_request(self._client, "POST", self._endpoint, json=body,
+                                         timeout_s=self._timeout, max_bytes=self._max_bytes)
+        except (TimeoutError, httpx.HTTPError):
             return None
-        if resp.status_code in _RETRY_STATUS:
+        except ReplyTooLarge:
+            return ""
+        if resp.status in _RETRY_STATUS:
             return None
         try:
             return str(resp.json()["choices"][0]["message"]["content"])

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from raw_http import RawServer, drip, endless_chunks, fixed
 from oai_server import RunningServer, ServerState, free_port, make_app
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
 from paravt.models.hf.generator import HFGenerator
@@ -240,3 +241,32 @@ def test_a_malformed_answer_is_an_error_output(server) -> None:
     state.reply = {"choices": []}
     out = asyncio.run(_client(srv.url, gen.codec.tokenizer, model="tiny").generate([_text_request("Hi?")]))[0]
     assert out.finish_reason == "error" and "malformed chat completion" in (out.error or "") and state.requests == 1
+
+
+DECLARED_HUGE = fixed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n")  # refused by its Content-Length, before any body byte
+
+
+def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_whole_request_deadline() -> None:
+    # every byte comes well within httpx's per-read timeout; only a deadline on the whole request ends it
+    with RawServer(drip(0.3)) as srv:
+        t0 = time.monotonic()
+        out = asyncio.run(OpenAIGenerator(srv.url, tokenizer=_StubTokenizer(), model="tiny", timeout_s=1.0,
+                                          max_retries=1, backoff_s=0.01).generate([_text_request("Hi?")]))[0]
+        took = time.monotonic() - t0
+    assert out.finish_reason == "error" and "no whole reply within timeout_s=1 s" in (out.error or "")
+    assert "after 2 attempts" in (out.error or "")
+    assert 2 * 1.0 <= took < 2 * 1.0 + 1.5, took  # each attempt cut at 1 s (the body needs 300 s)
+    assert srv.connections == 2
+
+
+@pytest.mark.parametrize("respond", [endless_chunks(65536), DECLARED_HUGE], ids=["streamed", "declared"])
+def test_a_reply_over_the_size_cap_is_an_error_output_not_retried(respond) -> None:  # noqa: ANN001
+    with RawServer(respond) as srv:
+        t0 = time.monotonic()
+        out = asyncio.run(OpenAIGenerator(srv.url, tokenizer=_StubTokenizer(), model="tiny", timeout_s=30.0,
+                                          max_retries=2, backoff_s=0.01, max_reply_bytes=1 << 20)
+                          .generate([_text_request("Hi?")]))[0]
+        took = time.monotonic() - t0
+    assert out.finish_reason == "error" and "reply too large" in (out.error or "")
+    assert "max_reply_bytes=1048576" in (out.error or "")
+    assert srv.connections == 1 and took < 10, took

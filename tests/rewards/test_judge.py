@@ -1,4 +1,5 @@
-"""The LLM judge against real HTTP servers on 127.0.0.1 (FastAPI + uvicorn in a thread)."""
+"""The LLM judge against real HTTP servers on 127.0.0.1 (FastAPI + uvicorn in a thread, and a raw
+socket server for the hostile ones)."""
 
 import asyncio
 import re
@@ -12,6 +13,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
+from raw_http import RawServer, drip, endless_chunks, fixed
 from paravt.rewards.judge import JudgeItem, LLMJudge, parse_judge_reply
 
 
@@ -104,3 +106,27 @@ def test_unreadable_reply_falls_back_without_retry(server) -> None:
 
 def test_parse_judge_reply() -> None:
     assert [parse_judge_reply(t) for t in ["1", "Score: 0.5", "0", "1.0.", "10", "maybe"]] == [1.0, 0.5, 0.0, 1.0, None, None]
+
+
+DECLARED_HUGE = fixed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n")  # refused by its Content-Length, before any body byte
+
+
+def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_whole_request_deadline() -> None:
+    # every byte comes well within httpx's per-read timeout; only a deadline on the whole request ends it
+    with RawServer(drip(0.3)) as srv:
+        t0 = time.monotonic()
+        res = run(srv.url + "/v1", ITEMS[1:2], timeout_s=1.0, max_retries=1, backoff_s=0.01)
+        took = time.monotonic() - t0
+    assert res.scores == (0.5,) and res.stats.n_fallback == 1 and res.stats.n_retries == 1  # F1, after 2 attempts
+    assert 2 * 1.0 <= took < 2 * 1.0 + 1.5, took  # each attempt cut at 1 s (the body needs 300 s)
+    assert srv.connections == 2
+
+
+@pytest.mark.parametrize("respond", [endless_chunks(65536), DECLARED_HUGE], ids=["streamed", "declared"])
+def test_a_reply_over_the_size_cap_falls_back_to_f1_without_retry(respond) -> None:  # noqa: ANN001
+    with RawServer(respond) as srv:
+        t0 = time.monotonic()
+        res = run(srv.url + "/v1", ITEMS[1:2], timeout_s=30.0, max_retries=2, max_reply_bytes=1 << 20)
+        took = time.monotonic() - t0
+    assert res.scores == (0.5,) and res.stats.n_fallback == 1 and res.stats.n_retries == 0
+    assert srv.connections == 1 and took < 10, took

@@ -37,6 +37,7 @@ import numpy as np
 from PIL import Image
 
 from paravt.errors import ConfigError
+from paravt.models.openai.bounded import Reply, ReplyTooLarge, bounded_request
 from paravt.models.openai.urls import api_base
 from paravt.video.types import Frames
 
@@ -127,24 +128,6 @@ def content(text: str, videos: Sequence[Frames] = ()) -> str | list[Part]:
     return parts
 
 
-@dataclass(frozen=True)
-class _Raw:
-    """One HTTP reply, read whole within the deadline and the size cap."""
-
-    status: int
-    body: bytes
-    retry_after: str | None
-
-    def head(self, n: int) -> str:
-        return self.body[:n].decode("utf-8", errors="replace")
-
-
-class _TooLarge(Exception):
-    def __init__(self, size: int, declared: bool) -> None:
-        super().__init__(f"{'declared' if declared else 'over'} {size} bytes")
-        self.size, self.declared = size, declared
-
-
 class TeacherClient:
     """One endpoint; safe to share between concurrent rows (one httpx client per event loop)."""
 
@@ -174,7 +157,8 @@ class TeacherClient:
         last = "no attempt made"
         for attempt in range(self.max_retries + 1):
             try:
-                resp = await asyncio.wait_for(self._post(body), timeout=self.timeout_s)
+                resp = await bounded_request(self._http(), "POST", self.endpoint.chat_url, json=body,
+                                             timeout_s=self.timeout_s, max_bytes=self.max_reply_bytes)
             except TimeoutError:  # the whole-request deadline (asyncio.TimeoutError is TimeoutError)
                 last = f"no whole reply within request_timeout_s={self.timeout_s:g} s"
                 await self._sleep(attempt, None)
@@ -186,9 +170,9 @@ class TeacherClient:
             except httpx.HTTPError as err:  # any other (a body that does not decode): at once, not retried
                 return TeacherReply("", error=f"unreadable reply ({type(err).__name__}: {err}); check that the "
                                     "teacher URL is an OpenAI-compatible chat completions server", retries=attempt)
-            except _TooLarge as big:
-                return TeacherReply("", error=f"reply too large ({big} > max_reply_bytes={self.max_reply_bytes}); "
-                                    "raise distill.max_reply_bytes or lower distill.max_tokens", retries=attempt)
+            except ReplyTooLarge as big:
+                return TeacherReply("", error=f"reply too large ({big}); raise distill.max_reply_bytes or lower "
+                                    "distill.max_tokens", retries=attempt)
             if resp.status in _RETRY_STATUS:
                 last = f"HTTP {resp.status}: {resp.head(200)}"
                 await self._sleep(attempt, resp.retry_after)
@@ -198,22 +182,6 @@ class TeacherClient:
             return _parse(resp, attempt)
         return TeacherReply("", error=f"failed after {self.max_retries + 1} attempts: {last}",
                             retries=self.max_retries)
-
-    async def _post(self, body: dict[str, Any]) -> _Raw:
-        """POST ``body``; the reply read whole, refused (`_TooLarge`) past ``max_reply_bytes``
-        (by its Content-Length, else while it streams: never held in memory beyond the cap). httpx
-        errors propagate (`chat` sorts them: transport errors retried, the others returned)."""
-        cap = self.max_reply_bytes
-        async with self._http().stream("POST", self.endpoint.chat_url, json=body) as resp:
-            declared = resp.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > cap:
-                raise _TooLarge(int(declared), declared=True)
-            buf = bytearray()
-            async for chunk in resp.aiter_bytes():
-                buf += chunk
-                if len(buf) > cap:
-                    raise _TooLarge(len(buf), declared=False)
-            return _Raw(resp.status_code, bytes(buf), resp.headers.get("retry-after"))
 
     async def _sleep(self, attempt: int, retry_after: str | None) -> None:
         if attempt >= self.max_retries:
@@ -226,7 +194,7 @@ class TeacherClient:
         await asyncio.sleep(wait)
 
 
-def _parse(resp: _Raw, attempt: int) -> TeacherReply:
+def _parse(resp: Reply, attempt: int) -> TeacherReply:
     try:
         data = json.loads(resp.body)
         choice = data["choices"][0]

@@ -17,11 +17,14 @@ Tokens:
 - Logprobs come from the server's ``logprobs.content`` when it holds exactly one entry per
   returned id (entries include the stop token); a re-tokenised response whose entries miss only
   the stop token gets 0.0 for it; otherwise all are 0.0 and ``metrics["logprobs_from_server"] == 0``.
-Reliability: at most ``max_concurrency`` requests in flight; each attempt has ``timeout_s``;
-timeouts, transport errors, 429 and 5xx are retried ``max_retries`` times with exponential back-off
-(``backoff_s * 2**attempt``); any other failure (a 404 for a wrong URL, an unreadable body) or the
-last retryable one becomes a ``finish_reason="error"`` output — never an exception. A strict OpenAI
-server that answers 400 naming one of vLLM's extra fields gets plain requests from then on.
+Reliability: at most ``max_concurrency`` requests in flight; each HTTP exchange has a WHOLE-request
+deadline of ``timeout_s`` (connect, headers and body together: a server that drips one byte a second
+is cut at ``timeout_s``, not kept alive by every byte; ``paravt.models.openai.bounded``); timeouts,
+transport errors, 429 and 5xx are retried ``max_retries`` times with exponential back-off
+(``backoff_s * 2**attempt``); any other failure (a 404 for a wrong URL, an unreadable body, a body
+over ``max_reply_bytes``) or the last retryable one becomes a ``finish_reason="error"`` output —
+never an exception. A strict OpenAI server that answers 400 naming one of vLLM's extra fields gets
+plain requests from then on.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import httpx
 
 from paravt.models.base import GenOutput, GenRequest, error_output
 from paravt.models.chat import VISION_TOKENS
+from paravt.models.openai.bounded import Reply, ReplyTooLarge, bounded_request
 from paravt.models.openai.payload import VLLM_EXTRAS, chat_payload, strip_extras
 from paravt.models.openai.urls import api_base
 from paravt.protocol.tags import IM_END
@@ -67,9 +71,9 @@ class ServerCounters:
         return asdict(self)
 
 
-def _status_error(resp: httpx.Response) -> Exception:
-    msg = f"HTTP {resp.status_code} from {resp.request.url}: {resp.text[:300]}"
-    return _Retry(msg) if resp.status_code in _RETRY_STATUS else _Fatal(msg)
+def _status_error(resp: Reply) -> Exception:
+    msg = f"HTTP {resp.status} from {resp.url}: {resp.head(300)}"
+    return _Retry(msg) if resp.status in _RETRY_STATUS else _Fatal(msg)
 
 
 def _first_difference(a: Sequence[int], b: Sequence[int]) -> int:
@@ -81,10 +85,12 @@ class OpenAIGenerator:
 
     def __init__(self, base_url: str, *, model: str | None = None, timeout_s: float = 120.0,
                  max_retries: int = 3, max_concurrency: int = 16, tokenizer: Any,
-                 backoff_s: float = 0.5, image_format: str = "jpeg") -> None:
+                 backoff_s: float = 0.5, image_format: str = "jpeg",
+                 max_reply_bytes: int = 32 << 20) -> None:
         self.base_url = api_base(base_url)
         self.model = model
         self.timeout_s = timeout_s
+        self.max_reply_bytes = max_reply_bytes  # token ids and logprobs of a long answer: a few MB
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.image_format = image_format
@@ -121,17 +127,27 @@ class OpenAIGenerator:
         return list(await asyncio.gather(*(self._one(r) for r in requests)))
 
     async def _get_json(self, method: str, path: str, **kw: Any) -> Any:
-        """One HTTP exchange; raises ``_Retry`` / ``_Fatal`` (never an httpx error)."""
+        """One HTTP exchange within the whole-request deadline and the size cap; raises ``_Retry`` /
+        ``_Fatal`` (never an httpx error)."""
+        where = f"{self.base_url}/{path}"
         try:
-            resp = await self._http().request(method, path, **kw)
+            resp = await bounded_request(self._http(), method, path, timeout_s=self.timeout_s,
+                                         max_bytes=self.max_reply_bytes, **kw)
+        except TimeoutError:  # the whole-request deadline (asyncio.TimeoutError is TimeoutError)
+            raise _Retry(f"Timeout: no whole reply within timeout_s={self.timeout_s:g} s ({where})") from None
         except (httpx.TimeoutException, httpx.TransportError) as err:
-            raise _Retry(f"{type(err).__name__}: {err or 'timed out'} ({self.base_url}/{path})") from None
-        if resp.status_code != 200:
+            raise _Retry(f"{type(err).__name__}: {err or 'timed out'} ({where})") from None
+        except httpx.HTTPError as err:  # any other (a body that does not decode): no retry can fix it
+            raise _Fatal(f"unreadable reply from {where} ({type(err).__name__}: {err})") from None
+        except ReplyTooLarge as big:
+            raise _Fatal(f"reply too large from {where} ({big}); raise max_reply_bytes or lower "
+                         "max_new_tokens") from None
+        if resp.status != 200:
             raise _status_error(resp)
         try:
             return resp.json()
         except ValueError:
-            raise _Fatal(f"{path}: the server's answer is not JSON: {resp.text[:200]!r}") from None
+            raise _Fatal(f"{path}: the server's answer is not JSON: {resp.head(200)!r}") from None
 
     async def _model_name(self) -> str:
         if self.model is None:

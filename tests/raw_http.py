@@ -1,6 +1,7 @@
-"""A hostile HTTP/1.1 server on a raw loopback socket, for the teacher client's bounds: each
-connection's request is read, then ``respond(conn, stop)`` writes whatever it likes (one byte a
-second after the headers, an endless chunked body) until the client hangs up or the test ends."""
+"""A hostile HTTP/1.1 server on a raw loopback socket, for the bounds of the HTTP clients (teacher,
+judge, openai backend): each connection's request is read, then ``respond(conn, stop)`` writes
+whatever it likes (one byte a second after the headers, an endless chunked body) until the client
+hangs up or the test ends."""
 
 from __future__ import annotations
 
