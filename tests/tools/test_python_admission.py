@@ -5,7 +5,10 @@ sandbox imports the same standard library as the strong one."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import os
+import random
 import shutil
 import threading
 import time
@@ -214,7 +217,7 @@ class _FakeRuntime:
     def kill_now(self) -> None:
         self.closed = True
 
-    async def close(self) -> None:
+    async def close(self, *, until_gone: bool = False) -> None:
         await self.gate.wait()
         self.closed = True
 
@@ -292,5 +295,115 @@ def test_evicting_a_slot_still_waiting_for_its_predecessor_keeps_one_runtime_per
         assert first.closed
         pool.done(c)
         await pool.aclose()
+
+    asyncio.run(main())
+
+
+@needs_bwrap
+def test_a_runtime_closed_as_it_starts_answers_with_an_error() -> None:
+    """An eviction can close a runtime after its sandbox said hello but before ``run`` used it:
+    ``run`` asserted the process was still there (the call failed with an AssertionError). Now
+    the call gets an error result, and the next call starts a fresh runtime."""
+
+    async def main() -> tuple[object, object]:
+        rt = SandboxRuntime(None, LIMITS, mode="bwrap")
+        read = rt._read_message
+
+        async def hello_then_closed() -> tuple[dict, list[bytes]]:
+            hello = await read()
+            await rt.close()  # the pool's close task, run between the hello and the request
+            return hello
+
+        rt._read_message = hello_then_closed  # type: ignore[method-assign]
+        closed = await rt.run("print(1)")
+        rt._read_message = read  # type: ignore[method-assign]
+        try:
+            return closed, await rt.run("print(2)")
+        finally:
+            await rt.close()
+
+    closed, again = asyncio.run(main())
+    assert not closed.ok and "closed" in (closed.error or ""), closed
+    assert again.ok and again.stdout.strip() == "2", again
+
+
+@needs_bwrap
+def test_a_second_close_waits_for_the_sandbox_the_first_one_killed() -> None:
+    """Two closes at once (the pool's eviction and the runtime's own, a start that found itself
+    retired): the second found the process already taken and returned while the sandbox was still
+    dying, so the pool admitted its successor beside it (5 sandboxes against max_runtimes=4)."""
+
+    async def main() -> None:
+        rt = SandboxRuntime(None, LIMITS, mode="bwrap")
+        assert (await rt.run("x = 1")).ok
+        proc = rt._proc
+        assert proc is not None and proc.stdout is not None
+        first = asyncio.ensure_future(rt.close())
+        await asyncio.sleep(0)  # the first close has taken the process and waits for it
+        await rt.close()
+        assert proc.returncode is not None and proc.stdout.at_eof()
+        await first
+
+    asyncio.run(main())
+
+
+@needs_bwrap
+def test_close_returns_only_once_every_process_of_the_sandbox_is_gone() -> None:
+    """close() waited for stdout's EOF, which the runner's worker never held: as the PID namespace
+    was torn down, the worker often still ran when close returned (the pool then admitted a
+    successor beside it). Now close waits for every process of the sandbox."""
+    limits = dataclasses.replace(LIMITS, memory_bytes=LIMITS.memory_bytes + random.randrange(1, 1 << 20))
+    marker = f'"memory_bytes": {limits.memory_bytes}'.encode()  # in the sandbox's argv (its config)
+
+    def left() -> list[str]:
+        found = []
+        for p in Path("/proc").glob("[0-9]*"):
+            with contextlib.suppress(OSError):
+                if marker in (p / "cmdline").read_bytes():
+                    found.append(p.name)
+        return found
+
+    async def main() -> list[list[str]]:
+        leftovers = []
+        for _ in range(8):
+            rt = SandboxRuntime(None, limits, mode="bwrap")
+            assert (await rt.run("x = 1")).ok and left()
+            await rt.close()
+            leftovers.append(left())
+        return leftovers
+
+    assert all(not pids for pids in asyncio.run(main()))
+
+
+@needs_bwrap
+def test_a_sandbox_slow_to_exit_counts_until_it_exits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sandbox still alive when a bounded close gives up (`_CLOSE_WAIT_S`, a loaded host) was
+    dropped as if gone: the pool started its successor, and the runtime its own restart, beside
+    it. Now the pool's close (``until_gone``) and the runtime's next start wait for the exit."""
+    from paravt.tools.sandbox import runtime as runtime_module
+
+    real_gone = runtime_module._gone
+    gate: list[asyncio.Event] = []
+
+    async def slow_gone(proc: asyncio.subprocess.Process, life: int | None) -> None:
+        await gate[0].wait()
+        await real_gone(proc, life)
+
+    monkeypatch.setattr(runtime_module, "_CLOSE_WAIT_S", 0.2)
+    monkeypatch.setattr(runtime_module, "_gone", slow_gone)
+
+    async def main() -> None:
+        gate.append(asyncio.Event())
+        rt = SandboxRuntime(None, LIMITS, mode="bwrap")
+        assert (await rt.run("x = 1")).ok
+        await rt.close()  # gives up after 0.2 s: the sandbox still "runs"
+        pool_close = asyncio.ensure_future(rt.close(until_gone=True))
+        restart = asyncio.ensure_future(rt.run("print(2)"))
+        await asyncio.sleep(0.5)
+        assert not pool_close.done() and not restart.done() and rt._proc is None
+        gate[0].set()
+        await pool_close
+        assert (await restart).stdout.strip() == "2"
+        await rt.close()
 
     asyncio.run(main())

@@ -158,7 +158,7 @@ class RuntimePool:
         if slot.loop is not asyncio.get_running_loop():
             slot.runtime.kill_now()  # its loop is gone: nothing there can reap it
             return None
-        fut = asyncio.ensure_future(slot.runtime.close())
+        fut = asyncio.ensure_future(slot.runtime.close(until_gone=True))  # counted until really gone
         if slot.after is not None and not slot.after.done():  # its runtime never started: the slot
             fut = asyncio.ensure_future(_both(slot.after, fut))  # stood for its predecessor's process
             slot.after = None

@@ -5,7 +5,8 @@ policy: bubblewrap / unshare / rlimits, mounts, environment, seccomp choice; its
 what holds in each mode), speaks the runner's wire protocol (4-byte length + JSON, then image
 blobs), caps every reply again, kills the sandbox on a wall-time timeout, a crash or a protocol
 violation (the next ``run`` starts a fresh one) and never blocks ``close`` for more than a few
-seconds. Admission (how many runtimes live at once) is `paravt.tools.python_tool`'s.
+seconds (a sandbox still counts until it is gone: `SandboxRuntime.close`). Admission (how many
+runtimes live at once) is `paravt.tools.python_tool`'s.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct(">I")
 _MAX_HEADER_BYTES = 4 << 20
-_CLOSE_WAIT_S = 5.0  # after SIGKILL: how long close() waits for the process before dropping it
+_CLOSE_WAIT_S = 5.0  # after SIGKILL: how long a bounded close() waits for the process
 _MAX_ERROR_CHARS = 2000
 
 
@@ -66,6 +67,9 @@ class SandboxRuntime:
         self.seccomp = False
         self.retired = False  # `retire`d: never starts again (the pool took it away)
         self._spawning = False
+        self._life: int | None = None  # the read end of the sandbox's life pipe (`_gone`)
+        self._exit: asyncio.Future[None] | None = None  # the last killed process's `_gone`
+        self._exit_pid = 0
 
     @property
     def alive(self) -> bool:
@@ -77,17 +81,26 @@ class SandboxRuntime:
         if self.mode != "bwrap":
             log.warning("python tool sandbox WITHOUT bubblewrap (mode=%s): the host filesystem is "
                         "readable by the sandbox uid; install bubblewrap for full isolation", self.mode)
+        if self._exit is not None and not self._exit.done():  # a process it killed may still be exiting
+            await asyncio.shield(self._exit)  # one process per runtime at a time (`close`)
         if self.retired:
             raise ToolCallError("this python runtime was retired by the pool; call again for a fresh one")
         self._launch = plan_launch(self.video, self.limits, self.mode)
+        life, held = os.pipe()  # every sandbox process inherits ``held``: `_gone` waits for its EOF
+        os.set_blocking(life, False)
         self._spawning = True
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 *self._launch.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env=self._launch.env, start_new_session=True,
-                limit=1 << 20)
+                limit=1 << 20, pass_fds=(held,))
+        except BaseException:
+            os.close(life)
+            raise
         finally:
             self._spawning = False
+            os.close(held)
+        self._life = life
         if self.retired or self._proc is None:  # retired while spawning: close() took the process
             await self.close()
             raise ToolCallError("this python runtime was retired by the pool while starting; call again")
@@ -146,7 +159,9 @@ class SandboxRuntime:
         if not self.alive:
             await self.start()
         proc = self._proc
-        assert proc is not None and proc.stdin is not None
+        if proc is None or proc.stdin is None:  # a concurrent close (an eviction) took it as it started
+            return RunResult(False, "", "RuntimeError: the python runtime was closed while it started; "
+                             "call again (a fresh one starts)")
         self._next_id += 1
         rid = self._next_id
         body = json.dumps({"id": rid, "code": code}).encode()
@@ -191,6 +206,9 @@ class SandboxRuntime:
     def kill_now(self) -> None:
         """Synchronous SIGKILL of the whole sandbox (for a runtime whose event loop is gone)."""
         proc, self._proc = self._proc, None
+        if self._life is not None:
+            os.close(self._life)
+            self._life = None
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -201,25 +219,33 @@ class SandboxRuntime:
             shutil.rmtree(self._launch.host_tmp, ignore_errors=True)
             self._launch.host_tmp = None
 
-    async def close(self) -> None:
-        for _ in range(int(_CLOSE_WAIT_S / 0.01)):  # a spawn in progress: take its process too
-            if not self._spawning:
-                break
+    async def close(self, *, until_gone: bool = False) -> None:
+        """SIGKILL the sandbox and wait until it is gone (`_gone`). Every close waits for the same
+        exit, also one whose process a concurrent close took (else the pool, which counts a
+        runtime until its close is done, admits a successor beside the dying sandbox), and so does
+        the next `start`. Bounded by `_CLOSE_WAIT_S` unless ``until_gone`` (the pool's close): a
+        sandbox still alive then (a loaded host) is logged, and still counted by those waits."""
+        waited = 0.0
+        while self._spawning and (until_gone or waited < _CLOSE_WAIT_S):  # a spawn: take its process too
             await asyncio.sleep(0.01)
+            waited += 0.01
         proc, self._proc = self._proc, None
+        life, self._life = self._life, None
         if proc is not None:
+            # the group only: proc.kill() would poll() first, reaping the killed launcher behind
+            # asyncio's child watcher ("Unknown child process pid N, will report returncode 255")
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-            try:  # bounded: a descendant that escaped the kill may hold the pipes open
-                await asyncio.wait_for(_gone(proc), _CLOSE_WAIT_S)
+            if proc.stdin is not None:
+                proc.stdin.close()  # EOF: a runner the kill missed exits on its own
+            self._exit, self._exit_pid = asyncio.ensure_future(_gone(proc, life)), proc.pid
+        if self._exit is not None and not self._exit.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._exit), None if until_gone else _CLOSE_WAIT_S)
             except asyncio.TimeoutError:
-                log.warning("python sandbox pid %d did not exit %g s after SIGKILL; dropped", proc.pid, _CLOSE_WAIT_S)
-                transport = getattr(proc, "_transport", None)
-                with contextlib.suppress(Exception):
-                    transport.close()  # type: ignore[union-attr]
+                log.warning("python sandbox pid %d still runs %g s after SIGKILL; it counts until it exits",
+                            self._exit_pid, _CLOSE_WAIT_S)
         if self._drain is not None:
             self._drain.cancel()
             self._drain = None
@@ -228,14 +254,27 @@ class SandboxRuntime:
             self._launch.host_tmp = None
 
 
-async def _gone(proc: asyncio.subprocess.Process) -> None:
-    """The launcher exited AND its stdout reached EOF. Under bubblewrap the runner lives in a PID
-    namespace whose init dies with the launcher (--die-with-parent) a moment AFTER it: the pipe
-    closes only once every process holding it (launcher, namespace init, runner) is gone, so a
+async def _gone(proc: asyncio.subprocess.Process, life: int | None) -> None:
+    """The launcher exited AND every process of its sandbox is gone: each holds the write end of
+    the ``life`` pipe (inherited, never written by us), so its EOF comes only then. Stdout's EOF
+    was not enough: the runner's forked worker holds no protocol pipe and, under bubblewrap, is
+    killed with the PID namespace a moment AFTER its init and the runner closed theirs. So a
     runtime counts as closed only when its sandbox processes are (the pool's ``max_runtimes``)."""
-    await proc.wait()
-    while proc.stdout is not None and not getattr(proc.stdout, "_eof", True):
-        await asyncio.sleep(0.01)
+    try:
+        await proc.wait()
+        while life is not None and _held(life):
+            await asyncio.sleep(0.01)
+    finally:
+        if life is not None:
+            os.close(life)
+
+
+def _held(fd: int) -> bool:
+    """Whether a process still holds the write end of ``fd``'s pipe (what it wrote is dropped)."""
+    try:
+        return os.read(fd, 65536) != b""
+    except BlockingIOError:
+        return True
 
 
 def _cap(text: str, limit: int) -> str:
