@@ -37,8 +37,8 @@ is readable wherever the sandbox uid can read and writable wherever it can write
 paths can be connected to (the network namespace covers only IP); files in /dev/shm are not
 counted by RLIMIT_AS (memory past the cap); ``rlimits`` (neither tool) adds no namespace at all
 (network and host processes visible). The standard library is pre-imported before the uid drop
-(`runner.PRELOAD`, one list for every mode), so honest code imports the same modules as under
-bubblewrap.
+(`preload`: a list in every mode, the whole standard library in the weak modes), so honest code
+imports the same modules as under bubblewrap.
 
 Seccomp: `SECCOMP_DENIED` names the syscalls the runner's filter refuses (it builds the BPF).
 """

@@ -38,21 +38,6 @@ from PIL import Image
 
 _HEADER = struct.Struct(">I")
 _MAX_FRAME = 4 << 20
-#: Imported before the uid drop in EVERY mode (one list): without bubblewrap the interpreter's
-#: files may be unreadable to the sandbox uid afterwards (a prefix under /root), so a module not
-#: listed here imports under bubblewrap but not in the weak modes. Keep it the standard library an
-#: analysis script reaches for (tests/tools/test_python_sandbox.py imports each one in each mode).
-PRELOAD = ("abc", "array", "ast", "base64", "binascii", "bisect", "calendar", "cmath", "codecs", "collections",
-           "collections.abc", "colorsys", "contextlib", "copy", "csv", "dataclasses", "datetime", "decimal",
-           "difflib", "enum", "fnmatch", "fractions", "functools", "glob", "gzip", "hashlib", "heapq", "hmac",
-           "html", "io", "itertools", "json", "keyword", "locale", "logging", "math", "numbers", "operator",
-           "os", "os.path", "pathlib", "pickle", "pprint", "queue", "random", "re", "reprlib", "secrets",
-           "shlex", "shutil", "socket", "statistics", "string", "struct", "tempfile", "textwrap", "time",
-           "timeit", "traceback", "types", "typing", "unicodedata", "uuid", "warnings", "weakref", "zlib",
-           "PIL.ImageDraw", "PIL.ImageOps", "PIL.ImageFilter", "PIL.ImageStat", "PIL.ImageChops",
-           "PIL.ImageEnhance")
-
-
 def _read_exact(fd: int, n: int) -> bytes:
     chunks, got = [], 0
     while got < n:
@@ -359,9 +344,11 @@ def main() -> None:
         sys.path.insert(0, cfg["paravt_root"])  # the parent's paravt (bound read-only)
     if cfg.get("video"):
         import paravt.video  # noqa: F401 - import the decoder before the rlimits (AS) apply
-    for name in PRELOAD:  # without bwrap the stdlib may be unreadable after the uid drop (/root)
-        with contextlib.suppress(ImportError):
-            __import__(name)
+    from paravt.tools.sandbox.preload import preload, preload_stdlib
+
+    preload()  # without bwrap the stdlib may be unreadable after the uid drop (/root): preload.py
+    if cfg.get("uid") is not None and os.getuid() == 0:  # a uid drop follows (the weak modes as root):
+        preload_stdlib()  # the whole standard library, importable as it is under bubblewrap
     _drop_privileges(cfg.get("uid"), cfg.get("gid"))
     os.chdir(cfg["workdir"])
     _set_limits(cfg["limits"])
