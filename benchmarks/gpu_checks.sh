@@ -9,7 +9,7 @@
 #      (the simulated pretrained base, its held-out probe, SFT, selection, eval), cut at
 #      REPRO_S seconds; its train_log.jsonl gives the step time on the GPU.
 set -uo pipefail
-OUT=${OUT:-runs/gpu}
+OUT=$(realpath -m "${OUT:-runs/gpu}")  # absolute: the archive step below cds into it
 REPRO_S=${REPRO_S:-300}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false

@@ -17,7 +17,7 @@ def repro(out: Path = typer.Option(Path("runs/repro"), "--out"),
           seeds: int = typer.Option(0, "--seeds", min=0, help="Seeds per variant (0 = 3 for full, else 1)."),
           variants: str = typer.Option("", "--variants", help="Comma list (default: every variant)."),
           eval_limit: int = typer.Option(0, "--eval-limit", min=0, help="Held-out questions per n (0 = all)."),
-          set_: list[str] = typer.Option(None, "--set", help=SET_HELP + " Applied to every stage and variant "
+          set_: list[str] = typer.Option(None, "--set", help=SET_HELP + " Applied to the preset's config "
                                          "(e.g. model.device=cuda model.replicas=1 on a GPU).")) -> None:
     """The paper's Table 2 variants from one cold start, with intervals over seeds → DIR/summary.json."""
     from paravt.repro.run import PRESETS, run_repro

@@ -44,7 +44,10 @@ def base_settings(cfg: TrainConfig, *, videos: int, probe_videos: int, model_siz
             "model_size": model_size, "prior": cfg.prior.model_dump(mode="json"),
             "video": {"overview_max_pixels": v.overview_max_pixels, "crop_max_pixels": v.crop_max_pixels,
                       "size_factor": v.size_factor},
-            "probe_max_new_tokens": probe_max_new_tokens}
+            "probe_max_new_tokens": probe_max_new_tokens,
+            # the parameter dtype changes what the base learns (not where it runs): a bf16 base is
+            # another base; fp32 adds nothing, so the keys of the bases built before stay valid
+            **({"dtype": cfg.model.dtype} if cfg.model.dtype != "float32" else {})}
 
 
 def base_paths(root: Path, settings: dict[str, Any], name: str, *, tiny_version: int | None = None

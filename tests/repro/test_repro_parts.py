@@ -172,5 +172,6 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
 
     assert key(gpu) == key(plain)
     assert key(with_config_overrides(plain, ["prior.steps=100"])) != key(plain)
+    assert key(with_config_overrides(gpu, ["model.dtype=bfloat16"])) != key(gpu)  # another base
     with pytest.raises(ConfigError, match="model.replicas=1"):
         with_config_overrides(plain, ["model.device=cuda"])

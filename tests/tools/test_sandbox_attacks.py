@@ -5,7 +5,9 @@ serving afterwards.
 """
 
 import asyncio
+import contextlib
 import os
+import signal
 import shutil
 import time
 from pathlib import Path
@@ -14,6 +16,10 @@ import pytest
 from tool_helpers import call
 
 from paravt.tools import build_toolset
+from paravt.errors import ToolCallError
+from paravt.tools.sandbox import pool as pool_module
+from paravt.tools.sandbox import runtime as runtime_module
+from paravt.tools.sandbox.pool import RuntimePool
 from paravt.tools.sandbox.runtime import SandboxLimits, SandboxRuntime
 
 LIMITS = SandboxLimits(wall_s=3.0, memory_bytes=1 << 30)
@@ -209,3 +215,50 @@ def test_the_python_tool_binds_only_a_regular_file_even_in_process(make_ctx):
 
     obs, active = asyncio.run(main())
     assert not obs.ok and "not a regular file" in obs.error and active == 0
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="the rlimits mode drops to a sandbox uid only as root")
+def test_a_setsid_escapee_of_the_rlimits_mode_blocks_no_close_and_keeps_its_runtime_counted(monkeypatch):
+    """The rlimits mode has no PID namespace: a ``setsid`` grandchild outlives the kill, holding
+    the sandbox's life pipe. Every wait stays bounded (close, the episode's release of the pool,
+    the restart, which is refused), while `exited` (what the pool counts) waits for the escapee."""
+    monkeypatch.setattr(runtime_module, "_CLOSE_WAIT_S", 0.5)
+    monkeypatch.setattr(pool_module, "WAIT_S", 1.0)
+    marker = "271.75"
+    code = ("import os, sys\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    if os.fork() == 0:\n"
+            f"        os.execv('/usr/bin/sleep', ['sleep', '{marker}'])\n"
+            "    os._exit(0)\n"
+            "os.wait()\nprint('forked')")
+
+    async def main():
+        pool = RuntimePool(max_runtimes=1, idle_ttl_s=60)
+        rt = SandboxRuntime(None, LIMITS, mode="rlimits", weak_isolation=True)
+        slot = pool.admit("e/1", "v", lambda: rt)
+        forked = await rt.run(code)
+        pool.done(slot)
+        t0 = time.monotonic()
+        await pool.release("e/1")
+        released = time.monotonic() - t0
+        gone = asyncio.ensure_future(rt.exited())
+        await asyncio.sleep(0.2)
+        counted = not gone.done()
+        # max_runtimes=1: the escapee is still counted, so the next episode's runtime waits for it (bounded)
+        nxt = pool.admit("e/2", "v", lambda: SandboxRuntime(None, LIMITS, mode="rlimits", weak_isolation=True))
+        with pytest.raises(ToolCallError, match="still exiting"):
+            await nxt.wait_predecessor()
+        pool.done(nxt)
+        for p in Path("/proc").glob("[0-9]*"):
+            if marker in _cmdline(p):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(p.name), signal.SIGKILL)
+        await asyncio.wait_for(gone, 10)
+        await pool.aclose()
+        return forked, released, counted
+
+    forked, released, counted = asyncio.run(main())
+    assert forked.ok and forked.stdout.strip() == "forked", forked
+    assert released < 1.0 + 0.5 + 3  # the bounds (WAIT_S, _CLOSE_WAIT_S), never the escapee's 271 s
+    assert counted

@@ -140,8 +140,8 @@ class OpenAIGenerator:
         except httpx.HTTPError as err:  # any other (a body that does not decode): no retry can fix it
             raise _Fatal(f"unreadable reply from {where} ({type(err).__name__}: {err})") from None
         except ReplyTooLarge as big:
-            raise _Fatal(f"reply too large from {where} ({big}); raise max_reply_bytes or lower "
-                         "max_new_tokens") from None
+            raise _Fatal(f"reply too large from {where} ({big}); lower sampling.max_new_tokens (the cap is "
+                         "OpenAIGenerator's max_reply_bytes, 32 MiB by default)") from None
         if resp.status != 200:
             raise _status_error(resp)
         try:

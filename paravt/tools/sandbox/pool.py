@@ -56,11 +56,13 @@ class Slot:
     evicted: str | None = None  # set when the pool took it away; its calls answer with this
 
     async def wait_predecessor(self) -> None:
-        """Await the predecessor's close. ``after`` is cleared only once that close is done: a call
-        cancelled here leaves it for the next call (and for `RuntimePool._detach` to count)."""
+        """Await the predecessor's close, at most `WAIT_S` (then `ToolCallError`: never a hang).
+        ``after`` is cleared only once that close is done: a call cancelled or refused here leaves
+        it for the next call (and for `RuntimePool._detach` to count)."""
         if self.after is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self.after)
+            if not await _settled(self.after):
+                raise ToolCallError(f"the python runtime evicted to make room for this episode's is still "
+                                    f"exiting {WAIT_S:g} s after SIGKILL; retry this call later")
             self.after = None
 
 
@@ -158,7 +160,7 @@ class RuntimePool:
         if slot.loop is not asyncio.get_running_loop():
             slot.runtime.kill_now()  # its loop is gone: nothing there can reap it
             return None
-        fut = asyncio.ensure_future(slot.runtime.close(until_gone=True))  # counted until really gone
+        fut = asyncio.ensure_future(_until_gone(slot.runtime))  # counted until really gone
         if slot.after is not None and not slot.after.done():  # its runtime never started: the slot
             fut = asyncio.ensure_future(_both(slot.after, fut))  # stood for its predecessor's process
             slot.after = None
@@ -179,7 +181,7 @@ class RuntimePool:
                 with self._lock:
                     fut = self._detach(key, "the episode finished") if self._slots.get(key) is slot else None
         if fut is not None:
-            await asyncio.shield(fut)
+            await _settled(fut)  # bounded: a sandbox still exiting stays counted (`_closing`)
 
     async def _reap(self) -> None:
         while self._slots:
@@ -199,8 +201,24 @@ class RuntimePool:
             self._closing = []
         for fut in futs:
             if fut is not None:
-                with contextlib.suppress(Exception):
-                    await fut
+                await _settled(fut)
+
+
+WAIT_S = 10.0  # the longest any caller waits for a sandbox to exit (the count itself waits on)
+
+
+async def _until_gone(runtime: SandboxRuntime) -> None:
+    """Close ``runtime`` (bounded) and wait until its processes are gone (not bounded: this is
+    what the pool counts; callers wait on it through `_settled`)."""
+    await runtime.close()
+    await runtime.exited()
+
+
+async def _settled(fut: asyncio.Future[None]) -> bool:
+    """Wait for ``fut`` at most `WAIT_S` (a close's errors are the runtime's to log); True when done."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(asyncio.shield(fut), WAIT_S)
+    return fut.done()
 
 
 async def _both(first: asyncio.Future[None], then: asyncio.Future[None]) -> None:

@@ -5,7 +5,7 @@ policy: bubblewrap / unshare / rlimits, mounts, environment, seccomp choice; its
 what holds in each mode), speaks the runner's wire protocol (4-byte length + JSON, then image
 blobs), caps every reply again, kills the sandbox on a wall-time timeout, a crash or a protocol
 violation (the next ``run`` starts a fresh one) and never blocks ``close`` for more than a few
-seconds (a sandbox still counts until it is gone: `SandboxRuntime.close`). Admission (how many
+seconds (a sandbox still counts until it is gone: `SandboxRuntime.exited`). Admission (how many
 runtimes live at once) is `paravt.tools.python_tool`'s.
 """
 
@@ -81,8 +81,15 @@ class SandboxRuntime:
         if self.mode != "bwrap":
             log.warning("python tool sandbox WITHOUT bubblewrap (mode=%s): the host filesystem is "
                         "readable by the sandbox uid; install bubblewrap for full isolation", self.mode)
-        if self._exit is not None and not self._exit.done():  # a process it killed may still be exiting
-            await asyncio.shield(self._exit)  # one process per runtime at a time (`close`)
+        if self._exit is not None and not self._exit.done():  # a process it killed may still be exiting:
+            with contextlib.suppress(asyncio.TimeoutError):  # one process per runtime at a time
+                await asyncio.wait_for(asyncio.shield(self._exit), _CLOSE_WAIT_S)
+            if not self._exit.done():
+                raise ToolCallError(f"this python runtime's previous sandbox (pid {self._exit_pid}) is still "
+                                    f"exiting {_CLOSE_WAIT_S:g} s after SIGKILL; call again later")
+        if self._life is not None:  # defensive: a process never closed (it cannot be waited for)
+            os.close(self._life)
+            self._life = None
         if self.retired:
             raise ToolCallError("this python runtime was retired by the pool; call again for a fresh one")
         self._launch = plan_launch(self.video, self.limits, self.mode)
@@ -157,6 +164,8 @@ class SandboxRuntime:
         """Execute ``code``; a timeout, crash or protocol violation kills the runtime and is
         reported as an error result (the next ``run`` starts a fresh one)."""
         if not self.alive:
+            if self._proc is not None:  # it died between calls: reap it (its fds, its exit) first
+                await self.close()
             await self.start()
         proc = self._proc
         if proc is None or proc.stdin is None:  # a concurrent close (an eviction) took it as it started
@@ -219,14 +228,14 @@ class SandboxRuntime:
             shutil.rmtree(self._launch.host_tmp, ignore_errors=True)
             self._launch.host_tmp = None
 
-    async def close(self, *, until_gone: bool = False) -> None:
-        """SIGKILL the sandbox and wait until it is gone (`_gone`). Every close waits for the same
-        exit, also one whose process a concurrent close took (else the pool, which counts a
-        runtime until its close is done, admits a successor beside the dying sandbox), and so does
-        the next `start`. Bounded by `_CLOSE_WAIT_S` unless ``until_gone`` (the pool's close): a
-        sandbox still alive then (a loaded host) is logged, and still counted by those waits."""
+    async def close(self) -> None:
+        """SIGKILL the sandbox and wait until it is gone (`_gone`), at most `_CLOSE_WAIT_S`: every
+        close waits for the same exit, also one whose process a concurrent close took. A sandbox
+        still alive then (a loaded host, or in the ``rlimits`` mode a ``setsid`` descendant) is
+        logged and stays pending in `exited`: the pool counts the runtime until it is done, and
+        the runtime's next `start` refuses to run beside it."""
         waited = 0.0
-        while self._spawning and (until_gone or waited < _CLOSE_WAIT_S):  # a spawn: take its process too
+        while self._spawning and waited < _CLOSE_WAIT_S:  # a spawn in progress: take its process too
             await asyncio.sleep(0.01)
             waited += 0.01
         proc, self._proc = self._proc, None
@@ -242,7 +251,7 @@ class SandboxRuntime:
             self._exit, self._exit_pid = asyncio.ensure_future(_gone(proc, life)), proc.pid
         if self._exit is not None and not self._exit.done():
             try:
-                await asyncio.wait_for(asyncio.shield(self._exit), None if until_gone else _CLOSE_WAIT_S)
+                await asyncio.wait_for(asyncio.shield(self._exit), _CLOSE_WAIT_S)
             except asyncio.TimeoutError:
                 log.warning("python sandbox pid %d still runs %g s after SIGKILL; it counts until it exits",
                             self._exit_pid, _CLOSE_WAIT_S)
@@ -252,6 +261,13 @@ class SandboxRuntime:
         if self._launch is not None and self._launch.host_tmp:
             shutil.rmtree(self._launch.host_tmp, ignore_errors=True)
             self._launch.host_tmp = None
+
+
+    async def exited(self) -> None:
+        """Done once every process of the last sandbox `close` killed is gone (unbounded: a
+        process that escaped the kill holds it; the pool's count waits here, no caller does)."""
+        if self._exit is not None:
+            await asyncio.shield(self._exit)
 
 
 async def _gone(proc: asyncio.subprocess.Process, life: int | None) -> None:
