@@ -448,3 +448,29 @@ def test_a_sandbox_slow_to_exit_counts_until_it_exits_and_no_wait_hangs(monkeypa
         await rt.close()
 
     asyncio.run(main())
+
+
+@needs_bwrap
+def test_a_sandbox_that_dies_between_calls_is_reaped_before_its_restart() -> None:
+    """The model's code can kill its own supervisor after its call returned; the next call found
+    the runtime dead and started a new sandbox over the old one's life pipe: one fd leaked per
+    death (13 → 17 after 4). Now the dead sandbox is closed first: the fd count stays flat."""
+    code = "import os, threading\nthreading.Timer(0.2, lambda: os.kill(os.getppid(), 9)).start()\nprint('ok')"
+
+    def fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def main() -> list[int]:
+        rt = SandboxRuntime(None, LIMITS, mode="bwrap")
+        counts = []
+        try:
+            for _ in range(4):
+                assert (await rt.run(code)).stdout.strip() == "ok"
+                await asyncio.sleep(0.6)  # the supervisor is dead by now
+                counts.append(fds())
+        finally:
+            await rt.close()
+        return counts
+
+    counts = asyncio.run(main())
+    assert counts[-1] <= counts[0], counts
