@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from raw_http import RawServer, drip, endless_chunks, fixed
+from raw_http import DECLARED_HUGE, RawServer, drip, endless_chunks
 from oai_server import RunningServer, ServerState, free_port, make_app
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
 from paravt.models.hf.generator import HFGenerator
@@ -241,9 +241,6 @@ def test_a_malformed_answer_is_an_error_output(server) -> None:
     state.reply = {"choices": []}
     out = asyncio.run(_client(srv.url, gen.codec.tokenizer, model="tiny").generate([_text_request("Hi?")]))[0]
     assert out.finish_reason == "error" and "malformed chat completion" in (out.error or "") and state.requests == 1
-
-
-DECLARED_HUGE = fixed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n")  # refused by its Content-Length, before any body byte
 
 
 def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_whole_request_deadline() -> None:

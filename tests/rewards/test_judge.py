@@ -13,7 +13,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
-from raw_http import RawServer, drip, endless_chunks, fixed
+from raw_http import DECLARED_HUGE, RawServer, drip, endless_chunks
 from paravt.rewards.judge import JudgeItem, LLMJudge, parse_judge_reply
 
 
@@ -106,9 +106,6 @@ def test_unreadable_reply_falls_back_without_retry(server) -> None:
 
 def test_parse_judge_reply() -> None:
     assert [parse_judge_reply(t) for t in ["1", "Score: 0.5", "0", "1.0.", "10", "maybe"]] == [1.0, 0.5, 0.0, 1.0, None, None]
-
-
-DECLARED_HUGE = fixed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n")  # refused by its Content-Length, before any body byte
 
 
 def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_whole_request_deadline() -> None:
