@@ -297,7 +297,8 @@ def main() -> None:
                                     f"{args.replicas} replicas")
             rep.close()
         tokens = token_table(measure_tokens(hf, video, sampling, args.overview))
-    meta = {"device": args.device, "dtype": args.dtype, "size": args.size, "sub_tokens": args.sub_tokens, "window_s": WINDOW_S, "reps": args.reps,
+    meta = {"device": args.device, "dtype": args.dtype,
+            "size": args.size, "sub_tokens": args.sub_tokens, "window_s": WINDOW_S, "reps": args.reps,
             "threads": args.threads, "prefill_threads": args.prefill_threads, "replicas": args.replicas,
             "overview": args.overview}
     render(timing, tokens, meta)

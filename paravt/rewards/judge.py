@@ -7,7 +7,8 @@ one byte a second is cut at ``timeout_s``; ``paravt.models.openai.bounded``) and
 exponential back-off on timeouts, transport errors and HTTP 5xx/429; a reply over
 ``max_reply_bytes`` is not retried. A request that still fails, or whose reply holds no 0 / 0.5 / 1
 (or is too large), falls back to token F1 and is counted in ``JudgeStats.n_fallback`` (log it: a
-judge that silently degrades to F1 changes the reward). A missing prediction scores 0 without a request. Never raises for one bad item.
+judge that silently degrades to F1 changes the reward). A missing prediction scores 0 without a
+request. Never raises for one bad item.
 """
 
 from __future__ import annotations
