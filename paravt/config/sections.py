@@ -53,6 +53,7 @@ class ModelConfig(_Strict):
     request_timeout_s: float = Field(120.0, gt=0, description="Per-request timeout of the openai backend.")
     max_retries: int = Field(3, ge=0, description="Retries with exponential back-off of the openai backend.")
     max_concurrency: int = Field(16, ge=1, description="Concurrent requests of the openai backend.")
+    api_key_file: str | None = Field(None, description="openai backend: file whose first line is the server's API key (e.g. the file `paravt serve-model --api-key-file` reads), sent as 'Authorization: Bearer'; None: send none.")
     prefill_threads: int | None = Field(None, ge=1, le=256, description="hf backend: torch threads of each batch's prefill (vision tower, prompt); the decode steps keep the process's count. None: the process's count throughout. Worth it when decode runs with fewer threads than the cores (docs/performance.md).")
     replicas: int = Field(1, ge=1, le=64, description="hf backend on a CPU: processes serving requests side by side, each with a copy of the policy (this one included; paravt.models.hf.replicas). 2 uses both cores of a 2-core machine, whose one process is bound by Python. 1 on an accelerator.")
     replica_timeout_s: float = Field(600.0, gt=0, description="hf replicas: a worker that does not answer a batch within this time (hung, stopped) is killed and restarted; its rows are served by this process (paravt.models.hf.replicas).")
@@ -60,7 +61,7 @@ class ModelConfig(_Strict):
 
 class SamplingConfig(_Strict):
     temperature: float = Field(0.7, ge=0, description="Sampling temperature tau [paper]; 0 = greedy.")
-    top_p: float = Field(1.0, gt=0, le=1)
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling: draw from the smallest set of tokens whose probability reaches top_p; 1 = off.")
     max_new_tokens: int = Field(2048, ge=1, description="Max new tokens per main-agent turn [paper].")
     sub_max_new_tokens: int = Field(512, ge=1, description="Max tokens of a sub-agent summary [DESIGN §2].")
 
@@ -79,6 +80,7 @@ class RolloutConfig(_Strict):
     subagent_timeout_s: float = Field(300.0, gt=0, description="Timeout of one batched sub-agent request.")
     tools: list[str] = Field(default_factory=lambda: ["crop_video"], description="Enabled tools: registry names, or 'mcp:URL' / 'mcp:COMMAND ARGS' for every tool of an MCP server (paravt[mcp]).")
     tool_server_url: str | None = Field(None, description="Use tools through this paravt tool server instead of in-process.")
+    tool_server_key_file: str | None = Field(None, description="File whose first line is the tool server's key (the file `paravt serve-tools --api-key-file` reads), sent as 'Authorization: Bearer' with every request; None: send none.")
     python_weak_isolation: bool = Field(False, description="Let the in-process python tool run WITHOUT bubblewrap (weak isolation: the host filesystem is readable); off = its calls are refused (docs/tools.md).")
     prompt_version: str = Field("v1", description="Version of the packaged prompt templates.")
 
@@ -99,7 +101,7 @@ class RewardConfig(_Strict):
     bias: float = Field(-0.2, description="Added to every reward before group normalisation [paper].")
     judge_url: str | None = Field(None, description="OpenAI-compatible endpoint of an LLM judge for open-ended answers (None = token F1).")
     judge_model: str | None = Field(None, description="Model name sent to the judge (None: the server's first model).")
-    judge_timeout_s: float = Field(30.0, gt=0)
+    judge_timeout_s: float = Field(30.0, gt=0, description="Whole-request deadline of one judge request (connect, headers and body); past it the request is retried, then scored by token F1.")
 
     _judge_url = field_validator("judge_url")(lambda url: http_url_or_none(url))
 
@@ -129,7 +131,7 @@ class GatingConfig(_Strict):
 class RLConfig(_Strict):
     """PARA-GRPO (DESIGN §5)."""
 
-    engine: Literal["local", "verl"] = "local"
+    engine: Literal["local", "verl"] = Field("local", description="Where `paravt train rl` runs: local = this process (paravt.rl.loop); verl = write verl's run files and start verl (the `verl:` section, docs/scale.md).")
     group_size: int = Field(8, ge=2, description="G rollouts per prompt [paper].")
     prompts_per_step: int = Field(4, ge=1, description="Prompts kept per step (after online filtering).")
     oversample: float = Field(1.0, ge=1.0, description="Roll out ceil(oversample * prompts_per_step) prompts, keep the top by reward std.")
@@ -137,34 +139,42 @@ class RLConfig(_Strict):
     std_normalize: bool = Field(True, description="Divide group-centred rewards by the group std (False: PyVision-RL / Dr.GRPO).")
     clip_eps: float = Field(0.2, gt=0, description="PPO clip epsilon [paper].")
     kl_coef: float = Field(0.01, ge=0, description="KL coefficient to the reference policy [paper].")
-    kl_estimator: KLKind = "k3"
+    kl_estimator: KLKind = Field("k3", description="Per-token estimator of KL(policy || reference): k1 = the log ratio; k3 = exp(-d) + d - 1, unbiased and never negative (verl's low_var_kl).")
     lr: float = Field(2e-6, gt=0, description="Learning rate [paper].")
-    max_grad_norm: float = Field(1.0, gt=0)
-    steps: int = Field(30, ge=1)
-    ppo_epochs: int = Field(1, ge=1)
-    seed: int = 0
-    gating: GatingConfig = Field(default_factory=GatingConfig)
-    save_every: int = Field(10, ge=1)
+    max_grad_norm: float = Field(1.0, gt=0, description="Clip the gradient's global L2 norm to this before each optimiser step.")
+    steps: int = Field(30, ge=1, description="RL steps; each rolls out its prompts' groups and updates the policy.")
+    ppo_epochs: int = Field(1, ge=1, description="Optimiser passes over one step's rollouts; > 1 lets the ratio leave 1, so the clip can act.")
+    seed: int = Field(0, description="Seed of the run: prompt order, gating draws and each step's sampling (reseeded from (seed, step), so a resumed run matches).")
+    gating: GatingConfig = Field(default_factory=GatingConfig, description="nFrames Gating: the per-prompt overview frame budget [paper].")
+    save_every: int = Field(10, ge=1, description="Checkpoint every N steps (the final model is saved at the end in any case).")
     logprob_mismatch_warn: float = Field(0.05, ge=0, description="Warn when mean |recomputed - sampled| old logprob exceeds this.")
     micro_batch_tokens: int = _micro_batch_tokens()
     log_rollouts: int = Field(4, ge=0, description="Rollouts per step written raw to rollouts.jsonl (seeded draw; plus the first <tool_code> reversion and unclosed tag of the step).")
 
 
-class SFTConfig(_Strict):
-    lr: float = Field(1e-3, gt=0)
-    epochs: int = Field(1, ge=1)
-    max_steps: int | None = Field(None, ge=1)
-    batch_size: int = Field(8, ge=1)
-    max_grad_norm: float = Field(1.0, gt=0)
-    warmup_steps: int = Field(10, ge=0)
-    seed: int = 0
-    save_every: int = Field(100, ge=1)
-    include_subagent_rows: bool = True
+class _SupervisedConfig(_Strict):
+    """The fields the two supervised trainers share (``sft`` and ``prior``: the same ``SFTTrainer``);
+    each section keeps its own YAML keys and values."""
+
+    lr: float = Field(1e-3, gt=0, description="Peak learning rate (AdamW), reached after the warm-up.")
+    batch_size: int = Field(8, ge=1, description="Examples per optimiser step (drawn from a seeded permutation per epoch).")
+    max_grad_norm: float = Field(1.0, gt=0, description="Clip the gradient's global L2 norm to this before each optimiser step.")
+    warmup_steps: int = Field(10, ge=0, description="Steps of linear learning-rate warm-up from lr / warmup_steps to lr.")
+    seed: int = Field(0, description="Seed of the batch order (a function of (seed, epoch)) and of the torch RNG.")
+    save_every: int = Field(100, ge=1, description="Checkpoint every N steps (the final model is saved at the end in any case).")
     micro_batch_tokens: int = _micro_batch_tokens()
+
+
+class SFTConfig(_SupervisedConfig):
+    """Supervised cold start (``paravt train sft``) on distilled or oracle traces."""
+
+    epochs: int = Field(1, ge=1, description="Passes over the SFT traces; steps = ceil(examples / batch_size) × epochs, capped by max_steps.")
+    max_steps: int | None = Field(None, ge=1, description="Stop after this many steps (None: all the epochs).")
+    include_subagent_rows: bool = Field(True, description="Train the sub-agents' turns of a trace too (off: only the main agent's).")
     mask_think_prefix: bool = Field(False, description="Put the assistant turns' leading '<think>\\n' into the prompt (mask 0) instead of training it. Off: SFT teaches the whole format and the think prefix stays an RL-time constraint [paper].")
 
 
-class PriorConfig(_Strict):
+class PriorConfig(_SupervisedConfig):
     """The simulated pretrained tool prior (``paravt train prior``, paravt/data/synth/prior.py): SFT on
     pretraining-style traces before the cold start. Strength = ``steps`` and ``tool_mix``."""
 
@@ -172,19 +182,12 @@ class PriorConfig(_Strict):
     tool_mix: float = Field(0.7, ge=0, le=1, description="Share of prompts whose trace has the <tool_code> habit: 0 = weak prior (answers only, the Qwen2.5-VL side), > 0 = strong prior (the Qwen3-VL side).")
     think_sentences: int = Field(6, ge=1, description="Filler sentences per think (the long-think habit).")
     max_calls: int = Field(2, ge=1, description="Most <tool_code> turns (one call each) in a tool trace.")
-    lr: float = Field(1e-3, gt=0)
     lr_decay: LrDecay = Field("cosine", description="After the warm-up: cosine down to min_lr_ratio × lr at the last step (a pretraining schedule), or constant.")
     min_lr_ratio: float = Field(0.1, ge=0, le=1, description="The cosine schedule's last learning rate, as a share of lr.")
-    batch_size: int = Field(8, ge=1)
-    max_grad_norm: float = Field(1.0, gt=0)
-    warmup_steps: int = Field(10, ge=0)
-    seed: int = 0
-    save_every: int = Field(100, ge=1)
-    micro_batch_tokens: int = _micro_batch_tokens()
 
 
 class EvalConfig(_Strict):
-    modes: list[DispatchMode] = Field(default_factory=lambda: ["parallel"])
+    modes: list[DispatchMode] = Field(default_factory=lambda: ["parallel"], description="Dispatch modes each sample is evaluated in: one result row per (sample, mode).")
     nframes: int = Field(64, ge=0, le=MAX_OVERVIEW_FRAMES, description="Overview frames of each eval sample (`eval --data`).")
     limit: int | None = Field(None, ge=1, description="Evaluate only the first N samples (None: all).")
     workers: int = Field(4, ge=1, description="Episodes run concurrently.")
@@ -221,10 +224,10 @@ class VerlConfig(_Strict):
     optimizer_offload: bool = Field(False, description="FSDP optimizer-state offload to CPU.")
     gradient_checkpointing: bool = Field(True, description="Activation checkpointing in the actor.")
     agent_workers: int = Field(8, ge=1, description="Agent-loop workers (rollout.agent.num_workers).")
-    total_epochs: int = Field(1, ge=1)
+    total_epochs: int = Field(1, ge=1, description="Passes over the training parquet (trainer.total_epochs).")
     val_data: str | None = Field(None, description="Validation parquet in verl's layout (None: no validation).")
-    project_name: str = "paravt"
-    experiment_name: str = "paragrpo"
+    project_name: str = Field("paravt", description="Logger project name (trainer.project_name; wandb groups runs by it).")
+    experiment_name: str = Field("paragrpo", description="Logger run name (trainer.experiment_name).")
     loggers: list[str] = Field(default_factory=lambda: ["console"], description="trainer.logger (console, wandb, tensorboard); the local trainer writes tb/ only when tensorboard is listed.")
     save_freq: int = Field(10, description="Checkpoint every N steps (-1: never).")
     steps_per_epoch: int = Field(1, ge=1, description="Steps per data epoch: the gating epoch is (global_step - 1) // steps_per_epoch; launch_verl fills it from the parquet size.")
@@ -253,25 +256,26 @@ class ToolServerConfig(_Strict):
     max_call_pixels: int = Field(16 * 224 * 224, ge=1, description="Cap on a client's per-call visual budget (frame_select).")
     max_episode_pixels: int = Field(64 * 224 * 224, ge=1, description="Cap on a client's per-episode visual budget (frame_select).")
     python_weak_isolation: bool = Field(False, description="Let the python tool run WITHOUT bubblewrap (unshare/rlimits only: the host filesystem is readable); off = refuse to start.")
+    api_key_file: str | None = Field(None, description="File whose first line is the key every request must send as 'Authorization: Bearer KEY' (401 and nothing run without it); required to bind beyond loopback. None: no key (loopback only).")
 
 
 class TrainConfig(_Strict):
     """Top-level config of `paravt train prior|sft|rl` and `paravt eval` (YAML-loadable)."""
 
-    out_dir: str = "runs/train"
+    out_dir: str = Field("runs/train", description="Run directory of a trainer: checkpoints, train_log.jsonl and the final model (out_dir/model); a run on a directory with checkpoints resumes from the last.")
     data: str = Field("runs/synth/rl.parquet", description="Training parquet (rl.parquet or sft.parquet).")
     data_root: str | None = Field(None, description="Root for relative video paths (default: the parquet's directory).")
     init_from: str | None = Field(None, description="Checkpoint to start from (default: model.path).")
-    model: ModelConfig = Field(default_factory=ModelConfig)
-    video: VideoConfig = Field(default_factory=VideoConfig)
-    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
-    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
-    reward: RewardConfig = Field(default_factory=RewardConfig)
-    rl: RLConfig = Field(default_factory=RLConfig)
-    sft: SFTConfig = Field(default_factory=SFTConfig)
-    prior: PriorConfig = Field(default_factory=PriorConfig)
-    eval: EvalConfig = Field(default_factory=EvalConfig)
-    verl: VerlConfig = Field(default_factory=VerlConfig)
+    model: ModelConfig = Field(default_factory=ModelConfig, description="The policy: checkpoint or server URL, backend, device, HTTP limits.")
+    video: VideoConfig = Field(default_factory=VideoConfig, description="Frame sampling of the overview and of the crops.")
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="Decoding of the main agent's and the sub-agents' turns.")
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig, description="One episode: dispatch mode, limits, tools.")
+    reward: RewardConfig = Field(default_factory=RewardConfig, description="The reward's terms and weights, and the optional LLM judge (docs/rewards.md).")
+    rl: RLConfig = Field(default_factory=RLConfig, description="PARA-GRPO: `paravt train rl`.")
+    sft: SFTConfig = Field(default_factory=SFTConfig, description="Supervised cold start: `paravt train sft`.")
+    prior: PriorConfig = Field(default_factory=PriorConfig, description="The simulated pretrained tool prior: `paravt train prior`.")
+    eval: EvalConfig = Field(default_factory=EvalConfig, description="`paravt eval`: modes, frames, benchmark protocol, scoring.")
+    verl: VerlConfig = Field(default_factory=VerlConfig, description="Resources of `paravt train rl --engine verl` (nodes, GPUs, rollout engine).")
 
     @model_validator(mode="after")
     def _cross_field(self) -> TrainConfig:
