@@ -7,6 +7,9 @@ of each row is its target):
   states a time overlapping the needle (``diagnosis.timed_right``, ± 1 s); ``false_reports`` = miss
   clips whose reply reports something;
 - overview MCQ (plain prompt) at n = 4 and n = 64: the reply's first letter is the answer;
+- overview open question (plain prompt; for a flash "What colour is the brief flash?") at n = 4
+  and n = 64: ``open`` = replies equal to the target after SQuAD normalisation (no partial credit);
+  what the base SEES in an overview, apart from the letter lookup the MCQ adds;
 - ``by_kind``: the same per needle kind (flash, digit, shape), with ``named_right`` = hit clips
   whose reply names the needle exactly as the description does ("A large digit 7"): which kind
   the base cannot yet see, a diagnosis (no check reads it).
@@ -26,8 +29,10 @@ from paravt.data.schema import SFTRow
 from paravt.data.synth.base import OVQ, SEE
 from paravt.data.synth.perception import NOTHING
 from paravt.repro.diagnosis import reports, timed_right
+from paravt.rewards.accuracy import normalize_text
 
 RECALL_MIN, TIMED_MIN, FALSE_MAX, MCQ64_MIN, MCQ4_BAND = 0.9, 0.8, 0.1, 0.8, 0.1
+OPEN64_MIN = 0.8  # the open question at n = 64: the overview shows the needle, the base names it
 CHUNK = 16  # requests per generate call
 
 
@@ -39,6 +44,7 @@ def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any
     """The probe's rates from its rows and the base's greedy replies (in row order)."""
     hit = timed = hit_of = false = miss_of = 0
     mcq: dict[int, list[bool]] = {}
+    open_: dict[int, list[bool]] = {}
     kinds: dict[str, dict[str, list[bool]]] = {}
     for row, reply in zip(rows, replies, strict=True):
         target = row.messages[-1].text
@@ -57,16 +63,23 @@ def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any
             said = reports(reply)
             miss_of, false = miss_of + 1, false + said
             k.setdefault("false_reports", []).append(bool(said))
+        elif OVQ in row.id and e.task == "oe":
+            n = int(row.id.rsplit("-n", 1)[1].split("v")[0])
+            ok = normalize_text(reply) == normalize_text(target)
+            open_.setdefault(n, []).append(ok)
+            k.setdefault(f"open_{n}", []).append(ok)
         elif OVQ in row.id:
             n = int(row.id.rsplit("-n", 1)[1].split("v")[0])
             ok = reply.strip()[:1].upper() == target.strip()[:1].upper()
             mcq.setdefault(n, []).append(ok)
             k.setdefault(f"mcq_{n}", []).append(ok)
-    chance = [1.0 / len(r.extra_info.options) for r in rows if OVQ in r.id and r.extra_info.options]
+    chance = [1.0 / len(r.extra_info.options) for r in rows
+              if OVQ in r.id and r.extra_info.task == "mcq" and r.extra_info.options]
     return {"clip_recall": _rate(hit, hit_of), "clip_timed_right": _rate(timed, hit_of),
             "clip_false_reports": _rate(false, miss_of),
             "mcq": {str(n): _rate(sum(v), len(v)) for n, v in sorted(mcq.items())},
             "mcq_chance": round(sum(chance) / len(chance), 4) if chance else None,
+            "open": {str(n): _rate(sum(v), len(v)) for n, v in sorted(open_.items())},
             "by_kind": {kind: {key: _rate(sum(v), len(v)) for key, v in sorted(d.items())}
                         for kind, d in sorted(kinds.items())}}
 
@@ -76,12 +89,13 @@ def _check(value: Any, want: str, holds: bool) -> dict[str, Any]:
 
 
 def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:
-    """The five base checks of issue 27 from a ``score_probe`` result."""
+    """The base checks of issues 27 and 31 from a ``score_probe`` result."""
     def rate(key: str) -> float | None:
         return (probe.get(key) or {}).get("rate")
 
     recall, timed, false = rate("clip_recall"), rate("clip_timed_right"), rate("clip_false_reports")
     m64, m4 = ((probe.get("mcq") or {}).get(n, {}).get("rate") for n in ("64", "4"))
+    o64 = (probe.get("open") or {}).get("64", {}).get("rate")
     chance = probe.get("mcq_chance")
     return {
         "base_clip_recall": _check(probe.get("clip_recall"), f"≥ {RECALL_MIN}", recall is not None and recall >= RECALL_MIN),
@@ -94,6 +108,9 @@ def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:
         "base_overview_mcq_at_4": _check({"acc": (probe.get("mcq") or {}).get("4"), "chance": chance},
                                          f"within {MCQ4_BAND} of chance",
                                          m4 is not None and chance is not None and abs(m4 - chance) <= MCQ4_BAND),
+        "base_overview_open_at_64": _check({"acc": (probe.get("open") or {}).get("64"),
+                                            "at_4": (probe.get("open") or {}).get("4")},
+                                           f"≥ {OPEN64_MIN}", o64 is not None and o64 >= OPEN64_MIN),
     }
 
 

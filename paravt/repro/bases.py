@@ -32,15 +32,17 @@ from paravt import runlock
 from paravt.config import TrainConfig
 from paravt.repro.stages import finish_stage, start_stage
 
-DATA_VERSION = 3  # bump when paravt.data.synth.base / perception change what the base learns
+DATA_VERSION = 4  # bump when paravt.data.synth.base / perception change what the base learns
 
 
 def base_settings(cfg: TrainConfig, *, videos: int, probe_videos: int, model_size: str,
-                  probe_max_new_tokens: int, needle_kinds: Sequence[str]) -> dict[str, Any]:
+                  probe_max_new_tokens: int, needle_kinds: Sequence[str],
+                  durations: tuple[int, int]) -> dict[str, Any]:
     """What the base depends on (``cfg.prior`` already holds the prior's ``tool_mix``)."""
     v = cfg.video
     return {"version": DATA_VERSION, "synth": {"videos": videos, "eval_videos": probe_videos, "seed": 0,
-                                               "needle_kinds": list(needle_kinds)},
+                                               "needle_kinds": list(needle_kinds),
+                                               "durations": list(durations)},
             "model_size": model_size, "prior": cfg.prior.model_dump(mode="json"),
             "video": {"overview_max_pixels": v.overview_max_pixels, "crop_max_pixels": v.crop_max_pixels,
                       "size_factor": v.size_factor},
@@ -102,7 +104,7 @@ def _ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: s
     if start_stage(synth, "ParaVT-Synth of the pretrained base"):
         s = settings["synth"]
         build(synth, videos=s["videos"], eval_videos=s["eval_videos"], seed=s["seed"], workers=2,
-              needle_kinds=s["needle_kinds"])
+              needle_kinds=s["needle_kinds"], min_duration=s["durations"][0], max_duration=s["durations"][1])
         finish_stage(synth)
     if start_stage(init, "tiny Qwen3-VL random init"):
         build_tiny("qwen3_vl", settings["model_size"], init)

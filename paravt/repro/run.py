@@ -62,10 +62,12 @@ class ReproPreset:
     replicas: int = 1  # model.replicas of the eval and the RL rollouts (2: both cores; paravt.models.hf.replicas)
     needle_kinds: tuple[str, ...] = ("flash",)  # the base's and the runs' needles: the one kind the s model
     # learns to see in minutes (docs/repro.md, "The simulated pretrained base": digits and shapes did not)
+    durations: tuple[int, int] = (60, 150)  # video lengths (s) of the base's and the runs' ParaVT-Synth: K = 2–4
+    # windows of ≤ 40 s per parallel call turn (the paper averages 2.5 calls; 60–300 s gave 2–8, docs/repro.md)
 
 
 # docs/repro.md, "The simulated pretrained base": why these numbers
-_BASE_S = BaseSpec(videos=400, probe_videos=40, steps=2400, lr=1e-3, tool_mix=0.7, think_sentences=2, save_every=100)
+_BASE_S = BaseSpec(videos=400, probe_videos=40, steps=2400, lr=1e-3, tool_mix=1.0, think_sentences=2, save_every=100)
 _DEMO = ReproPreset(train_videos=120, eval_videos=16, model_size="s", base=_BASE_S, sft_steps=150, sft_save_every=50,
                     sft_lr=3e-4, rl_steps=12, group_size=4, prompts_per_step=2, rl_lr=1e-4, ppo_epochs=2,
                     max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12, probe_k=2,
@@ -145,7 +147,8 @@ def pretrained_base(out: Path, cfg: TrainConfig, p: ReproPreset, prior: str,
     pc = cfg.model_copy(deep=True)
     pc.prior.tool_mix = p.base.tool_mix if prior == "strong" else 0.0
     settings = base_settings(pc, videos=p.base.videos, probe_videos=p.base.probe_videos, model_size=p.model_size,
-                             probe_max_new_tokens=p.sub_max_new_tokens, needle_kinds=p.needle_kinds)
+                             probe_max_new_tokens=p.sub_max_new_tokens, needle_kinds=p.needle_kinds,
+                             durations=p.durations)
     pdir = out / f"prior_{prior}"
     if _stage(pdir, f"{prior} prior: the simulated pretrained base {base_key(settings)}"):
         model, probe = ensure_base(bases, pc, settings, prior)
@@ -277,7 +280,7 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
     out.mkdir(parents=True, exist_ok=True)
     if _stage(out / "synth", "ParaVT-Synth"):
         build(out / "synth", videos=p.train_videos, eval_videos=p.eval_videos, seed=0, workers=2,
-              needle_kinds=p.needle_kinds)
+              needle_kinds=p.needle_kinds, min_duration=p.durations[0], max_duration=p.durations[1])
         _done(out / "synth")
     root = bases or out.resolve().parent / "bases"
     selections = {k: cold_start(out, cfg, p, k, root) for k in sorted({v.prior for v in chosen})}

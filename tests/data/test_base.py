@@ -87,7 +87,7 @@ def test_each_videos_n64_mcq_comes_in_versions_that_all_point_at_its_needle(base
     """The letter-matching skill needs many MCQs: every training video's n = 64 MCQ comes
     MCQ_VARIANTS times, each answer the option naming the needle, with fresh options and order."""
     by_video: dict[str, list[SFTRow]] = {}
-    label: dict[str, str] = {}  # the open-ended answer names the needle: "red flash", "digit 7", …
+    label: dict[str, str] = {}  # the open-ended answer names the needle: "red" (a flash), "digit 7", …
     for r in base_rows:
         if isinstance(r, SFTRow) and OVQ in r.id and r.extra_info.task == "mcq" and "-n64" in r.id:
             by_video.setdefault(r.videos[0], []).append(r)
@@ -100,7 +100,7 @@ def test_each_videos_n64_mcq_comes_in_versions_that_all_point_at_its_needle(base
         for r in rows:
             e, letter = r.extra_info, r.messages[-1].text
             right = dict(o.split(". ", 1) for o in e.options)[letter]
-            named = {"flash": f"{right} flash", "digit": f"digit {right}"}.get(e.needle_kind or "", right)
+            named = {"digit": f"digit {right}"}.get(e.needle_kind or "", right)
             assert named == label[video], (r.id, e.options, letter, label[video])
             assert all(o.split(". ", 1)[1] in r.messages[0].text for o in e.options)  # the prompt shows them
             letters[letter] += 1

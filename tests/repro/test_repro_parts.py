@@ -168,7 +168,7 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     def key(cfg: TrainConfig) -> str:
         return base_key(base_settings(cfg, videos=p.base.videos, probe_videos=p.base.probe_videos,
                                       model_size=p.model_size, probe_max_new_tokens=p.sub_max_new_tokens,
-                                      needle_kinds=p.needle_kinds))
+                                      needle_kinds=p.needle_kinds, durations=p.durations))
 
     assert key(gpu) == key(plain)
     assert key(with_config_overrides(plain, ["prior.steps=100"])) != key(plain)

@@ -56,23 +56,32 @@ def _mcq(i: int, n: int) -> SFTRow:
     return SFTRow(f"e{i}-mcq-ovq-n{n}", "main", "none", (Message("assistant", "B"),), ("v",), e)
 
 
+def _open(i: int, n: int) -> SFTRow:
+    e = ExtraInfo(id=f"e{i}-oe", task="oe", question="What colour is the brief flash?", answer="red", duration=120.0)
+    return SFTRow(f"e{i}-oe-ovq-n{n}", "main", "none", (Message("assistant", "red"),), ("v",), e)
+
+
 def test_a_base_that_sees_passes_the_base_checks() -> None:
     rows = [_clip(i, True) for i in range(10)] + [_clip(i, False) for i in range(10)]
     rows += [_mcq(i, 64) for i in range(10)] + [_mcq(i, 4) for i in range(8)]
+    rows += [_open(i, 64) for i in range(5)] + [_open(i, 4) for i in range(2)]
     replies = (["A large digit 3 appears from 52.5 s to 54.5 s."] * 9 + ["A red flash appears at 80.5 s."]
-               + [NOTHING] * 10 + ["B"] * 9 + ["C"] + ["B"] * 2 + ["A"] * 6)
+               + [NOTHING] * 10 + ["B"] * 9 + ["C"] + ["B"] * 2 + ["A"] * 6
+               + ["Red."] * 4 + ["green"] + ["red"] + ["blue"])  # normalised: "Red." is "red"
     probe = score_probe(rows, replies)
     assert probe["clip_recall"]["rate"] == 1.0 and probe["clip_timed_right"]["rate"] == 0.9
     assert probe["clip_false_reports"]["rate"] == 0.0 and probe["mcq_chance"] == 0.25
+    assert probe["open"] == {"4": {"rate": 0.5, "hits": 1, "of": 2}, "64": {"rate": 0.8, "hits": 4, "of": 5}}
     checks = base_checks(probe)
     assert all(c["holds"] for c in checks.values()), checks
 
 
 def test_a_base_that_reports_everywhere_or_guesses_fails() -> None:
     rows = [_clip(i, True) for i in range(5)] + [_clip(i, False) for i in range(5)]
-    rows += [_mcq(i, 64) for i in range(5)] + [_mcq(i, 4) for i in range(5)]
-    replies = ["A red flash appears from 10.5 s to 12.5 s."] * 10 + ["A"] * 5 + ["B"] * 5
+    rows += [_mcq(i, 64) for i in range(5)] + [_mcq(i, 4) for i in range(5)] + [_open(i, 64) for i in range(5)]
+    replies = ["A red flash appears from 10.5 s to 12.5 s."] * 10 + ["A"] * 5 + ["B"] * 5 + ["red flash"] * 5
     checks = base_checks(score_probe(rows, replies))
+    assert not checks["base_overview_open_at_64"]["holds"]  # "red flash" is not "red": no partial credit
     assert checks["base_clip_recall"]["holds"]  # it reports every hit ...
     assert not checks["base_clip_timed_right"]["holds"] and not checks["base_clip_false_reports"]["holds"]
     assert not checks["base_overview_mcq_at_64"]["holds"] and not checks["base_overview_mcq_at_4"]["holds"]

@@ -169,10 +169,10 @@ def prior_traces(rows: Sequence[Row], *, tool_mix: float, think_sentences: int, 
 def probe_rows(spec: VideoSpec, rel: str, questions: Sequence[Question], extras: Sequence[ExtraInfo],
                rng: np.random.Generator) -> list[SFTRow]:
     """A held-out video's probe rows: ``CLIPS_PER_VIDEO`` hit clips (the crop plan's hit windows
-    first) and as many misses, and its MCQ at n = 4 and 64 (the assistant message is the target)."""
+    first) and as many misses, and its MCQ and open question at n = 4 and 64 (the assistant message
+    is the target)."""
     rows: list[SFTRow] = perception_rows(spec, rel, questions, extras, rng, CLIPS_PER_VIDEO)
-    mcq = [e for e in extras if e.task == "mcq"]
-    rows += [overview_row(rel, e, n) for e in mcq for n in (4, 64)]
+    rows += [overview_row(rel, e, n) for e in extras if e.task in ("mcq", "oe") for n in (4, 64)]
     return rows
 
 

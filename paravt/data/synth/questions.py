@@ -3,8 +3,11 @@
 - MCQ: what colour flashed / which digit appeared / which shape appeared; four options written
   ``"A. red"`` … ``"D. blue"`` (the VideoMME convention; the answer is the letter).
 - Temporal grounding (tvg): "When does <the needle> appear?" → ``"[start, end]"`` in seconds.
-- Open-ended (oe): "What brief event appears?" → a 2-word label ("red flash", "digit 7",
-  "blue circle"), well under the DAPO 15-word limit.
+- Open-ended (oe): for a flash, "What colour is the brief flash?" → the colour word ("red"): the
+  answer is the seen thing itself, and token F1 against ONE word gives a wrong colour 0 (the label
+  "red flash" gave "orange flash" 0.5: partial credit for a guess, docs/repro.md); for a digit or
+  a shape, "What brief event appears?" → its 2-word label ("digit 7", "blue circle"). Both are
+  well under the DAPO 15-word limit.
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ def tvg(needle: Needle) -> Question:
 
 
 def oe(needle: Needle) -> Question:
+    if needle.kind == "flash":
+        return Question("oe", "What colour is the brief flash? Answer with one word.", needle.color)
     return Question("oe", "What brief event appears in the video? Answer in a few words.", needle.label)
 
 
