@@ -266,6 +266,9 @@ class TrainConfig(_Strict):
     data: str = Field("runs/synth/rl.parquet", description="Training parquet (rl.parquet or sft.parquet).")
     data_root: str | None = Field(None, description="Root for relative video paths (default: the parquet's directory).")
     init_from: str | None = Field(None, description="Checkpoint to start from (default: model.path).")
+    lock_wait_s: float = Field(300.0, gt=0, allow_inf_nan=False, description="Longest wait, in seconds, on "
+                               "another run's lock that shows no progress (`paravt repro`'s shared base "
+                               "builder: paravt.repro.bases); then the run stops, naming the holder.")
     model: ModelConfig = Field(default_factory=ModelConfig, description="The policy: checkpoint or server URL, backend, device, HTTP limits.")
     video: VideoConfig = Field(default_factory=VideoConfig, description="Frame sampling of the overview and of the crops.")
     sampling: SamplingConfig = Field(default_factory=SamplingConfig, description="Decoding of the main agent's and the sub-agents' turns.")

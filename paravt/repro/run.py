@@ -265,7 +265,18 @@ def run_repro(out: Path, *, preset: str = "quick", seeds: int = 1, variants: str
     pretrained bases are built once under ``bases`` (default ``OUT/../bases``: shared by the runs
     beside ``out``). ``overrides`` (``--set a.b=value``) apply to the preset's config of EVERY stage
     and variant, e.g. ``model.device=cuda``, ``model.replicas=1`` on an accelerator; the base's
-    cache key holds what the base learns (``repro.bases.base_settings``), not where it runs."""
+    cache key holds what the base learns (``repro.bases.base_settings``), not where it runs. One
+    writer per ``out`` from the first stage: the run holds ``out``'s lock (`paravt.runlock`)
+    throughout, and a second run on it stops at once with `OutputLocked` naming the first."""
+    from paravt import runlock
+
+    with runlock.hold(out, "paravt repro"):
+        return _run_repro(out, preset=preset, seeds=seeds, variants=variants, eval_limit=eval_limit, bases=bases,
+                          overrides=overrides)
+
+
+def _run_repro(out: Path, *, preset: str, seeds: int, variants: str | None, eval_limit: int | None,
+               bases: Path | None, overrides: Sequence[str]) -> Path:
     from paravt.data.synth.build import build
     from paravt.repro.claims import check_claims
     from paravt.repro.diagnosis import needle_windows

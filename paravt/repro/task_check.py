@@ -11,12 +11,14 @@ Four checks, each ``{"value", "want", "holds"}`` in ``summary.json["task_check"]
 - ``direct_above_chance_at_64``: ``none`` at n = 64 (the needle is in the overview) IS told from
   chance (lower bound > chance): without it the two checks above hold for a model that cannot
   answer at all;
-- ``subagent_recall``: a sub-agent whose window holds the needle reports something in ≥ 80% of
-  such windows AND reports something in ≤ 20% of the windows without it (``repro.diagnosis``): a
-  sub-agent that describes a needle in every window has recall 1.0 and tells the main agent
-  nothing.
 
 The reference checkpoint is the first full-grid variant that ran, in the order ``REFERENCE``.
+
+Issue 31's checks (``cold_start_task_checks``) are measured on the chosen cold start itself (the
+``sft`` variant): the tools pay at n = 4, the overview suffices at n = 64, the cold start's κ, and
+``subagent_recall``: a sub-agent whose window holds the needle reports something in ≥ 80% of such
+windows AND in ≤ 20% of the windows without it (``repro.diagnosis``; a sub-agent that describes a
+needle in every window has recall 1.0 and tells the main agent nothing), on ≥ 30 windows.
 """
 
 from __future__ import annotations
@@ -30,11 +32,19 @@ from paravt.repro.summary import per_question
 REFERENCE = ("paragrpo", "sft", "vanilla_grpo")
 RECALL_WANT = 0.8
 FALSE_REPORTS_MAX = 0.2
+RECALL_WINDOWS_MIN = 30  # windows holding the needle that subagent_recall scores (1 window is no rate)
+COLD_START = "sft"  # the variant that IS the chosen RL init, evaluated without RL (repro.variants)
+TOOLS_PAY_MIN = 0.15  # parallel − none at n = 4 on the cold start
+SUFFICES_MIN = 0.2  # none at n = 64 − none at n = 4 on the cold start
+KAPPA_BAND = (1.5, 3.5)  # the cold start's tool calls per τ = 0.7 rollout (paper: 2.50)
 
 
-def _paired(rows: Sequence[Mapping[str, Any]], a: str, b: str, n: int) -> dict[str, Any] | None:
-    """Mean per-question score of mode ``a`` minus mode ``b`` at ``n`` (averaged over seeds first)."""
-    qa, qb = (per_question(r for r in rows if int(r["nframes"]) == n and r["mode"] == m) for m in (a, b))
+def _paired(rows: Sequence[Mapping[str, Any]], a: str, b: str, n: int, n_b: int | None = None
+            ) -> dict[str, Any] | None:
+    """Mean per-question score of mode ``a`` at ``n`` minus mode ``b`` at ``n_b`` (default ``n``),
+    averaged over seeds first, paired over the questions both hold, with its bootstrap interval."""
+    qa = per_question(r for r in rows if int(r["nframes"]) == n and r["mode"] == a)
+    qb = per_question(r for r in rows if int(r["nframes"]) == (n if n_b is None else n_b) and r["mode"] == b)
     ids = sorted(qa.keys() & qb.keys())
     return paired_bootstrap_diff([qa[q] for q in ids], [qb[q] for q in ids]).to_dict() if ids else None
 
@@ -72,12 +82,6 @@ def check_task(needle: Mapping[str, Any], chance: float, eval_rows: Mapping[str,
                                         "want": "interval's lower bound > chance",
                                         "holds": none64 is not None and none64.get("lo") is not None
                                         and none64["lo"] > chance}
-    diag = diagnoses.get(ref, {})
-    recall, false = (diag.get(k, {}).get("rate") for k in ("recall", "false_reports"))
-    out["subagent_recall"] = {"value": {"recall": diag.get("recall"), "false_reports": diag.get("false_reports")},
-                              "want": f"recall ≥ {RECALL_WANT}, false reports ≤ {FALSE_REPORTS_MAX}",
-                              "holds": recall is not None and recall >= RECALL_WANT
-                              and false is not None and false <= FALSE_REPORTS_MAX}
     return out
 
 
@@ -107,4 +111,45 @@ def cold_start_checks(metrics: Mapping[str, float]) -> dict[str, Any]:
         "cold_start_closure": {"value": {"ours": ours, "paper": want},
                                "want": f"each within {CLOSURE_BAND:g} points of the paper", "holds": close},
         "cold_start_tool_code": {"value": code, "want": "> 0", "holds": code is not None and code > 0},
+    }
+
+
+def cold_start_task_checks(eval_rows: Sequence[Mapping[str, Any]], diagnosis: Mapping[str, Any],
+                           metrics: Mapping[str, float]) -> dict[str, Any]:
+    """Issue 31's checks: do the tools pay, and only where the overview misses the needle, on the
+    chosen cold start? ``eval_rows``: the ``sft`` variant's greedy eval rows (every n × mode);
+    ``diagnosis``: its parallel pipeline (``repro.diagnosis``); ``metrics``: the selection's
+    τ = 0.7 probe of the chosen checkpoint (no think prefix).
+
+    - ``tools_pay_at_4``: ``parallel`` − ``none`` at n = 4, paired over questions: mean ≥
+      ``TOOLS_PAY_MIN`` AND the bootstrap lower bound > 0;
+    - ``overview_suffices_at_64``: ``none`` at n = 64 − ``none`` at n = 4, paired: mean ≥
+      ``SUFFICES_MIN``;
+    - ``cold_start_kappa``: κ of the τ = 0.7 probe within ``KAPPA_BAND`` (paper 2.50);
+    - ``subagent_recall``: recall ≥ ``RECALL_WANT`` and false reports ≤ ``FALSE_REPORTS_MAX``, on
+      ≥ ``RECALL_WINDOWS_MIN`` windows holding the needle.
+    Each is ``{"value", "want", "holds"}``; nothing measured never holds."""
+    pay = _paired(eval_rows, "parallel", "none", 4)
+    suff = _paired(eval_rows, "none", "none", 64, 4)
+    kappa = metrics.get("kappa")
+    lo_k, hi_k = KAPPA_BAND
+    recall, false = (diagnosis.get(k) or {} for k in ("recall", "false_reports"))
+    windows = int(recall.get("of") or 0)
+    return {
+        "tools_pay_at_4": {"value": {"parallel_minus_none": pay, "checkpoint": COLD_START},
+                           "want": f"mean ≥ {TOOLS_PAY_MIN}, lower bound > 0",
+                           "holds": pay is not None and pay.get("lo") is not None
+                           and pay["mean"] >= TOOLS_PAY_MIN and pay["lo"] > 0},
+        "overview_suffices_at_64": {"value": {"none64_minus_none4": suff, "checkpoint": COLD_START},
+                                    "want": f"mean ≥ {SUFFICES_MIN}",
+                                    "holds": suff is not None and suff["mean"] >= SUFFICES_MIN},
+        "cold_start_kappa": {"value": kappa, "want": f"in [{lo_k}, {hi_k}] (paper 2.50)",
+                             "holds": kappa is not None and lo_k <= float(kappa) <= hi_k},
+        "subagent_recall": {"value": {"recall": recall or None, "false_reports": false or None,
+                                      "checkpoint": COLD_START},
+                            "want": f"recall ≥ {RECALL_WANT}, false reports ≤ {FALSE_REPORTS_MAX}, "
+                                    f"on ≥ {RECALL_WINDOWS_MIN} windows with the needle",
+                            "holds": windows >= RECALL_WINDOWS_MIN
+                            and recall.get("rate") is not None and recall["rate"] >= RECALL_WANT
+                            and false.get("rate") is not None and false["rate"] <= FALSE_REPORTS_MAX},
     }
