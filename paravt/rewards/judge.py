@@ -1,12 +1,13 @@
 """Optional LLM judge for open-ended answers (DESIGN §4): an OpenAI-compatible chat endpoint
 scores each (question, reference, prediction) as 0, 0.5 or 1.
 
-Requests of one ``score`` call run concurrently (bounded by ``concurrency``). Each attempt has a
-WHOLE-request deadline of ``timeout_s`` (connect, headers and body together: a server that drips
-one byte a second is cut at ``timeout_s``; ``paravt.models.openai.bounded``) and is retried with
-exponential back-off on timeouts, transport errors and HTTP 5xx/429; a reply over
-``max_reply_bytes`` is not retried. A request that still fails, or whose reply holds no 0 / 0.5 / 1
-(or is too large), falls back to token F1 and is counted in ``JudgeStats.n_fallback`` (log it: a
+Requests of one ``score`` call run concurrently (bounded by ``concurrency``). Each request follows
+the ONE policy of the OpenAI-compatible clients (``paravt.models.openai.retry``): a WHOLE-request
+deadline of ``timeout_s`` (a server that drips one byte a second is cut at ``timeout_s``), a reply
+cap of ``max_reply_bytes`` (not retried), and timeouts, transport errors, 408, 429 and 5xx retried
+``max_retries`` times after ``backoff_s * 2**retry`` or the server's ``Retry-After`` when longer.
+A request that still fails, or whose reply holds no 0 / 0.5 / 1 (or is too large), falls back to
+token F1 and is counted in ``JudgeStats.n_fallback`` (log it: a
 judge that silently degrades to F1 changes the reward). A missing prediction scores 0 without a
 request. Never raises for one bad item.
 """
@@ -20,13 +21,13 @@ from dataclasses import dataclass
 
 import httpx
 
-from paravt.models.openai.bounded import ReplyTooLarge, bounded_request
+from paravt.models.openai.bounded import Reply
+from paravt.models.openai.retry import RetryPolicy, send
 from paravt.models.openai.urls import api_base
 from paravt.protocol.tags import defuse_control_text
 from paravt.rewards.accuracy import token_f1
 
 _SCORE_RE = re.compile(r"(?<![\d.])(0\.5|1(?:\.0+)?|0(?:\.0+)?)(?!\d|\.\d)")
-_RETRY_STATUS = {429, 500, 502, 503, 504}
 
 JUDGE_SYSTEM = ("You grade answers to questions about a video. Compare the prediction with the "
                 "reference answer. Reply with one number only: 1 (correct), 0.5 (partly correct) "
@@ -77,8 +78,7 @@ class LLMJudge:
         self._model = model or "judge"
         self._timeout = timeout_s
         self._max_bytes = max_reply_bytes  # a judge answers with one number: 1 MiB is far beyond it
-        self._retries = max(0, max_retries)
-        self._backoff = backoff_s
+        self._retry = RetryPolicy(max_retries=max(0, max_retries), backoff_s=backoff_s)
         self._sem = asyncio.Semaphore(max(1, concurrency))
         self._client = httpx.AsyncClient(timeout=timeout_s)
 
@@ -103,36 +103,24 @@ class LLMJudge:
         if not (item.prediction or "").strip():
             return _One(0.0, False, 0)
         body = {"model": self._model, "temperature": 0, "max_tokens": 8, "messages": judge_messages(item)}
-        retries = 0
         async with self._sem:
-            for attempt in range(self._retries + 1):
-                retries = attempt
-                reply = await self._post(body)
-                if reply is not None:
-                    score = parse_judge_reply(reply)
-                    if score is not None:
-                        return _One(score, True, retries)
-                    break  # the server answered, but not with a score: no retry
-                if attempt < self._retries:
-                    await asyncio.sleep(self._backoff * 2 ** attempt)
-        return _One(token_f1(item.prediction, item.reference), False, retries)
+            out = await send(self._client, "POST", self._endpoint, json=body, policy=self._retry,
+                             timeout_s=self._timeout, max_bytes=self._max_bytes)
+        # a reply that is no chat completion, or holds no score, is not asked again: F1
+        score = None if out.reply is None else parse_judge_reply(_reply_text(out.reply))
+        if score is not None:
+            return _One(score, True, out.retries)
+        return _One(token_f1(item.prediction, item.reference), False, out.retries)
 
-    async def _post(self, body: dict) -> str | None:
-        """The reply text, or None on a retryable failure (the whole-request deadline, httpx errors,
-        5xx/429); "" for a reply that is too large or not a chat completion (no retry: F1)."""
-        try:
-            resp = await bounded_request(self._client, "POST", self._endpoint, json=body,
-                                         timeout_s=self._timeout, max_bytes=self._max_bytes)
-        except (TimeoutError, httpx.HTTPError):
-            return None
-        except ReplyTooLarge:
-            return ""
-        if resp.status in _RETRY_STATUS:
-            return None
-        try:
-            return str(resp.json()["choices"][0]["message"]["content"])
-        except (ValueError, KeyError, IndexError, TypeError):
-            return ""
+
+def _reply_text(reply: Reply) -> str:
+    """The chat completion's text; "" for any other reply (an error status, not JSON, no choice)."""
+    if reply.status != 200:
+        return ""
+    try:
+        return str(reply.json()["choices"][0]["message"]["content"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return ""
 
 
 async def judge_where_given(items: Sequence[JudgeItem | None], *, url: str | None, model: str | None,

@@ -6,14 +6,14 @@ Media are sent the way the policy's OpenAI backend sends them: per frame, a text
 ``"<{t:.1f} seconds>"`` with the frame's real timestamp, then an ``image_url`` part holding a JPEG
 data URL (every server accepts images; not every server accepts frame lists as a video).
 
-Reliability: each attempt has a WHOLE-request deadline of ``timeout_s`` (connect, headers and the
-body together, measured on the event loop's clock: a server that drips one byte a second is cut
-at ``timeout_s``, not kept alive by every byte); timeouts, transport errors, 429 and 5xx are
-retried ``max_retries`` times with exponential back-off (``backoff_s * 2**attempt``, or the
-server's ``Retry-After`` when it is larger), so one ``chat`` lasts at most
-``(max_retries + 1) * timeout_s`` plus the back-offs. A reply body over ``max_reply_bytes`` is cut
-off while it streams and is an error at once (not retried), as is a malformed reply (no choices,
-non-numeric ``usage``) or an unreadable one (any other ``httpx.HTTPError``: a body that does not
+Reliability: the ONE policy of the OpenAI-compatible clients (``paravt.models.openai.retry``): each
+attempt has a WHOLE-request deadline of ``timeout_s`` (connect, headers and the body together: a
+server that drips one byte a second is cut at ``timeout_s``, not kept alive by every byte);
+timeouts, transport errors, 408, 429 and 5xx are retried ``max_retries`` times after
+``backoff_s * 2**retry`` or the server's ``Retry-After`` when longer (at most 60 s a wait), so one
+``chat`` lasts at most ``(max_retries + 1) * timeout_s`` plus the waits. A reply body over
+``max_reply_bytes`` is cut off while it streams and is an error at once (not retried), as is a
+malformed reply (no choices, non-numeric ``usage``) or an unreadable one (a body that does not
 decode); anything else, or the last failure, is a `TeacherReply` with ``error`` set (never an
 exception). A refusal (finish reason ``content_filter`` or a reply that opens with an
 apology and holds no protocol tag) is ``refused=True``.
@@ -21,7 +21,6 @@ apology and holds no protocol tag) is ``refused=True``.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import io
 import json
@@ -37,14 +36,14 @@ import numpy as np
 from PIL import Image
 
 from paravt.errors import ConfigError
-from paravt.models.openai.bounded import Reply, ReplyTooLarge, bounded_request
+from paravt.models.openai.bounded import Reply
+from paravt.models.openai.retry import RetryPolicy, send
 from paravt.models.openai.urls import api_base
 from paravt.video.types import Frames
 
 Part = dict[str, Any]
 ChatMsg = dict[str, Any]
 
-_RETRY_STATUS = {429, 500, 502, 503, 504}
 _REFUSAL_RE = re.compile(
     r"^\W*(i'?m sorry|i am sorry|sorry,|i can(?:no|')t (?:help|assist|comply|provide|answer)|"
     r"i cannot (?:help|assist|comply|provide|answer)|i(?: am|'m) (?:unable|not able) to|as an ai)", re.I)
@@ -135,7 +134,8 @@ class TeacherClient:
                  backoff_s: float = 1.0, temperature: float = 0.0, max_tokens: int = 1024,
                  max_reply_bytes: int = 4 << 20) -> None:
         self.endpoint = endpoint
-        self.timeout_s, self.max_retries, self.backoff_s = timeout_s, max_retries, backoff_s
+        self.timeout_s = timeout_s
+        self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s)
         self.temperature, self.max_tokens = temperature, max_tokens
         self.max_reply_bytes = max_reply_bytes
         self._client: httpx.AsyncClient | None = None
@@ -154,44 +154,17 @@ class TeacherClient:
     async def chat(self, messages: Sequence[ChatMsg], *, max_tokens: int | None = None) -> TeacherReply:
         body = {"model": self.endpoint.model, "messages": list(messages), "temperature": self.temperature,
                 "max_tokens": max_tokens or self.max_tokens, "stream": False}
-        last = "no attempt made"
-        for attempt in range(self.max_retries + 1):
-            try:
-                resp = await bounded_request(self._http(), "POST", self.endpoint.chat_url, json=body,
-                                             timeout_s=self.timeout_s, max_bytes=self.max_reply_bytes)
-            except TimeoutError:  # the whole-request deadline (asyncio.TimeoutError is TimeoutError)
-                last = f"no whole reply within request_timeout_s={self.timeout_s:g} s"
-                await self._sleep(attempt, None)
-                continue
-            except (httpx.TimeoutException, httpx.TransportError) as err:
-                last = f"{type(err).__name__}: {err or 'timed out'}"
-                await self._sleep(attempt, None)
-                continue
-            except httpx.HTTPError as err:  # any other (a body that does not decode): at once, not retried
-                return TeacherReply("", error=f"unreadable reply ({type(err).__name__}: {err}); check that the "
-                                    "teacher URL is an OpenAI-compatible chat completions server", retries=attempt)
-            except ReplyTooLarge as big:
-                return TeacherReply("", error=f"reply too large ({big}); raise distill.max_reply_bytes or lower "
-                                    "distill.max_tokens", retries=attempt)
-            if resp.status in _RETRY_STATUS:
-                last = f"HTTP {resp.status}: {resp.head(200)}"
-                await self._sleep(attempt, resp.retry_after)
-                continue
-            if resp.status != 200:
-                return TeacherReply("", error=f"HTTP {resp.status}: {resp.head(300)}", retries=attempt)
-            return _parse(resp, attempt)
-        return TeacherReply("", error=f"failed after {self.max_retries + 1} attempts: {last}",
-                            retries=self.max_retries)
-
-    async def _sleep(self, attempt: int, retry_after: str | None) -> None:
-        if attempt >= self.max_retries:
-            return
-        wait = self.backoff_s * 2 ** attempt
-        try:
-            wait = max(wait, min(60.0, float(retry_after))) if retry_after else wait
-        except ValueError:
-            pass
-        await asyncio.sleep(wait)
+        out = await send(self._http(), "POST", self.endpoint.chat_url, json=body, policy=self.retry,
+                         timeout_s=self.timeout_s, max_bytes=self.max_reply_bytes)
+        if out.reply is None:
+            fix = ("raise distill.max_reply_bytes or lower distill.max_tokens" if out.too_large else
+                   "check that the teacher URL is an OpenAI-compatible chat completions server; "
+                   "distill.request_timeout_s and distill.max_retries bound the waiting")
+            return TeacherReply("", error=f"{out.error}; {fix}", retries=out.retries)
+        if out.reply.status != 200:
+            why = f"HTTP {out.reply.status}: {out.reply.head(300)}"
+            return TeacherReply("", error=why, retries=out.retries)
+        return _parse(out.reply, out.retries)
 
 
 def _parse(resp: Reply, attempt: int) -> TeacherReply:

@@ -17,14 +17,14 @@ Tokens:
 - Logprobs come from the server's ``logprobs.content`` when it holds exactly one entry per
   returned id (entries include the stop token); a re-tokenised response whose entries miss only
   the stop token gets 0.0 for it; otherwise all are 0.0 and ``metrics["logprobs_from_server"] == 0``.
-Reliability: at most ``max_concurrency`` requests in flight; each HTTP exchange has a WHOLE-request
-deadline of ``timeout_s`` (connect, headers and body together: a server that drips one byte a second
-is cut at ``timeout_s``, not kept alive by every byte; ``paravt.models.openai.bounded``); timeouts,
-transport errors, 429 and 5xx are retried ``max_retries`` times with exponential back-off
-(``backoff_s * 2**attempt``); any other failure (a 404 for a wrong URL, an unreadable body, a body
-over ``max_reply_bytes``) or the last retryable one becomes a ``finish_reason="error"`` output —
-never an exception. A strict OpenAI server that answers 400 naming one of vLLM's extra fields gets
-plain requests from then on.
+Reliability: at most ``max_concurrency`` requests in flight; each HTTP exchange follows the ONE
+policy of the OpenAI-compatible clients (``paravt.models.openai.retry``): a WHOLE-request deadline
+of ``timeout_s`` (a server that drips one byte a second is cut at ``timeout_s``), a reply cap of
+``max_reply_bytes``, and timeouts, transport errors, 408, 429 and 5xx retried ``max_retries`` times
+after ``backoff_s * 2**retry`` or the server's ``Retry-After`` when longer. Any other failure (a 404
+for a wrong URL, an unreadable body, a body over the cap) or the last retried one becomes a
+``finish_reason="error"`` output — never an exception. A strict OpenAI server that answers 400
+naming one of vLLM's extra fields gets plain requests from then on.
 """
 
 from __future__ import annotations
@@ -40,21 +40,16 @@ import httpx
 
 from paravt.models.base import GenOutput, GenRequest, error_output
 from paravt.models.chat import VISION_TOKENS
-from paravt.models.openai.bounded import Reply, ReplyTooLarge, bounded_request
 from paravt.models.openai.payload import VLLM_EXTRAS, chat_payload, strip_extras
+from paravt.models.openai.retry import RetryPolicy, send
 from paravt.models.openai.urls import api_base
 from paravt.protocol.tags import IM_END
 
 log = logging.getLogger(__name__)
-_RETRY_STATUS = {429, 500, 502, 503, 504}
-
-
-class _Retry(Exception):
-    """A failure worth another attempt (timeout, transport error, 429 / 5xx)."""
 
 
 class _Fatal(Exception):
-    """A failure no retry can fix (4xx, malformed response)."""
+    """A request that failed for good (after the policy's retries, or one no retry can fix)."""
 
 
 @dataclass
@@ -69,11 +64,6 @@ class ServerCounters:
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
-
-
-def _status_error(resp: Reply) -> Exception:
-    msg = f"HTTP {resp.status} from {resp.url}: {resp.head(300)}"
-    return _Retry(msg) if resp.status in _RETRY_STATUS else _Fatal(msg)
 
 
 def _first_difference(a: Sequence[int], b: Sequence[int]) -> int:
@@ -91,8 +81,7 @@ class OpenAIGenerator:
         self.model = model
         self.timeout_s = timeout_s
         self.max_reply_bytes = max_reply_bytes  # token ids and logprobs of a long answer: a few MB
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
+        self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s)
         self.image_format = image_format
         self.tokenizer = tokenizer
         self.im_end_id: int = tokenizer.convert_tokens_to_ids(IM_END)
@@ -126,32 +115,25 @@ class OpenAIGenerator:
         self._bind_loop()
         return list(await asyncio.gather(*(self._one(r) for r in requests)))
 
-    async def _get_json(self, method: str, path: str, **kw: Any) -> Any:
-        """One HTTP exchange within the whole-request deadline and the size cap; raises ``_Retry`` /
+    async def _get_json(self, method: str, path: str, **kw: Any) -> tuple[Any, int]:
+        """One HTTP exchange under the retry policy: (the JSON answer, attempts made); raises
         ``_Fatal`` (never an httpx error)."""
-        where = f"{self.base_url}/{path}"
+        out = await send(self._http(), method, path, policy=self.retry, timeout_s=self.timeout_s,
+                         max_bytes=self.max_reply_bytes, **kw)
+        if out.reply is None:
+            hint = ("; lower sampling.max_new_tokens (the cap is OpenAIGenerator's max_reply_bytes, "
+                    "32 MiB by default)") if out.too_large else ""
+            raise _Fatal(f"{out.error}{hint}")
+        if out.reply.status != 200:
+            raise _Fatal(f"HTTP {out.reply.status} from {out.reply.url}: {out.reply.head(300)}")
         try:
-            resp = await bounded_request(self._http(), method, path, timeout_s=self.timeout_s,
-                                         max_bytes=self.max_reply_bytes, **kw)
-        except TimeoutError:  # the whole-request deadline (asyncio.TimeoutError is TimeoutError)
-            raise _Retry(f"Timeout: no whole reply within timeout_s={self.timeout_s:g} s ({where})") from None
-        except (httpx.TimeoutException, httpx.TransportError) as err:
-            raise _Retry(f"{type(err).__name__}: {err or 'timed out'} ({where})") from None
-        except httpx.HTTPError as err:  # any other (a body that does not decode): no retry can fix it
-            raise _Fatal(f"unreadable reply from {where} ({type(err).__name__}: {err})") from None
-        except ReplyTooLarge as big:
-            raise _Fatal(f"reply too large from {where} ({big}); lower sampling.max_new_tokens (the cap is "
-                         "OpenAIGenerator's max_reply_bytes, 32 MiB by default)") from None
-        if resp.status != 200:
-            raise _status_error(resp)
-        try:
-            return resp.json()
+            return out.reply.json(), out.attempts
         except ValueError:
-            raise _Fatal(f"{path}: the server's answer is not JSON: {resp.head(200)!r}") from None
+            raise _Fatal(f"{path}: the server's answer is not JSON: {out.reply.head(200)!r}") from None
 
     async def _model_name(self) -> str:
         if self.model is None:
-            data = await self._get_json("GET", "models")
+            data, _ = await self._get_json("GET", "models")
             try:
                 self.model = str(data["data"][0]["id"])
             except (KeyError, IndexError, TypeError):
@@ -161,21 +143,14 @@ class OpenAIGenerator:
     async def _one(self, req: GenRequest) -> GenOutput:
         t0 = time.perf_counter()
         async with self._sem:
-            last = "no attempt made"
-            for attempt in range(self.max_retries + 1):
-                if attempt:
-                    await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
-                try:
-                    body = chat_payload(req, await self._model_name(), self.image_format, self.suppress_ids)
-                    data = await self._post(body)
-                    return self._parse(data, req, time.perf_counter() - t0, attempt + 1)
-                except _Retry as err:
-                    last = str(err)
-                except _Fatal as err:
-                    return error_output(str(err), time.perf_counter() - t0)
-        return error_output(f"failed after {self.max_retries + 1} attempts: {last}", time.perf_counter() - t0)
+            try:
+                body = chat_payload(req, await self._model_name(), self.image_format, self.suppress_ids)
+                data, attempts = await self._post(body)
+                return self._parse(data, req, time.perf_counter() - t0, attempts)
+            except _Fatal as err:
+                return error_output(str(err), time.perf_counter() - t0)
 
-    async def _post(self, body: dict[str, Any]) -> Any:
+    async def _post(self, body: dict[str, Any]) -> tuple[Any, int]:
         """POST a completion; a strict OpenAI server that rejects vLLM's extra fields (a 400 naming
         one) is asked again without them, and so are all later requests (logged once)."""
         if self._plain:
