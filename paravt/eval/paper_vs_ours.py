@@ -228,13 +228,18 @@ TASK_CHECKS = (("overview_shows_needle", "the n-frame overview shows the needle 
                ("direct_matches_tools_at_64", "at n = 64 direct answering is as good as tool use"),
                ("direct_near_chance_at_4", "at n = 4 direct answering is near chance"),
                ("direct_above_chance_at_64", "at n = 64 direct answering beats chance (the model can answer)"),
-               ("subagent_recall", "a sub-agent given the needle's window reports it"),
+               ("subagent_recall", "the cold start's sub-agent given the needle's window reports it (≥ 30 windows)"),
+               # issue 31: the tools pay, and only where the overview misses the needle (task_check.py)
+               ("tools_pay_at_4", "the cold start at n = 4: tool use beats answering directly"),
+               ("overview_suffices_at_64", "the cold start answers directly at n = 64 better than at n = 4"),
+               ("cold_start_kappa", "the cold start's tool calls per τ = 0.7 rollout (paper 2.50)"),
                # issue 27's stage targets (paravt/repro/base_probe.py, task_check.cold_start_checks)
                ("base_clip_recall", "the pretrained base, held-out clips with the needle: described"),
                ("base_clip_timed_right", "the base, held-out clips with the needle: a stated time overlaps it"),
                ("base_clip_false_reports", "the base, held-out clips without the needle: something reported"),
                ("base_overview_mcq_at_64", "the base answers MCQ from a 64-frame overview"),
                ("base_overview_mcq_at_4", "the base at a 4-frame overview is near chance"),
+               ("base_overview_open_at_64", "the base names the needle from a 64-frame overview (exact)"),
                ("cold_start_closure", "the strong-prior RL init's closure rates (%, τ = 0.7) vs the paper's Table 5"),
                ("cold_start_tool_code", "the strong-prior RL init reverts to <tool_code> in some rollouts"))
 

@@ -65,9 +65,33 @@ def claims_table(summary: Mapping[str, Any]) -> Table:
     return t
 
 
+def task_check_table(summary: Mapping[str, Any]) -> Table:
+    """The stage checks (``summary["task_check"]``): can the method show on this testbed?"""
+    t = Table(title="stage checks: can the method show here? (docs/repro.md)")
+    for col in ("check", "measured", "want", "holds"):
+        t.add_column(col, overflow="fold")
+    for name, c in summary.get("task_check", {}).items():
+        if isinstance(c, Mapping) and "holds" in c:
+            t.add_row(name, _measured(c.get("value")), str(c.get("want", "")),
+                      "[green]yes[/green]" if c["holds"] else "[red]no[/red]")
+    return t
+
+
+def _measured(v: Any) -> str:
+    if isinstance(v, Mapping) and "mean" in v:
+        return cell(v)
+    if isinstance(v, Mapping) and "rate" in v:
+        return "–" if v["rate"] is None else f"{v['rate']:.2f} ({v.get('hits')}/{v.get('of')})"
+    if isinstance(v, Mapping):
+        return "; ".join(f"{k} {_measured(x)}" for k, x in v.items() if x is not None)
+    return _value(v) if v is not None else "–"
+
+
 def print_summary(summary: Mapping[str, Any], console: Console) -> None:
-    """Both tables; claims whose variants were not run are counted, not listed."""
+    """The variants, the stage checks and the claims; claims whose variants were not run are
+    counted, not listed."""
     console.print(variants_table(summary))
+    console.print(task_check_table(summary))
     ran = [c for c in summary.get("claims", []) if not str(c.get("note", "")).startswith("not run")]
     console.print(claims_table({"claims": ran}))
     skipped = len(summary.get("claims", [])) - len(ran)
