@@ -36,6 +36,7 @@ from paravt.eval.results import ResultRow, load_results
 from paravt.eval.rollouts import read_rollouts, rollouts_html
 from paravt.eval.tokens import tokens_vs_k_figure
 from paravt.jsonl import read_jsonl
+from paravt.rewards.accuracy import parse_interval
 
 N_TRANSCRIPTS = 4
 THUMB_FRAMES = 8
@@ -135,18 +136,6 @@ def discover(run_dirs: Sequence[Path]) -> Discovered:
 
 # ---------------------------------------------------------------- images
 
-_NUM = r"(\d+(?:\.\d+)?)"
-
-
-def parse_interval(text: str | None) -> tuple[float, float] | None:
-    """First ``[a, b]`` / ``a - b`` / ``a to b`` pair of seconds in ``text`` (display only)."""
-    m = re.search(_NUM + r"\s*(?:s|seconds)?\s*(?:,|-|–|to)\s*" + _NUM, text or "")
-    if not m:
-        return None
-    a, b = float(m.group(1)), float(m.group(2))
-    return (a, b) if b > a else None
-
-
 def timeline_figure(row: ResultRow) -> Figure:
     """The video as a bar [0, duration] with each call's window in its own lane (failed calls
     hatched), and for temporal grounding the ground-truth and predicted spans."""
@@ -157,8 +146,8 @@ def timeline_figure(row: ResultRow) -> Figure:
             lanes.append((f"[{i}]", c.start, c.end, f"C{(i - 1) % 10}" if c.ok else "0.75", "" if c.ok else "//"))
     if row.task == "tvg":
         for label, text, color in (("truth", row.answer, "green"), ("pred", row.prediction, "orange")):
-            iv = parse_interval(text)
-            if iv:
+            iv = parse_interval(text)  # the scorer's reading (MM:SS too); a reversed span is not drawn
+            if iv and iv[1] > iv[0]:
                 lanes.append((label, iv[0], iv[1], color, ""))
     fig = Figure(figsize=(9.0, 0.5 + 0.28 * (len(lanes) + 1)), dpi=100)
     ax = fig.add_subplot(1, 1, 1)

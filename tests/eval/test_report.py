@@ -143,3 +143,19 @@ def test_tool_necessity_gap_is_a_table_of_run_by_mode(demo: Path, tmp_path: Path
     for mode in sorted(gaps):
         assert f"<td>{gaps[mode]:.3f}</td>" in row
     assert "Tool Necessity Gap (score on" not in text  # no longer a run-on paragraph
+
+
+def test_the_timeline_reads_intervals_as_the_scorer_does_mm_ss_included() -> None:
+    """One ``parse_interval`` (``paravt.rewards.accuracy``): the report draws what the IoU scored."""
+    from paravt.eval.report import timeline_figure  # noqa: PLC0415
+    from paravt.eval.results import ResultRow  # noqa: PLC0415
+
+    def spans(answer: str, prediction: str) -> list[str]:
+        row = ResultRow(id="t", mode="parallel", task="tvg", subset="", nframes=4, video="",
+                        duration=200.0, question="", options=None, answer=answer,
+                        prediction=prediction, score=0.0, correct=False)
+        return [t.get_text() for t in timeline_figure(row).axes[0].texts]
+
+    # 01:20 = 80 s, 02:30 = 150 s (a report-only reader of plain numbers paired 20 with 02: no span)
+    assert spans("[01:20, 02:30]", "from 80 s to 100 s") == ["80.0–150.0s", "80.0–100.0s"]
+    assert spans("[01:20, 02:30]", "150 - 80") == ["80.0–150.0s"]  # a reversed one: not drawn
