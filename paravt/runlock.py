@@ -11,7 +11,9 @@ another user's run, whose pid cannot be read either): delete the file by hand on
 ended.
 
 Taking over a stale lock happens under an ``flock`` on the directory, so two runs that find
-the same stale lock cannot both take it. Stdlib only: a bottom-layer module.
+the same stale lock cannot both take it. A run that must wait for another's lock (`paravt repro`'s
+shared base builder) uses `acquire_waiting`: bounded by a time without progress from the holder
+(config ``lock_wait_s``), then `OutputLocked` naming it. Stdlib only: a bottom-layer module.
 """
 
 from __future__ import annotations
@@ -36,7 +38,11 @@ LOCK_NAME = ".paravt.lock"
 
 
 class OutputLocked(ParavtError):
-    """Another live run holds the output directory's lock."""
+    """Another live run holds the output directory's lock (``holder``: who, when the file reads)."""
+
+    def __init__(self, message: str, holder: Holder | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 @dataclass(frozen=True)
@@ -151,9 +157,53 @@ def acquire(out_dir: str | Path, command: str) -> Holder:
         if other.token != me.token:
             raise OutputLocked(
                 f"{d} is being written by another run: {other.describe()}; one writer per output directory. "
-                f"Wait for it to end, pick another output directory, or, if that run is gone, delete {path}")
+                f"Wait for it to end, pick another output directory, or, if that run is gone, delete {path}",
+                other)
     raise OutputLocked(f"{d}: its lock {path} kept changing hands while this run tried to take it; "
                        "another run is starting there: wait for it or pick another output directory")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) a process of THIS host has used so far, from ``/proc`` (Linux);
+    None when it cannot be read. A stopped or hung process's does not grow."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # after "pid (comm)": state is field 3, utime/stime 14/15
+    try:
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (IndexError, ValueError, OSError):
+        return None
+
+
+def acquire_waiting(out_dir: str | Path, command: str, *, wait_s: float, poll_s: float = 5.0) -> Holder:
+    """`acquire`, waiting while another live run holds the lock, for at most ``wait_s`` seconds
+    in which the holder makes no progress (its CPU time, read on this host, does not grow: a
+    stopped or hung run; a holder on another host gets ``wait_s`` in all). Then `OutputLocked`
+    naming the holder. Said once on stderr when the wait starts."""
+    last: tuple[str, float | None] | None = None
+    idle_since = time.monotonic()
+    while True:
+        try:
+            return acquire(out_dir, command)
+        except OutputLocked as held:
+            h, now = held.holder, time.monotonic()
+            if h is None:
+                raise
+            seen = (h.token, cpu_seconds(h.pid) if h.host == socket.gethostname() else None)
+            if last is None:
+                log.warning("waiting for the run holding %s (at most %g s without progress from it): %s",
+                            out_dir, wait_s, h.describe())
+            elif seen != last and seen[1] is not None:
+                idle_since = now  # another holder, or the same one working
+            last = seen
+            if now - idle_since >= wait_s:
+                raise OutputLocked(
+                    f"{out_dir}: waited {now - idle_since:.0f} s for the run holding its lock, which made no "
+                    f"progress (lock_wait_s={wait_s:g}): {h.describe()}; if that run is stopped or hung, end it "
+                    f"(kill {h.pid}) and start again, or raise lock_wait_s", h) from None
+            time.sleep(max(0.0, min(poll_s, wait_s - (now - idle_since))))
 
 
 def release(out_dir: str | Path, me: Holder) -> None:

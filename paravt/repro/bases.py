@@ -16,7 +16,8 @@ names the directory under the cache root (``paravt repro``: ``OUT/../bases``)::
 Each piece is a resumable stage (``repro.stages``); a run copies the base's model into its own
 ``prior_PRIOR/model`` so the run directory stays self-contained. Two runs sharing the cache root
 (the demo beside a science run) build one base: the second waits on the root's lock
-(`paravt.runlock`) and then finds the stages done.
+(`paravt.runlock.acquire_waiting`: at most ``lock_wait_s`` without progress from the builder, then
+one error naming it) and then finds the stages done.
 """
 
 from __future__ import annotations
@@ -73,25 +74,15 @@ WAIT_S = 5.0  # between two looks at a base another run is building
 
 def ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str) -> tuple[Path, dict[str, Any]]:
     """Build (or reuse) the base of ``settings`` under ``root``; returns its model dir and probe.
-    One builder at a time per cache root: a second run waits for the first (never two writers)."""
-    import sys
-    import time
-
+    One builder at a time per cache root: a second run waits for the first (never two writers),
+    while the builder makes progress; after ``cfg.lock_wait_s`` seconds without (a stopped or hung
+    builder) it stops with `OutputLocked` naming the builder (`paravt.runlock.acquire_waiting`)."""
     root.mkdir(parents=True, exist_ok=True)
-    said = False
-    while True:
-        try:
-            me = runlock.acquire(root, f"paravt repro: base {name}")
-        except runlock.OutputLocked as held:
-            if not said:
-                print(f"waiting for the base: {held}", file=sys.stderr, flush=True)
-                said = True
-            time.sleep(WAIT_S)
-            continue
-        try:
-            return _ensure_base(root, cfg, settings, name)
-        finally:
-            runlock.release(root, me)
+    me = runlock.acquire_waiting(root, f"paravt repro: base {name}", wait_s=cfg.lock_wait_s, poll_s=WAIT_S)
+    try:
+        return _ensure_base(root, cfg, settings, name)
+    finally:
+        runlock.release(root, me)
 
 
 def _ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str) -> tuple[Path, dict[str, Any]]:
