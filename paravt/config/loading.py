@@ -99,14 +99,33 @@ class _AliasBomb(yaml.YAMLError):
     pass
 
 
+class _DuplicateKey(yaml.YAMLError):
+    pass
+
+
 class _Loader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses a document whose aliases expand past MAX_YAML_NODES nodes."""
+    """yaml.SafeLoader that refuses a document whose aliases expand past MAX_YAML_NODES nodes, and
+    a mapping that writes one key twice (YAML would keep the last silently: a second ``rl:`` block
+    would drop the first)."""
 
     def compose_document(self) -> Any:
         node = super().compose_document()
         if node is not None:
             _expanded_size(node, {}, set())
         return node
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:  # the keys as written (a ``<<`` merge may be overridden)
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise _DuplicateKey(f"the key {key!r} is written twice (lines {seen[key]} and {line}), and "
+                                    "YAML would silently keep only the second; merge the two into one")
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
 
 
 def _expanded_size(node: yaml.Node, sizes: dict[int, int], active: set[int]) -> int:
@@ -136,6 +155,8 @@ def parse_yaml(text: str, what: str) -> Any:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except _AliasBomb as err:
         raise ConfigError(f"{what} is refused: {err}; write the values out instead of nesting aliases") from None
+    except _DuplicateKey as err:
+        raise ConfigError(f"{what} is refused: {err}") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"{what} is not valid YAML ({_yaml_problem(err)}); fix the syntax "
                           "(quote a string that holds ': ', '[' or '{')") from None

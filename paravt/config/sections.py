@@ -17,6 +17,7 @@ from paravt.config.choices import (
     ToolMode,
     http_url_or_none,
 )
+from paravt.config.limits import step_size_problems
 
 
 
@@ -27,7 +28,10 @@ def _micro_batch_tokens() -> Any:
                  "(paravt/rl/batch.py); a longer sequence goes alone.")
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+    """Every section: unknown keys refused, and every float finite (``allow_inf_nan=False``: inf,
+    -inf and nan are refused under the field's name, in every section; issue 34)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False, allow_inf_nan=False)
 
 
 class VideoConfig(_Strict):
@@ -307,6 +311,7 @@ def cross_field_problems(c: TrainConfig) -> list[str]:
     if c.model.replicas > 1 and c.model.device != "cpu":
         out.append(f"model.replicas={c.model.replicas} with model.device={c.model.device!r}: replicas are CPU "
                    "processes (one process batches on an accelerator); set model.replicas=1")
+    out.extend(step_size_problems(c))  # sizes this machine cannot hold (paravt/config/limits.py)
     return out
 
 

@@ -28,6 +28,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("bad-inputs")
     (d / "bad_utf8.yaml").write_bytes(b"rl:\n  steps: \xff\xfe\n")
     (d / "bomb.yaml").write_text(ALIAS_BOMB)
+    (d / "twice.yaml").write_text("rl:\n  steps: 3\nsft:\n  lr: 0.1\nrl:\n  lr: 0.5\n")
     (d / "afile").write_text("not a directory, not a video, not parquet\n")
     pq.write_table(pa.table({"id": ["a"]}), d / "ok.parquet")
     (d / "ok.yaml").write_text(f"data: {d / 'ok.parquet'}\nout_dir: {d / 'run'}\n")
@@ -93,6 +94,19 @@ CASES = {
                                       "--set", "model.replicas=2"], "model.replicas=1"),
     "repro --set unknown key": (["repro", "--preset", "micro", "--out", "{dir}/repro", "--set", "rl.no_such=1"],
                                 "no_such"),
+    # issue 34 item 1: values that cannot run are refused by name before any work
+    "train rl --set rl.lr=inf": (["train", "rl", "--config", "{ok}", "--set", "rl.lr=inf"], "rl.lr"),
+    "eval --set sampling.temperature=inf": ([*EVAL, "--set", "sampling.temperature=inf"], "sampling.temperature"),
+    "distill --set request_timeout_s=inf": (["data", "distill", "--data", "{ok}", "--out", "{dir}/d", "--teacher",
+                                             "http://127.0.0.1:9", "--teacher-model", "m", "--set",
+                                             "request_timeout_s=inf"], "request_timeout_s"),
+    "train rl --set reward.alpha=nan": (["train", "rl", "--config", "{ok}", "--set", "reward.alpha=nan"],
+                                        "reward.alpha: Input should be a finite number"),
+    "train rl --set rl.group_size=1e9": (["train", "rl", "--config", "{ok}", "--set", "rl.group_size=1000000000"],
+                                         "rl.group_size=1000000000"),
+    "repro --set rl.prompts_per_step=1e8": (["repro", "--preset", "micro", "--out", "{dir}/repro", "--set",
+                                             "rl.prompts_per_step=100000000"], "rl.prompts_per_step=100000000"),
+    "config check: a key written twice": (["config", "check", "{twice}"], "'rl' is written twice (lines 1 and 5)"),
 }
 
 
