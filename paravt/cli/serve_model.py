@@ -38,21 +38,27 @@ def serve_model(
     served_model_name: str | None = typer.Option(None, "--served-model-name"),
     ready_timeout_s: float = typer.Option(900.0, "--ready-timeout", min=0.001, help="Give up when /v1/models has not answered after this many seconds."),
     config: Path | None = typer.Option(None, "--config", help="YAML: rollout limits decide the context and media limits."),
+    api_key_file: Path | None = typer.Option(None, "--api-key-file", help="File whose first line is the key clients must send as 'Authorization: Bearer KEY' (the engine's own --api-key; model.api_key_file on the client); required beyond loopback."),
 ) -> None:
     """Start an OpenAI-compatible server for --model; print the command, then a ready line."""
     from paravt import config as cfgmod
+    from paravt.config.keys import MIN_SERVER_KEY_CHARS
     from paravt.servers.launch import ServeSpec, command, default_roots, engine_env, find_python
     from paravt.servers.supervise import supervise
 
     if engine not in get_args(ServeEngine):
         raise ConfigError(f"--engine {engine!r} is not a serving engine; choose from {', '.join(get_args(ServeEngine))}")
+    cfgmod.require_key_beyond_loopback(host, api_key_file, "--api-key-file", "paravt serve-model")
+    key = (cfgmod.read_key_file(api_key_file, "--api-key-file", min_chars=MIN_SERVER_KEY_CHARS)
+           if api_key_file is not None else None)
     cfg = cfgmod.load(config) if config else TrainConfig()
     exe = find_python(engine, python, default_roots())  # type: ignore[arg-type]
     r = cfg.rollout
     per_prompt = 1 + r.max_turns * r.k_max  # the overview + one per tool call of every turn
     spec = ServeSpec(model=model, host=host, port=port, engine=engine, gpus=visible_gpus() if gpus is None else gpus,  # type: ignore[arg-type]
                      max_model_len=max_model_len or r.max_context_tokens, max_videos=per_prompt,
-                     max_images=per_prompt, served_model_name=served_model_name)
+                     max_images=per_prompt, served_model_name=served_model_name, api_key=key)
     cmd, env = command(exe, spec), engine_env(spec)
-    print("$ " + " ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(cmd), flush=True)
-    raise typer.Exit(supervise(cmd, env, spec.url, ready_timeout_s=ready_timeout_s))
+    line = " ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(cmd)
+    print("$ " + (line.replace(key, f"<key of {api_key_file}>") if key else line), flush=True)
+    raise typer.Exit(supervise(cmd, env, spec.url, ready_timeout_s=ready_timeout_s, api_key=key))

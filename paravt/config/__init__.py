@@ -43,6 +43,7 @@ from paravt.config.sections import (
     VideoConfig,
     cross_field_problems,
 )
+from paravt.config.keys import is_loopback, read_key_file, require_key_beyond_loopback
 from paravt.config.loading import (
     MAX_CONFIG_BYTES,
     MAX_YAML_NODES,
@@ -95,10 +96,13 @@ __all__ = [
     "cross_field_problems",
     "dump",
     "http_url_or_none",
+    "is_loopback",
     "load",
     "load_for_model",
     "parse_yaml",
+    "read_key_file",
     "read_mapping",
+    "require_key_beyond_loopback",
     "resolve",
     "save",
     "set_value",

@@ -58,6 +58,7 @@ class ModelConfig(_Strict):
     max_retries: int = Field(3, ge=0, description="Retries with exponential back-off of the openai backend.")
     max_concurrency: int = Field(16, ge=1, description="Concurrent requests of the openai backend.")
     api_key_file: str | None = Field(None, description="openai backend: file whose first line is the server's API key (e.g. the file `paravt serve-model --api-key-file` reads), sent as 'Authorization: Bearer'; None: send none.")
+    api_key_file: str | None = Field(None, description="openai backend: file whose first line is the server's API key (e.g. the file `paravt serve-model --api-key-file` reads), sent as 'Authorization: Bearer'; None: send none.")
     prefill_threads: int | None = Field(None, ge=1, le=256, description="hf backend: torch threads of each batch's prefill (vision tower, prompt); the decode steps keep the process's count. None: the process's count throughout. Worth it when decode runs with fewer threads than the cores (docs/performance.md).")
     replicas: int = Field(1, ge=1, le=64, description="hf backend on a CPU: processes serving requests side by side, each with a copy of the policy (this one included; paravt.models.hf.replicas). 2 uses both cores of a 2-core machine, whose one process is bound by Python. 1 on an accelerator.")
     replica_timeout_s: float = Field(600.0, gt=0, description="hf replicas: a worker that does not answer a batch within this time (hung, stopped) is killed and restarted; its rows are served by this process (paravt.models.hf.replicas).")
@@ -84,6 +85,7 @@ class RolloutConfig(_Strict):
     subagent_timeout_s: float = Field(300.0, gt=0, description="Timeout of one batched sub-agent request.")
     tools: list[str] = Field(default_factory=lambda: ["crop_video"], description="Enabled tools: registry names, or 'mcp:URL' / 'mcp:COMMAND ARGS' for every tool of an MCP server (paravt[mcp]).")
     tool_server_url: str | None = Field(None, description="Use tools through this paravt tool server instead of in-process.")
+    tool_server_key_file: str | None = Field(None, description="File whose first line is the tool server's key (the file `paravt serve-tools --api-key-file` reads), sent as 'Authorization: Bearer' with every request; None: send none.")
     tool_server_key_file: str | None = Field(None, description="File whose first line is the tool server's key (the file `paravt serve-tools --api-key-file` reads), sent as 'Authorization: Bearer' with every request; None: send none.")
     python_weak_isolation: bool = Field(False, description="Let the in-process python tool run WITHOUT bubblewrap (weak isolation: the host filesystem is readable); off = its calls are refused (docs/tools.md).")
     prompt_version: str = Field("v1", description="Version of the packaged prompt templates.")
@@ -261,6 +263,7 @@ class ToolServerConfig(_Strict):
     max_episode_pixels: int = Field(64 * 224 * 224, ge=1, description="Cap on a client's per-episode visual budget (frame_select).")
     python_weak_isolation: bool = Field(False, description="Let the python tool run WITHOUT bubblewrap (unshare/rlimits only: the host filesystem is readable); off = refuse to start.")
     api_key_file: str | None = Field(None, description="File whose first line is the key every request must send as 'Authorization: Bearer KEY' (401 and nothing run without it); required to bind beyond loopback. None: no key (loopback only).")
+    api_key_file: str | None = Field(None, description="File whose first line is the key every request must send as 'Authorization: Bearer KEY' (401 and nothing run without it); required to bind beyond loopback. None: no key (loopback only).")
 
 
 class TrainConfig(_Strict):
@@ -334,5 +337,3 @@ class DistillConfig(_Strict):
     crop_max_frames: int = Field(16, ge=1, description="crop_video frames per window for the teacher [paper].")
     crop_max_pixels: int = Field(224 * 224, ge=16, description="Max pixels per crop frame [paper].")
     size_factor: int = Field(32, ge=1, description="Resize to multiples of this (Qwen3-VL 32, Qwen2.5-VL 28).")
-
-

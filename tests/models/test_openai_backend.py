@@ -267,3 +267,17 @@ def test_a_reply_over_the_size_cap_is_an_error_output_not_retried(respond) -> No
     assert out.finish_reason == "error" and "reply too large" in (out.error or "")
     assert "max_reply_bytes=1048576" in (out.error or "")
     assert srv.connections == 1 and took < 10, took
+
+
+def test_the_servers_api_key_is_sent_as_a_bearer_token_and_a_missing_one_is_an_error_output(served) -> None:
+    """Issue 34 item 7: a keyed OpenAI-compatible server (vLLM / SGLang --api-key) answers 401
+    without the key; the backend sends ``model.api_key_file``'s key and never names it."""
+    from paravt.tools.server.auth import BearerAuth
+
+    _, _, gen = served
+    key = "sk-" + "q" * 40
+    with RunningServer(BearerAuth(make_app(gen, ServerState()), key=key)) as srv:  # type: ignore[arg-type]
+        bare = asyncio.run(_client(srv.url, gen.codec.tokenizer, max_retries=3).generate([_text_request("Hi?")]))[0]
+        keyed = asyncio.run(_client(srv.url, gen.codec.tokenizer, api_key=key).generate([_text_request("Hi?")]))[0]
+    assert bare.finish_reason == "error" and "HTTP 401" in (bare.error or "") and key not in (bare.error or "")
+    assert keyed.finish_reason != "error" and keyed.token_ids

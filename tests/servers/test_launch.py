@@ -149,3 +149,61 @@ def test_torchvision_guard_is_idempotent_and_keeps_the_file_valid(tmp_path: Path
     text = meta.read_text()
     assert text.count("if torchvision.extension._has_ops() else (lambda fn: fn))") == 2
     compile(text, str(meta), "exec")
+
+
+KEYED_STAND_IN = textwrap.dedent('''
+    import http.server, json, os, sys
+    key = os.environ.get("VLLM_API_KEY")  # vLLM's own spelling of --api-key
+    if not key or key in " ".join(sys.argv):
+        print("no key in the environment, or the key on the command line", flush=True)
+        sys.exit(3)
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            ok = self.headers.get("Authorization") == "Bearer " + key
+            self.send_response(200 if ok else 401)
+            self.end_headers()
+            self.wfile.write(json.dumps({"data": [{"id": "keyed"}]}).encode())
+        def log_message(self, *a):
+            pass
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+''')
+
+
+def test_serve_model_passes_its_key_to_the_engine_out_of_argv_and_never_prints_it(tmp_path: Path) -> None:
+    """Issue 34 item 7: --api-key-file reaches vLLM as VLLM_API_KEY (not on the command line), the
+    readiness poll sends it, and neither the printed command nor any line shows it."""
+    key = "sk-" + "m" * 40
+    (tmp_path / "model.key").write_text(key + "\n")
+    script = tmp_path / "srv.py"
+    script.write_text(KEYED_STAND_IN)
+    port = _port()
+    fake_python = tmp_path / "python"
+    fake_python.write_text(f"#!/bin/sh\nexec {sys.executable} {script} {port}\n")
+    fake_python.chmod(0o755)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "paravt.cli", "serve-model", "--model", "/m", "--port", str(port), "--gpus", "0",
+         "--python", str(fake_python), "--api-key-file", str(tmp_path / "model.key"), "--ready-timeout", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert proc.stdout is not None
+    lines = [proc.stdout.readline()]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "ready at" not in lines[-1] and proc.poll() is None:
+        lines.append(proc.stdout.readline())
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    shown = "".join(lines) + out + err
+    assert "ready at" in lines[-1] and "(model keyed)" in lines[-1], shown
+    assert f"VLLM_API_KEY=<key of {tmp_path / 'model.key'}>" in lines[0] and key not in shown
+
+
+def test_serve_model_keys_on_the_engine_side_and_refuses_a_wide_bind_without_one(tmp_path: Path) -> None:
+    keyed = ServeSpec(**{**SPEC.__dict__, "api_key": "sk-" + "n" * 40})
+    assert engine_env(keyed)["VLLM_API_KEY"] == keyed.api_key and keyed.api_key not in " ".join(engine_args(keyed))
+    sglang = ServeSpec(**{**keyed.__dict__, "engine": "sglang"})
+    args = engine_args(sglang)
+    assert args[args.index("--api-key") + 1] == keyed.api_key and "VLLM_API_KEY" not in engine_env(sglang)
+    assert keyed.api_key not in repr(keyed) and "--api-key" not in engine_args(SPEC)
+    res = subprocess.run([sys.executable, "-m", "paravt.cli", "serve-model", "--model", "/m", "--host", "0.0.0.0"],
+                         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == 2 and len(lines) == 1 and "beyond loopback" in lines[0] and "--api-key-file" in lines[0]

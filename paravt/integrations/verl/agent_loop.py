@@ -61,10 +61,18 @@ def _load_config(path: str | None) -> TrainConfig:
 
 
 @functools.lru_cache(maxsize=8)
-def _toolset(tools: tuple[str, ...], server_url: str | None) -> Any:
+def _toolset(tools: tuple[str, ...], server_url: str | None, key_file: str | None) -> Any:
     from paravt.tools import build_toolset
 
-    return build_toolset(list(tools), server_url=server_url)
+    return build_toolset(list(tools), server_url=server_url, server_key_file=key_file)
+
+
+def rollout_toolset(cfg: TrainConfig) -> Any:
+    """The loop's tools (one per worker process and config): in-process, or through the tool server
+    at ``rollout.tool_server_url`` with the key of ``rollout.tool_server_key_file`` (a file every
+    node reads; docs/tools.md, "Who may call")."""
+    r = cfg.rollout
+    return _toolset(tuple(r.tools), r.tool_server_url, r.tool_server_key_file)
 
 
 def gating_epoch(global_steps: Any, steps_per_epoch: int) -> int:
@@ -119,7 +127,7 @@ class ParavtAgentLoop(AgentLoopBase):
         self.steps_per_epoch = int(steps_per_epoch)
         self.codec = ChatCodec(self.processor)
         self.weights = RewardWeights.from_config(self.cfg.reward)
-        self.tools = _toolset(tuple(self.cfg.rollout.tools), self.cfg.rollout.tool_server_url)
+        self.tools = rollout_toolset(self.cfg)
 
     def _settings(self, sampling_params: dict[str, Any]) -> EpisodeSettings:
         base = EpisodeSettings.from_config(self.cfg, temperature=float(sampling_params.get("temperature", self.cfg.sampling.temperature)))

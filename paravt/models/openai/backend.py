@@ -76,8 +76,10 @@ class OpenAIGenerator:
     def __init__(self, base_url: str, *, model: str | None = None, timeout_s: float = 120.0,
                  max_retries: int = 3, max_concurrency: int = 16, tokenizer: Any,
                  backoff_s: float = 0.5, image_format: str = "jpeg",
-                 max_reply_bytes: int = 32 << 20) -> None:
+                 max_reply_bytes: int = 32 << 20, api_key: str | None = None) -> None:
         self.base_url = api_base(base_url)
+        # sent as a Bearer token (vLLM / SGLang --api-key); never part of a message or a log line
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
         self.timeout_s = timeout_s
         self.max_reply_bytes = max_reply_bytes  # token ids and logprobs of a long answer: a few MB
@@ -100,7 +102,8 @@ class OpenAIGenerator:
         if self._loop is not loop:
             self._loop = loop
             self._sem = asyncio.Semaphore(self.max_concurrency)
-            self._client = httpx.AsyncClient(base_url=self.base_url + "/", timeout=self.timeout_s)
+            self._client = httpx.AsyncClient(base_url=self.base_url + "/", timeout=self.timeout_s,
+                                             headers=self._headers)
 
     def _http(self) -> httpx.AsyncClient:
         assert self._client is not None

@@ -13,6 +13,9 @@ Endpoints
   (python runtimes); idle state is also released after ``idle_ttl_s``.
 - ``GET /v1/tools``: the served tools' specs and timeouts. ``GET /health``. ``GET /metrics``.
 
+Who may call: with ``api_key_file`` set, every request (all endpoints) must send ``Authorization:
+Bearer <key>``; otherwise it gets 401 and nothing runs (`paravt.tools.server.auth`).
+
 What a caller may ask (`ToolServerConfig`): the video must be a regular file under the video
 roots (`paravt.tools.server.guard`); sampling caps and budgets are clamped to the server's; at most
 ``max_items_per_request`` items and ``max_calls_per_request`` calls per request (413); bodies are
@@ -35,10 +38,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 
-from paravt.config import ToolServerConfig
+from paravt.config import ToolServerConfig, read_key_file
+from paravt.config.keys import MIN_SERVER_KEY_CHARS
 from paravt.errors import ConfigError, ParavtError, ToolCallError
 from paravt.tools.base import Observation
 from paravt.tools.build import build_toolset
+from paravt.tools.server.auth import BearerAuth
 from paravt.tools.server.guard import ServerCaps, VideoRoots, clamp_context
 from paravt.tools.server.limits import BodyLimit
 from paravt.tools.server.metrics import Metrics
@@ -197,9 +202,12 @@ class _Service:
 
 def create_app(names: Sequence[str], config: ToolServerConfig | None = None, *,
                timeouts: dict[str, float] | None = None) -> FastAPI:
-    """A tool server for the tools ``names`` (unknown names, missing video roots, or python
-    without bubblewrap and without the weak-isolation opt-in raise `ConfigError` now)."""
+    """A tool server for the tools ``names`` (unknown names, missing video roots, python without
+    bubblewrap and without the weak-isolation opt-in, or an unreadable key file raise `ConfigError`
+    now). With ``api_key_file`` every request must carry its key (`paravt.tools.server.auth`)."""
     cfg = config or ToolServerConfig()
+    key = (read_key_file(cfg.api_key_file, "api_key_file (--api-key-file)", min_chars=MIN_SERVER_KEY_CHARS)
+           if cfg.api_key_file is not None else None)
     toolset = build_toolset(list(names), timeouts=timeouts, options=_tool_options(names, cfg))
     assert isinstance(toolset, LocalToolSet)
     svc = _Service(toolset, cfg)
@@ -213,6 +221,9 @@ def create_app(names: Sequence[str], config: ToolServerConfig | None = None, *,
     app = FastAPI(title="paravt tool server", lifespan=lifespan)
     app.add_middleware(_BatchFastPath, service=svc)  # inside BodyLimit: every limit still applies
     app.add_middleware(BodyLimit, max_body_bytes=cfg.max_body_bytes, body_timeout_s=cfg.body_timeout_s)
+    if key is not None:  # outermost: a request without the key reaches nothing else
+        app.add_middleware(BearerAuth, key=key, on_refused=lambda: svc.metrics.inc(
+            "paravt_tool_unauthorized_total", "Requests refused for a missing or wrong API key (401)."))
     app.state.toolset, app.state.metrics, app.state.config = toolset, svc.metrics, cfg
     app.state.video_roots = svc.roots.roots
     app.post("/v1/batch", openapi_extra={"requestBody": {"content": {"application/json": {

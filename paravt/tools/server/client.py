@@ -7,7 +7,8 @@ sent with each request and the server's updated budget is copied back into ``ctx
 Transport failures, server errors and malformed responses become error observations for the calls
 of that request. Requests go through a keep-alive pool (`paravt.tools.server.pool`) and ask for the
 binary frames encoding (`paravt.tools.server.wire.BINARY_TYPE`); a JSON response (an older server) is
-read as well.
+read as well. With ``api_key_file`` (``rollout.tool_server_key_file``) every request carries
+``Authorization: Bearer <key>`` (docs/tools.md, "Who may call"); the key is never in a message.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from paravt.config import read_key_file
 from paravt.errors import ConfigError, ToolCallError
 from paravt.protocol.parser import ParsedCall
 from paravt.protocol.prompts import ToolSpec
@@ -38,10 +40,18 @@ from paravt.tools.server.wire import (
 
 class RemoteToolSet(ToolSet):
     def __init__(self, server_url: str, names: Sequence[str], *, timeouts: Mapping[str, float] | None = None,
-                 request_timeout_s: float | None = None, max_connections: int = 128) -> None:
+                 request_timeout_s: float | None = None, max_connections: int = 128,
+                 api_key_file: str | None = None) -> None:
         self.url = server_url.rstrip("/")
+        self._key = read_key_file(api_key_file, "rollout.tool_server_key_file") if api_key_file else None
+        auth = {"authorization": f"Bearer {self._key}"} if self._key else {}
         try:
-            served = httpx.get(f"{self.url}/v1/tools", timeout=10.0).raise_for_status().json()
+            resp = httpx.get(f"{self.url}/v1/tools", timeout=10.0, headers=auth)
+            if resp.status_code == 401:
+                raise ConfigError(f"tool server {self.url} refused the key (401): set rollout.tool_server_key_file "
+                                  "to the file `paravt serve-tools --api-key-file` reads"
+                                  + (f" (sent the key of {api_key_file})" if api_key_file else " (sent none)"))
+            served = resp.raise_for_status().json()
         except httpx.HTTPError as exc:
             raise ConfigError(f"tool server {self.url} is not reachable ({exc}); start it with "
                               "`paravt serve-tools` or unset tool_server_url") from exc
@@ -65,7 +75,8 @@ class RemoteToolSet(ToolSet):
         asyncio.run; connections belong to the loop that opened them)."""
         loop = asyncio.get_running_loop()
         if self._pool is None or self._loop is not loop:
-            self._pool = KeepAlivePool(self.url, max_connections=self.max_connections, timeout_s=self.timeout_s)
+            self._pool = KeepAlivePool(self.url, max_connections=self.max_connections, timeout_s=self.timeout_s,
+                                       api_key=self._key)
             self._loop = loop
         return self._pool
 

@@ -45,7 +45,8 @@ class Response:
 
 
 class KeepAlivePool:
-    def __init__(self, url: str, *, max_connections: int, timeout_s: float, connect_timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, *, max_connections: int, timeout_s: float, connect_timeout_s: float = 10.0,
+                 api_key: str | None = None) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"tool server URL {url!r} is not http(s)://host[:port]")
@@ -56,11 +57,13 @@ class KeepAlivePool:
         self.timeout_s, self.connect_timeout_s = timeout_s, connect_timeout_s
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: list[_Conn] = []
+        # sent with every request; a key is printable ASCII without spaces (paravt.config.keys)
+        self._auth = f"authorization: Bearer {api_key}\r\n" if api_key else ""
 
     async def post(self, path: str, body: bytes, *, content_type: str = "application/json",
                    accept: str = "application/json") -> Response:
         head = (f"POST {self.prefix}{path} HTTP/1.1\r\nhost: {self.authority.decode()}\r\n"
-                f"content-type: {content_type}\r\naccept: {accept}\r\ncontent-length: {len(body)}\r\n\r\n")
+                f"content-type: {content_type}\r\naccept: {accept}\r\n{self._auth}content-length: {len(body)}\r\n\r\n")
         async with self._slots:
             try:
                 return await asyncio.wait_for(self._exchange(head.encode("latin-1") + body), self.timeout_s)
