@@ -18,7 +18,10 @@ def repro(out: Path = typer.Option(Path("runs/repro"), "--out"),
           variants: str = typer.Option("", "--variants", help="Comma list (default: every variant)."),
           eval_limit: int = typer.Option(0, "--eval-limit", min=0, help="Held-out questions per n (0 = all)."),
           set_: list[str] = typer.Option(None, "--set", help=SET_HELP + " Applied to the preset's config "
-                                         "(e.g. model.device=cuda model.replicas=1 on a GPU).")) -> None:
+                                         "(e.g. model.device=cuda model.replicas=1 on a GPU)."),
+          ship_bases: bool = typer.Option(False, "--ship-bases", help="Afterwards, copy the run's pretrained "
+                                          "bases into paravt/repro/shipped/ (a fresh clone then skips building "
+                                          "them; docs/repro.md).")) -> None:
     """The paper's Table 2 variants from one cold start, with intervals over seeds → DIR/summary.json."""
     from paravt.repro.run import PRESETS, run_repro
     from paravt.repro.table import print_summary
@@ -29,3 +32,9 @@ def repro(out: Path = typer.Option(Path("runs/repro"), "--out"),
     path = run_repro(out, preset=name, seeds=seeds or (3 if name == "full" else 1), variants=variants or None,
                      eval_limit=eval_limit or None, overrides=set_ or ())
     print_summary(json.loads(path.read_text()), stdout_console())
+    if ship_bases:
+        from paravt.repro.bases import ship_base
+
+        for info in sorted(out.glob("prior_*/base.json")):
+            dst = ship_base(Path(json.loads(info.read_text())["dir"]))
+            stdout_console().print(f"shipped: {dst}", soft_wrap=True)
