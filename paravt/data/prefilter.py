@@ -31,7 +31,7 @@ MAX_ANSWER_WORDS = 15
 
 
 @dataclass(frozen=True)
-class Dropped:
+class DroppedRow:
     id: str
     rule: str  # "answer_length" | "all_wrong"
     detail: str
@@ -40,7 +40,7 @@ class Dropped:
 @dataclass(frozen=True)
 class PrefilterReport:
     kept: tuple[str, ...]
-    dropped: tuple[Dropped, ...] = ()
+    dropped: tuple[DroppedRow, ...] = ()
     accuracies: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
@@ -66,15 +66,15 @@ def prefilter(rows: Sequence[Row], accuracies: Mapping[str, Sequence[float]] | N
               max_words: int = MAX_ANSWER_WORDS, correct_at: float = CORRECT_THRESHOLD) -> tuple[list[Row], PrefilterReport]:
     """Apply rule 1, then rule 2 for rows that have rollout ``accuracies`` (keyed by row id)."""
     kept: list[Row] = []
-    dropped: list[Dropped] = []
+    dropped: list[DroppedRow] = []
     for r in rows:
         e = r.extra_info
         if answer_too_long(e.task, e.answer, max_words=max_words):
-            dropped.append(Dropped(r.id, "answer_length", f"{len(e.answer.split())} words > {max_words}"))
+            dropped.append(DroppedRow(r.id, "answer_length", f"{len(e.answer.split())} words > {max_words}"))
             continue
         accs = (accuracies or {}).get(r.id)
         if accs is not None and all_wrong(accs, correct_at=correct_at):
-            dropped.append(Dropped(r.id, "all_wrong", f"{len(accs)} rollouts, max accuracy {max(accs):.2f} < {correct_at}"))
+            dropped.append(DroppedRow(r.id, "all_wrong", f"{len(accs)} rollouts, max accuracy {max(accs):.2f} < {correct_at}"))
             continue
         kept.append(r)
     acc = {k: tuple(v) for k, v in (accuracies or {}).items()}

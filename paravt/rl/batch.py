@@ -55,7 +55,7 @@ class MicroBatch:
 
 
 @dataclass(frozen=True)
-class Scored:
+class TokenScores:
     """One forward's scores at the scored tokens, under the sampling distribution."""
 
     logprobs: torch.Tensor  # (N,) log p(token t | prefix); differentiable when the forward was
@@ -110,7 +110,7 @@ def micro_batches(processor: Any, trajs: Sequence[Trajectory], token_budget: int
 
 
 def score(model: Any, mb: MicroBatch, *, temperature: float = 1.0, suppress_ids: Sequence[int] = (),
-          entropy: bool = False) -> Scored:
+          entropy: bool = False) -> TokenScores:
     """One forward of ``model`` on the micro-batch: logprobs of its scored tokens under
     ``softmax(logits / temperature)`` without ``suppress_ids`` (``media.sampling_log_softmax``,
     the formula the per-sequence path uses); gradients flow outside ``torch.no_grad``."""
@@ -123,7 +123,7 @@ def score(model: Any, mb: MicroBatch, *, temperature: float = 1.0, suppress_ids:
     if entropy:
         with torch.no_grad():
             ent = token_entropy(logp.detach())  # (N,)
-    return Scored(logp.gather(-1, target[:, None])[:, 0], ent)
+    return TokenScores(logp.gather(-1, target[:, None])[:, 0], ent)
 
 
 def sampling_logprobs(trajs: Sequence[Trajectory], mb: MicroBatch, dtype: torch.dtype,

@@ -25,7 +25,7 @@ _STD_DIGITS = 12  # stds equal to 12 decimals are ties (fsum order noise must no
 
 
 @dataclass(frozen=True)
-class Dropped:
+class DroppedGroup:
     id: str
     reason: str
 
@@ -33,7 +33,7 @@ class Dropped:
 @dataclass(frozen=True)
 class FilterResult:
     kept: tuple[str, ...]
-    dropped: tuple[Dropped, ...]
+    dropped: tuple[DroppedGroup, ...]
 
     @property
     def drop_counts(self) -> dict[str, int]:
@@ -54,10 +54,10 @@ def drop_zero_variance(groups: Mapping[str, Sequence[float]], tol: float = 1e-9)
     """
     _check_groups(groups)
     kept: list[str] = []
-    dropped: list[Dropped] = []
+    dropped: list[DroppedGroup] = []
     for gid, rewards in groups.items():
         if max(rewards) - min(rewards) <= tol:
-            dropped.append(Dropped(gid, ZERO_VARIANCE))
+            dropped.append(DroppedGroup(gid, ZERO_VARIANCE))
         else:
             kept.append(gid)
     return FilterResult(tuple(kept), tuple(dropped))
@@ -73,4 +73,4 @@ def rank_by_std(groups: Mapping[str, Sequence[float]], keep: int) -> FilterResul
         raise ConfigError(f"keep={keep} must be >= 0; set rl.prompts_per_step >= 1")
     _check_groups(groups)
     order = sorted(groups, key=lambda gid: (-round(sample_std(groups[gid]), _STD_DIGITS), gid))
-    return FilterResult(tuple(order[:keep]), tuple(Dropped(g, RANK) for g in order[keep:]))
+    return FilterResult(tuple(order[:keep]), tuple(DroppedGroup(g, RANK) for g in order[keep:]))

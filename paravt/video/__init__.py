@@ -4,7 +4,7 @@ H.264 writer with drawing helpers (DESIGN.md §1, `video/`)."""
 from __future__ import annotations
 
 from paravt.video import draw
-from paravt.video.cache import DecodeStats, clear_cache, decode_stats
+from paravt.video.cache import VideoDecodeStats, clear_cache, decode_stats
 from paravt.video.decode import (
     frame_count,
     frames_at,
@@ -18,8 +18,8 @@ from paravt.video.types import Frames, VideoInfo
 from paravt.video.writer import write_video
 
 __all__ = [
-    "DecodeStats",
     "Frames",
+    "VideoDecodeStats",
     "VideoInfo",
     "clear_cache",
     "decode_stats",

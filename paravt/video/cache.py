@@ -46,7 +46,7 @@ class FileKey:
 
 
 @dataclass(frozen=True)
-class DecodeStats:
+class VideoDecodeStats:
     """Counters since process start or the last `clear_cache()`."""
 
     hits: int  # sample requests served from the result cache
@@ -88,9 +88,9 @@ class _Counters:
             for name, delta in deltas.items():
                 setattr(self, name, getattr(self, name) + delta)
 
-    def snapshot(self) -> DecodeStats:
+    def snapshot(self) -> VideoDecodeStats:
         with self.lock:
-            return DecodeStats(
+            return VideoDecodeStats(
                 self.hits, self.misses, self.decoded_frames, self.seeks, self.containers_opened
             )
 
@@ -253,7 +253,7 @@ RESULTS = ResultCache()
 INFOS = InfoCache()
 
 
-def decode_stats() -> DecodeStats:
+def decode_stats() -> VideoDecodeStats:
     """Counters of the process-wide caches (hits, misses, decoded frames, seeks, opens)."""
     return COUNTERS.snapshot()
 

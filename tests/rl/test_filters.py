@@ -4,7 +4,7 @@ from paravt.errors import ConfigError, DataError
 from paravt.rl.filters import (
     RANK,
     ZERO_VARIANCE,
-    Dropped,
+    DroppedGroup,
     drop_zero_variance,
     rank_by_std,
 )
@@ -20,7 +20,7 @@ def test_zero_variance_groups_are_dropped_with_their_reason() -> None:
     }
     res = drop_zero_variance(groups)
     assert res.kept == ("p2", "p5")  # input order
-    assert res.dropped == tuple(Dropped(p, ZERO_VARIANCE) for p in ("p1", "p3", "p4"))
+    assert res.dropped == tuple(DroppedGroup(p, ZERO_VARIANCE) for p in ("p1", "p3", "p4"))
     assert res.drop_counts == {ZERO_VARIANCE: 3}
 
 
@@ -30,7 +30,7 @@ def test_rank_by_std_keeps_the_largest_spreads() -> None:
     groups = {"a": [1, 0, 1, 0], "b": [1, 1, 1, 0], "c": [0.2, 0, 0, 0], "d": [2, 0, 0, 0]}
     res = rank_by_std(groups, keep=2)
     assert res.kept == ("d", "a")  # rank order, std descending
-    assert res.dropped == (Dropped("b", RANK), Dropped("c", RANK))
+    assert res.dropped == (DroppedGroup("b", RANK), DroppedGroup("c", RANK))
     assert res.drop_counts == {RANK: 2}
 
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass, replace
 from paravt.data.check import check_row
 from paravt.data.distill.bank import Experience, ExperienceBank
 from paravt.data.distill.job import (
-    Outcome, RowJob, Tally, observation_message, result_line, split_marker, teacher_turn, tool_context,
+    Outcome, RowJob, RowCounters, observation_message, result_line, split_marker, teacher_turn, tool_context,
 )
 from paravt.data.distill.reflector import FrameCall, Reflection, max_resize_for, reflect
-from paravt.data.distill.repair import Call, RepairedTurn, canonical_args
+from paravt.data.distill.repair import CanonicalCall, RepairedTurn, canonical_args
 from paravt.data.distill.teacher import ChatMsg, TeacherClient
 from paravt.data.distill.validate import answer_verdict, canonical_answer, window_reason
 from paravt.data.schema import Message, SFTRow, VideoPart
@@ -54,7 +54,7 @@ class EvaSettings:
     top_k: int = 2
 
 
-async def distill_eva(job: RowJob, teacher: TeacherClient, s: EvaSettings, tally: Tally, bank: ExperienceBank,
+async def distill_eva(job: RowJob, teacher: TeacherClient, s: EvaSettings, tally: RowCounters, bank: ExperienceBank,
                       reflector: TeacherClient | None = None) -> Outcome:
     e = job.extra
     system = prompts.system_prompt("eva", (FRAME_SELECT_SPEC,))
@@ -87,7 +87,7 @@ async def distill_eva(job: RowJob, teacher: TeacherClient, s: EvaSettings, tally
         refl = await _reflect(proposal, history, job.info.duration, turn.think, reflector, tally,
                               max_resize_for(job.info.width, job.info.height, ctx.budget.per_call_pixels))
         tally.reflector.update(refl.fired or ("no_change",))
-        call = Call("frame_select", canonical_args("frame_select", refl.call.arguments()))
+        call = CanonicalCall("frame_select", canonical_args("frame_select", refl.call.arguments()))
         turn = replace(turn, calls=(call,))
         obs = await tools.run_one(ctx, call.name, dict(call.arguments))
         if obs.error is not None or obs.frames is None or obs.window is None:
@@ -119,7 +119,7 @@ def _answered(job: RowJob, turn: RepairedTurn, stored: list[Message], history: l
     return Outcome(rows=(row,))
 
 
-def _proposal(call: Call) -> FrameCall | None:
+def _proposal(call: CanonicalCall) -> FrameCall | None:
     a = call.arguments
     try:
         return FrameCall(float(a["start_time"]), float(a["end_time"]), int(a.get("nframes", 8)),
@@ -129,7 +129,7 @@ def _proposal(call: Call) -> FrameCall | None:
 
 
 async def _reflect(proposal: FrameCall, history: list[FrameCall], duration: float, think: str,
-                   llm: TeacherClient | None, tally: Tally, max_resize: float) -> Reflection:
+                   llm: TeacherClient | None, tally: RowCounters, max_resize: float) -> Reflection:
     refl = reflect(proposal, history, duration=duration, think=think, max_resize=max_resize)
     if llm is None:
         return refl

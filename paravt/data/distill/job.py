@@ -40,7 +40,7 @@ class TeacherGaveUp(Exception):
 
 
 @dataclass
-class Tally:
+class RowCounters:
     """Counters of one row's attempt (merged into the run's report)."""
 
     prompt_tokens: int = 0
@@ -114,7 +114,7 @@ def observation_message(line: str, frames: Frames | None) -> ChatMsg:
     return {"role": "user", "content": content(text, (frames,) if frames is not None and "<video>" in text else ())}
 
 
-async def ask(teacher: TeacherClient, messages: list[ChatMsg], tally: Tally, *, max_tokens: int | None = None
+async def ask(teacher: TeacherClient, messages: list[ChatMsg], tally: RowCounters, *, max_tokens: int | None = None
               ) -> TeacherReply:
     reply = await teacher.chat(messages, max_tokens=max_tokens)
     tally.add(reply)
@@ -123,7 +123,7 @@ async def ask(teacher: TeacherClient, messages: list[ChatMsg], tally: Tally, *, 
     return reply
 
 
-async def teacher_turn(teacher: TeacherClient, messages: list[ChatMsg], tools: frozenset[str], tally: Tally,
+async def teacher_turn(teacher: TeacherClient, messages: list[ChatMsg], tools: frozenset[str], tally: RowCounters,
                        *, llm_cleanup: bool) -> RepairedTurn:
     """One teacher turn, repaired; an unrepairable one goes through the LLM cleanup once."""
     reply = await ask(teacher, messages, tally)

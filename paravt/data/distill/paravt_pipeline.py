@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from paravt.data.check import check_row
 from paravt.data.convert import convert_row
 from paravt.data.distill.job import (
-    Outcome, RowJob, Tally, ask, observation_message, result_line, split_marker, teacher_turn, tool_context,
+    Outcome, RowJob, RowCounters, ask, observation_message, result_line, split_marker, teacher_turn, tool_context,
 )
 from paravt.data.distill.teacher import ChatMsg, TeacherClient, content
 from paravt.data.distill.validate import answer_verdict, canonical_answer, window_reason
@@ -73,7 +73,7 @@ def opening(job: RowJob) -> tuple[list[Message], list[ChatMsg]]:
                                                        {"role": "user", "content": api_user}]
 
 
-async def distill_paravt(job: RowJob, teacher: TeacherClient, s: ParavtSettings, tally: Tally) -> Outcome:
+async def distill_paravt(job: RowJob, teacher: TeacherClient, s: ParavtSettings, tally: RowCounters) -> Outcome:
     e = job.extra
     stored, api = opening(job)
     crops: list[Crop] = []
@@ -114,7 +114,7 @@ async def distill_paravt(job: RowJob, teacher: TeacherClient, s: ParavtSettings,
 
 
 async def _summaries(job: RowJob, teacher: TeacherClient, crops: list[Crop], s: ParavtSettings,
-                     tally: Tally) -> list[str]:
+                     tally: RowCounters) -> list[str]:
     out = []
     for c in crops:
         user = prompts.subagent_user_prompt(job.extra.question, c.start, c.end)
@@ -125,7 +125,7 @@ async def _summaries(job: RowJob, teacher: TeacherClient, crops: list[Crop], s: 
     return out
 
 
-async def _finish(job: RowJob, teacher: TeacherClient, s: ParavtSettings, tally: Tally,
+async def _finish(job: RowJob, teacher: TeacherClient, s: ParavtSettings, tally: RowCounters,
                   stored: list[Message], crops: list[Crop]) -> Outcome:
     summaries = await _summaries(job, teacher, crops, s, tally)
     k = 0

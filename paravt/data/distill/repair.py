@@ -48,7 +48,7 @@ _ANY_TAG_RE = re.compile(r"</?(?:think|tool_call|tool_code|answer|tool_response)
 
 
 @dataclass(frozen=True)
-class Call:
+class CanonicalCall:
     name: str
     arguments: Mapping[str, Any]
 
@@ -56,7 +56,7 @@ class Call:
 @dataclass(frozen=True)
 class RepairedTurn:
     think: str
-    calls: tuple[Call, ...] = ()
+    calls: tuple[CanonicalCall, ...] = ()
     answer: str | None = None
     changes: tuple[str, ...] = ()
     error: str | None = None  # unrepairable: why
@@ -147,8 +147,8 @@ def _wrap_untagged(text: str, tools: frozenset[str] | set[str], changes: list[st
     return line_re.sub(lambda m: f"{T.TOOL_CALL_OPEN}{m.group(1)}{T.TOOL_CALL_CLOSE}", text)
 
 
-def _calls(text: str, tools: frozenset[str] | set[str], changes: list[str]) -> tuple[list[Call], str | None]:
-    calls: list[Call] = []
+def _calls(text: str, tools: frozenset[str] | set[str], changes: list[str]) -> tuple[list[CanonicalCall], str | None]:
+    calls: list[CanonicalCall] = []
     for c in parse_calls(text, execute_tool_code=True).calls:
         unclosed = not c.closed
         error = c.error
@@ -163,7 +163,7 @@ def _calls(text: str, tools: frozenset[str] | set[str], changes: list[str]) -> t
         if c.source == "tool_code":
             changes.append("tool_code")
         _body_noise(c.raw, c.source, c.arguments, changes)
-        calls.append(Call(c.name, canonical_args(c.name, c.arguments)))
+        calls.append(CanonicalCall(c.name, canonical_args(c.name, c.arguments)))
     return calls, None
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from paravt.config import DistillConfig
 from paravt.data.distill.bank import ExperienceBank
 from paravt.data.distill.eva_pipeline import EvaSettings, distill_eva
-from paravt.data.distill.job import Outcome, Tally, TeacherGaveUp, open_job
+from paravt.data.distill.job import Outcome, RowCounters, TeacherGaveUp, open_job
 from paravt.data.distill.paravt_pipeline import ParavtSettings, distill_paravt
 from paravt.data.distill.teacher import Endpoint, TeacherClient
 from paravt import runlock
@@ -71,7 +71,7 @@ class _Runner:
     async def one(self, row: Row) -> dict[str, Any]:
         t0 = time.perf_counter()
         rec: dict[str, Any] = {"id": row.id, "fallback_used": False, "errors": {}, "refusals": {}}
-        tallies: list[Tally] = []
+        tallies: list[RowCounters] = []
         try:
             job = await open_job(row, self.root, overview_max_pixels=self.cfg.overview_max_pixels,
                                  size_factor=self.cfg.size_factor)
@@ -82,7 +82,7 @@ class _Runner:
             if client is None:
                 continue
             rec["fallback_used"] = name == "fallback"
-            tally = Tally()
+            tally = RowCounters()
             tallies.append(tally)
             try:
                 outcome = await self._pipeline(job, client, tally)
@@ -98,7 +98,7 @@ class _Runner:
         assert outcome is not None
         return self._done(rec, outcome, tallies, t0)
 
-    async def _pipeline(self, job: Any, client: TeacherClient, tally: Tally) -> Outcome:
+    async def _pipeline(self, job: Any, client: TeacherClient, tally: RowCounters) -> Outcome:
         c = self.cfg
         if c.pipeline == "eva":
             s = EvaSettings(max_turns=c.max_turns, size_factor=c.size_factor, keep_incorrect=c.keep_incorrect,
@@ -109,7 +109,7 @@ class _Runner:
                             keep_incorrect=c.keep_incorrect, llm_cleanup=c.llm_cleanup)
         return await distill_paravt(job, client, s2, tally)
 
-    def _done(self, rec: dict[str, Any], o: Outcome, tallies: Sequence[Tally], t0: float) -> dict[str, Any]:
+    def _done(self, rec: dict[str, Any], o: Outcome, tallies: Sequence[RowCounters], t0: float) -> dict[str, Any]:
         retry = o.reason in ("teacher_error", "internal_error")  # tried again by the next run
         status = "accepted" if o.reason is None else "error" if retry else "rejected"
         repairs: Counter = Counter()

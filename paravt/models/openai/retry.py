@@ -12,7 +12,7 @@ headers and body together, and a cap on the reply's size. What happens after an 
   ``max_wait_s``;
 - a reply over the size cap or one that cannot be read (a body that does not decode) fails at once:
   the server would send the same again.
-``send`` never raises for any of these: it returns an ``Outcome`` (a reply, or the error and the
+``send`` never raises for any of these: it returns an ``HttpOutcome`` (a reply, or the error and the
 number of attempts), which each client turns into its own result (an error output, a token-F1
 fallback, a teacher error).
 """
@@ -72,7 +72,7 @@ def retry_after_s(value: str | None, now: float | None = None) -> float | None:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class HttpOutcome:
     """What one request came to under the policy."""
 
     reply: Reply | None  # a reply no retry would change: 200, or a status outside RETRY_STATUS
@@ -86,7 +86,7 @@ class Outcome:
 
 
 async def send(client: httpx.AsyncClient, method: str, url: str, *, policy: RetryPolicy,
-               timeout_s: float, max_bytes: int, **kw: Any) -> Outcome:
+               timeout_s: float, max_bytes: int, **kw: Any) -> HttpOutcome:
     """``client.request(method, url, **kw)`` under the policy; never raises for an HTTP failure.
     The error of exhausted retries reads ``failed after N attempts: <the last failure>``."""
     where = str(client.base_url.join(url))
@@ -102,16 +102,16 @@ async def send(client: httpx.AsyncClient, method: str, url: str, *, policy: Retr
             last = f"{type(err).__name__}: {err or 'timed out'} ({where})"
         except httpx.HTTPError as err:  # any other (a body that does not decode): not retried
             why = f"unreadable reply from {where} ({type(err).__name__}: {err})"
-            return Outcome(None, why, attempt + 1)
+            return HttpOutcome(None, why, attempt + 1)
         except ReplyTooLarge as big:
-            return Outcome(None, f"reply too large from {where} ({big})", attempt + 1,
+            return HttpOutcome(None, f"reply too large from {where} ({big})", attempt + 1,
                            too_large=True)
         else:
             if reply.status not in RETRY_STATUS:
-                return Outcome(reply, None, attempt + 1)
+                return HttpOutcome(reply, None, attempt + 1)
             last = f"HTTP {reply.status} from {reply.url}: {reply.head(200)}"
             retry_after = reply.retry_after
         if attempt < policy.max_retries:
             await asyncio.sleep(policy.wait_s(attempt, retry_after))
     n = policy.max_retries + 1
-    return Outcome(None, f"failed after {n} attempts: {last}", n)
+    return HttpOutcome(None, f"failed after {n} attempts: {last}", n)
