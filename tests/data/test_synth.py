@@ -72,3 +72,22 @@ def test_needle_kinds_limits_the_needles_drawn_and_unknown_kinds_are_refused(tmp
     for bad in ((), ("flash", "sparkle")):
         with pytest.raises(DataError, match="needle_kinds"):
             build(tmp_path / "bad", videos=1, eval_videos=0, needle_kinds=bad)
+
+
+def test_a_prompt_whose_overview_shows_the_needle_gets_a_tool_trace_at_a_small_n(synth_dir: Path) -> None:
+    """SFT_EXTRA_NS: the extra parallel traces call tools, at a small n whose overview misses the
+    needle, for prompts whose own trace answered from the overview; each has its sub-agent rows."""
+    from paravt.data.schema import read_rows
+    from paravt.data.synth.build import SFT_EXTRA_NS
+
+    rows = read_rows(synth_dir / "sft.parquet")
+    ids = {r.id for r in rows}
+    extra = [r for r in rows if r.kind == "main" and r.mode == "parallel" and not r.id.endswith("-par")]
+    assert extra, "no extra tool trace in the fixture's SFT data"
+    for r in extra:
+        n = int(r.id.rsplit("-par", 1)[1])
+        assert n in SFT_EXTRA_NS and r.extra_info.nframes == n and r.extra_info.tool_necessary_at_n[n]
+        assert "<tool_call>" in r.messages[2].text and r.messages[3].role == "tool"
+        own = f"{r.extra_info.id}-par"
+        assert own in ids and "<tool_call>" not in next(x for x in rows if x.id == own).messages[2].text
+        assert any(i.startswith(f"{r.extra_info.id}-n{n}sub") for i in ids)

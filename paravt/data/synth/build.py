@@ -36,6 +36,12 @@ from paravt.errors import DataError
 
 _TRAIN, _EVAL, _QUESTIONS = 0, 1, 2
 _BASE = 7  # rng streams 7 (train) and 8 (held-out) of the base's clip and overview choices
+_SFT_N = 9  # rng stream of the extra tool traces (their own: every other row stays as it was)
+#: When the overview at a prompt's n shows the needle, its parallel trace answers directly; the
+#: prompt then gets a second parallel trace at one of these small n, kept when that overview misses
+#: the needle (a tool trace). With 60-150 s videos, the traces at the prompts' uniform n alone held
+#: 110 tool traces in 797 main traces (14%; the paper's SFT is ~30% tool traces, docs/repro.md).
+SFT_EXTRA_NS = (4, 8)
 EVAL_NFRAMES = 64
 
 
@@ -81,6 +87,7 @@ def _rl_row(spec: VideoSpec, rel: str, q: Any, extra: ExtraInfo) -> RLRow:
 
 def _train_rows(spec: VideoSpec, rel: str, seed: int, index: int, seq_max_calls: int) -> tuple[list[SFTRow], list[RLRow]]:
     rng = _rng(seed, _QUESTIONS, index)
+    sft_rng = _rng(seed, _SFT_N, index)
     sft: list[SFTRow] = []
     rl: list[RLRow] = []
     for q in questions_for(spec.needle, rng):
@@ -94,6 +101,8 @@ def _train_rows(spec: VideoSpec, rel: str, seed: int, index: int, seq_max_calls:
             misses = [i for i in range(len(windows)) if i not in hits]
             chosen = hits + [int(rng.choice(misses))] if misses else hits
             sft.extend(oracle.sub_row(spec, rel, q, extra, windows[i], i + 1) for i in sorted(chosen))
+        else:
+            sft.extend(_extra_tool_trace(spec, rel, q, extra, sft_rng))
         seq = oracle.sequential_trace(spec, rel, q, extra, seq_max_calls=seq_max_calls)
         if seq is not None:
             sft.append(seq)
@@ -101,6 +110,21 @@ def _train_rows(spec: VideoSpec, rel: str, seed: int, index: int, seq_max_calls:
         if direct is not None:
             sft.append(direct)
     return sft, rl
+
+
+def _extra_tool_trace(spec: VideoSpec, rel: str, q: Any, extra: ExtraInfo, rng: np.random.Generator) -> list[SFTRow]:
+    """A parallel trace at a small n (``SFT_EXTRA_NS``) with its sub-agent rows (every hit window,
+    one miss), or nothing when the overview at that n shows the needle too."""
+    small = replace(extra, nframes=int(rng.choice(SFT_EXTRA_NS)))
+    row, windows = oracle.parallel_trace(spec, rel, q, small)
+    if not windows:
+        return []
+    hits = [i for i, w in enumerate(windows) if oracle.sub_summary(spec, w) != oracle.NOTHING]
+    misses = [i for i in range(len(windows)) if i not in hits]
+    chosen = sorted(hits + ([int(rng.choice(misses))] if misses else []))
+    return [replace(row, id=f"{extra.id}-par{small.nframes}"),
+            *(replace(oracle.sub_row(spec, rel, q, small, windows[i], i + 1), id=f"{extra.id}-n{small.nframes}sub{i + 1}")
+              for i in chosen)]
 
 
 def _base_rows(train: list[VideoSpec], evals: list[VideoSpec], rel: dict[str, str], rl: list[Row],
