@@ -19,7 +19,9 @@ not) per token processed + causal attention 2 · T² · (heads · head_dim) per 
 update adds a reference forward (1×) and the old-logprob forward when the code runs it is NOT
 counted (it is avoidable work). Rollout FLOPs count what generation must do: every prompt token
 the engine prefilled (``prefill_tokens``, shared prefills once) and every generated token, each
-against its context. ``rollout_vs_bound``: the rollout's wall time / the time of forwarding the
+against its context. ``rows_per_forward``: the RL steps' generated tokens / the engine's forwards
+that sampled them (``HFGenerator.decode_stats``: how many sequences decode together on average;
+with replicas, this process's engine only). ``rollout_vs_bound``: the rollout's wall time / the time of forwarding the
 same trajectories (main and sub-agents, media included) in full right-padded batches, no grad
 (``paravt.rl.batch``): what one step's generation would cost if decoding were free of its
 sequential steps.
@@ -145,6 +147,12 @@ class Recorder:
         rows, self.rows = self.rows, []
         return rows
 
+    def decoded(self) -> tuple[int, int] | None:
+        """(token-producing forwards, live rows they advanced) of this process's engine so far."""
+        engine = getattr(self.gen, "local", self.gen)  # a ReplicaGenerator: its in-process engine only
+        stats = getattr(engine, "decode_stats", None)
+        return None if stats is None else (stats().forwards, stats().rows)
+
     def batches(self) -> dict[str, float] | None:
         queue = getattr(self.gen, "_queue", None)
         stats = getattr(queue, "stats", None)
@@ -240,6 +248,7 @@ def rl_phase(rep: Report, trainer: Any, rec: Recorder, fl: _Flops, steps: int) -
     pad = {trainer.s.codec.tokenizer.convert_tokens_to_ids("<|video_pad|>")}
     m: dict[str, list[float]] = {}
     trajs: list[Any] = []
+    before = rec.decoded()
     for s in range(steps):
         step = trainer.run_step(s)
         rows = rec.take()
@@ -258,6 +267,9 @@ def rl_phase(rep: Report, trainer: Any, rec: Recorder, fl: _Flops, steps: int) -
     rep.out |= {"rollout_s": med["rollout_s"], "update_s": med["update_s"], "tool_calls_per_rollout": med["calls"],
                 "decode_tokens_per_s": med["decode"] / med["rollout_s"],
                 "prefill_tokens_per_s": med["prefill"] / med["rollout_s"], "batcher": rec.batches()}
+    after = rec.decoded()
+    rep.out["rows_per_forward"] = ((after[1] - before[1]) / max(1, after[0] - before[0])
+                                   if before is not None and after is not None else None)
     bound = bound_time(trainer.s.model, trainer.s.processor, trajs, 8192)
     rep.out["rollout_bound_s"] = bound
     rep.out["rollout_vs_bound"] = m["rollout_s"][-1] / bound if bound else None
@@ -314,6 +326,8 @@ def main() -> None:
     ap.add_argument("--out", default="runs/limits", help="where the tool-calling checkpoint is cached")
     ap.add_argument("--sft-steps", type=int, default=150, help="SFT steps of the cached checkpoint")
     ap.add_argument("--replicas", type=int, default=1, help="model.replicas of the RL rollouts")
+    ap.add_argument("--continuous", choices=("on", "off"), default=None,
+                    help="model.continuous_batching of the rollouts and eval (default: the config's)")
     args = ap.parse_args()
     quick = args.quick
     out = ensure_checkpoint(Path(args.out), args.sft_steps)
@@ -324,6 +338,8 @@ def main() -> None:
     from paravt.rl.session import PolicySession
 
     cfg.model.replicas = args.replicas
+    if args.continuous is not None:
+        cfg.model.continuous_batching = args.continuous == "on"
     session = PolicySession.create(cfg.model.path, lr=cfg.rl.lr, generate=True, reference=cfg.model.path,
                                    tools=["crop_video"], replicas=args.replicas)
     fl = _Flops.of(session.model)
@@ -355,7 +371,7 @@ def render(rep: Report) -> None:
         table.add_row(*row)
     console.print(table)
     keys = ("sft_step_speedup", "update_speedup", "tokens_ratio", "tokens_ratio_sft_row", "rollout_vs_bound",
-            "decode_tokens_per_s", "prefill_tokens_per_s", "tool_calls_per_rollout")
+            "decode_tokens_per_s", "prefill_tokens_per_s", "tool_calls_per_rollout", "rows_per_forward")
     for k in keys:
         v = rep.out.get(k)
         console.print(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}")

@@ -7,20 +7,37 @@ so that the event loop stays free. Batches of one queue never run concurrently. 
 ``chunker`` that raises (or answers too few rows) ends its batch: every row not answered yet gets
 a ``finish_reason="error"`` output, so no request is left waiting. Used by
 ``HFGenerator`` (serve = ``run_batch`` in this process) and by the replica engines of
-``paravt.models.hf.replicas`` (serve = a round trip to a worker process).
+``paravt.models.hf.replicas`` (serve = a round trip to a worker process). Also here: the counts
+of decode forwards (``DecodeStats``) and the prefill's thread count (``prefill_threads``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+
+import torch
 
 from paravt.models.base import GenOutput, GenRequest, error_output
 
 Serve = Callable[[Sequence[GenRequest]], list[GenOutput]]
 Chunker = Callable[[list[GenRequest]], list[list[int]]]  # the batch's row indices, grouped
+
+
+@contextlib.contextmanager
+def prefill_threads(n: int | None) -> Iterator[int]:
+    """Run a batch with ``n`` torch threads until `_DecodeThreads` lowers them; restore after.
+    Yields the caller's thread count (what the decode steps go back to)."""
+    before = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield before
+    finally:
+        torch.set_num_threads(before)
 
 
 def one_chunk(batch: list[GenRequest]) -> list[list[int]]:
@@ -38,6 +55,20 @@ class BatcherStats:
     def to_json(self) -> dict[str, float]:
         return {"batches": self.batches, "rows": self.rows, "busy_s": self.busy_s,
                 "rows_per_batch": self.rows / self.batches if self.batches else 0.0}
+
+
+@dataclass(frozen=True)
+class DecodeStats:
+    """Forwards of an engine that sampled a token, and the live rows they advanced (a row is live
+    until its stop token or its own ``max_new_tokens``): ``rows_per_forward`` is how many
+    sequences decode together on average."""
+
+    forwards: int
+    rows: int
+
+    def to_json(self) -> dict[str, float]:
+        return {"forwards": self.forwards, "rows": self.rows,
+                "rows_per_forward": self.rows / self.forwards if self.forwards else 0.0}
 
 
 class Batcher:

@@ -1,5 +1,9 @@
 """HFGenerator: the local transformers backend of ``Generator`` (CPU / one GPU).
 
+- Continuous batching (``continuous=True``, ``model.continuous_batching``): every call goes to
+  one decode loop in which all live rows advance one token per forward and new requests join
+  between forwards (``paravt.models.hf.continuous``); same tokens as the batches below.
+  ``decode_stats``: forwards that sampled a token and the live rows they advanced, either path.
 - Batching: concurrent ``generate`` calls (e.g. the sub-agents of one turn, the G rollouts of a
   group) are queued for ``window_s`` and served as left-padded batched ``model.generate`` calls of
   at most ``max_batch`` rows, grouped by (temperature, top_p). Rows with smaller
@@ -37,16 +41,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
 from paravt.models.base import GenOutput, GenRequest, error_output
-from paravt.models.hf.batching import Batcher
+from paravt.models.hf.batching import Batcher, DecodeStats, prefill_threads
+from paravt.models.hf.continuous import ContinuousScheduler
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import LoadedPolicy
 from paravt.models.hf.prefill import Prefiller
@@ -84,19 +88,6 @@ class RowSampler(LogitsProcessor):
         return torch.stack(self.clean, dim=1)  # B×N×V
 
 
-@contextlib.contextmanager
-def _prefill_threads(n: int | None) -> Iterator[int]:
-    """Run a batch with ``n`` torch threads until `_DecodeThreads` lowers them; restore after.
-    Yields the caller's thread count (what the decode steps go back to)."""
-    before = torch.get_num_threads()
-    if n:
-        torch.set_num_threads(n)
-    try:
-        yield before
-    finally:
-        torch.set_num_threads(before)
-
-
 class _DecodeThreads(LogitsProcessor):
     """A no-op on the scores; its first call (right after the prefill forward) sets the decode
     steps' thread count: the prefill (vision tower, prompt) is compute-bound and gains from more
@@ -116,7 +107,8 @@ class HFGenerator:
     """Batched local generation with a transformers model (see the module docstring)."""
 
     def __init__(self, policy: LoadedPolicy, *, max_batch: int = 16, window_s: float = 0.005,
-                 share_prefill: bool = True, turn_cache_entries: int = 32, prefill_threads: int | None = None) -> None:
+                 share_prefill: bool = True, turn_cache_entries: int = 32, prefill_threads: int | None = None,
+                 continuous: bool = False, max_live_rows: int = 64) -> None:
         self.policy = policy
         self.model = policy.model
         self.codec = ChatCodec(policy.processor, policy.family)
@@ -126,16 +118,32 @@ class HFGenerator:
                                    turn_entries=turn_cache_entries)
         self.max_batch = max_batch
         self.prefill_threads = prefill_threads  # torch threads for the prefill only (None: unchanged)
-        self._queue = Batcher(self.run_batch, window_s=window_s, chunker=self._chunks)
+        self._queue = Batcher(self.run_batch, window_s=window_s, chunker=self.chunks)
         self._gen_configs: dict[tuple[tuple[str, Any], ...], GenerationConfig] = {}
+        self._decoded = (0, 0)  # token-producing forwards, rows they advanced (the batch path)
+        self.scheduler: ContinuousScheduler | None = None
+        if continuous:  # one decode loop owns the model (paravt.models.hf.continuous)
+            self.scheduler = ContinuousScheduler(self, window_s=window_s, max_rows=max_live_rows)
 
     async def generate(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
+        if self.scheduler is not None:
+            return await self.scheduler.generate(requests)
         return await self._queue.generate(requests)
 
     async def aclose(self) -> None:
         await self._queue.aclose()
+        if self.scheduler is not None:
+            await self.scheduler.aclose()
 
-    def _chunks(self, batch: list[GenRequest]) -> list[list[int]]:
+    def decode_stats(self) -> DecodeStats:
+        """Forwards that sampled a token and the live rows they advanced (both paths together)."""
+        forwards, rows = self._decoded
+        if self.scheduler is not None:
+            s = self.scheduler.stats()
+            forwards, rows = forwards + s.forwards, rows + s.rows
+        return DecodeStats(forwards, rows)
+
+    def chunks(self, batch: list[GenRequest]) -> list[list[int]]:
         """Row indices grouped by (temperature, top_p), at most ``max_batch`` per group."""
         groups: dict[tuple[float, float], list[int]] = {}
         for i, r in enumerate(batch):
@@ -147,7 +155,7 @@ class HFGenerator:
         """Serve requests of equal (temperature, top_p) in one ``model.generate``; never raises."""
         t0 = time.perf_counter()
         try:
-            with _prefill_threads(self.prefill_threads) as decode_threads:
+            with prefill_threads(self.prefill_threads) as decode_threads:
                 return self._generate_batch(requests, t0, decode_threads)
         except Exception as err:  # noqa: BLE001 - a failed batch is retried row by row
             if len(requests) == 1:
@@ -193,6 +201,8 @@ class HFGenerator:
                                  {**metrics, "prefill_tokens": float(prep.prefill_tokens[i])})
                 for i, r in enumerate(requests)]
         self.prefiller.keep(requests, prep, out.past_key_values, width, [o.token_ids for o in outs])
+        forwards, rows = self._decoded  # a row is live until its stop token or its own limit
+        self._decoded = (forwards + new.shape[1], rows + sum(len(o.token_ids) for o in outs))
         return outs
 
     def _generation_config(self, params: tuple[tuple[str, Any], ...]) -> GenerationConfig:

@@ -56,7 +56,10 @@ class Prefiller:
         inputs = batch_inputs(self.processor, seqs, pad_id=self.pad_id, device=device)
         return Prepared(inputs, len(requests), [len(r.prompt_ids) for r in requests], media)
 
-    def prepare(self, requests: Sequence[GenRequest], device: torch.device) -> Prepared:
+    def prepare(self, requests: Sequence[GenRequest], device: torch.device, *, cached: bool = False) -> Prepared:
+        """The ``generate`` inputs of a batch; ``cached``: always with the rows' cache over their
+        prompts but the last token (the continuous scheduler's admission), never the plain path
+        (the caller sends a prompt ending in a media placeholder elsewhere)."""
         memo: dict[int, tuple[Any, ...]] = {}
         media = [media_key(r, memo) for r in requests]
         if any(len(r.prompt_ids) < 2 or r.prompt_ids[-1] in self.vision_ids for r in requests):
@@ -64,7 +67,7 @@ class Prefiller:
         plan = share_plan(requests, media) if self.share and len(requests) > 1 else None
         firsts, index = plan or (list(range(len(requests))), list(range(len(requests))))
         entries = [self.turns.take(requests[d], media[d]) if self.turns is not None else None for d in firsts]
-        if plan is None and all(e is None for e in entries):
+        if plan is None and all(e is None for e in entries) and not cached:
             return self._plain(requests, media, device)
         distinct = [requests[d] for d in firsts]
         inputs = batch_inputs(self.processor, [(r.prompt_ids, r.videos, r.images) for r in distinct],

@@ -7,12 +7,16 @@ and answers messages on a pipe until it gets ``None`` or the pipe closes:
 * ``("generate", requests)``: reply ``("outputs", [GenOutput, ...])``, in request order.
 
 It first sends ``("ready", pid)``, or ``("failed", message)`` when the policy does not load.
+``Watchdog``: the parent's deadline of one round trip.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
@@ -84,3 +88,27 @@ def serve(conn: Connection, spec: WorkerSpec) -> None:
                 conn.send(("outputs", loop.run_until_complete(gen.generate(payload))))
     finally:
         loop.close()
+
+
+class Watchdog:
+    """A round trip's deadline: past ``timeout_s`` it SIGKILLs the worker (``kill``: ends a blocked
+    send/recv). ``stop`` (idempotent) disarms it for good and says whether it fired."""
+
+    def __init__(self, timeout_s: float, kill: Callable[[], None]) -> None:
+        self._kill, self._lock, self._over, self._fired = kill, threading.Lock(), False, False
+        self._timer = threading.Timer(timeout_s, self._fire)
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._over:
+                return
+            self._fired = True
+            with contextlib.suppress(Exception):
+                self._kill()
+
+    def stop(self) -> bool:
+        self._timer.cancel()
+        with self._lock:
+            self._over = True
+            return self._fired

@@ -47,7 +47,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -60,12 +60,13 @@ from paravt.models.base import GenOutput, GenRequest
 from paravt.models.hf.batching import Batcher
 from paravt.models.hf.generator import HFGenerator, error_output
 from paravt.models.hf.loading import LoadedPolicy
-from paravt.models.hf.replica_worker import WorkerSpec, pack_weights, serve
+from paravt.models.hf.replica_worker import Watchdog, WorkerSpec, pack_weights, serve
 from paravt.models.hf.turn_cache import weights_version
 
 _START_TIMEOUT_S = 300.0
 _MAX_RESTARTS = 2
 DEFAULT_TIMEOUT_S: float = ModelConfig.model_fields["replica_timeout_s"].default  # written once, in config
+DEFAULT_CONTINUOUS: bool = ModelConfig.model_fields["continuous_batching"].default
 DEFAULT_MAX_REPLY_BYTES_PER_ROW = 16 << 20
 
 
@@ -138,7 +139,7 @@ class _Replica:
                 self._take_ready()
             if self.down is not None or not self.ready:
                 return [_lost(self.down or f"replica {self.index} is still starting (restarted)", t0) for _ in requests]
-            watchdog = _Watchdog(self.timeout_s, self.proc.kill)
+            watchdog = Watchdog(self.timeout_s, self.proc.kill)
             try:
                 outs = self._round_trip(requests, t0)
             except (EOFError, OSError) as err:
@@ -259,7 +260,8 @@ class ReplicaGenerator:
 
     def __init__(self, policy: LoadedPolicy, replicas: int, *, max_batch: int = 16, window_s: float = 0.005,
                  timeout_s: float = DEFAULT_TIMEOUT_S, max_reply_bytes_per_row: int = DEFAULT_MAX_REPLY_BYTES_PER_ROW,
-                 share_prefill: bool = True, turn_cache_entries: int = 32, prefill_threads: int | None = None) -> None:
+                 share_prefill: bool = True, turn_cache_entries: int = 32, prefill_threads: int | None = None,
+                 continuous: bool = False) -> None:
         if replicas < 2:
             raise ModelError(f"replicas={replicas}: a ReplicaGenerator needs at least 2 (1 is HFGenerator)")
         device = next(policy.model.parameters()).device
@@ -269,7 +271,8 @@ class ReplicaGenerator:
         if not policy.path:
             raise ModelError("replicas need the policy's checkpoint directory (LoadedPolicy.path) to start from")
         self.local = HFGenerator(policy, max_batch=max_batch, window_s=window_s, share_prefill=share_prefill,
-                                 turn_cache_entries=turn_cache_entries, prefill_threads=prefill_threads)
+                                 turn_cache_entries=turn_cache_entries, prefill_threads=prefill_threads,
+                                 continuous=continuous)  # workers: the batch path (a batch per round trip)
         self.policy, self.model, self.codec = policy, policy.model, self.local.codec
         self.prefill_threads = prefill_threads
         dtype = str(next(policy.model.parameters()).dtype).removeprefix("torch.")
@@ -357,30 +360,6 @@ class ReplicaGenerator:
         self._finalizer()
 
 
-class _Watchdog:
-    """A round trip's deadline: past ``timeout_s`` it SIGKILLs the worker (``kill``: ends a blocked
-    send/recv). ``stop`` (idempotent) disarms it for good and says whether it fired."""
-
-    def __init__(self, timeout_s: float, kill: Callable[[], None]) -> None:
-        self._kill, self._lock, self._over, self._fired = kill, threading.Lock(), False, False
-        self._timer = threading.Timer(timeout_s, self._fire)
-        self._timer.start()
-
-    def _fire(self) -> None:
-        with self._lock:
-            if self._over:
-                return
-            self._fired = True
-            with contextlib.suppress(Exception):
-                self._kill()
-
-    def stop(self) -> bool:
-        self._timer.cancel()
-        with self._lock:
-            self._over = True
-            return self._fired
-
-
 def _lost(why: str, t0: float) -> GenOutput:
     out = error_output(why, time.perf_counter() - t0)
     out.metrics["replica_lost"] = 1.0
@@ -393,8 +372,11 @@ def _close_all(remotes: list[_Replica]) -> None:
 
 
 def hf_generator(policy: LoadedPolicy, *, replicas: int = 1, prefill_threads: int | None = None,
-                 replica_timeout_s: float = DEFAULT_TIMEOUT_S) -> HFGenerator | ReplicaGenerator:
-    """The hf backend of ``ModelConfig``: one process (``replicas=1``) or N replica processes."""
+                 replica_timeout_s: float = DEFAULT_TIMEOUT_S, continuous: bool = DEFAULT_CONTINUOUS
+                 ) -> HFGenerator | ReplicaGenerator:
+    """The hf backend of ``ModelConfig``: one process (``replicas=1``) or N replica processes;
+    ``continuous``: this process's engine batches step by step (``paravt.models.hf.continuous``)."""
     if replicas == 1:
-        return HFGenerator(policy, prefill_threads=prefill_threads)
-    return ReplicaGenerator(policy, replicas, prefill_threads=prefill_threads, timeout_s=replica_timeout_s)
+        return HFGenerator(policy, prefill_threads=prefill_threads, continuous=continuous)
+    return ReplicaGenerator(policy, replicas, prefill_threads=prefill_threads, timeout_s=replica_timeout_s,
+                            continuous=continuous)
