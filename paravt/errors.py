@@ -9,6 +9,12 @@ never catch these errors themselves.
 
 from __future__ import annotations
 
+import errno
+import os
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 
 class ParavtError(Exception):
     """Base class of every error paravt raises on purpose."""
@@ -32,3 +38,55 @@ class ModelError(ParavtError):
 
 class DataError(ParavtError):
     """A dataset file or row does not follow the schema."""
+
+
+class TrainingError(ParavtError):
+    """A training run cannot go on: a step left the loss or the parameters non-finite (the message
+    names the step, the likely knob and the checkpoint a resume uses; nothing broken is saved)."""
+
+
+class DiskError(ParavtError):
+    """A write failed for want of space or permission (ENOSPC, EDQUOT, EACCES, EPERM, EROFS); the
+    message names the path and what was kept (``disk_write``)."""
+
+
+#: The errnos of a write that the user fixes (space, quota, permission, a read-only filesystem).
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS})
+_DISK_FIX = {errno.ENOSPC: "free space or choose another disk", errno.EDQUOT: "free space or raise the quota",
+             errno.EROFS: "the filesystem is read-only; choose a writable path"}
+_OS_ERROR_IN_TEXT = re.compile(r"\(os error (\d+)\)")  # safetensors' IoError text
+
+
+def disk_cause(err: BaseException) -> OSError | None:
+    """The space/permission OSError behind ``err``, if any: ``err`` itself, one in its
+    ``__cause__``/``__context__`` chain (torch.save into an open file), or one a library only
+    quotes in its message (safetensors: "... (os error 28)")."""
+    seen: set[int] = set()
+    e: BaseException | None = err
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in DISK_ERRNOS:
+            return e
+        m = _OS_ERROR_IN_TEXT.search(str(e)) if not isinstance(e, OSError) else None
+        if m and int(m.group(1)) in DISK_ERRNOS:
+            return OSError(int(m.group(1)), os.strerror(int(m.group(1))))
+        e = e.__cause__ or e.__context__
+    return None
+
+
+@contextmanager
+def disk_write(path: str | os.PathLike[str], what: str, kept: str | Callable[[], str]) -> Iterator[None]:
+    """Run a write of ``what`` at ``path``; a failure for want of space or permission becomes ONE
+    `DiskError` naming the path, the reason, ``kept`` (what is still there; a callable is asked only
+    on failure) and the fix. Any other error passes through unchanged."""
+    try:
+        yield
+    except Exception as err:  # noqa: BLE001 - sorted by disk_cause; everything else re-raised
+        cause = disk_cause(err)
+        if cause is None:
+            raise
+        keep = kept() if callable(kept) else kept
+        reason = cause.strerror or os.strerror(cause.errno or 0)
+        fix = _DISK_FIX.get(cause.errno or 0, "check the permissions or choose another path")
+        raise DiskError(f"cannot write {what} {os.fspath(path)}: {reason}; kept: {keep}; {fix}, then run "
+                        "the command again") from None

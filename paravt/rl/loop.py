@@ -5,6 +5,8 @@ state and the data position, and each RL step reseeds its sampling from (seed, s
 killed after its step-k checkpoint and resumed logs the same numbers as an uninterrupted run.
 Resume uses the newest checkpoint whose checksums verify; each newer one it skips is named, with
 the reason, in a warning on stderr.
+A step that leaves the loss or a parameter non-finite stops the run before anything of it is saved
+(``paravt.rl.health``: one line naming the step and the knob; resume uses the last good checkpoint).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from paravt import runlock
 from paravt.config import RUN_CONFIG, TrainConfig, save
 from paravt.rl.checkpoint import load_trainer_state, resume_point, save_checkpoint, set_rng_state
+from paravt.rl.health import check_step
 from paravt.rl.logger import MetricsLogger
 from paravt.rl.session import PolicySession
 from paravt.rl.trainers import TRAINERS, Kind
@@ -76,6 +79,7 @@ def _run_training(cfg: TrainConfig, *, kind: Kind, resume: bool, progress: bool,
                 return out
             t0 = time.perf_counter()
             metrics = trainer.step(step)
+            check_step(step + 1, metrics, session.model, kind=kind, checkpoints=out / "checkpoints")
             metrics["time/step"] = time.perf_counter() - t0
             logger.log(step + 1, metrics)
             bar.update(task, advance=1, description=f"{kind} {out.name} {trainer.describe(metrics)}")
