@@ -11,7 +11,7 @@ PKG = Path(__file__).parents[1] / "paravt"
 
 
 def class_homes(root: Path) -> dict[str, list[str]]:
-    """Class name -> the modules (paths relative to ``root``'s parent) that define it, at any depth."""
+    """Class name -> the modules (relative to ``root``'s parent) that define it, at any depth."""
     homes: dict[str, list[str]] = defaultdict(list)
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -22,7 +22,7 @@ def class_homes(root: Path) -> dict[str, list[str]]:
 
 def test_no_class_name_is_defined_in_two_modules() -> None:
     twice = {name: where for name, where in class_homes(PKG).items() if len(set(where)) > 1}
-    assert not twice, f"class names defined in more than one module (rename one by its concept): {twice}"
+    assert not twice, f"class names defined in two modules (rename one by its concept): {twice}"
 
 
 def test_the_walk_finds_a_name_defined_twice(tmp_path: Path) -> None:
@@ -32,3 +32,11 @@ def test_the_walk_finds_a_name_defined_twice(tmp_path: Path) -> None:
     (pkg / "sub" / "b.py").write_text("def f():\n    class Tally:\n        pass\n")
     homes = class_homes(pkg)
     assert homes["Tally"] == ["pkg/a.py", "pkg/sub/b.py"] and homes["Only"] == ["pkg/a.py"]
+
+
+def test_no_module_sits_beside_its_own_plural() -> None:
+    """``rl/trainer.py`` beside ``rl/trainers.py`` named two concepts (the contract, the registry) by
+    one word; a module is named by what it holds."""
+    pairs = [str(p.relative_to(PKG.parent)) for p in PKG.rglob("*s.py")
+             if p.with_name(p.name[:-4] + ".py").exists()]
+    assert not pairs, f"modules beside their singular (name each by its concept): {pairs}"

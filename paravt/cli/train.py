@@ -12,7 +12,7 @@ from paravt.cli.checks import model_source
 from paravt.cli.output import SET_HELP, stdout_console
 
 if TYPE_CHECKING:
-    from paravt.rl.trainers import Kind
+    from paravt.rl.registry import Kind
 
 app = typer.Typer(help="SFT cold start and PARA-GRPO training.", no_args_is_help=True)
 console = stdout_console()

@@ -1,9 +1,9 @@
 """The ONE trainer contract the outer loop drives (``paravt.rl.loop``); the registry of kinds is
-``TRAINERS`` in ``paravt.rl.trainers``.
+``TRAINERS`` in ``paravt.rl.registry``.
 
 A trainer owns its hyper-parameters (lr, seed, warm-up, checkpoint period), its data position and
 its step; the loop owns resume, progress, logging and checkpoints. A new trainer kind = one class
-implementing ``Trainer`` + one line in ``paravt.rl.trainers.TRAINERS`` (docs/extending.md).
+implementing ``Trainer`` + one line in ``paravt.rl.registry.TRAINERS`` (docs/extending.md).
 """
 
 from __future__ import annotations

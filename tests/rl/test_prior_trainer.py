@@ -15,7 +15,7 @@ from paravt.data.synth.build import build
 from paravt.errors import DataError
 from paravt.jsonl import read_jsonl as read_log
 from paravt.rl.loop import run_training
-from paravt.rl.trainers import TRAINERS
+from paravt.rl.registry import TRAINERS
 
 
 @pytest.fixture(scope="module")

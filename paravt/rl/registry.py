@@ -1,5 +1,5 @@
-"""Registry of trainer kinds (``paravt train prior|sft|rl``): name -> a class implementing
-``paravt.rl.trainer.Trainer``."""
+"""The registry of trainer kinds (``paravt train prior|sft|rl``): name -> a class implementing the
+contract ``paravt.rl.trainer.Trainer``."""
 
 from __future__ import annotations
 
