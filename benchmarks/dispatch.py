@@ -6,7 +6,7 @@ summarise each), for K = 1, 2, 4, 8:
 * parallel: the K crops run concurrently (``ToolSet.run_calls``) and the K sub-agents go out as
   ONE batched request (``paravt.agent.subagents.run_subagents``) — what ``Episode`` does;
 * sequential: the same K calls one after another: crop one window, one sub-agent request, next.
-  This is sequential DISPATCH of the sub-agents, not the sequential mode of DESIGN §2 (one crop
+  This is sequential DISPATCH of the sub-agents, not the sequential mode of docs/ARCHITECTURE.md §2 (one crop
   per main turn, its frames re-injected into the main context, no sub-agents; part 2 below): the
   timing isolates what batching the K sub-agents buys. The paper gives no timing to compare with
   (it claims tool latency "bounded by the slowest sub-agent").
@@ -25,8 +25,8 @@ The CPU time of the process (``time.process_time``, all its threads) is reported
 wall time: on a machine shared with other jobs it is the steadier measure (with one torch thread
 it is close to the wall time on an idle machine; the parallel crops' threads add up in it).
 
-Part 2 — input tokens per rollout (DESIGN §7). Whole episodes run with a scripted main agent
-(parallel: one turn with K crop calls, then an answer; sequential mode of DESIGN §2: one call per
+Part 2 — input tokens per rollout (docs/ARCHITECTURE.md §7). Whole episodes run with a scripted main agent
+(parallel: one turn with K crop calls, then an answer; sequential mode of docs/ARCHITECTURE.md §2: one call per
 turn with the crop's frames re-injected into the main context, K + 1 turns) and the real sub-agents.
 The measured main-agent input tokens (summed over its requests, as the eval counts them) are
 printed next to ``T_par(K) = v + s + K·h`` and ``T_seq(K) = K·(v + s) + K(K+1)/2·h`` with v, s, h
@@ -244,7 +244,7 @@ def render(timing: list[dict[str, Any]], tokens: list[dict[str, Any]], meta: dic
                   f"{r['cpu_ratio']:.2f}x", "yes" if r["same_summaries"] else "NO")
     c.print(t)
     fit = tokens[-1]["fit"]
-    u = Table(title="Main-agent input tokens per rollout: measured vs DESIGN §7 "
+    u = Table(title="Main-agent input tokens per rollout: measured vs docs/ARCHITECTURE.md §7 "
                     f"(par fit v={fit['parallel']['v']:.0f} s={fit['parallel']['s']:.0f} h={fit['parallel']['h']:.1f}; "
                     f"seq fit v={fit['sequential']['v']:.0f} s={fit['sequential']['s']:.0f} h={fit['sequential']['h']:.1f})")
     for col in ("K", "parallel measured", "T_par(K)", "sub-agents (par)", "sequential measured", "T_seq(K)",

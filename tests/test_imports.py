@@ -127,7 +127,7 @@ def test_the_checker_sees_lazy_and_type_checking_imports() -> None:
 
 
 def test_modules_and_functions_stay_readable() -> None:
-    """STYLE.md §1: modules under about 400 lines, functions under about 60."""
+    """docs/ARCHITECTURE.md §1 (Layers): modules under about 400 lines, functions under about 60."""
     long_modules, long_functions = [], []
     for module, path in MODULES.items():
         text = path.read_text(encoding="utf-8")

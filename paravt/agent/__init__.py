@@ -1,4 +1,4 @@
-"""The agent: token-level trajectories and episodes (DESIGN §2–3)."""
+"""The agent: token-level trajectories and episodes (docs/ARCHITECTURE.md §2–3)."""
 
 from paravt.agent.episode import EpisodeResult, episode_reward, run_episode, run_group
 from paravt.agent.settings import EpisodeInput, EpisodeSettings

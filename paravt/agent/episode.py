@@ -1,4 +1,4 @@
-"""One question on one video: the turn loop, whatever the dispatch mode (DESIGN §2).
+"""One question on one video: the turn loop, whatever the dispatch mode (docs/ARCHITECTURE.md §2).
 
 The main agent sees the system prompt, the question and an overview of ``nframes`` frames. Each
 main turn starts with the forced think prefix (prompt tokens). What its tool calls become is the
@@ -52,7 +52,7 @@ class EpisodeResult:
     answer: str | None
     calls: tuple[CallRecord, ...]
     n_successful_calls: int
-    tokens: TokenRow  # input tokens summed over every generation request (DESIGN §7), generated tokens
+    tokens: TokenRow  # input tokens summed over every generation request (docs/ARCHITECTURE.md §7), generated tokens
     latency_s: float
     error: str | None = None
     backend_errors: int = 0  # inference-backend failures (main or sub-agent), not model behaviour
@@ -165,7 +165,7 @@ class _Run:
         crashed = False
         try:
             end = await self._play()
-        except Exception as err:  # noqa: BLE001 - one episode's bug must not end the group (DESIGN §2)
+        except Exception as err:  # noqa: BLE001 - one episode's bug must not end the group (docs/ARCHITECTURE.md §2)
             log.exception("episode %s crashed", self.episode_id)
             self.error, end, crashed = f"episode crashed: {type(err).__name__}: {err}", "error", True
         finally:
@@ -303,7 +303,7 @@ def opening_messages(inp: EpisodeInput, s: EpisodeSettings, mode: DispatchMode, 
 
 def raw_text(codec: ChatCodec, out: GenOutput) -> str:
     """The response as sampled, special tokens kept (``<|im_start|>`` loops must reach the
-    degenerate-output rule, DESIGN §2) but the closing ``<|im_end|>`` dropped. A chat backend
+    degenerate-output rule, docs/ARCHITECTURE.md §2) but the closing ``<|im_end|>`` dropped. A chat backend
     that re-tokenized server text has already lost special tokens: its text is used as is."""
     if not out.token_ids:
         return out.text
@@ -339,7 +339,7 @@ def _with_max(sp: SamplingParams, n: int) -> SamplingParams:
 def episode_reward(res: EpisodeResult, weights: RewardWeights, acc_override: float | None = None) -> RewardBreakdown:
     """The PARA-GRPO reward of an episode: the ONE definition the trainer, eval and the verl loop
     call. It reads the main agent's completion (the forced think prefixes are already in it, so
-    ``prefix=""``) and counts successful calls for the accumulative tool reward (DESIGN §4).
+    ``prefix=""``) and counts successful calls for the accumulative tool reward (docs/ARCHITECTURE.md §4).
     ``acc_override`` replaces R_acc (an LLM judge's score, ``paravt.agent.judging``)."""
     inp = res.input
     return compute_reward(res.completion, task=inp.task, answer=inp.answer, options=inp.options, prefix="",

@@ -1,4 +1,4 @@
-"""Optional LLM judge for open-ended answers (DESIGN §4), applied to a batch of episodes.
+"""Optional LLM judge for open-ended answers (docs/ARCHITECTURE.md §4), applied to a batch of episodes.
 
 With no judge URL nothing changes (token F1). With one, every open-ended episode's R_acc is the
 judge's 0 / 0.5 / 1; an item the judge cannot score falls back to token F1, and the fallbacks are

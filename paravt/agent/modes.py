@@ -1,4 +1,4 @@
-"""Dispatch modes (DESIGN §2): what a main turn's tool calls become. One class per mode, one
+"""Dispatch modes (docs/ARCHITECTURE.md §2): what a main turn's tool calls become. One class per mode, one
 registry line each (``MODES``); the episode's turn loop asks its mode:
 
 - ``prompt``: which system prompt the main agent reads (``paravt.protocol.prompts``);

@@ -1,4 +1,4 @@
-"""Plain values an Episode runs with (built from the config at the edge, STYLE.md §3)."""
+"""Plain values an Episode runs with, built from the config at the edge (the CLI, the trainers)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Token accounting of one episode (DESIGN §7): input tokens of the main agent and of its
+"""Token accounting of one episode (docs/ARCHITECTURE.md §7): input tokens of the main agent and of its
 sub-agents (visual and text, summed over every generation request) and generated tokens."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class TokenRow:
 
     @property
     def main_input(self) -> int:
-        """Input tokens of the main agent (what DESIGN §7's T_seq / T_par model)."""
+        """Input tokens of the main agent (what docs/ARCHITECTURE.md §7's T_seq / T_par model)."""
         return self.main_visual + self.main_text
 
     @property

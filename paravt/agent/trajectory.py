@@ -1,4 +1,4 @@
-"""Token-level trajectories (DESIGN.md §3).
+"""Token-level trajectories (docs/ARCHITECTURE.md §3).
 
 A trajectory is built by APPENDING token ids, never by re-rendering the chat and slicing: what the
 policy sampled is kept exactly as sampled (ids and logprobs, loss mask 1); prompts, template

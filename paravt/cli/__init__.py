@@ -1,4 +1,4 @@
-"""`paravt` command line: thin commands over library functions (STYLE.md §7).
+"""`paravt` command line: thin commands over library functions.
 
 Each command group lives in its own module and is registered here. Errors: `paravt.cli.root`
 (one handler for every command: a user error is one line on stderr, exit 2).

@@ -28,7 +28,7 @@ def synth(
                                      help="Needles to draw, comma-separated (flash, digit, shape)."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Build ParaVT-Synth (DESIGN §9)."""
+    """Build ParaVT-Synth (docs/ARCHITECTURE.md §9)."""
     from paravt.data.synth.build import build
 
     kinds = tuple(k.strip() for k in needle_kinds.split(",") if k.strip())

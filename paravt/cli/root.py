@@ -4,7 +4,7 @@
 the app through ``typer.testing.CliRunner``) goes through ``invoke`` below. What it turns into one
 line naming the input and ending with the fix (exit 2):
 
-- the ``ParavtError`` family (their messages name the value and the fix; STYLE.md §6);
+- the ``ParavtError`` family (their messages name the value and the fix);
 - pydantic ``ValidationError`` raised outside ``paravt.config.validate``;
 - ``OSError`` about the user's input: one that names a path (missing, a file where a directory is
   needed, no permission), or a full disk, a read-only filesystem, a port in use (``_OS_FIX``); a

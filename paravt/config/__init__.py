@@ -1,8 +1,8 @@
 """Every knob of paravt, typed and validated, in one place (this package).
 
 Each default is written once, here, with one ``description``. Defaults marked [paper] follow
-DESIGN.md §4–5 (docs/ARCHITECTURE.md). Objects below the CLI/trainer layer never receive these
-models: builders pass plain values (STYLE.md §3). ``paravt config show`` prints the reference YAML.
+docs/ARCHITECTURE.md §4–5. Objects below the CLI/trainer layer never receive these
+models: builders pass plain values. ``paravt config show`` prints the reference YAML.
 
 The package: `choices` (the ONE definition of each choice set), `sections` (the config models
 and their cross-field checks), `loading` (the ONE YAML loader, --set overrides, flags, validation

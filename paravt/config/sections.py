@@ -39,9 +39,9 @@ class VideoConfig(_Strict):
 
     overview_nframes: int = Field(16, ge=0, le=MAX_OVERVIEW_FRAMES, description="Frames in the main agent's overview (0 = on-demand context: metadata only).")
     overview_max_pixels: int = Field(64 * 64, ge=16, description="Max pixels per overview frame (resized keeping aspect).")
-    crop_max_frames: int = Field(16, ge=1, le=256, description="Max frames a sub-agent sees of its window [DESIGN §2].")
-    crop_fps: float = Field(1.0, gt=0, description="Sampling rate inside a crop window, capped by crop_max_frames [DESIGN §2].")
-    crop_max_pixels: int = Field(224 * 224, ge=16, description="Max pixels per crop frame [DESIGN §2].")
+    crop_max_frames: int = Field(16, ge=1, le=256, description="Max frames a sub-agent sees of its window [docs/ARCHITECTURE.md §2].")
+    crop_fps: float = Field(1.0, gt=0, description="Sampling rate inside a crop window, capped by crop_max_frames [docs/ARCHITECTURE.md §2].")
+    crop_max_pixels: int = Field(224 * 224, ge=16, description="Max pixels per crop frame [docs/ARCHITECTURE.md §2].")
     size_factor: int = Field(32, ge=1, description="Resize to multiples of patch*merge: 28 for Qwen2.5-VL, 32 for Qwen3-VL.")
     cache_size: int = Field(256, ge=0, description="Entries of the per-process decoded-frames LRU cache.")
 
@@ -69,11 +69,11 @@ class SamplingConfig(_Strict):
     temperature: float = Field(0.7, ge=0, description="Sampling temperature tau [paper]; 0 = greedy.")
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling: draw from the smallest set of tokens whose probability reaches top_p; 1 = off.")
     max_new_tokens: int = Field(2048, ge=1, description="Max new tokens per main-agent turn [paper].")
-    sub_max_new_tokens: int = Field(512, ge=1, description="Max tokens of a sub-agent summary [DESIGN §2].")
+    sub_max_new_tokens: int = Field(512, ge=1, description="Max tokens of a sub-agent summary [docs/ARCHITECTURE.md §2].")
 
 
 class RolloutConfig(_Strict):
-    """One episode: dispatch mode and limits (DESIGN §2)."""
+    """One episode: dispatch mode and limits (docs/ARCHITECTURE.md §2)."""
 
     mode: DispatchMode = Field("parallel", description="Dispatch mode (paravt.agent.modes): parallel (the method), sequential (the baseline), eva (plan, then one frame_select per round), none.")
     k_max: int = Field(8, ge=1, description="Max tool calls per main turn.")
@@ -95,7 +95,7 @@ class RolloutConfig(_Strict):
 
 
 class RewardConfig(_Strict):
-    """R = R_acc + lambda_fmt * R_fmt + R_tool, R_fmt = R_base + lambda_anchor * R_anchor (DESIGN §4)."""
+    """R = R_acc + lambda_fmt * R_fmt + R_tool, R_fmt = R_base + lambda_anchor * R_anchor (docs/ARCHITECTURE.md §4)."""
 
     lambda_fmt: float = Field(1.0, description="Weight of the format reward [paper].")
     lambda_anchor: float = Field(0.5, description="Weight of the anchor reward inside R_fmt [paper].")
@@ -136,7 +136,7 @@ class GatingConfig(_Strict):
 
 
 class RLConfig(_Strict):
-    """PARA-GRPO (DESIGN §5)."""
+    """PARA-GRPO (docs/ARCHITECTURE.md §5)."""
 
     engine: Literal["local", "verl"] = Field("local", description="Where `paravt train rl` runs: local = this process (paravt.rl.loop); verl = write verl's run files and start verl (the `verl:` section, docs/scale.md).")
     group_size: int = Field(8, ge=2, description="G rollouts per prompt [paper].")

@@ -1,4 +1,4 @@
-"""Data layer (DESIGN §1 `data/`): parquet schema, ParaVT-Synth builder, sequential→parallel
+"""Data layer (docs/ARCHITECTURE.md §1 `data/`): parquet schema, ParaVT-Synth builder, sequential→parallel
 converter, trace checker, DAPO pre-filter, authors' release import and benchmark loaders."""
 
 from paravt.data.schema import (

@@ -3,7 +3,7 @@
 `to_chat_messages` decodes every video part through `paravt.video.sample_frames` (the episode's
 own sampler), so the text's `<video>` markers and the frames line up one to one and SFT sees the
 frames the policy sees at rollout. A part spanning the whole video is the overview and uses
-``max_pixels``; any other window is a crop and uses ``crop_max_pixels`` (DESIGN §2: overview
+``max_pixels``; any other window is a crop and uses ``crop_max_pixels`` (docs/ARCHITECTURE.md §2: overview
 64×64, crops up to 224×224).
 """
 

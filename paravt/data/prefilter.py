@@ -1,4 +1,4 @@
-"""DAPO pre-filter of RL prompts (DESIGN §5), offline, before training.
+"""DAPO pre-filter of RL prompts (docs/ARCHITECTURE.md §5), offline, before training.
 
 Two rules, applied in order; each dropped prompt is recorded with its rule:
 

@@ -1,2 +1,2 @@
 """Evaluation: the results file, metrics, token-budget accounting, plots and the HTML report
-(DESIGN.md §1 `eval/`, §6, §7). The runner that drives episodes (`paravt eval`) lives here too."""
+(docs/ARCHITECTURE.md §1 `eval/`, §6, §7). The runner that drives episodes (`paravt eval`) lives here too."""

@@ -1,4 +1,4 @@
-"""Eval metrics from result rows (DESIGN.md §6): per-task quality, tool use, tokens, latency.
+"""Eval metrics from result rows (docs/ARCHITECTURE.md §6): per-task quality, tool use, tokens, latency.
 
 Scores come from the rows (``score`` = option match for MCQ, IoU for temporal grounding, token
 F1 for open-ended; computed by the rewards module); this module only aggregates. Pure: no I/O.

@@ -1,4 +1,4 @@
-"""One self-contained HTML report of training and eval runs (DESIGN.md §1 `eval/`).
+"""One self-contained HTML report of training and eval runs (docs/ARCHITECTURE.md §1 `eval/`).
 
 `build_report` finds, under each given directory (recursively), training runs (``run.json``
 and/or ``train_log.jsonl``) and eval runs (``results.jsonl``, with ``metrics.json`` as fallback),
@@ -315,7 +315,7 @@ def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS, paper_
         _section("table1", "Benchmarks beside the paper's Table 1",
                  table1_html(table1_rows([e.path / "metrics.json" for e in found.evals]))),
         _section("acc-by-n", "Accuracy by gated n", _figure_section(lambda: plots.accuracy_by_n_figure(by_n), "accuracy by n")),
-        _section("tokens", "Input tokens per rollout vs K (DESIGN §7)",
+        _section("tokens", "Input tokens per rollout vs K (docs/ARCHITECTURE.md §7)",
                  _figure_section(lambda: tokens_vs_k_figure(all_rows), "tokens vs K") if all_rows
                  else '<p class="muted">No eval rows found.</p>'),
         _section("rollouts", "Rollouts during RL (raw, as the paper's Appendix D)",

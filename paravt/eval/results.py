@@ -63,7 +63,7 @@ class ResultRow:
     latency_s: float = 0.0
     end_reason: str = "answer"
     tool_necessary: bool | None = None
-    format_reward: float | None = None  # R_fmt on the one yardstick (default weights), DESIGN §4/§6
+    format_reward: float | None = None  # R_fmt on the one yardstick (default weights), docs/ARCHITECTURE.md §4/§6
     transcript: tuple[TranscriptTurn, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:

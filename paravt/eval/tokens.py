@@ -1,4 +1,4 @@
-"""Token budget of a rollout (DESIGN.md §7 [paper]) and its fit to measured eval rows.
+"""Token budget of a rollout (docs/ARCHITECTURE.md §7 [paper]) and its fit to measured eval rows.
 
 With v visual tokens per overview, s system tokens and h history tokens per call, the main
 agent reads about ``T_seq(K) = K·(v + s) + K(K+1)/2 · h`` input tokens when it makes K calls one
@@ -39,12 +39,12 @@ def reinjects_frames(mode: str) -> bool:
 
 
 def t_seq(k: int | float, v: float, s: float, h: float) -> float:
-    """Main-agent input tokens with K sequential calls [paper, DESIGN §7]."""
+    """Main-agent input tokens with K sequential calls [paper, docs/ARCHITECTURE.md §7]."""
     return k * (v + s) + k * (k + 1) / 2 * h
 
 
 def t_par(k: int | float, v: float, s: float, h: float) -> float:
-    """Main-agent input tokens with K parallel calls in one turn [paper, DESIGN §7]."""
+    """Main-agent input tokens with K parallel calls in one turn [paper, docs/ARCHITECTURE.md §7]."""
     return v + s + k * h
 
 

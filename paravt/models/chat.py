@@ -1,4 +1,4 @@
-"""ChatCodec: the token-exact renderer trajectories are built from (DESIGN.md §3).
+"""ChatCodec: the token-exact renderer trajectories are built from (docs/ARCHITECTURE.md §3).
 
 A trajectory is a concatenation of pieces, never a re-rendering:
 

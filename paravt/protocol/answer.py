@@ -1,4 +1,4 @@
-"""Answer extraction and the degenerate-output test (DESIGN §2).
+"""Answer extraction and the degenerate-output test (docs/ARCHITECTURE.md §2).
 
 ``extract_answer`` follows the paper's three levels, taking the LAST block because an answer
 written after tool results supersedes an earlier guess:
@@ -20,7 +20,7 @@ import re
 
 from paravt.protocol import tags as T
 
-#: [paper] DESIGN §2: this many ``<|im_start|>`` …
+#: [paper] docs/ARCHITECTURE.md §2: this many ``<|im_start|>`` …
 DEGENERATE_COUNT = 5
 #: … within a span shorter than this many characters make an output degenerate.
 DEGENERATE_SPAN = 300
@@ -70,7 +70,7 @@ def _plain(text: str) -> str:
 
 
 def is_degenerate(text: str) -> bool:
-    """[paper] DESIGN §2: True when 5 or more ``<|im_start|>`` fall within a span of under 300
+    """[paper] docs/ARCHITECTURE.md §2: True when 5 or more ``<|im_start|>`` fall within a span of under 300
     characters. Reading: some 5 consecutive occurrences fit in a substring shorter than 300
     characters, measured from the first character of the first marker to the last character of
     the fifth (``p[i+4] + len("<|im_start|>") - p[i] < 300``)."""

@@ -1,4 +1,4 @@
-"""The ONE tool-call parser, shared by training, eval and rewards (DESIGN §2).
+"""The ONE tool-call parser, shared by training, eval and rewards (docs/ARCHITECTURE.md §2).
 
 What is recognised
 - ``<tool_call>…</tool_call>`` blocks. The body is, in order of preference:

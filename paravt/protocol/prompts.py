@@ -5,7 +5,7 @@ text that shows media holds exactly one ``<video>`` marker per clip; the chat la
 Prompts are deliberately short: a tiny model with a 2K context is trained on them.
 
 Changing a template's wording means adding a new version directory (``v2``) and a line here,
-never editing ``v1`` in place (STYLE.md §11).
+never editing ``v1`` in place (a saved run's ``prompt_version`` keeps naming the text it ran).
 
 Versions:
 - v1: first version (system prompts for parallel / sequential / none / eva; user; sub-agent;

@@ -1,5 +1,5 @@
-"""Format statistics of one output: the ONE source of the format rewards (DESIGN §4) and the
-closure/reversion metrics (DESIGN §6). Computed on the text the reward sees (think prefix +
+"""Format statistics of one output: the ONE source of the format rewards (docs/ARCHITECTURE.md §4) and the
+closure/reversion metrics (docs/ARCHITECTURE.md §6). Computed on the text the reward sees (think prefix +
 completion), with observation contents removed (``tags.strip_observations``).
 
 Definitions (each flag is used by exactly one reward term or metric, named in brackets):
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from paravt.protocol import tags as T
 from paravt.protocol.parser import parse_calls
 
-THINK_MIN_CHARS = 10  # [paper] DESIGN §4: think content of at least 10 characters
+THINK_MIN_CHARS = 10  # [paper] docs/ARCHITECTURE.md §4: think content of at least 10 characters
 
 _PAIRS = ((T.THINK_OPEN, T.THINK_CLOSE), (T.TOOL_CALL_OPEN, T.TOOL_CALL_CLOSE),
           (T.ANSWER_OPEN, T.ANSWER_CLOSE), (T.TOOL_CODE_OPEN, T.TOOL_CODE_CLOSE),

@@ -1,4 +1,4 @@
-"""The protocol's tags and the canonical text forms of tool calls and tool responses (DESIGN §2).
+"""The protocol's tags and the canonical text forms of tool calls and tool responses (docs/ARCHITECTURE.md §2).
 
 Everything that WRITES protocol text (prompts, the oracle that writes SFT traces, the episode's
 tool-response turn) uses these functions, so that what the parser reads is what we write.
@@ -19,7 +19,7 @@ ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 TOOL_CODE_OPEN, TOOL_CODE_CLOSE = "<tool_code>", "</tool_code>"
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 
-#: Forced at the start of every main-agent response (Exploration Anchoring, DESIGN §2).
+#: Forced at the start of every main-agent response (Exploration Anchoring, docs/ARCHITECTURE.md §2).
 THINK_PREFIX = THINK_OPEN + "\n"
 
 PROTOCOL_TAGS: tuple[str, ...] = (

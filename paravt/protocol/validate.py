@@ -1,4 +1,4 @@
-"""Per-call validation of parsed tool calls (DESIGN §2): the rules a call must pass before it runs.
+"""Per-call validation of parsed tool calls (docs/ARCHITECTURE.md §2): the rules a call must pass before it runs.
 
 Parsing (``paravt.protocol.parser``) reads what the model wrote; validation decides what of it
 can run against one video: known tool, a window inside the video, not too short, not a duplicate,
@@ -23,7 +23,7 @@ def validate_calls(
     known_tools: set[str] | frozenset[str],
     window_tools: frozenset[str] = WINDOW_TOOLS,
 ) -> tuple[ParsedCall, ...]:
-    """Each call validated independently (DESIGN §2); returns the calls in order, with ``error``
+    """Each call validated independently (docs/ARCHITECTURE.md §2); returns the calls in order, with ``error``
     set on the ones that cannot run. Rules, first failing one wins:
 
     1. a parse error stays; 2. the tool must be in ``known_tools``; 3. a window tool needs

@@ -1,5 +1,5 @@
 """The paper's claims checked against a `paravt repro` run. Paper numbers: ``eval/paper_numbers.py``
-(ParaVT Table 2 and §3, quoted from /work/shared/PAPER.md); ours come from the run's summary. A claim whose variants were not run
+(ParaVT Table 2 and paper §3, quoted from /work/shared/PAPER.md); ours come from the run's summary. A claim whose variants were not run
 says so and does not hold. Comparisons use the 95% intervals when both sides have one (over
 seeds), else the means (one seed: stated in the claim's ``note``)."""
 

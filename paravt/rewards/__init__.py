@@ -1,4 +1,4 @@
-"""PARA-GRPO rewards and metrics (DESIGN §4, §6). Pure Python: no torch, no I/O.
+"""PARA-GRPO rewards and metrics (docs/ARCHITECTURE.md §4, §6). Pure Python: no torch, no I/O.
 
 - ``accuracy``: ``mcq_accuracy``, ``tvg_iou``, ``token_f1`` and the registry ``ACCURACY`` by task;
 - ``weights``: ``RewardWeights`` (plain values; defaults from ``RewardConfig``);

@@ -1,4 +1,4 @@
-"""R_acc by task type (DESIGN §4 [paper]): MCQ letter match, temporal-grounding IoU, token F1.
+"""R_acc by task type (docs/ARCHITECTURE.md §4 [paper]): MCQ letter match, temporal-grounding IoU, token F1.
 
 Every function takes the extracted prediction (``None`` = no answer → 0) and never raises on
 any string.

@@ -1,4 +1,4 @@
-"""The PARA-GRPO reward of one rollout (DESIGN §4 [paper]), every term returned separately.
+"""The PARA-GRPO reward of one rollout (docs/ARCHITECTURE.md §4 [paper]), every term returned separately.
 
     R = R_acc + lambda_fmt * R_fmt + R_tool + bias,   R_fmt = min(R_base, 1) + lambda_anchor * R_anchor
 
@@ -8,7 +8,7 @@ The terms and their weights are ``paravt.rewards.terms.TERMS`` (the one list). B
   the anchor on, whatever the training weights are: the one yardstick behind f_tau, so runs with
   different reward switches compare.
 - bias: added last to every rollout (a constant shift before group normalisation).
-- Degenerate output (DESIGN §2): every term is 0 and the reward is ``0 + bias``: "reward 0"
+- Degenerate output (docs/ARCHITECTURE.md §2): every term is 0 and the reward is ``0 + bias``: "reward 0"
   means nothing is earned. We still add the bias because every other rollout gets it: leaving it
   out would rank a degenerate output (0) above a wrong, badly formatted one (e.g. -0.2).
 
@@ -104,7 +104,7 @@ def compute_reward(
 
 
 def reference_format(stats: FormatStats) -> float:
-    """R_fmt with the default weights and the anchor on (the f_tau yardstick, DESIGN §6)."""
+    """R_fmt with the default weights and the anchor on (the f_tau yardstick, docs/ARCHITECTURE.md §6)."""
     ref = _reference()
     return base_format_reward(stats) + ref.lambda_anchor * anchor_reward(
         stats, alpha=ref.alpha, beta=ref.beta, gamma=ref.gamma)

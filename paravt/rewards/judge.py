@@ -1,4 +1,4 @@
-"""Optional LLM judge for open-ended answers (DESIGN §4): an OpenAI-compatible chat endpoint
+"""Optional LLM judge for open-ended answers (docs/ARCHITECTURE.md §4): an OpenAI-compatible chat endpoint
 scores each (question, reference, prediction) as 0, 0.5 or 1.
 
 Requests of one ``score`` call run concurrently (bounded by ``concurrency``). Each request follows

@@ -1,4 +1,4 @@
-"""Rollout metrics (DESIGN §6), aggregated from per-rollout records. Pure Python.
+"""Rollout metrics (docs/ARCHITECTURE.md §6), aggregated from per-rollout records. Pure Python.
 
 Keys of ``aggregate`` (all floats; means over the records unless said otherwise):
 
@@ -48,7 +48,7 @@ class RolloutRecord:
 
 
 def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
-    """The DESIGN §6 metrics of ``records`` (empty input → ``{"n": 0.0}``)."""
+    """The docs/ARCHITECTURE.md §6 metrics of ``records`` (empty input → ``{"n": 0.0}``)."""
     recs = list(records)
     out: dict[str, float] = {"n": float(len(recs))}
     if not recs:

@@ -1,4 +1,4 @@
-"""The reward's terms: ONE registry of pure functions (DESIGN §4 [paper]).
+"""The reward's terms: ONE registry of pure functions (docs/ARCHITECTURE.md §4 [paper]).
 
     R = sum over TERMS of coef(w) * value(x, w)  +  bias
       = R_acc + lambda_fmt * (R_base + lambda_anchor * R_anchor) + R_tool + bias
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from paravt.protocol.stats import THINK_MIN_CHARS, FormatStats
 from paravt.rewards.weights import RewardWeights, ToolMode
 
-#: [paper] DESIGN §4 R_base terms.
+#: [paper] docs/ARCHITECTURE.md §4 R_base terms.
 BASE_THINK, BASE_ANSWER_OPEN, BASE_ANSWER_CLOSE, BASE_THINK_FIRST, BASE_BALANCED = 0.2, 0.3, 0.2, 0.3, 0.1
 BASE_CAP = 1.0
 #: accuracy at or above which an answer is "correct" (accumulative tool reward, eval's

@@ -1,4 +1,4 @@
-"""The reward's plain weights (STYLE.md §3: reward code takes values, not the config tree).
+"""The reward's plain weights (reward code takes values, not the config tree).
 
 Their defaults are written once, in ``paravt.config.RewardConfig``; ``RewardWeights.default()``
 reads them from there (pydantic only: no torch on this import path).
@@ -21,7 +21,7 @@ _CONFIG_NAME = {"anchor_enabled": "anchor"}
 
 @dataclass(frozen=True)
 class RewardWeights:
-    """Plain weights of the reward; every field is a ``RewardConfig`` field (DESIGN §4)."""
+    """Plain weights of the reward; every field is a ``RewardConfig`` field (docs/ARCHITECTURE.md §4)."""
 
     lambda_fmt: float
     lambda_anchor: float

@@ -1,4 +1,4 @@
-"""Prompt and group filters of PARA-GRPO (DESIGN §5). Pure Python, no torch.
+"""Prompt and group filters of PARA-GRPO (docs/ARCHITECTURE.md §5). Pure Python, no torch.
 
 Online (per step, PyVision-RL): ``drop_zero_variance`` removes groups whose G rewards are all
 equal (their GRPO advantages are all 0, so they only dilute the token-mean); ``rank_by_std`` is the

@@ -1,4 +1,4 @@
-"""nFrames Gating [paper, DESIGN §5]: the overview frame budget n of one prompt in one epoch.
+"""nFrames Gating [paper, docs/ARCHITECTURE.md §5]: the overview frame budget n of one prompt in one epoch.
 
 n ~ Uniform(choices), drawn from an RNG seeded by a stable hash (BLAKE2b) of
 (seed, epoch, prompt id). Consequences:

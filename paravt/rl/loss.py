@@ -1,4 +1,4 @@
-"""PPO-clip policy loss with a KL penalty to the reference policy (GRPO, DESIGN §5).
+"""PPO-clip policy loss with a KL penalty to the reference policy (GRPO, docs/ARCHITECTURE.md §5).
 
 All per-token tensors are (B, T) and ALIGNED: position t of ``logprobs``, ``old_logprobs``,
 ``ref_logprobs``, ``advantages`` and ``mask`` refers to the same predicted token (the trainer

@@ -1,5 +1,5 @@
 """Video layer: probe, window sampling with keyframe seek, a per-process cache, and a synthetic
-H.264 writer with drawing helpers (DESIGN.md §1, `video/`)."""
+H.264 writer with drawing helpers (docs/ARCHITECTURE.md §1, `video/`)."""
 
 from __future__ import annotations
 

@@ -178,7 +178,7 @@ def test_real_model_runs_every_mode_end_to_end(video: str, tiny_qwen3_dir: str) 
 
 
 def test_degenerate_output_reaches_the_reward_and_scores_only_the_bias(video: str, codec: ChatCodec) -> None:
-    """Special tokens are kept in the completion, so DESIGN §2's degenerate rule can fire."""
+    """Special tokens are kept in the completion, so docs/ARCHITECTURE.md §2's degenerate rule can fire."""
     from paravt.agent import episode_reward
     from paravt.rewards import RewardWeights
 

@@ -1,4 +1,4 @@
-"""ChatCodec: per-message encodings concatenate to the chat template's rendering (DESIGN §3)."""
+"""ChatCodec: per-message encodings concatenate to the chat template's rendering (docs/ARCHITECTURE.md §3)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The single-process trainers end to end on the tiny Qwen3-VL and a 4-video ParaVT-Synth set:
 SFT learns and resumes bit-for-bit, SFT sequences mask the right tokens, a PARA-GRPO run logs the
-DESIGN §6 metrics, and the ablation flags change what the rollouts look like.
+docs/ARCHITECTURE.md §6 metrics, and the ablation flags change what the rollouts look like.
 
 Budget: about a minute on 2 cores (small frames, 24-token turns, 2 rollouts per prompt).
 """
@@ -29,7 +29,7 @@ from paravt.rl.session import PolicySession
 from paravt.rl.sft import build_sequence
 from paravt.video import Frames, sample_frames
 
-#: DESIGN §6 keys every RL step must log (the report plots these).
+#: docs/ARCHITECTURE.md §6 keys every RL step must log (the report plots these).
 RL_KEYS = ("f_tau", "kappa", "acc", "kl", "loss", "clip_frac", "grad_norm", "reward/acc",
            "reward/format", "reward/anchor", "reward/tool", "skip_tool_rate", "filter/zero_var_dropped",
            "filter/rank_dropped", "time/rollout", "time/reward", "time/update", "lr")

@@ -1,4 +1,4 @@
-"""ParaVT-Synth builder: videos + sft/rl/eval parquets + manifest (DESIGN §9).
+"""ParaVT-Synth builder: videos + sft/rl/eval parquets + manifest (docs/ARCHITECTURE.md §9).
 
 Layout of ``out_dir``::
 

@@ -1,4 +1,4 @@
-"""The ORACLE that writes ParaVT-Synth SFT traces (DESIGN §9).
+"""The ORACLE that writes ParaVT-Synth SFT traces (docs/ARCHITECTURE.md §9).
 
 Parallel trace (mode ``parallel``): if the needle is visible in the row's n-frame overview, the
 first turn answers directly. Otherwise it splits [0, D] into K disjoint windows and calls them
@@ -65,7 +65,7 @@ class Window:
 
 def crop_nframes(start: float, end: float, fps: float = CROP_FPS, max_frames: int = CROP_MAX_FRAMES) -> int:
     """Frames a sub-agent sees of [start, end] (`paravt.video.frame_count` with the crop tool's
-    fps and max_frames, DESIGN §2)."""
+    fps and max_frames, docs/ARCHITECTURE.md §2)."""
     return frame_count(start, end, nframes=None, fps=fps, max_frames=max_frames)
 
 

@@ -1,4 +1,4 @@
-"""ParaVT-Synth questions: every answer needs the needle (DESIGN §9).
+"""ParaVT-Synth questions: every answer needs the needle (docs/ARCHITECTURE.md §9).
 
 - MCQ: what colour flashed / which digit appeared / which shape appeared; four options written
   ``"A. red"`` … ``"D. blue"`` (the VideoMME convention; the answer is the letter).

@@ -1,4 +1,4 @@
-"""ParaVT-Synth video design (DESIGN §9): pure functions from a seed to a video spec and frames.
+"""ParaVT-Synth video design (docs/ARCHITECTURE.md §9): pure functions from a seed to a video spec and frames.
 
 A video is D ∈ [60, 300] whole seconds at 1 or 2 fps, 64×64 px. The background changes scene
 every 20–60 s (a muted colour with two slowly moving muted shapes). One "needle" of 3–8 whole

@@ -50,7 +50,7 @@ def paravt_pred(bench: str, answer_text: str | None, options: Sequence[str] | No
 
 
 def score_paravt(bench: str, response: str, answer: str, options: Sequence[str] | None = None) -> Scored:
-    """Our protocol's score: the ``<answer>`` content (DESIGN §2 extraction), then option-letter
+    """Our protocol's score: the ``<answer>`` content (docs/ARCHITECTURE.md §2 extraction), then option-letter
     match, temporal IoU or yes/no match (`paravt.rewards.accuracy`)."""
     ans = extract_answer(response or "")
     pred = paravt_pred(bench, ans, options)

@@ -1,4 +1,4 @@
-"""PARA-GRPO on verl 0.9.x (DESIGN §8): multi-GPU / multi-node training.
+"""PARA-GRPO on verl 0.9.x (docs/ARCHITECTURE.md §8): multi-GPU / multi-node training.
 
 - ``agent_loop``: ``ParavtAgentLoop`` (registered as ``paravt_agent``) runs our Episode inside a
   verl agent-loop worker, with verl's LLM server client as the ``Generator`` backend; one episode

@@ -1,4 +1,4 @@
-"""``paravt_agent``: our Episode as a verl 0.9 agent loop (DESIGN §8).
+"""``paravt_agent``: our Episode as a verl 0.9 agent loop (docs/ARCHITECTURE.md §8).
 
 One ``run`` = one rollout of one prompt (verl starts ``rollout.n`` = G sessions per prompt):
 
@@ -11,7 +11,7 @@ One ``run`` = one rollout of one prompt (verl starts ``rollout.n`` = G sessions 
    LAST. verl's v1 worker copies the last output's ``reward_score`` (and ``reward_extra_info``)
    to the others, and ``compute_advantage_for_multi_trajectories`` computes GRPO on the last
    output of each session and broadcasts it to all its outputs: sub-agents take their
-   episode's advantage (DESIGN §5, multi-trajectory credit).
+   episode's advantage (docs/ARCHITECTURE.md §5, multi-trajectory credit).
 
 Row = trajectory: ``prompt_ids`` = ids[:prompt_len], ``response_ids`` = the rest,
 ``response_mask`` = our loss mask after prompt_len (tool responses, scaffolding and the forced

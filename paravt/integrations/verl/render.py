@@ -20,7 +20,7 @@ Mapping (ours → verl):
 
 Not mapped: the online filters (``rl.drop_zero_variance``, ``rl.oversample``): a zero-variance
 group already gets zero GRPO advantage in verl, so dropping it only changes the token-mean
-denominator; the reward ``bias`` is a no-op under std normalisation (DESIGN §4).
+denominator; the reward ``bias`` is a no-op under std normalisation (docs/ARCHITECTURE.md §4).
 """
 
 from __future__ import annotations
