@@ -24,15 +24,15 @@ from paravt.config import RUN_CONFIG, TrainConfig, save
 from paravt.rl.checkpoint import load_trainer_state, resume_point, save_checkpoint, set_rng_state
 from paravt.rl.health import check_step
 from paravt.rl.logger import MetricsLogger
+from paravt.rl.registry import TRAINERS, Kind
 from paravt.rl.session import PolicySession
-from paravt.rl.trainers import TRAINERS, Kind
 
 log = logging.getLogger(__name__)
 
 
 def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress: bool = True,
                  stop_after: int | None = None) -> Path:
-    """Train a ``kind`` trainer (``paravt.rl.trainers.TRAINERS``); returns the run directory
+    """Train a ``kind`` trainer (``paravt.rl.registry.TRAINERS``); returns the run directory
     (final model in ``out_dir/model``).
 
     ``stop_after`` ends the process-level loop after that many steps WITHOUT the final save, the
