@@ -13,7 +13,7 @@ VLLM_STAMP := .venv-vllm/.installed
 $(STAMP): pyproject.toml .ci/constraints.txt
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q -U pip
-	$(PY) -m pip install -q -e '.[dev,verl]' -c .ci/constraints.txt
+	$(PY) -m pip install -q -e '.[dev,verl,tracking]' -c .ci/constraints.txt
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -24,7 +24,10 @@ def run_demo(out: Path, *, quick: bool = False, overrides: Sequence[str] = ()) -
     strings for every stage (``paravt.repro.run.run_repro``), e.g. model.device=cuda on a GPU."""
     from paravt.eval.report import build_report
     from paravt.repro.run import run_repro
+    from paravt.tracking import attach_report
 
     summary = run_repro(out, preset="micro" if quick else "demo", seeds=1 if quick else SEEDS, variants=VARIANTS,
                         overrides=overrides)
-    return build_report([out], out / "report.html"), summary
+    report = build_report([out], out / "report.html")
+    attach_report([out], report)  # to each training run's wandb / MLflow run, when logging.loggers lists them
+    return report, summary

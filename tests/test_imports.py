@@ -1,7 +1,7 @@
 """The package's import graph: no cycles (lazy imports inside functions count) and no import from
 a lower layer to a higher one (docs/ARCHITECTURE.md §1):
 
-    errors, jsonl, runlock < config, protocol, video < models, tools, rewards < agent < data < eval
+    errors, jsonl, runlock < config, protocol, video < models, tools, rewards, tracking < agent < data < eval
            < rl < integrations, servers, demo, repro < cli
 
 Imports under ``if TYPE_CHECKING:`` count like the others (issue 25): a cycle hidden from the
@@ -14,8 +14,8 @@ import ast
 from pathlib import Path
 
 PKG = Path(__file__).parents[1] / "paravt"
-LAYERS = (("errors", "jsonl", "runlock"), ("config", "protocol", "video"), ("models", "tools", "rewards"), ("agent",),
-          ("data",), ("eval",), ("rl",), ("integrations", "servers", "demo", "repro"), ("cli", "__main__"))
+LAYERS = (("errors", "jsonl", "runlock"), ("config", "protocol", "video"), ("models", "tools", "rewards", "tracking"),
+          ("agent",), ("data",), ("eval",), ("rl",), ("integrations", "servers", "demo", "repro"), ("cli", "__main__"))
 RANK = {name: i for i, group in enumerate(LAYERS) for name in group}
 
 

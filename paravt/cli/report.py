@@ -24,8 +24,10 @@ def report(
     `paravt repro` directory also the paper's Table 2/5 beside ours, dynamics over seeds and claims."""
     from paravt.eval.benchmarks.table1 import table1_rows
     from paravt.eval.report import build_report
+    from paravt.tracking import attach_report
 
     path = build_report(run_dirs, out)
+    attach_report(run_dirs, path)  # to the wandb / MLflow runs of the training runs found (tracking.json)
     rows = table1_rows([p for d in run_dirs for p in Path(d).rglob("metrics.json")])
     if any(r.source == "measured" for r in rows):
         stdout_console().print(table1_table(rows))

@@ -9,6 +9,7 @@ filesystem every node sees (docs/scale.md).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,9 @@ from paravt.integrations.verl.render import (
     render_agent_loop_config,
     render_verl_config,
     run_files,
+    tracker_env,
 )
+from paravt.tracking import require_all
 
 __all__ = ["launch_verl", "render_verl_config", "verl_command", "write_run_files"]
 
@@ -36,6 +39,7 @@ def verl_command(run_dir: str | Path, verl: VerlConfig) -> list[str]:
 
 
 def _check(cfg: TrainConfig, verl: VerlConfig) -> None:
+    require_all(cfg.logging.loggers)  # a tracker verl would import, missing: one line, before any work
     budget = verl.prompt_length + verl.response_length
     if cfg.rollout.max_context_tokens > budget:
         raise ConfigError(
@@ -94,9 +98,10 @@ def launch_verl(cfg: TrainConfig, *, dry_run: bool) -> int:
     _check(cfg, cfg.verl)
     files, _ = write_run_files(cfg, convert_data=not dry_run)
     cmd = verl_command(files["dir"], cfg.verl)
+    env = tracker_env(cfg, files["dir"])
     if dry_run:
         print(resolved_yaml(files["dir"]))
         print("# command:")
-        print(" ".join(cmd))
+        print(" ".join([*(f"{k}={v}" for k, v in env.items()), *cmd]))
         return 0
-    return subprocess.run(cmd, check=False).returncode
+    return subprocess.run(cmd, check=False, env={**os.environ, **env}).returncode

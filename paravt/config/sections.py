@@ -17,6 +17,7 @@ from paravt.config.choices import (
     ToolMode,
     http_url_or_none,
 )
+from paravt.config.tracking import LoggingConfig, refuse_moved_verl_keys
 from paravt.config.limits import step_size_problems
 
 
@@ -233,12 +234,14 @@ class VerlConfig(_Strict):
     agent_workers: int = Field(8, ge=1, description="Agent-loop workers (rollout.agent.num_workers).")
     total_epochs: int = Field(1, ge=1, description="Passes over the training parquet (trainer.total_epochs).")
     val_data: str | None = Field(None, description="Validation parquet in verl's layout (None: no validation).")
-    project_name: str = Field("paravt", description="Logger project name (trainer.project_name; wandb groups runs by it).")
-    experiment_name: str = Field("paragrpo", description="Logger run name (trainer.experiment_name).")
-    loggers: list[str] = Field(default_factory=lambda: ["console"], description="trainer.logger (console, wandb, tensorboard); the local trainer writes tb/ only when tensorboard is listed.")
     save_freq: int = Field(10, description="Checkpoint every N steps (-1: never).")
     steps_per_epoch: int = Field(1, ge=1, description="Steps per data epoch: the gating epoch is (global_step - 1) // steps_per_epoch; launch_verl fills it from the parquet size.")
     extra_overrides: list[str] = Field(default_factory=list, description="Raw Hydra overrides appended to the command (escape hatch).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return refuse_moved_verl_keys(data)  # verl.loggers → logging.loggers, …
 
 
 class ToolServerConfig(_Strict):
@@ -287,6 +290,7 @@ class TrainConfig(_Strict):
     prior: PriorConfig = Field(default_factory=PriorConfig, description="The simulated pretrained tool prior: `paravt train prior`.")
     eval: EvalConfig = Field(default_factory=EvalConfig, description="`paravt eval`: modes, frames, benchmark protocol, scoring.")
     verl: VerlConfig = Field(default_factory=VerlConfig, description="Resources of `paravt train rl --engine verl` (nodes, GPUs, rollout engine).")
+    logging: LoggingConfig = Field(default_factory=LoggingConfig, description="The ONE logger list of every trainer (console, jsonl, tensorboard, wandb, mlflow) and the trackers' project, run name, group and modes.")
 
     @model_validator(mode="after")
     def _cross_field(self) -> TrainConfig:

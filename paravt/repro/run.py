@@ -109,6 +109,7 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     cfg.eval.workers = 8  # episodes in flight: their generate calls meet in shared batches
     cfg.model.replicas = p.replicas
     cfg.data = str(out / "synth" / "rl.parquet")
+    cfg.logging.group = out.resolve().name  # the trackers group this run's variants and seeds
     return cfg
 
 
@@ -125,11 +126,14 @@ def with_config_overrides(cfg: TrainConfig, overrides: Sequence[str]) -> TrainCo
 _stage, _done = start_stage, finish_stage
 
 
-def _train(cfg: TrainConfig, kind: str, out: Path, what: str, **fields: Any) -> Path:
+def _train(cfg: TrainConfig, kind: str, out: Path, what: str, *, run_name: str, **fields: Any) -> Path:
+    """Train stage ``out`` (resumed if it ran before); ``run_name``: its trackers' run name, e.g.
+    paragrpo/seed0, in the group of the repro (``logging.group``)."""
     from paravt.rl.loop import run_training
 
     c = cfg.model_copy(deep=True)
     c.out_dir = str(out)
+    c.logging.run_name = run_name
     for k, v in fields.items():
         setattr(c, k, v)
     if _stage(out, what):
@@ -167,7 +171,7 @@ def cold_start(out: Path, cfg: TrainConfig, p: ReproPreset, prior: str, bases: P
     from paravt.repro.select import select_checkpoint
 
     model, probe = pretrained_base(out, cfg, p, prior, bases)
-    sdir = _train(cfg, "sft", out / f"sft_{prior}", f"SFT cold start ({prior} prior)",
+    sdir = _train(cfg, "sft", out / f"sft_{prior}", f"SFT cold start ({prior} prior)", run_name=f"sft_{prior}",
                   data=str(out / "synth" / "sft.parquet"), model=cfg.model.model_copy(update={"path": str(model)}))
     if _stage(sdir / "select", f"checkpoint selection ({prior} prior)"):
         inputs = load_episode_inputs(out / "synth" / "rl.parquet", limit=p.probe_prompts)
@@ -196,7 +200,8 @@ def train_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed:
             probe.write_text(json.dumps(sample_metrics(init, inputs, settings, k=p.probe_k, seed=seed)))
             _done(run)
         return json.loads(probe.read_text())
-    _train(vcfg, "rl", run, f"{v.name} seed {seed}", model=vcfg.model.model_copy(update={"path": init}))
+    _train(vcfg, "rl", run, f"{v.name} seed {seed}", run_name=f"{v.name}/seed{seed}",
+           model=vcfg.model.model_copy(update={"path": init}))
     return tail_means(read_jsonl(run / "train_log.jsonl"))
 
 

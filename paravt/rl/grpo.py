@@ -102,6 +102,7 @@ class GRPOTrainer:
         self.settings = EpisodeSettings.from_config(cfg)
         self.total_steps = cfg.rl.steps
         self.rollout_log = RolloutLog(cfg.out_dir)
+        self._rollouts: list[dict[str, Any]] = []  # the last step's sample (rollouts())
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -134,7 +135,11 @@ class GRPOTrainer:
             self.rollout_log.start_fresh()
         out = self.run_step(step)
         self.rollout_log.append(out.samples)
+        self._rollouts = out.samples
         return out.metrics
+
+    def rollouts(self) -> list[dict[str, Any]]:
+        return self._rollouts
 
     def run_step(self, step: int) -> StepOutput:
         """One step, with its episodes (tests and benchmarks read them)."""

@@ -1,36 +1,33 @@
 """Step metrics: always a JSONL file (``train_log.jsonl``, written and read through `paravt.jsonl`),
-TensorBoard too when ``verl.loggers`` lists it (the one logger list of both trainers)."""
+then every tracker ``logging.loggers`` lists (`paravt.tracking`: tensorboard, wandb, mlflow), with
+each step's sampled rollouts as a table. The ONE logger list of both trainers (the verl render
+passes it to verl)."""
 
 from __future__ import annotations
 
 import json
-import logging
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from paravt.jsonl import append_jsonl, read_jsonl, rewrite_jsonl
-
-log = logging.getLogger(__name__)
+from paravt.tracking import Trackers, TrackingSettings
 
 
 class MetricsLogger:
     def __init__(self, run_dir: Path, *, name: str, kind: str, config: dict[str, Any], resume: bool = False,
-                 tensorboard: bool = False) -> None:
+                 tracking: TrackingSettings | None = None) -> None:
+        """``resume``: continue the log (and the trackers' runs) of a run resumed from a checkpoint."""
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "run.json").write_text(json.dumps({"name": name, "kind": kind, "config": config}, indent=1))
         self.path = self.run_dir / "train_log.jsonl"
+        logged = _last_step(self.path) if resume else 0  # before `truncate_after` cuts it back
         if not resume and self.path.exists():
             self.path.unlink()
-        self._tb = None
-        if tensorboard:  # only when asked: no empty tb/ beside every run
-            try:
-                from torch.utils.tensorboard import SummaryWriter  # optional dependency
-
-                self._tb = SummaryWriter(str(self.run_dir / "tb"))
-            except ImportError:
-                log.warning("tensorboard is a logger but torch.utils.tensorboard cannot be imported; pip install tensorboard")
+        self.trackers = Trackers.open(self.run_dir, tracking or TrackingSettings(()), config=config, resume=resume,
+                                      logged_steps=logged)
 
     def truncate_after(self, step: int) -> None:
         """On resume: forget lines logged after the checkpoint (they will be logged again)."""
@@ -38,17 +35,22 @@ class MetricsLogger:
             return
         rewrite_jsonl(self.path, [r for r in read_jsonl(self.path) if _step(r) <= step])
 
-    def log(self, step: int, metrics: dict[str, float]) -> None:
+    def log(self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Step ``step``'s metrics (and its sampled rollouts, for the trackers' tables): the JSONL
+        line first, so that a kill between the two never leaves a tracker ahead of the file."""
         row = {"step": step, **{k: _clean(v) for k, v in metrics.items()}}
         append_jsonl(self.path, [row], fsync=False)  # a torn last line (killed run) is ended first
-        if self._tb is not None:
-            for k, v in row.items():
-                if k != "step" and isinstance(v, (int, float)) and v is not None:
-                    self._tb.add_scalar(k, v, step)
+        self.trackers.log(step, metrics, rollouts)
 
-    def close(self) -> None:
-        if self._tb is not None:
-            self._tb.close()
+    def close(self, ok: bool = True) -> None:
+        """``ok``: False when training ended by an exception (the trackers mark the run failed)."""
+        self.trackers.close(ok)
+
+
+def _last_step(path: Path) -> int:
+    if not path.exists():
+        return 0
+    return max((s for s in (_step(r) for r in read_jsonl(path)) if s < 1 << 60), default=0)
 
 
 def _step(row: dict[str, Any]) -> int:

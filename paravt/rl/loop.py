@@ -26,6 +26,8 @@ from paravt.rl.health import check_step
 from paravt.rl.logger import MetricsLogger
 from paravt.rl.registry import TRAINERS, Kind
 from paravt.rl.session import PolicySession
+from paravt.rl.trainer import Trainer
+from paravt.tracking import TrackingSettings, require_all
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,8 @@ def _run_training(cfg: TrainConfig, *, kind: Kind, resume: bool, progress: bool,
     cls = TRAINERS[kind]
     ts = cls.trainer_settings(cfg)
     cls.check_data(cfg)  # a wrong data file is refused before the model loads
+    tracking = TrackingSettings.from_config(cfg.logging)
+    require_all(tracking.loggers)  # so is a tracker whose package is missing
     out = Path(cfg.out_dir)
     ckpt_root = out / "checkpoints"
     ckpt = _resume_checkpoint(ckpt_root) if resume else None
@@ -68,32 +72,46 @@ def _run_training(cfg: TrainConfig, *, kind: Kind, resume: bool, progress: bool,
         start = int(state["step"])
         trainer.load_state_dict(state)
     logger = MetricsLogger(out, name=out.name, kind=kind, config=cfg.model_dump(mode="json"), resume=ckpt is not None,
-                           tensorboard="tensorboard" in cfg.verl.loggers)
+                           tracking=tracking)
     if ckpt is not None:
         logger.truncate_after(start)
+    try:
+        finished = _steps(trainer, session, logger, kind=kind, out=out, start=start, save_every=ts.save_every,
+                          progress=progress and "console" in tracking.loggers, stop_after=stop_after)
+    except BaseException:
+        logger.close(ok=False)
+        raise
+    logger.close()
+    if not finished:
+        return out
+    session.model.save_pretrained(out / "model")
+    session.processor.save_pretrained(out / "model")
+    save(cfg, out / "model" / RUN_CONFIG)  # infer / eval run the model as it was trained
+    if session.generator is not None:
+        asyncio.run(session.generator.aclose())  # ends replica processes (paravt.models.hf.replicas)
+    return out
+
+
+def _steps(trainer: Trainer, session: PolicySession, logger: MetricsLogger, *, kind: str, out: Path, start: int,
+           save_every: int, progress: bool, stop_after: int | None) -> bool:
+    """Steps ``start``..``total_steps`` with their logs and checkpoints; False when ``stop_after``
+    ended them first (the way a killed run stops: no final save)."""
     total = trainer.total_steps
     with _progress(progress) as bar:
         task = bar.add_task(f"{kind} {out.name}", total=total, completed=start)
         for step in range(start, total):
             if stop_after is not None and step - start >= stop_after:
-                return out
+                return False
             t0 = time.perf_counter()
             metrics = trainer.step(step)
             check_step(step + 1, metrics, session.model, kind=kind, checkpoints=out / "checkpoints")
             metrics["time/step"] = time.perf_counter() - t0
-            logger.log(step + 1, metrics)
+            logger.log(step + 1, metrics, trainer.rollouts())
             bar.update(task, advance=1, description=f"{kind} {out.name} {trainer.describe(metrics)}")
-            if (step + 1) % ts.save_every == 0 and step + 1 < total:
-                save_checkpoint(ckpt_root, step + 1, model=session.model, processor=session.processor,
+            if (step + 1) % save_every == 0 and step + 1 < total:
+                save_checkpoint(out / "checkpoints", step + 1, model=session.model, processor=session.processor,
                                 optimizer=session.optimizer, state={"kind": kind, **trainer.state_dict()})
-    session.model.save_pretrained(out / "model")
-    session.processor.save_pretrained(out / "model")
-    save(cfg, out / "model" / RUN_CONFIG)  # infer / eval run the model as it was trained
-    logger.close()
-    if session.generator is not None:
-        asyncio.run(session.generator.aclose())  # ends replica processes (paravt.models.hf.replicas)
-    return out
-
+    return True
 
 def _resume_checkpoint(root: Path) -> Path | None:
     """The newest checkpoint that verifies; every newer one skipped is reported with its reason."""

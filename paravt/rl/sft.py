@@ -159,6 +159,9 @@ class SFTTrainer:
     def describe(self, metrics: Mapping[str, float]) -> str:
         return f"loss={metrics.get('loss', 0):.3f}"
 
+    def rollouts(self) -> list[dict[str, Any]]:
+        return []  # SFT samples nothing
+
     def _set_lr(self, step: int) -> None:
         scale = lr_scale(step, self.total_steps, self.warmup_steps, self.lr_decay, self.min_lr_ratio)
         for g in self.optimizer.param_groups:

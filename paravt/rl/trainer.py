@@ -52,3 +52,7 @@ class Trainer(Protocol):
 
     def describe(self, metrics: Mapping[str, float]) -> str:
         """A short progress-bar text."""
+
+    def rollouts(self) -> list[dict[str, Any]]:
+        """The sampled rollouts of the step just run (rows of ``rollouts.jsonl``, for the
+        trackers' rollout tables); [] for a trainer that samples none."""

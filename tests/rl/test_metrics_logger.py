@@ -1,4 +1,4 @@
-"""The local trainer's metrics logger: JSONL always, TensorBoard only when asked."""
+"""The local trainer's metrics logger: JSONL always, TensorBoard only when ``logging.loggers`` lists it."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from paravt.rl.logger import MetricsLogger
+from paravt.tracking import TrackingSettings
 
 
 def test_no_tensorboard_dir_unless_it_is_a_logger(tmp_path: Path) -> None:
@@ -20,7 +21,8 @@ def test_no_tensorboard_dir_unless_it_is_a_logger(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(importlib.util.find_spec("tensorboard") is None, reason="tensorboard not installed")
 def test_tensorboard_events_when_asked(tmp_path: Path) -> None:
-    logger = MetricsLogger(tmp_path, name="r", kind="sft", config={}, tensorboard=True)
+    logger = MetricsLogger(tmp_path, name="r", kind="sft", config={},
+                           tracking=TrackingSettings(("console", "tensorboard")))
     logger.log(1, {"loss": 0.5})
     logger.close()
     events = list((tmp_path / "tb").glob("events.out.tfevents.*"))

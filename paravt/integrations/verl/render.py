@@ -40,6 +40,34 @@ KL_TYPES = {"k3": "low_var_kl", "k1": "k1"}
 DUAL_CLIP_OFF = 1.0e9
 
 
+#: ``logging.loggers`` → verl's ``trainer.logger`` names (the ONE logger list of both trainers);
+#: our always-on ``jsonl`` is verl's ``file`` logger.
+VERL_LOGGERS = {"console": "console", "jsonl": "file", "tensorboard": "tensorboard", "wandb": "wandb",
+                "mlflow": "mlflow"}
+
+
+def verl_loggers(loggers: list[str]) -> list[str]:
+    """verl's ``trainer.logger`` for ``logging.loggers``; ``file`` (the JSONL) always."""
+    return list(dict.fromkeys([*(VERL_LOGGERS[x] for x in loggers), "file"]))
+
+
+def tracker_env(cfg: TrainConfig, run_dir: str | Path) -> dict[str, str]:
+    """The environment of the verl process for its trackers, from ``logging`` (verl's
+    ``verl.utils.tracking`` reads their settings only from there; paravt itself reads none): every
+    tracker writes under ``run_dir`` unless ``logging.mlflow_tracking_uri`` points elsewhere."""
+    lg, d = cfg.logging, run_files(run_dir)["dir"]
+    env = {"VERL_FILE_LOGGER_PATH": str(d / "verl_log.jsonl")}
+    if "tensorboard" in lg.loggers:
+        env["TENSORBOARD_DIR"] = str(d / "tb")
+    if "wandb" in lg.loggers:
+        env |= {"WANDB_MODE": lg.wandb_mode, "WANDB_DIR": str(d)}
+        env |= {"WANDB_RUN_GROUP": lg.group} if lg.group else {}
+        env |= {"WANDB_ENTITY": lg.wandb_entity} if lg.wandb_entity else {}
+    if "mlflow" in lg.loggers:
+        env["MLFLOW_TRACKING_URI"] = lg.mlflow_tracking_uri or f"sqlite:///{d / 'mlruns' / 'mlflow.db'}"
+    return env
+
+
 def reward_module_path() -> str:
     """Absolute path of the reward-function file verl imports by path."""
     return str(Path(__file__).with_name("reward.py").resolve())
@@ -165,9 +193,9 @@ def render_verl_config(cfg: TrainConfig, *, run_dir: str | Path | None = None) -
             "n_gpus_per_node": verl.n_gpus_per_node,
             "total_epochs": verl.total_epochs,
             "total_training_steps": cfg.rl.steps,
-            "project_name": verl.project_name,
-            "experiment_name": verl.experiment_name,
-            "logger": list(verl.loggers),
+            "project_name": cfg.logging.project,
+            "experiment_name": cfg.logging.run_name or Path(cfg.out_dir).name,
+            "logger": verl_loggers(cfg.logging.loggers),
             "save_freq": verl.save_freq,
             "test_freq": -1 if verl.val_data is None else cfg.rl.save_every,
             "val_before_train": verl.val_data is not None,

@@ -1,0 +1,102 @@
+"""The MLflow adapter: one MLflow run per training run, its id kept in ``OUT/tracking.json`` so a
+resumed run logs into the same one.
+
+The default store is local, under the run: ``OUT/mlruns/mlflow.db`` with ``OUT/mlruns/artifacts/``
+(MLflow 3 refuses its plain-file store unless an environment variable opts in, and recommends
+SQLite; `mlflow ui --backend-store-uri sqlite:///OUT/mlruns/mlflow.db` shows it). A tracking URI
+from ``logging.mlflow_tracking_uri`` replaces it. The client API is used throughout (no active run
+in a global): several runs in one process (`paravt repro`) never mix."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from paravt.errors import ConfigError
+from paravt.tracking.settings import TrackingSettings, require
+from paravt.tracking.table import numeric, rollout_table
+
+_BAD_KEY = re.compile(r"[^\w\-. /:]")  # MLflow's allowed key characters
+PARAM_MAX = 6000  # MLflow's longest param value
+BATCH = 100  # params per log_batch (MLflow's limit)
+
+
+class MlflowRun:
+    name = "mlflow"
+
+    def __init__(self, run_dir: Path, s: TrackingSettings, *, run_name: str, config: Mapping[str, Any] | None,
+                 run_id: str | None) -> None:
+        mlflow = require("mlflow")
+        local = s.mlflow_tracking_uri is None
+        root = (run_dir / "mlruns").resolve()
+        if local:
+            root.mkdir(parents=True, exist_ok=True)
+        uri = f"sqlite:///{root / 'mlflow.db'}" if local else s.mlflow_tracking_uri
+        self.client = mlflow.MlflowClient(tracking_uri=uri)
+        self._entities = mlflow.entities
+        try:
+            run_id = self._start(s, run_name, config, run_id, (root / "artifacts").as_uri() if local else None)
+        except mlflow.exceptions.MlflowException as err:
+            why = (str(err).splitlines() or [type(err).__name__])[0]
+            raise ConfigError(f"MLflow at {uri} cannot start or continue the run ({why}); check "
+                              "logging.mlflow_tracking_uri (unset: a local store under the run)") from None
+        self.id = run_id
+        self.state = {"run_id": run_id, "tracking_uri": uri}
+
+    def _start(self, s: TrackingSettings, run_name: str, config: Mapping[str, Any] | None, run_id: str | None,
+               artifacts: str | None) -> str:
+        """A new run (the config as params) in the experiment ``s.project``, or ``run_id`` reopened."""
+        if run_id is not None:
+            self.client.update_run(run_id, status="RUNNING")
+            return run_id
+        exp = self.client.get_experiment_by_name(s.project)
+        exp_id = exp.experiment_id if exp is not None else self.client.create_experiment(
+            s.project, artifact_location=artifacts)
+        tags = {"paravt.group": s.group} if s.group else {}
+        run_id = self.client.create_run(exp_id, run_name=run_name, tags=tags).info.run_id
+        for chunk in _chunks(list(_params(config or {})), BATCH):
+            self.client.log_batch(run_id, params=[self._entities.Param(k, v) for k, v in chunk])
+        return run_id
+
+    def log(self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]]) -> None:
+        ms = [self._entities.Metric(_key(k), v, _now_ms(), step) for k, v in numeric(metrics).items()]
+        for chunk in _chunks(ms, 1000):
+            self.client.log_batch(self.id, metrics=chunk)
+        if rollouts:
+            columns, rows = rollout_table(rollouts)
+            self.client.log_table(self.id, {c: [r[i] for r in rows] for i, c in enumerate(columns)},
+                                  artifact_file=f"rollouts/step_{step:06d}.json")
+
+    def close(self, ok: bool = True) -> None:
+        self.client.set_terminated(self.id, status="FINISHED" if ok else "FAILED")
+
+    @staticmethod
+    def attach(state: Mapping[str, Any], path: Path) -> None:
+        mlflow = require("mlflow")
+        mlflow.MlflowClient(tracking_uri=state["tracking_uri"]).log_artifact(state["run_id"], str(path))
+
+
+def _params(config: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    """The resolved config flattened to ``section.field`` params."""
+    for k, v in config.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and v:
+            yield from _params(v, key + ".")
+        else:
+            yield _key(key), str(v)[:PARAM_MAX]
+
+
+def _key(k: str) -> str:
+    return _BAD_KEY.sub("_", k)
+
+
+def _chunks(xs: list[Any], n: int) -> Iterator[list[Any]]:
+    for i in range(0, len(xs), n):
+        yield xs[i:i + n]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
