@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from paravt.cli.output import stderr_console, stdout_console
 
@@ -44,7 +45,16 @@ def table1_table(rows: list["Table1Row"]) -> Table:
     cols = columns()
     for _, title in cols:
         t.add_column(title, justify="right")
-    for r in rows:
+    for r in rows:  # Text: a label is shown as written, never read as rich markup
         src = r.source + (f", {r.scoring}" if r.scoring else "")
-        t.add_row(r.label, src, *("–" if r.values.get(k) is None else f"{r.values[k]:.1f}" for k, _ in cols))
+        t.add_row(Text(r.label), Text(src), *(_cell(r.values.get(k)) for k, _ in cols))
     return t
+
+
+def _cell(v: object) -> Text:
+    """A headline as a number with one decimal, "–" when absent, "malformed" when not a number."""
+    if v is None:
+        return Text("–")
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return Text("malformed", style="red")
+    return Text(f"{v:.1f}")

@@ -1,5 +1,8 @@
 """The report's "paper vs ours" section for `paravt repro` output directories (issue 19).
 
+Every value of the summary reaches the page escaped (`html_parts.esc` / ``html.escape``) or
+formatted from its typed value (`iv_cell`, `html_parts.num`); a block of the wrong shape is a note.
+
 A directory is a repro run when its ``summary.json`` holds ``"variants"`` and ``"claims"``
 (docs/repro.md). The summary and the per-seed ``VARIANT/seed*/train_log.jsonl`` are read as data
 (``eval`` sits below ``repro`` in the layers). Rendered: the paper's Table 2 and Table 5 layouts
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from paravt.eval.html_parts import figure_html, fmt, section
+from paravt.eval.html_parts import figure_html, fmt, num, section
 from paravt.eval.paper_numbers import TABLE2, TABLE5, Table2Row
 from paravt.eval.repro_figures import acc_vs_n_figure, dynamics_figure
 from paravt.jsonl import read_jsonl
@@ -197,15 +200,15 @@ def claims_html(s: Mapping[str, Any]) -> str:
 def _share_cell(x: Any) -> str:
     rate = _real(get(x, "rate"))
     if rate is None:
-        return "–" if get(x, "of") is None else f'– <span class="muted">(0/{fmt(get(x, "of"))})</span>'
-    return f'{rate:.3f} <span class="muted">({fmt(get(x, "hits"))}/{fmt(get(x, "of"))})</span>'
+        return "–" if get(x, "of") is None else f'– <span class="muted">(0/{num(get(x, "of"))})</span>'
+    return f'{rate:.3f} <span class="muted">({num(get(x, "hits"))}/{num(get(x, "of"))})</span>'
 
 
 def diagnosis_html(s: Mapping[str, Any]) -> str:
     variants = get(s, "variants") or {}
     head = ("<tr><th class='l'>variant</th><th>episodes with windows</th><th>coverage</th><th>recall</th>"
             "<th>false reports</th><th>timed right</th><th>acc given report</th></tr>")
-    rows = [[html.escape(v), fmt(get(variants, v, "diagnosis", "episodes_with_windows")),
+    rows = [[html.escape(v), num(get(variants, v, "diagnosis", "episodes_with_windows")),
              *(_share_cell(get(variants, v, "diagnosis", k)) for k in DIAGNOSIS_KEYS)] for v in variants]
     return _table(head, rows, "diagnosis") if rows else '<p class="muted">No variants in summary.json.</p>'
 

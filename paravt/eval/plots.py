@@ -34,6 +34,12 @@ def present_metrics(logs: Mapping[str, Sequence[Mapping[str, Any]]], keys: Seque
     return [k for k in keys if any(_num(row.get(k)) is not None for log in logs.values() for row in log)]
 
 
+def label(x: Any) -> str:
+    """A run or mode name as plain text for matplotlib (a ``$`` would start math text, and a name
+    such as ``$\\x$`` fails to draw)."""
+    return str(x).replace("$", r"\$")
+
+
 def _num(x: Any) -> float | None:
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         return None
@@ -56,7 +62,7 @@ def training_curves_figure(
             pts = [(s, y) for s, y in pts if y is not None and _num(s) is not None]
             if pts:
                 xs, ys = zip(*pts)
-                ax.plot(xs, ys, "-", marker="." if len(pts) < 30 else None, color=f"C{j}", label=name, lw=1.4)
+                ax.plot(xs, ys, "-", marker="." if len(pts) < 30 else None, color=f"C{j}", label=label(name), lw=1.4)
         ax.set_title(key, fontsize=10)
         ax.set_xlabel("step", fontsize=8)
         ax.tick_params(labelsize=8)
@@ -88,16 +94,16 @@ def accuracy_by_n_figure(groups: Mapping[str, Mapping[int, float]]) -> Figure:
     for ax, (mode, by_run) in zip(axes, panels.items()):
         for run, accs in by_run.items():
             xs = [n for n in ns if n in accs]
-            ax.plot(xs, [accs[n] for n in xs], marker="o", ms=4, lw=1.4, ls=style[run], color=colour[run], label=run)
+            ax.plot(xs, [accs[n] for n in xs], marker="o", ms=4, lw=1.4, ls=style[run], color=colour[run], label=label(run))
         ax.set_xscale("log", base=2)
         ax.set_xticks(ns, [str(n) for n in ns])
-        ax.set_title(mode, fontsize=10)
+        ax.set_title(label(mode), fontsize=10)
         ax.set_xlabel("gated n (overview frames)")
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("accuracy (mean score)")
     handles = [Line2D([], [], color=colour[r], ls=style[r], marker="o", ms=4) for r in runs]
-    fig.legend(handles, runs, fontsize=8, ncols=min(3, len(runs)), loc="lower center", frameon=False)
+    fig.legend(handles, [label(r) for r in runs], fontsize=8, ncols=min(3, len(runs)), loc="lower center", frameon=False)
     fig.tight_layout(rect=(0, 0.07 * legend_rows + 0.04, 1, 1))
     return fig
 
@@ -120,7 +126,7 @@ class EvalTableRow:
 
     run: str
     mode: str
-    n: int
+    n: Any  # an int from compute_metrics; a metrics.json may hold anything (rendered as malformed)
     mcq_acc: float | None
     tvg_miou: float | None
     tvg_r05: float | None
@@ -141,19 +147,30 @@ EVAL_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+def _obj(x: Any) -> Mapping[str, Any]:
+    """``x`` when it is a JSON object, else an empty one (a metrics.json may be anything)."""
+    return x if isinstance(x, Mapping) else {}
+
+
+def by_mode(met: Any) -> dict[str, Mapping[str, Any]]:
+    """``met["by_mode"]``'s per-mode blocks that are objects (a hand-written or broken metrics.json
+    may hold anything there; the cells of what is kept are checked where they are rendered)."""
+    return {str(m): bd for m, bd in _obj(_obj(met).get("by_mode")).items() if isinstance(bd, Mapping)}
+
+
 def eval_table(metrics_by_run: Mapping[str, Mapping[str, Any]]) -> list[EvalTableRow]:
-    """Rows of the eval table from `compute_metrics` outputs (run name → metrics)."""
+    """Rows of the eval table from `compute_metrics` outputs (run name → metrics). Values are passed
+    on as found: the page renders a non-number where a number belongs as malformed."""
     out = []
     for run, met in metrics_by_run.items():
-        for mode, bd in (met.get("by_mode") or {}).items():
-            s = bd["summary"]
-            nec = bd.get("by_tool_necessary", {})
+        for mode, bd in by_mode(met).items():
+            s, nec = _obj(bd.get("summary")), _obj(bd.get("by_tool_necessary"))
             out.append(EvalTableRow(
-                run=run, mode=mode, n=int(s.get("n", 0)), mcq_acc=s.get("mcq_acc"), tvg_miou=s.get("tvg_miou"),
+                run=run, mode=mode, n=s.get("n", 0), mcq_acc=s.get("mcq_acc"), tvg_miou=s.get("tvg_miou"),
                 tvg_r05=s.get("tvg_r@0.5"), oe_f1=s.get("oe_f1"),
-                acc_necessary=nec.get("necessary", {}).get("score"),
-                acc_unnecessary=nec.get("unnecessary", {}).get("score"),
-                calls=s.get("mean_calls"), tokens=(s.get("tokens") or {}).get("total_input"),
+                acc_necessary=_obj(nec.get("necessary")).get("score"),
+                acc_unnecessary=_obj(nec.get("unnecessary")).get("score"),
+                calls=s.get("mean_calls"), tokens=_obj(s.get("tokens")).get("total_input"),
                 latency_s=s.get("latency_s"), format_reward=s.get("format_reward"),
             ))
     return out
@@ -166,8 +183,10 @@ def accuracy_by_n(metrics_by_run: Mapping[str, Mapping[str, Any]]) -> dict[str, 
     out: dict[str, dict[int, float]] = {}
     for run, met in metrics_by_run.items():
         name = re.sub(r"/eval_n\d+$", "", run)
-        for mode, bd in (met.get("by_mode") or {}).items():
-            accs = {int(n): s["score"] for n, s in bd.get("by_nframes", {}).items() if s.get("n")}
+        for mode, bd in by_mode(met).items():
+            accs = {int(n): y for n, s in _obj(bd.get("by_nframes")).items()
+                    if str(n).isascii() and str(n).isdigit() and _obj(s).get("n")
+                    and (y := _num(_obj(s).get("score"))) is not None}
             if accs:
                 out.setdefault(f"{name} · {mode}", {}).update(accs)
     return out

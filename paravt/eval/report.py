@@ -6,16 +6,21 @@ and writes a single ``report.html``: training curves, the eval table of modes, a
 n, tokens against K, and a few transcripts with their crop windows on a timeline of the video and
 a contact sheet of each window. Every image is an inline base64 PNG; there is no external CSS,
 JS or font, so the file can be mailed or archived alone. A missing video only drops thumbnails.
+
+Hostile or broken run files (issue 34): every value is escaped or formatted from its typed value
+(`paravt.eval.html_parts`); a row off the schema is listed as malformed with its reason and the
+rest is rendered; an unreadable ``run.json`` / ``metrics.json`` is a note on its run.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import math
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,14 +30,14 @@ from matplotlib.figure import Figure
 from paravt.errors import DataError, ParavtError
 from paravt.eval import plots
 from paravt.eval.benchmarks.table1 import table1_html, table1_rows
-from paravt.eval.html_parts import figure_html as _figure_section
-from paravt.eval.html_parts import fmt as _fmt
+from paravt.eval.html_parts import esc, num
 from paravt.eval.html_parts import img as _img
 from paravt.eval.html_parts import png_b64 as _png_b64
+from paravt.eval.html_parts import figure_html as _figure_section
 from paravt.eval.html_parts import section as _section
 from paravt.eval.metrics import compute_metrics
 from paravt.eval.paper_vs_ours import paper_vs_ours_section
-from paravt.eval.results import ResultRow, load_results
+from paravt.eval.results import ResultRow, read_results
 from paravt.eval.rollouts import read_rollouts, rollouts_html
 from paravt.eval.tokens import tokens_vs_k_figure
 from paravt.jsonl import read_jsonl
@@ -49,6 +54,7 @@ class TrainRun:
     path: Path
     kind: str
     log: tuple[dict[str, Any], ...]
+    note: str | None = None  # why run.json was not read (shown on the run)
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,7 @@ class EvalRun:
     path: Path
     rows: tuple[ResultRow, ...]
     metrics: dict[str, Any]
+    malformed: tuple[str, ...] = ()  # results.jsonl rows off the schema, and why (shown, not raised)
 
 
 @dataclass(frozen=True)
@@ -70,28 +77,34 @@ def _label(d: Path, root: Path) -> str:
     return root.name if rel == Path(".") else f"{root.name}/{rel.as_posix()}"
 
 
+def _json_object(path: Path) -> tuple[dict[str, Any], str | None]:
+    """``path``'s JSON object, or ({}, why not) when it is missing a whole object."""
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError) as e:
+        return {}, f"{path} could not be read ({e})"
+    return (obj, None) if isinstance(obj, dict) else ({}, f"{path} is not a JSON object")
+
+
 def _train_run(d: Path, root: Path) -> TrainRun:
-    meta: dict[str, Any] = {}
-    if (d / "run.json").exists():
-        try:
-            meta = json.loads((d / "run.json").read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise DataError(f"{d / 'run.json'} is not valid JSON ({e}); rewrite it or remove the run") from e
+    meta, note = _json_object(d / "run.json") if (d / "run.json").exists() else ({}, None)
     name = str(meta.get("name") or _label(d, root))
-    return TrainRun(name, d, str(meta.get("kind", "?")), tuple(read_jsonl(d / "train_log.jsonl")))
+    return TrainRun(name, d, str(meta.get("kind", "?")), tuple(read_jsonl(d / "train_log.jsonl")), note)
 
 
 def _eval_run(d: Path, root: Path) -> EvalRun:
-    rows = tuple(load_results(d / "results.jsonl"))
-    if rows:
-        met = compute_metrics(rows)
+    read = read_results(d / "results.jsonl")
+    malformed = read.malformed
+    if read.rows:
+        met = compute_metrics(list(read.rows))
     else:
-        met = json.loads((d / "metrics.json").read_text(encoding="utf-8")) if (d / "metrics.json").exists() else {}
+        met, note = _json_object(d / "metrics.json") if (d / "metrics.json").exists() else ({}, None)
+        malformed += (note,) if note else ()
     parent_meta = d.parent / "run.json"
     name = _label(d, root)
     if parent_meta.exists() and d != root:
-        name = f"{json.loads(parent_meta.read_text(encoding='utf-8')).get('name', d.parent.name)}/{d.name}"
-    return EvalRun(name, d, rows, met)
+        name = f"{_json_object(parent_meta)[0].get('name', d.parent.name)}/{d.name}"
+    return EvalRun(name, d, read.rows, met, malformed)
 
 
 def _unique(names: list[str], paths: list[Path]) -> list[str]:
@@ -128,10 +141,8 @@ def discover(run_dirs: Sequence[Path]) -> Discovered:
                 evals.append(_eval_run(d, root))
     tn = _unique([t.name for t in train], [t.path for t in train])
     en = _unique([e.name for e in evals], [e.path for e in evals])
-    return Discovered(
-        tuple(TrainRun(n, t.path, t.kind, t.log) for n, t in zip(tn, train)),
-        tuple(EvalRun(n, e.path, e.rows, e.metrics) for n, e in zip(en, evals)),
-    )
+    return Discovered(tuple(replace(t, name=n) for n, t in zip(tn, train)),
+                      tuple(replace(e, name=n) for n, e in zip(en, evals)))
 
 
 # ---------------------------------------------------------------- images
@@ -213,22 +224,32 @@ def _eval_table_html(evals: Sequence[EvalRun]) -> str:
         for k, _ in plots.EVAL_COLUMNS:
             v = getattr(r, k)
             digits = 0 if k == "tokens" else 2 if k in ("calls", "latency_s") else 3
-            cells.append(f'<td class="{"l" if k in ("run", "mode") else ""}">{_fmt(v, digits)}</td>')
+            text = esc(v) if k in ("run", "mode") else num(v, digits)
+            cells.append(f'<td class="{"l" if k in ("run", "mode") else ""}">{text}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<table id="eval-table"><tr>{head}</tr>{"".join(body)}</table>{_necessity_table_html(evals)}'
+    return (f'<table id="eval-table"><tr>{head}</tr>{"".join(body)}</table>{_malformed_html(evals)}'
+            f"{_necessity_table_html(evals)}")
+
+
+def _malformed_html(evals: Sequence[EvalRun], shown: int = 5) -> str:
+    """The eval rows set aside as malformed, per run (the first few reasons; the count of all)."""
+    items = "".join(f"<li><b>{esc(e.name)}</b>: {len(e.malformed)} malformed — "
+                    + "; ".join(esc(m) for m in e.malformed[:shown]) + ("; …" if len(e.malformed) > shown else "")
+                    + "</li>" for e in evals if e.malformed)
+    return f'<div class="bad" id="malformed-rows"><p>Rows not shown (malformed):</p><ul>{items}</ul></div>' if items else ""
 
 
 def _necessity_table_html(evals: Sequence[EvalRun]) -> str:
     """Tool Necessity Gap as a table: a row per run, a column per dispatch mode (empty: none measured)."""
-    gaps = {(e.name, m): bd["tool_necessity_gap"] for e in evals for m, bd in (e.metrics.get("by_mode") or {}).items()
+    gaps = {(e.name, str(m)): bd["tool_necessity_gap"] for e in evals for m, bd in plots.by_mode(e.metrics).items()
             if bd.get("tool_necessity_gap") is not None}
     if not gaps:
         return ""
     modes = sorted({m for _, m in gaps})
     runs = list(dict.fromkeys(r for r, _ in gaps))
-    head = '<th class="l">run</th>' + "".join(f"<th>{html.escape(m)}</th>" for m in modes)
-    body = "".join('<tr><td class="l">' + html.escape(r) + "</td>"
-                   + "".join(f"<td>{_fmt(gaps.get((r, m)))}</td>" for m in modes) + "</tr>" for r in runs)
+    head = '<th class="l">run</th>' + "".join(f"<th>{esc(m)}</th>" for m in modes)
+    body = "".join('<tr><td class="l">' + esc(r) + "</td>"
+                   + "".join(f"<td>{num(gaps.get((r, m)))}</td>" for m in modes) + "</tr>" for r in runs)
     return ('<h3>Tool Necessity Gap</h3><p class="muted">score on tool-unnecessary − tool-necessary prompts, '
             f'per run and dispatch mode</p><table id="necessity-gap"><tr>{head}</tr>{body}</table>')
 
@@ -256,23 +277,23 @@ def _clip(text: str, n: int) -> str:
 
 def _transcript_html(run: str, row: ResultRow) -> str:
     verdict = '<span class="ok">correct</span>' if row.correct else '<span class="bad">wrong</span>'
-    opts = f"<br>options: {html.escape(' | '.join(row.options))}" if row.options else ""
+    opts = f"<br>options: {esc(' | '.join(row.options))}" if row.options else ""
     parts = [
-        f'<div class="card transcript"><h3>{html.escape(run)} · {html.escape(row.mode)} · '
-        f"{html.escape(row.id)} ({html.escape(row.task)}, n={row.nframes})</h3>",
-        f"<p>Q: {html.escape(row.question)}{opts}<br>answer: <b>{html.escape(row.answer)}</b> · prediction: "
-        f"<b>{html.escape(_clip(str(row.prediction), 200))}</b> · score {_fmt(row.score)} {verdict} · {row.n_calls} calls · "
-        f"{row.tokens.total_input} input tokens · {row.latency_s:.2f} s · end: {html.escape(row.end_reason)}</p>",
-        _img(_png_b64(timeline_figure(row)), f"timeline of {row.id}", "fig"),
+        f'<div class="card transcript"><h3>{esc(run)} · {esc(row.mode)} · '
+        f"{esc(row.id)} ({esc(row.task)}, n={num(row.nframes)})</h3>",
+        f"<p>Q: {esc(row.question)}{opts}<br>answer: <b>{esc(row.answer)}</b> · prediction: "
+        f"<b>{esc(_clip(str(row.prediction), 200))}</b> · score {num(row.score)} {verdict} · {num(row.n_calls)} calls · "
+        f"{num(row.tokens.total_input)} input tokens · {num(row.latency_s, 2)} s · end: {esc(row.end_reason)}</p>",
+        _figure_section(lambda: timeline_figure(row), f"timeline of {row.id}"),
     ]
-    overview = _window_sheet_b64(row.video, 0.0, row.duration) if row.duration > 0 else None
+    overview = _window_sheet_b64(row.video, 0.0, row.duration) if 0 < row.duration < math.inf else None
     if overview:
-        parts.append(f"<div><b>overview</b> 0.0–{row.duration:.1f}s</div>" + _img(overview, "overview frames", "sheet"))
+        parts.append(f"<div><b>overview</b> 0.0–{num(row.duration, 1)}s</div>" + _img(overview, "overview frames", "sheet"))
     for i, c in enumerate(row.calls[:MAX_WINDOWS_SHOWN], 1):
         if c.start is None or c.end is None:
             continue
-        status = "" if c.ok else f' <span class="bad">error: {html.escape(str(c.error))}</span>'
-        parts.append(f"<div><b>[{i}] {c.start:.1f}–{c.end:.1f}s</b>{status} — {html.escape(c.summary[:300])}</div>")
+        status = "" if c.ok else f' <span class="bad">error: {esc(c.error)}</span>'
+        parts.append(f"<div><b>[{i}] {num(c.start, 1)}–{num(c.end, 1)}s</b>{status} — {esc(c.summary[:300])}</div>")
         sheet = _window_sheet_b64(row.video, c.start, c.end) if c.ok else None
         if sheet:
             parts.append(_img(sheet, f"frames of window {i}", "sheet"))
@@ -280,7 +301,7 @@ def _transcript_html(run: str, row: ResultRow) -> str:
             parts.append('<div class="muted">(no thumbnails: video unavailable)</div>')
     for t in row.transcript:
         cls = re.sub(r"[^a-z]", "", t.role.lower())
-        parts.append(f'<div class="turn {cls}"><b>{html.escape(t.role)}:</b> {html.escape(_clip(t.text, 4000))}</div>')
+        parts.append(f'<div class="turn {cls}"><b>{esc(t.role)}:</b> {esc(_clip(t.text, 4000))}</div>')
     parts.append("</div>")
     return "\n".join(parts)
 
@@ -302,10 +323,12 @@ def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS, paper_
                      for lg, alt in ((rl_logs, "RL training curves"), (sft_logs, "SFT training curves")) if lg)
     mets = {e.name: e.metrics for e in found.evals if e.metrics}
     all_rows = [r for e in found.evals for r in e.rows]
-    runs_list = "".join(f"<li>train ({html.escape(t.kind)}): <b>{html.escape(t.name)}</b> — {len(t.log)} steps "
-                        f"<span class='muted'>{html.escape(str(t.path))}</span></li>" for t in found.train)
-    runs_list += "".join(f"<li>eval: <b>{html.escape(e.name)}</b> — {len(e.rows)} rollouts "
-                         f"<span class='muted'>{html.escape(str(e.path))}</span></li>" for e in found.evals)
+    runs_list = "".join(f"<li>train ({esc(t.kind)}): <b>{esc(t.name)}</b> — {len(t.log)} steps "
+                        f"<span class='muted'>{esc(t.path)}</span>"
+                        + (f" <span class='bad'>{esc(t.note)}</span>" if t.note else "") + "</li>" for t in found.train)
+    runs_list += "".join(f"<li>eval: <b>{esc(e.name)}</b> — {len(e.rows)} rollouts "
+                         + (f"<span class='bad'>({len(e.malformed)} malformed)</span> " if e.malformed else "")
+                         + f"<span class='muted'>{esc(e.path)}</span></li>" for e in found.evals)
     by_n = plots.accuracy_by_n(mets) or plots.train_accuracy_by_n(logs)
     sections = [
         _section("runs", "Runs", _runs_html(runs_list, len(found.train) + len(found.evals))),

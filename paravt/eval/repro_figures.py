@@ -12,6 +12,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from paravt.errors import DataError
+from paravt.eval.plots import label
 
 DYNAMICS_KEYS = ("f_tau", "kappa")
 _MODE_STYLE = {"parallel": "-", "sequential": "--", "none": ":"}
@@ -72,7 +73,7 @@ def dynamics_figure(runs: Mapping[str, Sequence[Sequence[Mapping[str, Any]]]],
                 continue
             seeds = max(b.n)
             ax.plot(b.steps, b.mean, "-", color=f"C{j % 10}", lw=1.5, marker="." if len(b.steps) < 30 else None,
-                    label=f"{variant} ({seeds} seed{'s' if seeds != 1 else ''})")
+                    label=label(f"{variant} ({seeds} seed{'s' if seeds != 1 else ''})"))
             if seeds >= 2:
                 ax.fill_between(b.steps, b.lo, b.hi, color=f"C{j % 10}", alpha=0.18, lw=0)
         ref = (cold_start or {}).get(key)
@@ -105,7 +106,7 @@ def acc_vs_n_figure(curves: Mapping[tuple[str, str], Mapping[int, Mapping[str, A
                [(_num(iv.get("hi")) if _num(iv.get("hi")) is not None else y) - y for y, (_, iv) in zip(ys, pts)]]
         ns.update(xs)
         ax.errorbar(xs, ys, yerr=err, ls=_MODE_STYLE.get(mode, "-."), marker="o", ms=4, capsize=3, lw=1.4,
-                    color=f"C{variants.index(variant) % 10}", label=f"{variant} · {mode}")
+                    color=f"C{variants.index(variant) % 10}", label=label(f"{variant} · {mode}"))
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(ns), [str(n) for n in sorted(ns)])
     ax.set_xlabel("gated n (overview frames)")

@@ -87,18 +87,18 @@ class ResultRow:
                 options=tuple(str(o) for o in opts) if opts is not None else None,
                 answer=str(d.get("answer", "")),
                 prediction=None if d.get("prediction") is None else str(d["prediction"]),
-                score=float(d["score"]), correct=bool(d.get("correct", False)),
-                calls=tuple(CallRow(**c) for c in d.get("calls") or ()),
+                score=float(d["score"]), correct=_flag(d.get("correct", False)),
+                calls=tuple(_call(c) for c in d.get("calls") or ()),
                 n_calls=int(d.get("n_calls", 0)),
                 calls_written=None if d.get("calls_written") is None else int(d["calls_written"]),
-                tokens=TokenRow(**(d.get("tokens") or {})),
+                tokens=TokenRow(**{str(k): int(v) for k, v in (d.get("tokens") or {}).items()}),
                 latency_s=float(d.get("latency_s") or 0.0),
                 end_reason=str(d.get("end_reason", "answer")),
-                tool_necessary=None if d.get("tool_necessary") is None else bool(d["tool_necessary"]),
+                tool_necessary=None if d.get("tool_necessary") is None else _flag(d["tool_necessary"]),
                 format_reward=None if d.get("format_reward") is None else float(d["format_reward"]),
-                transcript=tuple(TranscriptTurn(**t) for t in d.get("transcript") or ()),
+                transcript=tuple(TranscriptTurn(str(t["role"]), str(t["text"])) for t in d.get("transcript") or ()),
             )
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise DataError(
                 f"result row {str(dict(d))[:120]}… does not follow the results.jsonl schema ({e!r}); "
                 "rows need id, mode, task, nframes and score (docs/ARCHITECTURE.md §6)"
@@ -107,6 +107,43 @@ class ResultRow:
     @classmethod
     def from_json(cls, line: str) -> ResultRow:
         return cls.from_dict(json.loads(line))
+
+
+def _flag(x: Any) -> bool:
+    """A JSON boolean (``"false"`` is not one: ``bool("false")`` would read it as true)."""
+    if isinstance(x, bool):
+        return x
+    raise TypeError(f"{x!r} is not true/false")
+
+
+def _call(c: Any) -> CallRow:
+    """One recorded tool call, each field of its type (`ResultRow.from_dict`'s errors)."""
+    if not isinstance(c, Mapping):
+        raise TypeError(f"call {c!r} is not an object")
+    opt = (lambda x: None if x is None else float(x))  # noqa: E731
+    return CallRow(name=str(c["name"]), start=opt(c.get("start")), end=opt(c.get("end")), ok=_flag(c["ok"]),
+                   error=None if c.get("error") is None else str(c["error"]), summary=str(c.get("summary") or ""))
+
+
+@dataclass(frozen=True)
+class ReadResults:
+    """A results file read for display: the rows that follow the schema, and one line per row
+    that does not (``row N (id …): why``), which the report shows instead of failing."""
+
+    rows: tuple[ResultRow, ...]
+    malformed: tuple[str, ...]
+
+
+def read_results(path: str | Path) -> ReadResults:
+    """``path``'s rows for display (`paravt.eval.report`): a row off the schema is set aside with
+    its reason, not raised (`load_results` raises: eval resumes from it)."""
+    rows, bad = [], []
+    for i, d in enumerate(read_jsonl(path), 1):
+        try:
+            rows.append(ResultRow.from_dict(d))
+        except DataError as e:
+            bad.append(f"row {i} (id {str(d.get('id'))[:60]!r}): {str(e.__cause__ or e)[:200]}")
+    return ReadResults(tuple(rows), tuple(bad))
 
 
 def append_result(path: str | Path, row: ResultRow) -> None:

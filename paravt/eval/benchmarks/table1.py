@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from paravt.eval.benchmarks.registry import REGISTRY
+from paravt.eval.html_parts import esc, num
 
 QUOTED = "paper (quoted)"
 
@@ -32,8 +33,8 @@ def columns() -> tuple[tuple[str, str], ...]:
 class Table1Row:
     label: str
     source: str  # "measured" | "paper (quoted)"
-    values: dict[str, float | None]
-    n: dict[str, int] = field(default_factory=dict)  # questions behind each measured value
+    values: dict[str, Any]  # float | None; a measured file's value as found (`num` shows a non-number as malformed)
+    n: dict[str, Any] = field(default_factory=dict)  # questions behind each measured value (an int)
     scoring: str = ""
 
 
@@ -64,13 +65,19 @@ def measured_rows(metrics_files: Sequence[Path]) -> list[Table1Row]:
         if bench is None:
             continue
         run = path.parent.parent.parent.name or str(path.parent.parent.parent)
-        pc = str(bench.get("protocol", {}).get("prompt_class", "?"))
-        for mode, d in bench["by_mode"].items():
-            key = (run, pc, mode, str(d.get("scoring", "")))
+        pc = str(_obj(bench.get("protocol")).get("prompt_class", "?"))
+        for mode, d in _obj(bench["by_mode"]).items():
+            if not isinstance(d, dict):
+                continue
+            key = (run, pc, str(mode), str(d.get("scoring", "")))
             row = rows.setdefault(key, Table1Row(f"{run} · {pc} · {mode}", "measured", {}, {}, key[3]))
-            row.values[str(bench["name"])] = d.get("headline")
-            row.n[str(bench["name"])] = int((d.get(d.get("scoring", "lmms")) or {}).get("n", 0))
+            row.values[str(bench.get("name"))] = d.get("headline")  # rendered by `num`: malformed if not a number
+            row.n[str(bench.get("name"))] = _obj(d.get(str(d.get("scoring", "lmms")))).get("n", 0)
     return list(rows.values())
+
+
+def _obj(x: Any) -> dict[str, Any]:
+    return x if isinstance(x, dict) else {}
 
 
 def table1_rows(metrics_files: Sequence[Path]) -> list[Table1Row]:
@@ -92,10 +99,9 @@ def table1_html(rows: Sequence[Table1Row]) -> str:
     for r in rows:
         cells = []
         for k, _ in cols:
-            v = r.values.get(k)
-            n = f" <span class='muted'>(n={r.n[k]})</span>" if k in r.n else ""
-            cells.append(f"<td>{'–' if v is None else f'{v:.1f}'}{n}</td>")
+            n = f" <span class='muted'>(n={num(r.n[k])})</span>" if k in r.n else ""
+            cells.append(f"<td>{num(r.values.get(k), 1)}{n}</td>")
         src = r.source + (f", {r.scoring}" if r.scoring else "")
-        body.append(f"<tr><td class='l'>{html.escape(r.label)}</td><td class='l'>{html.escape(src)}</td>"
+        body.append(f"<tr><td class='l'>{esc(r.label)}</td><td class='l'>{esc(src)}</td>"
                     + "".join(cells) + "</tr>")
     return f'<table id="table1">{head}{"".join(body)}</table>{note}'
