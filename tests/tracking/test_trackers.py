@@ -145,3 +145,18 @@ def test_logger_list_is_one_field_for_both_trainers(tmp_path: Path) -> None:
 def test_require_returns_the_module_when_installed() -> None:
     pytest.importorskip("wandb")
     assert require("wandb").__name__ == "wandb"
+
+
+def test_wandb_that_cannot_start_is_one_line_with_the_offline_fix(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    wandb = pytest.importorskip("wandb")
+
+    def no_login(**kwargs):
+        raise wandb.errors.UsageError("api_key not configured (no-tty). call wandb.login(key=[your_api_key])\nmore")
+
+    monkeypatch.setattr(wandb, "init", no_login)
+    with pytest.raises(ConfigError) as err:
+        Trackers.open(tmp_path, TrackingSettings(("wandb",)), config={}, resume=False)
+    msg = str(err.value)
+    assert "\n" not in msg and "api_key not configured" in msg and "logging.wandb_mode=offline" in msg
+    assert not (tmp_path / "tracking.json").exists()
