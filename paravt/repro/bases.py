@@ -33,18 +33,21 @@ from paravt import runlock
 from paravt.config import TrainConfig
 from paravt.repro.stages import finish_stage, start_stage
 
-DATA_VERSION = 4  # bump when paravt.data.synth.base / perception change what the base learns
+DATA_VERSION = 5  # bump when paravt.data.synth.base / perception change what the base learns
 
 
 def base_settings(cfg: TrainConfig, *, videos: int, probe_videos: int, model_size: str,
                   probe_max_new_tokens: int, needle_kinds: Sequence[str],
                   durations: tuple[int, int]) -> dict[str, Any]:
     """What the base depends on (``cfg.prior`` already holds the prior's ``tool_mix``)."""
+    from paravt.data.synth.corpus import corpus_digest
+
     v = cfg.video
     return {"version": DATA_VERSION, "synth": {"videos": videos, "eval_videos": probe_videos, "seed": 0,
                                                "needle_kinds": list(needle_kinds),
                                                "durations": list(durations)},
             "model_size": model_size, "prior": cfg.prior.model_dump(mode="json"),
+            "tokenizer_corpus": corpus_digest(),  # the init's tokenizer is trained on it (synth/corpus.py)
             "video": {"overview_max_pixels": v.overview_max_pixels, "crop_max_pixels": v.crop_max_pixels,
                       "size_factor": v.size_factor},
             "probe_max_new_tokens": probe_max_new_tokens,
@@ -60,7 +63,7 @@ def base_paths(root: Path, settings: dict[str, Any], name: str, *, tiny_version:
 
     tiny = TINY_VERSION if tiny_version is None else tiny_version
     return (root / f"synth-{base_key({'version': settings['version'], **settings['synth']})}",
-            root / f"init-{settings['model_size']}-{base_key([settings['version'], tiny])}",
+            root / f"init-{settings['model_size']}-{base_key([settings['version'], tiny, settings.get('tokenizer_corpus')])}",
             root / f"{name}-{base_key(settings)}")
 
 

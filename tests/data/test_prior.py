@@ -71,3 +71,14 @@ def test_call_rendering_and_bad_mix() -> None:
     assert tool_code_call(0, 37.5) == "<tool_code>crop_video(0, 37.50)</tool_code>"
     with pytest.raises(DataError, match="tool_mix"):
         prior_rows([], tool_mix=1.5, think_sentences=1)
+
+
+def test_habit_copies_add_traces_and_keep_the_first(prompts: list[RLRow]) -> None:
+    one = prior_rows(prompts, tool_mix=0.5, think_sentences=2, seed=3)
+    three = prior_rows(prompts, tool_mix=0.5, think_sentences=2, seed=3, copies=3)
+    assert len(three) == 3 * len(one) and len({r.id for r in three}) == len(three)
+    assert [r for r in three if r.id.endswith("-prior")] == one  # copies=1 is the first copy of each
+    texts = {r.id: _assistant(r) for r in three}
+    assert any(texts[f"{p.id}-prior"] != texts[f"{p.id}-prior1"] for p in prompts)  # own draws per copy
+    with pytest.raises(DataError, match="copies"):
+        prior_rows(prompts, tool_mix=0.5, think_sentences=2, copies=0)

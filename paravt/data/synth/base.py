@@ -152,7 +152,7 @@ def is_base_row(row: Row) -> bool:
 
 
 def prior_traces(rows: Sequence[Row], *, tool_mix: float, think_sentences: int, seed: int = 0,
-                 max_calls: int = 2) -> list[SFTRow]:
+                 max_calls: int = 2, copies: int = 1) -> list[SFTRow]:
     """The base stage's training traces from a ``base.parquet`` (perception and overview rows as
     they are, the prompts turned into habit traces) or from an ``rl.parquet`` (habit traces only)."""
     from paravt.data.synth.prior import prior_rows
@@ -163,7 +163,7 @@ def prior_traces(rows: Sequence[Row], *, tool_mix: float, think_sentences: int, 
                         "ParaVT-Synth base.parquet (or rl.parquet)")
     fixed = [r for r in rows if is_base_row(r)]
     return fixed + prior_rows(prompts, tool_mix=tool_mix, think_sentences=think_sentences, seed=seed,
-                              max_calls=max_calls)
+                              max_calls=max_calls, copies=copies)
 
 
 def probe_rows(spec: VideoSpec, rel: str, questions: Sequence[Question], extras: Sequence[ExtraInfo],

@@ -40,6 +40,15 @@ def protocol_corpus(n_videos: int = 60, seed: int = 0) -> tuple[str, ...]:
     return tuple(out)
 
 
+def corpus_digest() -> str:
+    """12 hex digits of the SHA-256 of the default corpus: it changes whenever a prompt, an oracle
+    or a prior text changes, and with it the protocol tokenizer a tiny model is built with (so the
+    keys of the cached inits and pretrained bases hold it: ``paravt.repro.bases``)."""
+    import hashlib
+
+    return hashlib.sha256("\x00".join(protocol_corpus()).encode()).hexdigest()[:12]
+
+
 def _texts(n_videos: int, seed: int) -> Iterator[str]:
     yield from _prompt_texts()
     yield from _trace_texts(n_videos, seed)

@@ -19,6 +19,7 @@ is learnt in the very context SFT and RL later use: that is where it must compet
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -84,13 +85,18 @@ def prior_trace(row: RLRow, rng: np.random.Generator, *, tool: bool, think_sente
 
 
 def prior_rows(rows: Sequence[RLRow], *, tool_mix: float, think_sentences: int, seed: int = 0,
-               max_calls: int = 2) -> list[SFTRow]:
-    """One prior trace per prompt; a prompt gets the tool habit with probability ``tool_mix``."""
+               max_calls: int = 2, copies: int = 1) -> list[SFTRow]:
+    """``copies`` prior traces per prompt (each with its own filler draws); a trace gets the tool
+    habit with probability ``tool_mix``. The first copy of a prompt is the trace ``copies=1`` gives."""
     if not 0.0 <= tool_mix <= 1.0:
         raise DataError(f"tool_mix={tool_mix} must lie in [0, 1]")
+    if copies < 1:
+        raise DataError(f"habit copies={copies} must be ≥ 1")
     out = []
     for i, row in enumerate(rows):
-        rng = np.random.default_rng([seed, i])
-        tool = bool(rng.random() < tool_mix)
-        out.append(prior_trace(row, rng, tool=tool, think_sentences=think_sentences, max_calls=max_calls))
+        for c in range(copies):
+            rng = np.random.default_rng([seed, i] if c == 0 else [seed, i, c])
+            tool = bool(rng.random() < tool_mix)
+            trace = prior_trace(row, rng, tool=tool, think_sentences=think_sentences, max_calls=max_calls)
+            out.append(trace if c == 0 else replace(trace, id=f"{trace.id}{c}"))
     return out
