@@ -118,8 +118,8 @@ class _Run:
                 return info, None
             frames = await asyncio.to_thread(
                 sample_frames, self.inp.video, 0.0, info.duration, nframes=self.inp.nframes,
-                max_pixels=s.overview_max_pixels, size_factor=s.size_factor,
-            )
+                max_pixels=s.overview_max_pixels, size_factor=s.size_factor, whole=True,
+            )  # whole: the overviews of a video at every n (and its crops) share one decode
             return info, frames
         except VideoError as err:
             self.error = str(err)

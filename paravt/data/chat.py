@@ -4,7 +4,8 @@
 own sampler), so the text's `<video>` markers and the frames line up one to one and SFT sees the
 frames the policy sees at rollout. A part spanning the whole video is the overview and uses
 ``max_pixels``; any other window is a crop and uses ``crop_max_pixels`` (docs/ARCHITECTURE.md §2: overview
-64×64, crops up to 224×224).
+64×64, crops up to 224×224). Frames are read with ``whole=True`` (``paravt.video.timeline``): the
+rows of a build read clips and overviews of the same videos, each video decoded once.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ def _decode(part: VideoPart, root: str | Path, duration: float, max_pixels: int,
         raise DataError(f"video {path} of a row does not exist; check the data root ({root}) or rebuild the data")
     whole = part.video_start <= _WHOLE_TOL_S and abs(part.video_end - duration) <= _WHOLE_TOL_S
     return sample_frames(path, part.video_start, part.video_end, nframes=part.nframes,
-                         max_pixels=max_pixels if whole else crop_max_pixels, size_factor=size_factor)
+                         max_pixels=max_pixels if whole else crop_max_pixels, size_factor=size_factor,
+                         whole=True)
 
 
 def message_to_chat(m: Message, root: str | Path, *, duration: float, max_pixels: int,

@@ -10,6 +10,7 @@ cold-started model carries a competing habit temperature sampling can resurface.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +19,10 @@ from paravt.rl.sft import SFTTrainer, build_sequence, require_rows
 from paravt.rl.trainer import TrainerSettings
 
 if TYPE_CHECKING:
+    from paravt.agent.trajectory import Trajectory
     from paravt.config import TrainConfig
+    from paravt.data.schema import Row
+    from paravt.models.chat import ChatCodec
     from paravt.rl.session import PolicySession
 
 
@@ -28,7 +32,7 @@ class PriorTrainer(SFTTrainer):
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
-        return TrainerSettings(lr=cfg.prior.lr, seed=cfg.prior.seed, save_every=cfg.prior.save_every,
+        return TrainerSettings(optim=cfg.prior, seed=cfg.prior.seed, save_every=cfg.prior.save_every,
                                generate=False, reference=False)
 
     @classmethod
@@ -38,19 +42,28 @@ class PriorTrainer(SFTTrainer):
 
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> PriorTrainer:
-        from paravt.data.chat import to_chat_messages
         from paravt.data.schema import read_rows
-        from paravt.data.synth.base import prior_traces
 
         p = cfg.prior
         rows = read_rows(Path(cfg.data))  # no prompt rows: `check_data` (and `prior_traces`) refuse them
-        traces = prior_traces(rows, tool_mix=p.tool_mix, think_sentences=p.think_sentences, seed=p.seed,
-                              max_calls=p.max_calls)
         root = Path(cfg.data_root) if cfg.data_root else Path(cfg.data).parent
-        examples = [build_sequence(to_chat_messages(t, root, max_pixels=cfg.video.overview_max_pixels,
-                                                    crop_max_pixels=cfg.video.crop_max_pixels,
-                                                    size_factor=cfg.video.size_factor), session.codec, row_id=t.id)
-                    for t in traces]
+        examples = prior_examples(rows, root, session.codec, tool_mix=p.tool_mix, think_sentences=p.think_sentences,
+                                  seed=p.seed, max_calls=p.max_calls, copies=p.habit_copies, max_pixels=cfg.video.overview_max_pixels,
+                                  crop_max_pixels=cfg.video.crop_max_pixels, size_factor=cfg.video.size_factor)
         return cls(examples, session.model, session.processor, session.optimizer, p.batch_size, p.max_grad_norm,
                    total_steps=p.steps, lr=p.lr, warmup_steps=p.warmup_steps, seed=p.seed,
                    micro_batch_tokens=p.micro_batch_tokens, lr_decay=p.lr_decay, min_lr_ratio=p.min_lr_ratio)
+
+
+def prior_examples(rows: Sequence[Row], root: Path, codec: ChatCodec, *, tool_mix: float, think_sentences: int,
+                   seed: int, max_calls: int, max_pixels: int, crop_max_pixels: int,
+                   size_factor: int, copies: int = 1) -> list[Trajectory]:
+    """The base stage's training sequences of a ``base.parquet``'s rows (``prior_traces``), frames
+    decoded from the videos under ``root``."""
+    from paravt.data.chat import to_chat_messages
+    from paravt.data.synth.base import prior_traces
+
+    traces = prior_traces(rows, tool_mix=tool_mix, think_sentences=think_sentences, seed=seed, max_calls=max_calls,
+                          copies=copies)
+    return [build_sequence(to_chat_messages(t, root, max_pixels=max_pixels, crop_max_pixels=crop_max_pixels,
+                                            size_factor=size_factor), codec, row_id=t.id) for t in traces]

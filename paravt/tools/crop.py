@@ -30,7 +30,7 @@ def openable_video(path: str) -> VideoInfo:
 def _window(ctx: ToolContext, start: float, end: float) -> Frames:
     openable_video(ctx.video)
     return sample_frames(ctx.video, start, end, fps=ctx.crop_fps, max_frames=ctx.crop_max_frames,
-                         max_pixels=ctx.crop_max_pixels, size_factor=ctx.size_factor)
+                         max_pixels=ctx.crop_max_pixels, size_factor=ctx.size_factor, whole=True)
 
 
 class CropVideo:

@@ -1,7 +1,7 @@
 """Per-process caches of the video layer, and the decode counters.
 
-Three bounded LRU caches, all keyed by the file's identity ``(resolved path, mtime_ns, size)`` so
-that a rewritten file is never served stale:
+Bounded LRU caches, all keyed by the file's identity ``(resolved path, mtime_ns, size)`` so that
+a rewritten file is never served stale:
 
 - open containers (``ContainerPool``): opening an mp4 parses its index (moov); a pooled container
   is *lent* to one caller at a time (PyAV containers are not thread-safe), returned afterwards,
@@ -9,7 +9,11 @@ that a rewritten file is never served stale:
 - decoded results (``ResultCache``): ``Frames`` keyed by file identity + sampling spec, so the G
   rollouts of one prompt (same video, same overview / same window) decode once. Concurrent misses
   on one key wait for the first decoder instead of decoding again. Cached arrays are read-only;
-- probe results (``InfoCache``): a probe reads the first frame and the file's tail, once per file.
+- probe results (``InfoCache``, ``INFOS``): a probe reads the first frame and the file's tail, once per file;
+- whole videos (``paravt.video.timeline``): every frame time of a small video (``TIMELINES``),
+  its decoded frames (``DECODED``, per file) and those frames converted to RGB (``FRAMES``, keyed
+  by file, frame time, size and rotation), the last two bounded in bytes: the row builders read
+  clips and overviews of the same video from one decode.
 
 Everything is guarded by locks: decoding is called from worker threads (``asyncio.to_thread``).
 ``decode_stats()`` exposes the counters; tests use them to prove a hit does not decode.
@@ -23,10 +27,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import av
 import av.container
+import numpy as np
 
 from paravt.errors import VideoError
 from paravt.video.types import Frames, VideoInfo
@@ -34,6 +41,11 @@ from paravt.video.types import Frames, VideoInfo
 MAX_OPEN_CONTAINERS = 8
 MAX_CACHED_RESULTS = 64
 MAX_CACHED_INFOS = 1024
+MAX_DECODED_BYTES = 64 * 2**20  # decoded frames of whole videos (≈ 40 videos of 270 frames 64×64)
+MAX_FRAME_BYTES = 64 * 2**20  # their frames converted to RGB (5,400 frames of 64×64)
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,9 @@ class VideoDecodeStats:
     decoded_frames: int  # frames the codec produced (including ones skipped on the way to a target)
     seeks: int  # container seeks
     containers_opened: int  # av.open calls (pool misses)
+    converted_frames: int = 0  # frames converted to RGB (resized, rotated)
+    frame_hits: int = 0  # frames served converted from the frame cache
+    passes: int = 0  # whole-video decodes of the timeline path
 
 
 def file_key(path: str | Path) -> FileKey:
@@ -78,10 +93,14 @@ def file_key(path: str | Path) -> FileKey:
     return FileKey(str(p.resolve()), st.st_mtime_ns, st.st_size)
 
 
+_COUNTED = ("hits", "misses", "decoded_frames", "seeks", "containers_opened", "converted_frames", "frame_hits",
+            "passes")
+
+
 class _Counters:
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.hits = self.misses = self.decoded_frames = self.seeks = self.containers_opened = 0
+        self.reset()
 
     def add(self, **deltas: int) -> None:
         with self.lock:
@@ -90,13 +109,12 @@ class _Counters:
 
     def snapshot(self) -> VideoDecodeStats:
         with self.lock:
-            return VideoDecodeStats(
-                self.hits, self.misses, self.decoded_frames, self.seeks, self.containers_opened
-            )
+            return VideoDecodeStats(*(getattr(self, name) for name in _COUNTED))
 
     def reset(self) -> None:
         with self.lock:
-            self.hits = self.misses = self.decoded_frames = self.seeks = self.containers_opened = 0
+            for name in _COUNTED:
+                setattr(self, name, 0)
 
 
 COUNTERS = _Counters()
@@ -222,22 +240,22 @@ class ResultCache:
             self._data.clear()
 
 
-class InfoCache:
-    """Bounded LRU of probe results."""
+class InfoCache(Generic[V]):
+    """Bounded LRU of per-file values (probe results, timelines)."""
 
     def __init__(self, capacity: int = MAX_CACHED_INFOS) -> None:
         self.capacity = capacity
-        self._data: OrderedDict[FileKey, VideoInfo] = OrderedDict()
+        self._data: OrderedDict[FileKey, V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: FileKey) -> VideoInfo | None:
+    def get(self, key: FileKey) -> V | None:
         with self._lock:
             hit = self._data.get(key)
             if hit is not None:
                 self._data.move_to_end(key)
             return hit
 
-    def put(self, key: FileKey, info: VideoInfo) -> None:
+    def put(self, key: FileKey, info: V) -> None:
         with self._lock:
             self._data[key] = info
             while len(self._data) > self.capacity:
@@ -248,9 +266,64 @@ class InfoCache:
             self._data.clear()
 
 
+@dataclass(frozen=True)
+class Timeline:
+    """Every decodable frame of a video, as one pass over it decodes them (``paravt.video.timeline``)."""
+
+    pts: tuple[int, ...]  # presentation times (stream ticks), increasing
+    first_pts: int  # the stream's start (timestamps are relative to it)
+    time_base: Fraction
+    width: int  # as stored (before the rotation)
+    height: int
+    turns: int  # counter-clockwise quarter turns of the display matrix
+
+
+FrameKey = tuple[FileKey, int, tuple[int, int] | None, int]  # file, pts, (h, w) or native, turns
+
+
+class ByteCache(Generic[K, V]):
+    """Bounded LRU whose bound is the bytes its values hold (given by the caller on ``put``)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._data: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is None:
+                return None
+            self._data.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: K, value: V, nbytes: int) -> None:
+        if nbytes > self.max_bytes:
+            return
+        with self._lock:
+            old = self._data.pop(key, None)
+            self._bytes += nbytes - (old[1] if old is not None else 0)
+            self._data[key] = (value, nbytes)
+            while self._bytes > self.max_bytes:
+                self._bytes -= self._data.popitem(last=False)[1][1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._bytes = 0
+
+
 POOL = ContainerPool()
 RESULTS = ResultCache()
-INFOS = InfoCache()
+INFOS: InfoCache[VideoInfo] = InfoCache()
+TIMELINES: InfoCache[Timeline] = InfoCache()
+DECODED: ByteCache[FileKey, dict[int, av.VideoFrame]] = ByteCache(MAX_DECODED_BYTES)
+FRAMES: ByteCache[FrameKey, np.ndarray] = ByteCache(MAX_FRAME_BYTES)
 
 
 def decode_stats() -> VideoDecodeStats:
@@ -259,8 +332,11 @@ def decode_stats() -> VideoDecodeStats:
 
 
 def clear_cache() -> None:
-    """Close pooled containers, drop cached results and reset the counters."""
+    """Close pooled containers, drop cached results, timelines and frames, reset the counters."""
     POOL.clear()
     RESULTS.clear()
     INFOS.clear()
+    TIMELINES.clear()
+    DECODED.clear()
+    FRAMES.clear()
     COUNTERS.reset()

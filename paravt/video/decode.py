@@ -41,7 +41,8 @@ import numpy as np
 
 from paravt.errors import VideoError
 from paravt.video import cache
-from paravt.video.probe import probe, quarter_turns, rotate_quarters
+from paravt.video.probe import probe, quarter_turns
+from paravt.video.timeline import timeline_frames, to_rgb
 from paravt.video.types import Frames, VideoInfo
 
 #: Keyframe interval assumed until two are seen in one decode (x264's default 250 frames @ 25 fps).
@@ -239,17 +240,10 @@ def _to_arrays(picked: Sequence[av.VideoFrame], size: tuple[int, int] | None, tu
     """RGB arrays, resized to the DISPLAYED ``size`` (h, w) and turned upright by ``turns``
     counter-clockwise quarter turns (the stream's display matrix)."""
     out: dict[int, np.ndarray] = {}  # duplicates are converted once
-    arrays = []
     for frame in picked:
         if id(frame) not in out:
-            if size is None:
-                arr = frame.to_ndarray(format="rgb24")
-            else:
-                h, w = (size[1], size[0]) if turns % 2 else size  # resize in the stored orientation
-                arr = frame.to_ndarray(format="rgb24", height=h, width=w, interpolation="AREA")
-            out[id(frame)] = rotate_quarters(arr, turns)
-        arrays.append(out[id(frame)])
-    return np.stack(arrays)
+            out[id(frame)] = to_rgb(frame, size, turns)
+    return np.stack([out[id(frame)] for frame in picked])
 
 
 def _decode_times(
@@ -292,10 +286,13 @@ def frames_at(
     max_pixels: int | None = None,
     size_factor: int = 32,
     reseek: bool = True,
+    whole: bool = False,
 ) -> Frames:
     """The decoded frames nearest to each time in ``times`` (seconds from the first frame,
     non-decreasing, inside [0, duration]); cached. ``reseek=False`` always decodes straight
-    through from the first target (for benchmarks)."""
+    through from the first target (for benchmarks). ``whole``: serve a small video from one
+    decode of the whole video and its converted frames (``paravt.video.timeline``: the same frames,
+    for callers that read many windows of the same videos)."""
     key = cache.file_key(path)
     if not times:
         raise VideoError("no times given; pass at least one time in seconds")
@@ -313,9 +310,17 @@ def frames_at(
             f"[0, {info.duration:.3f}] s; clamp them to the video first"
         )
     spec = ("at", tuple(times), max_pixels, size_factor, reseek)
-    return cache.RESULTS.get_or_compute(
-        (key, spec), lambda: _decode_times(key, times, max_pixels, size_factor, reseek)
-    )
+
+    def size_of(h: int, w: int) -> tuple[int, int] | None:
+        if max_pixels is None:
+            return None
+        return smart_resize(h, w, max_pixels=max_pixels, factor=size_factor)
+
+    def compute() -> Frames:
+        got = timeline_frames(key, info, times, size_of) if whole else None
+        return got if got is not None else _decode_times(key, times, max_pixels, size_factor, reseek)
+
+    return cache.RESULTS.get_or_compute((key, spec), compute)
 
 
 def sample_frames(
@@ -328,26 +333,30 @@ def sample_frames(
     max_frames: int | None = None,
     max_pixels: int | None = None,
     size_factor: int = 32,
+    whole: bool = False,
 ) -> Frames:
     """Sample frames uniformly over [start, end] seconds (see the module docstring for the rule).
 
     ``nframes`` wins over ``fps``; ``max_frames`` caps either. ``max_pixels`` resizes every frame to
     `smart_resize` (multiples of ``size_factor``: 28 for Qwen2.5-VL, 32 for Qwen3-VL); None keeps
-    the native size. Cached per (file, spec); cached arrays are read-only.
+    the native size. Cached per (file, spec); cached arrays are read-only. ``whole``: see
+    `frames_at`.
     """
     info = probe(path)
     check_window(info, start, end)
     n = frame_count(start, end, nframes=nframes, fps=fps, max_frames=max_frames)
     return frames_at(
-        path, target_times(start, end, n), max_pixels=max_pixels, size_factor=size_factor
+        path, target_times(start, end, n), max_pixels=max_pixels, size_factor=size_factor, whole=whole
     )
 
 
 def sample_overview(
-    path: str | Path, nframes: int, *, max_pixels: int | None = None, size_factor: int = 32
+    path: str | Path, nframes: int, *, max_pixels: int | None = None, size_factor: int = 32,
+    whole: bool = False,
 ) -> Frames:
-    """``nframes`` frames sampled uniformly over the whole video."""
+    """``nframes`` frames sampled uniformly over the whole video (``whole``: see `frames_at`)."""
     info = probe(path)
     return sample_frames(
-        path, 0.0, info.duration, nframes=nframes, max_pixels=max_pixels, size_factor=size_factor
+        path, 0.0, info.duration, nframes=nframes, max_pixels=max_pixels, size_factor=size_factor,
+        whole=whole,
     )
