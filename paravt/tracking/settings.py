@@ -1,5 +1,5 @@
-"""The trackers' settings as plain values (built from the ``logging`` section: config stops at
-the edge, STYLE.md §3) and the ONE import check of an optional tracker package."""
+"""The trackers' settings as plain values, built from the ``logging`` section at the edge (the
+trackers never see the config tree), and the ONE import check of an optional tracker package."""
 
 from __future__ import annotations
 
