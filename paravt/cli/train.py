@@ -50,10 +50,13 @@ def rl(config: Path = typer.Option(..., "--config", "-c"), resume: bool = typer.
 
 
 def _check_inputs(cfg: cfgmod.TrainConfig) -> None:
-    """A missing or non-parquet ``data`` file and a missing model are refused before a model loads."""
+    """A missing or non-parquet ``data`` file, a missing model and a listed tracker whose package is
+    missing are refused before a model loads."""
     from paravt.data.schema import check_dataset
+    from paravt.tracking import require_all
 
     check_dataset(cfg.data)
+    require_all(cfg.logging.loggers)
     model_source(cfg.init_from or cfg.model.path, "init_from" if cfg.init_from else "model.path")
 
 
