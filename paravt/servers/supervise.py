@@ -89,11 +89,11 @@ def supervise(cmd: Sequence[str], env: Mapping[str, str], url: str, *, ready_tim
               tail: int = 40, grace_s: float = 15.0, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
               api_key: str | None = None) -> int:
     """Run ``cmd`` until it exits or this process is interrupted (see the module docstring);
-    ``api_key``: the server's key, sent with the readiness poll."""
+    ``api_key``: the server's key, sent with the readiness poll and masked in the log it passes on."""
     last: collections.deque[str] = collections.deque(maxlen=tail)
     proc = subprocess.Popen(list(cmd), env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
-    pump = threading.Thread(target=_pump, args=(proc, last, out), daemon=True)
+    pump = threading.Thread(target=_pump, args=(proc, last, out, api_key), daemon=True)
     pump.start()
     previous = {s: signal.signal(s, _raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     t0 = time.monotonic()
@@ -127,9 +127,13 @@ def _raise_stop(signum: int, _frame: object) -> None:
     raise _Stop(signum)
 
 
-def _pump(proc: subprocess.Popen, last: collections.deque[str], out: TextIO) -> None:
+def _pump(proc: subprocess.Popen, last: collections.deque[str], out: TextIO, secret: str | None = None) -> None:
+    """Pass the server's log through (and keep its tail), with ``secret`` (the API key, which an
+    engine may log among its arguments: SGLang prints its ServerArgs) written as ``<api key>``."""
     assert proc.stdout is not None
     for line in proc.stdout:
+        if secret:
+            line = line.replace(secret, "<api key>")
         last.append(line)
         out.write(line)
         out.flush()

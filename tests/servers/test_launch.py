@@ -157,6 +157,7 @@ KEYED_STAND_IN = textwrap.dedent('''
     if not key or key in " ".join(sys.argv):
         print("no key in the environment, or the key on the command line", flush=True)
         sys.exit(3)
+    print(f"server args: api_key={key!r}", flush=True)  # as SGLang logs its ServerArgs
     class H(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             ok = self.headers.get("Authorization") == "Bearer " + key
@@ -171,7 +172,7 @@ KEYED_STAND_IN = textwrap.dedent('''
 
 def test_serve_model_passes_its_key_to_the_engine_out_of_argv_and_never_prints_it(tmp_path: Path) -> None:
     """Issue 34 item 7: --api-key-file reaches vLLM as VLLM_API_KEY (not on the command line), the
-    readiness poll sends it, and neither the printed command nor any line shows it."""
+    readiness poll sends it, and neither the printed command nor any line of the engine's log shows it."""
     key = "sk-" + "m" * 40
     (tmp_path / "model.key").write_text(key + "\n")
     script = tmp_path / "srv.py"
@@ -194,6 +195,7 @@ def test_serve_model_passes_its_key_to_the_engine_out_of_argv_and_never_prints_i
     shown = "".join(lines) + out + err
     assert "ready at" in lines[-1] and "(model keyed)" in lines[-1], shown
     assert f"VLLM_API_KEY=<key of {tmp_path / 'model.key'}>" in lines[0] and key not in shown
+    assert "server args: api_key='<api key>'" in shown  # the engine's own log line, masked
 
 
 def test_serve_model_keys_on_the_engine_side_and_refuses_a_wide_bind_without_one(tmp_path: Path) -> None:
