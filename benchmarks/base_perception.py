@@ -20,6 +20,7 @@ import json
 import time
 from pathlib import Path
 
+from paravt.config import ModelConfig, SFTConfig
 from paravt.data.chat import to_chat_messages
 from paravt.data.schema import read_rows, write_rows
 from paravt.data.synth.base import OVQ, SEE, is_base_row
@@ -51,7 +52,7 @@ def main() -> None:
     if a.kind:  # the probe's rows of that kind, beside the videos they name
         probe = a.synth / f"base_eval_{a.kind}.parquet"
         write_rows(probe, [r for r in read_rows(a.synth / "base_eval.parquet") if keep(r)])
-    s = PolicySession.create(a.init, lr=a.lr)
+    s = PolicySession.create(ModelConfig(path=str(a.init)), SFTConfig(lr=a.lr))
     examples = [build_sequence(to_chat_messages(r, a.synth, max_pixels=PIXELS, crop_max_pixels=PIXELS,
                                                 size_factor=FACTOR), s.codec, row_id=r.id) for r in rows]
     trainer = SFTTrainer(examples, s.model, s.processor, s.optimizer, 8, 1.0, total_steps=a.steps, lr=a.lr,

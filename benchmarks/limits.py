@@ -226,7 +226,7 @@ def sft_phase(rep: Report, cfg: Any, fl: _Flops, steps: int) -> tuple[list[Any],
 
     cfg = cfg.model_copy(deep=True)
     cfg.data = str(Path(cfg.data).with_name("sft.parquet"))
-    session = PolicySession.create(cfg.model.path, lr=1e-5)
+    session = PolicySession.create(cfg.model, cfg.sft.model_copy(update={"lr": 1e-5}))
     trainer = SFTTrainer.build(cfg, session)
     trainer.step(0)  # warm-up (feature cache)
     times, flops = [], []
@@ -340,8 +340,8 @@ def main() -> None:
     cfg.model.replicas = args.replicas
     if args.continuous is not None:
         cfg.model.continuous_batching = args.continuous == "on"
-    session = PolicySession.create(cfg.model.path, lr=cfg.rl.lr, generate=True, reference=cfg.model.path,
-                                   tools=["crop_video"], replicas=args.replicas)
+    cfg.rollout.tools = ["crop_video"]
+    session = PolicySession.create(cfg.model, cfg.rl, rollout=cfg.rollout, reference=cfg.model.path)
     fl = _Flops.of(session.model)
     t = session.model.config.text_config
     hd = t.head_dim

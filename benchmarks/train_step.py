@@ -128,8 +128,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         model = build_tiny("qwen3_vl", args.size or "xs", work / "model").path
         build(work / "synth", videos=args.videos, eval_videos=0, seed=0, workers=1)
         cfg = _config(work, model, args)
-        session = PolicySession.create(model, lr=cfg.rl.lr, generate=True, reference=model if cfg.rl.kl_coef > 0 else None,
-                                       tools=cfg.rollout.tools)
+        session = PolicySession.create(cfg.model, cfg.rl, rollout=cfg.rollout,
+                                       reference=model if cfg.rl.kl_coef > 0 else None)
         trainer = grpo.GRPOTrainer(cfg, load_episode_inputs(Path(cfg.data)), session)
         clock = ComputeClock()
         _instrument(session, trainer, clock)

@@ -53,8 +53,9 @@ def test_tiny_configs_are_what_the_demo_runs() -> None:
     base = base_config(Path("runs/demo"), PRESETS["demo"])
     para, vanilla = (with_overrides(base, VARIANTS[v].overrides) for v in ("paragrpo", "vanilla_grpo"))
     shipped = {n: cfgmod.load(root / f"tiny_{n}.yaml") for n in ("prior", "sft", "paragrpo", "vanilla_grpo")}
-    for cfg in shipped.values():
-        assert cfg.video == base.video and cfg.sampling == base.sampling and cfg.sft == base.sft
+    want_of = {"prior": base, "sft": base, "paragrpo": para, "vanilla_grpo": vanilla}
+    for name, cfg in shipped.items():  # the vanilla variant pins its un-gated overview budget (video)
+        assert cfg.video == want_of[name].video and cfg.sampling == base.sampling and cfg.sft == base.sft
         assert cfg.prior == base.prior and cfg.eval == base.eval
     for name, want in (("paragrpo", para), ("vanilla_grpo", vanilla)):
         got = shipped[name]
@@ -81,7 +82,7 @@ def test_prefill_threads_is_validated_and_reaches_the_hf_generator(tmp_path: Pat
     eval (open_backend) and of training (PolicySession); None leaves the thread count alone."""
     import inspect
 
-    from paravt.eval.runner import open_backend
+    from paravt.agent.backend import open_backend
     from paravt.models.hf.generator import HFGenerator
     from paravt.rl.session import PolicySession
 
@@ -89,18 +90,18 @@ def test_prefill_threads_is_validated_and_reaches_the_hf_generator(tmp_path: Pat
     with pytest.raises(ConfigError, match="model.prefill_threads"):
         cfgmod.load(tmp_path / "c.yaml")
     assert inspect.signature(HFGenerator).parameters["prefill_threads"].default is cfgmod.ModelConfig().prefill_threads
-    cfg = cfgmod.load(tmp_path / "c.yaml", overrides=["model.prefill_threads=2"])
+    cfg = cfgmod.load(tmp_path / "c.yaml", overrides=["model.prefill_threads=2", f"model.path={tiny_qwen3_dir}"])
     assert cfg.model.prefill_threads == 2
-    backend = open_backend(tiny_qwen3_dir, prefill_threads=cfg.model.prefill_threads)
-    session = PolicySession.create(tiny_qwen3_dir, lr=1e-3, generate=True, prefill_threads=cfg.model.prefill_threads)
+    backend = open_backend(cfg.model, cfg.rollout)
+    session = PolicySession.create(cfg.model, cfg.rl, rollout=cfg.rollout)
     assert backend.generator.prefill_threads == session.generator.prefill_threads == 2
-    assert open_backend(tiny_qwen3_dir).generator.prefill_threads is None
+    assert open_backend(cfgmod.ModelConfig(path=tiny_qwen3_dir), cfg.rollout).generator.prefill_threads is None
 
 
 def test_replicas_is_validated_and_reaches_the_hf_generator(tmp_path: Path, tiny_qwen3_dir: str) -> None:
     """model.replicas (issue 14.4) is checked like every field; above 1, eval (open_backend) and
     training (PolicySession) get a ReplicaGenerator with that many engines; 1 is one HFGenerator."""
-    from paravt.eval.runner import open_backend
+    from paravt.agent.backend import open_backend
     from paravt.models.hf.generator import HFGenerator
     from paravt.models.hf.replicas import ReplicaGenerator
     from paravt.rl.session import PolicySession
@@ -108,9 +109,9 @@ def test_replicas_is_validated_and_reaches_the_hf_generator(tmp_path: Path, tiny
     (tmp_path / "c.yaml").write_text("model:\n  replicas: 0\n")
     with pytest.raises(ConfigError, match="model.replicas"):
         cfgmod.load(tmp_path / "c.yaml")
-    cfg = cfgmod.load(tmp_path / "c.yaml", overrides=["model.replicas=2"])
-    backend = open_backend(tiny_qwen3_dir, replicas=cfg.model.replicas)
-    session = PolicySession.create(tiny_qwen3_dir, lr=1e-3, generate=True, replicas=cfg.model.replicas)
+    cfg = cfgmod.load(tmp_path / "c.yaml", overrides=["model.replicas=2", f"model.path={tiny_qwen3_dir}"])
+    backend = open_backend(cfg.model, cfg.rollout)
+    session = PolicySession.create(cfg.model, cfg.rl, rollout=cfg.rollout)
     try:
         assert isinstance(backend.generator, ReplicaGenerator) and isinstance(session.generator, ReplicaGenerator)
         assert backend.generator.replicas == session.generator.replicas == 2
@@ -118,7 +119,7 @@ def test_replicas_is_validated_and_reaches_the_hf_generator(tmp_path: Path, tiny
     finally:
         backend.generator.close()
         session.generator.close()
-    assert isinstance(open_backend(tiny_qwen3_dir).generator, HFGenerator)
+    assert isinstance(open_backend(cfgmod.ModelConfig(path=tiny_qwen3_dir), cfg.rollout).generator, HFGenerator)
     assert cfgmod.ModelConfig().replicas == 1
 
 
@@ -187,7 +188,7 @@ def test_every_problem_is_reported_at_once_on_one_line() -> None:
 # ---- flags and overrides: refused, never replaced ------------------------------------------------
 def test_a_flag_out_of_range_is_refused_and_named_by_its_option() -> None:
     flags = [cfgmod.Flag("--workers", "eval.workers", 0), cfgmod.Flag("--limit", "eval.limit", -1),
-             cfgmod.Flag("--nframes", "eval.nframes", None)]  # None: not given
+             cfgmod.Flag("--nframes", "video.overview_nframes", None)]  # None: not given
     with pytest.raises(ConfigError) as info:
         cfgmod.load_for_model("/no/model", flags=flags)
     msg = str(info.value)

@@ -40,7 +40,8 @@ def test_every_config_field_has_a_description() -> None:
 
 def test_sft_and_prior_share_one_definition_of_their_common_fields() -> None:
     """The supervised trainers' common fields are written once (a shared base), under the same YAML keys."""
-    common = {"lr", "batch_size", "max_grad_norm", "warmup_steps", "seed", "save_every", "micro_batch_tokens"}
+    common = {"lr", "weight_decay", "adam_betas", "batch_size", "max_grad_norm", "warmup_steps", "seed", "save_every",
+              "micro_batch_tokens"}
     base = config.SFTConfig.__mro__[1]
     assert base is config.PriorConfig.__mro__[1] and set(base.model_fields) == common
     for section in (config.SFTConfig, config.PriorConfig):

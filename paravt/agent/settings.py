@@ -13,6 +13,9 @@ from paravt.models.base import SamplingParams
 Mode = DispatchMode  # the one definition is paravt.config.DispatchMode (registry: agent.modes.MODES)
 
 
+OVERVIEW_NFRAMES: int = VideoConfig.model_fields["overview_nframes"].default  # written once, in config
+
+
 @dataclass(frozen=True)
 class EpisodeInput:
     """One question on one video. ``nframes`` is the overview budget (the gated n in RL). Built
@@ -24,7 +27,7 @@ class EpisodeInput:
     task: TaskType
     answer: str
     options: tuple[str, ...] | None = None
-    nframes: int = 16
+    nframes: int = OVERVIEW_NFRAMES
     meta: Mapping[str, Any] = field(default_factory=dict)  # informational extras; code reads the fields below
     subset: str = ""
     duration: float | None = None  # seconds, when the row knows it

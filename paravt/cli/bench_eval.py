@@ -25,11 +25,12 @@ def parse_benchmarks(value: str) -> list[str]:
 
 
 def protocol_from(cfg: TrainConfig) -> Protocol:
-    """The protocol of the config's ``eval`` section (flags are already in it: ``paravt eval``
-    sets ``eval.prompt_class``, ``eval.scoring`` and, for ``--nframes``, ``eval.benchmark_max_frames``)."""
+    """The protocol of the config's ``eval`` section and overview budget (flags are already in it:
+    ``paravt eval`` sets ``eval.prompt_class``, ``eval.scoring`` and, for ``--nframes``,
+    ``video.overview_nframes``)."""
     ev = cfg.eval
-    return Protocol(fps=ev.benchmark_fps, max_frames=ev.benchmark_max_frames, max_pixels=ev.benchmark_max_pixels,
-                    prompt_class=ev.prompt_class, scoring=ev.scoring)
+    return Protocol(fps=ev.benchmark_fps, max_frames=cfg.video.overview_nframes,
+                    max_pixels=ev.benchmark_max_pixels, prompt_class=ev.prompt_class, scoring=ev.scoring)
 
 
 def run_benchmarks(names: list[str], root: Path, *, backend: Any, settings: Any, proto: Protocol,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from paravt.config import Flag, backend_of
 from paravt.errors import ConfigError, ModelError
 
 
@@ -23,6 +24,12 @@ def output_dir(path: Path | str, option: str = "--out") -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ConfigError(f"{option} {p}: {parent} is not writable; choose a writable directory")
     return p
+
+
+def model_flags(model: str) -> list[Flag]:
+    """``--model`` as config: it sets ``model.path`` and the ``model.backend`` that serves it (a
+    URL: openai; a checkpoint: hf), so the backend builder reads both from the config."""
+    return [Flag("--model", "model.path", model), Flag("--model", "model.backend", backend_of(model))]
 
 
 def model_source(model: str, what: str = "--model") -> str:

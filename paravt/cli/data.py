@@ -10,7 +10,8 @@ from rich.table import Table
 
 from paravt.cli.checks import output_dir
 from paravt.cli.output import SET_HELP, stdout_console
-from paravt.config import MAX_OVERVIEW_FRAMES
+from paravt.config import Flag, TrainConfig, resolve
+from paravt.errors import ConfigError
 from paravt.eval.benchmarks.registry import benchmark_names
 
 app = typer.Typer(help="Build, check and convert datasets.", no_args_is_help=True)
@@ -96,12 +97,17 @@ def convert(inp: str = typer.Option(..., "--in"), out: str = typer.Option(..., "
 def import_cmd(root: str = typer.Option(..., "--root", help="Where the release's media were extracted."),
                inp: list[str] = typer.Option(..., "--in", help="Release parquet(s); repeat --in."),
                out: str = typer.Option(..., "--out", help="Output directory."),
-               nframes: int = typer.Option(64, "--nframes", min=1, max=MAX_OVERVIEW_FRAMES, help="Frames per whole-video item."),
+               nframes: int | None = typer.Option(None, "--nframes", help="Overview frame budget of each whole-video item: sets video.overview_nframes (default: its default)."),
                as_json: bool = typer.Option(False, "--json")) -> None:
     """Import the ParaVT authors' released parquets (paravt.data.authors); reports missing media."""
     from paravt.data.authors import import_files
 
-    reports = import_files(inp, root=root, out_dir=out, nframes=nframes)
+    budget = resolve(TrainConfig, {}, "paravt data import",
+                     flags=[Flag("--nframes", "video.overview_nframes", nframes)]).video.overview_nframes
+    if budget == 0:
+        raise ConfigError("--nframes 0: a whole-video item needs at least one frame; pass --nframes N ≥ 1")
+    reports = import_files(inp, root=root, out_dir=out, nframes=budget)
+
     if as_json:
         typer.echo(json.dumps([r.__dict__ for r in reports], default=list))
         return

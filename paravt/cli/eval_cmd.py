@@ -8,9 +8,9 @@ from typing import get_args
 import typer
 from rich.table import Table
 
-from paravt.cli.checks import model_source, output_dir
+from paravt.cli.checks import model_flags, model_source, output_dir
 from paravt.cli.output import SET_HELP, fail, note, stdout_console
-from paravt.config import DispatchMode, Flag, PromptClass, Scoring, TrainConfig, load_for_model
+from paravt.config import DispatchMode, Flag, PromptClass, Scoring, load_for_model
 from paravt.data.schema import check_dataset
 from paravt.eval.benchmarks.registry import benchmark_names
 
@@ -22,7 +22,7 @@ def eval_cmd(
     data: Path | None = typer.Option(None, "--data", help="eval parquet (e.g. runs/synth/eval.parquet)"),
     mode: list[str] = typer.Option(None, "--mode", help=" | ".join(get_args(DispatchMode)) + " (repeatable; default eval.modes)"),
     compare: bool = typer.Option(False, "--compare", help="Run all three modes on the same samples"),
-    nframes: int | None = typer.Option(None, "--nframes", help="Overview frames (default eval.nframes); with --benchmark: the cap (default eval.benchmark_max_frames)"),
+    nframes: int | None = typer.Option(None, "--nframes", help="Overview frame budget: sets video.overview_nframes (with --benchmark: the cap of the frames at eval.benchmark_fps)"),
     out: Path = typer.Option(Path("runs/eval"), "--out"),
     limit: int | None = typer.Option(None, "--limit", help="First N samples (default eval.limit)"),
     workers: int | None = typer.Option(None, "--workers", help="Concurrent episodes (default eval.workers)"),
@@ -42,7 +42,7 @@ def eval_cmd(
     flags = [Flag("--mode", "eval.modes", ["parallel", "sequential", "none"] if compare else mode or None),
              Flag("--limit", "eval.limit", limit), Flag("--workers", "eval.workers", workers),
              Flag("--max-new-tokens", "sampling.max_new_tokens", max_new_tokens),
-             Flag("--nframes", "eval.benchmark_max_frames" if benchmark else "eval.nframes", nframes),
+             Flag("--nframes", "video.overview_nframes", nframes), *model_flags(model),
              Flag("--prompt-class", "eval.prompt_class", prompt_class), Flag("--scoring", "eval.scoring", scoring)]
     cfg, source = load_for_model(model, config, set_ or [], flags)
     note(f"settings: {source}")
@@ -51,6 +51,7 @@ def eval_cmd(
     if data is not None:
         check_dataset(data)
     from paravt.agent import EpisodeSettings  # imported once the inputs are known to be good (torch)
+    from paravt.agent.backend import open_backend
     from paravt.cli import bench_eval
     from paravt.data.episodes import load_episode_inputs
     from paravt.eval.runner import evaluate
@@ -58,8 +59,8 @@ def eval_cmd(
 
     ev, modes, weights = cfg.eval, list(cfg.eval.modes), RewardWeights.from_config(cfg.reward)
     bench = bench_eval.parse_benchmarks(benchmark) if benchmark else []
-    samples = [] if data is None else load_episode_inputs(data, nframes=ev.nframes, limit=ev.limit)
-    backend = _backend(model, processor, cfg)
+    samples = [] if data is None else load_episode_inputs(data, nframes=cfg.video.overview_nframes, limit=ev.limit)
+    backend = open_backend(cfg.model, cfg.rollout, processor_dir=processor, judge=cfg.reward)
     settings = EpisodeSettings.from_config(cfg, temperature=ev.temperature)
     if bench:  # ---- `--benchmark`: the papers' benchmarks (paravt/cli/bench_eval.py) ----
         proto = bench_eval.protocol_from(cfg)
@@ -70,21 +71,6 @@ def eval_cmd(
     metrics = evaluate(samples, backend, settings, modes=modes, out=out, workers=ev.workers, weights=weights)
     print_modes_table(metrics, modes)
     console.print(f"results: {out}/results.jsonl   metrics: {out}/metrics.json")
-
-
-def _backend(model: str, processor: str | None, cfg: TrainConfig):  # -> paravt.eval.runner.Backend
-    """The model (a checkpoint or a server URL) with its tools and the config's LLM judge."""
-    from paravt.eval.runner import open_backend
-
-    m, r = cfg.model, cfg.reward
-    backend = open_backend(model, processor_dir=processor, device=m.device, tools=cfg.rollout.tools,
-                           tool_server_url=cfg.rollout.tool_server_url, timeout_s=m.request_timeout_s,
-                           max_retries=m.max_retries, max_concurrency=m.max_concurrency,
-                           served_model_name=m.served_model_name,
-                           python_weak_isolation=cfg.rollout.python_weak_isolation, prefill_threads=m.prefill_threads,
-                           replicas=m.replicas, replica_timeout_s=m.replica_timeout_s)
-    backend.judge_url, backend.judge_model, backend.judge_timeout_s = r.judge_url, r.judge_model, r.judge_timeout_s
-    return backend
 
 
 def print_modes_table(metrics: dict, modes: list[str], title: str = "eval") -> None:

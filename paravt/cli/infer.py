@@ -12,7 +12,7 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from paravt.cli.checks import model_source
+from paravt.cli.checks import model_flags, model_source
 from paravt.cli.output import SET_HELP, fail, note, stdout_console
 from paravt.config import DispatchMode, Flag, load_for_model
 
@@ -40,7 +40,7 @@ def infer(
     question: str = typer.Option(..., "--question"),
     mode: str | None = typer.Option(None, "--mode", help=" | ".join(get_args(DispatchMode)) + " (default rollout.mode)"),
     options: str | None = typer.Option(None, "--options", help='"A) ... B) ..." or "opt1|opt2"'),
-    nframes: int | None = typer.Option(None, "--nframes", help="Overview frames (default video.overview_nframes)"),
+    nframes: int | None = typer.Option(None, "--nframes", help="Overview frame budget: sets video.overview_nframes"),
     temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 = greedy"),
     max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="Per main turn (default sampling.max_new_tokens)"),
     processor: str | None = typer.Option(None, "--processor", help="Processor dir (with a URL model)"),
@@ -53,17 +53,16 @@ def infer(
     from paravt.video import probe
 
     flags = [Flag("--mode", "rollout.mode", mode), Flag("--nframes", "video.overview_nframes", nframes),
-             Flag("--max-new-tokens", "sampling.max_new_tokens", max_new_tokens)]
+             Flag("--max-new-tokens", "sampling.max_new_tokens", max_new_tokens), *model_flags(model)]
     cfg, source = load_for_model(model, config, set_ or [], flags)
     note(f"settings: {source}")
     probe(video)  # a file that is not a video is refused here, before a model is loaded
     model_source(model)
     from paravt.agent import EpisodeInput, EpisodeSettings, run_episode  # torch: once the inputs are good
-    from paravt.eval.runner import open_backend
+    from paravt.agent.backend import open_backend
 
     settings = EpisodeSettings.from_config(cfg, temperature=temperature)
-    backend = open_backend(model, processor_dir=processor, prefill_threads=cfg.model.prefill_threads,
-                           replicas=cfg.model.replicas, replica_timeout_s=cfg.model.replica_timeout_s)
+    backend = open_backend(cfg.model, cfg.rollout, processor_dir=processor)
     opts = _options(options)
     inp = EpisodeInput("infer", str(video.resolve()), question, "mcq" if opts else "oe", "", opts,
                        cfg.video.overview_nframes)

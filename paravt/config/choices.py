@@ -33,6 +33,20 @@ ServeEngine = Literal["vllm", "sglang"]
 MAX_OVERVIEW_FRAMES = 768
 
 
+def frame_budgets_problem(choices: object) -> str | None:
+    """Why ``choices`` is not a list of overview frame budgets (None when it is one): the ONE rule
+    of ``rl.gating.choices``, checked where the config loads and again by ``paravt.rl.gating``:
+    a non-empty list of ints (not bools) in 1..MAX_OVERVIEW_FRAMES."""
+    items = list(choices) if isinstance(choices, (list, tuple)) else []
+    bad = [c for c in items if isinstance(c, bool) or not isinstance(c, int)
+           or not 1 <= c <= MAX_OVERVIEW_FRAMES]
+    if items and not bad:
+        return None
+    return (f"{choices!r} must be a non-empty list of frame counts in 1..{MAX_OVERVIEW_FRAMES} "
+            f"(the overview cap){f', not {bad}' if bad else ''}; fix the list "
+            "(paper default: [4, 8, 16, 32, 64])")
+
+
 def url_problem(url: str) -> str | None:
     """Why ``url`` is not an http(s) URL with a host and a valid port (None when it is one)."""
     try:
@@ -41,6 +55,21 @@ def url_problem(url: str) -> str | None:
     except ValueError:  # a port that is not a number or out of range
         ok = False
     return None if ok else f"{url!r} is not an http(s) URL with a host (and a port in 1..65535); pass one like http://127.0.0.1:8000/v1"
+
+
+def backend_of(path: str) -> Literal["hf", "openai"]:
+    """The ``model.backend`` that serves ``model.path``: openai for an http(s) URL (a server),
+    hf for a checkpoint directory or hub id."""
+    return "openai" if path.startswith(("http://", "https://")) else "hf"
+
+
+def backend_problem(path: str, backend: str) -> str | None:
+    """Why ``model.backend`` cannot serve ``model.path`` (None when it can)."""
+    want = backend_of(path)
+    if backend == want:
+        return None
+    return (f"model.path={path!r} with model.backend={backend!r}: a server URL is the openai backend, "
+            f"a checkpoint directory or hub id the hf backend; set model.backend={want}")
 
 
 def http_url_or_none(url: str | None) -> str | None:

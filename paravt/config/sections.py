@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -15,6 +15,8 @@ from paravt.config.choices import (
     Scoring,
     ServeEngine,
     ToolMode,
+    backend_problem,
+    frame_budgets_problem,
     http_url_or_none,
 )
 from paravt.config.tracking import LoggingConfig, refuse_moved_verl_keys
@@ -28,6 +30,22 @@ def _micro_batch_tokens() -> Any:
                  "training pass may hold: sequences go in right-padded micro-batches with their media "
                  "(paravt/rl/batch.py); a longer sequence goes alone.")
 
+_Beta = Annotated[float, Field(ge=0, lt=1)]  # one of AdamW's betas
+
+
+def _weight_decay() -> Any:
+    """The one definition of AdamW's decoupled weight decay, shared by the rl, sft and prior sections."""
+    return Field(0.0, ge=0, description="AdamW's decoupled weight decay of the trainer's optimiser; both "
+                 "engines get it (local: torch.optim.AdamW; verl: actor.optim.weight_decay, whose own "
+                 "default 0.01 is not used).")
+
+
+def _adam_betas() -> Any:
+    """The one definition of AdamW's betas, shared by the rl, sft and prior sections."""
+    return Field((0.9, 0.999), description="AdamW's (beta1, beta2): decay rates of the gradient's running "
+                 "mean and of its square, each in [0, 1); both engines get them (verl: actor.optim.betas).")
+
+
 class _Strict(BaseModel):
     """Every section: unknown keys refused, and every float finite (``allow_inf_nan=False``: inf,
     -inf and nan are refused under the field's name, in every section; issue 34)."""
@@ -38,7 +56,13 @@ class _Strict(BaseModel):
 class VideoConfig(_Strict):
     """How frames are sampled from a video (overview and crops)."""
 
-    overview_nframes: int = Field(16, ge=0, le=MAX_OVERVIEW_FRAMES, description="Frames in the main agent's overview (0 = on-demand context: metadata only).")
+    overview_nframes: int = Field(64, ge=0, le=MAX_OVERVIEW_FRAMES, description=(
+        "The overview frame budget, the ONE name of the frames of the whole video the main agent sees "
+        "first (0 = on-demand context: metadata only). `--nframes` of `infer`, `eval` (--data and "
+        "--benchmark) and `data import` sets it. Used as is by infer, `eval --data` and RL with "
+        "rl.gating.enabled=false (gating draws from rl.gating.choices instead); `eval --benchmark` "
+        "takes min(budget, round(duration × eval.benchmark_fps)), at least 1 "
+        "(paravt.video.overview_count)."))
     overview_max_pixels: int = Field(64 * 64, ge=16, description="Max pixels per overview frame (resized keeping aspect).")
     crop_max_frames: int = Field(16, ge=1, le=256, description="Max frames a sub-agent sees of its window [docs/ARCHITECTURE.md §2].")
     crop_fps: float = Field(1.0, gt=0, description="Sampling rate inside a crop window, capped by crop_max_frames [docs/ARCHITECTURE.md §2].")
@@ -123,16 +147,13 @@ class RewardConfig(_Strict):
 
 class GatingConfig(_Strict):
     enabled: bool = Field(True, description="nFrames Gating: per-prompt overview budget drawn from `choices` [paper].")
-    choices: list[int] = Field(default_factory=lambda: [4, 8, 16, 32, 64], description="Overview frame budgets [paper].")
+    choices: list[int] = Field(default_factory=lambda: [4, 8, 16, 32, 64], description="Overview frame budgets [paper], each in 1..768 (the one rule: paravt.config.choices.frame_budgets_problem).")
 
     @field_validator("choices")
     @classmethod
     def _in_range(cls, choices: list[int]) -> list[int]:
-        bad = [c for c in choices if not 1 <= c <= MAX_OVERVIEW_FRAMES]
-        if not choices or bad:
-            raise ValueError(f"{choices} must be a non-empty list of frame counts in 1..{MAX_OVERVIEW_FRAMES} "
-                             f"(the overview cap){f', not {bad}' if bad else ''}; fix the list "
-                             "(paper default: [4, 8, 16, 32, 64])")
+        if problem := frame_budgets_problem(choices):
+            raise ValueError(problem)
         return choices
 
 
@@ -149,6 +170,8 @@ class RLConfig(_Strict):
     kl_coef: float = Field(0.01, ge=0, description="KL coefficient to the reference policy [paper].")
     kl_estimator: KLKind = Field("k3", description="Per-token estimator of KL(policy || reference): k1 = the log ratio; k3 = exp(-d) + d - 1, unbiased and never negative (verl's low_var_kl).")
     lr: float = Field(2e-6, gt=0, description="Learning rate [paper].")
+    weight_decay: float = _weight_decay()
+    adam_betas: tuple[_Beta, _Beta] = _adam_betas()
     max_grad_norm: float = Field(1.0, gt=0, description="Clip the gradient's global L2 norm to this before each optimiser step.")
     steps: int = Field(30, ge=1, description="RL steps; each rolls out its prompts' groups and updates the policy.")
     ppo_epochs: int = Field(1, ge=1, description="Optimiser passes over one step's rollouts; > 1 lets the ratio leave 1, so the clip can act.")
@@ -165,6 +188,8 @@ class _SupervisedConfig(_Strict):
     each section keeps its own YAML keys and values."""
 
     lr: float = Field(1e-3, gt=0, description="Peak learning rate (AdamW), reached after the warm-up.")
+    weight_decay: float = _weight_decay()
+    adam_betas: tuple[_Beta, _Beta] = _adam_betas()
     batch_size: int = Field(8, ge=1, description="Examples per optimiser step (drawn from a seeded permutation per epoch).")
     max_grad_norm: float = Field(1.0, gt=0, description="Clip the gradient's global L2 norm to this before each optimiser step.")
     warmup_steps: int = Field(10, ge=0, description="Steps of linear learning-rate warm-up from lr / warmup_steps to lr.")
@@ -196,12 +221,10 @@ class PriorConfig(_SupervisedConfig):
 
 class EvalConfig(_Strict):
     modes: list[DispatchMode] = Field(default_factory=lambda: ["parallel"], description="Dispatch modes each sample is evaluated in: one result row per (sample, mode).")
-    nframes: int = Field(64, ge=0, le=MAX_OVERVIEW_FRAMES, description="Overview frames of each eval sample (`eval --data`).")
     limit: int | None = Field(None, ge=1, description="Evaluate only the first N samples (None: all).")
     workers: int = Field(4, ge=1, description="Episodes run concurrently.")
     temperature: float = Field(0.0, ge=0, description="Eval decodes greedily by default.")
-    benchmark_fps: float = Field(1.0, gt=0, description="`eval --benchmark`: overview frames per second of video, before the cap [paper Table 1 protocol].")
-    benchmark_max_frames: int = Field(64, ge=1, le=MAX_OVERVIEW_FRAMES, description="`eval --benchmark`: overview frames at most, sampled uniformly (all frames at benchmark_fps when fewer) [paper].")
+    benchmark_fps: float = Field(1.0, gt=0, description="`eval --benchmark`: overview frames per second of video, capped by the budget video.overview_nframes (64: the paper's ≤ 64 frames at 1 fps) [paper Table 1 protocol].")
     benchmark_max_pixels: int = Field(224 * 224, ge=16, description="`eval --benchmark`: max pixels per overview frame [paper].")
     prompt_class: PromptClass = Field("agentic", description="`eval --benchmark` prompt class [paper §C]: agentic = the tool prompt (mode parallel/sequential); reasoning = think/answer, no tools; direct = the question only, no system prompt.")
     scoring: Scoring = Field("lmms", description="`eval --benchmark` headline scorer: lmms = lmms-eval's task rules; paravt = our <answer> extraction (both are in metrics.json).")
@@ -288,7 +311,7 @@ class TrainConfig(_Strict):
     rl: RLConfig = Field(default_factory=RLConfig, description="PARA-GRPO: `paravt train rl`.")
     sft: SFTConfig = Field(default_factory=SFTConfig, description="Supervised cold start: `paravt train sft`.")
     prior: PriorConfig = Field(default_factory=PriorConfig, description="The simulated pretrained tool prior: `paravt train prior`.")
-    eval: EvalConfig = Field(default_factory=EvalConfig, description="`paravt eval`: modes, frames, benchmark protocol, scoring.")
+    eval: EvalConfig = Field(default_factory=EvalConfig, description="`paravt eval`: modes, benchmark protocol, scoring (the overview budget is video.overview_nframes).")
     verl: VerlConfig = Field(default_factory=VerlConfig, description="Resources of `paravt train rl --engine verl` (nodes, GPUs, rollout engine).")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="The ONE logger list of every trainer (console, jsonl, tensorboard, wandb, mlflow) and the trackers' project, run name, group and modes.")
 
@@ -316,7 +339,9 @@ def cross_field_problems(c: TrainConfig) -> list[str]:
     if r.mode != "none" and not r.tools:
         out.append(f"rollout.mode={r.mode!r} calls tools but rollout.tools is empty; list a tool "
                    "(--set 'rollout.tools=[crop_video]') or set rollout.mode=none")
-    if c.model.replicas > 1 and c.model.device != "cpu":
+    if problem := backend_problem(c.model.path, c.model.backend):
+        out.append(problem)
+    if c.model.replicas > 1 and c.model.device.partition(":")[0] != "cpu":  # cpu, cpu:0
         out.append(f"model.replicas={c.model.replicas} with model.device={c.model.device!r}: replicas are CPU "
                    "processes (one process batches on an accelerator); set model.replicas=1")
     out.extend(step_size_problems(c))  # sizes this machine cannot hold (paravt/config/limits.py)

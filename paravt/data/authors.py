@@ -13,7 +13,7 @@ Layout, as read from the public release code (github.com/EvolvingLMMs-Lab/ParaVT
   ``selfqa/…``), optionally with a ``file://`` scheme, and resolve under the extraction root.
 
 Assumptions (documented, not in the release): a video item shows the WHOLE file, sampled with
-``nframes`` frames (default 64) — the release leaves frame sampling to the trainer; the duration
+``nframes`` frames (`paravt data import --nframes`: the overview budget video.overview_nframes) — the release leaves frame sampling to the trainer; the duration
 is probed from the file; options, when not in ``extra_info``, stay None (they are inside the
 question text). Our schema has no image parts, so rows with ``image_url`` items are reported as
 unsupported and skipped. Rows whose media are missing are reported and skipped.
@@ -169,7 +169,7 @@ def _sft_row(i: int, rec: Mapping[str, Any], media: _Media, nframes: int, name: 
     return SFTRow(rid, "main", mode, tuple(msgs), tuple(vids), info), [], None  # type: ignore[arg-type]
 
 
-def import_file(path: str | Path, *, root: str | Path, out_dir: str | Path, nframes: int = 64) -> ImportReport:
+def import_file(path: str | Path, *, root: str | Path, out_dir: str | Path, nframes: int) -> ImportReport:
     """Convert one release parquet into our schema at ``out_dir/<name>`` (same file name)."""
     src, rootp = Path(path), Path(root)
     if not src.exists():
@@ -199,5 +199,5 @@ def import_file(path: str | Path, *, root: str | Path, out_dir: str | Path, nfra
     return ImportReport(str(src), str(out), layout, len(recs), len(rows), tuple(missing), dict(unsupported))
 
 
-def import_files(paths: Sequence[str | Path], *, root: str | Path, out_dir: str | Path, nframes: int = 64) -> list[ImportReport]:
+def import_files(paths: Sequence[str | Path], *, root: str | Path, out_dir: str | Path, nframes: int) -> list[ImportReport]:
     return [import_file(p, root=root, out_dir=out_dir, nframes=nframes) for p in paths]

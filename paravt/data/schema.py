@@ -38,7 +38,7 @@ from typing import Any, Literal, get_args
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paravt.config import GatingConfig, TaskType
+from paravt.config import GatingConfig, TaskType, VideoConfig
 from paravt.errors import DataError
 
 Task = TaskType
@@ -108,7 +108,7 @@ class ExtraInfo:
     answer: str
     duration: float
     options: tuple[str, ...] | None = None
-    nframes: int = 16  # overview budget of this row (the trace was written for it)
+    nframes: int = VideoConfig.model_fields["overview_nframes"].default  # this row's overview budget (its trace's)
     subset: str = ""
     split: str = "train"
     needle_start: float | None = None

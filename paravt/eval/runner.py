@@ -5,7 +5,7 @@ an interrupted run resumes by skipping finished ids) and the run ends with ``met
 run writes an output directory at a time (its lock, `paravt.runlock`).
 Episodes run ``workers`` at a time; with the hf backend their generation requests meet in shared
 batches. Greedy decoding by default. The model is a local HF directory (hf backend) or the URL of
-an OpenAI-compatible server (vLLM / SGLang; openai backend).
+an OpenAI-compatible server (vLLM / SGLang; openai backend): a `paravt.agent.backend.Backend`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,66 +21,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from paravt import runlock
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_episode
+from paravt.agent.backend import Backend
 from paravt.agent.judging import judge_overrides
-from paravt.config import ModelConfig
 from paravt.eval.metrics import compute_metrics
 from paravt.eval.results import CallRow, ResultRow, TranscriptTurn, append_result, finished_ids, load_results
-from paravt.models.base import Generator
-from paravt.models.chat import ChatCodec
 from paravt.rewards import RewardWeights
 from paravt.rewards.terms import CORRECT_THRESHOLD
-
-_REPLICA_TIMEOUT_S: float = ModelConfig.model_fields["replica_timeout_s"].default  # written once, in config
-
-
-@dataclass
-class Backend:
-    generator: Generator
-    codec: ChatCodec
-    tools: Any
-    judge_url: str | None = None  # optional LLM judge of open-ended answers (OpenAI-compatible)
-    judge_model: str | None = None
-    judge_timeout_s: float = 30.0
-
-
-def open_backend(model: str, *, device: str = "cpu", tools: Sequence[str] = ("crop_video",),
-                 tool_server_url: str | None = None, timeout_s: float = 120.0, max_retries: int = 3,
-                 max_concurrency: int = 16, served_model_name: str | None = None,
-                 processor_dir: str | None = None, python_weak_isolation: bool = False,
-                 prefill_threads: int | None = None, replicas: int = 1,
-                 replica_timeout_s: float = _REPLICA_TIMEOUT_S) -> Backend:
-    """A generator + codec for a local checkpoint or an OpenAI-compatible URL; ``prefill_threads``,
-    ``replicas``, ``replica_timeout_s``: ``ModelConfig``'s fields of the hf backend."""
-    from paravt.tools import build_toolset
-
-    toolset = build_toolset(list(tools), server_url=tool_server_url,
-                            options={"python": {"weak_isolation": True}} if python_weak_isolation else None)
-    if model.startswith(("http://", "https://")):
-        return open_remote(model, processor_dir=processor_dir, toolset=toolset, timeout_s=timeout_s,
-                           max_retries=max_retries, max_concurrency=max_concurrency,
-                           served_model_name=served_model_name)
-    from paravt.models.hf.loading import load_policy
-    from paravt.models.hf.replicas import hf_generator
-
-    policy = load_policy(model, device=device)
-    policy.model.eval()
-    generator = hf_generator(policy, replicas=replicas, prefill_threads=prefill_threads,
-                             replica_timeout_s=replica_timeout_s)
-    return Backend(generator, ChatCodec(policy.processor), toolset)
-
-
-def open_remote(url: str, *, processor_dir: str | None, toolset: Any, timeout_s: float, max_retries: int,
-                max_concurrency: int, served_model_name: str | None) -> Backend:
-    from paravt.models.hf.loading import load_processor
-    from paravt.models.openai.backend import OpenAIGenerator
-
-    if processor_dir is None:
-        raise ValueError(f"{url}: pass --processor DIR (the served model's processor, for token ids)")
-    processor = load_processor(processor_dir)
-    gen = OpenAIGenerator(url, model=served_model_name, timeout_s=timeout_s, max_retries=max_retries,
-                          max_concurrency=max_concurrency, tokenizer=processor.tokenizer)
-    return Backend(gen, ChatCodec(processor), toolset)
-
 
 def result_row(res: EpisodeResult, mode: str, weights: RewardWeights, acc_override: float | None = None) -> ResultRow:
     inp = res.input

@@ -119,11 +119,12 @@ def run_probe(model: str, parquet: Path, *, max_new_tokens: int, max_pixels: int
     """Greedy replies of ``model`` to every probe row of ``parquet``, scored (``score_probe``)."""
     from paravt.data.chat import to_chat_messages
     from paravt.data.schema import read_rows
-    from paravt.eval.runner import open_backend
+    from paravt.agent.backend import open_backend
+    from paravt.config import ModelConfig, RolloutConfig
     from paravt.models.base import GenRequest, SamplingParams
 
     rows = [r for r in read_rows(parquet) if isinstance(r, SFTRow)]
-    backend = open_backend(model)
+    backend = open_backend(ModelConfig(path=model), RolloutConfig())
     codec, sp = backend.codec, SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens)
     reqs = []
     for r in rows:

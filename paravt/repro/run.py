@@ -209,9 +209,10 @@ def eval_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: 
                  limit: int | None) -> list[dict[str, Any]]:
     """Greedy eval of one (variant, seed) on the held-out questions; its rows for the summary."""
     from paravt.agent import EpisodeSettings
+    from paravt.agent.backend import open_backend
     from paravt.data.episodes import load_episode_inputs
     from paravt.eval.results import load_results
-    from paravt.eval.runner import evaluate, open_backend
+    from paravt.eval.runner import evaluate
 
     settings = EpisodeSettings.from_config(with_overrides(cfg, dict(v.overrides)), temperature=0.0)
     ns = sorted(set(p.eval_ns) | (set(p.grid_ns) if v.full_grid else set()))
@@ -221,9 +222,7 @@ def eval_variant(out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: 
     for n, modes in plan:
         d = out / v.name / f"seed{seed}" / f"eval_n{n}"
         if _stage(d, f"eval {v.name} seed {seed} n={n} {'/'.join(modes)}"):
-            backend = backend or open_backend(model, device=cfg.model.device,
-                                             prefill_threads=cfg.model.prefill_threads, replicas=cfg.model.replicas,
-                                             replica_timeout_s=cfg.model.replica_timeout_s)
+            backend = backend or open_backend(cfg.model.model_copy(update={"path": model}), cfg.rollout)
             samples = load_episode_inputs(out / "synth" / "eval.parquet", nframes=n, limit=limit)
             evaluate(samples, backend, settings, modes=list(modes), out=d, workers=cfg.eval.workers, progress=True)
             _done(d)

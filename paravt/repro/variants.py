@@ -14,7 +14,10 @@ from typing import Any, Literal
 from paravt.config import TrainConfig, apply_override, validate
 from paravt.errors import ConfigError
 
-_VANILLA = {"reward.anchor": False, "rollout.think_prefix": False, "rl.gating.enabled": False}
+#: Without gating every prompt gets video.overview_nframes: pinned here (16), so the default's move to
+#: the eval protocol's 64 (issue 32) does not change what the vanilla variants train on.
+_VANILLA = {"reward.anchor": False, "rollout.think_prefix": False, "rl.gating.enabled": False,
+            "video.overview_nframes": 16}
 _PARA = {"reward.anchor": True, "rollout.think_prefix": True, "rl.gating.enabled": True}
 
 

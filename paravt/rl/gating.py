@@ -9,6 +9,10 @@ n ~ Uniform(choices), drawn from an RNG seeded by a stable hash (BLAKE2b) of
   salted per process (PYTHONHASHSEED) and is never used;
 - n is a frame COUNT and overrides any fps setting: callers pass it as ``nframes`` and drop fps.
 
+`overview_budget` is the ONE gating branch of both engines (the local trainer, `paravt.rl.grpo`,
+and verl's agent loop, `paravt.integrations.verl.agent_loop`): gated n when ``rl.gating.enabled``,
+else the overview budget ``video.overview_nframes``.
+
 What is not covered: stratification (each epoch draws independently per prompt, so the share of
 each n in one epoch is only approximately 1/len(choices)).
 """
@@ -19,19 +23,21 @@ import hashlib
 import json
 import random
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from paravt.config.choices import frame_budgets_problem
 from paravt.errors import ConfigError
+
+if TYPE_CHECKING:
+    from paravt.config import TrainConfig
 
 _PERSON = b"paravt-gating"  # BLAKE2b personalisation: keys of other modules never collide
 
 
 def _check_choices(choices: Sequence[int]) -> None:
-    bad = [c for c in choices if isinstance(c, bool) or not isinstance(c, int) or c <= 0]
-    if not choices or bad:
-        raise ConfigError(
-            f"gating choices must be a non-empty list of positive ints, got {list(choices)!r}; "
-            "fix rl.gating.choices (paper default: [4, 8, 16, 32, 64])"
-        )
+    """The config's own rule (`frame_budgets_problem`), for callers that bypass the config."""
+    if problem := frame_budgets_problem(list(choices)):
+        raise ConfigError(f"rl.gating.choices: {problem}")
 
 
 def gating_key(seed: int, epoch: int, prompt_id: str) -> int:
@@ -53,3 +59,12 @@ def gated_nframes(seed: int, epoch: int, prompt_id: str, choices: Sequence[int])
     _check_choices(choices)
     rng = random.Random(gating_key(seed, epoch, prompt_id))
     return int(choices[rng.randrange(len(choices))])
+
+def overview_budget(cfg: TrainConfig, epoch: int, prompt_id: str) -> int:
+    """The overview frame budget of ``prompt_id`` in ``epoch`` under ``cfg``: `gated_nframes` over
+    ``rl.gating.choices`` (seed ``rl.seed``) when ``rl.gating.enabled``, else
+    ``video.overview_nframes``. Both engines call this, so they cannot drift apart."""
+    g = cfg.rl.gating
+    if g.enabled:
+        return gated_nframes(cfg.rl.seed, epoch, prompt_id, g.choices)
+    return cfg.video.overview_nframes

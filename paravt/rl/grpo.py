@@ -41,7 +41,7 @@ from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rewards.metrics import RolloutRecord, aggregate
 from paravt.rl import filters
 from paravt.rl.advantages import broadcast_to_trajectories, grouped
-from paravt.rl.gating import gated_nframes
+from paravt.rl.gating import overview_budget
 from paravt.eval.rollouts import RolloutLog, sample_rows
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import require_rows
@@ -106,7 +106,7 @@ class GRPOTrainer:
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
-        return TrainerSettings(lr=cfg.rl.lr, seed=cfg.rl.seed, save_every=cfg.rl.save_every,
+        return TrainerSettings(optim=cfg.rl, seed=cfg.rl.seed, save_every=cfg.rl.save_every,
                                generate=True, reference=cfg.rl.kl_coef > 0)
 
     @classmethod
@@ -182,8 +182,7 @@ class GRPOTrainer:
         groups: dict[str, list[int]] = {}
         for k, (row, epoch) in enumerate(picks):
             base = self.prompts[row]
-            n = (gated_nframes(rl.seed, epoch, base.id, rl.gating.choices) if rl.gating.enabled
-                 else self.cfg.video.overview_nframes)
+            n = overview_budget(self.cfg, epoch, base.id)
             key = f"{k}:{base.id}"
             groups[key] = list(range(len(inputs), len(inputs) + rl.group_size))
             inputs.extend(base.with_nframes(n) for _ in range(rl.group_size))

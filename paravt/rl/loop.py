@@ -57,10 +57,8 @@ def _run_training(cfg: TrainConfig, *, kind: Kind, resume: bool, progress: bool,
     start_from = cfg.init_from or cfg.model.path
     torch.manual_seed(ts.seed)
     session = PolicySession.create(
-        str(ckpt / "model") if ckpt else start_from, lr=ts.lr, device=cfg.model.device, dtype=cfg.model.dtype,
-        generate=ts.generate, tools=cfg.rollout.tools, tool_server_url=cfg.rollout.tool_server_url,
-        python_weak_isolation=cfg.rollout.python_weak_isolation, prefill_threads=cfg.model.prefill_threads,
-        replicas=cfg.model.replicas, replica_timeout_s=cfg.model.replica_timeout_s,
+        cfg.model, ts.optim, rollout=cfg.rollout if ts.generate else None,
+        path=str(ckpt / "model") if ckpt else start_from,
         reference=start_from if ts.reference else None,  # the policy the run STARTED from
     )
     trainer = cls.build(cfg, session)

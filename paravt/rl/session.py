@@ -1,18 +1,39 @@
-"""Everything a trainer holds on to: policy, processor, codec, optimizer, reference, generator."""
+"""Everything a trainer holds on to: policy, processor, codec, optimizer, reference, generator.
+
+Built by ONE builder from the typed config (STYLE.md §3): ``ModelConfig`` (checkpoint, device,
+dtype, the generator's settings), the trainer's optimiser section (``rl``, ``sft`` or ``prior``:
+lr, weight decay, Adam betas) and, for a trainer that rolls out, ``RolloutConfig`` (the tools:
+`paravt.agent.backend.open_tools`). The verl engine gets the same optimiser settings
+(`paravt.integrations.verl.render.optimiser`).
+"""
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
-from paravt.config import ModelConfig
+from paravt.agent.backend import open_tools, policy_generator
+from paravt.config import ModelConfig, RolloutConfig, backend_of
+from paravt.errors import ConfigError
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_policy
 
-_REPLICA_TIMEOUT_S: float = ModelConfig.model_fields["replica_timeout_s"].default  # written once, in config
+
+class OptimiserSection(Protocol):
+    """What the session reads of a trainer's section (``RLConfig``, ``SFTConfig``, ``PriorConfig``)."""
+
+    lr: float
+    weight_decay: float
+    adam_betas: tuple[float, float]
+
+
+def adamw(params: Any, optim: OptimiserSection) -> torch.optim.AdamW:
+    """The trainers' optimiser: AdamW with the section's lr, weight decay and betas."""
+    b1, b2 = optim.adam_betas
+    return torch.optim.AdamW(params, lr=optim.lr, weight_decay=optim.weight_decay, betas=(b1, b2))
 
 
 @dataclass
@@ -26,31 +47,26 @@ class PolicySession:
     tools: Any | None = None  # paravt.tools.ToolSet
 
     @classmethod
-    def create(cls, path: str, *, lr: float, device: str = "cpu", dtype: str = "float32",
-               reference: str | None = None, generate: bool = False, tools: list[str] | None = None,
-               tool_server_url: str | None = None, weight_decay: float = 0.0,
-               python_weak_isolation: bool = False, prefill_threads: int | None = None,
-               replicas: int = 1, replica_timeout_s: float = _REPLICA_TIMEOUT_S) -> PolicySession:
-        """The policy at ``path``; ``reference``: where the frozen KL reference comes from (the
-        policy the run started from: a copy of the policy when it is ``path``, else loaded once
-        from there, e.g. when resuming from a checkpoint)."""
-        policy = load_policy(path, device=device, dtype=dtype)
-        model = policy.model
-        model.train()
+    def create(cls, model: ModelConfig, optim: OptimiserSection, *, rollout: RolloutConfig | None = None,
+               path: str | None = None, reference: str | None = None) -> PolicySession:
+        """The policy at ``path`` (default ``model.path``; a checkpoint when resuming) with its
+        optimiser from ``optim``; with ``rollout``, a generator and the tools (a trainer that rolls
+        out). ``reference``: where the frozen KL reference comes from (the policy the run started
+        from: a copy of the policy when it is ``path``, else loaded once from there)."""
+        path = model.path if path is None else path
+        if model.backend != "hf" or backend_of(path) != "hf":
+            raise ConfigError(f"training loads a checkpoint (model.backend=hf), not {path!r} with "
+                              f"model.backend={model.backend!r}; set model.path to a checkpoint directory")
+        policy = load_policy(path, device=model.device, dtype=model.dtype)
+        policy.model.train()
         ref = None
         if reference is not None:
-            ref = (copy.deepcopy(model) if reference == path
-                   else load_policy(reference, device=device, dtype=dtype).model).eval()
+            ref = (copy.deepcopy(policy.model) if reference == path
+                   else load_policy(reference, device=model.device, dtype=model.dtype).model).eval()
             for p in ref.parameters():
                 p.requires_grad_(False)
-        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+        opt = adamw(policy.model.parameters(), optim)
         gen = toolset = None
-        if generate:
-            from paravt.models.hf.replicas import hf_generator
-            from paravt.tools import build_toolset
-
-            gen = hf_generator(policy, replicas=replicas, prefill_threads=prefill_threads,
-                               replica_timeout_s=replica_timeout_s)
-            toolset = build_toolset(tools or ["crop_video"], server_url=tool_server_url,
-                                    options={"python": {"weak_isolation": True}} if python_weak_isolation else None)
-        return cls(model, policy.processor, ChatCodec(policy.processor), opt, ref, gen, toolset)
+        if rollout is not None:
+            gen, toolset = policy_generator(policy, model), open_tools(rollout)
+        return cls(policy.model, policy.processor, ChatCodec(policy.processor), opt, ref, gen, toolset)

@@ -124,7 +124,7 @@ class SFTTrainer:
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
-        return TrainerSettings(lr=cfg.sft.lr, seed=cfg.sft.seed, save_every=cfg.sft.save_every,
+        return TrainerSettings(optim=cfg.sft, seed=cfg.sft.seed, save_every=cfg.sft.save_every,
                                generate=False, reference=False)
 
     @classmethod

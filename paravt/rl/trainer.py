@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from paravt.config import TrainConfig
-    from paravt.rl.session import PolicySession
+    from paravt.rl.session import OptimiserSection, PolicySession
 
 
 @dataclass(frozen=True)
 class TrainerSettings:
     """What the loop needs before a trainer exists (to build the session)."""
 
-    lr: float
+    optim: OptimiserSection  # the trainer's section (``cfg.rl``, ``cfg.sft``, ``cfg.prior``): lr, decay, betas
     seed: int
     save_every: int
     generate: bool  # the session needs a generator and the tools (rollouts)

@@ -8,6 +8,7 @@ from paravt.video.cache import VideoDecodeStats, clear_cache, decode_stats
 from paravt.video.decode import (
     frame_count,
     frames_at,
+    overview_count,
     probe,
     sample_frames,
     sample_overview,
@@ -26,6 +27,7 @@ __all__ = [
     "draw",
     "frame_count",
     "frames_at",
+    "overview_count",
     "probe",
     "sample_frames",
     "sample_overview",

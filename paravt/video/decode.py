@@ -83,7 +83,11 @@ def frame_count(
     start: float, end: float, *, nframes: int | None, fps: float | None, max_frames: int | None
 ) -> int:
     """How many frames to sample: ``nframes`` if given, else max(1, round((end − start)·fps));
-    either is then capped by ``max_frames``."""
+    either is then capped by ``max_frames``.
+
+    The ONE rounding rule of a frame count taken from a rate (crop windows, frame_select, the
+    benchmark overview through `overview_count`): Python's ``round``, the nearest integer, an exact
+    half going to the even neighbour (2.5 s at 1 fps → 2, 3.5 s → 4), and never fewer than one."""
     if nframes is not None:
         if nframes <= 0:
             raise VideoError(f"nframes={nframes} must be ≥ 1; ask for at least one frame")
@@ -348,6 +352,18 @@ def sample_frames(
     return frames_at(
         path, target_times(start, end, n), max_pixels=max_pixels, size_factor=size_factor, whole=whole
     )
+
+
+def overview_count(budget: int, duration: float, fps: float | None = None) -> int:
+    """How many overview frames a video of ``duration`` seconds gets at ``budget``
+    (``video.overview_nframes``, or a gated budget): the budget itself without ``fps``; with it,
+    the frames at ``fps`` when fewer (`frame_count`'s rounding, at least one). A budget of 0 is
+    the on-demand context (metadata only) and stays 0."""
+    if budget < 0:
+        raise VideoError(f"overview budget {budget} must be ≥ 0 (0 = metadata only)")
+    if budget == 0 or fps is None:
+        return budget
+    return frame_count(0.0, max(0.0, float(duration)), nframes=None, fps=fps, max_frames=budget)
 
 
 def sample_overview(

@@ -43,7 +43,8 @@ def test_judge_scores_open_ended_episodes_and_leaves_the_rest(server, video: str
 
 
 def test_eval_records_judge_counts_per_mode(server, video: str, tiny_qwen3_dir: str, tmp_path: Path) -> None:
-    from paravt.eval.runner import Backend, evaluate
+    from paravt.agent.backend import Backend
+    from paravt.eval.runner import evaluate
 
     url, _ = server
     codec = ChatCodec(load_processor(tiny_qwen3_dir))

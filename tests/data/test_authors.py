@@ -47,7 +47,7 @@ def test_sft_release_rows_import_and_image_rows_are_reported_unsupported(tmp_pat
             {"role": "assistant", "content": [{"type": "text", "text": "<think>\nx\n</think>\n<answer>red</answer>"}]}]
     img = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "selfqa/i.png"}}]}]
     pq.write_table(pa.table({"messages": [json.dumps(msgs), json.dumps(img)]}), tmp_path / "paravt_sft.parquet")
-    rep = import_file(tmp_path / "paravt_sft.parquet", root=root, out_dir=tmp_path / "out")
+    rep = import_file(tmp_path / "paravt_sft.parquet", root=root, out_dir=tmp_path / "out", nframes=64)
     assert (rep.layout, rep.rows_out, rep.unsupported) == ("sft", 1, {"image_or_other_media": 1})
     (row,) = read_rows(rep.out)
     assert row.kind == "main" and row.mode == "none" and row.extra_info.answer == "red"

@@ -9,7 +9,7 @@ import pytest
 
 from paravt.eval.benchmarks import lmms_rules as L
 from paravt.eval.benchmarks.base import Scored, ScoredItem
-from paravt.eval.benchmarks.protocol import overview_frames
+from paravt.video import overview_count
 from paravt.eval.benchmarks.scoring import aggregate, score_lmms, score_paravt
 
 
@@ -100,4 +100,7 @@ def test_mmvu_counts_only_mapped_subjects_and_charades_merges_duplicate_keys() -
 
 
 def test_the_overview_is_one_frame_per_second_capped_at_64() -> None:
-    assert [overview_frames(d, 1.0, 64) for d in (0.4, 3.0, 63.9, 200.0)] == [1, 3, 63, 64]
+    # frame_count's one rounding rule: round(0.4) = 0 → at least 1; round(63.9) = 64; 200 s → the cap
+    assert [overview_count(64, d, 1.0) for d in (0.4, 3.0, 63.9, 200.0)] == [1, 3, 64, 64]
+    assert [overview_count(64, d, 1.0) for d in (2.5, 3.5, 10.49)] == [2, 4, 10]  # halves to even
+    assert overview_count(0, 200.0, 1.0) == 0 and overview_count(16, 200.0) == 16  # metadata only; no rate

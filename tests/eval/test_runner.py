@@ -15,7 +15,10 @@ from paravt.agent import EpisodeSettings
 from paravt.data.episodes import load_episode_inputs
 from paravt.data.synth.build import build
 from paravt.eval.results import load_results
-from paravt.eval.runner import Backend, evaluate, open_backend
+from paravt.agent.backend import Backend, open_backend
+from paravt.config import ModelConfig, RolloutConfig
+from paravt.errors import ConfigError
+from paravt.eval.runner import evaluate
 from paravt.models.base import SamplingParams
 from paravt.runlock import OutputLocked
 
@@ -35,7 +38,7 @@ def samples(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_eval_writes_a_row_per_sample_and_mode_and_resumes_by_id(samples, tiny_qwen3_dir: str, tmp_path: Path) -> None:
-    backend = open_backend(tiny_qwen3_dir)
+    backend = open_backend(ModelConfig(path=tiny_qwen3_dir), RolloutConfig())
     out = tmp_path / "ev"
     evaluate(samples[:2], backend, SETTINGS, modes=["parallel", "none"], out=out, progress=False)
     rows = load_results(out / "results.jsonl")
@@ -55,15 +58,18 @@ def test_eval_against_an_openai_compatible_server_url(samples, tiny_qwen3_dir: s
     from paravt.models.hf.loading import load_policy
 
     with RunningServer(make_app(HFGenerator(load_policy(tiny_qwen3_dir)), ServerState())) as srv:
-        backend = open_backend(srv.url, processor_dir=tiny_qwen3_dir)
+        backend = open_backend(ModelConfig(path=srv.url, backend="openai"), RolloutConfig(),
+                               processor_dir=tiny_qwen3_dir)
         evaluate(samples[:2], backend, SETTINGS, modes=["none"], out=tmp_path / "url", progress=False)
     rows = load_results(tmp_path / "url" / "results.jsonl")
     assert len(rows) == 2 and all(r.end_reason in ("answer", "length") and r.tokens.generated > 0 for r in rows)
 
 
 def test_a_url_without_a_processor_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match="--processor"):
-        open_backend("http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError, match="--processor"):
+        open_backend(ModelConfig(path="http://127.0.0.1:9/v1", backend="openai"), RolloutConfig())
+    with pytest.raises(ConfigError, match="set model.backend=openai"):  # the URL is not a checkpoint
+        open_backend(ModelConfig(path="http://127.0.0.1:9/v1"), RolloutConfig())
 
 
 HOLD = """

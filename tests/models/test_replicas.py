@@ -260,15 +260,13 @@ def test_a_batch_queued_for_a_restarting_worker_is_handed_back_at_once(monkeypat
 
 def test_the_replica_timeout_default_is_the_configs() -> None:
     """One source of truth: every signature that takes the replica timeout defaults to
-    ``ModelConfig.replica_timeout_s`` (literal 600.0 copies used to drift from it)."""
+    ``ModelConfig.replica_timeout_s`` (literal 600.0 copies used to drift from it); the builders
+    (paravt.agent.backend, PolicySession.create) take the ModelConfig itself."""
     import inspect
 
     from paravt.config import ModelConfig
-    from paravt.eval.runner import open_backend
-    from paravt.rl.session import PolicySession
 
     want = ModelConfig().replica_timeout_s
-    params = [(hf_generator, "replica_timeout_s"), (open_backend, "replica_timeout_s"),
-              (PolicySession.create, "replica_timeout_s"), (ReplicaGenerator, "timeout_s"), (_Replica, "timeout_s")]
+    params = [(hf_generator, "replica_timeout_s"), (ReplicaGenerator, "timeout_s"), (_Replica, "timeout_s")]
     assert {f.__qualname__: inspect.signature(f).parameters[p].default for f, p in params} == \
         {f.__qualname__: want for f, _ in params}

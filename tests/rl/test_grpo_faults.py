@@ -33,7 +33,7 @@ def test_one_crashing_rollout_is_dropped_and_counted_not_fatal(tmp_path: Path, s
 
     monkeypatch.setattr(episode_mod, "probe", probe_that_breaks_once)
     cfg = _cfg(tmp_path / "run", synth / "rl.parquet", tiny_qwen3_dir, rl={"kl_coef": 0.0})
-    session = PolicySession.create(tiny_qwen3_dir, lr=cfg.rl.lr, generate=True, tools=cfg.rollout.tools)
+    session = PolicySession.create(cfg.model, cfg.rl, rollout=cfg.rollout)
     out = GRPOTrainer(cfg, load_episode_inputs(Path(cfg.data)), session).run_step(0)
     assert len(out.results) == 4 and sum(r.crashed for r in out.results) == 1
     assert out.metrics["episodes/crashed"] == 1.0

@@ -185,7 +185,7 @@ def test_rl_log_uses_the_contract_names_the_report_plots(rl_run: list[dict[str, 
 
 def _one_step(tmp_path: Path, synth: Path, model: str, **sections: dict[str, Any]):
     cfg = _cfg(tmp_path / "run", synth / "rl.parquet", model, **sections)
-    session = PolicySession.create(model, lr=cfg.rl.lr, generate=True, tools=cfg.rollout.tools)
+    session = PolicySession.create(cfg.model, cfg.rl, rollout=cfg.rollout)
     trainer = GRPOTrainer(cfg, load_episode_inputs(Path(cfg.data)), session)
     return cfg, session, trainer.run_step(0).results
 

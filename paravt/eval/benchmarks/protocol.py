@@ -1,8 +1,8 @@
 """`paravt eval --benchmark`: the papers' benchmarks run through the eval runner, paper protocol.
 
 Protocol (docs/eval.md; defaults in ``EvalConfig``): the overview is the video at
-``benchmark_fps`` (1 fps) uniformly subsampled to at most ``benchmark_max_frames`` (64) frames,
-all of them when fewer; ``benchmark_max_pixels`` (224×224) per frame; greedy decoding; the tool
+``benchmark_fps`` (1 fps) uniformly subsampled to at most the overview budget
+``video.overview_nframes`` (64) frames, all of them when fewer (``paravt.video.overview_count``); ``benchmark_max_pixels`` (224×224) per frame; greedy decoding; the tool
 limits of the config. Prompt classes [paper §C]: ``agentic`` runs the tool prompt in the dispatch
 mode(s) given (parallel by default); ``reasoning`` the think/answer prompt without tools (mode
 ``none``); ``direct`` the question alone, no system prompt, no think prefix (mode ``none``).
@@ -17,7 +17,6 @@ or whose backend failed scores 0 under both scorings: counted wrong, never dropp
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -33,14 +32,15 @@ from paravt.eval.benchmarks.scoring import Scoring, aggregate, score_lmms, score
 from paravt.eval.metrics import TOKEN_FIELDS
 from paravt.eval.results import ResultRow, load_results
 from paravt.protocol.tags import join_turns
-from paravt.video import probe
+from paravt.video import overview_count, probe
 
 PROMPT_CLASSES: tuple[str, ...] = get_args(PromptClass)
 
 
 @dataclass(frozen=True)
 class Protocol:
-    """How every benchmark sample is shown and scored (plain values from ``EvalConfig``)."""
+    """How every benchmark sample is shown and scored (plain values from ``EvalConfig``; the
+    overview budget ``max_frames`` from ``video.overview_nframes``)."""
 
     fps: float
     max_frames: int
@@ -54,11 +54,6 @@ class Protocol:
                 "prompt_class": self.prompt_class, "scoring": self.scoring, "decoding": "greedy"}
 
 
-def overview_frames(duration: float, fps: float, max_frames: int) -> int:
-    """Frames of the overview: every frame at ``fps`` (at least one), capped at ``max_frames``."""
-    return max(1, min(max_frames, math.floor(duration * fps + 1e-9)))
-
-
 def episode_inputs(samples: Sequence[EvalSample], proto: Protocol) -> list[EpisodeInput]:
     """One episode input per sample, its overview budget from the video's own length. A video
     that cannot be probed gets the cap; its episode then fails to open it and is counted wrong."""
@@ -68,7 +63,7 @@ def episode_inputs(samples: Sequence[EvalSample], proto: Protocol) -> list[Episo
             duration = probe(s.video).duration
         except VideoError:
             duration = float(proto.max_frames) / proto.fps
-        out.append(s.to_episode_input(nframes=overview_frames(duration, proto.fps, proto.max_frames)))
+        out.append(s.to_episode_input(nframes=overview_count(proto.max_frames, duration, proto.fps)))
     return out
 
 

@@ -2,9 +2,9 @@
 
 One ``run`` = one rollout of one prompt (verl starts ``rollout.n`` = G sessions per prompt):
 
-1. nFrames Gating: n = ``gated_nframes(seed, epoch, prompt id, choices)`` — the same n for the
-   G sessions of a prompt (same key), a new draw each epoch (epoch = (global_step − 1) //
-   steps_per_epoch).
+1. nFrames Gating: n = ``overview_budget(cfg, epoch, prompt id)`` (paravt.rl.gating: the local
+   trainer's own branch) — the same n for the G sessions of a prompt (same key), a new draw each
+   epoch (epoch = (global_step − 1) // steps_per_epoch); gating off: ``video.overview_nframes``.
 2. ``run_episode`` with ``VerlServerGenerator`` (verl's server client) as the Generator.
 3. Our composite reward on the episode's completion.
 4. Outputs: one ``AgentLoopOutput`` per sub-agent trajectory (call order), then the MAIN one
@@ -41,8 +41,9 @@ from paravt.agent import (
     episode_reward,
     run_episode,
 )
+from paravt.agent.backend import open_tools
 from paravt.agent.judging import judge_overrides
-from paravt.config import TrainConfig, load
+from paravt.config import RolloutConfig, TrainConfig, load
 from paravt.data.episodes import from_extra_info
 from paravt.integrations.verl.generator import (
     MM_PROCESSOR_KWARGS,
@@ -52,7 +53,7 @@ from paravt.integrations.verl.generator import (
 from paravt.integrations.verl.render import AGENT_NAME
 from paravt.models.chat import ChatCodec
 from paravt.rewards import RewardBreakdown, RewardWeights
-from paravt.rl.gating import gated_nframes
+from paravt.rl.gating import overview_budget
 
 
 @functools.lru_cache(maxsize=8)
@@ -61,18 +62,15 @@ def _load_config(path: str | None) -> TrainConfig:
 
 
 @functools.lru_cache(maxsize=8)
-def _toolset(tools: tuple[str, ...], server_url: str | None, key_file: str | None) -> Any:
-    from paravt.tools import build_toolset
-
-    return build_toolset(list(tools), server_url=server_url, server_key_file=key_file)
+def _toolset(rollout_json: str) -> Any:
+    return open_tools(RolloutConfig.model_validate_json(rollout_json))
 
 
 def rollout_toolset(cfg: TrainConfig) -> Any:
-    """The loop's tools (one per worker process and config): in-process, or through the tool server
-    at ``rollout.tool_server_url`` with the key of ``rollout.tool_server_key_file`` (a file every
-    node reads; docs/tools.md, "Who may call")."""
-    r = cfg.rollout
-    return _toolset(tuple(r.tools), r.tool_server_url, r.tool_server_key_file)
+    """The loop's tools, from the ONE tool builder of every engine (`paravt.agent.backend.open_tools`:
+    in-process, or through ``rollout.tool_server_url`` with the key of ``rollout.tool_server_key_file``,
+    a file every node reads; docs/tools.md, "Who may call"); one per worker process and rollout section."""
+    return _toolset(cfg.rollout.model_dump_json())
 
 
 def gating_epoch(global_steps: Any, steps_per_epoch: int) -> int:
@@ -136,11 +134,8 @@ class ParavtAgentLoop(AgentLoopBase):
                        sub_sampling=replace(base.sub_sampling, top_p=top_p))
 
     def episode_input(self, extra_info: dict[str, Any], global_steps: Any) -> EpisodeInput:
-        g = self.cfg.rl.gating
         epoch = gating_epoch(global_steps, self.steps_per_epoch)
-        n = (gated_nframes(self.cfg.rl.seed, epoch, str(extra_info.get("id")), g.choices) if g.enabled
-             else self.cfg.video.overview_nframes)
-        return from_extra_info(extra_info, n)
+        return from_extra_info(extra_info, overview_budget(self.cfg, epoch, str(extra_info.get("id"))))
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
         t0 = time.perf_counter()

@@ -14,6 +14,7 @@ Mapping (ours → verl):
 | rl.kl_coef, rl.kl_estimator k3/k1 | actor.use_kl_loss, kl_loss_coef, kl_loss_type low_var_kl/k1 |
 | token-mean loss | actor.loss_agg_mode = token-mean |
 | rl.lr, max_grad_norm, ppo_epochs | actor.optim.lr, actor.grad_clip, actor.ppo_epochs |
+| rl.weight_decay, adam_betas | actor.optim.weight_decay, betas (AdamW from torch.optim, as locally) |
 | sampling.temperature, top_p | rollout.temperature, rollout.top_p |
 | rollout.max_turns, k_max | rollout.multi_turn.max_assistant_turns, max_parallel_calls |
 | everything the Episode needs | the agent-loop YAML → ``ParavtAgentLoop(paravt_config=...)`` |
@@ -28,7 +29,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from paravt.config import TrainConfig, VerlConfig
+from paravt.config import RLConfig, TrainConfig, VerlConfig
 
 AGENT_NAME = "paravt_agent"
 AGENT_LOOP_TARGET = "paravt.integrations.verl.agent_loop.ParavtAgentLoop"
@@ -97,10 +98,17 @@ def render_agent_loop_config(cfg: TrainConfig, verl: VerlConfig, run_dir: str | 
     }]
 
 
+def optimiser(rl: RLConfig) -> dict[str, Any]:
+    """actor.optim: the local trainer's optimiser (paravt.rl.session: torch.optim.AdamW with these
+    settings); verl's own defaults (weight decay 0.01) are never used."""
+    return {"optimizer": "AdamW", "optimizer_impl": "torch.optim", "lr": rl.lr,
+            "weight_decay": rl.weight_decay, "betas": list(rl.adam_betas)}
+
+
 def _actor(cfg: TrainConfig, verl: VerlConfig) -> dict[str, Any]:
     rl = cfg.rl
     return {
-        "optim": {"lr": rl.lr},
+        "optim": optimiser(rl),
         "ppo_mini_batch_size": verl.ppo_mini_batch_size,
         "ppo_micro_batch_size_per_gpu": verl.micro_batch_size_per_gpu,
         "use_dynamic_bsz": verl.use_dynamic_bsz,
