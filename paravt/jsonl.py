@@ -14,7 +14,11 @@ rules keep every later row:
 Lines end at "\n" only: rows are written with ``ensure_ascii=False``, so U+2028, U+2029 and U+0085
 inside a string are written raw and are part of the row (``str.splitlines`` would tear it).
 
-Stdlib only: a bottom-layer module (docs/ARCHITECTURE.md §1).
+Writes that find the disk full or the path read-only (ENOSPC, EACCES, EROFS) are one `DiskError`
+naming the file and what was kept (``paravt.errors.disk_write``); `write_atomic` is also the writer
+of the JSON and HTML results (``metrics.json``, the report).
+
+Stdlib and ``paravt.errors`` only: a bottom-layer module (docs/ARCHITECTURE.md §1).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from paravt.errors import disk_write
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +52,15 @@ def append_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]], *, fsync: 
     """Append each of ``rows`` as one line of JSON (parent folders made; a torn last line ended
     first), then flush (and, with ``fsync``, sync to disk) so a later kill loses nothing written."""
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     lines = "".join(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in rows)
-    prefix = "\n" if ends_torn(p) else ""
+    with disk_write(p, "rows to", lambda: f"the rows {p.name} held before this write (a rerun reads them back)"):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        _append(p, ("\n" if ends_torn(p) else "") + lines, fsync=fsync)
+
+
+def _append(p: Path, text: str, *, fsync: bool) -> None:
     with p.open("a", encoding="utf-8") as f:
-        f.write(prefix + lines)
+        f.write(text)
         f.flush()
         if fsync:
             os.fsync(f.fileno())
@@ -87,10 +97,28 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
 def rewrite_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
     """Replace ``path`` with ``rows`` atomically (temp file + rename): a kill leaves the old file
     or the new one, never a mix."""
+    write_atomic(path, "".join(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in rows), "the rows of")
+
+
+def write_atomic(path: str | Path, text: str, what: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) atomically: a temp file, synced, renamed over it. A
+    full disk or a refused write (``paravt.errors.disk_write``) removes the temp file, keeps the
+    previous ``path`` as it was and is one `DiskError` naming ``what`` and the path."""
     p = Path(path)
     tmp = p.with_name(p.name + ".tmp")
+    with disk_write(p, what, lambda: _kept_previous(p, tmp)):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        _write_synced(tmp, text)
+        os.replace(tmp, p)
+
+
+def _write_synced(tmp: Path, text: str) -> None:
     with tmp.open("w", encoding="utf-8") as f:
-        f.write("".join(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in rows))
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, p)
+
+
+def _kept_previous(p: Path, tmp: Path) -> str:
+    tmp.unlink(missing_ok=True)
+    return f"the previous {p.name}, unchanged" if p.exists() else f"nothing ({p.name} was not there before)"

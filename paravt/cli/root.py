@@ -9,6 +9,9 @@ line naming the input and ending with the fix (exit 2):
 - ``OSError`` about the user's input: one that names a path (missing, a file where a directory is
   needed, no permission), or a full disk, a read-only filesystem, a port in use (``_OS_FIX``); a
   timeout, a refused connection or a broken pipe inside paravt's own networking is a bug;
+- a library's error whose cause is a full disk or a refused write (torch.save's RuntimeError over
+  an ENOSPC, safetensors' "os error 28": ``paravt.errors.disk_cause``); the writes of checkpoints,
+  results and reports say more (``paravt.errors.disk_write``: the path and what was kept);
 - YAML errors, text files that are not UTF-8;
 - click usage errors (an option out of its range, a missing option): one line instead of a box.
 
@@ -29,7 +32,7 @@ from typer.core import TyperGroup
 
 from paravt.cli.output import stderr_console
 from paravt.config import validation_message
-from paravt.errors import ParavtError
+from paravt.errors import ParavtError, disk_cause
 
 #: Exit status of a user error (bad input, usage) and of a bug in paravt.
 USER_ERROR, INTERNAL_ERROR = 2, 1
@@ -87,6 +90,8 @@ def user_message(err: BaseException) -> str | None:
         return _one_line(err.format_message())  # type: ignore[attr-defined]
     if isinstance(err, OSError) and (err.filename is not None or err.errno in _OS_FIX):
         return os_message(err)  # the rest (TimeoutError, ConnectionRefusedError, ...): a bug
+    if (cause := disk_cause(err)) is not None:
+        return os_message(cause)  # a library's wrapper of a write that found no space or permission
     if isinstance(err, yaml.YAMLError):
         return f"invalid YAML: {_one_line(str(err))}; fix the syntax"
     if isinstance(err, UnicodeDecodeError):

@@ -40,7 +40,7 @@ from paravt.eval.paper_vs_ours import paper_vs_ours_section
 from paravt.eval.results import ResultRow, read_results
 from paravt.eval.rollouts import read_rollouts, rollouts_html
 from paravt.eval.tokens import tokens_vs_k_figure
-from paravt.jsonl import read_jsonl
+from paravt.jsonl import read_jsonl, write_atomic
 from paravt.rewards.accuracy import parse_interval
 
 N_TRANSCRIPTS = 4
@@ -361,5 +361,5 @@ def build_report(run_dirs: Sequence[Path], out: Path) -> Path:
                         "pass a directory written by paravt train or paravt eval")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_html(found, paper_vs_ours=paper_vs_ours_section(run_dirs)), encoding="utf-8")
+    write_atomic(out, render_html(found, paper_vs_ours=paper_vs_ours_section(run_dirs)), "the report")
     return out

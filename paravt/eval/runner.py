@@ -25,6 +25,7 @@ from paravt.agent.backend import Backend
 from paravt.agent.judging import judge_overrides
 from paravt.eval.metrics import compute_metrics
 from paravt.eval.results import CallRow, ResultRow, TranscriptTurn, append_result, finished_ids, load_results
+from paravt.jsonl import write_atomic
 from paravt.rewards import RewardWeights
 from paravt.rewards.terms import CORRECT_THRESHOLD
 
@@ -101,5 +102,5 @@ def _evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: Episo
     counters = getattr(backend.generator, "counters", None)  # openai backend: were the answers trainable?
     if counters is not None:
         metrics["server"] = counters.as_dict()
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=float))
+    write_atomic(out / "metrics.json", json.dumps(metrics, indent=1, default=float), "the eval metrics")
     return metrics

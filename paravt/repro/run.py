@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from paravt.config import TrainConfig
+from paravt.jsonl import write_atomic
 from paravt.repro.stages import console, finish_stage, stage_times, start_stage
 from paravt.repro.variants import Variant, pick, with_overrides
 
@@ -327,6 +328,6 @@ def _run_repro(out: Path, *, preset: str, seeds: int, variants: str | None, eval
                  "wall_s": round(time.perf_counter() - t0, 1), "stage_s": stage_times(out)},
     }
     path = out / "summary.json"
-    path.write_text(json.dumps(summary, indent=1, default=float))
+    write_atomic(path, json.dumps(summary, indent=1, default=float), "the repro summary")
     console.print(f"[bold green]summary:[/bold green] {path}", soft_wrap=True)
     return path

@@ -7,7 +7,9 @@ continue bit-for-bit) and, written LAST, ``COMPLETE.json``: the size and SHA-256
 file. A checkpoint is used only if that marker exists and every file still matches it
 (``verify_checkpoint``); ``resume_point`` walks back from the newest step to the newest checkpoint
 that verifies and names each one it skipped and why (a truncated ``trainer.pt`` or
-``model.safetensors``, a garbage ``state.json``, a deleted file, a checkpoint without a marker).
+``model.safetensors``, a garbage ``state.json``, a deleted file, a checkpoint without a marker). A write that finds the disk full or the path read-only removes its
+partial directory and stops the run with one line naming what was kept (``save_checkpoint``,
+``save_final_model``).
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ import json
 import os
 import random
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from paravt.errors import disk_write
 
 CKPT_PREFIX = "step_"
 MARKER = "COMPLETE.json"
@@ -40,16 +45,20 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 def save_checkpoint(root: Path, step: int, *, model: Any, processor: Any, optimizer: torch.optim.Optimizer | None,
                     state: dict[str, Any]) -> Path:
-    """Write ``root/step_NNNNNN`` atomically and return it."""
+    """Write ``root/step_NNNNNN`` atomically and return it. A full disk or a refused write
+    (``paravt.errors.disk_write``) removes the partial ``.tmp`` and is one `DiskError` naming the
+    checkpoint and the newest one kept, which ``--resume`` uses."""
     final = Path(root) / f"{CKPT_PREFIX}{step:06d}"
     tmp = final.with_name(final.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "model").mkdir(parents=True)
-    model.save_pretrained(tmp / "model")
-    processor.save_pretrained(tmp / "model")
-    torch.save({"optimizer": optimizer.state_dict() if optimizer else None, "rng": rng_state()}, tmp / "trainer.pt")
-    (tmp / "state.json").write_text(json.dumps({**state, "step": step}, indent=1))
-    _write_marker(tmp)
+    with disk_write(final, "checkpoint", lambda: _kept(root, tmp)):
+        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / "model").mkdir(parents=True)
+        model.save_pretrained(tmp / "model")
+        processor.save_pretrained(tmp / "model")
+        with open(tmp / "trainer.pt", "wb") as fh:  # a file object: a failed write chains its OSError
+            torch.save({"optimizer": optimizer.state_dict() if optimizer else None, "rng": rng_state()}, fh)
+        (tmp / "state.json").write_text(json.dumps({**state, "step": step}, indent=1))
+        _write_marker(tmp)
     if final.exists():
         old = final.with_name(final.name + ".old")
         final.rename(old)
@@ -58,6 +67,31 @@ def save_checkpoint(root: Path, step: int, *, model: Any, processor: Any, optimi
     else:
         tmp.rename(final)
     return final
+
+
+def _kept(root: Path, partial: Path) -> str:
+    """What a failed checkpoint write leaves (the partial directory is removed first)."""
+    shutil.rmtree(partial, ignore_errors=True)
+    last = latest_checkpoint(root)
+    return (f"the partial {partial.name} was removed; --resume continues from {last}" if last is not None else
+            f"the partial {partial.name} was removed; no earlier checkpoint, so --resume starts over")
+
+
+def save_final_model(path: Path, *, model: Any, processor: Any, write_config: Callable[[Path], None],
+                     checkpoints: Path) -> None:
+    """The run's final model at ``path`` (written to ``<path>.tmp``, then renamed: whole or
+    absent); ``write_config`` adds the run's settings. A full disk or a refused write is one
+    `DiskError` naming ``path`` and the checkpoint ``--resume`` uses."""
+    tmp = path.with_name(path.name + ".tmp")
+    with disk_write(path, "the final model", lambda: _kept(checkpoints, tmp)):
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        model.save_pretrained(tmp)
+        processor.save_pretrained(tmp)
+        write_config(tmp)
+        if path.exists():
+            shutil.rmtree(path)
+        tmp.rename(path)
 
 
 def _write_marker(ckpt: Path) -> None:

@@ -21,7 +21,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from paravt import runlock
 from paravt.config import RUN_CONFIG, TrainConfig, save
-from paravt.rl.checkpoint import load_trainer_state, resume_point, save_checkpoint, set_rng_state
+from paravt.rl.checkpoint import (load_trainer_state, resume_point, save_checkpoint, save_final_model,
+                                  set_rng_state)
 from paravt.rl.health import check_step
 from paravt.rl.logger import MetricsLogger
 from paravt.rl.registry import TRAINERS, Kind
@@ -82,9 +83,8 @@ def _run_training(cfg: TrainConfig, *, kind: Kind, resume: bool, progress: bool,
     logger.close()
     if not finished:
         return out
-    session.model.save_pretrained(out / "model")
-    session.processor.save_pretrained(out / "model")
-    save(cfg, out / "model" / RUN_CONFIG)  # infer / eval run the model as it was trained
+    save_final_model(out / "model", model=session.model, processor=session.processor, checkpoints=out / "checkpoints",
+                     write_config=lambda d: save(cfg, d / RUN_CONFIG))  # infer / eval run it as trained
     if session.generator is not None:
         asyncio.run(session.generator.aclose())  # ends replica processes (paravt.models.hf.replicas)
     return out
