@@ -1,6 +1,7 @@
 """`paravt config show` explains every field (issue 32): each field's description is a comment
 above it, the text is still YAML that loads back into the same config, and the overview budget
-says which `--nframes` sets it."""
+says which `--nframes` sets it; a config that still sets a folded frame field is told its new
+home, and a checkpoint trained before carries them harmlessly."""
 
 from __future__ import annotations
 
@@ -28,3 +29,20 @@ def test_every_field_line_has_its_description_above_it() -> None:
     lines = res.output.splitlines()
     fields = [i for i, line in enumerate(lines) if not line.lstrip().startswith("#")]
     assert fields and all(i > 0 and lines[i - 1].lstrip().startswith("#") for i in fields)
+
+
+def test_a_folded_frame_field_names_its_new_home_and_old_checkpoints_still_load(tmp_path) -> None:
+    import pytest
+
+    from paravt import config as cfgmod
+    from paravt.errors import ConfigError
+
+    (tmp_path / "c.yaml").write_text("eval:\n  nframes: 32\n")
+    with pytest.raises(ConfigError, match=r"eval.nframes: gone; its value is set by video.overview_nframes"):
+        cfgmod.load(tmp_path / "c.yaml")
+    ckpt = tmp_path / "ckpt"  # a checkpoint trained before issue 32 carries both old fields
+    ckpt.mkdir()
+    (ckpt / cfgmod.RUN_CONFIG).write_text("video:\n  overview_nframes: 16\neval:\n  nframes: 64\n"
+                                          "  benchmark_max_frames: 64\n  workers: 2\n")
+    cfg, _ = cfgmod.load_for_model(str(ckpt))
+    assert (cfg.video.overview_nframes, cfg.eval.workers) == (16, 2)

@@ -41,6 +41,11 @@ def resolve(cls: type[M], data: dict[str, Any], source: str, overrides: Sequence
     return validate(cls, data, source, labels={f.key: f.name for f in given})
 
 
+#: Fields that were folded into another (issue 32: one name for the overview frame budget): a
+#: config that still sets one is told where it went; a checkpoint's carried settings drop them.
+MOVED = {"eval.nframes": "video.overview_nframes", "eval.benchmark_max_frames": "video.overview_nframes"}
+
+
 def validate(cls: type[M], data: dict[str, Any], source: str = "<dict>",
              labels: Mapping[str, str] | None = None) -> M:
     """Build ``cls`` from a dict, raising one-line `ConfigError` that names every bad field
@@ -63,6 +68,8 @@ def validation_message(err: ValidationError, source: str, cls: type[BaseModel] |
         if e["type"] == "value_error":  # our own checks: the message names the values and the fix
             msg, own = e["msg"].removeprefix("Value error, "), own + 1
             parts.append(f"{name}: {msg}" if name else msg)
+        elif e["type"] == "extra_forbidden" and loc in MOVED:
+            parts.append(f"{name}: gone; its value is set by {MOVED[loc]} now (one name per concept)")
         elif e["type"] == "extra_forbidden":
             close = get_close_matches(str(e["loc"][-1]), _field_names(cls, e["loc"][:-1]), n=3) if cls else []
             parts.append(f"{name}: unknown field" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
@@ -247,4 +254,9 @@ def load_for_model(model: str, config: str | Path | None = None, overrides: Sequ
     path = config if config is not None else carried if carried.is_file() else None
     source = "defaults" if path is None else str(path)
     data = {} if path is None else read_mapping(path)
+    if path is carried:  # written by an older paravt: its eval frame fields were never "as trained"
+        for key in MOVED:
+            section, _, field = key.partition(".")
+            if isinstance(data.get(section), dict):
+                data[section].pop(field, None)
     return resolve(TrainConfig, data, source, overrides or (), flags), source
