@@ -8,7 +8,9 @@ repetition (median of ``--reps``):
 * shared: one ``HFGenerator.run_batch`` of the G rows with ``share_prefill=True`` (the prompt,
   overview included, is prefilled once and its KV cache expanded to the G rows);
 * independent: the same batch with ``share_prefill=False`` (G prefills in one batched forward);
-* one by one: G single-row calls (G prefills, no batching), for reference.
+* one by one: G single-row calls (G prefills, no batching), for reference;
+* continuous: the G rows as ``generate`` calls to an engine with continuous batching
+  (``HFGenerator(continuous=True)``): admitted together, they share one prefill the same way.
 
 Each is timed twice: the prefill (``max_new_tokens = 1``: vision + prompt + the first token) —
 ``speedup`` = independent / shared of that, the goal of the issue (≥ 3×) — and a whole turn of
@@ -30,6 +32,7 @@ The last line printed is JSON.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
 import tempfile
@@ -76,11 +79,13 @@ def _time(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
-def measure(shared: HFGenerator, plain: HFGenerator, reqs: list[GenRequest], reps: int) -> dict[str, float]:
+def measure(shared: HFGenerator, plain: HFGenerator, reqs: list[GenRequest], reps: int,
+            cont: HFGenerator) -> dict[str, float]:
     variants: dict[str, Callable[[], Any]] = {
         "shared": lambda: shared.run_batch(reqs),
         "independent": lambda: plain.run_batch(reqs),
         "one_by_one": lambda: [plain.run_batch([r]) for r in reqs],
+        "continuous": lambda: asyncio.run(cont.generate(reqs)),
     }
     for fn in variants.values():  # warm-up (allocator, processor caches)
         fn()
@@ -143,14 +148,15 @@ def main() -> None:
         size_factor = VideoConfig().size_factor
         prefill_reqs = _requests(shared, video, args.frames, args.max_pixels, size_factor, args.group, 1)
         turn_reqs = [replace(r, sampling=replace(r.sampling, max_new_tokens=args.new_tokens)) for r in prefill_reqs]
-        prefill = measure(shared, plain, prefill_reqs, args.reps)
-        turn = measure(shared, plain, turn_reqs, args.reps)
+        cont = HFGenerator(policy, continuous=True)
+        prefill = measure(shared, plain, prefill_reqs, args.reps, cont)
+        turn = measure(shared, plain, turn_reqs, args.reps, cont)
         turns = measure_turns(policy, video, turn_reqs, args.crop_frames, args.reps)
     table = Table(title=f"G = {args.group} rollouts of one prompt ({len(prefill_reqs[0].prompt_ids)} prompt tokens, "
                         f"{args.frames}-frame overview, qwen3_vl {args.size}, {args.threads} thread(s); median of {args.reps})")
     for col in ("variant", "prefill s", f"turn s ({args.new_tokens} tokens)", "prefill ratio", "turn ratio"):
         table.add_column(col, justify="right")
-    for name in ("shared", "independent", "one_by_one"):
+    for name in ("shared", "independent", "one_by_one", "continuous"):
         table.add_row(name, f"{prefill[name]:.3f}", f"{turn[name]:.3f}", f"{prefill[name] / prefill['shared']:.2f}×",
                       f"{turn[name] / turn['shared']:.2f}×")
     Console().print(table)
@@ -170,6 +176,7 @@ def main() -> None:
         "speedup": prefill["independent"] / prefill["shared"],
         "speedup_turn": turn["independent"] / turn["shared"],
         "speedup_vs_one_by_one": prefill["one_by_one"] / prefill["shared"],
+        "speedup_continuous": prefill["independent"] / prefill["continuous"],
         "turns": turns,
         "turn2_prefill_over_tool_response": turns["prefill_tokens_per_row"]["kept"][1] / turns["tool_response_tokens"],
         "speedup_turn2": turns["turn2_s"]["full"] / turns["turn2_s"]["kept"],
