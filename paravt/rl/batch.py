@@ -11,7 +11,8 @@ not feed earlier ones). The rows' media are concatenated in row order (``pixel_v
 ``video_grid_thw``, images alike), as Qwen-VL models take them, and ``mm_token_type_ids`` is always
 passed: Qwen2.5-VL and Qwen3-VL compute each row's M-RoPE positions from its ids and grids. Only the
 scored positions go through the LM head. The batched logprobs equal per-sequence forwards within
-float tolerance (tests/rl/test_batched_passes.py).
+float tolerance (tests/rl/test_batched_passes.py). Given the model, each row's M-RoPE positions are
+computed once (``paravt.rl.rope``) and passed as ``position_ids``, so no forward recomputes them.
 
 Micro-batches are bounded by a token budget counted in PADDED tokens (rows × longest row: what a
 forward costs): rows are taken longest first and added while the padded size stays within the
@@ -32,6 +33,7 @@ from paravt.errors import ConfigError
 from paravt.models.chat import VISION_TOKENS
 from paravt.models.media import batch_inputs, sampling_log_softmax
 from paravt.rl.loss import token_entropy
+from paravt.rl.rope import batch_positions
 
 DEFAULT_MICRO_BATCH_TOKENS: int = SFTConfig.model_fields["micro_batch_tokens"].default  # written once, in config
 MAX_PAD_SHARE = 0.1  # most padding a micro-batch may hold, as a share of its padded tokens: a pad costs
@@ -94,13 +96,21 @@ def plan(lengths: Sequence[int], token_budget: int, max_pad_share: float | None 
 
 
 def micro_batches(processor: Any, trajs: Sequence[Trajectory], token_budget: int,
-                  device: str | torch.device = "cpu") -> list[MicroBatch]:
-    """The trajectories as right-padded micro-batches within ``token_budget`` padded tokens."""
+                  device: str | torch.device = "cpu", *, model: Any | None = None) -> list[MicroBatch]:
+    """The trajectories as right-padded micro-batches within ``token_budget`` padded tokens.
+    ``model``: its rope index gives each micro-batch its ``position_ids``, computed once per row on
+    the CPU (``paravt.rl.rope``); None leaves them to every forward."""
     pad = processor.tokenizer.pad_token_id or 0
     out = []
     for rows in plan([len(t.ids) for t in trajs], token_budget):
         seqs = [(trajs[r].ids, trajs[r].videos, trajs[r].images) for r in rows]
-        inputs = batch_inputs(processor, seqs, pad_id=pad, device=device, padding_side="right")
+        inputs = batch_inputs(processor, seqs, pad_id=pad, device="cpu", padding_side="right")
+        if model is not None:
+            pos = batch_positions(model, processor, [trajs[r] for r in rows], inputs["input_ids"].shape[1],
+                                  inputs)
+            if pos is not None:
+                inputs["position_ids"] = pos  # 3×B×L
+        inputs = {k: v.to(device) for k, v in inputs.items()}
         positions = [sampled_positions(trajs[r]) for r in rows]
         token_row = torch.tensor([b for b, ps in enumerate(positions) for _ in ps], dtype=torch.long)  # (N,)
         token_pos = torch.tensor([t for ps in positions for t in ps], dtype=torch.long)  # (N,)

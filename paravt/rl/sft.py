@@ -92,7 +92,7 @@ def sft_backward(model: Any, processor: Any, batch: Sequence[Trajectory], *, bat
         device = next(model.parameters()).device
         suppress = vision_ids(processor)
         parts = (score(model, mb, suppress_ids=suppress).logprobs
-                 for mb in micro_batches(processor, batch, micro_batch_tokens, device))  # (N,) each
+                 for mb in micro_batches(processor, batch, micro_batch_tokens, device, model=model))  # (N,) each
     else:
         parts = (trajectory_logprobs(model, processor, t) for t in batch)  # (P,) each
     nll = 0.0

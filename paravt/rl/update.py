@@ -147,7 +147,7 @@ def _batched_update(model: Any, processor: Any, optimizer: torch.optim.Optimizer
     trajs = [it.traj for it in items]
     total = sum(t.n_sampled for t in trajs)
     device = next(model.parameters()).device
-    mbs = micro_batches(processor, trajs, micro_batch_tokens, device)
+    mbs = micro_batches(processor, trajs, micro_batch_tokens, device, model=model)  # positions once per row
     suppress = vision_ids(processor)
     adv = [_token_advantages(items, mb, device) for mb in mbs]  # (N,) each
     old: list[torch.Tensor] = []
