@@ -16,6 +16,7 @@ from paravt.eval.benchmarks.registry import benchmark_names
 
 app = typer.Typer(help="Build, check and convert datasets.", no_args_is_help=True)
 console = stdout_console()
+MAX_ROW_BYTES: int = TrainConfig.model_fields["max_row_bytes"].default  # written once, in config
 
 
 @app.command("synth")
@@ -49,12 +50,18 @@ def synth(
 @app.command("check")
 def check(file: str = typer.Argument(..., help="Parquet of rows (our schema)."),
           k_max: int = typer.Option(8, "--k-max", min=1),
+          root: str | None = typer.Option(None, "--root",
+                                          help="Data root of the videos (default: the parquet's directory)."),
+          max_row_bytes: int = typer.Option(MAX_ROW_BYTES, "--max-row-bytes", min=1024,
+                                            help="Largest row (config max_row_bytes)."),
           as_json: bool = typer.Option(False, "--json")) -> None:
-    """Check traces against the strict rules (paravt.data.check); exit 1 if any row fails."""
+    """Check traces against the strict rules (paravt.data.check) and every row's data and videos
+    (paravt.data.screen: each video probed once); exit 1 if any row fails, 2 if none is usable."""
     from paravt.data.check import check_rows
-    from paravt.data.schema import read_rows
+    from paravt.data.screen import screen_rows
 
-    report = check_rows(read_rows(file), k_max=k_max)
+    screened = screen_rows(file, root, max_row_bytes=max_row_bytes, warn=False)
+    report = check_rows(screened.rows, k_max=k_max, errors=screened.errors)
     if as_json:
         typer.echo(json.dumps({"rows": report.rows, "failed_rows": report.failed_rows, "by_rule": report.by_rule,
                                "violations": [v.__dict__ for v in report.violations]}))
@@ -192,7 +199,7 @@ def distill_cmd(
     from paravt import config as cfgmod
     from paravt.data.distill import Endpoints, distill
     from paravt.data.distill.teacher import Endpoint, read_api_key
-    from paravt.data.schema import read_rows
+    from paravt.data.screen import screen_rows
     from paravt.errors import ConfigError
 
     flags = [cfgmod.Flag("--pipeline", "pipeline", pipeline), cfgmod.Flag("--workers", "workers", workers),
@@ -210,9 +217,10 @@ def distill_cmd(
     eps = Endpoints(Endpoint(teacher, teacher_model, key),
                     Endpoint(fallback, fallback_model, key) if fallback and fallback_model else None,
                     Endpoint(reflector, reflector_model, key) if reflector and reflector_model else None)
-    rows = read_rows(data)[:limit] if limit else read_rows(data)
-    report = asyncio.run(distill(rows, root=root or str(Path(data).parent), out_dir=out, cfg=cfg, endpoints=eps,
-                                 progress=not as_json))
+    screened = screen_rows(data, root, limit=limit, max_row_bytes=cfg.max_row_bytes)
+    report = asyncio.run(distill(list(screened.rows), root=root or str(Path(data).parent), out_dir=out,
+                                 cfg=cfg, endpoints=eps, progress=not as_json,
+                                 data_errors=screened.to_json()))
     if as_json:
         typer.echo(json.dumps(report))
         return

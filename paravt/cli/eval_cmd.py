@@ -53,13 +53,14 @@ def eval_cmd(
     from paravt.agent import EpisodeSettings  # imported once the inputs are known to be good (torch)
     from paravt.agent.backend import open_backend
     from paravt.cli import bench_eval
-    from paravt.data.episodes import load_episode_inputs
+    from paravt.data.episodes import episode_inputs
     from paravt.eval.runner import evaluate
     from paravt.rewards import RewardWeights
 
     ev, modes, weights = cfg.eval, list(cfg.eval.modes), RewardWeights.from_config(cfg.reward)
     bench = bench_eval.parse_benchmarks(benchmark) if benchmark else []
-    samples = [] if data is None else load_episode_inputs(data, nframes=cfg.video.overview_nframes, limit=ev.limit)
+    loaded = None if data is None else episode_inputs(data, nframes=cfg.video.overview_nframes, limit=ev.limit,
+                                                      max_row_bytes=cfg.max_row_bytes)
     backend = open_backend(cfg.model, cfg.rollout, processor_dir=processor, judge=cfg.reward)
     settings = EpisodeSettings.from_config(cfg, temperature=ev.temperature)
     if bench:  # ---- `--benchmark`: the papers' benchmarks (paravt/cli/bench_eval.py) ----
@@ -68,7 +69,9 @@ def eval_cmd(
                                   modes=modes, out=out, limit=ev.limit, workers=ev.workers, weights=weights)
         console.print(f"results and metrics under {out}/<benchmark>/{proto.prompt_class}/")
         return
-    metrics = evaluate(samples, backend, settings, modes=modes, out=out, workers=ev.workers, weights=weights)
+    assert loaded is not None  # --data (checked above)
+    metrics = evaluate(loaded.inputs, backend, settings, modes=modes, out=out, workers=ev.workers, weights=weights,
+                       data_errors=loaded.screened.to_json())
     print_modes_table(metrics, modes)
     console.print(f"results: {out}/results.jsonl   metrics: {out}/metrics.json")
 

@@ -69,7 +69,7 @@ def write_run_files(cfg: TrainConfig, *, convert_data: bool) -> tuple[dict[str, 
     n_rows = None
     if convert_data:
         n_rows = write_verl_parquet(cfg.data, files["train_data"], agent_name=AGENT_NAME, data_root=cfg.data_root,
-                                    think_prefix=cfg.rollout.think_prefix)
+                                    think_prefix=cfg.rollout.think_prefix, max_row_bytes=cfg.max_row_bytes)
     verl = _steps_per_epoch(cfg, cfg.verl, n_rows)
     cfg = cfg.model_copy(update={"verl": verl})
     rendered = render_verl_config(cfg, run_dir=run_dir)

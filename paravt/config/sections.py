@@ -46,6 +46,13 @@ def _adam_betas() -> Any:
                  "mean and of its square, each in [0, 1); both engines get them (verl: actor.optim.betas).")
 
 
+def _max_row_bytes() -> Any:
+    """The one definition of the row size cap (the train/eval and the distill configs)."""
+    return Field(1 << 20, ge=1024, description="Largest row read (bytes of its messages and "
+                 "extra_info JSON): a bigger row is a data error named by its id, refused before it "
+                 "is parsed or trained on (paravt.data.screen; a 50 MB row took 58 s and 6.4 GB).")
+
+
 class _Strict(BaseModel):
     """Every section: unknown keys refused, and every float finite (``allow_inf_nan=False``: inf,
     -inf and nan are refused under the field's name, in every section; issue 34)."""
@@ -300,6 +307,7 @@ class TrainConfig(_Strict):
     data: str = Field("runs/synth/rl.parquet", description="Training parquet (rl.parquet or sft.parquet).")
     data_root: str | None = Field(None, description="Root for relative video paths (default: the parquet's directory).")
     init_from: str | None = Field(None, description="Checkpoint to start from (default: model.path).")
+    max_row_bytes: int = _max_row_bytes()
     lock_wait_s: float = Field(300.0, gt=0, allow_inf_nan=False, description="Longest wait, in seconds, on "
                                "another run's lock that shows no progress (`paravt repro`'s shared base "
                                "builder: paravt.repro.bases); then the run stops, naming the holder.")
@@ -367,3 +375,4 @@ class DistillConfig(_Strict):
     crop_max_frames: int = Field(16, ge=1, description="crop_video frames per window for the teacher [paper].")
     crop_max_pixels: int = Field(224 * 224, ge=16, description="Max pixels per crop frame [paper].")
     size_factor: int = Field(32, ge=1, description="Resize to multiples of this (Qwen3-VL 32, Qwen2.5-VL 28).")
+    max_row_bytes: int = _max_row_bytes()

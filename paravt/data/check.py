@@ -22,6 +22,11 @@ Rules (a row fails when any fires; each violation names its rule):
 - ``tool_response``: the tool message after K calls has K result lines ``[1]``…``[K]``, each
   labelled with its call's window (`render_result_line`).
 - ``answer``: the final answer equals the row's ground truth (oracle traces must be right).
+
+Before these rules, every row is screened (`paravt.data.screen`, as every command that reads rows
+does): an error row is one violation whose rule is its cause (``too_large``, ``malformed``,
+``empty_messages``, ``no_video``, ``video_outside_root``, ``video_missing``, ``video_unreadable``;
+``answer`` for a missing, empty or NaN ground truth); each distinct video is probed once.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from paravt.data.schema import Message, Row, SFTRow, VideoPart
+from paravt.data.screen import RowError
 from paravt.protocol import tags as T
 from paravt.video.decode import frame_count
 
@@ -228,8 +234,11 @@ def check_row(row: Row, *, k_max: int = 8) -> list[Violation]:
     return out
 
 
-def check_rows(rows: Sequence[Row], *, k_max: int = 8) -> CheckReport:
-    violations: list[Violation] = []
+def check_rows(rows: Sequence[Row], *, k_max: int = 8,
+               errors: Sequence[RowError] = ()) -> CheckReport:
+    """Every violation of ``rows``; ``errors`` (the file's error rows, `paravt.data.screen`) count
+    as failed rows, each one violation whose rule is its cause."""
+    violations: list[Violation] = [Violation(e.id, e.cause, e.detail) for e in errors]
     for r in rows:
         violations.extend(check_row(r, k_max=k_max))
-    return CheckReport(len(rows), tuple(violations))
+    return CheckReport(len(rows) + len(errors), tuple(violations))

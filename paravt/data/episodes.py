@@ -9,11 +9,14 @@ necessity per overview budget); ``meta`` keeps informational extras only.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from paravt.config import TrainConfig
 from paravt.data.chat import resolve
-from paravt.data.schema import Row, read_rows
+from paravt.data.schema import Row
+from paravt.data.screen import Screened, screen_rows
 from paravt.errors import DataError
 
 if TYPE_CHECKING:
@@ -21,6 +24,8 @@ if TYPE_CHECKING:
 
 #: ``extra_info`` keys a verl row must carry (paravt.integrations.verl.data.verl_record).
 VERL_REQUIRED = ("id", "video", "question", "task", "answer")
+#: The row size cap when a caller has no config (written once, in config).
+MAX_ROW_BYTES: int = TrainConfig.model_fields["max_row_bytes"].default
 
 
 def to_episode_input(row: Row, root: str | Path, *, nframes: int | None = None) -> EpisodeInput:
@@ -41,15 +46,34 @@ def to_episode_input(row: Row, root: str | Path, *, nframes: int | None = None) 
         tool_necessary_at_n=dict(e.tool_necessary_at_n) if e.tool_necessary_at_n is not None else None)
 
 
-def load_episode_inputs(path: str | Path, root: str | Path | None = None, *, nframes: int | None = None,
-                        limit: int | None = None) -> list[EpisodeInput]:
-    """Prompt rows (kind ``rl``) of a parquet file as EpisodeInputs (``to_episode_input``); videos
-    resolve against ``root`` (default: the file's folder)."""
+@dataclass(frozen=True)
+class LoadedInputs:
+    """A file's usable prompt rows as EpisodeInputs, and its screening (error rows included)."""
+
+    inputs: list[EpisodeInput]
+    screened: Screened
+
+
+def episode_inputs(path: str | Path, root: str | Path | None = None, *, nframes: int | None = None,
+                   limit: int | None = None, max_row_bytes: int = MAX_ROW_BYTES,
+                   warn: bool = True) -> LoadedInputs:
+    """Prompt rows (kind ``rl``, the first ``limit``) of a parquet file, screened once
+    (`paravt.data.screen`: error rows are listed, never run), as EpisodeInputs
+    (``to_episode_input``); videos resolve against ``root`` (default: the file's folder)."""
     path = Path(path)
     base = Path(root) if root is not None else path.parent
-    rows = [r for r in read_rows(path) if r.kind == "rl"]
-    out = [to_episode_input(r, base, nframes=nframes) for r in rows]
-    return out[:limit] if limit else out
+    screened = screen_rows(path, base, kinds=("rl",), max_row_bytes=max_row_bytes, limit=limit,
+                           warn=warn)
+    inputs = [to_episode_input(r, base, nframes=nframes) for r in screened.rows]
+    return LoadedInputs(inputs, screened)
+
+
+def load_episode_inputs(path: str | Path, root: str | Path | None = None, *,
+                        nframes: int | None = None, limit: int | None = None,
+                        max_row_bytes: int = MAX_ROW_BYTES, warn: bool = True) -> list[EpisodeInput]:
+    """``episode_inputs(...).inputs``: the usable prompt rows of a parquet file."""
+    return episode_inputs(path, root, nframes=nframes, limit=limit, max_row_bytes=max_row_bytes,
+                          warn=warn).inputs
 
 
 def from_extra_info(extra: Mapping[str, Any], nframes: int) -> EpisodeInput:

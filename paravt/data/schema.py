@@ -30,6 +30,7 @@ user prompt at the gated n, so `extra_info` carries everything it needs (`questi
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -152,6 +153,27 @@ class RLRow:
 Row = SFTRow | RLRow
 
 
+class RowDataError(DataError):
+    """One row breaks a rule of the schema; ``cause`` names the rule (`paravt.data.screen` counts
+    and lists error rows by it: ``malformed``, ``answer``, ``empty_messages``)."""
+
+    def __init__(self, message: str, cause: str = "malformed") -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+#: Column → (accepted arrow types, what it must hold); ``mode`` and ``videos`` may be all-null.
+_COLUMN_TYPES: dict[str, tuple[tuple[pa.DataType, ...], str]] = {
+    "id": ((pa.string(), pa.large_string()), "string"),
+    "kind": ((pa.string(), pa.large_string()), "string"),
+    "mode": ((pa.string(), pa.large_string(), pa.null()), "string"),
+    "messages": ((pa.string(), pa.large_string()), "string (the messages as JSON text)"),
+    "videos": ((pa.list_(pa.string()), pa.large_list(pa.string()), pa.list_(pa.large_string()),
+                pa.null()), "list<string> (paths relative to the data root)"),
+    "extra_info": ((pa.string(), pa.large_string()), "string (JSON text)"),
+}
+
+
 # ---------------------------------------------------------------- (de)serialisation helpers
 
 
@@ -227,8 +249,34 @@ def extra_from_dict(d: Mapping[str, Any], where: str = "<row>") -> ExtraInfo:
         kw["options"] = tuple(str(o) for o in kw["options"])
     if kw.get("tool_necessary_at_n") is not None:
         kw["tool_necessary_at_n"] = {int(k): bool(v) for k, v in kw["tool_necessary_at_n"].items()}
-    kw["answer"], kw["duration"] = str(kw["answer"]), float(kw["duration"])
+    kw["answer"], kw["duration"] = answer_text(kw["answer"], where), float(kw["duration"])
+    if not (math.isfinite(kw["duration"]) and kw["duration"] > 0):
+        raise RowDataError(f"{where}: duration {kw['duration']!r} is not a positive finite number "
+                           "of seconds")
     return ExtraInfo(**kw)
+
+
+def short(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters (error messages stay one short line)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
+def answer_text(value: Any, where: str) -> str:
+    """A ground-truth answer as text; `RowDataError` (cause ``answer``) for none, an empty text or
+    a non-finite number (a NaN answer would be scored against the string 'nan')."""
+    nan = isinstance(value, float) and not math.isfinite(value)
+    if isinstance(value, bool) or value is None or nan:
+        raise RowDataError(f"{where}: answer {value!r} is not a usable ground truth; write the "
+                           "answer as text", "answer")
+    if not isinstance(value, (str, int, float)):
+        raise RowDataError(f"{where}: answer {short(value)} is a {type(value).__name__}, not text",
+                           "answer")
+    text = str(value)
+    if not text.strip():
+        raise RowDataError(f"{where}: answer {short(value)} is empty; every row needs its ground "
+                           "truth", "answer")
+    return text
 
 
 def row_to_record(row: Row) -> dict[str, Any]:
@@ -238,17 +286,40 @@ def row_to_record(row: Row) -> dict[str, Any]:
 
 
 def row_from_record(rec: Mapping[str, Any], where: str = "<row>") -> Row:
+    """One parquet record as a typed row; `DataError` naming ``where`` and the bad value otherwise
+    (`RowDataError` with its cause for the rules `paravt.data.screen` counts rows by)."""
+    try:
+        return _row_from_record(rec, where)
+    except (TypeError, ValueError, AttributeError, KeyError) as err:  # a value of the wrong shape
+        raise RowDataError(f"{where}: a value has the wrong type or shape ({type(err).__name__}: "
+                           f"{short(str(err), 120)}); write rows with "
+                           "paravt.data.schema.write_rows") from None
+
+
+def _row_from_record(rec: Mapping[str, Any], where: str) -> Row:
     kind = rec.get("kind")
     if kind not in KINDS:
         raise DataError(f"{where}: kind {kind!r} is not one of {KINDS}")
     mode = rec.get("mode") or ("sub" if kind == "sub" else "parallel")
     if mode not in MODES:
         raise DataError(f"{where}: mode {mode!r} is not one of {MODES}")
+    for column in ("messages", "extra_info"):
+        if not isinstance(rec.get(column), str):
+            raise RowDataError(f"{where}: {column} {short(rec.get(column))} is not JSON text")
     messages = messages_from_json(rec["messages"], where)
     try:
-        extra = extra_from_dict(json.loads(rec["extra_info"]), where)
+        extra_raw = json.loads(rec["extra_info"])
     except json.JSONDecodeError as e:
         raise DataError(f"{where}: extra_info is not valid JSON ({e})") from e
+    if not isinstance(extra_raw, dict):
+        raise RowDataError(f"{where}: extra_info {short(rec['extra_info'])} is not a JSON object")
+    extra = extra_from_dict(extra_raw, where)
+    if not messages:
+        raise RowDataError(f"{where}: messages {short(rec['messages'])} is empty; a row needs its "
+                           "prompt (and a trace its assistant turns)", "empty_messages")
+    if kind != "rl" and not any(m.role == "assistant" and m.text.strip() for m in messages):
+        raise RowDataError(f"{where}: a {kind} trace has no assistant text to train on",
+                           "empty_messages")
     videos = tuple(rec.get("videos") or ())
     if kind == "rl":
         return RLRow(str(rec["id"]), messages, videos, extra, mode)
@@ -284,9 +355,33 @@ def read_rows(path: str | Path) -> list[Row]:
     """Read a parquet written by `write_rows`. Files in the ParaVT authors' released layout go
     through `paravt data import` first (`paravt.data.authors`)."""
     p = check_dataset(path)
-    table = pq.read_table(str(p))
-    missing = [c for c in ("id", "kind", "messages", "extra_info") if c not in table.column_names]
+    return [row_from_record(rec, f"{p.name} row {i} (id {short(rec.get('id'))})")
+            for i, rec in enumerate(read_table(p).to_pylist())]
+
+
+def check_columns(path: str | Path) -> pa.Schema:
+    """The parquet's schema (footer only) when its columns are ours and it has rows: `DataError`
+    naming a missing column, a column of another type (e.g. ``messages`` of int64) with the type it
+    has, or a file of 0 rows."""
+    p = Path(path)
+    meta = pq.read_metadata(str(p))
+    if meta.num_rows == 0:
+        raise DataError(f"{p} has 0 rows; nothing to train on or evaluate; rebuild it "
+                        "(`paravt data synth`) or point at another file")
+    schema = meta.schema.to_arrow_schema()
+    missing = [c for c in ("id", "kind", "messages", "extra_info") if c not in schema.names]
     if missing:
         raise DataError(f"{p} lacks columns {missing}; if it is an authors' release file (columns "
-                        f"{table.column_names}), convert it with `paravt data import`")
-    return [row_from_record(rec, f"{p.name} row {i}") for i, rec in enumerate(table.to_pylist())]
+                        f"{schema.names}), convert it with `paravt data import`")
+    for name, (types, want) in _COLUMN_TYPES.items():
+        if name in schema.names and schema.field(name).type not in types:
+            raise DataError(f"{p}: column {name!r} has type {schema.field(name).type}, not {want}; "
+                            "write rows with paravt.data.schema.write_rows")
+    return schema
+
+
+def read_table(path: str | Path) -> pa.Table:
+    """The whole table of a checked dataset (`check_dataset`, `check_columns`)."""
+    p = check_dataset(path)
+    check_columns(p)
+    return pq.read_table(str(p))

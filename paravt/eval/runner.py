@@ -77,16 +77,20 @@ async def _run_mode(samples: Sequence[EpisodeInput], mode: str, backend: Backend
 
 
 def evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: EpisodeSettings, *, modes: Sequence[str],
-             out: Path, workers: int = 4, weights: RewardWeights | None = None, progress: bool = True) -> dict[str, Any]:
+             out: Path, workers: int = 4, weights: RewardWeights | None = None, progress: bool = True,
+             data_errors: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run every mode on the same samples; write results.jsonl + metrics.json; return the metrics.
-    One run per ``out`` at a time (`paravt.runlock`: a second one raises `OutputLocked` naming the first)."""
+    ``data_errors``: the input's error rows (`paravt.data.screen.Screened.to_json`), listed in the
+    metrics under that key, never run. One run per ``out`` at a time (`paravt.runlock`: a second
+    one raises `OutputLocked` naming the first)."""
     with runlock.hold(out, "paravt eval"):
         return _evaluate(samples, backend, settings, modes=modes, out=out, workers=workers, weights=weights,
-                         progress=progress)
+                         progress=progress, data_errors=data_errors)
 
 
 def _evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: EpisodeSettings, *, modes: Sequence[str],
-              out: Path, workers: int, weights: RewardWeights | None, progress: bool) -> dict[str, Any]:
+              out: Path, workers: int, weights: RewardWeights | None, progress: bool,
+              data_errors: dict[str, Any] | None) -> dict[str, Any]:
     w = weights or RewardWeights.default()
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                    disable=not progress)
@@ -97,6 +101,8 @@ def _evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: Episo
             if counts:
                 judge[mode] = counts
     metrics = compute_metrics(load_results(out / "results.jsonl"))
+    if data_errors and data_errors.get("error_rows"):
+        metrics["data_errors"] = data_errors
     if judge:  # open-ended scores of these rows came from the LLM judge; fallbacks to F1 counted
         metrics["judge"] = judge
     counters = getattr(backend.generator, "counters", None)  # openai backend: were the answers trainable?

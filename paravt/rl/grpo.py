@@ -44,7 +44,7 @@ from paravt.rl.advantages import broadcast_to_trajectories, grouped
 from paravt.rl.gating import overview_budget
 from paravt.eval.rollouts import RolloutLog, sample_rows
 from paravt.rl.session import PolicySession
-from paravt.rl.sft import require_rows
+from paravt.rl.sft import require_rows, screen_data
 from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import TrainItem, ppo_update
 
@@ -112,11 +112,13 @@ class GRPOTrainer:
     @classmethod
     def check_data(cls, cfg: TrainConfig) -> None:
         require_rows(cfg.data, ("rl",), "RL prompts", NO_PROMPTS_FIX)
+        screen_data(cfg, ("rl",))
 
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> GRPOTrainer:
-        return cls(cfg, load_episode_inputs(Path(cfg.data), Path(cfg.data_root) if cfg.data_root else None),
-                   session)
+        root = Path(cfg.data_root) if cfg.data_root else None
+        prompts = load_episode_inputs(Path(cfg.data), root, max_row_bytes=cfg.max_row_bytes, warn=False)
+        return cls(cfg, prompts, session)
 
     def state_dict(self) -> dict[str, Any]:
         return {"epoch": self.cursor.epoch, "position": self.cursor.position}

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from paravt.agent.trajectory import Trajectory, TrajectoryBuilder
+from paravt.data.episodes import MAX_ROW_BYTES
 from paravt.errors import DataError
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
@@ -33,6 +34,7 @@ from paravt.rl.update import optimizer_step, trajectory_logprobs
 
 if TYPE_CHECKING:
     from paravt.config import LrDecay, TrainConfig
+    from paravt.data.screen import Screened
     from paravt.rl.session import PolicySession
 
 #: The fix when an SFT data file holds no trace (the one text: `check_data` and `build`).
@@ -45,15 +47,25 @@ def require_rows(path: str | Path, kinds: Collection[str], what: str, fix: str) 
     column is read: the trainers check their data with this before a model loads)."""
     import pyarrow.parquet as pq
 
-    from paravt.data.schema import check_dataset, read_rows
+    from paravt.data.schema import check_columns, check_dataset
 
     p = check_dataset(path)
-    if "kind" not in pq.read_schema(str(p)).names:
-        read_rows(p)  # raises the DataError naming the missing columns
+    check_columns(p)  # a missing or mistyped column, named
     found = Counter(pq.read_table(str(p), columns=["kind"]).column("kind").to_pylist())
     if not any(found[k] for k in kinds):
         have = ", ".join(f"{n} of kind {k}" for k, n in sorted(found.items())) or "none"
         raise DataError(f"{p} holds no {what} (rows of kind {' or '.join(kinds)}; its rows: {have}); {fix}")
+
+
+def screen_data(cfg: TrainConfig, kinds: Collection[str]) -> Screened:
+    """``cfg.data`` screened once, before the model loads (`paravt.data.screen`): a warning per
+    cause of error rows, which are listed in ``OUT/data_errors.json``; `DataError` when no row is
+    usable."""
+    from paravt.data.screen import screen_rows, write_data_errors
+
+    screened = screen_rows(cfg.data, cfg.data_root, kinds=kinds, max_row_bytes=cfg.max_row_bytes)
+    write_data_errors(cfg.out_dir, screened)
+    return screened
 
 
 def build_sequence(messages: Sequence[ChatMessage], codec: ChatCodec, *, mask_think_prefix: bool = False,
@@ -132,6 +144,7 @@ class SFTTrainer:
         sub = cfg.sft.include_subagent_rows
         require_rows(cfg.data, ("main", "sub") if sub else ("main",), "SFT traces",
                      NO_TRACES_FIX + ("" if sub else "; sub-agent rows train only with sft.include_subagent_rows=true"))
+        screen_data(cfg, ("main", "sub") if sub else ("main",))
 
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> SFTTrainer:
@@ -139,7 +152,7 @@ class SFTTrainer:
             Path(cfg.data), Path(cfg.data_root) if cfg.data_root else None, session.codec,
             include_sub=cfg.sft.include_subagent_rows, max_pixels=cfg.video.overview_max_pixels,
             crop_max_pixels=cfg.video.crop_max_pixels, size_factor=cfg.video.size_factor,
-            mask_think_prefix=cfg.sft.mask_think_prefix,
+            mask_think_prefix=cfg.sft.mask_think_prefix, max_row_bytes=cfg.max_row_bytes,
         )
         if not examples:  # `check_data` refuses such a file before the model loads
             raise DataError(f"{cfg.data} holds no SFT traces; {NO_TRACES_FIX}")
@@ -200,16 +213,17 @@ def lr_scale(step: int, total_steps: int, warmup_steps: int, decay: LrDecay, min
 
 
 def load_examples(path: Path, root: Path | None, codec: ChatCodec, *, include_sub: bool, max_pixels: int,
-                  crop_max_pixels: int, size_factor: int, mask_think_prefix: bool = False) -> list[Trajectory]:
-    """Every SFT row of a parquet file as a training sequence."""
+                  crop_max_pixels: int, size_factor: int, mask_think_prefix: bool = False,
+                  max_row_bytes: int = MAX_ROW_BYTES) -> list[Trajectory]:
+    """Every usable SFT row of a parquet file as a training sequence (the rows `screen_data`
+    passed: error rows are never trained on)."""
     from paravt.data.chat import to_chat_messages
-    from paravt.data.schema import read_rows
+    from paravt.data.screen import screen_rows
 
     root = Path(root) if root else Path(path).parent
+    kinds = ("main", "sub") if include_sub else ("main",)
     out = []
-    for row in read_rows(path):
-        if getattr(row, "kind", "main") == "rl" or (row.kind == "sub" and not include_sub):
-            continue
+    for row in screen_rows(path, root, kinds=kinds, max_row_bytes=max_row_bytes, warn=False).rows:
         mp = crop_max_pixels if row.kind == "sub" else max_pixels
         msgs = to_chat_messages(row, root, max_pixels=mp, size_factor=size_factor)
         out.append(build_sequence(msgs, codec, mask_think_prefix=mask_think_prefix and row.kind == "main",

@@ -4,6 +4,7 @@ codes), the other commands in-process through typer's runner (imports cost ~2 s 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 def test_check_exits_1_on_a_bad_file_and_0_on_synth(tmp_path: Path, synth_dir: Path) -> None:
     bad = write_rows(tmp_path / "bad.parquet", [parallel([*head(), answer(ans="A")])])
+    shutil.copy(next((synth_dir / "videos").rglob("*.mp4")), tmp_path / "v.mp4")  # its video is probed
     res = _run("check", str(bad), "--json")
     assert res.returncode == 1, res.stderr
     out = json.loads(res.stdout)

@@ -132,15 +132,18 @@ class _Runner:
 
 
 async def distill(rows: Sequence[Row], *, root: str, out_dir: str | Path, cfg: DistillConfig, endpoints: Endpoints,
-                  progress: bool = True) -> dict[str, Any]:
-    """Distill ``rows`` into ``out_dir`` (see the module docstring); returns the report. One run per
-    ``out_dir`` at a time (`paravt.runlock`: a second one raises `OutputLocked` naming the first)."""
+                  progress: bool = True, data_errors: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Distill ``rows`` into ``out_dir`` (see the module docstring); returns the report, which lists
+    ``data_errors`` (the input's error rows, `paravt.data.screen`: never sent to a teacher). One
+    run per ``out_dir`` at a time (`paravt.runlock`: a second one raises `OutputLocked` naming the
+    first)."""
     with runlock.hold(out_dir, "paravt data distill"):
-        return await _distill(rows, root=root, out=Path(out_dir), cfg=cfg, endpoints=endpoints, progress=progress)
+        return await _distill(rows, root=root, out=Path(out_dir), cfg=cfg, endpoints=endpoints,
+                              progress=progress, data_errors=data_errors)
 
 
 async def _distill(rows: Sequence[Row], *, root: str, out: Path, cfg: DistillConfig, endpoints: Endpoints,
-                   progress: bool) -> dict[str, Any]:
+                   progress: bool, data_errors: dict[str, Any] | None) -> dict[str, Any]:
     prog = out / PROGRESS
     done = _finished(prog)
     todo = [r for r in rows if r.id not in done]
@@ -166,7 +169,7 @@ async def _distill(rows: Sequence[Row], *, root: str, out: Path, cfg: DistillCon
             bar[0].stop()
         await runner.aclose()
     return finalize(out, requested=len(rows), skipped=len(rows) - len(todo), wall_s=time.perf_counter() - t0,
-                    pipeline=cfg.pipeline)
+                    pipeline=cfg.pipeline, data_errors=data_errors)
 
 
 def _bar(enabled: bool, total: int) -> tuple[Any, Any] | None:
@@ -186,7 +189,8 @@ def _bar(enabled: bool, total: int) -> tuple[Any, Any] | None:
     return p, p.add_task("rows", total=total)
 
 
-def finalize(out: Path, *, requested: int, skipped: int, wall_s: float, pipeline: str) -> dict[str, Any]:
+def finalize(out: Path, *, requested: int, skipped: int, wall_s: float, pipeline: str,
+             data_errors: dict[str, Any] | None = None) -> dict[str, Any]:
     """Rebuild ``sft.parquet`` and ``report.json`` from the progress file (latest record per id)."""
     recs = read_jsonl(out / PROGRESS)  # a line cut by a killed run is skipped (that row re-runs)
     latest = {r["id"]: r for r in recs}
@@ -221,6 +225,7 @@ def finalize(out: Path, *, requested: int, skipped: int, wall_s: float, pipeline
         "rows_written": dict(Counter(f"{x.kind}/{x.mode}" for x in rows)),
         "seconds_per_row": round(sum(seconds) / len(seconds), 3) if seconds else 0.0,
         "wall_s_this_run": round(wall_s, 2),
+        "data_errors": data_errors or {"error_rows": 0},
     }
     (out / REPORT).write_text(json.dumps(report, indent=2) + "\n")
     return report

@@ -46,17 +46,18 @@ def verl_record(row: Any, data_root: str | Path, index: int, agent_name: str,
 
 
 def write_verl_parquet(src: str | Path, out: str | Path, *, agent_name: str, data_root: str | Path | None = None,
-                       think_prefix: bool = True) -> int:
-    """Convert ``src`` (our layout, ``kind == "rl"`` rows) to verl's layout; returns the row count."""
+                       think_prefix: bool = True, max_row_bytes: int | None = None) -> int:
+    """Convert ``src``'s usable prompt rows (``kind == "rl"``, screened by `paravt.data.screen`:
+    error rows are left out, each cause warned once) to verl's layout; returns the row count."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from paravt.data.schema import read_rows
+    from paravt.data.episodes import MAX_ROW_BYTES
+    from paravt.data.screen import screen_rows
 
-    rows = [r for r in read_rows(src) if r.kind == "rl"]
-    if not rows:
-        raise DataError(f"{src} holds no `rl` rows; build RL prompts with `paravt data synth`")
     root = Path(data_root) if data_root is not None else Path(src).resolve().parent
+    cap = max_row_bytes or MAX_ROW_BYTES
+    rows = list(screen_rows(src, root, kinds=("rl",), max_row_bytes=cap).rows)
     records = [verl_record(r, root, i, agent_name, think_prefix) for i, r in enumerate(rows)]
     for rec in records:  # parquet needs one type per column: keep extra_info as JSON-safe values
         rec["extra_info"] = json.loads(json.dumps(rec["extra_info"]))
