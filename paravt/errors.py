@@ -81,7 +81,7 @@ def disk_write(path: str | os.PathLike[str], what: str, kept: str | Callable[[],
     on failure) and the fix. Any other error passes through unchanged."""
     try:
         yield
-    except Exception as err:  # noqa: BLE001 - sorted by disk_cause; everything else re-raised
+    except Exception as err:  # sorted by disk_cause; everything else is re-raised
         cause = disk_cause(err)
         if cause is None:
             raise

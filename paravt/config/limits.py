@@ -50,8 +50,9 @@ def step_size_problems(c: Any, memory: int | None = None) -> list[str]:
     rl = c.rl
     prompts = rl.oversample * rl.prompts_per_step
     rollouts = rl.group_size * (math.ceil(prompts) if math.isfinite(prompts) else prompts)
-    checks = [(f"rl.group_size={rl.group_size} × ceil(rl.oversample={rl.oversample:g} × rl.prompts_per_step="
-               f"{rl.prompts_per_step}) rollouts", rollouts, "lower rl.group_size or rl.prompts_per_step")]
+    what = (f"rl.group_size={rl.group_size} × ceil(rl.oversample={rl.oversample:g} × "
+            f"rl.prompts_per_step={rl.prompts_per_step}) rollouts")
+    checks = [(what, rollouts, "lower rl.group_size or rl.prompts_per_step")]
     checks += [(f"{name}.batch_size={s.batch_size} rows", s.batch_size, f"lower {name}.batch_size")
                for name, s in (("sft", c.sft), ("prior", c.prior))]
     return [p for what, items, fix in checks if (p := step_size_problem(what, items, fix, memory))]

@@ -64,7 +64,7 @@ def test_sft_with_a_huge_lr_stops_at_the_diverged_step_and_keeps_the_last_good_c
     cfg = tmp_path / "sft.yaml"
     cfg.write_text(yaml.safe_dump(_cfg(out, synth / "sft.parquet", tiny_qwen3_dir)))
     proc = subprocess.run([sys.executable, "-m", "paravt", "train", "sft", "--config", str(cfg), "--set", "sft.lr=1e30"],
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=240, check=False)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "done" not in proc.stdout + proc.stderr
     errors = [ln for ln in proc.stderr.splitlines() if "diverged" in ln]
