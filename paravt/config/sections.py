@@ -219,6 +219,7 @@ class PriorConfig(_SupervisedConfig):
     pretraining-style traces before the cold start. Strength = ``steps`` and ``tool_mix``."""
 
     steps: int = Field(200, ge=1, description="Optimisation steps of the simulated pretraining (prior strength).")
+    habit_copies: int = Field(1, ge=1, le=16, description="Habit traces per prompt, each with its own filler and tool draw (the habit's share of the base's data: prior strength).")
     tool_mix: float = Field(0.7, ge=0, le=1, description="Share of prompts whose trace has the <tool_code> habit: 0 = weak prior (answers only, the Qwen2.5-VL side), > 0 = strong prior (the Qwen3-VL side).")
     think_sentences: int = Field(6, ge=1, description="Filler sentences per think (the long-think habit).")
     max_calls: int = Field(2, ge=1, description="Most <tool_code> turns (one call each) in a tool trace.")
