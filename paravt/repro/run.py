@@ -37,6 +37,7 @@ class BaseSpec:
     think_sentences: int  # ~35 tokens each: a prior tool turn must fit in max_new_tokens, or
     # sampling never reaches the <tool_code> it learnt (measured: 6 sentences = 170–205 tokens)
     save_every: int  # checkpoints: a killed base build resumes
+    habit_copies: int = 1  # habit traces per prompt (prior.habit_copies): the habit's share of the base's data
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,11 @@ class ReproPreset:
 
 
 # docs/repro.md, "The simulated pretrained base": why these numbers
-_BASE_S = BaseSpec(videos=400, probe_videos=40, steps=2400, lr=1e-3, tool_mix=1.0, think_sentences=2, save_every=100)
-_DEMO = ReproPreset(train_videos=120, eval_videos=16, model_size="s", base=_BASE_S, sft_steps=150, sft_save_every=50,
-                    sft_lr=3e-4, rl_steps=12, group_size=4, prompts_per_step=2, rl_lr=1e-4, ppo_epochs=2,
-                    max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=12, probe_k=2,
+_BASE_S = BaseSpec(videos=400, probe_videos=40, steps=2400, lr=1e-3, tool_mix=1.0, think_sentences=2, save_every=100,
+                   habit_copies=2)
+_DEMO = ReproPreset(train_videos=120, eval_videos=16, model_size="s", base=_BASE_S, sft_steps=150, sft_save_every=25,
+                    sft_lr=1e-3, rl_steps=12, group_size=4, prompts_per_step=2, rl_lr=1e-4, ppo_epochs=2,
+                    max_new_tokens=384, sub_max_new_tokens=48, probe_prompts=24, probe_k=2,
                     select_tolerance=0.05, eval_ns=(4, 64), grid_ns=(4, 16, 64), replicas=2)
 
 PRESETS = {
@@ -85,7 +87,7 @@ PRESETS = {
     # `make demo` (sft, vanilla_grpo, paragrpo)
     "demo": _DEMO,
     # the science run of docs/repro.md (every variant × seeds); the same base as demo and quick
-    "science": replace(_DEMO, rl_steps=30),
+    "science": replace(_DEMO, rl_steps=30, eval_videos=34),  # 102 held-out questions per n
     # every variant in one short run: a pipeline check, too short for the science
     "quick": replace(_DEMO, train_videos=60, eval_videos=8, sft_steps=100, rl_steps=8, prompts_per_step=1,
                      probe_prompts=8, grid_ns=(4, 64)),
@@ -101,7 +103,7 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     cfg.rollout.max_context_tokens = 4096
     b = p.base
     cfg.prior.steps, cfg.prior.tool_mix, cfg.prior.save_every, cfg.prior.lr = b.steps, b.tool_mix, b.save_every, b.lr
-    cfg.prior.think_sentences = b.think_sentences
+    cfg.prior.think_sentences, cfg.prior.habit_copies = b.think_sentences, b.habit_copies
     cfg.prior.batch_size = cfg.sft.batch_size = 2 if p.model_size == "xs" else 8
     cfg.sft.max_steps, cfg.sft.epochs, cfg.sft.save_every = p.sft_steps, 1000, p.sft_save_every
     cfg.sft.lr = p.sft_lr
@@ -286,6 +288,7 @@ def _run_repro(out: Path, *, preset: str, seeds: int, variants: str | None, eval
     from paravt.repro.claims import check_claims
     from paravt.repro.diagnosis import needle_windows
     from paravt.repro.summary import variant_summary
+    from paravt.repro.task_check import COLD_START, cold_start_task_checks
 
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
@@ -317,6 +320,8 @@ def _run_repro(out: Path, *, preset: str, seeds: int, variants: str | None, eval
     strong = selections.get("strong") or next(iter(selections.values()))
     chosen_metrics = next(c["metrics"] for c in strong["candidates"] if c["path"] == strong["chosen_path"])
     task.update(_stage_checks(strong, chosen_metrics))
+    task.update(cold_start_task_checks(eval_rows.get(COLD_START, []),
+                                       summaries.get(COLD_START, {}).get("diagnosis", {}), chosen_metrics))
     summary = {
         "variants": summaries,
         "sft_emits_think_without_prefix": chosen_metrics.get("closed/think"),
