@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 from paravt.agent.subagents import SubagentCall, run_subagents
 from paravt.agent.tally import TokenRow, count_vision_tokens
 from paravt.agent.trajectory import Trajectory
+from paravt.config import DispatchMode as PromptMode
 from paravt.tools import Observation
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class DispatchMode:
     """Base: calls run, frames re-injected into the main agent's next turn."""
 
     name: ClassVar[str]
-    prompt: ClassVar[str]
+    prompt: ClassVar[PromptMode]  # the system prompt of paravt.protocol.prompts
     uses_tools: ClassVar[bool] = True
     reinjects_frames: ClassVar[bool] = True  # token model: T_seq (True) or T_par (False)
 
@@ -114,7 +115,8 @@ class Parallel(DispatchMode):
 class Sequential(DispatchMode):
     """The baseline: one call per turn, its frames re-injected into the main agent's context."""
 
-    name, prompt = "sequential", "sequential"
+    name = "sequential"
+    prompt: ClassVar[PromptMode] = "sequential"  # declared again: Eva below overrides it
 
     def call_limit(self, k_max: int) -> int:
         return 1

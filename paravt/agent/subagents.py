@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from paravt.agent.settings import derive_seed
-from paravt.agent.trajectory import Trajectory, TrajectoryBuilder, TurnRecord
+from paravt.agent.trajectory import EndReason, Trajectory, TrajectoryBuilder, TurnRecord
 from paravt.models.base import ChatMessage, Generator, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.protocol import prompts
@@ -77,6 +77,6 @@ async def run_subagents(
         summary = out.text.strip() + (TRUNCATED if out.finish_reason == "length" else "")
         b.turns.append(TurnRecord(out.text, out.finish_reason, latency_s=latency, n_prompt_tokens=b.prompt_len or 0,
                                   n_generated_tokens=len(out.token_ids)))
-        end = "length" if out.finish_reason == "length" else "answer"
+        end: EndReason = "length" if out.finish_reason == "length" else "answer"
         results.append(SubagentResult(summary, b.freeze(end)))
     return results

@@ -22,7 +22,7 @@ class LoggingConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
-    loggers: list[Logger] = Field(default_factory=lambda: ["console"], description="Loggers of every trainer (local and verl's trainer.logger): console (the progress bar), jsonl (train_log.jsonl, always written), tensorboard (OUT/tb), wandb, mlflow; wandb, mlflow and tensorboard need `pip install 'paravt[tracking]'`.")
+    loggers: list[Logger] = Field(["console"], description="Loggers of every trainer (local and verl's trainer.logger): console (the progress bar), jsonl (train_log.jsonl, always written), tensorboard (OUT/tb), wandb, mlflow; wandb, mlflow and tensorboard need `pip install 'paravt[tracking]'`.")
     project: str = Field("paravt", min_length=1, description="Tracker project: the wandb project, the MLflow experiment, verl's trainer.project_name.")
     run_name: str | None = Field(None, description="Tracker run name (verl's trainer.experiment_name); None: the run directory's name (`paravt repro`: the stage, e.g. paragrpo/seed0).")
     group: str | None = Field(None, description="Tracker group of related runs (wandb group, MLflow tag paravt.group); None: none, except `paravt repro`, which groups its variants and seeds under its output directory's name.")

@@ -293,7 +293,9 @@ def _python_call_split(s: str) -> tuple[str, list[Any], list[tuple[str, Any]]] |
 
 
 def _split_args(arglist: str) -> list[str]:
-    parts, cur, quote = [], [], ""
+    parts: list[str] = []
+    cur: list[str] = []
+    quote = ""
     for ch in arglist:
         if quote:
             quote = "" if ch == quote else quote

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from paravt.protocol import tags as T
@@ -88,19 +88,21 @@ def compute_reward(
     stats = format_stats(text)
     pred = extract_answer(text)
     acc = accuracy(task, pred, answer, options) if acc_override is None else float(acc_override)
-    flags = dict(answer=pred, closed_think=stats.think_closed,
-                 closed_tool_call=stats.tool_call_closed, closed_answer=stats.answer_closed,
-                 tool_code=stats.tool_code, n_calls=stats.n_calls, bias=weights.bias)
+    # what a degenerate text scores (every term 0, reward = bias); a scored text replaces the numbers
+    zero = RewardBreakdown(reward=weights.bias, terms={t.name: 0.0 for t in TERMS}, format=0.0,
+                           format_ref=0.0, bias=weights.bias, answer=pred, degenerate=True,
+                           closed_think=stats.think_closed, closed_tool_call=stats.tool_call_closed,
+                           closed_answer=stats.answer_closed, tool_code=stats.tool_code,
+                           n_calls=stats.n_calls)
     if is_degenerate(text):
-        return RewardBreakdown(reward=weights.bias, terms={t.name: 0.0 for t in TERMS}, format=0.0,
-                               format_ref=0.0, degenerate=True, **flags)
+        return zero
     x = TermInput(stats=stats, acc=acc, successful_calls=successful_calls,
                   has_response=T.TOOL_RESPONSE_OPEN in text)
     terms = {t.name: t.value(x, weights) for t in TERMS}
     reward = sum(t.coef(weights) * terms[t.name] for t in TERMS) + weights.bias
     fmt = terms["format_base"] + weights.lambda_anchor * terms["anchor"]
-    return RewardBreakdown(reward=reward, terms=terms, format=fmt, format_ref=reference_format(stats),
-                           degenerate=False, **flags)
+    return replace(zero, reward=reward, terms=terms, format=fmt, format_ref=reference_format(stats),
+                   degenerate=False)
 
 
 def reference_format(stats: FormatStats) -> float:

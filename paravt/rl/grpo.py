@@ -197,6 +197,7 @@ class GRPOTrainer:
         seed = step_seed(self.cfg.rl.seed, step)  # every request derives its own seed from this
         settings = replace(self.settings, sampling=replace(self.settings.sampling, seed=seed),
                            sub_sampling=replace(self.settings.sub_sampling, seed=seed))
+        assert self.s.generator is not None, "an RL session is created with rollout= (a generator)"
         results = await run_group(inputs, generator=self.s.generator, codec=self.s.codec, settings=settings,
                                   tools=self.s.tools, episode_ids=ids)
         r = self.cfg.reward
