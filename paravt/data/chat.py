@@ -10,10 +10,12 @@ rows of a build read clips and overviews of the same videos, each video decoded 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from paravt.config import VideoConfig
 from paravt.data.schema import Message, Row, TextPart, VideoPart
+from paravt.data.screen import inside
 from paravt.errors import DataError
 from paravt.models.base import ChatMessage
 from paravt.video.types import Frames
@@ -24,8 +26,13 @@ _WHOLE_TOL_S = 0.05
 _V = VideoConfig()  # the defaults, written once in config
 
 def resolve(root: str | Path, rel: str) -> Path:
-    p = Path(rel)
-    return p if p.is_absolute() else Path(root) / p
+    """A row's video path under ``root``; `DataError` naming it when it leaves the root (``..``,
+    an absolute path elsewhere): `paravt.data.screen`'s rule, for readers without the screening."""
+    path = inside(Path(root), rel)
+    if path is None:
+        raise DataError(f"video {rel!r} is outside the data root {os.path.abspath(root)}; videos are "
+                        "paths under it")
+    return path
 
 
 def _decode(part: VideoPart, root: str | Path, duration: float, max_pixels: int, crop_max_pixels: int,

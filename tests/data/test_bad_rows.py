@@ -7,6 +7,7 @@ started loading, the error would be that instead), and never with a traceback.""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -182,3 +183,14 @@ def test_eval_lists_error_rows_in_its_metrics_and_scores_only_usable_ones(d: Pat
     assert {e["id"]: e["cause"] for e in errors["errors"]} == {
         "bad-empty": "video_unreadable", "bad-cut": "video_unreadable", "bad-root": "video_outside_root",
         "bad-missing": "video_missing"}
+
+
+@pytest.mark.parametrize("rel", ["../../etc/passwd", "/etc/passwd", "videos/../../x.mp4"])
+def test_readers_without_the_screening_refuse_a_path_outside_the_root_by_name(d: Path, rel: str) -> None:
+    """`train prior`, the base probe and `data prefilter` read rows strictly and resolve videos here."""
+    from paravt.data.chat import resolve
+    from paravt.errors import DataError
+
+    assert resolve(d, "videos/ok.mp4") == d / "videos" / "ok.mp4"
+    with pytest.raises(DataError, match=re.escape(repr(rel))):
+        resolve(d, rel)

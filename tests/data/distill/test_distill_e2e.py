@@ -75,7 +75,7 @@ def test_paravt_pipeline_end_to_end_into_check_and_sft(synth: Path, tmp_path: Pa
         assert len(turns) == 2 and turns[0].text.count(T.TOOL_CALL_OPEN) == 2
         assert "<video>" not in r.messages[3].text and r.messages[3].text.count("\n") == 1
     assert len(written) - len(mains) == 2 * len(mains)  # one sub-agent row per window
-    res = runner.invoke(cli, ["data", "check", str(out / "sft.parquet")])
+    res = runner.invoke(cli, ["data", "check", str(out / "sft.parquet"), "--root", str(synth)])  # videos probed
     assert res.exit_code == 0, res.output
 
     cfg = {"out_dir": str(tmp_path / "sft"), "data": str(out / "sft.parquet"), "data_root": str(synth),
@@ -114,7 +114,7 @@ def test_eva_pipeline_reflects_calls_and_fills_the_bank(synth: Path, tmp_path: P
                 args = json.loads(m.text.split(T.TOOL_CALL_OPEN)[1].split(T.TOOL_CALL_CLOSE)[0])["arguments"]
                 length = args["end_time"] - args["start_time"]
                 assert args["nframes"] <= length and args["nframes"] * args["resize"] >= min(15, length)
-    res = runner.invoke(cli, ["data", "check", str(out / "sft.parquet")])
+    res = runner.invoke(cli, ["data", "check", str(out / "sft.parquet"), "--root", str(synth)])  # videos probed
     assert res.exit_code == 0, res.output
     assert pq.read_table(out / "sft.parquet").num_rows == 4
 
