@@ -11,7 +11,8 @@ an ``error:`` line in the tool response, and the episode goes on. An observation
 overflow the context is rolled back and the episode ends with reason ``length`` (vision spans never
 cut). An unexpected exception (a bug, not model behaviour) ends only ITS episode: the result
 carries ``crashed=True`` and the error, the traceback goes to the log, and the other episodes of
-``run_group`` (the GRPO group) go on.
+``run_group`` (the GRPO group) go on. The result and its reward are ``paravt.agent.result``; the
+text of the turns (opening messages, the tool-response turn) is ``paravt.agent.messages``.
 """
 
 from __future__ import annotations
@@ -23,54 +24,25 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from paravt.agent.messages import compose_tool_turn, opening_messages, raw_text
 from paravt.agent.modes import MODES, DispatchMode, Dispatched
+from paravt.agent.result import EpisodeResult
 from paravt.agent.settings import EpisodeInput, EpisodeSettings, derive_seed
-from paravt.agent.tally import Tally, TokenRow, count_vision_tokens
+from paravt.agent.tally import Tally, count_vision_tokens
 from paravt.agent.trajectory import CallRecord, EndReason, Trajectory, TrajectoryBuilder, TurnRecord
 from paravt.errors import VideoError
 from paravt.models.base import ChatMessage, Generator, GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
-from paravt.protocol import prompts, tags
+from paravt.protocol import tags
 from paravt.protocol.answer import extract_answer
 from paravt.protocol.parser import ParsedCall, parse_calls
-from paravt.protocol.prompts import ToolSpec, positional_params
+from paravt.protocol.prompts import positional_params
 from paravt.protocol.validate import validate_calls
-from paravt.rewards import RewardBreakdown, RewardWeights, compute_reward
 from paravt.tools import Observation, ToolContext, ToolSet, build_toolset
 from paravt.video import probe, sample_frames
 from paravt.video.types import Frames, VideoInfo
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, eq=False)
-class EpisodeResult:
-    input: EpisodeInput
-    main: Trajectory
-    subs: tuple[Trajectory, ...]
-    completion: str  # each main turn's prefix + response, joined by tags.join_turns (rewards read this)
-    answer: str | None
-    calls: tuple[CallRecord, ...]
-    n_successful_calls: int
-    tokens: TokenRow  # input tokens summed over every generation request (docs/ARCHITECTURE.md §7), generated tokens
-    latency_s: float
-    error: str | None = None
-    backend_errors: int = 0  # inference-backend failures (main or sub-agent), not model behaviour
-    crashed: bool = False  # an unexpected exception ended the episode (a bug, never a training signal)
-
-    @property
-    def end_reason(self) -> EndReason:
-        return self.main.end_reason
-
-    @property
-    def trajectories(self) -> tuple[Trajectory, ...]:
-        return (self.main, *self.subs)
-
-    @property
-    def answered(self) -> bool:
-        """The final main turn wrote an ``<answer>`` tag. Otherwise ``answer`` is only what the
-        reward extracts (the text after ``</think>`` or the last line), not an answer the agent gave."""
-        return bool(self.main.turns) and tags.ANSWER_OPEN in tags.strip_observations(self.main.turns[-1].text)
 
 
 @dataclass(frozen=True)
@@ -282,68 +254,8 @@ class _Run:
 
 
 
-def opening_messages(inp: EpisodeInput, s: EpisodeSettings, mode: DispatchMode, specs: Sequence[ToolSpec],
-                     info: VideoInfo | None, overview: Frames | None, error: str | None) -> list[ChatMessage]:
-    """The system prompt of the dispatch mode (none with ``system_prompt=False``) and the question
-    with the overview video (or a note that the video could not be opened)."""
-    system = prompts.system_prompt(mode.prompt, specs if mode.uses_tools else (), version=s.prompt_version,
-                                   k_max=s.k_max)
-    if info is None:
-        question = f"{inp.question}\n(The video could not be opened: {error})"
-        user = prompts.user_prompt(question, inp.options, duration=0.0, nframes=0)
-    else:
-        user = prompts.user_prompt(
-            inp.question, inp.options, duration=info.duration, nframes=len(overview) if overview else 0,
-            fps=info.fps, size=(info.width, info.height),
-        )
-    videos = (overview,) if overview is not None else ()
-    opening = [ChatMessage("user", user, videos=videos)]
-    return [ChatMessage("system", system), *opening] if s.system_prompt else opening
-
-
-def raw_text(codec: ChatCodec, out: GenOutput) -> str:
-    """The response as sampled, special tokens kept (``<|im_start|>`` loops must reach the
-    degenerate-output rule, docs/ARCHITECTURE.md §2) but the closing ``<|im_end|>`` dropped. A chat backend
-    that re-tokenized server text has already lost special tokens: its text is used as is."""
-    if not out.token_ids:
-        return out.text
-    return codec.decode(out.token_ids, skip_special_tokens=False).removesuffix(tags.IM_END)
-
-
-def compose_tool_turn(turn: int, calls: Sequence[ParsedCall], obs: Sequence[Observation], latency: float
-                      ) -> tuple[list[str], list[Frames], list[CallRecord]]:
-    """The ONE tool-response turn: a labelled line per call in call order, the frames shown inline,
-    and the call records."""
-    lines: list[str] = []
-    videos: list[Frames] = []
-    records: list[CallRecord] = []
-    for i, (call, o) in enumerate(zip(calls, obs, strict=True), start=1):
-        start, end = o.window if o.window else (call.window or (None, None))
-        text = tags.defuse_observation(o.text)  # observation text is data: one rule for every backend
-        if o.error is not None:
-            body = f"error: {tags.defuse_observation(o.error)}"
-        elif o.frames is not None:
-            videos.append(o.frames)
-            body = tags.with_media_marker(text)
-        else:
-            body = text
-        lines.append(tags.render_result_line(i, start, end, body))
-        records.append(CallRecord(turn, i, call.name, start, end, o.error is None, o.error, o.text, latency))
-    return lines, videos, records
-
-
 def _with_max(sp: SamplingParams, n: int) -> SamplingParams:
     return replace(sp, max_new_tokens=max(1, n))
-
-
-def episode_reward(res: EpisodeResult, weights: RewardWeights, acc_override: float | None = None) -> RewardBreakdown:
-    """The PARA-GRPO reward of an episode: the ONE definition the trainer, eval and the verl loop
-    call. It reads the main agent's completion (the forced think prefixes are already in it, so
-    ``prefix=""``) and counts successful calls for the accumulative tool reward (docs/ARCHITECTURE.md §4).
-    ``acc_override`` replaces R_acc (an LLM judge's score, ``paravt.agent.judging``)."""
-    inp = res.input
-    return compute_reward(res.completion, task=inp.task, answer=inp.answer, options=inp.options, prefix="",
-                          successful_calls=res.n_successful_calls, weights=weights, acc_override=acc_override)
 
 
 async def run_episode(

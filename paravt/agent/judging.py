@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from paravt.agent.episode import EpisodeResult
+from paravt.agent.result import EpisodeResult
 from paravt.rewards.judge import JudgeItem, judge_where_given
 
 

@@ -74,7 +74,7 @@ def test_chat_backend_and_judge_defuse_control_text() -> None:
 def test_the_episode_defuses_observations_once_so_both_backends_see_the_same_text(family, loaded_policy) -> None:
     """One rule (``tags.defuse_observation``) where the episode renders the tool turn: the server
     payload then carries exactly the text the hf codec encodes, with no control token in it."""
-    from paravt.agent.episode import compose_tool_turn
+    from paravt.agent.messages import compose_tool_turn
     from paravt.protocol.parser import parse_calls
     from paravt.tools.base import Observation
 
