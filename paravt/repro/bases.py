@@ -96,13 +96,14 @@ REBUILD_MIN = 15  # minutes a base rebuild takes on 2 idle cores (docs/repro.md,
 
 def shipped_base(settings: dict[str, Any], name: str, shipped: Path = SHIPPED) -> tuple[Path, dict[str, Any]] | None:
     """The shipped base of exactly these settings (its model dir and probe), or None; a shipped
-    base of the same name under another key is named on stderr as stale (it is not used)."""
+    base of the same name and model size under another key is named on stderr as stale (not used)."""
     import sys
 
     d = shipped / f"{name}-{base_key(settings)}"
     if (d / "train" / "model").is_dir() and (d / "probe.json").is_file():
         return d / "train" / "model", json.loads((d / "probe.json").read_text())
-    stale = sorted(x.name for x in shipped.glob(f"{name}-*") if x.is_dir())
+    stale = sorted(x.name for x in shipped.glob(f"{name}-*") if (x / "settings.json").is_file()
+                   and json.loads((x / "settings.json").read_text()).get("model_size") == settings.get("model_size"))
     if stale:
         print(f"the shipped base {', '.join(stale)} was built with other base settings than this code's "
               f"(key {base_key(settings)}): building the base instead (about {REBUILD_MIN} min on 2 idle cores)",

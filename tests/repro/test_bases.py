@@ -3,6 +3,7 @@ cache root build it once (the second waits for the first)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -54,7 +55,7 @@ def _built_base(root: Path, settings: dict) -> Path:
     (bdir / "train" / "model" / "model.safetensors").write_bytes(b"weights")
     (bdir / "train" / "checkpoint-100").mkdir()
     (bdir / "train" / "train_log.jsonl").write_text('{"step": 1}\n')
-    (bdir / "settings.json").write_text("{}")
+    (bdir / "settings.json").write_text(json.dumps(settings))
     (bdir / "probe.json").write_text('{"clip_recall": {"rate": 1.0}}')
     return bdir
 
@@ -73,6 +74,8 @@ def test_a_shipped_base_is_used_only_under_its_own_key(tmp_path: Path,
     assert bases.shipped_base(changed, "strong", shipped) is None
     err = capsys.readouterr().err
     assert dst.name in err and bases.base_key(changed) in err and "building the base" in err
+    assert bases.shipped_base({**changed, "model_size": "s"}, "strong", shipped) is None
+    assert capsys.readouterr().err == ""  # another model size: not a stale copy of it (e.g. the micro preset)
 
 
 def test_shipping_an_unfinished_base_is_refused(tmp_path: Path) -> None:
