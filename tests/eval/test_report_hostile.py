@@ -22,7 +22,8 @@ import fakeruns  # noqa: E402
 from test_paper_vs_ours import iv, share, variant  # noqa: E402
 
 from paravt.eval.paper_vs_ours import TASK_CHECKS  # noqa: E402
-from paravt.eval.report import discover, render_html  # noqa: E402
+from paravt.eval.report import render_html  # noqa: E402
+from paravt.eval.run_files import discover  # noqa: E402
 from paravt.eval.results import read_results  # noqa: E402
 
 PWNED = "pwned"  # what each payload would write into document.title
