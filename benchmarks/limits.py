@@ -30,6 +30,7 @@ sequential steps.
 SAME rollouts' and SFT rows' text under the protocol tokenizer / the legacy ≈ 530-token one.
 ``sft_step_speedup`` / ``update_speedup``: batched vs per-sequence passes on the same batch
 (``paravt.rl.batch_bench``, from the batched-passes work; null when that module is absent).
+``base_build_s_per_1k_rows``: the base's row build on the cached synth (``benchmarks/row_build.py``).
 
     .venv/bin/python benchmarks/limits.py [--quick] [--out runs/limits] [--replicas 1]
 
@@ -320,6 +321,16 @@ def tokens(rep: Report, sft_rows: list[Any], trajs: list[Any], new_tok: Any) -> 
     rep.out["tokens_ratio"] = rep.out["tokens_ratio_rollout_traj"]
 
 
+def row_build_phase(rep: Report, out: Path) -> None:
+    """The base's row build on the cached synth (``benchmarks/row_build.py``: every frame decoded,
+    every message encoded): seconds per 1,000 rows."""
+    import row_build  # beside this script
+
+    res = row_build.measure(out / "synth", out / "base")
+    rep.out["base_build_s_per_1k_rows"] = res["base_build_s_per_1k_rows"]
+    rep.out["base_build_video_share"] = round(res["video_s"] / res["build_s"], 3)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats, 1 RL step, 4 eval episodes")
@@ -359,6 +370,7 @@ def main() -> None:
     sft_rows, sft_session = sft_phase(rep, cfg, fl, 2 if quick else 5)
     tokens(rep, sft_rows[:64], trajs, session.codec.tokenizer)
     passes(rep, sft_session, sft_rows[:8], trajs, 2 if quick else 5)
+    row_build_phase(rep, out)
     render(rep)
 
 
@@ -371,7 +383,8 @@ def render(rep: Report) -> None:
         table.add_row(*row)
     console.print(table)
     keys = ("sft_step_speedup", "update_speedup", "tokens_ratio", "tokens_ratio_sft_row", "rollout_vs_bound",
-            "decode_tokens_per_s", "prefill_tokens_per_s", "tool_calls_per_rollout", "rows_per_forward")
+            "decode_tokens_per_s", "prefill_tokens_per_s", "tool_calls_per_rollout", "rows_per_forward",
+            "base_build_s_per_1k_rows")
     for k in keys:
         v = rep.out.get(k)
         console.print(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}")
