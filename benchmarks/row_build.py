@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -83,10 +84,15 @@ def measure(synth: Path, model: Path) -> dict[str, Any]:
     total = time.perf_counter() - t0
     stats = decode_stats()
     n = len(examples)
+    from paravt.video import cache
+
+    mib = {"decoded_frames_cache": cache.DECODED.nbytes, "rgb_frames_cache": cache.FRAMES.nbytes,
+           "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
     return {"rows": n, "videos": len({r.videos[0] for r in rows if r.videos}), "build_s": round(total, 3),
             "video_s": round(timer.seconds, 3), "other_s": round(total - timer.seconds, 3),
             "base_build_s_per_1k_rows": round(1000 * total / n, 3),
-            "decode_stats": {k: getattr(stats, k) for k in stats.__dataclass_fields__}}
+            "decode_stats": {k: getattr(stats, k) for k in stats.__dataclass_fields__},
+            "mib": {k: round(v / 2**20, 1) for k, v in mib.items()}}
 
 
 def main() -> None:
