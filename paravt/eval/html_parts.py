@@ -13,7 +13,7 @@ import base64
 import html
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from paravt.errors import DataError
@@ -62,6 +62,30 @@ def esc(x: Any) -> str:
 def is_real(x: Any) -> bool:
     """A JSON number (bool excluded: ``True`` is an ``int`` to Python, never a measurement)."""
     return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def real(x: Any) -> float | None:
+    """A finite JSON number as a float; None for anything else (missing, text, bool, NaN, inf)."""
+    return float(x) if is_real(x) and math.isfinite(x) else None
+
+
+def iv_cell(iv: Any, digits: int = 3, scale: float = 1.0) -> str:
+    """``mean [lo, hi]`` of an interval dict (``mean`` alone without an interval), "–" if absent."""
+    part = {k: real(iv.get(k)) for k in ("mean", "lo", "hi")} if isinstance(iv, Mapping) else {}
+    mean, lo, hi = part.get("mean"), part.get("lo"), part.get("hi")
+    if mean is None:
+        return "–"
+    text = f"{mean * scale:.{digits}f}"
+    if lo is not None and hi is not None:
+        text += f' <span class="muted">[{lo * scale:.{digits}f}, {hi * scale:.{digits}f}]</span>'
+    return text
+
+
+def table(head: str, rows: Sequence[Sequence[str]], css: str = "", left: Sequence[int] = (0,)) -> str:
+    """Rows of ready cell HTML; columns ``left`` are left-aligned (text), the rest numbers."""
+    body = "".join("<tr>" + "".join(f'<td class="{"l" if i in left else ""}">{c}</td>' for i, c in enumerate(r))
+                   + "</tr>" for r in rows)
+    return f'<table class="{css}">{head}{body}</table>'
 
 
 def malformed(x: Any, what: str = "value") -> str:

@@ -15,7 +15,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import fakeruns  # noqa: E402
 
-from paravt.eval.paper_vs_ours import acc_curves, find_runs, iv_cell  # noqa: E402
+from paravt.eval.html_parts import iv_cell  # noqa: E402
+from paravt.eval.paper_vs_ours import acc_curves  # noqa: E402
+from paravt.eval.repro_runs import find_runs  # noqa: E402
 from paravt.eval.report import build_report  # noqa: E402
 from paravt.eval.repro_figures import seed_band  # noqa: E402
 
@@ -224,7 +226,7 @@ def test_iv_cell() -> None:
 
 
 def test_task_check_table_shows_measured_values_and_verdicts() -> None:
-    from paravt.eval.paper_vs_ours import task_check_html
+    from paravt.eval.repro_checks import task_check_html
 
     tc = {"reference": "paragrpo",
           "overview_shows_needle": {"value": {"4": 0.2, "64": 1.0}, "want": "low at n=4, 1.0 at n=64", "holds": True},

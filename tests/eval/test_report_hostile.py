@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import fakeruns  # noqa: E402
 from test_paper_vs_ours import iv, share, variant  # noqa: E402
 
-from paravt.eval.paper_vs_ours import TASK_CHECKS  # noqa: E402
+from paravt.eval.repro_checks import TASK_CHECKS  # noqa: E402
 from paravt.eval.report import render_html  # noqa: E402
 from paravt.eval.run_files import discover  # noqa: E402
 from paravt.eval.results import read_results  # noqa: E402
