@@ -140,15 +140,7 @@ def _bwrap_args(workdir: str, video: VideoBinding | None, limits: SandboxLimits)
     binds = [(p, p) for p in _python_paths()]
     if video is not None:
         binds.append((video.path, video_mount(video.path)))
-    made: set[str] = set()
-    for src, dest in binds:
-        # bwrap would create missing parents with the host's modes (/root is 0700): make them
-        # traversable explicitly, or the unprivileged uid cannot reach the bound directory.
-        for parent in reversed(Path(dest).parents[:-1] if len(Path(dest).parents) > 1 else []):
-            if str(parent) not in made and not str(parent).startswith("/usr"):
-                made.add(str(parent))
-                args += ["--perms", "0755", "--dir", str(parent)]
-        args += ["--ro-bind", src, dest]
+    args += _ro_binds(binds)
     # Nested user namespaces (a private tmpfs escapes RLIMIT_AS) are refused by the runner's
     # seccomp filter in every mode. A non-root caller's bwrap runs in a user namespace anyway, so
     # it also gets --disable-userns; as root bwrap must NOT map the sandbox uid to root (the kernel
@@ -160,6 +152,21 @@ def _bwrap_args(workdir: str, video: VideoBinding | None, limits: SandboxLimits)
     for key, value in child_env(workdir).items():
         args += ["--setenv", key, value]
     return args + ["--"]
+
+
+def _ro_binds(binds: list[tuple[str, str]]) -> list[str]:
+    """bwrap's read-only binds (source, destination). bwrap would create missing parents with the
+    host's modes (/root is 0700): they are made traversable explicitly, or the unprivileged uid
+    cannot reach the bound directory."""
+    args: list[str] = []
+    made: set[str] = set()
+    for src, dest in binds:
+        for parent in reversed(Path(dest).parents[:-1] if len(Path(dest).parents) > 1 else []):
+            if str(parent) not in made and not str(parent).startswith("/usr"):
+                made.add(str(parent))
+                args += ["--perms", "0755", "--dir", str(parent)]
+        args += ["--ro-bind", src, dest]
+    return args
 
 
 def video_mount(path: str) -> str:

@@ -92,6 +92,11 @@ class SandboxRuntime:
             self._life = None
         if self.retired:
             raise ToolCallError("this python runtime was retired by the pool; call again for a fresh one")
+        await self._spawn()
+        await self._hello()
+
+    async def _spawn(self) -> None:
+        """Launch the sandbox process with the plan of this runtime's mode."""
         self._launch = plan_launch(self.video, self.limits, self.mode)
         life, held = os.pipe()  # every sandbox process inherits ``held``: `_gone` waits for its EOF
         os.set_blocking(life, False)
@@ -112,6 +117,9 @@ class SandboxRuntime:
             await self.close()
             raise ToolCallError("this python runtime was retired by the pool while starting; call again")
         self._drain = asyncio.create_task(self._drain_stderr())
+
+    async def _hello(self) -> None:
+        """The runner's first message: its uid and whether its seccomp filter is on."""
         try:
             hello = await asyncio.wait_for(self._read_message(), self.limits.startup_s)
         except (asyncio.TimeoutError, EOFError, ValueError) as exc:
