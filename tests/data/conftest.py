@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from paravt.data.synth.build import Manifest, build
+from paravt.data.synth.build import build
+from paravt.data.synth.manifest import Manifest
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ Layout of ``out_dir``::
     base_eval.parquet  its probe on the eval videos (frame-supported clip descriptions, MCQ at n = 4, 64)
     rl.parquet    prompts (kind=rl) with ground truth, three tasks per train video
     eval.parquet  prompts (kind=rl, split=eval, nframes=64) on the eval videos
-    manifest.json counts, generator parameters, measured needle property, timing
+    manifest.json counts, generator parameters, measured needle property, timing (``synth.manifest``)
 
 Every random choice comes from ``numpy.random.default_rng([seed, stream, index])``, so the rows are
 identical for a seed (x264 output is deterministic too, but tests compare decoded content).
@@ -17,18 +17,17 @@ Videos are written by a process pool (``workers``, default 2).
 
 from __future__ import annotations
 
-import json
 import time
-from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from paravt.data.synth import oracle
+from paravt.data.synth.manifest import Manifest, manifest_counts, needle_shares
 from paravt.data.synth.questions import questions_for
 from paravt.data.synth.scenes import NEEDLE_KINDS, VideoSpec, caught_by_overview, iter_frames, make_spec
 from paravt.data.schema import OVERVIEW_NS, ExtraInfo, RLRow, Row, SFTRow, write_rows
@@ -43,18 +42,6 @@ _SFT_N = 9  # rng stream of the extra tool traces (their own: every other row st
 #: 110 tool traces in 797 main traces (14%; the paper's SFT is ~30% tool traces, docs/repro.md).
 SFT_EXTRA_NS = (4, 8)
 EVAL_NFRAMES = 64
-
-
-@dataclass(frozen=True)
-class Manifest:
-    out_dir: str
-    counts: dict[str, Any]
-    params: dict[str, Any]
-    needle: dict[str, Any]  # share of prompts whose needle an n-frame overview misses, per n
-    timing_s: dict[str, float] = field(default_factory=dict)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, sort_keys=True)
 
 
 def _rng(seed: int, stream: int, index: int) -> np.random.Generator:
@@ -144,27 +131,6 @@ def _base_rows(train: list[VideoSpec], evals: list[VideoSpec], rel: dict[str, st
     return rows, probe
 
 
-def _base_kind(rid: str) -> str:
-    from paravt.data.synth.base import OVQ, SEE
-    from paravt.data.synth.drills import READ
-
-    if READ in rid:
-        return "drill"
-    if SEE in rid:
-        return "clip_hit" if rid.split(SEE)[1].startswith("h") else "clip_miss"
-    return "overview_qa" if OVQ in rid else "prompt"
-
-
-def _needle_stats(extras: list[ExtraInfo], specs: list[VideoSpec]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for n in OVERVIEW_NS:
-        miss = [bool(e.tool_necessary_at_n and e.tool_necessary_at_n[n]) for e in extras]
-        approx = [min(1.0, n * (s.needle.end - s.needle.start) / s.duration) for s in specs]
-        out[str(n)] = {"tool_necessary_share": round(float(np.mean(miss)), 4) if miss else None,
-                       "approx_catch_prob": round(float(np.mean(approx)), 4) if approx else None}
-    return out
-
-
 def _check_args(videos: int, eval_videos: int, min_duration: int, max_duration: int,
                 needle_kinds: Sequence[str]) -> None:
     if videos < 1 or eval_videos < 0 or not 10 <= min_duration <= max_duration:
@@ -172,6 +138,56 @@ def _check_args(videos: int, eval_videos: int, min_duration: int, max_duration: 
                         "need videos ≥ 1, eval_videos ≥ 0 and 10 ≤ min_duration ≤ max_duration")
     if not needle_kinds or set(needle_kinds) - set(NEEDLE_KINDS):
         raise DataError(f"needle_kinds={list(needle_kinds)}: use one or more of {', '.join(NEEDLE_KINDS)}")
+
+
+def _specs(seed: int, videos: int, eval_videos: int, duration: tuple[int, int], size: tuple[int, int],
+           needle_kinds: Sequence[str]) -> tuple[list[VideoSpec], list[VideoSpec]]:
+    """The training and the held-out videos' specs (disjoint rng streams)."""
+    lo, hi = duration
+    train = [make_spec(f"v{i:04d}", _rng(seed, _TRAIN, i), min_duration=lo, max_duration=hi, size=size,
+                       needle_kinds=tuple(needle_kinds)) for i in range(videos)]
+    evals = [make_spec(f"e{i:04d}", _rng(seed, _EVAL, i), min_duration=lo, max_duration=hi, size=size,
+                       needle_kinds=tuple(needle_kinds)) for i in range(eval_videos)]
+    return train, evals
+
+
+def _write_videos(out: Path, train: list[VideoSpec], evals: list[VideoSpec], gop: int, workers: int
+                  ) -> dict[str, str]:
+    """Encode every video (``workers`` processes); returns each video's path under ``out``."""
+    rel = {s.name: f"videos/{'train' if s.name[0] == 'v' else 'eval'}/{s.name}.mp4" for s in train + evals}
+    for sub in ("train", "eval"):
+        (out / "videos" / sub).mkdir(parents=True, exist_ok=True)
+    jobs = [(s, str(out / rel[s.name]), gop) for s in train + evals]
+    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(_write_video, jobs, chunksize=4))
+    return rel
+
+
+def _question_rows(train: list[VideoSpec], evals: list[VideoSpec], rel: dict[str, str], seed: int,
+                   seq_max_calls: int) -> tuple[list[Row], list[Row], list[Row]]:
+    """The SFT and RL rows of the training videos and the eval rows of the held-out ones."""
+    sft: list[Row] = []
+    rl: list[Row] = []
+    for i, spec in enumerate(train):
+        s_rows, r_rows = _train_rows(spec, rel[spec.name], seed, i, seq_max_calls)
+        sft.extend(s_rows)
+        rl.extend(r_rows)
+    ev: list[Row] = []
+    for i, spec in enumerate(evals):
+        for q in questions_for(spec.needle, _rng(seed, _QUESTIONS + 1, i)):
+            ev.append(_rl_row(spec, rel[spec.name], q, _extra(spec, q, spec.name, EVAL_NFRAMES, "eval")))
+    return sft, rl, ev
+
+
+def _params(seed: int, videos: int, eval_videos: int, size: tuple[int, int], duration_s: tuple[int, int],
+            gop: int, seq_max_calls: int, needle_kinds: Sequence[str]) -> dict[str, Any]:
+    """The manifest's parameters: the build's arguments and the generator's fixed choices."""
+    return {"seed": seed, "videos": videos, "eval_videos": eval_videos, "size": list(size),
+            "fps_choices": [1, 2], "duration_s": list(duration_s), "needle_len_s": [3, 8],
+            "scene_len_s": [20, 60], "max_window_s": oracle.MAX_WINDOW_S, "crop_fps": oracle.CROP_FPS,
+            "crop_max_frames": oracle.CROP_MAX_FRAMES, "gop": gop, "crf": 23,
+            "seq_max_calls": seq_max_calls, "eval_nframes": EVAL_NFRAMES, "overview_ns": list(OVERVIEW_NS),
+            "needle_kinds": list(needle_kinds)}
 
 
 def build(out_dir: str | Path, *, videos: int = 200, eval_videos: int = 40, seed: int = 0,
@@ -183,27 +199,10 @@ def build(out_dir: str | Path, *, videos: int = 200, eval_videos: int = 40, seed
     _check_args(videos, eval_videos, min_duration, max_duration, needle_kinds)
     out = Path(out_dir)
     t0 = time.perf_counter()
-    kw = dict(min_duration=min_duration, max_duration=max_duration, size=size, needle_kinds=tuple(needle_kinds))
-    train = [make_spec(f"v{i:04d}", _rng(seed, _TRAIN, i), **kw) for i in range(videos)]  # type: ignore[arg-type]
-    evals = [make_spec(f"e{i:04d}", _rng(seed, _EVAL, i), **kw) for i in range(eval_videos)]  # type: ignore[arg-type]
-    rel = {s.name: f"videos/{'train' if s.name[0] == 'v' else 'eval'}/{s.name}.mp4" for s in train + evals}
-    for sub in ("train", "eval"):
-        (out / "videos" / sub).mkdir(parents=True, exist_ok=True)
-    jobs = [(s, str(out / rel[s.name]), gop) for s in train + evals]
-    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(_write_video, jobs, chunksize=4))
+    train, evals = _specs(seed, videos, eval_videos, (min_duration, max_duration), size, needle_kinds)
+    rel = _write_videos(out, train, evals, gop, workers)
     t_video = time.perf_counter() - t0
-
-    sft: list[Row] = []
-    rl: list[Row] = []
-    for i, spec in enumerate(train):
-        s_rows, r_rows = _train_rows(spec, rel[spec.name], seed, i, seq_max_calls)
-        sft.extend(s_rows)
-        rl.extend(r_rows)
-    ev: list[Row] = []
-    for i, spec in enumerate(evals):
-        for q in questions_for(spec.needle, _rng(seed, _QUESTIONS + 1, i)):
-            ev.append(_rl_row(spec, rel[spec.name], q, _extra(spec, q, spec.name, EVAL_NFRAMES, "eval")))
+    sft, rl, ev = _question_rows(train, evals, rel, seed, seq_max_calls)
     write_rows(out / "sft.parquet", sft)
     write_rows(out / "rl.parquet", rl)
     write_rows(out / "eval.parquet", ev)
@@ -211,25 +210,10 @@ def build(out_dir: str | Path, *, videos: int = 200, eval_videos: int = 40, seed
     write_rows(out / "base.parquet", base_rows)
     write_rows(out / "base_eval.parquet", base_eval)
 
-    counts = {
-        "videos": {"train": len(train), "eval": len(evals)},
-        "sft": dict(sorted(Counter(f"{r.kind}/{r.mode}" for r in sft).items())),
-        "sft_total": len(sft), "rl": len(rl), "eval": len(ev),
-        "tasks": dict(sorted(Counter(r.extra_info.task for r in rl).items())),
-        "needle_kinds": dict(sorted(Counter(s.needle.kind for s in train).items())),
-        "base": dict(sorted(Counter(_base_kind(r.id) for r in base_rows).items())),
-        "parallel_calls": dict(sorted(Counter(
-            str(sum(m.text.count("<tool_call>") for m in r.messages if m.role == "assistant")) for r in sft
-            if r.kind == "main" and r.mode == "parallel").items())),
-    }
-    params = {"seed": seed, "videos": videos, "eval_videos": eval_videos, "size": list(size),
-              "fps_choices": [1, 2], "duration_s": [min_duration, max_duration], "needle_len_s": [3, 8],
-              "scene_len_s": [20, 60], "max_window_s": oracle.MAX_WINDOW_S, "crop_fps": oracle.CROP_FPS,
-              "crop_max_frames": oracle.CROP_MAX_FRAMES, "gop": gop, "crf": 23,
-              "seq_max_calls": seq_max_calls, "eval_nframes": EVAL_NFRAMES, "overview_ns": list(OVERVIEW_NS),
-              "needle_kinds": list(needle_kinds)}
-    needle = {"train_prompts": _needle_stats([r.extra_info for r in rl], [s for s in train for _ in range(3)]),
-              "eval_prompts": _needle_stats([r.extra_info for r in ev], [s for s in evals for _ in range(3)])}
+    counts = manifest_counts(train, evals, sft, rl, ev, base_rows)
+    params = _params(seed, videos, eval_videos, size, (min_duration, max_duration), gop, seq_max_calls,
+                     needle_kinds)
+    needle = needle_shares(train, evals, rl, ev)
     manifest = Manifest(str(out), counts, params, needle,
                         {"videos": round(t_video, 2), "total": round(time.perf_counter() - t0, 2)})
     (out / "manifest.json").write_text(manifest.to_json() + "\n")
