@@ -37,7 +37,8 @@ def test_tokenizer_keeps_protocol_numbers_and_phrases_short(loaded_policy) -> No
     n_call = len(tok(call, add_special_tokens=False)["input_ids"])
     n_bytes = len(call.encode())
     assert n_call < n_bytes / 2.5, (n_call, n_bytes)  # trained merges, not raw bytes
-    assert len(tok(" The answer is", add_special_tokens=False)["input_ids"]) <= 4
+    # a think's fixed sentence (paravt.data.synth.oracle.ASKS) is a few merged tokens, not 33 bytes
+    assert len(tok("The question asks for the colour.", add_special_tokens=False)["input_ids"]) <= 4
 
 
 def test_cli_builds_a_checkpoint_and_info_describes_it(tmp_path: Path) -> None:
