@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -13,30 +13,33 @@ from paravt.config import Flag, ToolServerConfig, dump, read_mapping, require_ke
 console = stderr_console()
 
 
+# The command's options, declared once here so that the command reads as its parameters.
+_Host = Annotated[str, typer.Option(help="Interface to bind (keep loopback unless the network is trusted).")]
+_Port = Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")]
+_Tools = Annotated[str, typer.Option(help="Comma-separated tool names, e.g. crop_video,frame_select,python.")]
+_VideoRoot = Annotated[Optional[list[str]], typer.Option("--video-root", help="Directory whose files may be served (repeatable; default: the working directory).")]
+_MaxConcurrency = Annotated[Optional[int], typer.Option(help="Batch requests served at once.")]
+_RequestTimeout = Annotated[Optional[float], typer.Option(help="Per-request timeout (504 after it).")]
+_IdleTtl = Annotated[Optional[float], typer.Option(help="Release a trajectory's python runtime after this idle time.")]
+_MaxRuntimes = Annotated[Optional[int], typer.Option(help="Live python runtimes (LRU eviction beyond).")]
+_MaxCalls = Annotated[Optional[int], typer.Option(help="Tool calls per batch request (413 beyond).")]
+_MaxBody = Annotated[Optional[int], typer.Option(help="Request body size (413 beyond).")]
+_WeakIsolation = Annotated[bool, typer.Option("--python-weak-isolation", help="Allow the python tool without bubblewrap (weak isolation).")]
+_ApiKeyFile = Annotated[Optional[Path], typer.Option("--api-key-file", help="File whose first line is the key every request must send as 'Authorization: Bearer KEY' (401 without it); required beyond loopback.")]
+_Config = Annotated[Optional[Path], typer.Option("--config", help="YAML of ToolServerConfig fields (--set, then flags, win).")]
+_Set = Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP + " Keys are ToolServerConfig fields.")]
+_ShowConfig = Annotated[bool, typer.Option("--show-config", help="Print the resolved ToolServerConfig as YAML and exit.")]
+
+
 def serve_tools(
-    host: str = typer.Option("127.0.0.1", help="Interface to bind (keep loopback unless the network is trusted)."),
-    port: int = typer.Option(8765, min=1, max=65535, help="TCP port."),
-    tools: str = typer.Option("crop_video", help="Comma-separated tool names, e.g. crop_video,frame_select,python."),
-    video_root: Optional[list[str]] = typer.Option(None, "--video-root", help="Directory whose files may be served (repeatable; default: the working directory)."),
-    max_concurrency: Optional[int] = typer.Option(None, help="Batch requests served at once."),
-    request_timeout_s: Optional[float] = typer.Option(None, help="Per-request timeout (504 after it)."),
-    idle_ttl_s: Optional[float] = typer.Option(None, help="Release a trajectory's python runtime after this idle time."),
-    max_runtimes: Optional[int] = typer.Option(None, help="Live python runtimes (LRU eviction beyond)."),
-    max_calls_per_request: Optional[int] = typer.Option(None, help="Tool calls per batch request (413 beyond)."),
-    max_body_bytes: Optional[int] = typer.Option(None, help="Request body size (413 beyond)."),
-    python_weak_isolation: bool = typer.Option(False, "--python-weak-isolation", help="Allow the python tool without bubblewrap (weak isolation)."),
-    api_key_file: Optional[Path] = typer.Option(None, "--api-key-file", help="File whose first line is the key every request must send as 'Authorization: Bearer KEY' (401 without it); required beyond loopback."),
-    config: Optional[Path] = typer.Option(None, "--config", help="YAML of ToolServerConfig fields (--set, then flags, win)."),
-    set_: Optional[list[str]] = typer.Option(None, "--set", help=SET_HELP + " Keys are ToolServerConfig fields."),
-    show_config: bool = typer.Option(False, "--show-config", help="Print the resolved ToolServerConfig as YAML and exit."),
+    host: _Host = "127.0.0.1", port: _Port = 8765, tools: _Tools = "crop_video", video_root: _VideoRoot = None,
+    max_concurrency: _MaxConcurrency = None, request_timeout_s: _RequestTimeout = None,
+    idle_ttl_s: _IdleTtl = None, max_runtimes: _MaxRuntimes = None, max_calls_per_request: _MaxCalls = None,
+    max_body_bytes: _MaxBody = None, python_weak_isolation: _WeakIsolation = False,
+    api_key_file: _ApiKeyFile = None, config: _Config = None, set_: _Set = None, show_config: _ShowConfig = False,
 ) -> None:
     """Serve tools over HTTP for RemoteToolSet (`rollout.tool_server_url`). Limits are ToolServerConfig
     fields (ranges checked there). Beyond loopback a key (--api-key-file) is required."""
-    import uvicorn
-
-    from paravt.tools.server.app import create_app
-    from paravt.tools.server.limits import uvicorn_config
-
     names = [n.strip() for n in tools.split(",") if n.strip()]
     flags = [Flag("--video-root", "video_roots", video_root or None),
              Flag("--max-concurrency", "max_concurrency", max_concurrency),
@@ -52,6 +55,16 @@ def serve_tools(
         typer.echo(dump(cfg), nl=False)
         return
     require_key_beyond_loopback(host, cfg.api_key_file, "--api-key-file", "paravt serve-tools")
+    _serve(names, cfg, host, port)
+
+
+def _serve(names: list[str], cfg: ToolServerConfig, host: str, port: int) -> None:
+    """Build the app for ``names`` and serve it until interrupted."""
+    import uvicorn
+
+    from paravt.tools.server.app import create_app
+    from paravt.tools.server.limits import uvicorn_config
+
     app = create_app(names, cfg)
     roots = ", ".join(app.state.video_roots)
     who = "key required" if cfg.api_key_file is not None else "no key (loopback only)"
