@@ -29,7 +29,7 @@ sequential steps.
 ``tokens_ratio``: text tokens (vision placeholders excluded: the same under any tokenizer) of the
 SAME rollouts' and SFT rows' text under the protocol tokenizer / the legacy ≈ 530-token one.
 ``sft_step_speedup`` / ``update_speedup``: batched vs per-sequence passes on the same batch
-(``paravt.rl.batch_bench``, from the batched-passes work; null when that module is absent).
+(``benchmarks/batch_bench.py``, from the batched-passes work; null when that module is absent).
 ``base_build_s_per_1k_rows``: the base's row build on the cached synth (``benchmarks/row_build.py``).
 
     .venv/bin/python benchmarks/limits.py [--quick] [--out runs/limits] [--replicas 1]
@@ -300,7 +300,7 @@ def eval_phase(rep: Report, cfg: Any, fl: _Flops, session: Any, rec: Recorder, n
 def passes(rep: Report, session: Any, sft_rows: list[Any], trajs: list[Any], repeats: int) -> None:
     """Batched vs per-sequence SFT step and GRPO update on the same batches (null when absent)."""
     try:
-        from paravt.rl.batch_bench import compare_passes, items_from_rows
+        from batch_bench import compare_passes, items_from_rows
     except ImportError:
         rep.out |= {"sft_step_speedup": None, "update_speedup": None}
         return

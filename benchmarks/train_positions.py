@@ -52,7 +52,7 @@ def measure(out: Path, steps: int) -> dict[str, Any]:
     from paravt.models.chat import ChatCodec
     from paravt.models.hf.loading import load_policy
     from paravt.rl import batch, rope
-    from paravt.rl.batch_bench import items_from_rows
+    from batch_bench import items_from_rows
     from paravt.rl.sft import SFTTrainer
     from paravt.rl.update import ppo_update
 

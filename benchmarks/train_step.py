@@ -19,7 +19,7 @@ turn (the tool path is timed by ``benchmarks/dispatch.py``); GPU behaviour (kern
 The first step includes cold video decoding; the summary averages the later steps. The last line
 printed is JSON.
 
-``--passes`` times the training passes instead, per-sequence vs batched (``paravt.rl.batch_bench``):
+``--passes`` times the training passes instead, per-sequence vs batched (``benchmarks/batch_bench.py``):
 an SFT step's forward + backward on ``--sft-rows`` rows of the repro's SFT data (ParaVT-Synth
 ``sft.parquet``: main and sub-agent traces with their videos, 64² frames) and a GRPO update on
 ``--update-rows`` of those sequences as rollouts (seeded advantages, KL to a reference copy,
@@ -186,7 +186,7 @@ def run_passes(args: argparse.Namespace) -> dict[str, Any]:
 
     from paravt.models.chat import ChatCodec
     from paravt.models.hf.loading import load_policy
-    from paravt.rl.batch_bench import compare_passes, items_from_rows
+    from batch_bench import compare_passes, items_from_rows
     from paravt.rl.sft import load_examples
 
     torch.set_num_threads(args.threads)
