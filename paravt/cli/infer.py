@@ -6,7 +6,7 @@ import asyncio
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Annotated, Optional, get_args
 
 import typer
 from rich.panel import Panel
@@ -18,6 +18,7 @@ from paravt.config import DispatchMode, Flag, load_for_model
 
 if TYPE_CHECKING:
     from paravt.agent import EpisodeResult
+    from paravt.config import TrainConfig
 
 console = stdout_console()
 
@@ -34,19 +35,25 @@ def _options(text: str | None) -> tuple[str, ...] | None:
     return tuple(p.strip() for p in parts if p.strip())
 
 
+# The command's options, declared once here so that the command reads as its parameters.
+_Model = Annotated[str, typer.Option("--model", help="HF checkpoint dir, or http(s) URL of an OpenAI-compatible server")]
+_Video = Annotated[Path, typer.Option("--video", exists=True, dir_okay=False)]
+_Question = Annotated[str, typer.Option("--question")]
+_Mode = Annotated[Optional[str], typer.Option("--mode", help=" | ".join(get_args(DispatchMode)) + " (default rollout.mode)")]
+_Options = Annotated[Optional[str], typer.Option("--options", help='"A) ... B) ..." or "opt1|opt2"')]
+_NFrames = Annotated[Optional[int], typer.Option("--nframes", help="Overview frame budget: sets video.overview_nframes")]
+_Temperature = Annotated[float, typer.Option("--temperature", min=0.0, help="0 = greedy")]
+_MaxNewTokens = Annotated[Optional[int], typer.Option("--max-new-tokens", help="Per main turn (default sampling.max_new_tokens)")]
+_Processor = Annotated[Optional[str], typer.Option("--processor", help="Processor dir (with a URL model)")]
+_Config = Annotated[Optional[Path], typer.Option("--config", help="YAML settings (default: the ones the checkpoint was trained with)")]
+_Set = Annotated[Optional[list[str]], typer.Option("--set", help=SET_HELP)]
+_Json = Annotated[bool, typer.Option("--json")]
+
+
 def infer(
-    model: str = typer.Option(..., "--model", help="HF checkpoint dir, or http(s) URL of an OpenAI-compatible server"),
-    video: Path = typer.Option(..., "--video", exists=True, dir_okay=False),
-    question: str = typer.Option(..., "--question"),
-    mode: str | None = typer.Option(None, "--mode", help=" | ".join(get_args(DispatchMode)) + " (default rollout.mode)"),
-    options: str | None = typer.Option(None, "--options", help='"A) ... B) ..." or "opt1|opt2"'),
-    nframes: int | None = typer.Option(None, "--nframes", help="Overview frame budget: sets video.overview_nframes"),
-    temperature: float = typer.Option(0.0, "--temperature", min=0.0, help="0 = greedy"),
-    max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="Per main turn (default sampling.max_new_tokens)"),
-    processor: str | None = typer.Option(None, "--processor", help="Processor dir (with a URL model)"),
-    config: Path | None = typer.Option(None, "--config", help="YAML settings (default: the ones the checkpoint was trained with)"),
-    set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
-    as_json: bool = typer.Option(False, "--json"),
+    model: _Model, video: _Video, question: _Question, mode: _Mode = None, options: _Options = None,
+    nframes: _NFrames = None, temperature: _Temperature = 0.0, max_new_tokens: _MaxNewTokens = None,
+    processor: _Processor = None, config: _Config = None, set_: _Set = None, as_json: _Json = False,
 ) -> None:
     """Run one episode and print its transcript. Settings: --config, else the checkpoint's own
     (paravt_config.yaml, written by training), else the defaults; flags override."""
@@ -58,22 +65,28 @@ def infer(
     note(f"settings: {source}")
     probe(video)  # a file that is not a video is refused here, before a model is loaded
     model_source(model)
-    from paravt.agent import EpisodeInput, EpisodeSettings, run_episode  # torch: once the inputs are good
-    from paravt.agent.backend import open_backend
-
-    settings = EpisodeSettings.from_config(cfg, temperature=temperature)
-    backend = open_backend(cfg.model, cfg.rollout, processor_dir=processor)
-    opts = _options(options)
-    inp = EpisodeInput("infer", str(video.resolve()), question, "mcq" if opts else "oe", "", opts,
-                       cfg.video.overview_nframes)
-    res = asyncio.run(run_episode(inp, generator=backend.generator, codec=backend.codec, settings=settings,
-                                  tools=backend.tools, episode_id="infer"))
+    res = _run_one(cfg, video, question, _options(options), temperature, processor)
     if as_json:
         typer.echo(json.dumps(episode_json(res), indent=1))
     else:
         render(res)
     if res.error:
         raise fail(f"the episode failed: {res.error}", code=1)
+
+
+def _run_one(cfg: TrainConfig, video: Path, question: str, opts: tuple[str, ...] | None, temperature: float,
+             processor: str | None) -> EpisodeResult:
+    """The one episode, on the backend the settings name (torch is imported only now that the
+    inputs are good)."""
+    from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
+    from paravt.agent.backend import open_backend
+
+    settings = EpisodeSettings.from_config(cfg, temperature=temperature)
+    backend = open_backend(cfg.model, cfg.rollout, processor_dir=processor)
+    inp = EpisodeInput("infer", str(video.resolve()), question, "mcq" if opts else "oe", "", opts,
+                       cfg.video.overview_nframes)
+    return asyncio.run(run_episode(inp, generator=backend.generator, codec=backend.codec, settings=settings,
+                                   tools=backend.tools, episode_id="infer"))
 
 
 def episode_json(res: "EpisodeResult") -> dict:
