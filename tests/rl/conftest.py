@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from paravt.models.hf.loading import LoadedPolicy, load_policy
+from vl_families import FAMILIES
 
 
 @pytest.fixture(scope="module")
 def policy(tiny_qwen3_dir: str) -> LoadedPolicy:
     return load_policy(tiny_qwen3_dir)
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family_policy(request: pytest.FixtureRequest, tiny_model_dir: Callable[..., str]) -> tuple[str, LoadedPolicy]:
+    """Each tiny Qwen-VL family in turn: (family, its xs policy)."""
+    return request.param, load_policy(tiny_model_dir(request.param, "xs"))

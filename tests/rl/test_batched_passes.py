@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 import torch
+from vl_families import SIZE_FACTOR
 
 from paravt.agent.trajectory import Trajectory, TrajectoryBuilder
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
-from paravt.models.hf.loading import LoadedPolicy, load_policy
+from paravt.models.hf.loading import LoadedPolicy
 from paravt.models.media import model_inputs, sampling_log_softmax
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl import batch
@@ -36,13 +37,6 @@ from paravt.video import Frames, sample_frames, write_video
 from paravt.video.draw import solid
 
 ATOL, RTOL = 1e-5, 1e-4
-FAMILIES = ("qwen2_5_vl", "qwen3_vl")
-SIZE_FACTOR = {"qwen2_5_vl": 28, "qwen3_vl": 32}
-
-
-@pytest.fixture(scope="module", params=FAMILIES)
-def family_policy(request: pytest.FixtureRequest, tiny_model_dir: Callable[..., str]) -> tuple[str, LoadedPolicy]:
-    return request.param, load_policy(tiny_model_dir(request.param, "xs"))
 
 
 @pytest.fixture(scope="module")

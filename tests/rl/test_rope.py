@@ -5,29 +5,22 @@ forward computing them again."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
+from vl_families import SIZE_FACTOR
 
 from paravt.agent.trajectory import Trajectory
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
-from paravt.models.hf.loading import LoadedPolicy, load_policy
+from paravt.models.hf.loading import LoadedPolicy
 from paravt.rl import batch, rope
 from paravt.rl.batch import micro_batches
 from paravt.rl.sft import build_sequence, sft_backward
 from paravt.video import sample_frames, write_video
 from paravt.video.draw import solid
 
-FAMILIES = ("qwen2_5_vl", "qwen3_vl")
-SIZE_FACTOR = {"qwen2_5_vl": 28, "qwen3_vl": 32}
-
-
-@pytest.fixture(scope="module", params=FAMILIES)
-def family_policy(request: pytest.FixtureRequest, tiny_model_dir: Callable[..., str]) -> tuple[str, LoadedPolicy]:
-    return request.param, load_policy(tiny_model_dir(request.param, "xs"))
 
 
 @pytest.fixture(scope="module")
