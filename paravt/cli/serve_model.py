@@ -7,8 +7,7 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-
-from typing import get_args
+from typing import Annotated, Optional, get_args
 
 import typer
 
@@ -27,18 +26,24 @@ def visible_gpus() -> int:
     return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
 
 
+# The command's options, declared once here so that the command reads as its parameters.
+_Model = Annotated[str, typer.Option("--model", help="Checkpoint directory (or a hub id in the local HF cache).")]
+_Port = Annotated[int, typer.Option("--port", min=1, max=65535)]
+_Host = Annotated[str, typer.Option("--host", help="Interface to bind (keep loopback unless the network is trusted).")]
+_Engine = Annotated[str, typer.Option("--engine", help=" | ".join(get_args(ServeEngine)))]
+_Gpus = Annotated[Optional[int], typer.Option("--gpus", min=0, help="Tensor-parallel GPUs; 0 = the CPU build (default: all that nvidia-smi lists).")]
+_Python = Annotated[Optional[str], typer.Option("--python", help="Interpreter that has the engine (default: this one, else .venv-vllm).")]
+_MaxModelLen = Annotated[Optional[int], typer.Option("--max-model-len", min=1, help="Context length (default rollout.max_context_tokens).")]
+_ServedName = Annotated[Optional[str], typer.Option("--served-model-name")]
+_ReadyTimeout = Annotated[float, typer.Option("--ready-timeout", min=0.001, help="Give up when /v1/models has not answered after this many seconds.")]
+_Config = Annotated[Optional[Path], typer.Option("--config", help="YAML: rollout limits decide the context and media limits.")]
+_ApiKeyFile = Annotated[Optional[Path], typer.Option("--api-key-file", help="File whose first line is the key clients must send as 'Authorization: Bearer KEY' (the engine's own --api-key; model.api_key_file on the client); required beyond loopback.")]
+
+
 def serve_model(
-    model: str = typer.Option(..., "--model", help="Checkpoint directory (or a hub id in the local HF cache)."),
-    port: int = typer.Option(8000, "--port", min=1, max=65535),
-    host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (keep loopback unless the network is trusted)."),
-    engine: str = typer.Option("vllm", "--engine", help=" | ".join(get_args(ServeEngine))),
-    gpus: int | None = typer.Option(None, "--gpus", min=0, help="Tensor-parallel GPUs; 0 = the CPU build (default: all that nvidia-smi lists)."),
-    python: str | None = typer.Option(None, "--python", help="Interpreter that has the engine (default: this one, else .venv-vllm)."),
-    max_model_len: int | None = typer.Option(None, "--max-model-len", min=1, help="Context length (default rollout.max_context_tokens)."),
-    served_model_name: str | None = typer.Option(None, "--served-model-name"),
-    ready_timeout_s: float = typer.Option(900.0, "--ready-timeout", min=0.001, help="Give up when /v1/models has not answered after this many seconds."),
-    config: Path | None = typer.Option(None, "--config", help="YAML: rollout limits decide the context and media limits."),
-    api_key_file: Path | None = typer.Option(None, "--api-key-file", help="File whose first line is the key clients must send as 'Authorization: Bearer KEY' (the engine's own --api-key; model.api_key_file on the client); required beyond loopback."),
+    model: _Model, port: _Port = 8000, host: _Host = "127.0.0.1", engine: _Engine = "vllm", gpus: _Gpus = None,
+    python: _Python = None, max_model_len: _MaxModelLen = None, served_model_name: _ServedName = None,
+    ready_timeout_s: _ReadyTimeout = 900.0, config: _Config = None, api_key_file: _ApiKeyFile = None,
 ) -> None:
     """Start an OpenAI-compatible server for --model; print the command, then a ready line."""
     from paravt import config as cfgmod
