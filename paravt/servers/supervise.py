@@ -98,16 +98,11 @@ def supervise(cmd: Sequence[str], env: Mapping[str, str], url: str, *, ready_tim
     previous = {s: signal.signal(s, _raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     t0 = time.monotonic()
     try:
-        model = None
-        while model is None:
-            if proc.poll() is not None:
-                return _failed(f"the server exited with code {proc.returncode} before answering", pump, last, err)
-            if time.monotonic() - t0 > ready_timeout_s:
+        model, why = _wait_ready(proc, url, api_key, ready_timeout_s)
+        if model is None:
+            if proc.poll() is None:
                 stop_tree(proc, grace_s)
-                return _failed(f"the server did not answer {url}/models within {ready_timeout_s:g} s", pump, last, err)
-            model = _answers(url, api_key)
-            if model is None:
-                time.sleep(0.5)
+            return _failed(why, pump, last, err)
         print(f"paravt serve-model: ready at {url} (model {model}) after {time.monotonic() - t0:.0f} s",
               file=out, flush=True)
         rc = proc.wait()
@@ -121,6 +116,21 @@ def supervise(cmd: Sequence[str], env: Mapping[str, str], url: str, *, ready_tim
             stop_tree(proc, grace_s)
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def _wait_ready(proc: subprocess.Popen, url: str, api_key: str | None, timeout_s: float) -> tuple[str | None, str]:
+    """Poll ``url``/models until it names the model: (the model, "") or (None, why not: the server
+    exited first, or ``timeout_s`` passed)."""
+    t0 = time.monotonic()
+    while True:
+        if proc.poll() is not None:
+            return None, f"the server exited with code {proc.returncode} before answering"
+        if time.monotonic() - t0 > timeout_s:
+            return None, f"the server did not answer {url}/models within {timeout_s:g} s"
+        model = _answers(url, api_key)
+        if model is not None:
+            return model, ""
+        time.sleep(0.5)
 
 
 def _raise_stop(signum: int, _frame: object) -> None:
