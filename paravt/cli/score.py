@@ -71,6 +71,15 @@ def score(
     overrides, judge_counts = asyncio.run(judge_where_given(
         _judge_items(rows), url=reward_cfg.judge_url, model=reward_cfg.judge_model,
         timeout_s=reward_cfg.judge_timeout_s))
+    records = _score_rows(rows, overrides, weights, err)
+    if summary:
+        err.print(_table({**aggregate(records), **judge_counts}))
+
+
+def _score_rows(rows: list[dict[str, Any] | str], overrides: list[float | None], weights: RewardWeights,
+                err: Console) -> list[RolloutRecord]:
+    """Score each parsed row (``overrides``: the judge's R_acc where it scored one) and print its
+    output line; a bad line prints its error line instead."""
     records: list[RolloutRecord] = []
     for n, (row, acc) in enumerate(zip(rows, overrides, strict=True), start=1):
         if isinstance(row, str):
@@ -86,8 +95,7 @@ def score(
             continue
         records.append(RolloutRecord(breakdown=b, task=row["task"]))
         typer.echo(json.dumps(output_line(b), ensure_ascii=False))
-    if summary:
-        err.print(_table({**aggregate(records), **judge_counts}))
+    return records
 
 
 def _line_error(err: Console, n: int, message: str) -> None:
