@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
+from enum import StrEnum
 
 import typer
 
@@ -13,12 +13,12 @@ app = typer.Typer(help="Build and inspect model checkpoints.", no_args_is_help=T
 console = stdout_console()
 
 
-class FamilyOpt(str, Enum):
+class FamilyOpt(StrEnum):
     qwen2_5_vl = "qwen2_5_vl"
     qwen3_vl = "qwen3_vl"
 
 
-class SizeOpt(str, Enum):
+class SizeOpt(StrEnum):
     xs = "xs"
     s = "s"
     m = "m"

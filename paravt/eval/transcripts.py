@@ -39,7 +39,7 @@ def timeline_figure(row: ResultRow) -> Figure:
     fig = Figure(figsize=(9.0, 0.5 + 0.28 * (len(lanes) + 1)), dpi=100)
     ax = fig.add_subplot(1, 1, 1)
     ax.barh(0, dur, left=0, height=0.6, color="0.85")
-    for y, (label, a, b, color, hatch) in enumerate(lanes, 1):
+    for y, (_, a, b, color, hatch) in enumerate(lanes, 1):
         ax.barh(y, max(b - a, dur / 400), left=a, height=0.6, color=color, alpha=0.8, hatch=hatch,
                 edgecolor="red" if hatch else color)
         ax.text(min(b, dur) + dur / 200, y, f"{a:.1f}–{b:.1f}s", va="center", fontsize=7)

@@ -101,7 +101,7 @@ def batch_inputs(processor: Any, seqs: Sequence[tuple[Sequence[int], Sequence[Fr
     attention = torch.zeros((len(seqs), width), dtype=torch.long)  # B×L
     all_videos = [v for _, vs, _ in seqs for v in vs]
     all_images = [im for _, _, ims in seqs for im in ims]
-    for row, (ids, vs, ims) in enumerate(seqs):
+    for row, (ids, _, _) in enumerate(seqs):
         if len(ids):
             cols = slice(width - len(ids), width) if padding_side == "left" else slice(0, len(ids))
             input_ids[row, cols] = torch.tensor(list(ids), dtype=torch.long)

@@ -52,7 +52,7 @@ def stop_tree(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
     """SIGTERM the server's process group and descendants; SIGKILL whatever is left after grace_s."""
     pids = [proc.pid, *_children(proc.pid)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for send in (lambda: os.killpg(proc.pid, sig), *(lambda p=p: os.kill(p, sig) for p in pids)):
+        for send in (lambda sig=sig: os.killpg(proc.pid, sig), *(lambda p=p, sig=sig: os.kill(p, sig) for p in pids)):
             try:
                 send()
             except (ProcessLookupError, PermissionError):

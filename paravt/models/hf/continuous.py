@@ -152,7 +152,7 @@ class ContinuousScheduler:
             try:
                 self._prefill(joins)
             except Exception:  # noqa: BLE001 - served by the batch path (row by row on failure)
-                for (req, fut, loop), out in zip(joins, self.engine.run_batch([p[0] for p in joins]), strict=True):
+                for (_, fut, loop), out in zip(joins, self.engine.run_batch([p[0] for p in joins]), strict=True):
                     _deliver(fut, loop, out)
 
     @torch.no_grad()
