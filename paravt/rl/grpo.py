@@ -46,7 +46,7 @@ from paravt.eval.rollouts import RolloutLog, sample_rows
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import require_rows, screen_data
 from paravt.rl.trainer import TrainerSettings
-from paravt.rl.update import TrainItem, ppo_update
+from paravt.rl.update import TrainItem, UpdateStats, ppo_update
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class GRPOTrainer:
 
     def run_step(self, step: int) -> StepOutput:
         """One step, with its episodes (tests and benchmarks read them)."""
-        cfg, rl = self.cfg, self.cfg.rl
+        rl = self.cfg.rl
         t0 = time.perf_counter()
         n_prompts = math.ceil(rl.oversample * rl.prompts_per_step)
         picks = self.cursor.take(len(self.prompts), n_prompts, rl.seed)
@@ -156,17 +156,9 @@ class GRPOTrainer:
         t2 = time.perf_counter()
         kept, drop_counts = self._filter(groups, [b.reward for b in rewards], results)
         items, episode_adv = self._items(results, rewards, groups, kept)
-        stats = ppo_update(
-            self.s.model, self.s.processor, self.s.optimizer, items, clip_eps=rl.clip_eps, kl_coef=rl.kl_coef,
-            kl_kind=rl.kl_estimator, max_grad_norm=rl.max_grad_norm, ref_model=self.s.ref_model,
-            ppo_epochs=rl.ppo_epochs, temperature=cfg.sampling.temperature, micro_batch_tokens=rl.micro_batch_tokens,
-        )
+        stats = self._update(items, step)
         t3 = time.perf_counter()
         records = [rollout_record(r, b) for r, b in zip(results, rewards, strict=True)]
-        if stats.logprob_mismatch > rl.logprob_mismatch_warn:
-            log.warning("step %d: mean |recomputed − sampling| logprob %.4f > %.4f: the trainer and the sampler "
-                        "disagree (dtype, attention kernel or a processing mismatch)", step,
-                        stats.logprob_mismatch, rl.logprob_mismatch_warn)
         metrics = {**aggregate(records), **stats.to_metrics(), **drop_counts, **judge_counts,
                    "groups/kept": float(len(kept)), "time/rollout": t1 - t0, "time/reward": t2 - t1,
                    "time/update": t3 - t2, "lr": self.s.optimizer.param_groups[0]["lr"],
@@ -176,6 +168,21 @@ class GRPOTrainer:
         samples = sample_rows(step + 1, results, rewards, group_of, episode_adv, n=rl.log_rollouts,
                               seed=step_seed(rl.seed, step))
         return StepOutput(metrics, results, samples)
+
+    def _update(self, items: list[TrainItem], step: int) -> UpdateStats:
+        """The policy update on the kept rollouts; warns when the recomputed logprobs drift from the
+        sampler's."""
+        cfg, rl = self.cfg, self.cfg.rl
+        stats = ppo_update(
+            self.s.model, self.s.processor, self.s.optimizer, items, clip_eps=rl.clip_eps, kl_coef=rl.kl_coef,
+            kl_kind=rl.kl_estimator, max_grad_norm=rl.max_grad_norm, ref_model=self.s.ref_model,
+            ppo_epochs=rl.ppo_epochs, temperature=cfg.sampling.temperature, micro_batch_tokens=rl.micro_batch_tokens,
+        )
+        if stats.logprob_mismatch > rl.logprob_mismatch_warn:
+            log.warning("step %d: mean |recomputed − sampling| logprob %.4f > %.4f: the trainer and the sampler "
+                        "disagree (dtype, attention kernel or a processing mismatch)", step,
+                        stats.logprob_mismatch, rl.logprob_mismatch_warn)
+        return stats
 
     def _expand(self, picks: list[tuple[int, int]]) -> tuple[list[EpisodeInput], dict[str, list[int]]]:
         """G copies of each picked prompt with its gated n; groups map a group key to indices."""
