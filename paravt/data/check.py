@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from paravt.data.schema import Message, Row, SFTRow, VideoPart
 from paravt.data.screen import RowError
 from paravt.protocol import tags as T
-from paravt.video.decode import frame_count
+from paravt.video.budget import frame_count
 
 MIN_FRAMES = 4
 MAX_FPS = 1.0

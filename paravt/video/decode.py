@@ -1,5 +1,7 @@
 """Probe videos and sample frames from a time window with PyAV, seeking to keyframes.
 
+How many frames, at which times and what size is ``paravt.video.budget`` (no decoding there).
+
 Sampling rule (``sample_frames``): n frames over the window [start, end] (seconds relative to the
 video's first frame) are aimed at the *centres* of n equal slots,
 
@@ -30,7 +32,6 @@ resize (``max_pixels`` applies to the displayed size).
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,81 +42,14 @@ import numpy as np
 
 from paravt.errors import VideoError
 from paravt.video import cache
+from paravt.video.budget import WINDOW_TOLERANCE_S, check_window, frame_count, smart_resize, target_times
 from paravt.video.probe import probe, quarter_turns
 from paravt.video.timeline import timeline_frames, to_rgb
-from paravt.video.types import Frames, VideoInfo
+from paravt.video.types import Frames
 
 #: Keyframe interval assumed until two are seen in one decode (x264's default 250 frames @ 25 fps).
 DEFAULT_GOP_S = 10.0
-#: Slack when checking a window against the duration (container durations are rounded).
-WINDOW_TOLERANCE_S = 1e-3
 
-
-def smart_resize(h: int, w: int, *, max_pixels: int, factor: int) -> tuple[int, int]:
-    """Qwen-VL's resize rule: round h and w to multiples of ``factor``; if that exceeds
-    ``max_pixels``, scale both down by the same ratio and floor to multiples of ``factor``.
-    Never below one factor per side (so the result exceeds a ``max_pixels`` < factor²).
-
-    Example: 360×640, factor 32, max 224·224 = 50176 → rounding gives 352×640 = 225280 > max,
-    ratio √(230400/50176) = 2.143, 168/32 → 5·32 = 160, 298.7/32 → 9·32 = 288: (160, 288).
-    """
-    if h <= 0 or w <= 0 or factor <= 0 or max_pixels <= 0:
-        raise VideoError(
-            f"smart_resize(h={h}, w={w}, max_pixels={max_pixels}, factor={factor}): "
-            "all must be positive"
-        )
-    hb = max(factor, round(h / factor) * factor)
-    wb = max(factor, round(w / factor) * factor)
-    if hb * wb > max_pixels:
-        beta = math.sqrt(h * w / max_pixels)
-        hb = max(factor, math.floor(h / beta / factor) * factor)
-        wb = max(factor, math.floor(w / beta / factor) * factor)
-    return hb, wb
-
-
-def target_times(start: float, end: float, n: int) -> tuple[float, ...]:
-    """Centres of n equal slots of [start, end]: start + (i + 0.5)(end − start)/n."""
-    step = (end - start) / n
-    return tuple(start + (i + 0.5) * step for i in range(n))
-
-
-def frame_count(
-    start: float, end: float, *, nframes: int | None, fps: float | None, max_frames: int | None
-) -> int:
-    """How many frames to sample: ``nframes`` if given, else max(1, round((end − start)·fps));
-    either is then capped by ``max_frames``.
-
-    The ONE rounding rule of a frame count taken from a rate (crop windows, frame_select, the
-    benchmark overview through `overview_count`): Python's ``round``, the nearest integer, an exact
-    half going to the even neighbour (2.5 s at 1 fps → 2, 3.5 s → 4), and never fewer than one."""
-    if nframes is not None:
-        if nframes <= 0:
-            raise VideoError(f"nframes={nframes} must be ≥ 1; ask for at least one frame")
-        n = nframes
-    elif fps is not None:
-        if not fps > 0:
-            raise VideoError(f"fps={fps} must be > 0; pass a positive sampling rate or nframes")
-        n = max(1, round((end - start) * fps))
-    else:
-        raise VideoError("neither nframes nor fps given; pass nframes=N or fps=F")
-    if max_frames is not None:
-        if max_frames <= 0:
-            raise VideoError(f"max_frames={max_frames} must be ≥ 1 (or None for no cap)")
-        n = min(n, max_frames)
-    return n
-
-
-def check_window(info: VideoInfo, start: float, end: float) -> None:
-    """`VideoError` unless 0 ≤ start < end ≤ duration (within `WINDOW_TOLERANCE_S`)."""
-    if not (math.isfinite(start) and math.isfinite(end)):
-        raise VideoError(f"window [{start}, {end}] is not finite; pass numbers of seconds")
-    if start >= end:
-        raise VideoError(f"window [{start}, {end}] has start ≥ end; pass start < end (seconds)")
-    if start < -WINDOW_TOLERANCE_S or end > info.duration + WINDOW_TOLERANCE_S:
-        raise VideoError(
-            f"window [{start}, {end}] s is outside the video {info.path!r}, which spans "
-            f"[0, {info.duration:.3f}] s; clamp the window to the video first"
-        )
 
 
 @dataclass
@@ -352,18 +286,6 @@ def sample_frames(
     return frames_at(
         path, target_times(start, end, n), max_pixels=max_pixels, size_factor=size_factor, whole=whole
     )
-
-
-def overview_count(budget: int, duration: float, fps: float | None = None) -> int:
-    """How many overview frames a video of ``duration`` seconds gets at ``budget``
-    (``video.overview_nframes``, or a gated budget): the budget itself without ``fps``; with it,
-    the frames at ``fps`` when fewer (`frame_count`'s rounding, at least one). A budget of 0 is
-    the on-demand context (metadata only) and stays 0."""
-    if budget < 0:
-        raise VideoError(f"overview budget {budget} must be ≥ 0 (0 = metadata only)")
-    if budget == 0 or fps is None:
-        return budget
-    return frame_count(0.0, max(0.0, float(duration)), nframes=None, fps=fps, max_frames=budget)
 
 
 def sample_overview(

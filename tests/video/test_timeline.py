@@ -11,7 +11,7 @@ import pytest
 
 from paravt.video import cache, clear_cache, decode_stats, draw, frames_at, probe, sample_frames, write_video
 from paravt.video import timeline as tl_mod
-from paravt.video.decode import target_times
+from paravt.video.budget import target_times
 
 
 @pytest.fixture(autouse=True)

@@ -44,7 +44,7 @@ from paravt.protocol.tags import (
     render_tool_turn,
     with_media_marker,
 )
-from paravt.video.decode import frame_count, smart_resize
+from paravt.video.budget import frame_count, smart_resize
 from paravt.video.types import Frames
 
 MAX_WINDOW_S = 40.0

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from paravt.video import draw
-from paravt.video.decode import target_times
+from paravt.video.budget import target_times
 
 _TICKS = 90_000  # paravt.video.writer.TIME_BASE = 1/90000 s
 
