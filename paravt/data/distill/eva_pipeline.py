@@ -56,15 +56,7 @@ class EvaSettings:
 
 async def distill_eva(job: RowJob, teacher: TeacherClient, s: EvaSettings, tally: RowCounters, bank: ExperienceBank,
                       reflector: TeacherClient | None = None) -> Outcome:
-    e = job.extra
-    system = prompts.system_prompt("eva", (FRAME_SELECT_SPEC,))
-    user = prompts.user_prompt(e.question, e.options, duration=job.info.duration, nframes=0, fps=job.info.fps,
-                               size=(job.info.width, job.info.height))
-    examples = bank.top_k(e.question, s.top_k)
-    guide = system + ("\n\nSuccessful searches on similar questions:\n\n" + "\n\n".join(x.as_example() for x in examples)
-                      if examples else "")
-    stored: list[Message] = [Message("system", system), Message("user", user)]
-    api: list[ChatMsg] = [{"role": "system", "content": guide}, {"role": "user", "content": user}]
+    stored, api = _opening(job, s, bank)
     tools = LocalToolSet([FrameSelect()])
     ctx = tool_context(job, crop_max_frames=16, crop_fps=1.0, crop_max_pixels=224 * 224, size_factor=s.size_factor)
     history: list[FrameCall] = []
@@ -78,12 +70,9 @@ async def distill_eva(job: RowJob, teacher: TeacherClient, s: EvaSettings, tally
             return _answered(job, turn, stored, history, plan, s, bank)
         if len(turn.calls) > 1:
             tally.repairs["extra_calls"] += 1
-        proposal = _proposal(turn.calls[0])
-        if proposal is None:
-            return Outcome(reason="unrepairable", detail=f"frame_select arguments {dict(turn.calls[0].arguments)}")
-        why = window_reason(proposal.start, proposal.end, job.info.duration)
-        if why is not None:
-            return Outcome(reason=why, detail=f"window {proposal.start:g}-{proposal.end:g} s")
+        proposal = _checked_proposal(turn, job)
+        if isinstance(proposal, Outcome):
+            return proposal
         refl = await _reflect(proposal, history, job.info.duration, turn.think, reflector, tally,
                               max_resize_for(job.info.width, job.info.height, ctx.budget.per_call_pixels))
         tally.reflector.update(refl.fired or ("no_change",))
@@ -99,6 +88,33 @@ async def distill_eva(job: RowJob, teacher: TeacherClient, s: EvaSettings, tally
         api += [{"role": "assistant", "content": turn.render()}, observation_message(line, obs.frames)]
         history.append(refl.call)
     return Outcome(reason="max_turns", detail=f"no answer after {s.max_turns} rounds")
+
+
+def _opening(job: RowJob, s: EvaSettings, bank: ExperienceBank) -> tuple[list[Message], list[ChatMsg]]:
+    """The stored row's system and user messages, and the teacher's: its system prompt also shows
+    the ``top_k`` banked searches on similar questions."""
+    e = job.extra
+    system = prompts.system_prompt("eva", (FRAME_SELECT_SPEC,))
+    user = prompts.user_prompt(e.question, e.options, duration=job.info.duration, nframes=0, fps=job.info.fps,
+                               size=(job.info.width, job.info.height))
+    examples = bank.top_k(e.question, s.top_k)
+    guide = system + ("\n\nSuccessful searches on similar questions:\n\n" + "\n\n".join(x.as_example() for x in examples)
+                      if examples else "")
+    stored: list[Message] = [Message("system", system), Message("user", user)]
+    api: list[ChatMsg] = [{"role": "system", "content": guide}, {"role": "user", "content": user}]
+    return stored, api
+
+
+def _checked_proposal(turn: RepairedTurn, job: RowJob) -> FrameCall | Outcome:
+    """The turn's first frame_select as a call, or why the row is dropped (unreadable arguments,
+    a window outside the video)."""
+    proposal = _proposal(turn.calls[0])
+    if proposal is None:
+        return Outcome(reason="unrepairable", detail=f"frame_select arguments {dict(turn.calls[0].arguments)}")
+    why = window_reason(proposal.start, proposal.end, job.info.duration)
+    if why is not None:
+        return Outcome(reason=why, detail=f"window {proposal.start:g}-{proposal.end:g} s")
+    return proposal
 
 
 def _answered(job: RowJob, turn: RepairedTurn, stored: list[Message], history: list[FrameCall], plan: str,
