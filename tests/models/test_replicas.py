@@ -21,8 +21,9 @@ from paravt.errors import ModelError
 from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParams
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import LoadedPolicy, load_policy
-from paravt.models.hf import replicas as replicas_module
-from paravt.models.hf.replicas import ReplicaGenerator, _Replica, hf_generator
+from paravt.models.hf import replica_handle
+from paravt.models.hf.replica_handle import Replica
+from paravt.models.hf.replicas import ReplicaGenerator, hf_generator
 from paravt.video.types import Frames
 
 
@@ -204,8 +205,8 @@ class _FakeProc:
         return not self.killed
 
 
-class _FakeReplica(_Replica):
-    """A `_Replica` whose workers are `_FakeProc`s on a real pipe (the test holds the other end);
+class _FakeReplica(Replica):
+    """A `Replica` whose workers are `_FakeProc`s on a real pipe (the test holds the other end);
     ``reply_after_s``: how long the round trip takes before it returns its (good) outputs."""
 
     def __init__(self, timeout_s: float, reply_after_s: float) -> None:
@@ -245,7 +246,7 @@ def test_a_batch_queued_for_a_restarting_worker_is_handed_back_at_once(monkeypat
     """After a restart, a batch queued for the worker used to wait for its "ready" up to
     _START_TIMEOUT_S (300 s), outside replica_timeout_s; now its rows come back lost at once (this
     process serves them), the worker serves once it is ready, and one that never starts is dropped."""
-    monkeypatch.setattr(replicas_module, "_START_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(replica_handle, "_START_TIMEOUT_S", 2.0)
     rep = _FakeReplica(timeout_s=60.0, reply_after_s=0.0)  # restarted: no "ready" yet
     t0 = time.monotonic()
     outs = rep.call([_fake_request(), _fake_request()])
@@ -267,6 +268,6 @@ def test_the_replica_timeout_default_is_the_configs() -> None:
     from paravt.config import ModelConfig
 
     want = ModelConfig().replica_timeout_s
-    params = [(hf_generator, "replica_timeout_s"), (ReplicaGenerator, "timeout_s"), (_Replica, "timeout_s")]
+    params = [(hf_generator, "replica_timeout_s"), (ReplicaGenerator, "timeout_s"), (Replica, "timeout_s")]
     assert {f.__qualname__: inspect.signature(f).parameters[p].default for f, p in params} == \
         {f.__qualname__: want for f, _ in params}
