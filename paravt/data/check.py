@@ -188,6 +188,42 @@ def _check_parts(row: SFTRow | Row, out: list[Violation]) -> None:
                                                        f"{p.nframes / length:.2f} fps > {MAX_FPS}"))
 
 
+def _check_turn(row: Row, i: int, last: bool, k_max: int, seen: set, out: list[Violation]) -> None:
+    """Assistant turn ``i`` of a main trace: one think block, then either tool calls (within the
+    mode's limit, valid windows, answered by the next tool message) or the final answer."""
+    msgs = row.messages
+    text = msgs[i].text
+    m = _TURN_RE.match(text)
+    if m is None:
+        out.append(Violation(row.id, "tags", f"turn {i} does not start '<think>\\n…\\n</think>\\n': {text[:50]!r}"))
+        return
+    rest = m.group("rest")
+    if T.THINK_OPEN in rest or T.THINK_CLOSE in rest:
+        out.append(Violation(row.id, "tags", f"turn {i} has a second think block"))
+    tools = ("crop_video", "frame_select") if row.mode == "sequential" else ("crop_video",)
+    calls = _strict_calls(rest, row.id, out, tools)
+    answer = _ANSWER_RE.fullmatch(rest.strip())
+    if calls and T.ANSWER_OPEN in rest:
+        out.append(Violation(row.id, "tags", f"turn {i} both calls tools and answers"))
+    elif calls:
+        stripped = _CALL_RE.sub("", rest).strip()
+        if stripped:
+            out.append(Violation(row.id, "tags", f"turn {i} has text outside its calls: {stripped[:40]!r}"))
+        limit = 1 if row.mode == "sequential" else k_max
+        if len(calls) > limit:
+            out.append(Violation(row.id, "tags", f"turn {i} makes {len(calls)} calls > {limit} ({row.mode})"))
+        if last:
+            out.append(Violation(row.id, "tags", "the last assistant turn calls tools instead of answering"))
+        _check_windows(calls, row.extra_info.duration, row.id, seen, out)
+        _check_tool_message(msgs[i + 1] if i + 1 < len(msgs) else None, calls, row.id, out)
+    elif answer is None:
+        out.append(Violation(row.id, "tags", f"turn {i} is neither calls nor one <answer>…</answer>"))
+    elif not last:
+        out.append(Violation(row.id, "tags", f"turn {i} answers but the trace goes on"))
+    elif answer.group(1).strip() != row.extra_info.answer.strip():
+        out.append(Violation(row.id, "answer", f"answer {answer.group(1)!r} != ground truth {row.extra_info.answer!r}"))
+
+
 def check_row(row: Row, *, k_max: int = 8) -> list[Violation]:
     """Every violation of one row (empty = the row passes)."""
     out: list[Violation] = []
@@ -200,37 +236,7 @@ def check_row(row: Row, *, k_max: int = 8) -> list[Violation]:
     if not assistant:
         return [*out, Violation(row.id, "tags", "main trace has no assistant message")]
     for i in assistant:
-        text = msgs[i].text
-        last = i == assistant[-1]
-        m = _TURN_RE.match(text)
-        if m is None:
-            out.append(Violation(row.id, "tags", f"turn {i} does not start '<think>\\n…\\n</think>\\n': {text[:50]!r}"))
-            continue
-        rest = m.group("rest")
-        if T.THINK_OPEN in rest or T.THINK_CLOSE in rest:
-            out.append(Violation(row.id, "tags", f"turn {i} has a second think block"))
-        tools = ("crop_video", "frame_select") if row.mode == "sequential" else ("crop_video",)
-        calls = _strict_calls(rest, row.id, out, tools)
-        answer = _ANSWER_RE.fullmatch(rest.strip())
-        if calls and T.ANSWER_OPEN in rest:
-            out.append(Violation(row.id, "tags", f"turn {i} both calls tools and answers"))
-        elif calls:
-            stripped = _CALL_RE.sub("", rest).strip()
-            if stripped:
-                out.append(Violation(row.id, "tags", f"turn {i} has text outside its calls: {stripped[:40]!r}"))
-            limit = 1 if row.mode == "sequential" else k_max
-            if len(calls) > limit:
-                out.append(Violation(row.id, "tags", f"turn {i} makes {len(calls)} calls > {limit} ({row.mode})"))
-            if last:
-                out.append(Violation(row.id, "tags", "the last assistant turn calls tools instead of answering"))
-            _check_windows(calls, row.extra_info.duration, row.id, seen, out)
-            _check_tool_message(msgs[i + 1] if i + 1 < len(msgs) else None, calls, row.id, out)
-        elif answer is None:
-            out.append(Violation(row.id, "tags", f"turn {i} is neither calls nor one <answer>…</answer>"))
-        elif not last:
-            out.append(Violation(row.id, "tags", f"turn {i} answers but the trace goes on"))
-        elif answer.group(1).strip() != row.extra_info.answer.strip():
-            out.append(Violation(row.id, "answer", f"answer {answer.group(1)!r} != ground truth {row.extra_info.answer!r}"))
+        _check_turn(row, i, i == assistant[-1], k_max, seen, out)
     return out
 
 
