@@ -189,6 +189,21 @@ def _bar(enabled: bool, total: int) -> tuple[Any, Any] | None:
     return p, p.add_task("rows", total=total)
 
 
+def _teacher_usage(recs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The teacher's refusals, errors, requests, retries and tokens over every attempt (a retried
+    row's failed run spent tokens too)."""
+    def sum_(key: str) -> int:
+        return sum(int(r.get(key, 0)) for r in recs)
+
+    return {
+        "refusals": {k: sum(r["refusals"].get(k, 0) for r in recs) for k in ("primary", "fallback")},
+        "teacher_errors": {k: sum(r["errors"].get(k, 0) for r in recs) for k in ("primary", "fallback")},
+        "requests": sum_("requests"), "retries": sum_("retries"),
+        "tokens": {"prompt": sum_("prompt_tokens"), "completion": sum_("completion_tokens"),
+                   "total": sum_("prompt_tokens") + sum_("completion_tokens")},
+    }
+
+
 def finalize(out: Path, *, requested: int, skipped: int, wall_s: float, pipeline: str,
              data_errors: dict[str, Any] | None = None) -> dict[str, Any]:
     """Rebuild ``sft.parquet`` and ``report.json`` from the progress file (latest record per id)."""
@@ -198,10 +213,6 @@ def finalize(out: Path, *, requested: int, skipped: int, wall_s: float, pipeline
             for d in r["rows"]]
     write_rows(out / SFT, rows)
     ended = list(latest.values())
-
-    def sum_(key: str) -> int:  # over every attempt (a retried row's failed run spent tokens too)
-        return sum(int(r.get(key, 0)) for r in recs)
-
     repairs: Counter = Counter()
     reflector: Counter = Counter()
     for r in ended:
@@ -216,11 +227,7 @@ def finalize(out: Path, *, requested: int, skipped: int, wall_s: float, pipeline
         "fallback_used": sum(bool(r["fallback_used"]) for r in ended),
         "repaired": sum(bool(r.get("repairs")) for r in ended if r["status"] == "accepted"),
         "repairs": dict(sorted(repairs.items())), "reflector": dict(sorted(reflector.items())),
-        "refusals": {k: sum(r["refusals"].get(k, 0) for r in recs) for k in ("primary", "fallback")},
-        "teacher_errors": {k: sum(r["errors"].get(k, 0) for r in recs) for k in ("primary", "fallback")},
-        "requests": sum_("requests"), "retries": sum_("retries"),
-        "tokens": {"prompt": sum_("prompt_tokens"), "completion": sum_("completion_tokens"),
-                   "total": sum_("prompt_tokens") + sum_("completion_tokens")},
+        **_teacher_usage(recs),
         "merges": sum(r.get("merges", 0) for r in ended if r["status"] == "accepted"),
         "rows_written": dict(Counter(f"{x.kind}/{x.mode}" for x in rows)),
         "seconds_per_row": round(sum(seconds) / len(seconds), 3) if seconds else 0.0,
