@@ -245,16 +245,15 @@ def _diagnosis(out: Path, v: Variant, needles: dict[str, tuple[float, float]]) -
     return diagnose(rows, needles)
 
 
-def _task_check(out: Path, eval_rows: dict[str, list[dict[str, Any]]], diagnoses: dict[str, Any],
-                limit: int | None) -> dict[str, Any]:
+def _task_check(out: Path, eval_rows: dict[str, list[dict[str, Any]]], limit: int | None) -> dict[str, Any]:
     """Deliverable 7 on this run (``repro.task_check``): the task's needle property and the
-    reference checkpoint's direct-vs-tool accuracy and sub-agent recall."""
+    reference checkpoint's direct-vs-tool accuracy."""
     from paravt.data.episodes import load_episode_inputs
     from paravt.repro.task_check import chance_score, check_task
 
     manifest = json.loads((out / "synth" / "manifest.json").read_text())
     chance = chance_score([s.options for s in load_episode_inputs(out / "synth" / "eval.parquet", limit=limit)])
-    return check_task(manifest["needle"]["eval_prompts"], chance, eval_rows, diagnoses)
+    return check_task(manifest["needle"]["eval_prompts"], chance, eval_rows)
 
 
 def _stage_checks(strong: dict[str, Any], chosen_metrics: dict[str, float]) -> dict[str, Any]:
@@ -316,7 +315,7 @@ def _run_repro(out: Path, *, preset: str, seeds: int, variants: str | None, eval
                 rows += eval_variant(out, cfg, p, v, s, model, eval_limit)
         summaries[v.name], eval_rows[v.name] = variant_summary(per_seed, rows), rows
         summaries[v.name]["diagnosis"] = _diagnosis(out, v, needles)
-    task = _task_check(out, eval_rows, {k: v["diagnosis"] for k, v in summaries.items()}, eval_limit)
+    task = _task_check(out, eval_rows, eval_limit)
     strong = selections.get("strong") or next(iter(selections.values()))
     chosen_metrics = next(c["metrics"] for c in strong["candidates"] if c["path"] == strong["chosen_path"])
     task.update(_stage_checks(strong, chosen_metrics))

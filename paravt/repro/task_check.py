@@ -54,10 +54,10 @@ def _none_at(rows: Sequence[Mapping[str, Any]], n: int) -> dict[str, Any] | None
     return bootstrap_interval(list(q.values())).to_dict() if q else None
 
 
-def check_task(needle: Mapping[str, Any], chance: float, eval_rows: Mapping[str, Sequence[Mapping[str, Any]]],
-               diagnoses: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def check_task(needle: Mapping[str, Any], chance: float,
+               eval_rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
     """``needle``: the synth manifest's ``needle["eval_prompts"]``; ``chance``: the eval set's mean
-    chance score; ``eval_rows``/``diagnoses``: per variant, as `paravt repro` collects them."""
+    chance score; ``eval_rows``: per variant, as `paravt repro` collects them."""
     shows = {n: (None if v.get("tool_necessary_share") is None else round(1.0 - v["tool_necessary_share"], 4))
              for n, v in sorted(needle.items(), key=lambda kv: int(kv[0]))}
     out: dict[str, Any] = {"overview_shows_needle": {

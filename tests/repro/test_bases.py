@@ -31,7 +31,7 @@ def test_every_cached_piece_is_keyed_by_what_it_depends_on(tmp_path: Path) -> No
 
 @pytest.mark.timeout(60)
 def test_a_second_run_waits_for_the_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+                                            caplog: pytest.LogCaptureFixture) -> None:
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; from paravt import runlock\n"
         f"with runlock.hold({str(tmp_path)!r}, 'builder'):\n"
@@ -41,10 +41,12 @@ def test_a_second_run_waits_for_the_builder(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(bases, "WAIT_S", 0.2)
     monkeypatch.setattr(bases, "_ensure_base", lambda *a: calls.append(time.monotonic()) or (tmp_path, {}))
     t0 = time.monotonic()
-    assert bases.ensure_base(tmp_path, None, SETTINGS, "strong") == (tmp_path, {})  # type: ignore[arg-type]
+    from paravt.config import TrainConfig
+
+    assert bases.ensure_base(tmp_path, TrainConfig(), SETTINGS, "strong") == (tmp_path, {})
     holder.wait(timeout=30)
     assert len(calls) == 1 and calls[0] - t0 > 1.5  # built only after the holder let go
-    assert "waiting for the base" in capsys.readouterr().err
+    assert "waiting for the run holding" in caplog.text  # said once, naming the lock (runlock.acquire_waiting)
     assert not list(tmp_path.glob(".paravt.lock*"))  # released
 
 
