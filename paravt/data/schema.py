@@ -1,4 +1,5 @@
-"""The dataset schema: one parquet layout for SFT traces, sub-agent rows and RL/eval prompts.
+"""The dataset schema: one parquet layout for SFT traces, sub-agent rows and RL/eval prompts (the
+typed rows themselves are `paravt.data.rows`, re-exported here).
 
 Columns (every file we write has exactly these, in this order):
 
@@ -32,26 +33,36 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paravt.config import GatingConfig, TaskType, VideoConfig
 from paravt.errors import DataError
+# the row types, re-exported (``X as X``): callers import them from this module
+from paravt.data.rows import (
+    KINDS as KINDS,
+    MODES as MODES,
+    OVERVIEW_NS as OVERVIEW_NS,
+    ROLES as ROLES,
+    TASKS as TASKS,
+    ExtraInfo as ExtraInfo,
+    Kind as Kind,
+    Message as Message,
+    Mode as Mode,
+    Part as Part,
+    RLRow as RLRow,
+    Role as Role,
+    Row as Row,
+    RowDataError as RowDataError,
+    SFTRow as SFTRow,
+    Task as Task,
+    TextPart as TextPart,
+    VideoPart as VideoPart,
+)
 
-Task = TaskType
-Kind = Literal["main", "sub", "rl"]
-Mode = Literal["parallel", "sequential", "none", "sub"]
-Role = Literal["system", "user", "assistant", "tool"]
-
-TASKS: tuple[str, ...] = get_args(TaskType)
-KINDS: tuple[str, ...] = ("main", "sub", "rl")
-MODES: tuple[str, ...] = ("parallel", "sequential", "none", "sub")
-ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
-OVERVIEW_NS: tuple[int, ...] = tuple(GatingConfig().choices)  # nFrames Gating's budgets (config)
 
 SCHEMA = pa.schema(
     [
@@ -63,103 +74,6 @@ SCHEMA = pa.schema(
         ("extra_info", pa.string()),
     ]
 )
-
-
-@dataclass(frozen=True)
-class TextPart:
-    text: str
-
-
-@dataclass(frozen=True)
-class VideoPart:
-    """A window of a video and how many frames to sample from it (decoded at use time)."""
-
-    video: str  # path relative to the data root
-    video_start: float
-    video_end: float
-    nframes: int
-
-
-Part = TextPart | VideoPart
-
-
-@dataclass(frozen=True)
-class Message:
-    role: Role
-    content: str | tuple[Part, ...]
-    #: Tool messages only, optional: a text summary of the frames the content shows (used by
-    #: `paravt data convert` to turn a sequential observation into a parallel result line).
-    summary: str | None = None
-
-    @property
-    def text(self) -> str:
-        """The content as text, video parts shown as `<video>` markers (for checks and stats)."""
-        if isinstance(self.content, str):
-            return self.content
-        return "".join(p.text if isinstance(p, TextPart) else "<video>" for p in self.content)
-
-
-@dataclass(frozen=True)
-class ExtraInfo:
-    """Ground truth and provenance of a row. Needle fields are set for ParaVT-Synth only."""
-
-    id: str
-    task: Task
-    question: str
-    answer: str
-    duration: float
-    options: tuple[str, ...] | None = None
-    nframes: int = VideoConfig.model_fields["overview_nframes"].default  # this row's overview budget (its trace's)
-    subset: str = ""
-    split: str = "train"
-    needle_start: float | None = None
-    needle_end: float | None = None
-    needle_kind: str | None = None
-    tool_necessary_at_n: Mapping[int, bool] | None = None
-    source: str = "paravt"
-
-    @property
-    def tool_necessary(self) -> bool | None:
-        """Whether the overview at this row's n misses the needle (None when unknown)."""
-        if self.tool_necessary_at_n is None:
-            return None
-        return self.tool_necessary_at_n.get(self.nframes)
-
-
-@dataclass(frozen=True)
-class SFTRow:
-    """A supervised trace: the whole conversation, assistant turns included."""
-
-    id: str
-    kind: Literal["main", "sub"]
-    mode: Mode
-    messages: tuple[Message, ...]
-    videos: tuple[str, ...]
-    extra_info: ExtraInfo
-
-
-@dataclass(frozen=True)
-class RLRow:
-    """An RL / eval prompt: system + user messages, ground truth in `extra_info`."""
-
-    id: str
-    messages: tuple[Message, ...]
-    videos: tuple[str, ...]
-    extra_info: ExtraInfo
-    mode: Mode = "parallel"
-    kind: Literal["rl"] = field(default="rl", init=False)
-
-
-Row = SFTRow | RLRow
-
-
-class RowDataError(DataError):
-    """One row breaks a rule of the schema; ``cause`` names the rule (`paravt.data.screen` counts
-    and lists error rows by it: ``malformed``, ``answer``, ``empty_messages``)."""
-
-    def __init__(self, message: str, cause: str = "malformed") -> None:
-        super().__init__(message)
-        self.cause = cause
 
 
 #: Column → (accepted arrow types, what it must hold); ``mode`` and ``videos`` may be all-null.
