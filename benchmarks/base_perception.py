@@ -2,9 +2,12 @@
 rows (no habit traces) and runs the base probe on held-out videos: the measurements that chose
 the base's design in docs/repro.md ("The simulated pretrained base").
 
-    .venv/bin/python benchmarks/base_perception.py --synth runs/bases/synth-KEY --init runs/bases/init-s-KEY \\
-        --steps 800 --out runs/exp/flash800 --kind flash            # perception rows of flash videos
-    .venv/bin/python benchmarks/base_perception.py ... --init runs/exp/flash800 --rows clips --steps 1200
+    .venv/bin/python benchmarks/base_perception.py --synth runs/bases/synth-KEY --init
+    runs/bases/init-s-KEY \\
+        --steps 800 --out runs/exp/flash800 --kind flash            # perception rows of flash
+        videos
+    .venv/bin/python benchmarks/base_perception.py ... --init runs/exp/flash800 --rows clips --steps
+    1200
 
 ``--rows all``: clip descriptions, overview QA and drills; ``clips``: clip descriptions only;
 ``overview``: the overview questions only.
@@ -33,8 +36,15 @@ PIXELS, FACTOR = 64 * 64, 32  # the s presets' frames (paravt.repro.run.base_con
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--synth", type=Path, required=True, help="a base's ParaVT-Synth (base.parquet, base_eval.parquet)")
-    ap.add_argument("--init", required=True, help="the model to start from (a random tiny init or a checkpoint)")
+    ap.add_argument(
+        "--synth",
+        type=Path,
+        required=True,
+        help="a base's ParaVT-Synth (base.parquet, base_eval.parquet)",
+    )
+    ap.add_argument(
+        "--init", required=True, help="the model to start from (a random tiny init or a checkpoint)"
+    )
     ap.add_argument("--steps", type=int, required=True)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--rows", choices=("all", "clips", "overview"), default="all")
@@ -46,28 +56,69 @@ def main() -> None:
         return a.kind is None or r.extra_info.needle_kind == a.kind
 
     marker = {"all": "", "clips": SEE, "overview": OVQ}[a.rows]
-    rows = [r for r in read_rows(a.synth / "base.parquet") if is_base_row(r) and marker in r.id and keep(r)]
+    rows = [
+        r
+        for r in read_rows(a.synth / "base.parquet")
+        if is_base_row(r) and marker in r.id and keep(r)
+    ]
     a.out.mkdir(parents=True, exist_ok=True)
     probe = a.synth / "base_eval.parquet"
     if a.kind:  # the probe's rows of that kind, beside the videos they name
         probe = a.synth / f"base_eval_{a.kind}.parquet"
         write_rows(probe, [r for r in read_rows(a.synth / "base_eval.parquet") if keep(r)])
     s = PolicySession.create(ModelConfig(path=str(a.init)), SFTConfig(lr=a.lr))
-    examples = [build_sequence(to_chat_messages(r, a.synth, max_pixels=PIXELS, crop_max_pixels=PIXELS,
-                                                size_factor=FACTOR), s.codec, row_id=r.id) for r in rows]
-    trainer = SFTTrainer(examples, s.model, s.processor, s.optimizer, 8, 1.0, total_steps=a.steps, lr=a.lr,
-                         warmup_steps=10, lr_decay="cosine", min_lr_ratio=0.1)
+    examples = [
+        build_sequence(
+            to_chat_messages(
+                r, a.synth, max_pixels=PIXELS, crop_max_pixels=PIXELS, size_factor=FACTOR
+            ),
+            s.codec,
+            row_id=r.id,
+        )
+        for r in rows
+    ]
+    trainer = SFTTrainer(
+        examples,
+        s.model,
+        s.processor,
+        s.optimizer,
+        8,
+        1.0,
+        total_steps=a.steps,
+        lr=a.lr,
+        warmup_steps=10,
+        lr_decay="cosine",
+        min_lr_ratio=0.1,
+    )
     t0, losses = time.perf_counter(), []
     for step in range(a.steps):
         losses.append(trainer.step(step)["loss"])
         if (step + 1) % 100 == 0:
-            print(f"step {step + 1} loss {sum(losses[-100:]) / 100:.3f} "
-                  f"{(time.perf_counter() - t0) / (step + 1):.3f} s/step", flush=True)
+            print(
+                f"step {step + 1} loss {sum(losses[-100:]) / 100:.3f} "
+                f"{(time.perf_counter() - t0) / (step + 1):.3f} s/step",
+                flush=True,
+            )
     s.model.save_pretrained(a.out)
     s.processor.save_pretrained(a.out)
-    res = run_probe(str(a.out), probe, max_new_tokens=48, max_pixels=PIXELS, crop_max_pixels=PIXELS, size_factor=FACTOR)
+    res = run_probe(
+        str(a.out),
+        probe,
+        max_new_tokens=48,
+        max_pixels=PIXELS,
+        crop_max_pixels=PIXELS,
+        size_factor=FACTOR,
+    )
     (a.out / "probe.json").write_text(json.dumps(res, indent=1))
-    print(json.dumps({"rows": len(rows), "steps": a.steps, **{k: v for k, v in res.items() if k != "samples"}}))
+    print(
+        json.dumps(
+            {
+                "rows": len(rows),
+                "steps": a.steps,
+                **{k: v for k, v in res.items() if k != "samples"},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

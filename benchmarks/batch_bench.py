@@ -52,12 +52,20 @@ class PassComparison:
     tokens_per_row: float  # mean sequence length of the SFT batch
 
     def to_json(self) -> dict[str, float]:
-        out: dict[str, float] = {"sft_step_speedup": self.sft.speedup, "update_speedup": self.update.speedup,
-                                 "sft_rows": self.sft_rows, "update_rows": self.update_rows,
-                                 "tokens_per_row": self.tokens_per_row}
+        out: dict[str, float] = {
+            "sft_step_speedup": self.sft.speedup,
+            "update_speedup": self.update.speedup,
+            "sft_rows": self.sft_rows,
+            "update_rows": self.update_rows,
+            "tokens_per_row": self.tokens_per_row,
+        }
         for name, t in (("sft", self.sft), ("update", self.update)):
-            out |= {f"{name}_per_sequence_s": t.per_sequence_s, f"{name}_batched_s": t.batched_s,
-                    f"{name}_loss_gap": t.loss_gap, f"{name}_repeats": t.repeats}
+            out |= {
+                f"{name}_per_sequence_s": t.per_sequence_s,
+                f"{name}_batched_s": t.batched_s,
+                f"{name}_loss_gap": t.loss_gap,
+                f"{name}_repeats": t.repeats,
+            }
         return out
 
 
@@ -70,43 +78,96 @@ def _median_pair(run: Callable[[bool], float], repeats: int) -> PassTiming:
             t0 = time.perf_counter()
             loss[batched] = run(batched)
             times[batched].append(time.perf_counter() - t0)
-    return PassTiming(statistics.median(times[False]), statistics.median(times[True]), loss[False], loss[True],
-                      repeats)
+    return PassTiming(
+        statistics.median(times[False]),
+        statistics.median(times[True]),
+        loss[False],
+        loss[True],
+        repeats,
+    )
 
 
-def time_sft(model: Any, processor: Any, rows: Sequence[Trajectory], *, repeats: int = 5,
-             micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS) -> PassTiming:
+def time_sft(
+    model: Any,
+    processor: Any,
+    rows: Sequence[Trajectory],
+    *,
+    repeats: int = 5,
+    micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS,
+) -> PassTiming:
     """Median forward + backward of one SFT step on ``rows``, per-sequence vs batched."""
+
     def run(batched: bool) -> float:
         model.zero_grad(set_to_none=True)
-        return sft_backward(model, processor, rows, batched=batched, micro_batch_tokens=micro_batch_tokens).loss
+        return sft_backward(
+            model, processor, rows, batched=batched, micro_batch_tokens=micro_batch_tokens
+        ).loss
 
     return _median_pair(run, repeats)
 
 
-def time_update(model: Any, processor: Any, items: Sequence[TrainItem], *, ref_model: Any | None,
-                kl_coef: float = 0.01, repeats: int = 5, temperature: float = 1.0,
-                micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS) -> PassTiming:
+def time_update(
+    model: Any,
+    processor: Any,
+    items: Sequence[TrainItem],
+    *,
+    ref_model: Any | None,
+    kl_coef: float = 0.01,
+    repeats: int = 5,
+    temperature: float = 1.0,
+    micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS,
+) -> PassTiming:
     """Median GRPO update (``ppo_epochs`` 1, zero-lr SGD) on ``items``, per-sequence vs batched."""
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
 
     def run(batched: bool) -> float:
-        return ppo_update(model, processor, opt, items, clip_eps=0.2, kl_coef=kl_coef, kl_kind="k3",
-                          max_grad_norm=1.0, ref_model=ref_model, temperature=temperature, batched=batched,
-                          micro_batch_tokens=micro_batch_tokens).loss
+        return ppo_update(
+            model,
+            processor,
+            opt,
+            items,
+            clip_eps=0.2,
+            kl_coef=kl_coef,
+            kl_kind="k3",
+            max_grad_norm=1.0,
+            ref_model=ref_model,
+            temperature=temperature,
+            batched=batched,
+            micro_batch_tokens=micro_batch_tokens,
+        ).loss
 
     return _median_pair(run, repeats)
 
 
-def compare_passes(model: Any, processor: Any, sft_rows: Sequence[Trajectory], items: Sequence[TrainItem], *,
-                   ref_model: Any | None, repeats: int = 5,
-                   micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS) -> PassComparison:
+def compare_passes(
+    model: Any,
+    processor: Any,
+    sft_rows: Sequence[Trajectory],
+    items: Sequence[TrainItem],
+    *,
+    ref_model: Any | None,
+    repeats: int = 5,
+    micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS,
+) -> PassComparison:
     """Both timings; ``to_json()`` carries ``sft_step_speedup`` and ``update_speedup``."""
-    sft = time_sft(model, processor, sft_rows, repeats=repeats, micro_batch_tokens=micro_batch_tokens)
-    upd = time_update(model, processor, items, ref_model=ref_model, repeats=repeats,
-                      micro_batch_tokens=micro_batch_tokens)
-    return PassComparison(sft, upd, len(sft_rows), len(items),
-                          statistics.fmean(len(t.ids) for t in sft_rows) if sft_rows else 0.0)
+    sft = time_sft(
+        model, processor, sft_rows, repeats=repeats, micro_batch_tokens=micro_batch_tokens
+    )
+    upd = time_update(
+        model,
+        processor,
+        items,
+        ref_model=ref_model,
+        repeats=repeats,
+        micro_batch_tokens=micro_batch_tokens,
+    )
+    return PassComparison(
+        sft,
+        upd,
+        len(sft_rows),
+        len(items),
+        statistics.fmean(len(t.ids) for t in sft_rows) if sft_rows else 0.0,
+    )
 
 
 def items_from_rows(rows: Sequence[Trajectory], seed: int = 0) -> list[TrainItem]:

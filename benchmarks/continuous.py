@@ -40,7 +40,6 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from limits import bound_time, ensure_checkpoint, workload_config  # noqa: E402
-
 from paravt.agent import EpisodeSettings, run_group  # noqa: E402
 from paravt.data.episodes import load_episode_inputs  # noqa: E402
 from paravt.models.chat import ChatCodec  # noqa: E402
@@ -54,19 +53,32 @@ def step_inputs(cfg: Any) -> list[Any]:
     """The prompts of one demo RL step, G copies each, with their overview budgets."""
     n_prompts = math.ceil(cfg.rl.oversample * cfg.rl.prompts_per_step)
     prompts = load_episode_inputs(cfg.data, limit=n_prompts)
-    return [p.with_nframes(overview_budget(cfg, 0, p.id)) for p in prompts for _ in range(cfg.rl.group_size)]
+    return [
+        p.with_nframes(overview_budget(cfg, 0, p.id))
+        for p in prompts
+        for _ in range(cfg.rl.group_size)
+    ]
 
 
-def rollout(gen: HFGenerator, codec: ChatCodec, tools: Any, inputs: list[Any], settings: EpisodeSettings,
-            step: int) -> tuple[float, float, float, list[Any]]:
+def rollout(
+    gen: HFGenerator,
+    codec: ChatCodec,
+    tools: Any,
+    inputs: list[Any],
+    settings: EpisodeSettings,
+    step: int,
+) -> tuple[float, float, float, list[Any]]:
     """(wall seconds, process CPU seconds, rows per forward, results) of one step's rollout on
     ``gen``. The CPU seconds (all threads) are what to compare on a machine shared with other work:
     they do not count the time spent waiting for a core."""
     before = gen.decode_stats()
     ids = [f"s{step}-e{i}" for i in range(len(inputs))]
     t0, c0 = time.perf_counter(), time.process_time()
-    results = asyncio.run(run_group(inputs, generator=gen, codec=codec, settings=settings, tools=tools,
-                                    episode_ids=ids))
+    results = asyncio.run(
+        run_group(
+            inputs, generator=gen, codec=codec, settings=settings, tools=tools, episode_ids=ids
+        )
+    )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     after = gen.decode_stats()
     return wall, cpu, (after.rows - before.rows) / max(1, after.forwards - before.forwards), results
@@ -77,7 +89,9 @@ def main() -> None:
     ap.add_argument("--out", default="runs/limits", help="limits.py's cached checkpoint")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--step", type=int, default=0, help="the RL step whose seed the rollouts use")
-    ap.add_argument("--execute-tool-code", action="store_true", help="<tool_code> blocks are calls too")
+    ap.add_argument(
+        "--execute-tool-code", action="store_true", help="<tool_code> blocks are calls too"
+    )
     args = ap.parse_args()
     cfg = workload_config(ensure_checkpoint(Path(args.out), 150))
     cfg.rollout.execute_tool_code = args.execute_tool_code
@@ -87,10 +101,15 @@ def main() -> None:
     engines = {"off": HFGenerator(policy), "on": HFGenerator(policy, continuous=True)}
     settings = EpisodeSettings.from_config(cfg)
     seed = 1_000 + args.step
-    settings = replace(settings, sampling=replace(settings.sampling, seed=seed),
-                       sub_sampling=replace(settings.sub_sampling, seed=seed))
+    settings = replace(
+        settings,
+        sampling=replace(settings.sampling, seed=seed),
+        sub_sampling=replace(settings.sub_sampling, seed=seed),
+    )
     inputs = step_inputs(cfg)
-    rollout(engines["off"], codec, tools, inputs[:2], settings, args.step)  # warm-up (caches, allocator)
+    rollout(
+        engines["off"], codec, tools, inputs[:2], settings, args.step
+    )  # warm-up (caches, allocator)
     runs: dict[str, list[tuple[float, float, float]]] = {k: [] for k in engines}
     trajs: dict[str, list[Any]] = {}
     for _ in range(args.reps):
@@ -100,24 +119,39 @@ def main() -> None:
             trajs[name] = [t for r in results for t in r.trajectories]
     bound = bound_time(policy.model, policy.processor, trajs["on"], 8192)
     same = sum(a.ids == b.ids for a, b in zip(trajs["off"], trajs["on"], strict=False))
-    out: dict[str, Any] = {"benchmark": "continuous", "episodes": len(inputs), "threads": torch.get_num_threads(),
-                           "execute_tool_code": args.execute_tool_code,
-                           "bound_s": bound, "identical_trajectories": same,
-                           "trajectories": [len(trajs["off"]), len(trajs["on"])]}
+    out: dict[str, Any] = {
+        "benchmark": "continuous",
+        "episodes": len(inputs),
+        "threads": torch.get_num_threads(),
+        "execute_tool_code": args.execute_tool_code,
+        "bound_s": bound,
+        "identical_trajectories": same,
+        "trajectories": [len(trajs["off"]), len(trajs["on"])],
+    }
     for name, rs in runs.items():
         wall = statistics.median(w for w, _, _ in rs)
-        out[name] = {"rollout_s": wall, "cpu_s": statistics.median(c for _, c, _ in rs),
-                     "rows_per_forward": statistics.median(r for _, _, r in rs),
-                     "rollout_vs_bound": wall / bound if bound else None}
+        out[name] = {
+            "rollout_s": wall,
+            "cpu_s": statistics.median(c for _, c, _ in rs),
+            "rows_per_forward": statistics.median(r for _, _, r in rs),
+            "rollout_vs_bound": wall / bound if bound else None,
+        }
     out["speedup"] = out["off"]["rollout_s"] / out["on"]["rollout_s"]
     out["cpu_ratio"] = out["on"]["cpu_s"] / out["off"]["cpu_s"]
-    table = Table(title=f"one demo RL step's rollout ({len(inputs)} episodes), median of {args.reps}")
+    table = Table(
+        title=f"one demo RL step's rollout ({len(inputs)} episodes), median of {args.reps}"
+    )
     for col in ("continuous batching", "rollout s", "CPU s", "rows per forward", "rollout / bound"):
         table.add_column(col, justify="right")
     for name in engines:
         r = out[name]
-        table.add_row(name, f"{r['rollout_s']:.2f}", f"{r['cpu_s']:.2f}", f"{r['rows_per_forward']:.2f}",
-                      f"{r['rollout_vs_bound']:.2f}" if r["rollout_vs_bound"] else "-")
+        table.add_row(
+            name,
+            f"{r['rollout_s']:.2f}",
+            f"{r['cpu_s']:.2f}",
+            f"{r['rows_per_forward']:.2f}",
+            f"{r['rollout_vs_bound']:.2f}" if r["rollout_vs_bound"] else "-",
+        )
     Console(stderr=True).print(table)
     print(json.dumps(out))
 

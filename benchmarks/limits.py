@@ -21,7 +21,8 @@ counted (it is avoidable work). Rollout FLOPs count what generation must do: eve
 the engine prefilled (``prefill_tokens``, shared prefills once) and every generated token, each
 against its context. ``rows_per_forward``: the RL steps' generated tokens / the engine's forwards
 that sampled them (``HFGenerator.decode_stats``: how many sequences decode together on average;
-with replicas, this process's engine only). ``rollout_vs_bound``: the rollout's wall time / the time of forwarding the
+with replicas, this process's engine only). ``rollout_vs_bound``: the rollout's wall time / the time
+of forwarding the
 same trajectories (main and sub-agents, media included) in full right-padded batches, no grad
 (``paravt.rl.batch``): what one step's generation would cost if decoding were free of its
 sequential steps.
@@ -30,7 +31,8 @@ sequential steps.
 SAME rollouts' and SFT rows' text under the protocol tokenizer / the legacy ≈ 530-token one.
 ``sft_step_speedup`` / ``update_speedup``: batched vs per-sequence passes on the same batch
 (``benchmarks/batch_bench.py``, from the batched-passes work; null when that module is absent).
-``base_build_s_per_1k_rows``: the base's row build on the cached synth (``benchmarks/row_build.py``).
+``base_build_s_per_1k_rows``: the base's row build on the cached synth
+(``benchmarks/row_build.py``).
 
     .venv/bin/python benchmarks/limits.py [--quick] [--out runs/limits] [--replicas 1]
 
@@ -57,12 +59,21 @@ VISION = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"
 
 
 # ---------------------------------------------------------------------------------- the limit
-def matmul_limit(hidden: int, inter: int, heads_dim: int, kv_dim: int, vocab: int, tokens: int,
-                 repeats: int) -> tuple[float, dict[str, float]]:
+def matmul_limit(
+    hidden: int, inter: int, heads_dim: int, kv_dim: int, vocab: int, tokens: int, repeats: int
+) -> tuple[float, dict[str, float]]:
     """Achievable FLOP/s of one layer's linears + the lm_head at ``tokens`` rows (fp32), and the
     rate of each shape."""
-    shapes = {"q": (hidden, heads_dim), "k": (hidden, kv_dim), "v": (hidden, kv_dim), "o": (heads_dim, hidden),
-              "gate": (hidden, inter), "up": (hidden, inter), "down": (inter, hidden), "lm_head": (hidden, vocab)}
+    shapes = {
+        "q": (hidden, heads_dim),
+        "k": (hidden, kv_dim),
+        "v": (hidden, kv_dim),
+        "o": (heads_dim, hidden),
+        "gate": (hidden, inter),
+        "up": (hidden, inter),
+        "down": (inter, hidden),
+        "lm_head": (hidden, vocab),
+    }
     rates, total_f, total_t = {}, 0.0, 0.0
     for name, (k, n) in shapes.items():
         x, w = torch.randn(tokens, k), torch.randn(n, k)
@@ -89,14 +100,21 @@ class _Flops:
     def of(cls, model: Any) -> _Flops:
         t = model.config.text_config
         hd = t.head_dim
-        per_layer = t.hidden_size * hd * (2 * t.num_attention_heads + 2 * t.num_key_value_heads) \
+        per_layer = (
+            t.hidden_size * hd * (2 * t.num_attention_heads + 2 * t.num_key_value_heads)
             + 3 * t.hidden_size * t.intermediate_size
+        )
         matmul = t.num_hidden_layers * per_layer + t.hidden_size * t.vocab_size
         vision = sum(p.numel() for n, p in model.named_parameters() if ".visual." in f".{n}")
-        return cls(2.0 * matmul, 2.0 * t.num_attention_heads * hd * t.num_hidden_layers, 2.0 * vision)
+        return cls(
+            2.0 * matmul, 2.0 * t.num_attention_heads * hd * t.num_hidden_layers, 2.0 * vision
+        )
 
     def forward(self, seq_lens: list[int], patches: int = 0) -> float:
-        return sum(self.per_token * n + self.attn_per_t2 * n * n for n in seq_lens) + self.per_patch * patches
+        return (
+            sum(self.per_token * n + self.attn_per_t2 * n * n for n in seq_lens)
+            + self.per_patch * patches
+        )
 
 
 # ---------------------------------------------------------------------------------- the workload
@@ -112,7 +130,11 @@ def ensure_checkpoint(out: Path, sft_steps: int) -> Path:
     build(out / "synth", videos=24, eval_videos=4, seed=0, workers=2)
     build_tiny("qwen3_vl", "s", out / "base")
     cfg = workload_config(out)
-    cfg.data, cfg.out_dir, cfg.model.path = str(out / "synth" / "sft.parquet"), str(out / "sft"), str(out / "base")
+    cfg.data, cfg.out_dir, cfg.model.path = (
+        str(out / "synth" / "sft.parquet"),
+        str(out / "sft"),
+        str(out / "base"),
+    )
     cfg.sft.max_steps, cfg.sft.epochs, cfg.sft.save_every = sft_steps, 1000, 10_000
     run_training(cfg, kind="sft", progress=False)
     (out / ".done").write_text(f"{time.perf_counter() - t0:.1f}\n")
@@ -129,7 +151,8 @@ def workload_config(out: Path) -> Any:
 
 
 class Recorder:
-    """Wraps ``generator.generate``: every request's prompt length, prefilled and generated tokens."""
+    """Wraps ``generator.generate``: every request's prompt length, prefilled and generated
+    tokens."""
 
     def __init__(self, gen: Any) -> None:
         self.gen, self.rows = gen, []
@@ -138,8 +161,13 @@ class Recorder:
         async def generate(requests: Any) -> Any:
             outs = await inner(requests)
             for r, o in zip(requests, outs, strict=True):
-                self.rows.append((len(r.prompt_ids), int(o.metrics.get("prefill_tokens", len(r.prompt_ids))),
-                                  len(o.token_ids)))
+                self.rows.append(
+                    (
+                        len(r.prompt_ids),
+                        int(o.metrics.get("prefill_tokens", len(r.prompt_ids))),
+                        len(o.token_ids),
+                    )
+                )
             return outs
 
         gen.generate = generate
@@ -150,7 +178,9 @@ class Recorder:
 
     def decoded(self) -> tuple[int, int] | None:
         """(token-producing forwards, live rows they advanced) of this process's engine so far."""
-        engine = getattr(self.gen, "local", self.gen)  # a ReplicaGenerator: its in-process engine only
+        engine = getattr(
+            self.gen, "local", self.gen
+        )  # a ReplicaGenerator: its in-process engine only
         stats = getattr(engine, "decode_stats", None)
         return None if stats is None else (stats().forwards, stats().rows)
 
@@ -165,7 +195,9 @@ def rollout_flops(fl: _Flops, rows: list[tuple[int, int, int]]) -> float:
     total = 0.0
     for prompt, prefilled, gen in rows:
         total += fl.per_token * (prefilled + gen)
-        total += fl.attn_per_t2 * (prompt * prompt - (prompt - prefilled) ** 2)  # new rows × keys (≈ causal)
+        total += fl.attn_per_t2 * (
+            prompt * prompt - (prompt - prefilled) ** 2
+        )  # new rows × keys (≈ causal)
         total += fl.attn_per_t2 * 2 * gen * (prompt + gen / 2)
     return total
 
@@ -212,12 +244,16 @@ def bound_time(model: Any, processor: Any, trajs: list[Any], budget: int) -> flo
 @dataclass
 class Report:
     limit: float = 0.0
-    rows: list[tuple[str, str, str, str]] = field(default_factory=list)  # phase, time, FLOP/s, fraction
+    rows: list[tuple[str, str, str, str]] = field(
+        default_factory=list
+    )  # phase, time, FLOP/s, fraction
     out: dict[str, Any] = field(default_factory=dict)
 
     def phase(self, name: str, seconds: float, flops: float, what: str) -> float:
         frac = flops / seconds / self.limit if seconds > 0 else 0.0
-        self.rows.append((name, f"{seconds:.2f} s {what}", f"{flops / seconds / 1e9:.2f}", f"{frac:.3f}"))
+        self.rows.append(
+            (name, f"{seconds:.2f} s {what}", f"{flops / seconds / 1e9:.2f}", f"{frac:.3f}")
+        )
         return frac
 
 
@@ -237,10 +273,13 @@ def sft_phase(rep: Report, cfg: Any, fl: _Flops, steps: int) -> tuple[list[Any],
         t0 = time.perf_counter()
         trainer.step(s)
         times.append(time.perf_counter() - t0)
-        flops.append(3 * fl.forward([len(t.ids) for t in batch], sum(patches_of(t, pad) for t in batch)))
+        flops.append(
+            3 * fl.forward([len(t.ids) for t in batch], sum(patches_of(t, pad) for t in batch))
+        )
     rep.out["sft_step_s"] = statistics.median(times)
-    rep.out["fraction_of_limit"]["sft"] = rep.phase("SFT step (8 rows)", statistics.median(times),
-                                                    statistics.median(flops), "/step")
+    rep.out["fraction_of_limit"]["sft"] = rep.phase(
+        "SFT step (8 rows)", statistics.median(times), statistics.median(flops), "/step"
+    )
     return trainer.examples, session
 
 
@@ -254,23 +293,44 @@ def rl_phase(rep: Report, trainer: Any, rec: Recorder, fl: _Flops, steps: int) -
         step = trainer.run_step(s)
         rows = rec.take()
         trajs = [t for r in step.results for t in r.trajectories]
-        for k, v in (("rollout_s", step.metrics["time/rollout"]), ("update_s", step.metrics["time/update"]),
-                     ("rollout_flops", rollout_flops(fl, rows)), ("calls", step.metrics.get("kappa", 0.0)),
-                     ("prefill", sum(p for _, p, _ in rows)), ("decode", sum(g for _, _, g in rows)),
-                     ("update_flops", 4 * fl.forward([len(t.ids) for t in trajs],
-                                                     sum(patches_of(t, pad) for t in trajs)))):
+        for k, v in (
+            ("rollout_s", step.metrics["time/rollout"]),
+            ("update_s", step.metrics["time/update"]),
+            ("rollout_flops", rollout_flops(fl, rows)),
+            ("calls", step.metrics.get("kappa", 0.0)),
+            ("prefill", sum(p for _, p, _ in rows)),
+            ("decode", sum(g for _, _, g in rows)),
+            (
+                "update_flops",
+                4 * fl.forward([len(t.ids) for t in trajs], sum(patches_of(t, pad) for t in trajs)),
+            ),
+        ):
             m.setdefault(k, []).append(v)
     med = {k: statistics.median(v) for k, v in m.items()}
     frac = rep.out["fraction_of_limit"]
-    frac["rollout"] = rep.phase(f"RL rollout ({len(step.results)} episodes)", med["rollout_s"],
-                                med["rollout_flops"], "/step")
-    frac["update"] = rep.phase("RL update (+ reference)", med["update_s"], med["update_flops"], "/step")
-    rep.out |= {"rollout_s": med["rollout_s"], "update_s": med["update_s"], "tool_calls_per_rollout": med["calls"],
-                "decode_tokens_per_s": med["decode"] / med["rollout_s"],
-                "prefill_tokens_per_s": med["prefill"] / med["rollout_s"], "batcher": rec.batches()}
+    frac["rollout"] = rep.phase(
+        f"RL rollout ({len(step.results)} episodes)",
+        med["rollout_s"],
+        med["rollout_flops"],
+        "/step",
+    )
+    frac["update"] = rep.phase(
+        "RL update (+ reference)", med["update_s"], med["update_flops"], "/step"
+    )
+    rep.out |= {
+        "rollout_s": med["rollout_s"],
+        "update_s": med["update_s"],
+        "tool_calls_per_rollout": med["calls"],
+        "decode_tokens_per_s": med["decode"] / med["rollout_s"],
+        "prefill_tokens_per_s": med["prefill"] / med["rollout_s"],
+        "batcher": rec.batches(),
+    }
     after = rec.decoded()
-    rep.out["rows_per_forward"] = ((after[1] - before[1]) / max(1, after[0] - before[0])
-                                   if before is not None and after is not None else None)
+    rep.out["rows_per_forward"] = (
+        (after[1] - before[1]) / max(1, after[0] - before[0])
+        if before is not None and after is not None
+        else None
+    )
     bound = bound_time(trainer.s.model, trainer.s.processor, trajs, 8192)
     rep.out["rollout_bound_s"] = bound
     rep.out["rollout_vs_bound"] = m["rollout_s"][-1] / bound if bound else None
@@ -285,16 +345,27 @@ def eval_phase(rep: Report, cfg: Any, fl: _Flops, session: Any, rec: Recorder, n
 
     inputs = load_episode_inputs(Path(cfg.data).with_name("eval.parquet"), limit=n)
     settings = EpisodeSettings.from_config(cfg)
-    settings = replace(settings, sampling=replace(settings.sampling, temperature=0.0),
-                       sub_sampling=replace(settings.sub_sampling, temperature=0.0))
+    settings = replace(
+        settings,
+        sampling=replace(settings.sampling, temperature=0.0),
+        sub_sampling=replace(settings.sub_sampling, temperature=0.0),
+    )
     rec.take()
     t0 = time.perf_counter()
-    asyncio.run(run_group(inputs, generator=session.generator, codec=session.codec, settings=settings,
-                          tools=session.tools))
+    asyncio.run(
+        run_group(
+            inputs,
+            generator=session.generator,
+            codec=session.codec,
+            settings=settings,
+            tools=session.tools,
+        )
+    )
     wall = time.perf_counter() - t0
     rep.out["eval_episode_s"] = wall / len(inputs)
-    rep.out["fraction_of_limit"]["eval"] = rep.phase(f"eval ({len(inputs)} episodes, greedy)", wall,
-                                                     rollout_flops(fl, rec.take()), "total")
+    rep.out["fraction_of_limit"]["eval"] = rep.phase(
+        f"eval ({len(inputs)} episodes, greedy)", wall, rollout_flops(fl, rec.take()), "total"
+    )
 
 
 def passes(rep: Report, session: Any, sft_rows: list[Any], trajs: list[Any], repeats: int) -> None:
@@ -304,8 +375,14 @@ def passes(rep: Report, session: Any, sft_rows: list[Any], trajs: list[Any], rep
     except ImportError:
         rep.out |= {"sft_step_speedup": None, "update_speedup": None}
         return
-    cmp = compare_passes(session.model, session.processor, sft_rows, items_from_rows(trajs),
-                         ref_model=session.ref_model, repeats=repeats)
+    cmp = compare_passes(
+        session.model,
+        session.processor,
+        sft_rows,
+        items_from_rows(trajs),
+        ref_model=session.ref_model,
+        repeats=repeats,
+    )
     rep.out |= cmp.to_json()
 
 
@@ -315,8 +392,11 @@ def tokens(rep: Report, sft_rows: list[Any], trajs: list[Any], new_tok: Any) -> 
     old = train_tokenizer("legacy")
     for name, rows in (("sft_row", sft_rows), ("rollout_traj", trajs)):
         n_new, n_old, n_vis = text_tokens(rows, new_tok, old)
-        rep.out[f"tokens_per_{name}"] = {"protocol": n_new / len(rows), "legacy": n_old / len(rows),
-                                         "vision": n_vis / len(rows)}
+        rep.out[f"tokens_per_{name}"] = {
+            "protocol": n_new / len(rows),
+            "legacy": n_old / len(rows),
+            "vision": n_vis / len(rows),
+        }
         rep.out[f"tokens_ratio_{name}"] = n_new / n_old
     rep.out["tokens_ratio"] = rep.out["tokens_ratio_rollout_traj"]
 
@@ -333,12 +413,20 @@ def row_build_phase(rep: Report, out: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="fewer repeats, 1 RL step, 4 eval episodes")
-    ap.add_argument("--out", default="runs/limits", help="where the tool-calling checkpoint is cached")
+    ap.add_argument(
+        "--quick", action="store_true", help="fewer repeats, 1 RL step, 4 eval episodes"
+    )
+    ap.add_argument(
+        "--out", default="runs/limits", help="where the tool-calling checkpoint is cached"
+    )
     ap.add_argument("--sft-steps", type=int, default=150, help="SFT steps of the cached checkpoint")
     ap.add_argument("--replicas", type=int, default=1, help="model.replicas of the RL rollouts")
-    ap.add_argument("--continuous", choices=("on", "off"), default=None,
-                    help="model.continuous_batching of the rollouts and eval (default: the config's)")
+    ap.add_argument(
+        "--continuous",
+        choices=("on", "off"),
+        default=None,
+        help="model.continuous_batching of the rollouts and eval (default: the config's)",
+    )
     args = ap.parse_args()
     quick = args.quick
     out = ensure_checkpoint(Path(args.out), args.sft_steps)
@@ -356,12 +444,31 @@ def main() -> None:
     fl = _Flops.of(session.model)
     t = session.model.config.text_config
     hd = t.head_dim
-    rep.limit, rates = matmul_limit(t.hidden_size, t.intermediate_size, hd * t.num_attention_heads,
-                                    hd * t.num_key_value_heads, t.vocab_size, 4096, 5 if quick else 20)
-    decode_limit, _ = matmul_limit(t.hidden_size, t.intermediate_size, hd * t.num_attention_heads,
-                                   hd * t.num_key_value_heads, t.vocab_size, 16, 20 if quick else 100)
-    rep.out |= {"limit_flops": rep.limit, "limit_matmul_rates": rates, "decode_shape_flops": decode_limit,
-                "params": sum(p.numel() for p in session.model.parameters()), "vocab": t.vocab_size}
+    rep.limit, rates = matmul_limit(
+        t.hidden_size,
+        t.intermediate_size,
+        hd * t.num_attention_heads,
+        hd * t.num_key_value_heads,
+        t.vocab_size,
+        4096,
+        5 if quick else 20,
+    )
+    decode_limit, _ = matmul_limit(
+        t.hidden_size,
+        t.intermediate_size,
+        hd * t.num_attention_heads,
+        hd * t.num_key_value_heads,
+        t.vocab_size,
+        16,
+        20 if quick else 100,
+    )
+    rep.out |= {
+        "limit_flops": rep.limit,
+        "limit_matmul_rates": rates,
+        "decode_shape_flops": decode_limit,
+        "params": sum(p.numel() for p in session.model.parameters()),
+        "vocab": t.vocab_size,
+    }
     rec = Recorder(session.generator)
     trainer = GRPOTrainer.build(cfg, session)
     trajs = rl_phase(rep, trainer, rec, fl, 1 if quick else 3)
@@ -375,16 +482,27 @@ def main() -> None:
 
 
 def render(rep: Report) -> None:
-    table = Table(title=f"limit: {rep.limit / 1e9:.2f} GFLOP/s (fp32 linears of the s model, "
-                        f"{rep.out['threads']} threads)")
+    table = Table(
+        title=f"limit: {rep.limit / 1e9:.2f} GFLOP/s (fp32 linears of the s model, "
+        f"{rep.out['threads']} threads)"
+    )
     for col in ("phase", "time", "GFLOP/s", "fraction of limit"):
         table.add_column(col)
     for row in rep.rows:
         table.add_row(*row)
     console.print(table)
-    keys = ("sft_step_speedup", "update_speedup", "tokens_ratio", "tokens_ratio_sft_row", "rollout_vs_bound",
-            "decode_tokens_per_s", "prefill_tokens_per_s", "tool_calls_per_rollout", "rows_per_forward",
-            "base_build_s_per_1k_rows")
+    keys = (
+        "sft_step_speedup",
+        "update_speedup",
+        "tokens_ratio",
+        "tokens_ratio_sft_row",
+        "rollout_vs_bound",
+        "decode_tokens_per_s",
+        "prefill_tokens_per_s",
+        "tool_calls_per_rollout",
+        "rows_per_forward",
+        "base_build_s_per_1k_rows",
+    )
     for k in keys:
         v = rep.out.get(k)
         console.print(f"{k}: {v:.3f}" if isinstance(v, float) else f"{k}: {v}")

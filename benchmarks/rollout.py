@@ -47,10 +47,10 @@ from rich.console import Console
 from rich.table import Table
 
 from paravt.config import VideoConfig
+from paravt.data.synth.tiny import build_tiny
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import load_policy
-from paravt.data.synth.tiny import build_tiny
 from paravt.protocol import prompts
 from paravt.protocol.tags import THINK_PREFIX, render_result_line, with_media_marker
 from paravt.video import probe, sample_frames, write_video
@@ -59,17 +59,35 @@ from paravt.video.draw import solid
 QUESTION = "What colour is the square that flashes in the middle of the video?"
 
 
-def _requests(hf: HFGenerator, video: str, frames: int, max_pixels: int, size_factor: int, group: int,
-              new_tokens: int) -> list[GenRequest]:
+def _requests(
+    hf: HFGenerator,
+    video: str,
+    frames: int,
+    max_pixels: int,
+    size_factor: int,
+    group: int,
+    new_tokens: int,
+) -> list[GenRequest]:
     info = probe(video)
-    overview = sample_frames(video, 0.0, info.duration, nframes=frames, max_pixels=max_pixels, size_factor=size_factor)
-    msgs = (ChatMessage("system", prompts.system_prompt("parallel")),
-            ChatMessage("user", prompts.user_prompt(QUESTION, None, duration=info.duration, nframes=len(overview)),
-                        videos=(overview,)))
+    overview = sample_frames(
+        video, 0.0, info.duration, nframes=frames, max_pixels=max_pixels, size_factor=size_factor
+    )
+    msgs = (
+        ChatMessage("system", prompts.system_prompt("parallel")),
+        ChatMessage(
+            "user",
+            prompts.user_prompt(QUESTION, None, duration=info.duration, nframes=len(overview)),
+            videos=(overview,),
+        ),
+    )
     enc = hf.codec.encode_messages(msgs)
-    base = GenRequest(prompt_ids=enc.ids + hf.codec.generation_prompt(THINK_PREFIX), messages=msgs,
-                      videos=enc.videos, response_prefix=THINK_PREFIX,
-                      sampling=SamplingParams(temperature=1.0, max_new_tokens=new_tokens))
+    base = GenRequest(
+        prompt_ids=enc.ids + hf.codec.generation_prompt(THINK_PREFIX),
+        messages=msgs,
+        videos=enc.videos,
+        response_prefix=THINK_PREFIX,
+        sampling=SamplingParams(temperature=1.0, max_new_tokens=new_tokens),
+    )
     return [replace(base, sampling=replace(base.sampling, seed=1000 + g)) for g in range(group)]
 
 
@@ -79,8 +97,9 @@ def _time(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
-def measure(shared: HFGenerator, plain: HFGenerator, reqs: list[GenRequest], reps: int,
-            cont: HFGenerator) -> dict[str, float]:
+def measure(
+    shared: HFGenerator, plain: HFGenerator, reqs: list[GenRequest], reps: int, cont: HFGenerator
+) -> dict[str, float]:
     variants: dict[str, Callable[[], Any]] = {
         "shared": lambda: shared.run_batch(reqs),
         "independent": lambda: plain.run_batch(reqs),
@@ -97,18 +116,41 @@ def measure(shared: HFGenerator, plain: HFGenerator, reqs: list[GenRequest], rep
 
 
 def _turn2(hf: HFGenerator, req: GenRequest, out: Any, crop: Any) -> GenRequest:
-    tool = ChatMessage("tool", render_result_line(1, 4.0, 8.0, with_media_marker("frames of the window")), videos=(crop,))
+    tool = ChatMessage(
+        "tool",
+        render_result_line(1, 4.0, 8.0, with_media_marker("frames of the window")),
+        videos=(crop,),
+    )
     enc = hf.codec.encode_message(tool)
-    ids = req.prompt_ids + out.token_ids + hf.codec.close_turn(out.token_ids) + enc.ids + hf.codec.generation_prompt(THINK_PREFIX)
-    return replace(req, prompt_ids=ids, messages=req.messages + (tool,), videos=req.videos + enc.videos,
-                   sampling=replace(req.sampling, seed=(req.sampling.seed or 0) + 1))
+    ids = (
+        req.prompt_ids
+        + out.token_ids
+        + hf.codec.close_turn(out.token_ids)
+        + enc.ids
+        + hf.codec.generation_prompt(THINK_PREFIX)
+    )
+    return replace(
+        req,
+        prompt_ids=ids,
+        messages=req.messages + (tool,),
+        videos=req.videos + enc.videos,
+        sampling=replace(req.sampling, seed=(req.sampling.seed or 0) + 1),
+    )
 
 
-def measure_turns(policy: Any, video: str, reqs: list[GenRequest], crop_frames: int, reps: int) -> dict[str, Any]:
+def measure_turns(
+    policy: Any, video: str, reqs: list[GenRequest], crop_frames: int, reps: int
+) -> dict[str, Any]:
     """Turn 2 of the G rows with the kept turn-1 caches vs a full re-prefill (fresh generators
     per repetition, so that every repetition starts from turn 1)."""
-    crop = sample_frames(video, 4.0, 8.0, nframes=crop_frames, max_pixels=VideoConfig().crop_max_pixels,
-                         size_factor=VideoConfig().size_factor)
+    crop = sample_frames(
+        video,
+        4.0,
+        8.0,
+        nframes=crop_frames,
+        max_pixels=VideoConfig().crop_max_pixels,
+        size_factor=VideoConfig().size_factor,
+    )
     times: dict[str, list[float]] = {"kept": [], "full": []}
     tokens: dict[str, list[float]] = {}
     tool_len = 0
@@ -121,10 +163,15 @@ def measure_turns(policy: Any, video: str, reqs: list[GenRequest], crop_frames: 
             t0 = time.perf_counter()
             second = hf.run_batch(nxt)
             times[name].append(time.perf_counter() - t0)
-            tokens[name] = [statistics.mean(o.metrics["prefill_tokens"] for o in first),
-                            statistics.mean(o.metrics["prefill_tokens"] for o in second)]
-    return {"tool_response_tokens": tool_len, "turn2_s": {k: statistics.median(v[1:]) for k, v in times.items()},
-            "prefill_tokens_per_row": tokens}
+            tokens[name] = [
+                statistics.mean(o.metrics["prefill_tokens"] for o in first),
+                statistics.mean(o.metrics["prefill_tokens"] for o in second),
+            ]
+    return {
+        "tool_response_tokens": tool_len,
+        "turn2_s": {k: statistics.median(v[1:]) for k, v in times.items()},
+        "prefill_tokens_per_row": tokens,
+    }
 
 
 def main() -> None:
@@ -133,54 +180,108 @@ def main() -> None:
     p.add_argument("--frames", type=int, default=16, help="overview frames")
     p.add_argument("--size", default="s", choices=["xs", "s", "m"])
     p.add_argument("--max-pixels", type=int, default=VideoConfig().overview_max_pixels)
-    p.add_argument("--new-tokens", type=int, default=32, help="tokens of the whole-turn measurement")
+    p.add_argument(
+        "--new-tokens", type=int, default=32, help="tokens of the whole-turn measurement"
+    )
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--crop-frames", type=int, default=8, help="frames of the turn-2 crop (part 2)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch intra-op threads (1: what the tests use; 2 stall each other on a busy 2-core box)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (1: what the tests use; 2 stall each other on a busy 2-core "
+        "box)",
+    )
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         video = str(Path(tmp) / "clip.mp4")
-        write_video(video, [solid(128, 96, (10 * i % 250, 80, 200 - 6 * i % 190)) for i in range(32)], fps=2.0, gop=8)
+        write_video(
+            video,
+            [solid(128, 96, (10 * i % 250, 80, 200 - 6 * i % 190)) for i in range(32)],
+            fps=2.0,
+            gop=8,
+        )
         policy = load_policy(build_tiny("qwen3_vl", args.size, Path(tmp) / "model").path)
-        shared, plain = HFGenerator(policy, max_batch=args.group), HFGenerator(policy, max_batch=args.group, share_prefill=False)
+        shared, plain = (
+            HFGenerator(policy, max_batch=args.group),
+            HFGenerator(policy, max_batch=args.group, share_prefill=False),
+        )
         size_factor = VideoConfig().size_factor
-        prefill_reqs = _requests(shared, video, args.frames, args.max_pixels, size_factor, args.group, 1)
-        turn_reqs = [replace(r, sampling=replace(r.sampling, max_new_tokens=args.new_tokens)) for r in prefill_reqs]
+        prefill_reqs = _requests(
+            shared, video, args.frames, args.max_pixels, size_factor, args.group, 1
+        )
+        turn_reqs = [
+            replace(r, sampling=replace(r.sampling, max_new_tokens=args.new_tokens))
+            for r in prefill_reqs
+        ]
         cont = HFGenerator(policy, continuous=True)
         prefill = measure(shared, plain, prefill_reqs, args.reps, cont)
         turn = measure(shared, plain, turn_reqs, args.reps, cont)
         turns = measure_turns(policy, video, turn_reqs, args.crop_frames, args.reps)
-    table = Table(title=f"G = {args.group} rollouts of one prompt ({len(prefill_reqs[0].prompt_ids)} prompt tokens, "
-                        f"{args.frames}-frame overview, qwen3_vl {args.size}, {args.threads} thread(s); median of {args.reps})")
-    for col in ("variant", "prefill s", f"turn s ({args.new_tokens} tokens)", "prefill ratio", "turn ratio"):
+    table = Table(
+        title=f"G = {args.group} rollouts of one prompt ({len(prefill_reqs[0].prompt_ids)} "
+        "prompt tokens, "
+        f"{args.frames}-frame overview, qwen3_vl {args.size}, {args.threads} thread(s); median "
+        f"of {args.reps})"
+    )
+    for col in (
+        "variant",
+        "prefill s",
+        f"turn s ({args.new_tokens} tokens)",
+        "prefill ratio",
+        "turn ratio",
+    ):
         table.add_column(col, justify="right")
     for name in ("shared", "independent", "one_by_one", "continuous"):
-        table.add_row(name, f"{prefill[name]:.3f}", f"{turn[name]:.3f}", f"{prefill[name] / prefill['shared']:.2f}×",
-                      f"{turn[name] / turn['shared']:.2f}×")
+        table.add_row(
+            name,
+            f"{prefill[name]:.3f}",
+            f"{turn[name]:.3f}",
+            f"{prefill[name] / prefill['shared']:.2f}×",
+            f"{turn[name] / turn['shared']:.2f}×",
+        )
     Console().print(table)
-    t2 = Table(title=f"Turn 2 of the same G rows: a tool response of {turns['tool_response_tokens']} tokens "
-                     f"({args.crop_frames}-frame crop); tokens prefilled per row")
+    t2 = Table(
+        title=f"Turn 2 of the same G rows: a tool response of {turns['tool_response_tokens']} "
+        "tokens "
+        f"({args.crop_frames}-frame crop); tokens prefilled per row"
+    )
     for col in ("KV cache", "turn 1 tokens", "turn 2 tokens", "turn 2 / tool response", "turn 2 s"):
         t2.add_column(col, justify="right")
     for name, label in (("full", "re-prefill (before)"), ("kept", "kept (after)")):
         t1_tok, t2_tok = turns["prefill_tokens_per_row"][name]
-        t2.add_row(label, f"{t1_tok:.0f}", f"{t2_tok:.0f}", f"{t2_tok / turns['tool_response_tokens']:.2f}",
-                   f"{turns['turn2_s'][name]:.3f}")
+        t2.add_row(
+            label,
+            f"{t1_tok:.0f}",
+            f"{t2_tok:.0f}",
+            f"{t2_tok / turns['tool_response_tokens']:.2f}",
+            f"{turns['turn2_s'][name]:.3f}",
+        )
     Console().print(t2)
-    print(json.dumps({
-        "benchmark": "rollout", "group": args.group, "frames": args.frames, "size": args.size,
-        "prompt_tokens": len(prefill_reqs[0].prompt_ids), "new_tokens": args.new_tokens, "threads": args.threads,
-        "prefill_s": prefill, "turn_s": turn,
-        "speedup": prefill["independent"] / prefill["shared"],
-        "speedup_turn": turn["independent"] / turn["shared"],
-        "speedup_vs_one_by_one": prefill["one_by_one"] / prefill["shared"],
-        "speedup_continuous": prefill["independent"] / prefill["continuous"],
-        "turns": turns,
-        "turn2_prefill_over_tool_response": turns["prefill_tokens_per_row"]["kept"][1] / turns["tool_response_tokens"],
-        "speedup_turn2": turns["turn2_s"]["full"] / turns["turn2_s"]["kept"],
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "rollout",
+                "group": args.group,
+                "frames": args.frames,
+                "size": args.size,
+                "prompt_tokens": len(prefill_reqs[0].prompt_ids),
+                "new_tokens": args.new_tokens,
+                "threads": args.threads,
+                "prefill_s": prefill,
+                "turn_s": turn,
+                "speedup": prefill["independent"] / prefill["shared"],
+                "speedup_turn": turn["independent"] / turn["shared"],
+                "speedup_vs_one_by_one": prefill["one_by_one"] / prefill["shared"],
+                "speedup_continuous": prefill["independent"] / prefill["continuous"],
+                "turns": turns,
+                "turn2_prefill_over_tool_response": turns["prefill_tokens_per_row"]["kept"][1]
+                / turns["tool_response_tokens"],
+                "speedup_turn2": turns["turn2_s"]["full"] / turns["turn2_s"]["kept"],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ A ParaVT-Synth of ``--videos`` flash-needle train videos (the base's own kind an
 build is timed in a fresh video cache, split into the time spent in the video layer (decoding and
 converting frames) and the rest (prompt rendering, the processor, tokenization).
 
-    nice -n 19 .venv/bin/python benchmarks/row_build.py [--videos 16] [--out runs/row_build] [--windowed]
+    nice -n 19 .venv/bin/python benchmarks/row_build.py [--videos 16] [--out runs/row_build]
+    [--windowed]
 
 ``--windowed`` is the reference: each request decoded by its own window, as before issue 33.
 
@@ -32,7 +33,9 @@ def ensure_data(out: Path, videos: int) -> Path:
     from paravt.data.synth.tiny import build_tiny
 
     if not (out / ".done").exists():
-        build(out / "synth", videos=videos, eval_videos=0, seed=0, workers=2, needle_kinds=("flash",))
+        build(
+            out / "synth", videos=videos, eval_videos=0, seed=0, workers=2, needle_kinds=("flash",)
+        )
         build_tiny("qwen3_vl", "s", out / "init")
         (out / ".done").write_text(f"{videos}\n")
     return out
@@ -77,8 +80,18 @@ def measure(synth: Path, model: Path) -> dict[str, Any]:
     timer = _Timer(chat, "_decode")  # every frame the rows read goes through it
     t0 = time.perf_counter()
     try:
-        examples = prior_examples(rows, synth, codec, tool_mix=0.7, think_sentences=2, seed=0,
-                                  max_calls=2, max_pixels=PIXELS, crop_max_pixels=PIXELS, size_factor=FACTOR)
+        examples = prior_examples(
+            rows,
+            synth,
+            codec,
+            tool_mix=0.7,
+            think_sentences=2,
+            seed=0,
+            max_calls=2,
+            max_pixels=PIXELS,
+            crop_max_pixels=PIXELS,
+            size_factor=FACTOR,
+        )
     finally:
         timer.restore()
     total = time.perf_counter() - t0
@@ -86,21 +99,36 @@ def measure(synth: Path, model: Path) -> dict[str, Any]:
     n = len(examples)
     from paravt.video import cache
 
-    mib = {"decoded_frames_cache": cache.DECODED.nbytes, "rgb_frames_cache": cache.FRAMES.nbytes,
-           "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
-    return {"rows": n, "videos": len({r.videos[0] for r in rows if r.videos}), "build_s": round(total, 3),
-            "video_s": round(timer.seconds, 3), "other_s": round(total - timer.seconds, 3),
-            "base_build_s_per_1k_rows": round(1000 * total / n, 3),
-            "decode_stats": {k: getattr(stats, k) for k in stats.__dataclass_fields__},
-            "mib": {k: round(v / 2**20, 1) for k, v in mib.items()}}
+    mib = {
+        "decoded_frames_cache": cache.DECODED.nbytes,
+        "rgb_frames_cache": cache.FRAMES.nbytes,
+        "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+    }
+    return {
+        "rows": n,
+        "videos": len({r.videos[0] for r in rows if r.videos}),
+        "build_s": round(total, 3),
+        "video_s": round(timer.seconds, 3),
+        "other_s": round(total - timer.seconds, 3),
+        "base_build_s_per_1k_rows": round(1000 * total / n, 3),
+        "decode_stats": {k: getattr(stats, k) for k in stats.__dataclass_fields__},
+        "mib": {k: round(v / 2**20, 1) for k, v in mib.items()},
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--videos", type=int, default=16, help="train videos of the cached synth (24 rows each)")
-    ap.add_argument("--out", type=Path, default=Path("runs/row_build"), help="where data and model are cached")
-    ap.add_argument("--windowed", action="store_true",
-                    help="the reference: every request decoded by its own window (no whole-video path)")
+    ap.add_argument(
+        "--videos", type=int, default=16, help="train videos of the cached synth (24 rows each)"
+    )
+    ap.add_argument(
+        "--out", type=Path, default=Path("runs/row_build"), help="where data and model are cached"
+    )
+    ap.add_argument(
+        "--windowed",
+        action="store_true",
+        help="the reference: every request decoded by its own window (no whole-video path)",
+    )
     a = ap.parse_args()
     if a.windowed:
         from paravt.video import timeline
@@ -108,9 +136,11 @@ def main() -> None:
         timeline.WHOLE_MAX_PIXELS = 0
     out = ensure_data(a.out, a.videos)
     res = measure(out / "synth", out / "init")
-    print(f"{res['rows']} rows of {res['videos']} videos in {res['build_s']:.2f} s "
-          f"(video layer {res['video_s']:.2f} s, the rest {res['other_s']:.2f} s): "
-          f"{res['base_build_s_per_1k_rows']:.2f} s per 1,000 rows")
+    print(
+        f"{res['rows']} rows of {res['videos']} videos in {res['build_s']:.2f} s "
+        f"(video layer {res['video_s']:.2f} s, the rest {res['other_s']:.2f} s): "
+        f"{res['base_build_s_per_1k_rows']:.2f} s per 1,000 rows"
+    )
     print(json.dumps(res))
 
 

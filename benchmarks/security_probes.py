@@ -48,11 +48,21 @@ class Server:
     def __init__(self, tools: str, root: Path) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        argv = [sys.executable, "-c", "from paravt.cli import main; main()", "serve-tools", "--port",
-                str(self.port), "--tools", tools]
+        argv = [
+            sys.executable,
+            "-c",
+            "from paravt.cli import main; main()",
+            "serve-tools",
+            "--port",
+            str(self.port),
+            "--tools",
+            tools,
+        ]
         if NEW:
             argv += ["--video-root", str(root)]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root)
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=root
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -70,16 +80,33 @@ class Server:
 
 
 def _context(video: str, info: dict, **kw: object) -> dict:
-    ctx = {"episode_id": "x", "video": video, "info": info, "crop_max_frames": 16, "crop_fps": 1.0,
-           "crop_max_pixels": 224 * 224, "size_factor": 32,
-           "budget": {"per_call_pixels": 16 * 224 * 224, "per_episode_pixels": 64 * 224 * 224,
-                      "used_pixels": 0, "calls": 0}}
+    ctx = {
+        "episode_id": "x",
+        "video": video,
+        "info": info,
+        "crop_max_frames": 16,
+        "crop_fps": 1.0,
+        "crop_max_pixels": 224 * 224,
+        "size_factor": 32,
+        "budget": {
+            "per_call_pixels": 16 * 224 * 224,
+            "per_episode_pixels": 64 * 224 * 224,
+            "used_pixels": 0,
+            "calls": 0,
+        },
+    }
     ctx.update(kw)
     return ctx
 
 
-def _batch(url: str, ctx: dict, calls: list[dict], tid: str = "t", session: str = SESSION,
-           timeout: float = 120) -> httpx.Response:
+def _batch(
+    url: str,
+    ctx: dict,
+    calls: list[dict],
+    tid: str = "t",
+    session: str = SESSION,
+    timeout: float = 120,
+) -> httpx.Response:
     item = {"session": session, "trajectory_id": tid, "context": ctx, "calls": calls}
     return httpx.post(url + "/v1/batch", json={"items": [item]}, timeout=timeout)
 
@@ -100,25 +127,65 @@ def server_probes(root: Path, video: str, info: dict, slow: bool) -> dict[str, b
     srv = Server("crop_video,frame_select", root)
     try:
         got = _obs(_batch(srv.url, _context(str(secret), info), [_crop()]))
-        out["S1 root-only file outside the roots is served"] = bool(got) and got[0]["frames"] is not None
-        texts = [(_obs(_batch(srv.url, _context(p, info), [_crop()])) or [{"error": ""}])[0]["error"] or ""
-                 for p in ("/etc/shadow", "/nonexistent/x")]
+        out["S1 root-only file outside the roots is served"] = (
+            bool(got) and got[0]["frames"] is not None
+        )
+        texts = [
+            (_obs(_batch(srv.url, _context(p, info), [_crop()])) or [{"error": ""}])[0]["error"]
+            or ""
+            for p in ("/etc/shadow", "/nonexistent/x")
+        ]
         texts = [t.replace("/etc/shadow", "P").replace("/nonexistent/x", "P") for t in texts]
-        out["S2 error text reveals existence/size outside the roots"] = texts[0] != texts[1] or "bytes" in texts[0]
+        out["S2 error text reveals existence/size outside the roots"] = (
+            texts[0] != texts[1] or "bytes" in texts[0]
+        )
         got = _obs(_batch(srv.url, _context(f"{root}/../private.mp4", info), [_crop()]))
         out["S3 ../ escapes the roots"] = bool(got) and got[0]["frames"] is not None
-        got = _obs(_batch(srv.url, _context(str(root / "v.mp4"), info, crop_max_frames=299, crop_fps=30.0,
-                                            crop_max_pixels=10**7), [_crop(0, 40)]))
-        out["S4 client caps accepted (crop > 16 frames)"] = bool(got) and got[0]["frames"]["shape"][0] > 16
-        budget = {"per_call_pixels": 10**12, "per_episode_pixels": 10**12, "used_pixels": -10**9, "calls": 0}
-        sel = {"name": "frame_select", "arguments": {"start_time": 0, "end_time": 40, "nframes": 40}, "error": None}
+        got = _obs(
+            _batch(
+                srv.url,
+                _context(
+                    str(root / "v.mp4"),
+                    info,
+                    crop_max_frames=299,
+                    crop_fps=30.0,
+                    crop_max_pixels=10**7,
+                ),
+                [_crop(0, 40)],
+            )
+        )
+        out["S4 client caps accepted (crop > 16 frames)"] = (
+            bool(got) and got[0]["frames"]["shape"][0] > 16
+        )
+        budget = {
+            "per_call_pixels": 10**12,
+            "per_episode_pixels": 10**12,
+            "used_pixels": -(10**9),
+            "calls": 0,
+        }
+        sel = {
+            "name": "frame_select",
+            "arguments": {"start_time": 0, "end_time": 40, "nframes": 40},
+            "error": None,
+        }
         got = _obs(_batch(srv.url, _context(str(root / "v.mp4"), info, budget=budget), [sel]))
         shape = got[0]["frames"]["shape"] if got and got[0]["frames"] else [0, 0, 0]
-        out["S5 client visual budget accepted (> 802,816 px)"] = shape[0] * shape[1] * shape[2] > 16 * 224 * 224
+        out["S5 client visual budget accepted (> 802,816 px)"] = (
+            shape[0] * shape[1] * shape[2] > 16 * 224 * 224
+        )
         resp = _batch(srv.url, _context(str(root / "v.mp4"), info), [_crop(0, 1)] * 100)
         out["S6 100 calls in one request accepted"] = resp.status_code == 200
-        resp = _batch(srv.url, _context(str(root / "v.mp4"), info), [{"name": "crop_video", "arguments": {
-            "start_time": 0, "end_time": 1, "pad": "x" * (50 << 20)}, "error": None}])
+        resp = _batch(
+            srv.url,
+            _context(str(root / "v.mp4"), info),
+            [
+                {
+                    "name": "crop_video",
+                    "arguments": {"start_time": 0, "end_time": 1, "pad": "x" * (50 << 20)},
+                    "error": None,
+                }
+            ],
+        )
         out["S7 50 MB body accepted"] = resp.status_code == 200
         out["S8 slow-loris header connection kept > 12 s"] = _slow_header(srv.port)
         if slow:
@@ -157,7 +224,7 @@ def _slow_body(port: int) -> bool:
                 if s.recv(1) == b"":
                     return False
                 return False  # the server answered (408)
-            except socket.timeout:
+            except TimeoutError:
                 pass
         return True
     except OSError:
@@ -174,30 +241,46 @@ def _python_server_probes(root: Path, video: str, info: dict) -> dict[str, bool]
     out: dict[str, bool] = {}
     srv = Server("python", root)
     try:
-        got = _obs(_batch(srv.url, _context("/", info), [_py("print(open('/video/etc/passwd').read()[:5])")]))
+        got = _obs(
+            _batch(
+                srv.url, _context("/", info), [_py("print(open('/video/etc/passwd').read()[:5])")]
+            )
+        )
         out["S10 python binds a client path ('/')"] = bool(got) and "root:" in got[0]["text"]
         ctx = _context(str(root / "v.mp4"), info)
         _batch(srv.url, ctx, [_py("secret = 'A'")], tid="s3-e0", session="a" * 32)
-        got = _obs(_batch(srv.url, ctx, [_py("print(globals().get('secret'))")], tid="s3-e0", session="b" * 32))
-        out["S11 a second caller reusing a trajectory id sees the first one's variables"] = \
+        got = _obs(
+            _batch(
+                srv.url, ctx, [_py("print(globals().get('secret'))")], tid="s3-e0", session="b" * 32
+            )
+        )
+        out["S11 a second caller reusing a trajectory id sees the first one's variables"] = (
             bool(got) and got[0]["text"] == "A"
+        )
         before = _sandboxes(srv.proc.pid)
         for i in range(20):
             _batch(srv.url, ctx, [_py("x = 1")], tid=f"many-{i}", session="c" * 32)
-        out["S12 20 trajectories keep 20 live runtimes (no cap)"] = _sandboxes(srv.proc.pid) - before >= 20
+        out["S12 20 trajectories keep 20 live runtimes (no cap)"] = (
+            _sandboxes(srv.proc.pid) - before >= 20
+        )
     finally:
         srv.close()
     return out
 
 
 def _sandboxes(server_pid: int) -> int:
-    kids = subprocess.run(["pgrep", "-P", str(server_pid)], capture_output=True, text=True).stdout.split()
+    kids = subprocess.run(
+        ["pgrep", "-P", str(server_pid)], capture_output=True, text=True
+    ).stdout.split()
     return len(kids)
 
 
 def _runtime(mode: str | None) -> SandboxRuntime:
     kw = {"mode": mode} if mode else {}
-    if "weak_isolation" in inspect.signature(SandboxRuntime).parameters and mode not in (None, "bwrap"):
+    if "weak_isolation" in inspect.signature(SandboxRuntime).parameters and mode not in (
+        None,
+        "bwrap",
+    ):
         kw["weak_isolation"] = True
     return SandboxRuntime(None, SandboxLimits(wall_s=3.0, memory_bytes=1 << 30), **kw)
 
@@ -209,15 +292,22 @@ async def _run(rt: SandboxRuntime, *codes: str) -> list:
         await rt.close()
 
 
-NESTED = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-          "print(libc.unshare(0x10000000 | 0x00020000) == 0 and os.makedirs('/tmp/m', exist_ok=True) is None "
-          "and libc.mount(b'none', b'/tmp/m', b'tmpfs', 0, b'size=1g') == 0)")
-FORGE = ("import json, os, struct\nbody = json.dumps({'id': 1, 'ok': True, 'stdout': 'A' * 1_000_000, "
-         "'error': None, 'images': []}).encode()\nfor fd in range(3, 12):\n    try:\n"
-         "        os.write(fd, struct.pack('>I', len(body)) + body)\n    except OSError:\n        pass")
-GRANDCHILD = ("import os\nfor fd in range(3, 8):\n    try:\n        os.set_inheritable(fd, True)\n"
-              "    except OSError:\n        pass\nif os.fork() == 0:\n    os.setsid()\n"
-              "    os.execv('/usr/bin/sleep', ['sleep', '271.5'])\nwhile True:\n    pass")
+NESTED = (
+    "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+    "print(libc.unshare(0x10000000 | 0x00020000) == 0 and os.makedirs('/tmp/m', exist_ok=True) "
+    "is None "
+    "and libc.mount(b'none', b'/tmp/m', b'tmpfs', 0, b'size=1g') == 0)"
+)
+FORGE = (
+    "import json, os, struct\nbody = json.dumps({'id': 1, 'ok': True, 'stdout': 'A' * 1_000_000, "
+    "'error': None, 'images': []}).encode()\nfor fd in range(3, 12):\n    try:\n"
+    "        os.write(fd, struct.pack('>I', len(body)) + body)\n    except OSError:\n        pass"
+)
+GRANDCHILD = (
+    "import os\nfor fd in range(3, 8):\n    try:\n        os.set_inheritable(fd, True)\n"
+    "    except OSError:\n        pass\nif os.fork() == 0:\n    os.setsid()\n"
+    "    os.execv('/usr/bin/sleep', ['sleep', '271.5'])\nwhile True:\n    pass"
+)
 
 
 def sandbox_probes() -> dict[str, bool]:
@@ -232,12 +322,19 @@ def sandbox_probes() -> dict[str, bool]:
         asyncio.run(_run(_runtime("unshare"), GRANDCHILD))
         took = time.monotonic() - t0
         time.sleep(0.5)
-        leftovers = [int(p.name) for p in Path("/proc").glob("[0-9]*") if _cmd(p).startswith(b"sleep 271.5")]
+        leftovers = [
+            int(p.name) for p in Path("/proc").glob("[0-9]*") if _cmd(p).startswith(b"sleep 271.5")
+        ]
         for pid in leftovers:  # the probe's own leftover, by pid
             os.kill(pid, 9)
         alive = bool(leftovers)
         out["B3 setsid grandchild outlives the runtime or close() hangs"] = alive or took > 15
-        (r,) = asyncio.run(_run(_runtime("unshare"), "import os\nprint(len([p for p in os.listdir('/proc') if p.isdigit()]))"))
+        (r,) = asyncio.run(
+            _run(
+                _runtime("unshare"),
+                "import os\nprint(len([p for p in os.listdir('/proc') if p.isdigit()]))",
+            )
+        )
         out["B4 fallback sees host processes (no PID namespace)"] = r.ok and int(r.stdout) > 5
         rt = SandboxRuntime(None, SandboxLimits(wall_s=3.0), mode="unshare")  # no opt-in
         try:
@@ -263,14 +360,29 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="paravt-probes-"))
     root = tmp / "root"
     root.mkdir()
-    video = str(write_video(root / "v.mp4", [np.full((240, 320, 3), 3 * i, np.uint8) for i in range(80)], 2.0, gop=10))
+    video = str(
+        write_video(
+            root / "v.mp4",
+            [np.full((240, 320, 3), 3 * i, np.uint8) for i in range(80)],
+            2.0,
+            gop=10,
+        )
+    )
     os.chmod(video, 0o644)
     info = dataclasses.asdict(probe(video))
     results = {**server_probes(root, video, info, args.slow), **sandbox_probes()}
     for name, broke in results.items():
         print(f"{'BREAK  ' if broke else 'refused'}  {name}")
-    print(json.dumps({"version": "new" if NEW else "old", "probes": len(results),
-                      "succeeded": sum(results.values()), "refused": len(results) - sum(results.values())}))
+    print(
+        json.dumps(
+            {
+                "version": "new" if NEW else "old",
+                "probes": len(results),
+                "succeeded": sum(results.values()),
+                "refused": len(results) - sum(results.values()),
+            }
+        )
+    )
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -28,7 +28,7 @@ import torch
 
 from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
 from paravt.data.synth.build import build
-from paravt.models.base import GenOutput, GenRequest, Generator, SamplingParams
+from paravt.models.base import Generator, GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import load_policy
@@ -56,15 +56,33 @@ class ScriptedFirstTurn:
 
 
 def episode_seconds(gen: Generator, codec: ChatCodec, video: str, reps: int) -> tuple[float, list]:
-    settings = EpisodeSettings(mode="parallel", max_turns=2, overview_max_pixels=64 * 64, crop_max_pixels=64 * 64,
-                               crop_max_frames=4, sampling=SAMPLING, sub_sampling=SAMPLING)
-    call = "I need to look closer.\n</think>\n" + tags.render_crop_call(0.0, 2.0) + tags.render_crop_call(2.0, 4.0)
+    settings = EpisodeSettings(
+        mode="parallel",
+        max_turns=2,
+        overview_max_pixels=64 * 64,
+        crop_max_pixels=64 * 64,
+        crop_max_frames=4,
+        sampling=SAMPLING,
+        sub_sampling=SAMPLING,
+    )
+    call = (
+        "I need to look closer.\n</think>\n"
+        + tags.render_crop_call(0.0, 2.0)
+        + tags.render_crop_call(2.0, 4.0)
+    )
     times, results = [], []
     for i in range(reps + 1):  # the first one warms up (not timed)
         inp = EpisodeInput(f"b{i}", video, "What colour is the flash?", "oe", "red", None, 16)
         t0 = time.perf_counter()
-        res = asyncio.run(run_episode(inp, generator=ScriptedFirstTurn(gen, codec, call), codec=codec,
-                                      settings=settings, episode_id=f"bench-{i}"))
+        res = asyncio.run(
+            run_episode(
+                inp,
+                generator=ScriptedFirstTurn(gen, codec, call),
+                codec=codec,
+                settings=settings,
+                episode_id=f"bench-{i}",
+            )
+        )
         if i:
             times.append(time.perf_counter() - t0)
             results.append(res)
@@ -75,7 +93,7 @@ def _server_sampled(res) -> list[float]:
     """Logprobs of the tokens the backend sampled (the scripted first main turn left out)."""
     subs = [lp for t in res.subs for lp, m in zip(t.logprobs, t.loss_mask) if m]
     main = [lp for lp, m in zip(res.main.logprobs, res.main.loss_mask) if m]
-    return subs + main[res.main.turns[0].n_generated_tokens:]
+    return subs + main[res.main.turns[0].n_generated_tokens :]
 
 
 def logprob_gap(policy, codec: ChatCodec, results) -> tuple[float, float]:
@@ -88,8 +106,16 @@ def logprob_gap(policy, codec: ChatCodec, results) -> tuple[float, float]:
         for t in res.subs:
             pos = [i for i, m in enumerate(t.loss_mask) if m]
             with torch.no_grad():
-                local = sequence_logprobs(policy.model, policy.processor, t.ids, t.videos, t.images, pos,
-                                          temperature=SAMPLING.temperature, suppress_ids=codec.vision_token_ids)
+                local = sequence_logprobs(
+                    policy.model,
+                    policy.processor,
+                    t.ids,
+                    t.videos,
+                    t.images,
+                    pos,
+                    temperature=SAMPLING.temperature,
+                    suppress_ids=codec.vision_token_ids,
+                )
             gaps += [abs(t.logprobs[i] - float(lp)) for i, lp in zip(pos, local)]
     return max(gaps), statistics.fmean(gaps)
 
@@ -111,12 +137,23 @@ def main() -> None:
     sampled = [lp for r in res for lp in _server_sampled(r)]
     gap_max, gap_mean = logprob_gap(policy, codec, res)
     c = server.counters
-    out = {"episode_s_server": round(t_server, 3), "episode_s_hf": round(t_hf, 3), "reps": a.reps,
-           "prompts_checked": c.prompt_checked, "prompts_equal": c.prompt_checked - c.prompt_mismatch,
-           "responses_with_token_ids": c.with_token_ids, "responses": c.responses,
-           "sampled_tokens": len(sampled), "sampled_tokens_nonzero_logprob": sum(lp != 0.0 for lp in sampled),
-           "logprob_gap_vs_hf_max": round(gap_max, 4), "logprob_gap_vs_hf_mean": round(gap_mean, 4)}
-    print(f"one parallel episode (2 sub-agents, tool turn): server {t_server:.2f} s, hf {t_hf:.2f} s (median of {a.reps})")
+    out = {
+        "episode_s_server": round(t_server, 3),
+        "episode_s_hf": round(t_hf, 3),
+        "reps": a.reps,
+        "prompts_checked": c.prompt_checked,
+        "prompts_equal": c.prompt_checked - c.prompt_mismatch,
+        "responses_with_token_ids": c.with_token_ids,
+        "responses": c.responses,
+        "sampled_tokens": len(sampled),
+        "sampled_tokens_nonzero_logprob": sum(lp != 0.0 for lp in sampled),
+        "logprob_gap_vs_hf_max": round(gap_max, 4),
+        "logprob_gap_vs_hf_mean": round(gap_mean, 4),
+    }
+    print(
+        f"one parallel episode (2 sub-agents, tool turn): server {t_server:.2f} s, hf {t_hf:.2f} "
+        f"s (median of {a.reps})"
+    )
     print(json.dumps(out))
 
 

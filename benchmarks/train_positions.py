@@ -37,9 +37,20 @@ def _rows(out: Path, codec: Any, n: int) -> list[Any]:
     from paravt.rl.sft import build_sequence
 
     rows = [r for r in read_rows(out / "synth" / "base.parquet") if is_base_row(r) and r.videos][:n]
-    return [build_sequence(to_chat_messages(r, out / "synth", max_pixels=row_build.PIXELS,
-                                            crop_max_pixels=row_build.PIXELS, size_factor=row_build.FACTOR),
-                           codec, row_id=r.id) for r in rows]
+    return [
+        build_sequence(
+            to_chat_messages(
+                r,
+                out / "synth",
+                max_pixels=row_build.PIXELS,
+                crop_max_pixels=row_build.PIXELS,
+                size_factor=row_build.FACTOR,
+            ),
+            codec,
+            row_id=r.id,
+        )
+        for r in rows
+    ]
 
 
 def _timed(fn: Any) -> float:
@@ -49,10 +60,10 @@ def _timed(fn: Any) -> float:
 
 
 def measure(out: Path, steps: int) -> dict[str, Any]:
+    from batch_bench import items_from_rows
     from paravt.models.chat import ChatCodec
     from paravt.models.hf.loading import load_policy
     from paravt.rl import batch, rope
-    from batch_bench import items_from_rows
     from paravt.rl.sft import SFTTrainer
     from paravt.rl.update import ppo_update
 
@@ -63,7 +74,9 @@ def measure(out: Path, steps: int) -> dict[str, Any]:
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
     rows = _rows(out, ChatCodec(processor), 32)
     trainer = SFTTrainer(rows, model, processor, optimizer, 8, 1.0, total_steps=10_000, lr=1e-5)
-    items = items_from_rows([dataclasses.replace(t) for t in rows[:8]])  # rows of their own (own cache entries)
+    items = items_from_rows(
+        [dataclasses.replace(t) for t in rows[:8]]
+    )  # rows of their own (own cache entries)
     calls, spent = [0], [0.0]
     inner = type(model.model).get_rope_index
 
@@ -86,12 +99,29 @@ def measure(out: Path, steps: int) -> dict[str, Any]:
             c1, r1 = calls[0], spent[0]
             for it in items:  # rollouts are new rows every step
                 rope._CACHE.pop(it.traj, None)
-            upd = _timed(lambda: ppo_update(model, processor, optimizer, items, clip_eps=0.2, kl_coef=0.01,
-                                            kl_kind="k3", max_grad_norm=1.0, ref_model=ref, ppo_epochs=2))
+            upd = _timed(
+                lambda: ppo_update(
+                    model,
+                    processor,
+                    optimizer,
+                    items,
+                    clip_eps=0.2,
+                    kl_coef=0.01,
+                    kl_kind="k3",
+                    max_grad_norm=1.0,
+                    ref_model=ref,
+                    ppo_epochs=2,
+                )
+            )
             if step:  # step 0 warms up (feature cache, allocator, first positions)
-                for k, v in ((f"sft_{mode}_s", sft), (f"update_{mode}_s", upd),
-                             (f"sft_{mode}_rope_calls", c1 - c0), (f"update_{mode}_rope_calls", calls[0] - c1),
-                             (f"sft_{mode}_rope_s", r1 - r0), (f"update_{mode}_rope_s", spent[0] - r1)):
+                for k, v in (
+                    (f"sft_{mode}_s", sft),
+                    (f"update_{mode}_s", upd),
+                    (f"sft_{mode}_rope_calls", c1 - c0),
+                    (f"update_{mode}_rope_calls", calls[0] - c1),
+                    (f"sft_{mode}_rope_s", r1 - r0),
+                    (f"update_{mode}_rope_s", spent[0] - r1),
+                ):
                     res.setdefault(k, []).append(v)
     batch.batch_positions = real
     med = {k: round(statistics.median(v), 4) for k, v in res.items()}
@@ -101,16 +131,24 @@ def measure(out: Path, steps: int) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=Path("runs/row_build"), help="data and model of row_build.py")
-    ap.add_argument("--videos", type=int, default=16, help="videos of the synth, when it is built here")
+    ap.add_argument(
+        "--out", type=Path, default=Path("runs/row_build"), help="data and model of row_build.py"
+    )
+    ap.add_argument(
+        "--videos", type=int, default=16, help="videos of the synth, when it is built here"
+    )
     ap.add_argument("--steps", type=int, default=6, help="timed steps of each kind and mode")
     a = ap.parse_args()
     res = measure(row_build.ensure_data(a.out, a.videos), a.steps)
     for kind in ("sft", "update"):
-        print(f"{kind}: {res[f'{kind}_model_s']:.3f} s a step with the model computing positions "
-              f"({res[f'{kind}_model_rope_calls']:.0f} get_rope_index calls, {res[f'{kind}_model_rope_s']:.4f} s), "
-              f"{res[f'{kind}_given_s']:.3f} s with them precomputed ({res[f'{kind}_given_rope_calls']:.0f} calls, "
-              f"{res[f'{kind}_given_rope_s']:.4f} s)")
+        print(
+            f"{kind}: {res[f'{kind}_model_s']:.3f} s a step with the model computing positions "
+            f"({res[f'{kind}_model_rope_calls']:.0f} get_rope_index calls, "
+            f"{res[f'{kind}_model_rope_s']:.4f} s), "
+            f"{res[f'{kind}_given_s']:.3f} s with them precomputed "
+            f"({res[f'{kind}_given_rope_calls']:.0f} calls, "
+            f"{res[f'{kind}_given_rope_s']:.4f} s)"
+        )
     print(json.dumps(res))
 
 

@@ -1,2 +1,3 @@
 """paravt: agentic video RL with parallel tool use."""
+
 __version__ = "0.1.0"

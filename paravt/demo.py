@@ -2,7 +2,8 @@
 
 It is `paravt repro` (``paravt.repro.run``) on the ``demo`` preset with three of its variants: the
 SFT cold start, vanilla GRPO and PARA-GRPO (``SEEDS`` RL seeds each), all from the same measured
-early checkpoint of an SFT run on top of a simulated strong tool prior; then the HTML report (with its "paper vs ours"
+early checkpoint of an SFT run on top of a simulated strong tool prior; then the HTML report (with
+its "paper vs ours"
 section). The CLI prints the comparison. ``--quick`` is the ``micro`` preset (the test suite's:
 every stage runs, the numbers are noise).
 
@@ -26,8 +27,15 @@ def run_demo(out: Path, *, quick: bool = False, overrides: Sequence[str] = ()) -
     from paravt.repro.run import run_repro
     from paravt.tracking import attach_report
 
-    summary = run_repro(out, preset="micro" if quick else "demo", seeds=1 if quick else SEEDS, variants=VARIANTS,
-                        overrides=overrides)
+    summary = run_repro(
+        out,
+        preset="micro" if quick else "demo",
+        seeds=1 if quick else SEEDS,
+        variants=VARIANTS,
+        overrides=overrides,
+    )
     report = build_report([out], out / "report.html")
-    attach_report([out], report)  # to each training run's wandb / MLflow run, when logging.loggers lists them
+    attach_report(
+        [out], report
+    )  # to each training run's wandb / MLflow run, when logging.loggers lists them
     return report, summary

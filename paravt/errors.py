@@ -52,8 +52,11 @@ class DiskError(ParavtError):
 
 #: The errnos of a write that the user fixes (space, quota, permission, a read-only filesystem).
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS})
-_DISK_FIX = {errno.ENOSPC: "free space or choose another disk", errno.EDQUOT: "free space or raise the quota",
-             errno.EROFS: "the filesystem is read-only; choose a writable path"}
+_DISK_FIX = {
+    errno.ENOSPC: "free space or choose another disk",
+    errno.EDQUOT: "free space or raise the quota",
+    errno.EROFS: "the filesystem is read-only; choose a writable path",
+}
 _OS_ERROR_IN_TEXT = re.compile(r"\(os error (\d+)\)")  # safetensors' IoError text
 
 
@@ -75,7 +78,9 @@ def disk_cause(err: BaseException) -> OSError | None:
 
 
 @contextmanager
-def disk_write(path: str | os.PathLike[str], what: str, kept: str | Callable[[], str]) -> Iterator[None]:
+def disk_write(
+    path: str | os.PathLike[str], what: str, kept: str | Callable[[], str]
+) -> Iterator[None]:
     """Run a write of ``what`` at ``path``; a failure for want of space or permission becomes ONE
     `DiskError` naming the path, the reason, ``kept`` (what is still there; a callable is asked only
     on failure) and the fix. Any other error passes through unchanged."""
@@ -88,5 +93,7 @@ def disk_write(path: str | os.PathLike[str], what: str, kept: str | Callable[[],
         keep = kept() if callable(kept) else kept
         reason = cause.strerror or os.strerror(cause.errno or 0)
         fix = _DISK_FIX.get(cause.errno or 0, "check the permissions or choose another path")
-        raise DiskError(f"cannot write {what} {os.fspath(path)}: {reason}; kept: {keep}; {fix}, then run "
-                        "the command again") from None
+        raise DiskError(
+            f"cannot write {what} {os.fspath(path)}: {reason}; kept: {keep}; {fix}, then run "
+            "the command again"
+        ) from None

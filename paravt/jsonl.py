@@ -48,12 +48,16 @@ def ends_torn(path: Path) -> bool:
         return False
 
 
-def append_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]], *, fsync: bool = True) -> None:
+def append_jsonl(
+    path: str | Path, rows: Iterable[Mapping[str, Any]], *, fsync: bool = True
+) -> None:
     """Append each of ``rows`` as one line of JSON (parent folders made; a torn last line ended
     first), then flush (and, with ``fsync``, sync to disk) so a later kill loses nothing written."""
     p = Path(path)
     lines = "".join(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in rows)
-    with disk_write(p, "rows to", lambda: f"the rows {p.name} held before this write (a rerun reads them back)"):
+    with disk_write(
+        p, "rows to", lambda: f"the rows {p.name} held before this write (a rerun reads them back)"
+    ):
         p.parent.mkdir(parents=True, exist_ok=True)
         _append(p, ("\n" if ends_torn(p) else "") + lines, fsync=fsync)
 
@@ -89,15 +93,22 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
         else:
             bad.append(no)
     if bad:
-        log.warning("%s: skipped %d line(s) that are not whole JSON objects (line %s; a write cut by a "
-                    "killed run): their rows count as not done", p, len(bad), ", ".join(map(str, bad[:5])))
+        log.warning(
+            "%s: skipped %d line(s) that are not whole JSON objects (line %s; a write cut by a "
+            "killed run): their rows count as not done",
+            p,
+            len(bad),
+            ", ".join(map(str, bad[:5])),
+        )
     return out
 
 
 def rewrite_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
     """Replace ``path`` with ``rows`` atomically (temp file + rename): a kill leaves the old file
     or the new one, never a mix."""
-    write_atomic(path, "".join(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in rows), "the rows of")
+    write_atomic(
+        path, "".join(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in rows), "the rows of"
+    )
 
 
 def write_atomic(path: str | Path, text: str, what: str) -> None:
@@ -121,4 +132,8 @@ def _write_synced(tmp: Path, text: str) -> None:
 
 def _kept_previous(p: Path, tmp: Path) -> str:
     tmp.unlink(missing_ok=True)
-    return f"the previous {p.name}, unchanged" if p.exists() else f"nothing ({p.name} was not there before)"
+    return (
+        f"the previous {p.name}, unchanged"
+        if p.exists()
+        else f"nothing ({p.name} was not there before)"
+    )

@@ -2,7 +2,8 @@
 
 A run that writes into ``OUT`` (`paravt eval --out`, `paravt data distill --out`, a trainer's
 ``out_dir``) holds the lock for as long as it writes. The lock file is created atomically and
-whole (written aside, then hard-linked into place: ``link`` fails like ``O_EXCL`` if it exists) and holds the holder's pid, host, start time and command. A second run on
+whole (written aside, then hard-linked into place: ``link`` fails like ``O_EXCL`` if it exists) and
+holds the holder's pid, host, start time and command. A second run on
 the same directory raises `OutputLocked`, naming the holder; a lock whose holder is dead (a pid
 that no longer exists on THIS host: a killed run) is stale and is taken over with a one-line
 warning, and so is a lock file that reads but does not parse (corrupt). A lock held from another
@@ -81,20 +82,29 @@ def _read(path: Path) -> Holder | None:
         return None
     try:
         d = json.loads(text)
-        return Holder(int(d["pid"]), str(d["host"]), float(d["since"]), str(d.get("command", "?")), str(d["token"]))
+        return Holder(
+            int(d["pid"]),
+            str(d["host"]),
+            float(d["since"]),
+            str(d.get("command", "?")),
+            str(d["token"]),
+        )
     except (ValueError, KeyError, TypeError):
         return None
 
 
 def _read_held(path: Path) -> Holder | None:
-    """`_read`, with a lock that cannot be read reported as held (`OutputLocked`), never as stale."""
+    """`_read`, with a lock that cannot be read reported as held (`OutputLocked`), never as
+    stale."""
     try:
         return _read(path)
     except OSError as err:
         raise OutputLocked(
             f"{path.parent} may be being written by another run: its lock {path} cannot be read "
-            f"({err.strerror or err}), so its holder cannot be checked; if that run is gone, delete {path} "
-            "(as its owner), or pick another output directory") from None
+            f"({err.strerror or err}), so its holder cannot be checked; if that run is gone, "
+            f"delete {path} "
+            "(as its owner), or pick another output directory"
+        ) from None
 
 
 def _create(path: Path, holder: Holder) -> bool:
@@ -103,8 +113,16 @@ def _create(path: Path, holder: Holder) -> bool:
     the lock is never seen half-written); False when it already exists."""
     tmp = path.with_name(f"{path.name}.{holder.token}")
     with tmp.open("w", encoding="utf-8") as f:
-        json.dump({"pid": holder.pid, "host": holder.host, "since": holder.since, "command": holder.command,
-                   "token": holder.token}, f)
+        json.dump(
+            {
+                "pid": holder.pid,
+                "host": holder.host,
+                "since": holder.since,
+                "command": holder.command,
+                "token": holder.token,
+            },
+            f,
+        )
         f.flush()
         os.fsync(f.fileno())
     try:
@@ -134,8 +152,11 @@ def _take_over(path: Path, me: Holder) -> Holder | None:
         if path.exists() and not _is_stale(found):
             return found
         if path.exists():
-            log.warning("%s: taking over a stale lock (%s: that process is gone)", path.parent,
-                        found.describe() if found else "a lock file that does not parse")
+            log.warning(
+                "%s: taking over a stale lock (%s: that process is gone)",
+                path.parent,
+                found.describe() if found else "a lock file that does not parse",
+            )
             path.unlink(missing_ok=True)
         return None if _create(path, me) else (_read_held(path) or me)
     finally:
@@ -143,7 +164,8 @@ def _take_over(path: Path, me: Holder) -> Holder | None:
 
 
 def acquire(out_dir: str | Path, command: str) -> Holder:
-    """Take ``out_dir``'s lock for this process; `OutputLocked` naming the holder if a live run has it."""
+    """Take ``out_dir``'s lock for this process; `OutputLocked` naming the holder if a live run has
+    it."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     path = d / LOCK_NAME
@@ -156,11 +178,16 @@ def acquire(out_dir: str | Path, command: str) -> Holder:
             return me
         if other.token != me.token:
             raise OutputLocked(
-                f"{d} is being written by another run: {other.describe()}; one writer per output directory. "
-                f"Wait for it to end, pick another output directory, or, if that run is gone, delete {path}",
-                other)
-    raise OutputLocked(f"{d}: its lock {path} kept changing hands while this run tried to take it; "
-                       "another run is starting there: wait for it or pick another output directory")
+                f"{d} is being written by another run: {other.describe()}; one writer per output "
+                "directory. "
+                "Wait for it to end, pick another output directory, or, if that run is gone, "
+                f"delete {path}",
+                other,
+            )
+    raise OutputLocked(
+        f"{d}: its lock {path} kept changing hands while this run tried to take it; "
+        "another run is starting there: wait for it or pick another output directory"
+    )
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -170,14 +197,18 @@ def cpu_seconds(pid: int) -> float | None:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    fields = stat.rpartition(")")[2].split()  # after "pid (comm)": state is field 3, utime/stime 14/15
+    fields = stat.rpartition(")")[
+        2
+    ].split()  # after "pid (comm)": state is field 3, utime/stime 14/15
     try:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (IndexError, ValueError, OSError):
         return None
 
 
-def acquire_waiting(out_dir: str | Path, command: str, *, wait_s: float, poll_s: float = 5.0) -> Holder:
+def acquire_waiting(
+    out_dir: str | Path, command: str, *, wait_s: float, poll_s: float = 5.0
+) -> Holder:
     """`acquire`, waiting while another live run holds the lock, for at most ``wait_s`` seconds
     in which the holder makes no progress (its CPU time, read on this host, does not grow: a
     stopped or hung run; a holder on another host gets ``wait_s`` in all). Then `OutputLocked`
@@ -193,16 +224,24 @@ def acquire_waiting(out_dir: str | Path, command: str, *, wait_s: float, poll_s:
                 raise
             seen = (h.token, cpu_seconds(h.pid) if h.host == socket.gethostname() else None)
             if last is None:
-                log.warning("waiting for the run holding %s (at most %g s without progress from it): %s",
-                            out_dir, wait_s, h.describe())
+                log.warning(
+                    "waiting for the run holding %s (at most %g s without progress from it): %s",
+                    out_dir,
+                    wait_s,
+                    h.describe(),
+                )
             elif seen != last and seen[1] is not None:
                 idle_since = now  # another holder, or the same one working
             last = seen
             if now - idle_since >= wait_s:
                 raise OutputLocked(
-                    f"{out_dir}: waited {now - idle_since:.0f} s for the run holding its lock, which made no "
-                    f"progress (lock_wait_s={wait_s:g}): {h.describe()}; if that run is stopped or hung, end it "
-                    f"(kill {h.pid}) and start again, or raise lock_wait_s", h) from None
+                    f"{out_dir}: waited {now - idle_since:.0f} s for the run holding its lock, "
+                    "which made no "
+                    f"progress (lock_wait_s={wait_s:g}): {h.describe()}; if that run is stopped "
+                    "or hung, end it "
+                    f"(kill {h.pid}) and start again, or raise lock_wait_s",
+                    h,
+                ) from None
             time.sleep(max(0.0, min(poll_s, wait_s - (now - idle_since))))
 
 

@@ -14,15 +14,35 @@ from paravt.config import ModelConfig, RolloutConfig, TrainConfig
 URL = "http://127.0.0.1:9/v1"  # nothing listens there: the tests stop before a request
 
 MODEL: dict[str, Any] = {
-    "path": URL, "backend": "openai", "device": "cpu:0", "dtype": "bfloat16", "served_model_name": "served-x",
-    "request_timeout_s": 7.5, "max_retries": 5, "max_concurrency": 3, "api_key_file": "KEY",
-    "prefill_threads": 2, "replicas": 2, "replica_timeout_s": 77.0, "continuous_batching": True,
+    "path": URL,
+    "backend": "openai",
+    "device": "cpu:0",
+    "dtype": "bfloat16",
+    "served_model_name": "served-x",
+    "request_timeout_s": 7.5,
+    "max_retries": 5,
+    "max_concurrency": 3,
+    "api_key_file": "KEY",
+    "prefill_threads": 2,
+    "replicas": 2,
+    "replica_timeout_s": 77.0,
+    "continuous_batching": True,
 }
 ROLLOUT: dict[str, Any] = {
-    "mode": "sequential", "k_max": 3, "max_turns": 2, "min_window_s": 2.0, "max_context_tokens": 5000,
-    "think_prefix": False, "execute_tool_code": True, "train_subagents": False, "subagent_timeout_s": 12.0,
-    "tools": ["crop_video", "frame_select"], "tool_server_url": "http://127.0.0.1:9", "tool_server_key_file": "KEY",
-    "python_weak_isolation": True, "prompt_version": "v0",
+    "mode": "sequential",
+    "k_max": 3,
+    "max_turns": 2,
+    "min_window_s": 2.0,
+    "max_context_tokens": 5000,
+    "think_prefix": False,
+    "execute_tool_code": True,
+    "train_subagents": False,
+    "subagent_timeout_s": 12.0,
+    "tools": ["crop_video", "frame_select"],
+    "tool_server_url": "http://127.0.0.1:9",
+    "tool_server_key_file": "KEY",
+    "python_weak_isolation": True,
+    "prompt_version": "v0",
 }
 OPTIM: dict[str, dict[str, Any]] = {
     "rl": {"lr": 3e-6, "weight_decay": 0.05, "adam_betas": (0.8, 0.95)},
@@ -38,8 +58,14 @@ def changed_config(tmp_path: Path) -> TrainConfig:
     key.write_text(KEY + "\n")
     model = {k: str(key) if v == "KEY" else v for k, v in MODEL.items()}
     rollout = {k: str(key) if v == "KEY" else v for k, v in ROLLOUT.items()}
-    return TrainConfig.model_validate({"out_dir": str(tmp_path / "run"), "model": model, "rollout": rollout,
-                                       **{s: dict(v) for s, v in OPTIM.items()}})
+    return TrainConfig.model_validate(
+        {
+            "out_dir": str(tmp_path / "run"),
+            "model": model,
+            "rollout": rollout,
+            **{s: dict(v) for s, v in OPTIM.items()},
+        }
+    )
 
 
 def check_changed() -> list[str]:
@@ -49,5 +75,7 @@ def check_changed() -> list[str]:
     defaults = TrainConfig()
     for name, values in (("model", MODEL), ("rollout", ROLLOUT), *OPTIM.items()):
         section = getattr(defaults, name)
-        out += [f"{name}.{k} keeps its default" for k, v in values.items() if getattr(section, k) == v]
+        out += [
+            f"{name}.{k} keeps its default" for k, v in values.items() if getattr(section, k) == v
+        ]
     return out

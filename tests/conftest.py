@@ -21,8 +21,13 @@ torch.set_num_threads(1)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--real-servers", action="store_true", default=False,
-                     help="also run the tests marked real_server: a real vLLM from .venv-vllm (make test-servers)")
+    parser.addoption(
+        "--real-servers",
+        action="store_true",
+        default=False,
+        help="also run the tests marked real_server: a real vLLM from .venv-vllm (make "
+        "test-servers)",
+    )
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,9 @@ class RunningServer:
     def __init__(self, app: FastAPI) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        )
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
     def __enter__(self) -> RunningServer:

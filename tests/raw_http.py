@@ -13,7 +13,8 @@ Respond = Callable[[socket.socket, threading.Event], None]
 
 
 def read_request(conn: socket.socket) -> bytes:
-    """The request's head and its Content-Length body (the client has sent it all before reading)."""
+    """The request's head and its Content-Length body (the client has sent it all before
+    reading)."""
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = conn.recv(65536)
@@ -21,7 +22,14 @@ def read_request(conn: socket.socket) -> bytes:
             return data
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
-    length = next((int(ln.split(b":", 1)[1]) for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")), 0)
+    length = next(
+        (
+            int(ln.split(b":", 1)[1])
+            for ln in head.split(b"\r\n")
+            if ln.lower().startswith(b"content-length:")
+        ),
+        0,
+    )
     while len(body) < length:
         chunk = conn.recv(65536)
         if not chunk:
@@ -31,7 +39,8 @@ def read_request(conn: socket.socket) -> bytes:
 
 
 class RawServer:
-    """``with RawServer(respond) as srv: srv.url``: one thread per connection, all stopped on exit."""
+    """``with RawServer(respond) as srv: srv.url``: one thread per connection, all stopped on
+    exit."""
 
     def __init__(self, respond: Respond) -> None:
         self.respond = respond
@@ -78,7 +87,9 @@ def drip(interval_s: float) -> Respond:
     """Headers of a 1,000-byte JSON reply at once, then its body one byte per ``interval_s``."""
 
     def respond(conn: socket.socket, stop: threading.Event) -> None:
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        )
         for _ in range(1000):
             if stop.wait(interval_s):
                 return
@@ -91,7 +102,10 @@ def endless_chunks(chunk_bytes: int) -> Respond:
     """A 200 reply with a chunked body that never ends (no Content-Length to refuse it by)."""
 
     def respond(conn: socket.socket, stop: threading.Event) -> None:
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        conn.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: "
+            b"chunked\r\n\r\n"
+        )
         piece = b"%x\r\n" % chunk_bytes + b" " * chunk_bytes + b"\r\n"
         while not stop.is_set():
             conn.sendall(piece)
@@ -108,6 +122,8 @@ def fixed(raw: bytes) -> Respond:
     return respond
 
 
-#: A 200 reply declaring a 1 GB body it never sends: refused by its Content-Length, before any body byte.
-DECLARED_HUGE = fixed(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                      b"Content-Length: 1000000000\r\n\r\n")
+# : A 200 reply declaring a 1 GB body it never sends: refused by its Content-Length, before any body
+# byte.
+DECLARED_HUGE = fixed(
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n"
+)

@@ -31,27 +31,41 @@ def _is_float(annotation: object) -> bool:
     return float in args
 
 
-FLOAT_FIELDS = sorted({(cls.__name__, name) for cls in _sections() for name, f in cls.model_fields.items()
-                       if _is_float(f.annotation)})
+FLOAT_FIELDS = sorted(
+    {
+        (cls.__name__, name)
+        for cls in _sections()
+        for name, f in cls.model_fields.items()
+        if _is_float(f.annotation)
+    }
+)
 SECTIONS = {cls.__name__: cls for cls in _sections()}
 
 
 def test_the_float_fields_are_found() -> None:
     """The walk sees the fields the probe broke (a walk that found none would pass vacuously)."""
-    assert {("RLConfig", "lr"), ("SamplingConfig", "temperature"), ("DistillConfig", "request_timeout_s"),
-            ("RewardConfig", "alpha")} <= set(FLOAT_FIELDS)
+    assert {
+        ("RLConfig", "lr"),
+        ("SamplingConfig", "temperature"),
+        ("DistillConfig", "request_timeout_s"),
+        ("RewardConfig", "alpha"),
+    } <= set(FLOAT_FIELDS)
 
 
 @pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan, "inf"])
 @pytest.mark.parametrize(("section", "field"), FLOAT_FIELDS)
-def test_every_float_field_refuses_a_non_finite_value_by_name(section: str, field: str, value: object) -> None:
+def test_every_float_field_refuses_a_non_finite_value_by_name(
+    section: str, field: str, value: object
+) -> None:
     with pytest.raises(ConfigError) as err:
         validate(SECTIONS[section], {field: value}, "test")
     assert f"{field}: Input should be a finite number" in str(err.value)
 
 
 def test_a_reward_weight_of_nan_is_named_as_the_config_value_not_as_a_reward() -> None:
-    with pytest.raises(ConfigError, match=r"reward\.alpha: Input should be a finite number \(got 'nan'\)"):
+    with pytest.raises(
+        ConfigError, match=r"reward\.alpha: Input should be a finite number \(got 'nan'\)"
+    ):
         validate(TrainConfig, {"reward": {"alpha": "nan"}})
 
 
@@ -74,17 +88,27 @@ GIB = 1 << 30
 
 def test_a_step_over_the_memory_bound_is_named_with_the_fields_and_the_bound() -> None:
     bound = 16 * GIB // ITEM_FLOOR_BYTES  # 65,536 items on a 16 GiB machine
-    cfg = TrainConfig.model_construct(rl=TrainConfig().rl.model_copy(update={"group_size": 1_000_000_000}),
-                                      sft=TrainConfig().sft, prior=TrainConfig().prior)
+    cfg = TrainConfig.model_construct(
+        rl=TrainConfig().rl.model_copy(update={"group_size": 1_000_000_000}),
+        sft=TrainConfig().sft,
+        prior=TrainConfig().prior,
+    )
     problems = step_size_problems(cfg, memory=16 * GIB)
     assert len(problems) == 1 and "rl.group_size=1000000000" in problems[0]
     assert f"over the bound of {bound:,}" in problems[0] and "16 GiB" in problems[0]
     assert step_size_problems(TrainConfig(), memory=16 * GIB) == []
 
 
-@pytest.mark.parametrize(("key", "value"), [("rl.group_size", 1_000_000_000), ("rl.prompts_per_step", 100_000_000),
-                                            ("rl.oversample", 1e300), ("sft.batch_size", 10**12),
-                                            ("prior.batch_size", 10**12)])
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("rl.group_size", 1_000_000_000),
+        ("rl.prompts_per_step", 100_000_000),
+        ("rl.oversample", 1e300),
+        ("sft.batch_size", 10**12),
+        ("prior.batch_size", 10**12),
+    ],
+)
 def test_sizes_no_machine_holds_are_refused_when_the_config_loads(key: str, value: float) -> None:
     section, field = key.split(".")
     with pytest.raises(ConfigError) as err:
@@ -95,8 +119,13 @@ def test_sizes_no_machine_holds_are_refused_when_the_config_loads(key: str, valu
 def test_the_bound_is_exact_at_its_edge() -> None:
     rl = TrainConfig().rl
     small = TrainConfig().sft.model_copy(update={"batch_size": 1})
-    fits = TrainConfig.model_construct(rl=rl.model_copy(update={"group_size": 2, "prompts_per_step": 2}),
-                                       sft=small, prior=TrainConfig().prior.model_copy(update={"batch_size": 1}))
-    assert step_size_problems(fits, memory=4 * ITEM_FLOOR_BYTES) == []  # 2 × 2 rollouts: exactly the bound
+    fits = TrainConfig.model_construct(
+        rl=rl.model_copy(update={"group_size": 2, "prompts_per_step": 2}),
+        sft=small,
+        prior=TrainConfig().prior.model_copy(update={"batch_size": 1}),
+    )
+    assert (
+        step_size_problems(fits, memory=4 * ITEM_FLOOR_BYTES) == []
+    )  # 2 × 2 rollouts: exactly the bound
     over = step_size_problems(fits, memory=4 * ITEM_FLOOR_BYTES - 1)
     assert len(over) == 1 and "= 4 in one step, over the bound of 3" in over[0]

@@ -18,8 +18,11 @@ def test_config_show_is_commented_yaml_that_loads_back() -> None:
     assert TrainConfig.model_validate(yaml.safe_load(res.output)) == TrainConfig()
     lines = res.output.splitlines()
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("overview_nframes:"))
-    comment = " ".join(line.strip().removeprefix("# ") for line in lines[:at][::-1][:12]
-                       if line.strip().startswith("#"))
+    comment = " ".join(
+        line.strip().removeprefix("# ")
+        for line in lines[:at][::-1][:12]
+        if line.strip().startswith("#")
+    )
     assert "--nframes" in comment and "infer" in comment and "data import" in comment
     assert all(len(line) <= 100 for line in lines)
 
@@ -38,11 +41,15 @@ def test_a_folded_frame_field_names_its_new_home_and_old_checkpoints_still_load(
     from paravt.errors import ConfigError
 
     (tmp_path / "c.yaml").write_text("eval:\n  nframes: 32\n")
-    with pytest.raises(ConfigError, match=r"eval.nframes: gone; its value is set by video.overview_nframes"):
+    with pytest.raises(
+        ConfigError, match=r"eval.nframes: gone; its value is set by video.overview_nframes"
+    ):
         cfgmod.load(tmp_path / "c.yaml")
     ckpt = tmp_path / "ckpt"  # a checkpoint trained before issue 32 carries both old fields
     ckpt.mkdir()
-    (ckpt / cfgmod.RUN_CONFIG).write_text("video:\n  overview_nframes: 16\neval:\n  nframes: 64\n"
-                                          "  benchmark_max_frames: 64\n  workers: 2\n")
+    (ckpt / cfgmod.RUN_CONFIG).write_text(
+        "video:\n  overview_nframes: 16\neval:\n  nframes: 64\n"
+        "  benchmark_max_frames: 64\n  workers: 2\n"
+    )
     cfg, _ = cfgmod.load_for_model(str(ckpt))
     assert (cfg.video.overview_nframes, cfg.eval.workers) == (16, 2)

@@ -12,8 +12,15 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
-SCANNED = ("paravt/**/*.py", "tests/**/*.py", "benchmarks/**/*.py", "docs/*.md", "README.md",
-           "configs/*.yaml", "Makefile")
+SCANNED = (
+    "paravt/**/*.py",
+    "tests/**/*.py",
+    "benchmarks/**/*.py",
+    "docs/*.md",
+    "README.md",
+    "configs/*.yaml",
+    "Makefile",
+)
 PAPER = {"paper", "paper's", "ParaVT"}
 SEPARATORS = (",", "/", "and", "or", "&")
 SECTION = re.compile(r"§\s?(\d+(?:\.\d+)*|[A-Z]\b)(?:\s*[–-]\s*(\d+(?:\.\d+)*))?")
@@ -45,7 +52,7 @@ def problems(text: str, here: str) -> list[str]:
     for n, line in enumerate(text.splitlines(), 1):
         last: str | None = None
         for m in SECTION.finditer(line):
-            before = line[:m.start()].rstrip()
+            before = line[: m.start()].rstrip()
             words = before.split()
             word = words[-1] if words else ""
             if last is not None and (before.endswith(SEPARATORS[:2]) or word in SEPARATORS):
@@ -55,8 +62,10 @@ def problems(text: str, here: str) -> list[str]:
                 if doc is None and here.endswith(".md") and not re.search(r"\w$", before):
                     doc = here  # "(§10)" in a doc: its own section
             if doc is None:
-                out.append(f"{here}:{n}: '{word} §{m.group(1)}' names no document of this "
-                           "repository (cite docs/ARCHITECTURE.md §N, or paper §X for the paper)")
+                out.append(
+                    f"{here}:{n}: '{word} §{m.group(1)}' names no document of this "
+                    "repository (cite docs/ARCHITECTURE.md §N, or paper §X for the paper)"
+                )
                 continue
             last = doc
             if doc == "paper":
@@ -64,8 +73,9 @@ def problems(text: str, here: str) -> list[str]:
             for sec in filter(None, (m.group(1), m.group(2))):
                 if sec not in sections(doc):
                     have = sorted(sections(doc), key=lambda s: [int(x) for x in s.split(".")])
-                    out.append(f"{here}:{n}: {doc} has no section {sec} "
-                               f"(its sections: {', '.join(have)})")
+                    out.append(
+                        f"{here}:{n}: {doc} has no section {sec} (its sections: {', '.join(have)})"
+                    )
     return out
 
 
@@ -84,12 +94,17 @@ def test_every_section_reference_in_the_repository_can_be_followed() -> None:
 
 
 def test_the_checker_catches_what_a_reader_could_not_follow() -> None:
-    ok = ("see docs/ARCHITECTURE.md §4 and docs/ARCHITECTURE.md §2–3 [paper §C], ParaVT §B\n"
-          "format reward (docs/ARCHITECTURE.md §4/§6, §7)\n")
+    ok = (
+        "see docs/ARCHITECTURE.md §4 and docs/ARCHITECTURE.md §2–3 [paper §C], ParaVT §B\n"
+        "format reward (docs/ARCHITECTURE.md §4/§6, §7)\n"
+    )
     assert problems(ok, "paravt/x.py") == []
     assert problems("cold start (§10)\n", "docs/ARCHITECTURE.md") == []
-    bad = problems("(DESIGN §2)\nx (STYLE.md §3)\ndocs/ARCHITECTURE.md §42\n"
-                   "docs/ARCHITECTURE.md §4–11\nTable 2 and §3\n", "paravt/x.py")
+    bad = problems(
+        "(DESIGN §2)\nx (STYLE.md §3)\ndocs/ARCHITECTURE.md §42\n"
+        "docs/ARCHITECTURE.md §4–11\nTable 2 and §3\n",
+        "paravt/x.py",
+    )
     assert [b.split(":")[1] for b in bad] == ["1", "2", "3", "4", "5"], bad
     assert "no section 42" in bad[2] and "no section 11" in bad[3]
     assert problems("see §2\n", "paravt/x.py") and problems("(§99)\n", "docs/ARCHITECTURE.md")

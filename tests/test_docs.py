@@ -22,7 +22,22 @@ import pytest
 ROOT = Path(__file__).parents[1]
 PKG = ROOT / "paravt"
 DOCS = ("docs/ARCHITECTURE.md", "docs/extending.md")
-FILE_EXTS = {"json", "jsonl", "yaml", "yml", "py", "md", "html", "parquet", "png", "mp4", "txt", "toml", "lock", "pt"}
+FILE_EXTS = {
+    "json",
+    "jsonl",
+    "yaml",
+    "yml",
+    "py",
+    "md",
+    "html",
+    "parquet",
+    "png",
+    "mp4",
+    "txt",
+    "toml",
+    "lock",
+    "pt",
+}
 NOT_NAMES = {"NaN"}
 
 
@@ -65,13 +80,18 @@ def _by_basename(base: str) -> list[str]:
 
 
 def _problem(token: str) -> str | None:
-    """Why ``token`` names nothing in the tree, or None when it names something (or is not a name)."""
+    """Why ``token`` names nothing in the tree, or None when it names something (or is not a
+    name)."""
     token = token.strip().rstrip(",;:")
     if token in NOT_NAMES or "my_" in token:  # the examples of what a reader adds do not exist yet
         return None
     if re.fullmatch(r"(paravt|tests|benchmarks|configs|docs)/[\w/.\-*]*", token):
         path = token.split("*")[0].rstrip("/")
-        return None if (ROOT / path).exists() or "*" in token and (ROOT / path).parent.exists() else "no such path"
+        return (
+            None
+            if (ROOT / path).exists() or "*" in token and (ROOT / path).parent.exists()
+            else "no such path"
+        )
     if m := re.fullmatch(r"(paravt(?:\.\w+)+)(?:\(.*\))?", token):
         parts = m.group(1).split(".")
         for i in range(len(parts), 0, -1):
@@ -88,7 +108,11 @@ def _problem(token: str) -> str | None:
         mods = _by_basename(m.group(1))
         if not mods or m.group(2) in FILE_EXTS:
             return None
-        return None if any(m.group(2) in _defined(x) for x in mods) else f"no module named {m.group(1)} defines {m.group(2)}"
+        return (
+            None
+            if any(m.group(2) in _defined(x) for x in mods)
+            else f"no module named {m.group(1)} defines {m.group(2)}"
+        )
     if re.fullmatch(r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[A-Z][A-Z0-9]*_[A-Z0-9_]+", token):
         return None if token in _all_names() else "defined nowhere in paravt/"
     if m := re.fullmatch(r"([a-z_][a-z0-9_]*_[a-z0-9_]+)\((?:…|\.\.\.)?\)", token):
@@ -97,7 +121,8 @@ def _problem(token: str) -> str | None:
 
 
 def _config_problem(token: str) -> str | None | bool:
-    """``section.field[.sub]`` of the train config (or ``distill.field`` of the distill config): None
+    """``section.field[.sub]`` of the train config (or ``distill.field`` of the distill config):
+    None
     when it exists, why not when it does not, True when the token is not a config path at all."""
     from pydantic import BaseModel
 
@@ -148,4 +173,7 @@ def test_the_checker_catches_a_stale_name() -> None:
     assert _problem("episodes.to_episode_input") is None
     assert _problem("NoSuchRegistryThing") is not None and _problem("WINDOW_TOOLS_NOPE") is not None
     assert _problem("summary.json") is None and _problem("paravt/config/sections.py") is None
-    assert _problem("model.replicas") is None and _problem("model.no_such_knob") == "no such config field"
+    assert (
+        _problem("model.replicas") is None
+        and _problem("model.no_such_knob") == "no such config field"
+    )

@@ -1,7 +1,8 @@
 """The package's import graph: no cycles (lazy imports inside functions count) and no import from
 a lower layer to a higher one (docs/ARCHITECTURE.md §1):
 
-    errors, jsonl, runlock < config, protocol, video < models, tools, rewards, tracking < agent < data < eval
+    errors, jsonl, runlock < config, protocol, video < models, tools, rewards, tracking < agent <
+    data < eval
            < rl < integrations, servers, demo, repro < cli
 
 Imports under ``if TYPE_CHECKING:`` count like the others (issue 25): a cycle hidden from the
@@ -14,8 +15,17 @@ import ast
 from pathlib import Path
 
 PKG = Path(__file__).parents[1] / "paravt"
-LAYERS = (("errors", "jsonl", "runlock"), ("config", "protocol", "video"), ("models", "tools", "rewards", "tracking"),
-          ("agent",), ("data",), ("eval",), ("rl",), ("integrations", "servers", "demo", "repro"), ("cli", "__main__"))
+LAYERS = (
+    ("errors", "jsonl", "runlock"),
+    ("config", "protocol", "video"),
+    ("models", "tools", "rewards", "tracking"),
+    ("agent",),
+    ("data",),
+    ("eval",),
+    ("rl",),
+    ("integrations", "servers", "demo", "repro"),
+    ("cli", "__main__"),
+)
 RANK = {name: i for i, group in enumerate(LAYERS) for name in group}
 
 
@@ -58,8 +68,11 @@ def import_graph() -> dict[str, set[str]]:
         deps: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
-                deps.update(d for t in _targets(module, node)
-                            if (d := _known(t)) and d.startswith("paravt.") and d != module)
+                deps.update(
+                    d
+                    for t in _targets(module, node)
+                    if (d := _known(t)) and d.startswith("paravt.") and d != module
+                )
         graph[module] = deps
     return graph
 
@@ -113,8 +126,12 @@ def test_no_import_cycles() -> None:
 
 
 def test_no_import_runs_up_the_layers() -> None:
-    upward = sorted((a, b) for a, deps in import_graph().items() for b in deps
-                    if _layer(a) in RANK and _layer(b) in RANK and RANK[_layer(b)] > RANK[_layer(a)])
+    upward = sorted(
+        (a, b)
+        for a, deps in import_graph().items()
+        for b in deps
+        if _layer(a) in RANK and _layer(b) in RANK and RANK[_layer(b)] > RANK[_layer(a)]
+    )
     assert upward == []
 
 
@@ -123,7 +140,9 @@ def test_the_checker_sees_lazy_and_type_checking_imports() -> None:
     graph = import_graph()
     assert "paravt.cli.score" in graph["paravt.cli"]
     assert "paravt.rl.loop" in graph["paravt.cli.train"]
-    assert "paravt.models.chat" in graph["paravt.agent.modes"]  # imported only under TYPE_CHECKING there
+    assert (
+        "paravt.models.chat" in graph["paravt.agent.modes"]
+    )  # imported only under TYPE_CHECKING there
 
 
 def test_modules_and_functions_stay_readable() -> None:
@@ -134,6 +153,9 @@ def test_modules_and_functions_stay_readable() -> None:
         if text.count("\n") > 400:
             long_modules.append(module)
         for node in ast.walk(ast.parse(text)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 60:
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.end_lineno - node.lineno + 1 > 60
+            ):
                 long_functions.append(f"{module}.{node.name}")
     assert (long_modules, long_functions) == ([], [])

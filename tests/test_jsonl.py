@@ -12,7 +12,9 @@ import pytest
 from paravt.jsonl import append_jsonl, ends_torn, read_jsonl, rewrite_jsonl
 
 
-def test_append_after_a_torn_line_keeps_the_new_row_whole(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_append_after_a_torn_line_keeps_the_new_row_whole(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     p = tmp_path / "sub" / "log.jsonl"
     append_jsonl(p, [{"id": "a"}, {"id": "b"}])
     with p.open("a") as f:  # a writer killed mid-line
@@ -21,7 +23,9 @@ def test_append_after_a_torn_line_keeps_the_new_row_whole(tmp_path: Path, caplog
     with caplog.at_level(logging.WARNING, logger="paravt.jsonl"):
         assert [d["id"] for d in read_jsonl(p)] == ["a", "b"]
     assert "skipped 1 line" in caplog.text and "line 3" in caplog.text
-    append_jsonl(p, [{"id": "c"}])  # the resumed run: without ending the torn line first, "c" would be glued to it
+    append_jsonl(
+        p, [{"id": "c"}]
+    )  # the resumed run: without ending the torn line first, "c" would be glued to it
     assert not ends_torn(p)
     assert [d["id"] for d in read_jsonl(p)] == ["a", "b", "c"]
 
@@ -41,7 +45,9 @@ def test_rewrite_replaces_the_file_whole(tmp_path: Path) -> None:
     assert not (tmp_path / "x.jsonl.tmp").exists()
 
 
-def test_rows_with_unicode_line_separators_read_back_whole(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_rows_with_unicode_line_separators_read_back_whole(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """U+2028, U+2029 and U+0085 are written raw (``ensure_ascii=False``) and are not line ends of
     the format: only "\\n" is (``str.splitlines`` would tear such a row in two and skip it)."""
     p = tmp_path / "rows.jsonl"

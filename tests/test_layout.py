@@ -16,6 +16,12 @@ def test_test_modules_have_unique_basenames() -> None:
 
 def test_tests_mirror_the_package() -> None:
     """Every test folder is named after a paravt subpackage."""
-    packages = {p.name for p in (ROOT / "paravt").iterdir() if p.is_dir() and not p.name.startswith("__")}
-    folders = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and not p.name.startswith(("__", "."))}
+    packages = {
+        p.name for p in (ROOT / "paravt").iterdir() if p.is_dir() and not p.name.startswith("__")
+    }
+    folders = {
+        p.name
+        for p in (ROOT / "tests").iterdir()
+        if p.is_dir() and not p.name.startswith(("__", "."))
+    }
     assert folders <= packages, folders - packages

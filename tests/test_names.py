@@ -37,6 +37,9 @@ def test_the_walk_finds_a_name_defined_twice(tmp_path: Path) -> None:
 def test_no_module_sits_beside_its_own_plural() -> None:
     """``rl/trainer.py`` beside ``rl/trainers.py`` named two concepts (contract, registry) by
     one word; a module is named by what it holds."""
-    pairs = [str(p.relative_to(PKG.parent)) for p in PKG.rglob("*s.py")
-             if p.with_name(p.name[:-4] + ".py").exists()]
+    pairs = [
+        str(p.relative_to(PKG.parent))
+        for p in PKG.rglob("*s.py")
+        if p.with_name(p.name[:-4] + ".py").exists()
+    ]
     assert not pairs, f"modules beside their singular (name each by its concept): {pairs}"

@@ -25,7 +25,9 @@ with runlock.hold(sys.argv[1], "holder-test"):
 
 def holder(out: Path) -> subprocess.Popen:
     """A real process that takes ``out``'s lock and sleeps (killed by the test)."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(out)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(out)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     return proc
 
@@ -33,9 +35,13 @@ def holder(out: Path) -> subprocess.Popen:
 def test_a_second_writer_is_refused_naming_the_holder(tmp_path: Path) -> None:
     proc = holder(tmp_path)
     try:
-        with pytest.raises(runlock.OutputLocked, match=rf"pid {proc.pid} on .* since .*holder-test") as err:
+        with pytest.raises(
+            runlock.OutputLocked, match=rf"pid {proc.pid} on .* since .*holder-test"
+        ) as err:
             runlock.acquire(tmp_path, "second")
-        assert isinstance(err.value, ParavtError) and str(tmp_path / runlock.LOCK_NAME) in str(err.value)
+        assert isinstance(err.value, ParavtError) and str(tmp_path / runlock.LOCK_NAME) in str(
+            err.value
+        )
     finally:
         proc.terminate()
         proc.wait(10)
@@ -44,8 +50,9 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path: Path) -> None:
     assert not (tmp_path / runlock.LOCK_NAME).exists()
 
 
-def test_a_stale_lock_of_a_killed_run_is_taken_over_with_a_notice(tmp_path: Path,
-                                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_a_stale_lock_of_a_killed_run_is_taken_over_with_a_notice(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     proc = holder(tmp_path)
     os.kill(proc.pid, signal.SIGKILL)  # no cleanup: the lock file stays
     proc.wait(10)
@@ -75,8 +82,15 @@ except ParavtError:
     print("refused", flush=True)
 sys.stdin.readline()  # the winner holds the lock until the test has every answer
 """
-    racers = [subprocess.Popen([sys.executable, "-c", race, str(tmp_path)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", race, str(tmp_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     for r in racers:
         assert r.stdout is not None and r.stdout.readline().strip() == "ready"
     for r in racers:
@@ -91,13 +105,15 @@ sys.stdin.readline()  # the winner holds the lock until the test has every answe
 
 def test_a_lock_from_another_host_is_never_taken_over(tmp_path: Path) -> None:
     (tmp_path / runlock.LOCK_NAME).write_text(
-        '{"pid": 1, "host": "elsewhere", "since": 0, "command": "x", "token": "t"}')
+        '{"pid": 1, "host": "elsewhere", "since": 0, "command": "x", "token": "t"}'
+    )
     with pytest.raises(runlock.OutputLocked, match="pid 1 on elsewhere"):
         runlock.acquire(tmp_path, "here")
 
 
 def test_a_lock_that_cannot_be_read_is_held_and_a_corrupt_one_is_taken_over(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """EACCES (another user's lock: the test runs as root, so the read is made to fail) says nothing
     about its holder: the run is refused and the file kept. Only a lock that reads but does not
     parse is corrupt, and taken over."""

@@ -6,6 +6,14 @@ from paravt.agent.settings import EpisodeInput, EpisodeSettings
 from paravt.agent.trajectory import CallRecord, Trajectory, TrajectoryBuilder, TurnRecord
 
 __all__ = [
-    "CallRecord", "EpisodeInput", "EpisodeResult", "EpisodeSettings", "Trajectory",
-    "TrajectoryBuilder", "TurnRecord", "episode_reward", "run_episode", "run_group",
+    "CallRecord",
+    "EpisodeInput",
+    "EpisodeResult",
+    "EpisodeSettings",
+    "Trajectory",
+    "TrajectoryBuilder",
+    "TurnRecord",
+    "episode_reward",
+    "run_episode",
+    "run_group",
 ]

@@ -2,7 +2,8 @@
 chat codec + tools) for every caller (`paravt eval`, `paravt infer`, `paravt repro`, the trainers'
 `PolicySession`, verl's agent loop).
 
-Config stops here (docs/ARCHITECTURE.md, "Builders"): callers hand over ``ModelConfig`` and ``RolloutConfig`` whole,
+Config stops here (docs/ARCHITECTURE.md, "Builders"): callers hand over ``ModelConfig`` and
+``RolloutConfig`` whole,
 never their fields one by one, so a new field reaches every command through this module alone and
 no caller can leave one out (tests/agent/test_backend.py changes every field and follows each one
 to where it lands). Per-command values that are not settings, such as a served model's processor
@@ -37,9 +38,9 @@ class Backend:
     tools: Any  # paravt.tools.ToolSet
     judge_url: str | None = None  # OpenAI-compatible endpoint of the judge (reward.judge_url)
     judge_model: str | None = None
-    judge_timeout_s: float = RewardConfig.model_fields["judge_timeout_s"].default  # written once, in config
-
-
+    judge_timeout_s: float = RewardConfig.model_fields[
+        "judge_timeout_s"
+    ].default  # written once, in config
 
 
 def open_tools(rollout: RolloutConfig) -> ToolSet:
@@ -48,20 +49,34 @@ def open_tools(rollout: RolloutConfig) -> ToolSet:
     from paravt.tools import build_toolset
 
     options = {"python": {"weak_isolation": True}} if rollout.python_weak_isolation else None
-    return build_toolset(list(rollout.tools), server_url=rollout.tool_server_url,
-                         server_key_file=rollout.tool_server_key_file, options=options)
+    return build_toolset(
+        list(rollout.tools),
+        server_url=rollout.tool_server_url,
+        server_key_file=rollout.tool_server_key_file,
+        options=options,
+    )
 
 
 def policy_generator(policy: LoadedPolicy, model: ModelConfig) -> Generator:
     """The hf generator of a loaded policy: one process, or ``model.replicas`` CPU processes."""
     from paravt.models.hf.replicas import hf_generator
 
-    return hf_generator(policy, replicas=model.replicas, prefill_threads=model.prefill_threads,
-                        replica_timeout_s=model.replica_timeout_s, continuous=model.continuous_batching)
+    return hf_generator(
+        policy,
+        replicas=model.replicas,
+        prefill_threads=model.prefill_threads,
+        replica_timeout_s=model.replica_timeout_s,
+        continuous=model.continuous_batching,
+    )
 
 
-def open_backend(model: ModelConfig, rollout: RolloutConfig, *, processor_dir: str | None = None,
-                 judge: RewardConfig | None = None) -> Backend:
+def open_backend(
+    model: ModelConfig,
+    rollout: RolloutConfig,
+    *,
+    processor_dir: str | None = None,
+    judge: RewardConfig | None = None,
+) -> Backend:
     """The backend of ``model`` with the tools of ``rollout`` (and ``judge``'s LLM judge, when
     given). ``processor_dir``: the served model's processor (openai backend: token ids)."""
     if problem := backend_problem(model.path, model.backend):
@@ -89,10 +104,18 @@ def _open_remote(model: ModelConfig, processor_dir: str | None, toolset: Any) ->
     from paravt.models.openai.backend import OpenAIGenerator
 
     if processor_dir is None:
-        raise ConfigError(f"{model.path}: pass --processor DIR (the served model's processor, for token ids)")
+        raise ConfigError(
+            f"{model.path}: pass --processor DIR (the served model's processor, for token ids)"
+        )
     processor = load_processor(processor_dir)
     key = read_key_file(model.api_key_file, "model.api_key_file") if model.api_key_file else None
-    gen = OpenAIGenerator(model.path, model=model.served_model_name, timeout_s=model.request_timeout_s,
-                          max_retries=model.max_retries, max_concurrency=model.max_concurrency,
-                          tokenizer=processor.tokenizer, api_key=key)
+    gen = OpenAIGenerator(
+        model.path,
+        model=model.served_model_name,
+        timeout_s=model.request_timeout_s,
+        max_retries=model.max_retries,
+        max_concurrency=model.max_concurrency,
+        tokenizer=processor.tokenizer,
+        api_key=key,
+    )
     return Backend(gen, ChatCodec(processor), toolset)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from paravt.agent.messages import compose_tool_turn, opening_messages, raw_text
-from paravt.agent.modes import MODES, DispatchMode, Dispatched
+from paravt.agent.modes import MODES, Dispatched, DispatchMode
 from paravt.agent.result import EpisodeResult
 from paravt.agent.settings import EpisodeInput, EpisodeSettings, derive_seed
 from paravt.agent.tally import Tally, count_vision_tokens
@@ -65,7 +65,9 @@ class _Run:
     episode_id: str
     main: TrajectoryBuilder = field(init=False)
     mode: DispatchMode = field(init=False)
-    positional: dict[str, tuple[str, ...]] = field(init=False)  # python-style call order, from the tools' specs
+    positional: dict[str, tuple[str, ...]] = field(
+        init=False
+    )  # python-style call order, from the tools' specs
     messages: list[ChatMessage] = field(default_factory=list)
     subs: list[Trajectory] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
@@ -89,8 +91,14 @@ class _Run:
             if self.inp.nframes <= 0:
                 return info, None
             frames = await asyncio.to_thread(
-                sample_frames, self.inp.video, 0.0, info.duration, nframes=self.inp.nframes,
-                max_pixels=s.overview_max_pixels, size_factor=s.size_factor, whole=True,
+                sample_frames,
+                self.inp.video,
+                0.0,
+                info.duration,
+                nframes=self.inp.nframes,
+                max_pixels=s.overview_max_pixels,
+                size_factor=s.size_factor,
+                whole=True,
             )  # whole: the overviews of a video at every n (and its crops) share one decode
             return info, frames
         except VideoError as err:
@@ -112,8 +120,15 @@ class _Run:
         self.tally.add_prompt(visual=visual, total=len(prompt_ids))
         sampling = s.sampling if s.sampling.max_new_tokens <= room else _with_max(s.sampling, room)
         sampling = derive_seed(sampling, self.episode_id, "main", len(self.texts))
-        req = GenRequest(prompt_ids, tuple(self.messages), tuple(self.main.videos), tuple(self.main.images),
-                         sampling, response_prefix=prefix, keep_kv=True)
+        req = GenRequest(
+            prompt_ids,
+            tuple(self.messages),
+            tuple(self.main.videos),
+            tuple(self.main.images),
+            sampling,
+            response_prefix=prefix,
+            keep_kv=True,
+        )
         (out,) = await self.generator.generate([req])
         self.tally.generated += len(out.token_ids)
         return MainGeneration(out, prefix, visual, len(prompt_ids))
@@ -139,22 +154,35 @@ class _Run:
             end = await self._play()
         except Exception as err:  # noqa: BLE001 - one episode's bug must not end the group (docs/ARCHITECTURE.md §2)
             log.exception("episode %s crashed", self.episode_id)
-            self.error, end, crashed = f"episode crashed: {type(err).__name__}: {err}", "error", True
+            self.error, end, crashed = (
+                f"episode crashed: {type(err).__name__}: {err}",
+                "error",
+                True,
+            )
         finally:
             await self._finish_tools()
         completion = tags.join_turns(self.texts)
         ok_calls = sum(1 for c in self.calls if c.ok)
         return EpisodeResult(
-            input=self.inp, main=self.main.freeze(end), subs=tuple(self.subs), completion=completion,
-            answer=extract_answer(completion) if completion else None, calls=tuple(self.calls),
-            n_successful_calls=ok_calls, tokens=self.tally.freeze(), latency_s=time.perf_counter() - t0,
-            error=self.error, backend_errors=self.backend_errors, crashed=crashed,
+            input=self.inp,
+            main=self.main.freeze(end),
+            subs=tuple(self.subs),
+            completion=completion,
+            answer=extract_answer(completion) if completion else None,
+            calls=tuple(self.calls),
+            n_successful_calls=ok_calls,
+            tokens=self.tally.freeze(),
+            latency_s=time.perf_counter() - t0,
+            error=self.error,
+            backend_errors=self.backend_errors,
+            crashed=crashed,
         )
 
     async def _play(self) -> EndReason:
         info, overview = await self._open_video()
-        self.messages = opening_messages(self.inp, self.settings, self.mode, self.tools.specs, info, overview,
-                                         self.error)
+        self.messages = opening_messages(
+            self.inp, self.settings, self.mode, self.tools.specs, info, overview, self.error
+        )
         for msg in self.messages:
             enc = self.codec.encode_message(msg)
             self.main.add_context(enc.ids, enc.videos, enc.images)
@@ -181,17 +209,30 @@ class _Run:
             if out.finish_reason == "error":
                 self.error = out.error
                 self.backend_errors += 1
-                self.main.turns.append(TurnRecord(text, "error", latency_s=time.perf_counter() - t0))
+                self.main.turns.append(
+                    TurnRecord(text, "error", latency_s=time.perf_counter() - t0)
+                )
                 self.main.add_context(self.codec.close_turn(()))
                 return "error"
             self._record_sampled(out)
             self.messages.append(ChatMessage("assistant", text))
-            parsed = parse_calls(text, execute_tool_code=s.execute_tool_code, positional=self.positional).calls
+            parsed = parse_calls(
+                text, execute_tool_code=s.execute_tool_code, positional=self.positional
+            ).calls
             stop = self._stop_reason(out, bool(parsed), turn)
             records, fits = ([], True) if stop else await self._act(turn, parsed, info)
             kept = tuple(records) if fits else ()  # a rolled-back tool turn leaves no trace
-            self.main.turns.append(TurnRecord(text, out.finish_reason, kept, time.perf_counter() - t0,
-                                              gen.n_prompt, gen.visual, len(out.token_ids)))
+            self.main.turns.append(
+                TurnRecord(
+                    text,
+                    out.finish_reason,
+                    kept,
+                    time.perf_counter() - t0,
+                    gen.n_prompt,
+                    gen.visual,
+                    len(out.token_ids),
+                )
+            )
             if stop:
                 return stop
             if not fits:
@@ -204,8 +245,12 @@ class _Run:
             return self.ctx
         s = self.settings
         self.ctx = ToolContext(
-            episode_id=self.episode_id, video=self.inp.video, info=info,
-            crop_max_frames=s.crop_max_frames, crop_fps=s.crop_fps, crop_max_pixels=s.crop_max_pixels,
+            episode_id=self.episode_id,
+            video=self.inp.video,
+            info=info,
+            crop_max_frames=s.crop_max_frames,
+            crop_fps=s.crop_fps,
+            crop_max_pixels=s.crop_max_pixels,
             size_factor=s.size_factor,
         )
         return self.ctx
@@ -215,11 +260,19 @@ class _Run:
         if info is None:
             return [replace(c, error=c.error or f"video unavailable: {self.error}") for c in parsed]
         duration = info.duration
-        return list(validate_calls(parsed, duration=duration, k_max=self.mode.call_limit(s.k_max),
-                                   min_window=s.min_window_s,
-                                   known_tools=set(self.tools.names)))
+        return list(
+            validate_calls(
+                parsed,
+                duration=duration,
+                k_max=self.mode.call_limit(s.k_max),
+                min_window=s.min_window_s,
+                known_tools=set(self.tools.names),
+            )
+        )
 
-    async def _act(self, turn: int, parsed: Sequence[ParsedCall], info: VideoInfo | None) -> tuple[list[CallRecord], bool]:
+    async def _act(
+        self, turn: int, parsed: Sequence[ParsedCall], info: VideoInfo | None
+    ) -> tuple[list[CallRecord], bool]:
         t0 = time.perf_counter()
         calls = self._validate(parsed, info)
         valid = [c for c in calls if c.error is None]
@@ -230,11 +283,16 @@ class _Run:
         obs_by_pos = dict(zip([id(c) for c in valid], obs_valid, strict=True))
         observations = [obs_by_pos.get(id(c)) or Observation(error=c.error) for c in calls]
         done = await self.mode.deliver(self, observations)
-        lines, videos, records = compose_tool_turn(turn, calls, done.observations, time.perf_counter() - t0)
+        lines, videos, records = compose_tool_turn(
+            turn, calls, done.observations, time.perf_counter() - t0
+        )
         msg = ChatMessage("tool", tags.render_tool_response_body(lines), videos=tuple(videos))
         enc = self.codec.encode_message(msg)
         prefix = tags.THINK_PREFIX if self.settings.think_prefix else ""
-        fits = len(self.main) + len(enc.ids) + len(self.codec.generation_prompt(prefix)) < self.settings.max_context_tokens
+        fits = (
+            len(self.main) + len(enc.ids) + len(self.codec.generation_prompt(prefix))
+            < self.settings.max_context_tokens
+        )
         self._apply(done, fits)
         if fits:
             self.main.add_context(enc.ids, enc.videos, enc.images)
@@ -253,14 +311,18 @@ class _Run:
             self.subs.extend(done.subs)
 
 
-
 def _with_max(sp: SamplingParams, n: int) -> SamplingParams:
     return replace(sp, max_new_tokens=max(1, n))
 
 
 async def run_episode(
-    inp: EpisodeInput, *, generator: Generator, codec: ChatCodec, settings: EpisodeSettings,
-    episode_id: str | None = None, tools: ToolSet | None = None,
+    inp: EpisodeInput,
+    *,
+    generator: Generator,
+    codec: ChatCodec,
+    settings: EpisodeSettings,
+    episode_id: str | None = None,
+    tools: ToolSet | None = None,
 ) -> EpisodeResult:
     """Run one episode. Never raises for model output, a broken video or a bug inside the episode
     (``EpisodeResult.crashed``, see the module doc); only cancellation propagates."""
@@ -270,8 +332,13 @@ async def run_episode(
 
 
 async def run_group(
-    inputs: Sequence[EpisodeInput], *, generator: Generator, codec: ChatCodec, settings: EpisodeSettings,
-    tools: ToolSet | None = None, episode_ids: Sequence[str] | None = None,
+    inputs: Sequence[EpisodeInput],
+    *,
+    generator: Generator,
+    codec: ChatCodec,
+    settings: EpisodeSettings,
+    tools: ToolSet | None = None,
+    episode_ids: Sequence[str] | None = None,
 ) -> list[EpisodeResult]:
     """Run many episodes concurrently (G rollouts of many prompts). Their generation requests
     reach the backend together, so a batching backend serves them in shared batches; decoded
@@ -279,7 +346,18 @@ async def run_group(
     ``crashed`` result: the others finish and the list always has one result per input."""
     toolset = tools if tools is not None else build_toolset(["crop_video"])
     ids = list(episode_ids) if episode_ids is not None else [uuid.uuid4().hex[:12] for _ in inputs]
-    return list(await asyncio.gather(*(
-        run_episode(inp, generator=generator, codec=codec, settings=settings, episode_id=eid, tools=toolset)
-        for inp, eid in zip(inputs, ids, strict=True)
-    )))
+    return list(
+        await asyncio.gather(
+            *(
+                run_episode(
+                    inp,
+                    generator=generator,
+                    codec=codec,
+                    settings=settings,
+                    episode_id=eid,
+                    tools=toolset,
+                )
+                for inp, eid in zip(inputs, ids, strict=True)
+            )
+        )
+    )

@@ -17,19 +17,31 @@ from paravt.tools import Observation
 from paravt.video.types import Frames, VideoInfo
 
 
-def opening_messages(inp: EpisodeInput, s: EpisodeSettings, mode: DispatchMode, specs: Sequence[ToolSpec],
-                     info: VideoInfo | None, overview: Frames | None, error: str | None) -> list[ChatMessage]:
+def opening_messages(
+    inp: EpisodeInput,
+    s: EpisodeSettings,
+    mode: DispatchMode,
+    specs: Sequence[ToolSpec],
+    info: VideoInfo | None,
+    overview: Frames | None,
+    error: str | None,
+) -> list[ChatMessage]:
     """The system prompt of the dispatch mode (none with ``system_prompt=False``) and the question
     with the overview video (or a note that the video could not be opened)."""
-    system = prompts.system_prompt(mode.prompt, specs if mode.uses_tools else (), version=s.prompt_version,
-                                   k_max=s.k_max)
+    system = prompts.system_prompt(
+        mode.prompt, specs if mode.uses_tools else (), version=s.prompt_version, k_max=s.k_max
+    )
     if info is None:
         question = f"{inp.question}\n(The video could not be opened: {error})"
         user = prompts.user_prompt(question, inp.options, duration=0.0, nframes=0)
     else:
         user = prompts.user_prompt(
-            inp.question, inp.options, duration=info.duration, nframes=len(overview) if overview else 0,
-            fps=info.fps, size=(info.width, info.height),
+            inp.question,
+            inp.options,
+            duration=info.duration,
+            nframes=len(overview) if overview else 0,
+            fps=info.fps,
+            size=(info.width, info.height),
         )
     videos = (overview,) if overview is not None else ()
     opening = [ChatMessage("user", user, videos=videos)]
@@ -45,8 +57,9 @@ def raw_text(codec: ChatCodec, out: GenOutput) -> str:
     return codec.decode(out.token_ids, skip_special_tokens=False).removesuffix(tags.IM_END)
 
 
-def compose_tool_turn(turn: int, calls: Sequence[ParsedCall], obs: Sequence[Observation], latency: float
-                      ) -> tuple[list[str], list[Frames], list[CallRecord]]:
+def compose_tool_turn(
+    turn: int, calls: Sequence[ParsedCall], obs: Sequence[Observation], latency: float
+) -> tuple[list[str], list[Frames], list[CallRecord]]:
     """The ONE tool-response turn: a labelled line per call in call order, the frames shown inline,
     and the call records."""
     lines: list[str] = []
@@ -54,7 +67,9 @@ def compose_tool_turn(turn: int, calls: Sequence[ParsedCall], obs: Sequence[Obse
     records: list[CallRecord] = []
     for i, (call, o) in enumerate(zip(calls, obs, strict=True), start=1):
         start, end = o.window if o.window else (call.window or (None, None))
-        text = tags.defuse_observation(o.text)  # observation text is data: one rule for every backend
+        text = tags.defuse_observation(
+            o.text
+        )  # observation text is data: one rule for every backend
         if o.error is not None:
             body = f"error: {tags.defuse_observation(o.error)}"
         elif o.frames is not None:
@@ -63,5 +78,7 @@ def compose_tool_turn(turn: int, calls: Sequence[ParsedCall], obs: Sequence[Obse
         else:
             body = text
         lines.append(tags.render_result_line(i, start, end, body))
-        records.append(CallRecord(turn, i, call.name, start, end, o.error is None, o.error, o.text, latency))
+        records.append(
+            CallRecord(turn, i, call.name, start, end, o.error is None, o.error, o.text, latency)
+        )
     return lines, videos, records

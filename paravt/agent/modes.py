@@ -1,4 +1,5 @@
-"""Dispatch modes (docs/ARCHITECTURE.md §2): what a main turn's tool calls become. One class per mode, one
+"""Dispatch modes (docs/ARCHITECTURE.md §2): what a main turn's tool calls become. One class per
+mode, one
 registry line each (``MODES``); the episode's turn loop asks its mode:
 
 - ``prompt``: which system prompt the main agent reads (``paravt.protocol.prompts``);
@@ -49,15 +50,21 @@ class EpisodeView(Protocol):
     @property
     def episode_id(self) -> str: ...
     @property
-    def n_sub_issued(self) -> int: ...  # sub-agent indices handed out so far (1-based, never reused)
+    def n_sub_issued(
+        self,
+    ) -> int: ...  # sub-agent indices handed out so far (1-based, never reused)
 
 
 @dataclass(frozen=True)
 class Dispatched:
     """What a mode did with one turn's observations; the episode applies it (``_Run._apply``)."""
 
-    observations: tuple[Observation, ...]  # as the tool turn shows them, one per call, in call order
-    subs: tuple[Trajectory, ...] = ()  # new sub-agent trajectories (kept only if the tool turn fits)
+    observations: tuple[
+        Observation, ...
+    ]  # as the tool turn shows them, one per call, in call order
+    subs: tuple[
+        Trajectory, ...
+    ] = ()  # new sub-agent trajectories (kept only if the tool turn fits)
     tokens: TokenRow = TokenRow()  # sub-agent input and generated tokens (counted even on rollback)
     n_sub_issued: int = 0  # sub-agent indices used (a failed sub-agent's index is not reused)
     backend_errors: int = 0  # sub-agents whose inference backend failed (not model behaviour)
@@ -86,16 +93,24 @@ class Parallel(DispatchMode):
     name, prompt, reinjects_frames = "parallel", "parallel", False
 
     async def deliver(self, run: EpisodeView, obs: Sequence[Observation]) -> Dispatched:
-        jobs = [SubagentCall(index=i + 1, frames=o.frames, window=o.window or (0.0, 0.0))
-                for i, o in enumerate(obs)
-                if o.error is None and o.delivery == "subagent" and o.frames is not None]
+        jobs = [
+            SubagentCall(index=i + 1, frames=o.frames, window=o.window or (0.0, 0.0))
+            for i, o in enumerate(obs)
+            if o.error is None and o.delivery == "subagent" and o.frames is not None
+        ]
         if not jobs:
             return Dispatched(tuple(obs))
         s = run.settings
         results = await run_subagents(
-            jobs, question=run.inp.question, generator=run.generator, codec=run.codec,
-            sampling=s.sub_sampling, timeout_s=s.subagent_timeout_s, episode_id=run.episode_id,
-            first_index=run.n_sub_issued + 1, version=s.prompt_version,
+            jobs,
+            question=run.inp.question,
+            generator=run.generator,
+            codec=run.codec,
+            sampling=s.sub_sampling,
+            timeout_s=s.subagent_timeout_s,
+            episode_id=run.episode_id,
+            first_index=run.n_sub_issued + 1,
+            version=s.prompt_version,
         )
         out, subs = list(obs), []
         visual = text = generated = 0
@@ -104,12 +119,22 @@ class Parallel(DispatchMode):
                 t = res.trajectory
                 subs.append(t)
                 v = count_vision_tokens(run.codec, t.ids[: t.prompt_len])
-                visual, text, generated = visual + v, text + t.prompt_len - v, generated + t.n_sampled
+                visual, text, generated = (
+                    visual + v,
+                    text + t.prompt_len - v,
+                    generated + t.n_sampled,
+                )
             prev = out[job.index - 1]
-            out[job.index - 1] = Observation(text=res.summary, window=prev.window, error=res.error,
-                                             delivery="text")
-        return Dispatched(tuple(out), tuple(subs), TokenRow(sub_visual=visual, sub_text=text, generated=generated),
-                          n_sub_issued=len(jobs), backend_errors=sum(r.backend_error for r in results))
+            out[job.index - 1] = Observation(
+                text=res.summary, window=prev.window, error=res.error, delivery="text"
+            )
+        return Dispatched(
+            tuple(out),
+            tuple(subs),
+            TokenRow(sub_visual=visual, sub_text=text, generated=generated),
+            n_sub_issued=len(jobs),
+            backend_errors=sum(r.backend_error for r in results),
+        )
 
 
 class Sequential(DispatchMode):

@@ -17,15 +17,20 @@ class EpisodeResult:
     input: EpisodeInput
     main: Trajectory
     subs: tuple[Trajectory, ...]
-    completion: str  # each main turn's prefix + response, joined by tags.join_turns (rewards read this)
+    completion: (
+        str  # each main turn's prefix + response, joined by tags.join_turns (rewards read this)
+    )
     answer: str | None
     calls: tuple[CallRecord, ...]
     n_successful_calls: int
-    tokens: TokenRow  # input tokens summed over every generation request (docs/ARCHITECTURE.md §7), generated tokens
+    # input tokens summed over every generation request (docs/ARCHITECTURE.md §7), generated tokens
+    tokens: TokenRow
     latency_s: float
     error: str | None = None
     backend_errors: int = 0  # inference-backend failures (main or sub-agent), not model behaviour
-    crashed: bool = False  # an unexpected exception ended the episode (a bug, never a training signal)
+    crashed: bool = (
+        False  # an unexpected exception ended the episode (a bug, never a training signal)
+    )
 
     @property
     def end_reason(self) -> EndReason:
@@ -38,17 +43,29 @@ class EpisodeResult:
     @property
     def answered(self) -> bool:
         """The final main turn wrote an ``<answer>`` tag. Otherwise ``answer`` is only what the
-        reward extracts (the text after ``</think>`` or the last line), not an answer the agent gave."""
-        return bool(self.main.turns) and tags.ANSWER_OPEN in tags.strip_observations(self.main.turns[-1].text)
+        reward extracts (the text after ``</think>`` or the last line), not an answer the agent
+        gave."""
+        return bool(self.main.turns) and tags.ANSWER_OPEN in tags.strip_observations(
+            self.main.turns[-1].text
+        )
 
 
-
-
-def episode_reward(res: EpisodeResult, weights: RewardWeights, acc_override: float | None = None) -> RewardBreakdown:
+def episode_reward(
+    res: EpisodeResult, weights: RewardWeights, acc_override: float | None = None
+) -> RewardBreakdown:
     """The PARA-GRPO reward of an episode: the ONE definition the trainer, eval and the verl loop
     call. It reads the main agent's completion (the forced think prefixes are already in it, so
-    ``prefix=""``) and counts successful calls for the accumulative tool reward (docs/ARCHITECTURE.md §4).
+    ``prefix=""``) and counts successful calls for the accumulative tool reward
+    (docs/ARCHITECTURE.md §4).
     ``acc_override`` replaces R_acc (an LLM judge's score, ``paravt.agent.judging``)."""
     inp = res.input
-    return compute_reward(res.completion, task=inp.task, answer=inp.answer, options=inp.options, prefix="",
-                          successful_calls=res.n_successful_calls, weights=weights, acc_override=acc_override)
+    return compute_reward(
+        res.completion,
+        task=inp.task,
+        answer=inp.answer,
+        options=inp.options,
+        prefix="",
+        successful_calls=res.n_successful_calls,
+        weights=weights,
+        acc_override=acc_override,
+    )

@@ -7,13 +7,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from paravt.config import DispatchMode, RolloutConfig, SamplingConfig, TaskType, TrainConfig, VideoConfig
+from paravt.config import (
+    DispatchMode,
+    RolloutConfig,
+    SamplingConfig,
+    TaskType,
+    TrainConfig,
+    VideoConfig,
+)
 from paravt.models.base import SamplingParams
 
-Mode = DispatchMode  # the one definition is paravt.config.DispatchMode (registry: agent.modes.MODES)
+Mode = (
+    DispatchMode  # the one definition is paravt.config.DispatchMode (registry: agent.modes.MODES)
+)
 
 
-OVERVIEW_NFRAMES: int = VideoConfig.model_fields["overview_nframes"].default  # written once, in config
+OVERVIEW_NFRAMES: int = VideoConfig.model_fields[
+    "overview_nframes"
+].default  # written once, in config
 
 
 @dataclass(frozen=True)
@@ -28,22 +39,33 @@ class EpisodeInput:
     answer: str
     options: tuple[str, ...] | None = None
     nframes: int = OVERVIEW_NFRAMES
-    meta: Mapping[str, Any] = field(default_factory=dict)  # informational extras; code reads the fields below
+    meta: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # informational extras; code reads the fields below
     subset: str = ""
     duration: float | None = None  # seconds, when the row knows it
     benchmark: str = ""
-    tool_necessary_at_n: Mapping[int, bool] | None = None  # does an n-frame overview miss the evidence?
+    tool_necessary_at_n: Mapping[int, bool] | None = (
+        None  # does an n-frame overview miss the evidence?
+    )
 
     @property
     def tool_necessary(self) -> bool | None:
-        """Whether the evidence is missed at THIS input's overview budget (so a gated n changes it)."""
-        return None if self.tool_necessary_at_n is None else self.tool_necessary_at_n.get(self.nframes)
+        """Whether the evidence is missed at THIS input's overview budget (so a gated n changes
+        it)."""
+        return (
+            None if self.tool_necessary_at_n is None else self.tool_necessary_at_n.get(self.nframes)
+        )
 
     def with_nframes(self, n: int) -> EpisodeInput:
         return replace(self, nframes=n)
 
 
-_R, _V, _S = RolloutConfig(), VideoConfig(), SamplingConfig()  # the defaults, written once in config
+_R, _V, _S = (
+    RolloutConfig(),
+    VideoConfig(),
+    SamplingConfig(),
+)  # the defaults, written once in config
 
 
 @dataclass(frozen=True)
@@ -63,24 +85,42 @@ class EpisodeSettings:
     crop_max_pixels: int = _V.crop_max_pixels
     size_factor: int = _V.size_factor
     sampling: SamplingParams = field(default_factory=SamplingParams)
-    sub_sampling: SamplingParams = field(default_factory=lambda: SamplingParams(max_new_tokens=_S.sub_max_new_tokens))
+    sub_sampling: SamplingParams = field(
+        default_factory=lambda: SamplingParams(max_new_tokens=_S.sub_max_new_tokens)
+    )
     subagent_timeout_s: float = _R.subagent_timeout_s
     prompt_version: str = _R.prompt_version
-    system_prompt: bool = True  # False: no system prompt at all (the question only; eval's direct class)
+    system_prompt: bool = (
+        True  # False: no system prompt at all (the question only; eval's direct class)
+    )
 
     @classmethod
-    def from_config(cls, cfg: TrainConfig, *, mode: Mode | None = None, temperature: float | None = None) -> EpisodeSettings:
+    def from_config(
+        cls, cfg: TrainConfig, *, mode: Mode | None = None, temperature: float | None = None
+    ) -> EpisodeSettings:
         r, v, s = cfg.rollout, cfg.video, cfg.sampling
         temp = s.temperature if temperature is None else temperature
         return cls(
-            mode=mode or r.mode, k_max=r.k_max, max_turns=r.max_turns, min_window_s=r.min_window_s,
-            max_context_tokens=r.max_context_tokens, think_prefix=r.think_prefix,
-            execute_tool_code=r.execute_tool_code, overview_max_pixels=v.overview_max_pixels,
-            crop_max_frames=v.crop_max_frames, crop_fps=v.crop_fps, crop_max_pixels=v.crop_max_pixels,
+            mode=mode or r.mode,
+            k_max=r.k_max,
+            max_turns=r.max_turns,
+            min_window_s=r.min_window_s,
+            max_context_tokens=r.max_context_tokens,
+            think_prefix=r.think_prefix,
+            execute_tool_code=r.execute_tool_code,
+            overview_max_pixels=v.overview_max_pixels,
+            crop_max_frames=v.crop_max_frames,
+            crop_fps=v.crop_fps,
+            crop_max_pixels=v.crop_max_pixels,
             size_factor=v.size_factor,
-            sampling=SamplingParams(temperature=temp, top_p=s.top_p, max_new_tokens=s.max_new_tokens),
-            sub_sampling=SamplingParams(temperature=temp, top_p=s.top_p, max_new_tokens=s.sub_max_new_tokens),
-            subagent_timeout_s=r.subagent_timeout_s, prompt_version=r.prompt_version,
+            sampling=SamplingParams(
+                temperature=temp, top_p=s.top_p, max_new_tokens=s.max_new_tokens
+            ),
+            sub_sampling=SamplingParams(
+                temperature=temp, top_p=s.top_p, max_new_tokens=s.sub_max_new_tokens
+            ),
+            subagent_timeout_s=r.subagent_timeout_s,
+            prompt_version=r.prompt_version,
         )
 
 

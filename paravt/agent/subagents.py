@@ -38,12 +38,15 @@ class SubagentResult:
     backend_error: bool = False  # the inference backend failed (a timeout is not: it is data)
 
 
-def _builder(job: SubagentCall, question: str, codec: ChatCodec, episode_id: str, index: int,
-             version: str) -> tuple[TrajectoryBuilder, tuple[ChatMessage, ...]]:
+def _builder(
+    job: SubagentCall, question: str, codec: ChatCodec, episode_id: str, index: int, version: str
+) -> tuple[TrajectoryBuilder, tuple[ChatMessage, ...]]:
     start, end = job.window
     msgs = (
         ChatMessage("system", prompts.subagent_system_prompt(version=version)),
-        ChatMessage("user", prompts.subagent_user_prompt(question, start, end), videos=(job.frames,)),
+        ChatMessage(
+            "user", prompts.subagent_user_prompt(question, start, end), videos=(job.frames,)
+        ),
     )
     b = TrajectoryBuilder(episode_id, "sub", index)
     for m in msgs:
@@ -54,13 +57,32 @@ def _builder(job: SubagentCall, question: str, codec: ChatCodec, episode_id: str
 
 
 async def run_subagents(
-    jobs: Sequence[SubagentCall], *, question: str, generator: Generator, codec: ChatCodec,
-    sampling: SamplingParams, timeout_s: float, episode_id: str, first_index: int = 1, version: str = "v1",
+    jobs: Sequence[SubagentCall],
+    *,
+    question: str,
+    generator: Generator,
+    codec: ChatCodec,
+    sampling: SamplingParams,
+    timeout_s: float,
+    episode_id: str,
+    first_index: int = 1,
+    version: str = "v1",
 ) -> list[SubagentResult]:
     """Generate every job's summary in one batched request; failures are per job, as data."""
-    built = [_builder(j, question, codec, episode_id, first_index + n, version) for n, j in enumerate(jobs)]
-    reqs = [GenRequest(tuple(b.ids), msgs, tuple(b.videos), (), derive_seed(sampling, episode_id, "sub", b.index))
-            for b, msgs in built]
+    built = [
+        _builder(j, question, codec, episode_id, first_index + n, version)
+        for n, j in enumerate(jobs)
+    ]
+    reqs = [
+        GenRequest(
+            tuple(b.ids),
+            msgs,
+            tuple(b.videos),
+            (),
+            derive_seed(sampling, episode_id, "sub", b.index),
+        )
+        for b, msgs in built
+    ]
     t0 = time.perf_counter()
     try:
         outs = await asyncio.wait_for(generator.generate(reqs), timeout=timeout_s)
@@ -70,13 +92,22 @@ async def run_subagents(
     results = []
     for (b, _), out in zip(built, outs, strict=True):
         if out.finish_reason == "error":
-            results.append(SubagentResult("", None, f"sub-agent failed: {out.error}", backend_error=True))
+            results.append(
+                SubagentResult("", None, f"sub-agent failed: {out.error}", backend_error=True)
+            )
             continue
         b.add_sampled(out.token_ids, out.logprobs)
         b.add_context(codec.close_turn(out.token_ids))
         summary = out.text.strip() + (TRUNCATED if out.finish_reason == "length" else "")
-        b.turns.append(TurnRecord(out.text, out.finish_reason, latency_s=latency, n_prompt_tokens=b.prompt_len or 0,
-                                  n_generated_tokens=len(out.token_ids)))
+        b.turns.append(
+            TurnRecord(
+                out.text,
+                out.finish_reason,
+                latency_s=latency,
+                n_prompt_tokens=b.prompt_len or 0,
+                n_generated_tokens=len(out.token_ids),
+            )
+        )
         end: EndReason = "length" if out.finish_reason == "length" else "answer"
         results.append(SubagentResult(summary, b.freeze(end)))
     return results

@@ -1,4 +1,5 @@
-"""Token accounting of one episode (docs/ARCHITECTURE.md §7): input tokens of the main agent and of its
+"""Token accounting of one episode (docs/ARCHITECTURE.md §7): input tokens of the main agent and of
+its
 sub-agents (visual and text, summed over every generation request) and generated tokens."""
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ class Tally:
         self.generated += row.generated
 
     def freeze(self) -> TokenRow:
-        return TokenRow(self.main_visual, self.main_text, self.sub_visual, self.sub_text, self.generated)
+        return TokenRow(
+            self.main_visual, self.main_text, self.sub_visual, self.sub_text, self.generated
+        )
 
 
 def count_vision_tokens(codec: ChatCodec, ids: Sequence[int]) -> int:

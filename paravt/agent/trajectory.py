@@ -36,8 +36,14 @@ class CallRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "turn": self.turn, "index": self.index, "name": self.name, "start": self.start,
-            "end": self.end, "ok": self.ok, "error": self.error, "summary": self.summary,
+            "turn": self.turn,
+            "index": self.index,
+            "name": self.name,
+            "start": self.start,
+            "end": self.end,
+            "ok": self.ok,
+            "error": self.error,
+            "summary": self.summary,
             "latency_s": round(self.latency_s, 4),
         }
 
@@ -104,7 +110,9 @@ class TrajectoryBuilder:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def add_context(self, ids: Sequence[int], videos: Sequence[Frames] = (), images: Sequence[Frames] = ()) -> None:
+    def add_context(
+        self, ids: Sequence[int], videos: Sequence[Frames] = (), images: Sequence[Frames] = ()
+    ) -> None:
         """Prompt, scaffolding, tool responses, forced prefixes: never trained on."""
         self.ids.extend(ids)
         self.loss_mask.extend([0] * len(ids))
@@ -132,11 +140,17 @@ class TrajectoryBuilder:
 
     def freeze(self, end_reason: EndReason) -> Trajectory:
         return Trajectory(
-            episode_id=self.episode_id, role=self.role, index=self.index, ids=tuple(self.ids),
-            loss_mask=tuple(self.loss_mask), logprobs=tuple(self.logprobs),
-            videos=tuple(self.videos), images=tuple(self.images),
+            episode_id=self.episode_id,
+            role=self.role,
+            index=self.index,
+            ids=tuple(self.ids),
+            loss_mask=tuple(self.loss_mask),
+            logprobs=tuple(self.logprobs),
+            videos=tuple(self.videos),
+            images=tuple(self.images),
             prompt_len=len(self.ids) if self.prompt_len is None else self.prompt_len,
-            end_reason=end_reason, turns=tuple(self.turns),
+            end_reason=end_reason,
+            turns=tuple(self.turns),
         )
 
 

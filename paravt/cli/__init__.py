@@ -8,7 +8,18 @@ from __future__ import annotations
 
 import typer
 
-from paravt.cli import config_cmd, demo, eval_cmd, infer, repro, report, score, serve_model, tools, train
+from paravt.cli import (
+    config_cmd,
+    demo,
+    eval_cmd,
+    infer,
+    report,
+    repro,
+    score,
+    serve_model,
+    tools,
+    train,
+)
 from paravt.cli import data as data_cmd
 from paravt.cli import model as model_cmd
 from paravt.cli import video as video_cmd

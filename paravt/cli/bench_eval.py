@@ -29,36 +29,86 @@ def protocol_from(cfg: TrainConfig) -> Protocol:
     ``paravt eval`` sets ``eval.prompt_class``, ``eval.scoring`` and, for ``--nframes``,
     ``video.overview_nframes``)."""
     ev = cfg.eval
-    return Protocol(fps=ev.benchmark_fps, max_frames=cfg.video.overview_nframes,
-                    max_pixels=ev.benchmark_max_pixels, prompt_class=ev.prompt_class, scoring=ev.scoring)
+    return Protocol(
+        fps=ev.benchmark_fps,
+        max_frames=cfg.video.overview_nframes,
+        max_pixels=ev.benchmark_max_pixels,
+        prompt_class=ev.prompt_class,
+        scoring=ev.scoring,
+    )
 
 
-def run_benchmarks(names: list[str], root: Path, *, backend: Any, settings: Any, proto: Protocol,
-                   modes: list[str], out: Path, limit: int | None, workers: int, weights: Any) -> dict[str, Any]:
+def run_benchmarks(
+    names: list[str],
+    root: Path,
+    *,
+    backend: Any,
+    settings: Any,
+    proto: Protocol,
+    modes: list[str],
+    out: Path,
+    limit: int | None,
+    workers: int,
+    weights: Any,
+) -> dict[str, Any]:
     """Every benchmark in turn; returns ``{name: metrics}`` and prints the table."""
     results = {}
     for name in names:
-        results[name] = run_benchmark(name, benchmark_root(root, name, len(names)), backend=backend, base=settings, proto=proto,
-                                      modes=modes, out=out, limit=limit, workers=workers, weights=weights)
+        results[name] = run_benchmark(
+            name,
+            benchmark_root(root, name, len(names)),
+            backend=backend,
+            base=settings,
+            proto=proto,
+            modes=modes,
+            out=out,
+            limit=limit,
+            workers=workers,
+            weights=weights,
+        )
     console.print(benchmark_table(results, proto))
     return results
 
 
 def benchmark_table(results: dict[str, dict[str, Any]], proto: Protocol) -> Table:
     t = Table(title=f"benchmarks ({proto.prompt_class}, scored {proto.scoring}; paper units)")
-    for col in ("benchmark", "mode", "n", "score", "metric", "other scoring", "R@0.3/0.5/0.7", "tool use",
-                "calls/q", "tokens in/q", "errors"):
+    for col in (
+        "benchmark",
+        "mode",
+        "n",
+        "score",
+        "metric",
+        "other scoring",
+        "R@0.3/0.5/0.7",
+        "tool use",
+        "calls/q",
+        "tokens in/q",
+        "errors",
+    ):
         t.add_column(col)
     other = "paravt" if proto.scoring == "lmms" else "lmms"
     for name, m in results.items():
         for mode, d in m["benchmark"]["by_mode"].items():
             head = d[proto.scoring]
-            recall = "/".join(_f(head.get(f"R@{k}")) for k in (0.3, 0.5, 0.7)) if "R@0.3" in head else "-"
+            recall = (
+                "/".join(_f(head.get(f"R@{k}")) for k in (0.3, 0.5, 0.7))
+                if "R@0.3" in head
+                else "-"
+            )
             err = d.get("errors", {})
-            t.add_row(name, mode, str(head["n"]), _f(d["headline"]), d["headline_metric"], _f(d[other]["headline"]),
-                      recall, _f(d.get("tool_use_rate")), _f(d.get("calls_per_question")),
-                      _f((d.get("tokens_per_question") or {}).get("total_input")),
-                      str(err.get("video", 0) + err.get("backend", 0)))
+            t.add_row(
+                name,
+                mode,
+                str(head["n"]),
+                _f(d["headline"]),
+                d["headline_metric"],
+                _f(d[other]["headline"]),
+                recall,
+                _f(d.get("tool_use_rate")),
+                _f(d.get("calls_per_question")),
+                _f((d.get("tokens_per_question") or {}).get("total_input")),
+                str(err.get("video", 0) + err.get("backend", 0)),
+            )
     return t
 
 

@@ -16,11 +16,16 @@ def output_dir(path: Path | str, option: str = "--out") -> Path:
     directory); `ConfigError` naming ``option`` otherwise."""
     p = Path(path)
     if p.exists() and not p.is_dir():
-        raise ConfigError(f"{option} {p} is an existing file, not a directory; pass a directory path (new or existing)")
+        raise ConfigError(
+            f"{option} {p} is an existing file, not a directory; pass a directory path (new or "
+            "existing)"
+        )
     parent = next((a for a in (p, *p.parents) if a.exists()), Path("."))
     if not parent.is_dir():
-        raise ConfigError(f"{option} {p}: {parent} is a file, so nothing can be created under it; "
-                          "choose a path under a directory")
+        raise ConfigError(
+            f"{option} {p}: {parent} is a file, so nothing can be created under it; "
+            "choose a path under a directory"
+        )
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ConfigError(f"{option} {p}: {parent} is not writable; choose a writable directory")
     return p
@@ -29,7 +34,10 @@ def output_dir(path: Path | str, option: str = "--out") -> Path:
 def model_flags(model: str) -> list[Flag]:
     """``--model`` as config: it sets ``model.path`` and the ``model.backend`` that serves it (a
     URL: openai; a checkpoint: hf), so the backend builder reads both from the config."""
-    return [Flag("--model", "model.path", model), Flag("--model", "model.backend", backend_of(model))]
+    return [
+        Flag("--model", "model.path", model),
+        Flag("--model", "model.backend", backend_of(model)),
+    ]
 
 
 def model_source(model: str, what: str = "--model") -> str:
@@ -44,6 +52,10 @@ def model_source(model: str, what: str = "--model") -> str:
     except ValueError:  # not a valid repo id either
         cached = None
     if not isinstance(cached, str):
-        raise ModelError(f"{what} {model!r} is neither a checkpoint directory nor a hub id in the local HF cache "
-                         f"(models load offline); build one with `paravt model tiny --out {model}` or fix the path")
+        raise ModelError(
+            f"{what} {model!r} is neither a checkpoint directory nor a hub id in the local HF "
+            "cache "
+            f"(models load offline); build one with `paravt model tiny --out {model}` or fix the "
+            "path"
+        )
     return model

@@ -14,7 +14,9 @@ console = stdout_console()
 
 
 @app.command("show")
-def show(path: Path | None = typer.Argument(None, help="A YAML config; omitted: the defaults.")) -> None:
+def show(
+    path: Path | None = typer.Argument(None, help="A YAML config; omitted: the defaults."),
+) -> None:
     """Print the resolved config (every field, defaults included) as YAML, each field with its
     description as a comment (which flag sets it, what it does)."""
     from paravt.config.explain import explained

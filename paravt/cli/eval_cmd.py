@@ -18,39 +18,95 @@ console = stdout_console()
 
 
 def eval_cmd(
-    model: str = typer.Option(..., "--model", help="HF checkpoint dir or http(s) URL of an OpenAI-compatible server"),
-    data: Path | None = typer.Option(None, "--data", help="eval parquet (e.g. runs/synth/eval.parquet)"),
-    mode: list[str] = typer.Option(None, "--mode", help=" | ".join(get_args(DispatchMode)) + " (repeatable; default eval.modes)"),
-    compare: bool = typer.Option(False, "--compare", help="Run all three modes on the same samples"),
-    nframes: int | None = typer.Option(None, "--nframes", help="Overview frame budget: sets video.overview_nframes (with --benchmark: the cap of the frames at eval.benchmark_fps)"),
+    model: str = typer.Option(
+        ..., "--model", help="HF checkpoint dir or http(s) URL of an OpenAI-compatible server"
+    ),
+    data: Path | None = typer.Option(
+        None, "--data", help="eval parquet (e.g. runs/synth/eval.parquet)"
+    ),
+    mode: list[str] = typer.Option(
+        None,
+        "--mode",
+        help=" | ".join(get_args(DispatchMode)) + " (repeatable; default eval.modes)",
+    ),
+    compare: bool = typer.Option(
+        False, "--compare", help="Run all three modes on the same samples"
+    ),
+    nframes: int | None = typer.Option(
+        None,
+        "--nframes",
+        help="Overview frame budget: sets video.overview_nframes (with --benchmark: the cap of "
+        "the frames at eval.benchmark_fps)",
+    ),
     out: Path = typer.Option(Path("runs/eval"), "--out"),
     limit: int | None = typer.Option(None, "--limit", help="First N samples (default eval.limit)"),
-    workers: int | None = typer.Option(None, "--workers", help="Concurrent episodes (default eval.workers)"),
-    max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", help="Per main turn (default sampling.max_new_tokens)"),
-    processor: str | None = typer.Option(None, "--processor", help="Processor dir (with a URL model)"),
-    config: Path | None = typer.Option(None, "--config", help="YAML: model/video/rollout/reward/eval settings (default: the checkpoint's own paravt_config.yaml, else the defaults)"),
-    benchmark: str | None = typer.Option(None, "--benchmark", help="Benchmarks instead of --data: NAME[,NAME…] of "
-                                         + ", ".join(benchmark_names())),
-    root: Path | None = typer.Option(None, "--root", help="With --benchmark: directory of the benchmark's files (or of one subdirectory per benchmark)"),
-    prompt_class: str | None = typer.Option(None, "--prompt-class", help="With --benchmark: " + " | ".join(get_args(PromptClass)) + " (default eval.prompt_class)"),
-    scoring: str | None = typer.Option(None, "--scoring", help="With --benchmark: " + " | ".join(get_args(Scoring)) + " headline scorer (default eval.scoring)"),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Concurrent episodes (default eval.workers)"
+    ),
+    max_new_tokens: int | None = typer.Option(
+        None, "--max-new-tokens", help="Per main turn (default sampling.max_new_tokens)"
+    ),
+    processor: str | None = typer.Option(
+        None, "--processor", help="Processor dir (with a URL model)"
+    ),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        help="YAML: model/video/rollout/reward/eval settings (default: the checkpoint's own "
+        "paravt_config.yaml, else the defaults)",
+    ),
+    benchmark: str | None = typer.Option(
+        None,
+        "--benchmark",
+        help="Benchmarks instead of --data: NAME[,NAME…] of " + ", ".join(benchmark_names()),
+    ),
+    root: Path | None = typer.Option(
+        None,
+        "--root",
+        help="With --benchmark: directory of the benchmark's files (or of one subdirectory per "
+        "benchmark)",
+    ),
+    prompt_class: str | None = typer.Option(
+        None,
+        "--prompt-class",
+        help="With --benchmark: "
+        + " | ".join(get_args(PromptClass))
+        + " (default eval.prompt_class)",
+    ),
+    scoring: str | None = typer.Option(
+        None,
+        "--scoring",
+        help="With --benchmark: "
+        + " | ".join(get_args(Scoring))
+        + " headline scorer (default eval.scoring)",
+    ),
     set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
 ) -> None:
-    """Evaluate; resumes by skipping finished ids in OUT/results.jsonl. Flags override the config."""
+    """Evaluate; resumes by skipping finished ids in OUT/results.jsonl. Flags override the
+    config."""
     if (benchmark is None) == (data is None) or (benchmark is not None and root is None):
         raise fail("paravt eval: pass either --data PARQUET or --benchmark NAME --root DIR")
-    flags = [Flag("--mode", "eval.modes", ["parallel", "sequential", "none"] if compare else mode or None),
-             Flag("--limit", "eval.limit", limit), Flag("--workers", "eval.workers", workers),
-             Flag("--max-new-tokens", "sampling.max_new_tokens", max_new_tokens),
-             Flag("--nframes", "video.overview_nframes", nframes), *model_flags(model),
-             Flag("--prompt-class", "eval.prompt_class", prompt_class), Flag("--scoring", "eval.scoring", scoring)]
+    flags = [
+        Flag(
+            "--mode", "eval.modes", ["parallel", "sequential", "none"] if compare else mode or None
+        ),
+        Flag("--limit", "eval.limit", limit),
+        Flag("--workers", "eval.workers", workers),
+        Flag("--max-new-tokens", "sampling.max_new_tokens", max_new_tokens),
+        Flag("--nframes", "video.overview_nframes", nframes),
+        *model_flags(model),
+        Flag("--prompt-class", "eval.prompt_class", prompt_class),
+        Flag("--scoring", "eval.scoring", scoring),
+    ]
     cfg, source = load_for_model(model, config, set_ or [], flags)
     note(f"settings: {source}")
     output_dir(out)
     model_source(model)
     if data is not None:
         check_dataset(data)
-    from paravt.agent import EpisodeSettings  # imported once the inputs are known to be good (torch)
+    from paravt.agent import (
+        EpisodeSettings,  # imported once the inputs are known to be good (torch)
+    )
     from paravt.agent.backend import open_backend
     from paravt.cli import bench_eval
     from paravt.data.episodes import episode_inputs
@@ -59,19 +115,45 @@ def eval_cmd(
 
     ev, modes, weights = cfg.eval, list(cfg.eval.modes), RewardWeights.from_config(cfg.reward)
     bench = bench_eval.parse_benchmarks(benchmark) if benchmark else []
-    loaded = None if data is None else episode_inputs(data, nframes=cfg.video.overview_nframes, limit=ev.limit,
-                                                      max_row_bytes=cfg.max_row_bytes)
+    loaded = (
+        None
+        if data is None
+        else episode_inputs(
+            data,
+            nframes=cfg.video.overview_nframes,
+            limit=ev.limit,
+            max_row_bytes=cfg.max_row_bytes,
+        )
+    )
     backend = open_backend(cfg.model, cfg.rollout, processor_dir=processor, judge=cfg.reward)
     settings = EpisodeSettings.from_config(cfg, temperature=ev.temperature)
     if bench:  # ---- `--benchmark`: the papers' benchmarks (paravt/cli/bench_eval.py) ----
         proto = bench_eval.protocol_from(cfg)
-        bench_eval.run_benchmarks(bench, root, backend=backend, settings=settings, proto=proto,  # type: ignore[arg-type]
-                                  modes=modes, out=out, limit=ev.limit, workers=ev.workers, weights=weights)
+        bench_eval.run_benchmarks(
+            bench,
+            root,
+            backend=backend,
+            settings=settings,
+            proto=proto,  # type: ignore[arg-type]
+            modes=modes,
+            out=out,
+            limit=ev.limit,
+            workers=ev.workers,
+            weights=weights,
+        )
         console.print(f"results and metrics under {out}/<benchmark>/{proto.prompt_class}/")
         return
     assert loaded is not None  # --data (checked above)
-    metrics = evaluate(loaded.inputs, backend, settings, modes=modes, out=out, workers=ev.workers, weights=weights,
-                       data_errors=loaded.screened.to_json())
+    metrics = evaluate(
+        loaded.inputs,
+        backend,
+        settings,
+        modes=modes,
+        out=out,
+        workers=ev.workers,
+        weights=weights,
+        data_errors=loaded.screened.to_json(),
+    )
     print_modes_table(metrics, modes)
     console.print(f"results: {out}/results.jsonl   metrics: {out}/metrics.json")
 
@@ -79,13 +161,31 @@ def eval_cmd(
 def print_modes_table(metrics: dict, modes: list[str], title: str = "eval") -> None:
     by_mode = metrics.get("by_mode", {})
     t = Table(title=title)
-    for col in ("mode", "n", "score", "MCQ acc", "mIoU", "R@0.5", "F1", "calls", "tokens in", "latency s"):
+    for col in (
+        "mode",
+        "n",
+        "score",
+        "MCQ acc",
+        "mIoU",
+        "R@0.5",
+        "F1",
+        "calls",
+        "tokens in",
+        "latency s",
+    ):
         t.add_column(col)
     for m in modes:
         d = by_mode.get(m, {}).get("summary", {})
         tok = d.get("tokens", {}).get("total_input")
-        t.add_row(m, *(_fmt(d.get(k)) for k in ("n", "score", "mcq_acc", "tvg_miou", "tvg_r@0.5", "oe_f1",
-                                                 "mean_calls")), _fmt(tok), _fmt(d.get("latency_s")))
+        t.add_row(
+            m,
+            *(
+                _fmt(d.get(k))
+                for k in ("n", "score", "mcq_acc", "tvg_miou", "tvg_r@0.5", "oe_f1", "mean_calls")
+            ),
+            _fmt(tok),
+            _fmt(d.get("latency_s")),
+        )
     console.print(t)
 
 

@@ -28,7 +28,9 @@ class SizeOpt(StrEnum):
 def tiny(
     out: str = typer.Option(..., "--out", help="Directory to write the checkpoint to."),
     family: FamilyOpt = typer.Option(FamilyOpt.qwen3_vl, "--family"),
-    size: SizeOpt = typer.Option(SizeOpt.s, "--size", help="xs ≈ hidden 64/2 layers, s ≈ 128/4, m ≈ 256/4."),
+    size: SizeOpt = typer.Option(
+        SizeOpt.s, "--size", help="xs ≈ hidden 64/2 layers, s ≈ 128/4, m ≈ 256/4."
+    ),
     seed: int = typer.Option(0, "--seed"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -39,24 +41,33 @@ def tiny(
     if as_json:
         typer.echo(json.dumps(built.__dict__))
         return
-    console.print(f"[green]wrote {built.family}/{built.size} to {built.path}[/green]: "
-                  f"{built.num_params:,} parameters, vocab {built.vocab_size}")
+    console.print(
+        f"[green]wrote {built.family}/{built.size} to {built.path}[/green]: "
+        f"{built.num_params:,} parameters, vocab {built.vocab_size}"
+    )
 
 
 @app.command("info")
-def info(path: str = typer.Argument(..., help="Checkpoint directory or cached hub id."),
-         as_json: bool = typer.Option(False, "--json")) -> None:
+def info(
+    path: str = typer.Argument(..., help="Checkpoint directory or cached hub id."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """Print family, parameter count and vocabulary size of a checkpoint."""
     from paravt.models.hf.loading import load_policy
 
     policy = load_policy(path)
-    facts = {"path": path, "family": policy.family,
-             "num_params": sum(p.numel() for p in policy.model.parameters()),
-             "vocab_size": len(policy.tokenizer)}
+    facts = {
+        "path": path,
+        "family": policy.family,
+        "num_params": sum(p.numel() for p in policy.model.parameters()),
+        "vocab_size": len(policy.tokenizer),
+    }
     if as_json:
         typer.echo(json.dumps(facts))
         return
     for k, v in facts.items():
         console.print(f"{k}: {v}")
+
+
 if __name__ == "__main__":  # pragma: no cover - `python -m paravt.cli.model`
     app()

@@ -16,7 +16,10 @@ from rich.console import Console
 PIPE_WIDTH = 200
 
 #: Help of every command's ``--set`` option (one override syntax: ``paravt.config.apply_override``).
-SET_HELP = "Override one setting: key.sub=value, the value in YAML (repeatable; `paravt config show` lists the keys)."
+SET_HELP = (
+    "Override one setting: key.sub=value, the value in YAML (repeatable; `paravt config "
+    "show` lists the keys)."
+)
 
 
 def _console(*, stderr: bool) -> Console:
@@ -47,4 +50,3 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 def note(message: str) -> None:
     """A dim informational line on stderr (settings used, files written)."""
     stderr_console().print(message, style="dim", markup=False, highlight=False)
-

@@ -18,24 +18,30 @@ console = stderr_console()
 
 
 def report(
-    run_dirs: list[Path] = typer.Argument(..., help="Run, eval or demo directories (searched recursively)."),
+    run_dirs: list[Path] = typer.Argument(
+        ..., help="Run, eval or demo directories (searched recursively)."
+    ),
     out: Path = typer.Option(Path("report.html"), "--out", "-o", help="HTML file to write."),
 ) -> None:
-    """Training curves, eval table, accuracy by n, tokens vs K and transcripts in one HTML file; for a
-    `paravt repro` directory also the paper's Table 2/5 beside ours, dynamics over seeds and claims."""
+    """Training curves, eval table, accuracy by n, tokens vs K and transcripts in one HTML file; for
+    a
+    `paravt repro` directory also the paper's Table 2/5 beside ours, dynamics over seeds and
+    claims."""
     from paravt.eval.benchmarks.table1 import table1_rows
     from paravt.eval.report import build_report
     from paravt.tracking import attach_report
 
     path = build_report(run_dirs, out)
-    attach_report(run_dirs, path)  # to the wandb / MLflow runs of the training runs found (tracking.json)
+    attach_report(
+        run_dirs, path
+    )  # to the wandb / MLflow runs of the training runs found (tracking.json)
     rows = table1_rows([p for d in run_dirs for p in Path(d).rglob("metrics.json")])
     if any(r.source == "measured" for r in rows):
         stdout_console().print(table1_table(rows))
     typer.echo(str(path))
 
 
-def table1_table(rows: list["Table1Row"]) -> Table:
+def table1_table(rows: list[Table1Row]) -> Table:
     """Our benchmark rows beside the paper's quoted Table 1 rows (rich, for the terminal)."""
     t = Table(title="benchmarks vs the paper's Table 1 (paper rows quoted, not measured)")
     t.add_column("model / run")

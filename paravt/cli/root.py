@@ -37,8 +37,10 @@ from paravt.errors import ParavtError, disk_cause
 #: Exit status of a user error (bad input, usage) and of a bug in paravt.
 USER_ERROR, INTERNAL_ERROR = 2, 1
 
-_REPORT = ("internal error in paravt: please report it with the command line and the traceback "
-           "below (this is a bug, not a problem with your input)")
+_REPORT = (
+    "internal error in paravt: please report it with the command line and the traceback "
+    "below (this is a bug, not a problem with your input)"
+)
 
 
 class RootGroup(TyperGroup):
@@ -95,7 +97,9 @@ def user_message(err: BaseException) -> str | None:
     if isinstance(err, yaml.YAMLError):
         return f"invalid YAML: {_one_line(str(err))}; fix the syntax"
     if isinstance(err, UnicodeDecodeError):
-        return f"an input file is not UTF-8 text ({err.reason} at byte {err.start}); save it as UTF-8"
+        return (
+            f"an input file is not UTF-8 text ({err.reason} at byte {err.start}); save it as UTF-8"
+        )
     return None
 
 
@@ -115,9 +119,15 @@ _OS_FIX = {
 
 def os_message(err: OSError) -> str:
     """``cannot use PATH: REASON; FIX`` for an OSError (the path when it has one)."""
-    what = " and ".join(str(f) for f in (err.filename, err.filename2) if f is not None) or "a system resource"
+    what = (
+        " and ".join(str(f) for f in (err.filename, err.filename2) if f is not None)
+        or "a system resource"
+    )
     reason = err.strerror or str(err) or type(err).__name__
-    return f"cannot use {what}: {reason}; {_OS_FIX.get(err.errno or 0, 'check the path and try again')}"
+    return (
+        f"cannot use {what}: {reason}; "
+        f"{_OS_FIX.get(err.errno or 0, 'check the path and try again')}"
+    )
 
 
 def _one_line(text: str) -> str:

@@ -1,7 +1,8 @@
 """`paravt score --in FILE.jsonl [--config C.yaml] [--summary]`: score completions offline.
 
 Input line: ``{"completion": str, "task": "mcq"|"tvg"|"oe", "answer": str, "options": [str]?,
-"prefix": str?, "successful_calls": int?, "question": str?}``. Output (stdout, one JSON line per input line, same
+"prefix": str?, "successful_calls": int?, "question": str?}``. Output (stdout, one JSON line per
+input line, same
 order): ``{"reward", <every term of paravt.rewards.terms.TERMS: "acc", "format_base", "anchor",
 "tool">, "format", "format_ref", "answer", "degenerate", "closed": {"think", "tool_call",
 "answer"}, "tool_code", "n_calls"}``; a bad line
@@ -45,12 +46,21 @@ _TASKS = ("mcq", "tvg", "oe")
 
 def score(
     in_file: Path = typer.Option(..., "--in", help="JSONL file of completions to score."),
-    config: Path | None = typer.Option(None, "--config", help="YAML config (its `reward` section is used)."),
+    config: Path | None = typer.Option(
+        None, "--config", help="YAML config (its `reward` section is used)."
+    ),
     summary: bool = typer.Option(False, "--summary", help="Print the aggregated metrics (stderr)."),
     think_prefix: bool = typer.Option(
-        False, "--think-prefix",
-        help="Prepend the forced '<think>\\n' to lines without a \"prefix\" (never doubled)."),
-    benchmark: str | None = typer.Option(None, "--benchmark", help="Score by this benchmark's lmms-eval rule instead: lines {completion, answer, options?} → {pred, score}."),
+        False,
+        "--think-prefix",
+        help="Prepend the forced '<think>\\n' to lines without a \"prefix\" (never doubled).",
+    ),
+    benchmark: str | None = typer.Option(
+        None,
+        "--benchmark",
+        help="Score by this benchmark's lmms-eval rule instead: lines {completion, answer, "
+        "options?} → {pred, score}.",
+    ),
 ) -> None:
     """Score completions with the PARA-GRPO reward; one JSON line out per line in."""
     err = stderr_console()
@@ -68,16 +78,25 @@ def score(
                 rows.append(_row(line, default_prefix))
             except ValueError as exc:
                 rows.append(str(exc))
-    overrides, judge_counts = asyncio.run(judge_where_given(
-        _judge_items(rows), url=reward_cfg.judge_url, model=reward_cfg.judge_model,
-        timeout_s=reward_cfg.judge_timeout_s))
+    overrides, judge_counts = asyncio.run(
+        judge_where_given(
+            _judge_items(rows),
+            url=reward_cfg.judge_url,
+            model=reward_cfg.judge_model,
+            timeout_s=reward_cfg.judge_timeout_s,
+        )
+    )
     records = _score_rows(rows, overrides, weights, err)
     if summary:
         err.print(_table({**aggregate(records), **judge_counts}))
 
 
-def _score_rows(rows: list[dict[str, Any] | str], overrides: list[float | None], weights: RewardWeights,
-                err: Console) -> list[RolloutRecord]:
+def _score_rows(
+    rows: list[dict[str, Any] | str],
+    overrides: list[float | None],
+    weights: RewardWeights,
+    err: Console,
+) -> list[RolloutRecord]:
     """Score each parsed row (``overrides``: the judge's R_acc where it scored one) and print its
     output line; a bad line prints its error line instead."""
     records: list[RolloutRecord] = []
@@ -86,10 +105,16 @@ def _score_rows(rows: list[dict[str, Any] | str], overrides: list[float | None],
             _line_error(err, n, row)
             continue
         try:
-            b = compute_reward(row["text"], task=row["task"], answer=row["answer"],
-                               options=row.get("options"), prefix="",
-                               successful_calls=row.get("successful_calls"), weights=weights,
-                               acc_override=acc)
+            b = compute_reward(
+                row["text"],
+                task=row["task"],
+                answer=row["answer"],
+                options=row.get("options"),
+                prefix="",
+                successful_calls=row.get("successful_calls"),
+                weights=weights,
+                acc_override=acc,
+            )
         except (ValueError, ParavtError) as exc:
             _line_error(err, n, str(exc))
             continue
@@ -107,8 +132,12 @@ def _line_error(err: Console, n: int, message: str) -> None:
 
 def _judge_items(rows: list[dict[str, Any] | str]) -> list[JudgeItem | None]:
     """What the judge sees of each open-ended row (None for every other line)."""
-    return [JudgeItem(str(r.get("question", "")), str(r["answer"]), extract_answer(r["text"]))
-            if isinstance(r, dict) and r["task"] == "oe" else None for r in rows]
+    return [
+        JudgeItem(str(r.get("question", "")), str(r["answer"]), extract_answer(r["text"]))
+        if isinstance(r, dict) and r["task"] == "oe"
+        else None
+        for r in rows
+    ]
 
 
 def output_line(b: RewardBreakdown) -> dict[str, Any]:
@@ -116,10 +145,17 @@ def output_line(b: RewardBreakdown) -> dict[str, Any]:
     name, R_fmt (run weights and yardstick) and the flags."""
     scalars = {k: round(v, 6) for k, v in b.scalars().items() if k != "n_calls"}
     return {
-        "reward": round(b.reward, 6), **scalars, "answer": b.answer, "degenerate": b.degenerate,
-        "closed": {"think": b.closed_think, "tool_call": b.closed_tool_call,
-                   "answer": b.closed_answer},
-        "tool_code": b.tool_code, "n_calls": b.n_calls,
+        "reward": round(b.reward, 6),
+        **scalars,
+        "answer": b.answer,
+        "degenerate": b.degenerate,
+        "closed": {
+            "think": b.closed_think,
+            "tool_call": b.closed_tool_call,
+            "answer": b.closed_answer,
+        },
+        "tool_code": b.tool_code,
+        "n_calls": b.n_calls,
     }
 
 
@@ -152,7 +188,8 @@ def _table(metrics: dict[str, float]) -> Table:
 
 
 def _score_benchmark(benchmark: str, in_file: Path) -> None:
-    """`paravt score --benchmark NAME`: lmms-eval's rule of that benchmark, one line out per line in."""
+    """`paravt score --benchmark NAME`: lmms-eval's rule of that benchmark, one line out per line
+    in."""
     from paravt.eval.benchmarks.score_file import score_lines
 
     for obj in score_lines(benchmark, _read_lines(in_file)):
@@ -165,5 +202,7 @@ def _read_lines(path: Path) -> list[str]:
     try:
         return raw.decode("utf-8").splitlines()
     except UnicodeDecodeError as err:
-        raise DataError(f"--in {path} is not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start}); "
-                        "save it as UTF-8 JSON lines") from None
+        raise DataError(
+            f"--in {path} is not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start}); "
+            "save it as UTF-8 JSON lines"
+        ) from None

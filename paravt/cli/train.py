@@ -19,25 +19,39 @@ console = stdout_console()
 
 
 @app.command("prior")
-def prior(config: Path = typer.Option(..., "--config", "-c"), resume: bool = typer.Option(False, "--resume"),
-          set_: list[str] = typer.Option(None, "--set", help=SET_HELP)) -> None:
-    """Simulated pretrained tool prior: SFT on pretraining-style traces built from `data` (rl.parquet)
+def prior(
+    config: Path = typer.Option(..., "--config", "-c"),
+    resume: bool = typer.Option(False, "--resume"),
+    set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
+) -> None:
+    """Simulated pretrained tool prior: SFT on pretraining-style traces built from `data`
+    (rl.parquet)
     before the cold start; strength = prior.steps and prior.tool_mix (0 = weak prior)."""
     _train(cfgmod.load(config, overrides=set_), "prior", resume)
 
 
 @app.command("sft")
-def sft(config: Path = typer.Option(..., "--config", "-c"), resume: bool = typer.Option(False, "--resume"),
-        set_: list[str] = typer.Option(None, "--set", help=SET_HELP)) -> None:
+def sft(
+    config: Path = typer.Option(..., "--config", "-c"),
+    resume: bool = typer.Option(False, "--resume"),
+    set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
+) -> None:
     """Supervised cold start on parquet traces (loss on assistant tokens only)."""
     _train(cfgmod.load(config, overrides=set_), "sft", resume)
 
 
 @app.command("rl")
-def rl(config: Path = typer.Option(..., "--config", "-c"), resume: bool = typer.Option(False, "--resume"),
-       engine: str | None = typer.Option(None, "--engine", help="local | verl (default: rl.engine; refused unless one of them)"),
-       dry_run: bool = typer.Option(False, "--dry-run", help="verl: print the resolved config and command"),
-       set_: list[str] = typer.Option(None, "--set", help=SET_HELP)) -> None:
+def rl(
+    config: Path = typer.Option(..., "--config", "-c"),
+    resume: bool = typer.Option(False, "--resume"),
+    engine: str | None = typer.Option(
+        None, "--engine", help="local | verl (default: rl.engine; refused unless one of them)"
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="verl: print the resolved config and command"
+    ),
+    set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
+) -> None:
     """PARA-GRPO: single-process (engine local) or on verl (engine verl)."""
     cfg = cfgmod.load(config, overrides=set_, flags=[cfgmod.Flag("--engine", "rl.engine", engine)])
     if cfg.rl.engine == "verl":

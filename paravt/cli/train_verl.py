@@ -34,22 +34,35 @@ __all__ = ["launch_verl", "render_verl_config", "verl_command", "write_run_files
 
 def verl_command(run_dir: str | Path, verl: VerlConfig) -> list[str]:
     files = run_files(run_dir)
-    return [sys.executable, "-m", "verl.trainer.main_ppo", f"--config-path={files['dir']}",
-            f"--config-name={CONFIG_NAME}", *verl.extra_overrides]
+    return [
+        sys.executable,
+        "-m",
+        "verl.trainer.main_ppo",
+        f"--config-path={files['dir']}",
+        f"--config-name={CONFIG_NAME}",
+        *verl.extra_overrides,
+    ]
 
 
 def _check(cfg: TrainConfig, verl: VerlConfig) -> None:
-    require_all(cfg.logging.loggers)  # a tracker verl would import, missing: one line, before any work
+    require_all(
+        cfg.logging.loggers
+    )  # a tracker verl would import, missing: one line, before any work
     budget = verl.prompt_length + verl.response_length
     if cfg.rollout.max_context_tokens > budget:
         raise ConfigError(
-            f"rollout.max_context_tokens={cfg.rollout.max_context_tokens} exceeds verl.prompt_length + "
-            f"verl.response_length = {budget}: a full episode would not fit verl's row; raise the verl "
-            "lengths or lower rollout.max_context_tokens")
+            f"rollout.max_context_tokens={cfg.rollout.max_context_tokens} exceeds "
+            "verl.prompt_length + "
+            f"verl.response_length = {budget}: a full episode would not fit verl's row; raise "
+            "the verl "
+            "lengths or lower rollout.max_context_tokens"
+        )
     if verl.train_batch_size % verl.ppo_mini_batch_size:
         raise ConfigError(
-            f"verl.train_batch_size={verl.train_batch_size} must be a multiple of verl.ppo_mini_batch_size="
-            f"{verl.ppo_mini_batch_size}")
+            f"verl.train_batch_size={verl.train_batch_size} must be a multiple of "
+            "verl.ppo_mini_batch_size="
+            f"{verl.ppo_mini_batch_size}"
+        )
 
 
 def _steps_per_epoch(cfg: TrainConfig, verl: VerlConfig, n_rows: int | None) -> VerlConfig:
@@ -59,7 +72,9 @@ def _steps_per_epoch(cfg: TrainConfig, verl: VerlConfig, n_rows: int | None) -> 
     return verl.model_copy(update={"steps_per_epoch": steps})
 
 
-def write_run_files(cfg: TrainConfig, *, convert_data: bool) -> tuple[dict[str, Path], dict[str, Any]]:
+def write_run_files(
+    cfg: TrainConfig, *, convert_data: bool
+) -> tuple[dict[str, Path], dict[str, Any]]:
     """Write every run file; returns the paths and the rendered Hydra config."""
     from paravt.integrations.verl.data import write_verl_parquet
 
@@ -68,13 +83,21 @@ def write_run_files(cfg: TrainConfig, *, convert_data: bool) -> tuple[dict[str, 
     files["dir"].mkdir(parents=True, exist_ok=True)
     n_rows = None
     if convert_data:
-        n_rows = write_verl_parquet(cfg.data, files["train_data"], agent_name=AGENT_NAME, data_root=cfg.data_root,
-                                    think_prefix=cfg.rollout.think_prefix, max_row_bytes=cfg.max_row_bytes)
+        n_rows = write_verl_parquet(
+            cfg.data,
+            files["train_data"],
+            agent_name=AGENT_NAME,
+            data_root=cfg.data_root,
+            think_prefix=cfg.rollout.think_prefix,
+            max_row_bytes=cfg.max_row_bytes,
+        )
     verl = _steps_per_epoch(cfg, cfg.verl, n_rows)
     cfg = cfg.model_copy(update={"verl": verl})
     rendered = render_verl_config(cfg, run_dir=run_dir)
     files["train_config"].write_text(dump(cfg))
-    files["agent_loop"].write_text(yaml.safe_dump(render_agent_loop_config(cfg, verl, run_dir), sort_keys=False))
+    files["agent_loop"].write_text(
+        yaml.safe_dump(render_agent_loop_config(cfg, verl, run_dir), sort_keys=False)
+    )
     files["verl_config"].write_text(yaml.safe_dump(rendered, sort_keys=False))
     return files, rendered
 

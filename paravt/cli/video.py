@@ -39,7 +39,9 @@ def frames(
     file: Path = typer.Argument(..., help="A video file."),
     start: float = typer.Option(..., "--start", help="Window start, seconds from the first frame."),
     end: float = typer.Option(..., "--end", help="Window end, seconds."),
-    nframes: int = typer.Option(8, "--nframes", min=1, help="Frames sampled uniformly over the window."),
+    nframes: int = typer.Option(
+        8, "--nframes", min=1, help="Frames sampled uniformly over the window."
+    ),
     out: Path = typer.Option(
         ..., "--out", help="Directory for frame_XXX.png and contact_sheet.png."
     ),
@@ -51,7 +53,9 @@ def frames(
     ),
 ) -> None:
     """Sample NFRAMES frames from [START, END]; write PNGs and a contact sheet."""
-    sampled = video.sample_frames(file, start, end, nframes=nframes, max_pixels=max_pixels, size_factor=size_factor)
+    sampled = video.sample_frames(
+        file, start, end, nframes=nframes, max_pixels=max_pixels, size_factor=size_factor
+    )
     out.mkdir(parents=True, exist_ok=True)
     for i, array in enumerate(sampled.array):
         Image.fromarray(array).save(out / f"frame_{i:03d}.png")

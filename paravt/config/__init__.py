@@ -29,23 +29,6 @@ from paravt.config.choices import (
     http_url_or_none,
     url_problem,
 )
-from paravt.config.sections import (
-    DistillConfig,
-    EvalConfig,
-    GatingConfig,
-    ModelConfig,
-    PriorConfig,
-    RLConfig,
-    RewardConfig,
-    RolloutConfig,
-    SFTConfig,
-    SamplingConfig,
-    ToolServerConfig,
-    TrainConfig,
-    VerlConfig,
-    VideoConfig,
-    cross_field_problems,
-)
 from paravt.config.keys import is_loopback, read_key_file, require_key_beyond_loopback
 from paravt.config.loading import (
     MAX_CONFIG_BYTES,
@@ -63,6 +46,23 @@ from paravt.config.loading import (
     set_value,
     validate,
     validation_message,
+)
+from paravt.config.sections import (
+    DistillConfig,
+    EvalConfig,
+    GatingConfig,
+    ModelConfig,
+    PriorConfig,
+    RewardConfig,
+    RLConfig,
+    RolloutConfig,
+    SamplingConfig,
+    SFTConfig,
+    ToolServerConfig,
+    TrainConfig,
+    VerlConfig,
+    VideoConfig,
+    cross_field_problems,
 )
 
 __all__ = [

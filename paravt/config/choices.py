@@ -38,13 +38,18 @@ def frame_budgets_problem(choices: object) -> str | None:
     of ``rl.gating.choices``, checked where the config loads and again by ``paravt.rl.gating``:
     a non-empty list of ints (not bools) in 1..MAX_OVERVIEW_FRAMES."""
     items = list(choices) if isinstance(choices, (list, tuple)) else []
-    bad = [c for c in items if isinstance(c, bool) or not isinstance(c, int)
-           or not 1 <= c <= MAX_OVERVIEW_FRAMES]
+    bad = [
+        c
+        for c in items
+        if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= MAX_OVERVIEW_FRAMES
+    ]
     if items and not bad:
         return None
-    return (f"{choices!r} must be a non-empty list of frame counts in 1..{MAX_OVERVIEW_FRAMES} "
-            f"(the overview cap){f', not {bad}' if bad else ''}; fix the list "
-            "(paper default: [4, 8, 16, 32, 64])")
+    return (
+        f"{choices!r} must be a non-empty list of frame counts in 1..{MAX_OVERVIEW_FRAMES} "
+        f"(the overview cap){f', not {bad}' if bad else ''}; fix the list "
+        "(paper default: [4, 8, 16, 32, 64])"
+    )
 
 
 def url_problem(url: str) -> str | None:
@@ -54,7 +59,12 @@ def url_problem(url: str) -> str | None:
         ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 1) > 0
     except ValueError:  # a port that is not a number or out of range
         ok = False
-    return None if ok else f"{url!r} is not an http(s) URL with a host (and a port in 1..65535); pass one like http://127.0.0.1:8000/v1"
+    return (
+        None
+        if ok
+        else f"{url!r} is not an http(s) URL with a host (and a port in 1..65535); pass one like "
+        "http://127.0.0.1:8000/v1"
+    )
 
 
 def backend_of(path: str) -> Literal["hf", "openai"]:
@@ -68,8 +78,10 @@ def backend_problem(path: str, backend: str) -> str | None:
     want = backend_of(path)
     if backend == want:
         return None
-    return (f"model.path={path!r} with model.backend={backend!r}: a server URL is the openai backend, "
-            f"a checkpoint directory or hub id the hf backend; set model.backend={want}")
+    return (
+        f"model.path={path!r} with model.backend={backend!r}: a server URL is the openai backend, "
+        f"a checkpoint directory or hub id the hf backend; set model.backend={want}"
+    )
 
 
 def http_url_or_none(url: str | None) -> str | None:
@@ -85,5 +97,3 @@ def check_url(url: str, option: str) -> str:
     if problem:
         raise ConfigError(f"{option} {problem}")
     return url
-
-

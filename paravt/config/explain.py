@@ -22,8 +22,13 @@ def _lines(model: BaseModel, depth: int) -> list[str]:
     out: list[str] = []
     for name, field in type(model).model_fields.items():
         if field.description:
-            out += textwrap.wrap(field.description, WIDTH - len(pad) - 2, initial_indent=f"{pad}# ",
-                                 subsequent_indent=f"{pad}# ", break_on_hyphens=False)
+            out += textwrap.wrap(
+                field.description,
+                WIDTH - len(pad) - 2,
+                initial_indent=f"{pad}# ",
+                subsequent_indent=f"{pad}# ",
+                break_on_hyphens=False,
+            )
         value = getattr(model, name)
         if isinstance(value, BaseModel):
             out.append(f"{pad}{name}:")
@@ -39,4 +44,9 @@ def _scalar(value: Any) -> str:
         raise TypeError(value)
     if isinstance(value, tuple):
         value = list(value)
-    return yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
+    return (
+        yaml.safe_dump(value, default_flow_style=True, width=10**6)
+        .strip()
+        .removesuffix("...")
+        .strip()
+    )

@@ -32,18 +32,25 @@ def read_key_file(path: str | os.PathLike[str], what: str, *, min_chars: int = 1
         with p.open("rb") as f:
             raw = f.read(MAX_KEY_BYTES + 1)
     except OSError as e:
-        raise ConfigError(f"{what}: cannot read the key file {p} ({e.strerror or e}); "
-                          f"create it, e.g. {_NEW_KEY}") from None
+        raise ConfigError(
+            f"{what}: cannot read the key file {p} ({e.strerror or e}); create it, e.g. {_NEW_KEY}"
+        ) from None
     lines = raw[:MAX_KEY_BYTES].decode("ascii", errors="replace").strip().splitlines()
     key = lines[0].strip() if lines else ""
     if not key:
-        raise ConfigError(f"{what}: the key file {p} is empty; write the key on its first line ({_NEW_KEY})")
+        raise ConfigError(
+            f"{what}: the key file {p} is empty; write the key on its first line ({_NEW_KEY})"
+        )
     if len(raw) > MAX_KEY_BYTES or not all(33 <= ord(ch) < 127 for ch in key):
-        raise ConfigError(f"{what}: the first line of {p} is not a key (printable ASCII without spaces, "
-                          f"under {MAX_KEY_BYTES} bytes); write one, e.g. {_NEW_KEY}")
+        raise ConfigError(
+            f"{what}: the first line of {p} is not a key (printable ASCII without spaces, "
+            f"under {MAX_KEY_BYTES} bytes); write one, e.g. {_NEW_KEY}"
+        )
     if len(key) < min_chars:
-        raise ConfigError(f"{what}: the key in {p} has {len(key)} characters, fewer than {min_chars}; "
-                          f"write a longer one, e.g. {_NEW_KEY}")
+        raise ConfigError(
+            f"{what}: the key in {p} has {len(key)} characters, fewer than {min_chars}; "
+            f"write a longer one, e.g. {_NEW_KEY}"
+        )
     return key
 
 
@@ -60,6 +67,8 @@ def is_loopback(host: str) -> bool:
 def require_key_beyond_loopback(host: str, key_file: object, flag: str, command: str) -> None:
     """Refuse (``ConfigError``) to bind ``host`` beyond loopback when no key file is given."""
     if key_file is None and not is_loopback(host):
-        raise ConfigError(f"{command} --host {host}: binding beyond loopback lets anyone who reaches "
-                          f"the port call it; pass {flag} FILE (clients send that key as a Bearer token) "
-                          "or bind 127.0.0.1")
+        raise ConfigError(
+            f"{command} --host {host}: binding beyond loopback lets anyone who reaches "
+            f"the port call it; pass {flag} FILE (clients send that key as a Bearer token) "
+            "or bind 127.0.0.1"
+        )

@@ -39,8 +39,11 @@ def step_size_problem(what: str, items: float, fix: str, memory: int | None = No
     if items <= bound:
         return None
     count = f"{items:,.0f}" if items < 1e15 else f"{items:.3g}"
-    return (f"{what} = {count} in one step, over the bound of {bound:,}: this machine's {memory / 2**30:.0f} GiB "
-            f"of memory at {ITEM_FLOOR_BYTES >> 10} KiB each at least (paravt/config/limits.py); {fix}")
+    return (
+        f"{what} = {count} in one step, over the bound of {bound:,}: this machine's "
+        f"{memory / 2**30:.0f} GiB "
+        f"of memory at {ITEM_FLOOR_BYTES >> 10} KiB each at least (paravt/config/limits.py); {fix}"
+    )
 
 
 def step_size_problems(c: Any, memory: int | None = None) -> list[str]:
@@ -50,9 +53,13 @@ def step_size_problems(c: Any, memory: int | None = None) -> list[str]:
     rl = c.rl
     prompts = rl.oversample * rl.prompts_per_step
     rollouts = rl.group_size * (math.ceil(prompts) if math.isfinite(prompts) else prompts)
-    what = (f"rl.group_size={rl.group_size} × ceil(rl.oversample={rl.oversample:g} × "
-            f"rl.prompts_per_step={rl.prompts_per_step}) rollouts")
+    what = (
+        f"rl.group_size={rl.group_size} × ceil(rl.oversample={rl.oversample:g} × "
+        f"rl.prompts_per_step={rl.prompts_per_step}) rollouts"
+    )
     checks = [(what, rollouts, "lower rl.group_size or rl.prompts_per_step")]
-    checks += [(f"{name}.batch_size={s.batch_size} rows", s.batch_size, f"lower {name}.batch_size")
-               for name, s in (("sft", c.sft), ("prior", c.prior))]
+    checks += [
+        (f"{name}.batch_size={s.batch_size} rows", s.batch_size, f"lower {name}.batch_size")
+        for name, s in (("sft", c.sft), ("prior", c.prior))
+    ]
     return [p for what, items, fix in checks if (p := step_size_problem(what, items, fix, memory))]

@@ -28,8 +28,13 @@ class Flag:
     value: Any
 
 
-def resolve(cls: type[M], data: dict[str, Any], source: str, overrides: Sequence[str] = (),
-            flags: Sequence[Flag] = ()) -> M:
+def resolve(
+    cls: type[M],
+    data: dict[str, Any],
+    source: str,
+    overrides: Sequence[str] = (),
+    flags: Sequence[Flag] = (),
+) -> M:
     """``data`` (a file's mapping, or ``{}``), then the ``--set key.sub=value`` overrides, then the
     given flags, validated into ``cls``: the ONE path from the command line to a typed config, so a
     value out of range is refused (`ConfigError`), never replaced."""
@@ -43,11 +48,18 @@ def resolve(cls: type[M], data: dict[str, Any], source: str, overrides: Sequence
 
 #: Fields that were folded into another (issue 32: one name for the overview frame budget): a
 #: config that still sets one is told where it went; a checkpoint's carried settings drop them.
-MOVED = {"eval.nframes": "video.overview_nframes", "eval.benchmark_max_frames": "video.overview_nframes"}
+MOVED = {
+    "eval.nframes": "video.overview_nframes",
+    "eval.benchmark_max_frames": "video.overview_nframes",
+}
 
 
-def validate(cls: type[M], data: dict[str, Any], source: str = "<dict>",
-             labels: Mapping[str, str] | None = None) -> M:
+def validate(
+    cls: type[M],
+    data: dict[str, Any],
+    source: str = "<dict>",
+    labels: Mapping[str, str] | None = None,
+) -> M:
     """Build ``cls`` from a dict, raising one-line `ConfigError` that names every bad field
     (``labels``: the command-line option that set a field)."""
     try:
@@ -56,8 +68,12 @@ def validate(cls: type[M], data: dict[str, Any], source: str = "<dict>",
         raise ConfigError(validation_message(err, source, cls, labels)) from None
 
 
-def validation_message(err: ValidationError, source: str, cls: type[BaseModel] | None = None,
-                       labels: Mapping[str, str] | None = None) -> str:
+def validation_message(
+    err: ValidationError,
+    source: str,
+    cls: type[BaseModel] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> str:
     """One line naming every bad field of ``err`` (with the option that set it, from ``labels``)."""
     labels = labels or {}
     parts, own = [], 0
@@ -69,14 +85,29 @@ def validation_message(err: ValidationError, source: str, cls: type[BaseModel] |
             msg, own = e["msg"].removeprefix("Value error, "), own + 1
             parts.append(f"{name}: {msg}" if name else msg)
         elif e["type"] == "extra_forbidden" and loc in MOVED:
-            parts.append(f"{name}: gone; its value is set by {MOVED[loc]} now (one name per concept)")
+            parts.append(
+                f"{name}: gone; its value is set by {MOVED[loc]} now (one name per concept)"
+            )
         elif e["type"] == "extra_forbidden":
-            close = get_close_matches(str(e["loc"][-1]), _field_names(cls, e["loc"][:-1]), n=3) if cls else []
-            parts.append(f"{name}: unknown field" + (f" (did you mean {' or '.join(close)}?)" if close else ""))
+            close = (
+                get_close_matches(str(e["loc"][-1]), _field_names(cls, e["loc"][:-1]), n=3)
+                if cls
+                else []
+            )
+            parts.append(
+                f"{name}: unknown field"
+                + (f" (did you mean {' or '.join(close)}?)" if close else "")
+            )
         else:
             parts.append(f"{name or '<root>'}: {e['msg']} (got {_short(e.get('input'))})")
-    fix = "" if own == len(parts) else (f"; fix {'it' if len(parts) == 1 else 'them'} "
-                                        "(`paravt config show` prints every field with its default)")
+    fix = (
+        ""
+        if own == len(parts)
+        else (
+            f"; fix {'it' if len(parts) == 1 else 'them'} "
+            "(`paravt config show` prints every field with its default)"
+        )
+    )
     return f"invalid config ({source}): {'; '.join(parts)}{fix}"
 
 
@@ -95,7 +126,8 @@ def _short(value: Any, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-# ---- YAML: the ONE loader of config text (files and --set values) ---------------------------------
+# ---- YAML: the ONE loader of config text (files and --set values)
+# ---------------------------------
 #: Largest config file read (a config is a few KB) and most nodes its aliases may expand to: a
 #: small file of nested aliases ("billion laughs") is refused at once instead of expanded.
 MAX_CONFIG_BYTES = 1 << 20
@@ -124,13 +156,18 @@ class _Loader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:  # the keys as written (a ``<<`` merge may be overridden)
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            if (
+                not isinstance(key_node, yaml.ScalarNode)
+                or key_node.tag == "tag:yaml.org,2002:merge"
+            ):
                 continue
             key = self.construct_object(key_node)
             line = key_node.start_mark.line + 1
             if key in seen:
-                raise _DuplicateKey(f"the key {key!r} is written twice (lines {seen[key]} and {line}), and "
-                                    "YAML would silently keep only the second; merge the two into one")
+                raise _DuplicateKey(
+                    f"the key {key!r} is written twice (lines {seen[key]} and {line}), and "
+                    "YAML would silently keep only the second; merge the two into one"
+                )
             seen[key] = line
         return super().construct_mapping(node, deep=deep)
 
@@ -161,12 +198,16 @@ def parse_yaml(text: str, what: str) -> Any:
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
     except _AliasBomb as err:
-        raise ConfigError(f"{what} is refused: {err}; write the values out instead of nesting aliases") from None
+        raise ConfigError(
+            f"{what} is refused: {err}; write the values out instead of nesting aliases"
+        ) from None
     except _DuplicateKey as err:
         raise ConfigError(f"{what} is refused: {err}") from None
     except yaml.YAMLError as err:
-        raise ConfigError(f"{what} is not valid YAML ({_yaml_problem(err)}); fix the syntax "
-                          "(quote a string that holds ': ', '[' or '{')") from None
+        raise ConfigError(
+            f"{what} is not valid YAML ({_yaml_problem(err)}); fix the syntax "
+            "(quote a string that holds ': ', '[' or '{')"
+        ) from None
     except RecursionError:
         raise ConfigError(f"{what} nests too deeply to read; flatten it") from None
 
@@ -188,25 +229,38 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
     try:
         size = p.stat().st_size
         if size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"config file {p} is {size:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte limit of a "
-                              "config; pass the YAML config, not a data file")
+            raise ConfigError(
+                f"config file {p} is {size:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte limit of a "
+                "config; pass the YAML config, not a data file"
+            )
         raw = p.read_bytes()
     except OSError as err:
-        raise ConfigError(f"cannot read config file {p}: {err.strerror}; check its permissions") from None
+        raise ConfigError(
+            f"cannot read config file {p}: {err.strerror}; check its permissions"
+        ) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ConfigError(f"config file {p} is not UTF-8 text (byte {raw[err.start]:#04x} at offset {err.start}); "
-                          "save it as UTF-8") from None
+        raise ConfigError(
+            f"config file {p} is not UTF-8 text (byte {raw[err.start]:#04x} at offset "
+            f"{err.start}); "
+            "save it as UTF-8"
+        ) from None
     data = parse_yaml(text, f"config file {p}") or {}
     if not isinstance(data, dict):
-        raise ConfigError(f"config file {p} must hold a mapping at the top level, got {type(data).__name__}; "
-                          "write `section:` blocks as in configs/")
+        raise ConfigError(
+            f"config file {p} must hold a mapping at the top level, got {type(data).__name__}; "
+            "write `section:` blocks as in configs/"
+        )
     return data
 
 
-def load(path: str | Path, cls: type[M] = TrainConfig, overrides: Sequence[str] | None = None,  # type: ignore[assignment]
-         flags: Sequence[Flag] = ()) -> M:
+def load(
+    path: str | Path,
+    cls: type[M] = TrainConfig,
+    overrides: Sequence[str] | None = None,  # type: ignore[assignment]
+    flags: Sequence[Flag] = (),
+) -> M:
     """Load a YAML file into ``cls``; ``overrides`` are ``a.b.c=value`` strings (YAML values),
     ``flags`` command-line options applied last."""
     return resolve(cls, read_mapping(path), str(path), overrides or (), flags)
@@ -216,7 +270,9 @@ def apply_override(data: dict[str, Any], item: str) -> None:
     """Apply one ``a.b.c=value`` override (``--set``; the value is YAML) in place."""
     key, sep, raw = item.partition("=")
     if not sep or not all(part.strip() for part in key.split(".")):
-        raise ConfigError(f"--set {item!r} must look like key.sub=value; write e.g. --set rl.steps=10")
+        raise ConfigError(
+            f"--set {item!r} must look like key.sub=value; write e.g. --set rl.steps=10"
+        )
     set_value(data, key.strip(), parse_yaml(raw, f"--set {item!r}: the value {raw!r}"))
 
 
@@ -227,8 +283,10 @@ def set_value(data: dict[str, Any], key: str, value: Any) -> None:
     for part in parts[:-1]:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
-            raise ConfigError(f"{key}: {part!r} holds a value, not a section; name a field under a section "
-                              "(`paravt config show` prints the layout)")
+            raise ConfigError(
+                f"{key}: {part!r} holds a value, not a section; name a field under a section "
+                "(`paravt config show` prints the layout)"
+            )
     node[parts[-1]] = value
 
 
@@ -245,11 +303,16 @@ def save(cfg: BaseModel, path: str | Path) -> None:
 RUN_CONFIG = "paravt_config.yaml"
 
 
-def load_for_model(model: str, config: str | Path | None = None, overrides: Sequence[str] | None = None,
-                   flags: Sequence[Flag] = ()) -> tuple[TrainConfig, str]:
+def load_for_model(
+    model: str,
+    config: str | Path | None = None,
+    overrides: Sequence[str] | None = None,
+    flags: Sequence[Flag] = (),
+) -> tuple[TrainConfig, str]:
     """The settings to run ``model`` with, and where they came from: ``config`` when given, else
     the ``paravt_config.yaml`` a paravt checkpoint carries (video, sampling, rollout, prompt
-    version as trained), else the defaults. ``overrides`` (``a.b=value``) and ``flags`` apply on top."""
+    version as trained), else the defaults. ``overrides`` (``a.b=value``) and ``flags`` apply on
+    top."""
     carried = Path(model) / RUN_CONFIG
     path = config if config is not None else carried if carried.is_file() else None
     source = "defaults" if path is None else str(path)

@@ -12,8 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 Logger = Literal["console", "jsonl", "tensorboard", "wandb", "mlflow"]
 
 #: Keys that lived in the ``verl`` section before the logger list became one for both trainers.
-MOVED_FROM_VERL = {"loggers": "logging.loggers", "project_name": "logging.project",
-                   "experiment_name": "logging.run_name"}
+MOVED_FROM_VERL = {
+    "loggers": "logging.loggers",
+    "project_name": "logging.project",
+    "experiment_name": "logging.run_name",
+}
 
 
 class LoggingConfig(BaseModel):
@@ -22,13 +25,44 @@ class LoggingConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
-    loggers: list[Logger] = Field(["console"], description="Loggers of every trainer (local and verl's trainer.logger): console (the progress bar), jsonl (train_log.jsonl, always written), tensorboard (OUT/tb), wandb, mlflow; wandb, mlflow and tensorboard need `pip install 'paravt[tracking]'`.")
-    project: str = Field("paravt", min_length=1, description="Tracker project: the wandb project, the MLflow experiment, verl's trainer.project_name.")
-    run_name: str | None = Field(None, description="Tracker run name (verl's trainer.experiment_name); None: the run directory's name (`paravt repro`: the stage, e.g. paragrpo/seed0).")
-    group: str | None = Field(None, description="Tracker group of related runs (wandb group, MLflow tag paravt.group); None: none, except `paravt repro`, which groups its variants and seeds under its output directory's name.")
-    wandb_mode: Literal["online", "offline"] = Field("online", description="wandb.init(mode=...): offline writes OUT/wandb/ only (no network; `wandb sync` uploads it later).")
-    wandb_entity: str | None = Field(None, description="wandb entity (team or user); None: the account's default.")
-    mlflow_tracking_uri: str | None = Field(None, description="MLflow tracking URI (a server http(s)://..., or a database such as sqlite:///path.db); None: a local store under the run, OUT/mlruns/ (mlflow.db with artifacts/ beside it).")
+    loggers: list[Logger] = Field(
+        ["console"],
+        description="Loggers of every trainer (local and verl's trainer.logger): console (the "
+        "progress bar), jsonl (train_log.jsonl, always written), tensorboard "
+        "(OUT/tb), wandb, mlflow; wandb, mlflow and tensorboard need `pip "
+        "install 'paravt[tracking]'`.",
+    )
+    project: str = Field(
+        "paravt",
+        min_length=1,
+        description="Tracker project: the wandb project, the MLflow experiment, verl's "
+        "trainer.project_name.",
+    )
+    run_name: str | None = Field(
+        None,
+        description="Tracker run name (verl's trainer.experiment_name); None: the run "
+        "directory's name (`paravt repro`: the stage, e.g. paragrpo/seed0).",
+    )
+    group: str | None = Field(
+        None,
+        description="Tracker group of related runs (wandb group, MLflow tag paravt.group); None: "
+        "none, except `paravt repro`, which groups its variants and seeds "
+        "under its output directory's name.",
+    )
+    wandb_mode: Literal["online", "offline"] = Field(
+        "online",
+        description="wandb.init(mode=...): offline writes OUT/wandb/ only (no network; `wandb "
+        "sync` uploads it later).",
+    )
+    wandb_entity: str | None = Field(
+        None, description="wandb entity (team or user); None: the account's default."
+    )
+    mlflow_tracking_uri: str | None = Field(
+        None,
+        description="MLflow tracking URI (a server http(s)://..., or a database such as "
+        "sqlite:///path.db); None: a local store under the run, OUT/mlruns/ "
+        "(mlflow.db with artifacts/ beside it).",
+    )
 
     @field_validator("loggers")
     @classmethod
@@ -37,9 +71,12 @@ class LoggingConfig(BaseModel):
 
 
 def refuse_moved_verl_keys(data: Any) -> Any:
-    """A ``verl:`` mapping that still holds a key of ``MOVED_FROM_VERL`` is refused naming its new home."""
+    """A ``verl:`` mapping that still holds a key of ``MOVED_FROM_VERL`` is refused naming its new
+    home."""
     if isinstance(data, dict):
         moved = [f"verl.{k} is now {new}" for k, new in MOVED_FROM_VERL.items() if k in data]
         if moved:
-            raise ValueError("; ".join(moved) + " (one logger list for the local and the verl trainer)")
+            raise ValueError(
+                "; ".join(moved) + " (one logger list for the local and the verl trainer)"
+            )
     return data

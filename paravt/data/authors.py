@@ -9,11 +9,13 @@ Layout, as read from the public release code (github.com/EvolvingLMMs-Lab/ParaVT
 - SFT files: ``messages`` = a JSON string (or list) of ``{"role", "content"}``; content items are
   ``{"type": "text", "text"}``, ``{"type": "video_url", "video_url": {"url"}}`` and
   ``{"type": "image_url", "image_url": {"url"}}``.
-- Paths are "sentinel-relative" (``longvt_source/…``, ``museg/charades/…``, ``museg/et_instruct_164k/…``,
+- Paths are "sentinel-relative" (``longvt_source/…``, ``museg/charades/…``,
+``museg/et_instruct_164k/…``,
   ``selfqa/…``), optionally with a ``file://`` scheme, and resolve under the extraction root.
 
 Assumptions (documented, not in the release): a video item shows the WHOLE file, sampled with
-``nframes`` frames (`paravt data import --nframes`: the overview budget video.overview_nframes) — the release leaves frame sampling to the trainer; the duration
+``nframes`` frames (`paravt data import --nframes`: the overview budget video.overview_nframes) —
+the release leaves frame sampling to the trainer; the duration
 is probed from the file; options, when not in ``extra_info``, stay None (they are inside the
 question text). Our schema has no image parts, so rows with ``image_url`` items are reported as
 unsupported and skipped. Rows whose media are missing are reported and skipped.
@@ -31,7 +33,17 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from paravt.data.schema import ExtraInfo, Message, Part, RLRow, Row, SFTRow, TextPart, VideoPart, write_rows
+from paravt.data.schema import (
+    ExtraInfo,
+    Message,
+    Part,
+    RLRow,
+    Row,
+    SFTRow,
+    TextPart,
+    VideoPart,
+    write_rows,
+)
 from paravt.errors import DataError, VideoError
 
 _ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.S)
@@ -49,7 +61,7 @@ class ImportReport:
 
 
 def _rel(url: str, root: Path) -> str:
-    raw = url[len("file://"):] if url.startswith("file://") else url
+    raw = url[len("file://") :] if url.startswith("file://") else url
     p = Path(raw)
     if p.is_absolute():
         try:
@@ -93,8 +105,13 @@ def _task(x: Any) -> str:
     return x if x in ("mcq", "tvg", "oe") else "oe"
 
 
-def _rl_row(i: int, rec: Mapping[str, Any], media: _Media, nframes: int, name: str) -> tuple[Row | None, list[str], str | None]:
-    vids = [_rel(v["video"] if isinstance(v, Mapping) else str(v), media.root) for v in rec.get("videos") or []]
+def _rl_row(
+    i: int, rec: Mapping[str, Any], media: _Media, nframes: int, name: str
+) -> tuple[Row | None, list[str], str | None]:
+    vids = [
+        _rel(v["video"] if isinstance(v, Mapping) else str(v), media.root)
+        for v in rec.get("videos") or []
+    ]
     missing = [v for v in vids if media.duration(v) is None]
     if not vids or missing:
         return None, missing or ["<no video>"], None
@@ -106,22 +123,37 @@ def _rl_row(i: int, rec: Mapping[str, Any], media: _Media, nframes: int, name: s
         text = str(m.get("content", ""))
         if "<video>" in text:
             before, _, after = text.partition("<video>")
-            parts: list[Part] = [p for p in (TextPart(before) if before else None,
-                                             VideoPart(vids[0], 0.0, duration, nframes),
-                                             TextPart(after) if after else None) if p]
+            parts: list[Part] = [
+                p
+                for p in (
+                    TextPart(before) if before else None,
+                    VideoPart(vids[0], 0.0, duration, nframes),
+                    TextPart(after) if after else None,
+                )
+                if p
+            ]
             msgs.append(Message(m["role"], tuple(parts)))
             question = (before + after).strip()
         else:
             msgs.append(Message(m["role"], text))
     rid = str(extra.get("id", f"{name}-{i}"))
-    info = ExtraInfo(id=rid, task=_task(extra.get("question_type", extra.get("task"))),  # type: ignore[arg-type]
-                     question=question, answer=str(extra.get("answer", "")), duration=duration,
-                     options=tuple(extra["options"]) if extra.get("options") else None, nframes=nframes,
-                     subset=str(extra.get("data_source", extra.get("subset", ""))), source="paravt-release")
+    info = ExtraInfo(
+        id=rid,
+        task=_task(extra.get("question_type", extra.get("task"))),  # type: ignore[arg-type]
+        question=question,
+        answer=str(extra.get("answer", "")),
+        duration=duration,
+        options=tuple(extra["options"]) if extra.get("options") else None,
+        nframes=nframes,
+        subset=str(extra.get("data_source", extra.get("subset", ""))),
+        source="paravt-release",
+    )
     return RLRow(rid, tuple(msgs), tuple(vids), info), [], None
 
 
-def _sft_content(content: Any, media: _Media, nframes: int, vids: list[str], missing: list[str]) -> str | tuple[Part, ...] | None:
+def _sft_content(
+    content: Any, media: _Media, nframes: int, vids: list[str], missing: list[str]
+) -> str | tuple[Part, ...] | None:
     if isinstance(content, str):
         return content
     parts: list[Part] = []
@@ -143,7 +175,9 @@ def _sft_content(content: Any, media: _Media, nframes: int, vids: list[str], mis
     return tuple(parts)
 
 
-def _sft_row(i: int, rec: Mapping[str, Any], media: _Media, nframes: int, name: str) -> tuple[Row | None, list[str], str | None]:
+def _sft_row(
+    i: int, rec: Mapping[str, Any], media: _Media, nframes: int, name: str
+) -> tuple[Row | None, list[str], str | None]:
     raw = rec.get("messages")
     msgs_raw = json.loads(raw) if isinstance(raw, str) else list(raw or [])
     vids: list[str] = []
@@ -162,18 +196,29 @@ def _sft_row(i: int, rec: Mapping[str, Any], media: _Media, nframes: int, name: 
     answer = str(extra.get("answer", found[-1].strip() if found else ""))
     question = next((m.text.replace("<video>", "").strip() for m in msgs if m.role == "user"), "")
     rid = str(extra.get("id", f"{name}-{i}"))
-    info = ExtraInfo(id=rid, task=_task(extra.get("question_type")), question=question, answer=answer,  # type: ignore[arg-type]
-                     duration=media.duration(vids[0]) or 0.0, nframes=nframes, source="paravt-release")
+    info = ExtraInfo(
+        id=rid,
+        task=_task(extra.get("question_type")),
+        question=question,
+        answer=answer,  # type: ignore[arg-type]
+        duration=media.duration(vids[0]) or 0.0,
+        nframes=nframes,
+        source="paravt-release",
+    )
     calls = sum(m.text.count("<tool_call>") for m in msgs if m.role == "assistant")
     mode = "parallel" if calls else "none"
     return SFTRow(rid, "main", mode, tuple(msgs), tuple(vids), info), [], None  # type: ignore[arg-type]
 
 
-def import_file(path: str | Path, *, root: str | Path, out_dir: str | Path, nframes: int) -> ImportReport:
+def import_file(
+    path: str | Path, *, root: str | Path, out_dir: str | Path, nframes: int
+) -> ImportReport:
     """Convert one release parquet into our schema at ``out_dir/<name>`` (same file name)."""
     src, rootp = Path(path), Path(root)
     if not src.exists():
-        raise DataError(f"input {src} does not exist; pass the downloaded ParaVT-Parquet files with --in")
+        raise DataError(
+            f"input {src} does not exist; pass the downloaded ParaVT-Parquet files with --in"
+        )
     table = pq.read_table(str(src))
     cols = set(table.column_names)
     if "prompt" in cols:
@@ -181,7 +226,10 @@ def import_file(path: str | Path, *, root: str | Path, out_dir: str | Path, nfra
     elif "messages" in cols:
         layout, fn = "sft", _sft_row
     else:
-        raise DataError(f"{src} has columns {sorted(cols)}; a release file has 'prompt' (RL) or 'messages' (SFT)")
+        raise DataError(
+            f"{src} has columns {sorted(cols)}; a release file has 'prompt' (RL) or 'messages' "
+            "(SFT)"
+        )
     media = _Media(rootp)
     rows: list[Row] = []
     missing: list[tuple[int, str]] = []
@@ -196,8 +244,12 @@ def import_file(path: str | Path, *, root: str | Path, out_dir: str | Path, nfra
             rows.append(row)
     out = Path(out_dir) / src.name
     write_rows(out, rows)
-    return ImportReport(str(src), str(out), layout, len(recs), len(rows), tuple(missing), dict(unsupported))
+    return ImportReport(
+        str(src), str(out), layout, len(recs), len(rows), tuple(missing), dict(unsupported)
+    )
 
 
-def import_files(paths: Sequence[str | Path], *, root: str | Path, out_dir: str | Path, nframes: int) -> list[ImportReport]:
+def import_files(
+    paths: Sequence[str | Path], *, root: str | Path, out_dir: str | Path, nframes: int
+) -> list[ImportReport]:
     return [import_file(p, root=root, out_dir=out_dir, nframes=nframes) for p in paths]

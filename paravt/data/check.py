@@ -13,7 +13,8 @@ Rules (a row fails when any fires; each violation names its rule):
   (default 16) — must be ≥ ``min_frames`` (floor 4: a crop that yields fewer frames cannot show
   more than the overview did), and the sampling rate must be ≤ ``max_fps`` (1 fps: the rate the
   sub-agent budget of 16 frames is designed for). A ``frame_select`` call asks for its own
-  ``nframes``: only the rate rule applies to it (nframes / window ≤ max_fps). Video parts of messages follow the same rate rule
+  ``nframes``: only the rate rule applies to it (nframes / window ≤ max_fps). Video parts of
+  messages follow the same rate rule
   (nframes / window length ≤ max_fps; the whole-video overview is exempt).
 - ``tags``: each assistant message of a main trace is ``<think>\\n…</think>`` followed by either
   tool calls only or one ``<answer>…</answer>`` (nothing else after it); the last assistant
@@ -47,8 +48,14 @@ MAX_FPS = 1.0
 _CALL_RE = re.compile(re.escape(T.TOOL_CALL_OPEN) + r"(.*?)" + re.escape(T.TOOL_CALL_CLOSE), re.S)
 _ANSWER_RE = re.compile(re.escape(T.ANSWER_OPEN) + r"(.*?)" + re.escape(T.ANSWER_CLOSE), re.S)
 _TURN_RE = re.compile(
-    r"^" + re.escape(T.THINK_PREFIX) + r"(?P<think>(?:(?!<).)+?)\n" + re.escape(T.THINK_CLOSE) + r"\n"
-    r"(?P<rest>.*)$", re.S)
+    r"^"
+    + re.escape(T.THINK_PREFIX)
+    + r"(?P<think>(?:(?!<).)+?)\n"
+    + re.escape(T.THINK_CLOSE)
+    + r"\n"
+    r"(?P<rest>.*)$",
+    re.S,
+)
 
 
 @dataclass(frozen=True)
@@ -84,8 +91,9 @@ class Call:
     tool: str = "crop_video"
 
 
-def _strict_calls(text: str, row: str, out: list[Violation],
-                  tools: tuple[str, ...] = ("crop_video",)) -> list[Call]:
+def _strict_calls(
+    text: str, row: str, out: list[Violation], tools: tuple[str, ...] = ("crop_video",)
+) -> list[Call]:
     calls: list[Call] = []
     if text.count(T.TOOL_CALL_OPEN) != text.count(T.TOOL_CALL_CLOSE):
         out.append(Violation(row, "json", "unclosed <tool_call>"))
@@ -94,19 +102,35 @@ def _strict_calls(text: str, row: str, out: list[Violation],
         try:
             obj = json.loads(body)
         except json.JSONDecodeError as e:
-            out.append(Violation(row, "json", f"call body is not strict JSON ({e.msg}): {body[:60]!r}"))
+            out.append(
+                Violation(row, "json", f"call body is not strict JSON ({e.msg}): {body[:60]!r}")
+            )
             calls.append(Call(None, None, body))
             continue
-        if not (isinstance(obj, dict) and isinstance(obj.get("name"), str) and isinstance(obj.get("arguments"), dict)):
-            out.append(Violation(row, "json", f"call must be {{\"name\": str, \"arguments\": {{}}}}: {body[:60]!r}"))
+        if not (
+            isinstance(obj, dict)
+            and isinstance(obj.get("name"), str)
+            and isinstance(obj.get("arguments"), dict)
+        ):
+            out.append(
+                Violation(
+                    row, "json", f'call must be {{"name": str, "arguments": {{}}}}: {body[:60]!r}'
+                )
+            )
             calls.append(Call(None, None, body))
             continue
         if obj["name"] not in tools:
-            out.append(Violation(row, "json", f"unknown tool {obj['name']!r}; traces use {' or '.join(tools)}"))
+            out.append(
+                Violation(
+                    row, "json", f"unknown tool {obj['name']!r}; traces use {' or '.join(tools)}"
+                )
+            )
         args = obj["arguments"]
         s, e = args.get("start_time"), args.get("end_time")
         ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (s, e))
-        calls.append(Call(float(s) if ok else None, float(e) if ok else None, body, str(obj["name"])))
+        calls.append(
+            Call(float(s) if ok else None, float(e) if ok else None, body, str(obj["name"]))
+        )
         if obj["name"] == "frame_select":
             _rate(args, row, out)
         else:
@@ -121,13 +145,19 @@ def _budget(args: dict, row: str, out: list[Violation]) -> None:
     fps = args.get("fps", 1.0)
     cap = args.get("num_frames", args.get("max_frames", 16))
     if not isinstance(fps, (int, float)) or fps <= 0 or not isinstance(cap, int) or cap <= 0:
-        out.append(Violation(row, "budget", f"fps={fps!r} / num_frames={cap!r} must be positive numbers"))
+        out.append(
+            Violation(row, "budget", f"fps={fps!r} / num_frames={cap!r} must be positive numbers")
+        )
         return
     n = frame_count(float(s), float(e), nframes=None, fps=float(fps), max_frames=cap)
     if n < MIN_FRAMES:
-        out.append(Violation(row, "budget", f"window {s}-{e} s yields {n} frames < floor {MIN_FRAMES}"))
+        out.append(
+            Violation(row, "budget", f"window {s}-{e} s yields {n} frames < floor {MIN_FRAMES}")
+        )
     if n / (e - s) > MAX_FPS + 1e-9:
-        out.append(Violation(row, "budget", f"window {s}-{e} s samples {n / (e - s):.2f} fps > {MAX_FPS}"))
+        out.append(
+            Violation(row, "budget", f"window {s}-{e} s samples {n / (e - s):.2f} fps > {MAX_FPS}")
+        )
 
 
 def _rate(args: dict, row: str, out: list[Violation]) -> None:
@@ -135,19 +165,37 @@ def _rate(args: dict, row: str, out: list[Violation]) -> None:
     if not all(isinstance(x, (int, float)) for x in (s, e)) or e <= s:
         return
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        out.append(Violation(row, "budget", f"frame_select nframes={n!r} must be a positive integer"))
+        out.append(
+            Violation(row, "budget", f"frame_select nframes={n!r} must be a positive integer")
+        )
     elif n / (e - s) > MAX_FPS + 1e-9:
-        out.append(Violation(row, "budget", f"frame_select {s}-{e} s asks {n / (e - s):.2f} fps > {MAX_FPS}"))
+        out.append(
+            Violation(
+                row, "budget", f"frame_select {s}-{e} s asks {n / (e - s):.2f} fps > {MAX_FPS}"
+            )
+        )
 
 
-def _check_windows(calls: Sequence[Call], duration: float, row: str, seen: set, out: list[Violation]) -> None:
+def _check_windows(
+    calls: Sequence[Call], duration: float, row: str, seen: set, out: list[Violation]
+) -> None:
     for c in calls:
         if c.start is None or c.end is None:
             if "{" in c.raw:
-                out.append(Violation(row, "window", f"call lacks numeric start_time/end_time: {c.raw[:60]!r}"))
+                out.append(
+                    Violation(
+                        row, "window", f"call lacks numeric start_time/end_time: {c.raw[:60]!r}"
+                    )
+                )
             continue
         if not 0 <= c.start < c.end <= duration + 1e-6:
-            out.append(Violation(row, "window", f"window {c.start:g}-{c.end:g} s not inside [0, {duration:g}] with start < end"))
+            out.append(
+                Violation(
+                    row,
+                    "window",
+                    f"window {c.start:g}-{c.end:g} s not inside [0, {duration:g}] with start < end",
+                )
+            )
         # a frame_select rescan of a window at another density or resolution is not a repeat (EVA)
         key = (round(c.start, 3), round(c.end, 3)) + ((c.raw,) if c.tool == "frame_select" else ())
         if key in seen:
@@ -155,20 +203,28 @@ def _check_windows(calls: Sequence[Call], duration: float, row: str, seen: set, 
         seen.add(key)
 
 
-def _check_tool_message(msg: Message | None, calls: Sequence[Call], row: str, out: list[Violation]) -> None:
+def _check_tool_message(
+    msg: Message | None, calls: Sequence[Call], row: str, out: list[Violation]
+) -> None:
     if msg is None or msg.role != "tool":
-        out.append(Violation(row, "tags", "a turn with tool calls is not followed by a tool message"))
+        out.append(
+            Violation(row, "tags", "a turn with tool calls is not followed by a tool message")
+        )
         return
     lines = [ln for ln in msg.text.split("\n") if ln.startswith("[")]
     if len(lines) != len(calls):
-        out.append(Violation(row, "tool_response", f"{len(calls)} calls but {len(lines)} result lines"))
+        out.append(
+            Violation(row, "tool_response", f"{len(calls)} calls but {len(lines)} result lines")
+        )
         return
     for i, (ln, c) in enumerate(zip(lines, calls), start=1):
         if c.start is None or c.end is None:
             continue
         want = T.render_result_line(i, c.start, c.end, "x")[:-1]
         if not ln.startswith(want):
-            out.append(Violation(row, "tool_response", f"line {i} should start {want!r}: {ln[:40]!r}"))
+            out.append(
+                Violation(row, "tool_response", f"line {i} should start {want!r}: {ln[:40]!r}")
+            )
 
 
 def _check_parts(row: SFTRow | Row, out: list[Violation]) -> None:
@@ -181,11 +237,26 @@ def _check_parts(row: SFTRow | Row, out: list[Violation]) -> None:
                 continue
             length = p.video_end - p.video_start
             if not 0 <= p.video_start < p.video_end <= d + 1e-6 or p.nframes < 1:
-                out.append(Violation(row.id, "window", f"video part {p.video_start:g}-{p.video_end:g} s, "
-                                                       f"{p.nframes} frames, outside [0, {d:g}] or empty"))
-            elif not (p.video_start == 0 and abs(p.video_end - d) < 1e-6) and p.nframes / length > MAX_FPS + 1e-9:
-                out.append(Violation(row.id, "budget", f"video part {p.video_start:g}-{p.video_end:g} s samples "
-                                                       f"{p.nframes / length:.2f} fps > {MAX_FPS}"))
+                out.append(
+                    Violation(
+                        row.id,
+                        "window",
+                        f"video part {p.video_start:g}-{p.video_end:g} s, "
+                        f"{p.nframes} frames, outside [0, {d:g}] or empty",
+                    )
+                )
+            elif (
+                not (p.video_start == 0 and abs(p.video_end - d) < 1e-6)
+                and p.nframes / length > MAX_FPS + 1e-9
+            ):
+                out.append(
+                    Violation(
+                        row.id,
+                        "budget",
+                        f"video part {p.video_start:g}-{p.video_end:g} s samples "
+                        f"{p.nframes / length:.2f} fps > {MAX_FPS}",
+                    )
+                )
 
 
 def _check_turn(row: Row, i: int, last: bool, k_max: int, seen: set, out: list[Violation]) -> None:
@@ -195,7 +266,13 @@ def _check_turn(row: Row, i: int, last: bool, k_max: int, seen: set, out: list[V
     text = msgs[i].text
     m = _TURN_RE.match(text)
     if m is None:
-        out.append(Violation(row.id, "tags", f"turn {i} does not start '<think>\\n…\\n</think>\\n': {text[:50]!r}"))
+        out.append(
+            Violation(
+                row.id,
+                "tags",
+                f"turn {i} does not start '<think>\\n…\\n</think>\\n': {text[:50]!r}",
+            )
+        )
         return
     rest = m.group("rest")
     if T.THINK_OPEN in rest or T.THINK_CLOSE in rest:
@@ -208,20 +285,38 @@ def _check_turn(row: Row, i: int, last: bool, k_max: int, seen: set, out: list[V
     elif calls:
         stripped = _CALL_RE.sub("", rest).strip()
         if stripped:
-            out.append(Violation(row.id, "tags", f"turn {i} has text outside its calls: {stripped[:40]!r}"))
+            out.append(
+                Violation(row.id, "tags", f"turn {i} has text outside its calls: {stripped[:40]!r}")
+            )
         limit = 1 if row.mode == "sequential" else k_max
         if len(calls) > limit:
-            out.append(Violation(row.id, "tags", f"turn {i} makes {len(calls)} calls > {limit} ({row.mode})"))
+            out.append(
+                Violation(
+                    row.id, "tags", f"turn {i} makes {len(calls)} calls > {limit} ({row.mode})"
+                )
+            )
         if last:
-            out.append(Violation(row.id, "tags", "the last assistant turn calls tools instead of answering"))
+            out.append(
+                Violation(
+                    row.id, "tags", "the last assistant turn calls tools instead of answering"
+                )
+            )
         _check_windows(calls, row.extra_info.duration, row.id, seen, out)
         _check_tool_message(msgs[i + 1] if i + 1 < len(msgs) else None, calls, row.id, out)
     elif answer is None:
-        out.append(Violation(row.id, "tags", f"turn {i} is neither calls nor one <answer>…</answer>"))
+        out.append(
+            Violation(row.id, "tags", f"turn {i} is neither calls nor one <answer>…</answer>")
+        )
     elif not last:
         out.append(Violation(row.id, "tags", f"turn {i} answers but the trace goes on"))
     elif answer.group(1).strip() != row.extra_info.answer.strip():
-        out.append(Violation(row.id, "answer", f"answer {answer.group(1)!r} != ground truth {row.extra_info.answer!r}"))
+        out.append(
+            Violation(
+                row.id,
+                "answer",
+                f"answer {answer.group(1)!r} != ground truth {row.extra_info.answer!r}",
+            )
+        )
 
 
 def check_row(row: Row, *, k_max: int = 8) -> list[Violation]:
@@ -240,8 +335,9 @@ def check_row(row: Row, *, k_max: int = 8) -> list[Violation]:
     return out
 
 
-def check_rows(rows: Sequence[Row], *, k_max: int = 8,
-               errors: Sequence[RowError] = ()) -> CheckReport:
+def check_rows(
+    rows: Sequence[Row], *, k_max: int = 8, errors: Sequence[RowError] = ()
+) -> CheckReport:
     """Every violation of ``rows``; ``errors`` (the file's error rows, `paravt.data.screen`) count
     as failed rows, each one violation whose rule is its cause."""
     violations: list[Violation] = [Violation(e.id, e.cause, e.detail) for e in errors]

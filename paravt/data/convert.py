@@ -35,7 +35,9 @@ from paravt.protocol.times import parse_time
 
 _CALL_RE = re.compile(re.escape(T.TOOL_CALL_OPEN) + r"(.*?)" + re.escape(T.TOOL_CALL_CLOSE), re.S)
 _THINK_RE = re.compile(re.escape(T.THINK_OPEN) + r"\n?(.*?)" + re.escape(T.THINK_CLOSE), re.S)
-_TIME_RE = re.compile(r"\b\d+:\d{2}(?::\d{2})?(?:\.\d+)?\b|\b\d+(?:\.\d+)?\s*(?:s|sec|secs|seconds)\b")
+_TIME_RE = re.compile(
+    r"\b\d+:\d{2}(?::\d{2})?(?:\.\d+)?\b|\b\d+(?:\.\d+)?\s*(?:s|sec|secs|seconds)\b"
+)
 _LABEL_RE = re.compile(r"^\[\d+\](?: \d+(?::\d{2}){1,2}–\d+(?::\d{2}){1,2})?: ?")
 NO_SUMMARY = "(no summary)"
 
@@ -91,17 +93,21 @@ def _windows(text: str) -> tuple[tuple[float, float], ...]:
             args = json.loads(body)["arguments"]
             out.append((parse_time(args["start_time"]), parse_time(args["end_time"])))
         except Exception as e:  # noqa: BLE001
-            raise DataError(f"call {body.strip()[:60]!r} is not a JSON crop_video call ({e}); "
-                            "run `paravt data check` on the input first") from None
+            raise DataError(
+                f"call {body.strip()[:60]!r} is not a JSON crop_video call ({e}); "
+                "run `paravt data check` on the input first"
+            ) from None
     return tuple(out)
 
 
-def dependency(turn: CallTurn, group: Sequence[CallTurn], *, adjacent_tol_s: float = 1.0) -> str | None:
+def dependency(
+    turn: CallTurn, group: Sequence[CallTurn], *, adjacent_tol_s: float = 1.0
+) -> str | None:
     """Why ``turn`` depends on a call of ``group`` (a reason from the module docstring) or None."""
     cited = times_in(turn.think)
     for prev in group:
-        for (a, b) in prev.windows:
-            for (s, e) in turn.windows:
+        for a, b in prev.windows:
+            for s, e in turn.windows:
                 if a <= s and e <= b:
                     return "contained"
                 if min(b, e) - max(a, s) > 0:
@@ -123,7 +129,9 @@ def _call_turns(msgs: Sequence[Message]) -> tuple[list[CallTurn], int]:
             raise DataError(f"message {i} calls tools but message {i + 1} is a {tool.role} message")
         nxt = msgs[i + 2].text if i + 2 < len(msgs) else ""
         summary = tool.summary or _text_summary(tool) or _think(nxt) or NO_SUMMARY
-        turns.append(CallTurn(_think(msgs[i].text), _windows(msgs[i].text), summary, times_in(summary)))
+        turns.append(
+            CallTurn(_think(msgs[i].text), _windows(msgs[i].text), summary, times_in(summary))
+        )
         i += 2
     return turns, i
 
@@ -134,7 +142,9 @@ def _text_summary(tool: Message) -> str:
     return " ".join(ln for ln in lines if ln)
 
 
-def convert_row(row: SFTRow, *, k_max: int = 8, adjacent_tol_s: float = 1.0) -> tuple[SFTRow, Counter, int]:
+def convert_row(
+    row: SFTRow, *, k_max: int = 8, adjacent_tol_s: float = 1.0
+) -> tuple[SFTRow, Counter, int]:
     """The parallel version of a sequential trace, the refusal reasons, and merges done."""
     from paravt.protocol import prompts
 
@@ -160,7 +170,7 @@ def convert_row(row: SFTRow, *, k_max: int = 8, adjacent_tol_s: float = 1.0) -> 
         out.append(Message("assistant", T.render_tool_turn(" ".join(t.think for t in g), calls)))
         lines, k = [], 1
         for t in g:
-            for (s, e) in t.windows:
+            for s, e in t.windows:
                 lines.append(T.render_result_line(k, s, e, t.summary))
                 k += 1
         out.append(Message("tool", T.render_tool_response_body(lines)))
@@ -169,7 +179,9 @@ def convert_row(row: SFTRow, *, k_max: int = 8, adjacent_tol_s: float = 1.0) -> 
     return replace(row, id=f"{row.id}-conv", mode="parallel", messages=tuple(out)), refused, merges
 
 
-def convert_rows(rows: Sequence[Row], *, k_max: int = 8, adjacent_tol_s: float = 1.0) -> tuple[list[Row], ConvertStats]:
+def convert_rows(
+    rows: Sequence[Row], *, k_max: int = 8, adjacent_tol_s: float = 1.0
+) -> tuple[list[Row], ConvertStats]:
     """Convert every sequential main trace; other rows pass through unchanged (counted skipped)."""
     out: list[Row] = []
     refused: Counter = Counter()
@@ -182,11 +194,15 @@ def convert_rows(rows: Sequence[Row], *, k_max: int = 8, adjacent_tol_s: float =
         new, why, m = convert_row(r, k_max=k_max, adjacent_tol_s=adjacent_tol_s)
         n_calls = sum(len(_CALL_RE.findall(x.text)) for x in r.messages if x.role == "assistant")
         before += sum(1 for x in r.messages if x.role == "assistant" and T.TOOL_CALL_OPEN in x.text)
-        after += sum(1 for x in new.messages if x.role == "assistant" and T.TOOL_CALL_OPEN in x.text)
+        after += sum(
+            1 for x in new.messages if x.role == "assistant" and T.TOOL_CALL_OPEN in x.text
+        )
         calls += n_calls
         refused.update(why)
         merges += m
         conv += 1
         out.append(new)
-    stats = ConvertStats(len(rows), conv, skipped, before, after, calls, merges, dict(sorted(refused.items())))
+    stats = ConvertStats(
+        len(rows), conv, skipped, before, after, calls, merges, dict(sorted(refused.items()))
+    )
     return out, stats

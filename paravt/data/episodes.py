@@ -40,10 +40,20 @@ def to_episode_input(row: Row, root: str | Path, *, nframes: int | None = None) 
     if e.needle_start is not None:
         meta["needle"] = (e.needle_start, e.needle_end)
     return EpisodeInput(
-        id=e.id, video=str(resolve(root, row.videos[0]).resolve()), question=e.question, task=e.task,
-        answer=e.answer, options=e.options, nframes=e.nframes if nframes is None else nframes, meta=meta,
-        subset=e.subset or "", duration=e.duration,
-        tool_necessary_at_n=dict(e.tool_necessary_at_n) if e.tool_necessary_at_n is not None else None)
+        id=e.id,
+        video=str(resolve(root, row.videos[0]).resolve()),
+        question=e.question,
+        task=e.task,
+        answer=e.answer,
+        options=e.options,
+        nframes=e.nframes if nframes is None else nframes,
+        meta=meta,
+        subset=e.subset or "",
+        duration=e.duration,
+        tool_necessary_at_n=dict(e.tool_necessary_at_n)
+        if e.tool_necessary_at_n is not None
+        else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -54,26 +64,40 @@ class LoadedInputs:
     screened: Screened
 
 
-def episode_inputs(path: str | Path, root: str | Path | None = None, *, nframes: int | None = None,
-                   limit: int | None = None, max_row_bytes: int = MAX_ROW_BYTES,
-                   warn: bool = True) -> LoadedInputs:
+def episode_inputs(
+    path: str | Path,
+    root: str | Path | None = None,
+    *,
+    nframes: int | None = None,
+    limit: int | None = None,
+    max_row_bytes: int = MAX_ROW_BYTES,
+    warn: bool = True,
+) -> LoadedInputs:
     """Prompt rows (kind ``rl``, the first ``limit``) of a parquet file, screened once
     (`paravt.data.screen`: error rows are listed, never run), as EpisodeInputs
     (``to_episode_input``); videos resolve against ``root`` (default: the file's folder)."""
     path = Path(path)
     base = Path(root) if root is not None else path.parent
-    screened = screen_rows(path, base, kinds=("rl",), max_row_bytes=max_row_bytes, limit=limit,
-                           warn=warn)
+    screened = screen_rows(
+        path, base, kinds=("rl",), max_row_bytes=max_row_bytes, limit=limit, warn=warn
+    )
     inputs = [to_episode_input(r, base, nframes=nframes) for r in screened.rows]
     return LoadedInputs(inputs, screened)
 
 
-def load_episode_inputs(path: str | Path, root: str | Path | None = None, *,
-                        nframes: int | None = None, limit: int | None = None,
-                        max_row_bytes: int = MAX_ROW_BYTES, warn: bool = True) -> list[EpisodeInput]:
+def load_episode_inputs(
+    path: str | Path,
+    root: str | Path | None = None,
+    *,
+    nframes: int | None = None,
+    limit: int | None = None,
+    max_row_bytes: int = MAX_ROW_BYTES,
+    warn: bool = True,
+) -> list[EpisodeInput]:
     """``episode_inputs(...).inputs``: the usable prompt rows of a parquet file."""
-    return episode_inputs(path, root, nframes=nframes, limit=limit, max_row_bytes=max_row_bytes,
-                          warn=warn).inputs
+    return episode_inputs(
+        path, root, nframes=nframes, limit=limit, max_row_bytes=max_row_bytes, warn=warn
+    ).inputs
 
 
 def from_extra_info(extra: Mapping[str, Any], nframes: int) -> EpisodeInput:
@@ -82,18 +106,27 @@ def from_extra_info(extra: Mapping[str, Any], nframes: int) -> EpisodeInput:
 
     missing = [k for k in VERL_REQUIRED if k not in extra]
     if missing:
-        raise DataError(f"verl row extra_info lacks {missing}; build the parquet with "
-                        "paravt.integrations.verl.data.write_verl_parquet")
+        raise DataError(
+            f"verl row extra_info lacks {missing}; build the parquet with "
+            "paravt.integrations.verl.data.write_verl_parquet"
+        )
     options: Sequence[str] | None = _plain(extra.get("options"))
     at_n = _plain(extra.get("tool_necessary_at_n"))
     duration = _plain(extra.get("duration"))
     return EpisodeInput(
-        id=str(extra["id"]), video=str(extra["video"]), question=str(extra["question"]),
-        task=str(extra["task"]), answer=str(extra["answer"]),  # type: ignore[arg-type]
-        options=tuple(options) if options else None, nframes=nframes,
-        subset=str(_plain(extra.get("subset")) or ""), duration=None if duration is None else float(duration),
-        tool_necessary_at_n=None if not at_n else {int(k): bool(v) for k, v in dict(at_n).items()
-                                                  if v is not None})
+        id=str(extra["id"]),
+        video=str(extra["video"]),
+        question=str(extra["question"]),
+        task=str(extra["task"]),
+        answer=str(extra["answer"]),  # type: ignore[arg-type]
+        options=tuple(options) if options else None,
+        nframes=nframes,
+        subset=str(_plain(extra.get("subset")) or ""),
+        duration=None if duration is None else float(duration),
+        tool_necessary_at_n=None
+        if not at_n
+        else {int(k): bool(v) for k, v in dict(at_n).items() if v is not None},
+    )
 
 
 def _plain(value: Any) -> Any:

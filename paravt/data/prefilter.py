@@ -48,8 +48,12 @@ class PrefilterReport:
         return dict(sorted(Counter(d.rule for d in self.dropped).items()))
 
     def to_json(self) -> dict[str, Any]:
-        return {"kept": len(self.kept), "dropped": len(self.dropped), "by_rule": self.by_rule,
-                "rows": [{"id": d.id, "rule": d.rule, "detail": d.detail} for d in self.dropped]}
+        return {
+            "kept": len(self.kept),
+            "dropped": len(self.dropped),
+            "by_rule": self.by_rule,
+            "rows": [{"id": d.id, "rule": d.rule, "detail": d.detail} for d in self.dropped],
+        }
 
 
 def answer_too_long(task: str, answer: str, *, max_words: int = MAX_ANSWER_WORDS) -> bool:
@@ -62,27 +66,47 @@ def all_wrong(accuracies: Sequence[float], *, correct_at: float = CORRECT_THRESH
     return bool(accuracies) and all(a < correct_at for a in accuracies)
 
 
-def prefilter(rows: Sequence[Row], accuracies: Mapping[str, Sequence[float]] | None = None, *,
-              max_words: int = MAX_ANSWER_WORDS, correct_at: float = CORRECT_THRESHOLD) -> tuple[list[Row], PrefilterReport]:
+def prefilter(
+    rows: Sequence[Row],
+    accuracies: Mapping[str, Sequence[float]] | None = None,
+    *,
+    max_words: int = MAX_ANSWER_WORDS,
+    correct_at: float = CORRECT_THRESHOLD,
+) -> tuple[list[Row], PrefilterReport]:
     """Apply rule 1, then rule 2 for rows that have rollout ``accuracies`` (keyed by row id)."""
     kept: list[Row] = []
     dropped: list[DroppedRow] = []
     for r in rows:
         e = r.extra_info
         if answer_too_long(e.task, e.answer, max_words=max_words):
-            dropped.append(DroppedRow(r.id, "answer_length", f"{len(e.answer.split())} words > {max_words}"))
+            dropped.append(
+                DroppedRow(r.id, "answer_length", f"{len(e.answer.split())} words > {max_words}")
+            )
             continue
         accs = (accuracies or {}).get(r.id)
         if accs is not None and all_wrong(accs, correct_at=correct_at):
-            dropped.append(DroppedRow(r.id, "all_wrong", f"{len(accs)} rollouts, max accuracy {max(accs):.2f} < {correct_at}"))
+            dropped.append(
+                DroppedRow(
+                    r.id,
+                    "all_wrong",
+                    f"{len(accs)} rollouts, max accuracy {max(accs):.2f} < {correct_at}",
+                )
+            )
             continue
         kept.append(r)
     acc = {k: tuple(v) for k, v in (accuracies or {}).items()}
     return kept, PrefilterReport(tuple(r.id for r in kept), tuple(dropped), acc)
 
 
-async def rollout_accuracies(rows: Sequence[Row], root: str | Path, *, generator: Any, codec: Any,
-                             settings: EpisodeSettings, g: int = 8) -> dict[str, tuple[float, ...]]:
+async def rollout_accuracies(
+    rows: Sequence[Row],
+    root: str | Path,
+    *,
+    generator: Any,
+    codec: Any,
+    settings: EpisodeSettings,
+    g: int = 8,
+) -> dict[str, tuple[float, ...]]:
     """G rollouts per row (all concurrently through `run_group`) → accuracy of each, by row id."""
     from paravt.agent import run_group
     from paravt.data.episodes import to_episode_input
@@ -90,7 +114,9 @@ async def rollout_accuracies(rows: Sequence[Row], root: str | Path, *, generator
 
     inputs = [to_episode_input(r, root) for r in rows for _ in range(g)]
     ids = [f"prefilter-{r.id}-{j}" for r in rows for j in range(g)]
-    results = await run_group(inputs, generator=generator, codec=codec, settings=settings, episode_ids=ids)
+    results = await run_group(
+        inputs, generator=generator, codec=codec, settings=settings, episode_ids=ids
+    )
     out: dict[str, list[float]] = {r.id: [] for r in rows}
     for r_idx, res in enumerate(results):
         row = rows[r_idx // g]

@@ -67,7 +67,9 @@ class ExtraInfo:
     answer: str
     duration: float
     options: tuple[str, ...] | None = None
-    nframes: int = VideoConfig.model_fields["overview_nframes"].default  # this row's overview budget (its trace's)
+    nframes: int = VideoConfig.model_fields[
+        "overview_nframes"
+    ].default  # this row's overview budget (its trace's)
     subset: str = ""
     split: str = "train"
     needle_start: float | None = None

@@ -18,7 +18,8 @@ training time `paravt.data.chat.to_chat_messages` decodes it with `paravt.video.
 so SFT sees frames sampled exactly as the episode samples them at rollout; the part becomes one
 `<video>` marker in the message text.
 
-Think prefix (docs/ARCHITECTURE.md §2): every assistant message of a MAIN trace is stored WITH its leading
+Think prefix (docs/ARCHITECTURE.md §2): every assistant message of a MAIN trace is stored WITH its
+leading
 ``"<think>\\n"`` (`paravt.protocol.tags.THINK_PREFIX`). At rollout that prefix is forced as prompt
 tokens, so the SFT trainer must mask those first tokens of each assistant turn (loss mask 0) and
 train on the rest. Sub-agent replies have no forced prefix.
@@ -40,29 +41,62 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from paravt.errors import DataError
 # the row types, re-exported (``X as X``): callers import them from this module
 from paravt.data.rows import (
     KINDS as KINDS,
+)
+from paravt.data.rows import (
     MODES as MODES,
+)
+from paravt.data.rows import (
     OVERVIEW_NS as OVERVIEW_NS,
+)
+from paravt.data.rows import (
     ROLES as ROLES,
+)
+from paravt.data.rows import (
     TASKS as TASKS,
+)
+from paravt.data.rows import (
     ExtraInfo as ExtraInfo,
+)
+from paravt.data.rows import (
     Kind as Kind,
+)
+from paravt.data.rows import (
     Message as Message,
+)
+from paravt.data.rows import (
     Mode as Mode,
+)
+from paravt.data.rows import (
     Part as Part,
+)
+from paravt.data.rows import (
     RLRow as RLRow,
+)
+from paravt.data.rows import (
     Role as Role,
+)
+from paravt.data.rows import (
     Row as Row,
+)
+from paravt.data.rows import (
     RowDataError as RowDataError,
+)
+from paravt.data.rows import (
     SFTRow as SFTRow,
+)
+from paravt.data.rows import (
     Task as Task,
+)
+from paravt.data.rows import (
     TextPart as TextPart,
+)
+from paravt.data.rows import (
     VideoPart as VideoPart,
 )
-
+from paravt.errors import DataError
 
 SCHEMA = pa.schema(
     [
@@ -82,8 +116,10 @@ _COLUMN_TYPES: dict[str, tuple[tuple[pa.DataType, ...], str]] = {
     "kind": ((pa.string(), pa.large_string()), "string"),
     "mode": ((pa.string(), pa.large_string(), pa.null()), "string"),
     "messages": ((pa.string(), pa.large_string()), "string (the messages as JSON text)"),
-    "videos": ((pa.list_(pa.string()), pa.large_list(pa.string()), pa.list_(pa.large_string()),
-                pa.null()), "list<string> (paths relative to the data root)"),
+    "videos": (
+        (pa.list_(pa.string()), pa.large_list(pa.string()), pa.list_(pa.large_string()), pa.null()),
+        "list<string> (paths relative to the data root)",
+    ),
     "extra_info": ((pa.string(), pa.large_string()), "string (JSON text)"),
 }
 
@@ -94,8 +130,13 @@ _COLUMN_TYPES: dict[str, tuple[tuple[pa.DataType, ...], str]] = {
 def part_to_dict(p: Part) -> dict[str, Any]:
     if isinstance(p, TextPart):
         return {"type": "text", "text": p.text}
-    return {"type": "video", "video": p.video, "video_start": p.video_start,
-            "video_end": p.video_end, "nframes": p.nframes}
+    return {
+        "type": "video",
+        "video": p.video,
+        "video_start": p.video_start,
+        "video_end": p.video_end,
+        "nframes": p.nframes,
+    }
 
 
 def part_from_dict(d: Mapping[str, Any], where: str) -> Part:
@@ -104,18 +145,23 @@ def part_from_dict(d: Mapping[str, Any], where: str) -> Part:
         return TextPart(str(d.get("text", "")))
     if kind == "video":
         try:
-            return VideoPart(str(d["video"]), float(d["video_start"]), float(d["video_end"]),
-                             int(d["nframes"]))
+            return VideoPart(
+                str(d["video"]), float(d["video_start"]), float(d["video_end"]), int(d["nframes"])
+            )
         except (KeyError, TypeError, ValueError) as e:
-            raise DataError(f"{where}: video part {dict(d)} lacks or mistypes {e}; need video, "
-                            "video_start, video_end, nframes") from e
+            raise DataError(
+                f"{where}: video part {dict(d)} lacks or mistypes {e}; need video, "
+                "video_start, video_end, nframes"
+            ) from e
     raise DataError(f"{where}: part type {kind!r} is not 'text' or 'video'")
 
 
 def messages_to_json(messages: Sequence[Message]) -> str:
     out = []
     for m in messages:
-        content: Any = m.content if isinstance(m.content, str) else [part_to_dict(p) for p in m.content]
+        content: Any = (
+            m.content if isinstance(m.content, str) else [part_to_dict(p) for p in m.content]
+        )
         d: dict[str, Any] = {"role": m.role, "content": content}
         if m.summary is not None:
             d["summary"] = m.summary
@@ -127,16 +173,22 @@ def messages_from_json(text: str, where: str = "<row>") -> tuple[Message, ...]:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as e:
-        raise DataError(f"{where}: messages is not valid JSON ({e}); write rows with write_rows") from e
+        raise DataError(
+            f"{where}: messages is not valid JSON ({e}); write rows with write_rows"
+        ) from e
     if not isinstance(raw, list):
-        raise DataError(f"{where}: messages must be a JSON list of messages, got {type(raw).__name__}")
+        raise DataError(
+            f"{where}: messages must be a JSON list of messages, got {type(raw).__name__}"
+        )
     msgs = []
     for i, m in enumerate(raw):
         role = m.get("role") if isinstance(m, dict) else None
         if role not in ROLES:
             raise DataError(f"{where}: message {i} has role {role!r}; allowed: {', '.join(ROLES)}")
         c = m.get("content", "")
-        content = c if isinstance(c, str) else tuple(part_from_dict(p, f"{where} msg {i}") for p in c)
+        content = (
+            c if isinstance(c, str) else tuple(part_from_dict(p, f"{where} msg {i}") for p in c)
+        )
         summary = m.get("summary")
         msgs.append(Message(role, content, None if summary is None else str(summary)))
     return tuple(msgs)
@@ -145,7 +197,9 @@ def messages_from_json(text: str, where: str = "<row>") -> tuple[Message, ...]:
 def extra_to_json(e: ExtraInfo) -> str:
     d = asdict(e)
     if e.tool_necessary_at_n is not None:
-        d["tool_necessary_at_n"] = {str(k): bool(v) for k, v in sorted(e.tool_necessary_at_n.items())}
+        d["tool_necessary_at_n"] = {
+            str(k): bool(v) for k, v in sorted(e.tool_necessary_at_n.items())
+        }
     if e.options is not None:
         d["options"] = list(e.options)
     return json.dumps(d, ensure_ascii=False, sort_keys=True)
@@ -156,7 +210,9 @@ def extra_from_dict(d: Mapping[str, Any], where: str = "<row>") -> ExtraInfo:
     kw = {k: v for k, v in d.items() if k in known}
     for req in ("id", "task", "question", "answer", "duration"):
         if req not in kw:
-            raise DataError(f"{where}: extra_info lacks {req!r}; required: id, task, question, answer, duration")
+            raise DataError(
+                f"{where}: extra_info lacks {req!r}; required: id, task, question, answer, duration"
+            )
     if kw["task"] not in TASKS:
         raise DataError(f"{where}: task {kw['task']!r} is not one of {TASKS}")
     if kw.get("options") is not None:
@@ -165,8 +221,9 @@ def extra_from_dict(d: Mapping[str, Any], where: str = "<row>") -> ExtraInfo:
         kw["tool_necessary_at_n"] = {int(k): bool(v) for k, v in kw["tool_necessary_at_n"].items()}
     kw["answer"], kw["duration"] = answer_text(kw["answer"], where), float(kw["duration"])
     if not (math.isfinite(kw["duration"]) and kw["duration"] > 0):
-        raise RowDataError(f"{where}: duration {kw['duration']!r} is not a positive finite number "
-                           "of seconds")
+        raise RowDataError(
+            f"{where}: duration {kw['duration']!r} is not a positive finite number of seconds"
+        )
     return ExtraInfo(**kw)
 
 
@@ -181,22 +238,31 @@ def answer_text(value: Any, where: str) -> str:
     a non-finite number (a NaN answer would be scored against the string 'nan')."""
     nan = isinstance(value, float) and not math.isfinite(value)
     if isinstance(value, bool) or value is None or nan:
-        raise RowDataError(f"{where}: answer {value!r} is not a usable ground truth; write the "
-                           "answer as text", "answer")
+        raise RowDataError(
+            f"{where}: answer {value!r} is not a usable ground truth; write the answer as text",
+            "answer",
+        )
     if not isinstance(value, (str, int, float)):
-        raise RowDataError(f"{where}: answer {short(value)} is a {type(value).__name__}, not text",
-                           "answer")
+        raise RowDataError(
+            f"{where}: answer {short(value)} is a {type(value).__name__}, not text", "answer"
+        )
     text = str(value)
     if not text.strip():
-        raise RowDataError(f"{where}: answer {short(value)} is empty; every row needs its ground "
-                           "truth", "answer")
+        raise RowDataError(
+            f"{where}: answer {short(value)} is empty; every row needs its ground truth", "answer"
+        )
     return text
 
 
 def row_to_record(row: Row) -> dict[str, Any]:
-    return {"id": row.id, "kind": row.kind, "mode": row.mode,
-            "messages": messages_to_json(row.messages), "videos": list(row.videos),
-            "extra_info": extra_to_json(row.extra_info)}
+    return {
+        "id": row.id,
+        "kind": row.kind,
+        "mode": row.mode,
+        "messages": messages_to_json(row.messages),
+        "videos": list(row.videos),
+        "extra_info": extra_to_json(row.extra_info),
+    }
 
 
 def row_from_record(rec: Mapping[str, Any], where: str = "<row>") -> Row:
@@ -205,9 +271,11 @@ def row_from_record(rec: Mapping[str, Any], where: str = "<row>") -> Row:
     try:
         return _row_from_record(rec, where)
     except (TypeError, ValueError, AttributeError, KeyError) as err:  # a value of the wrong shape
-        raise RowDataError(f"{where}: a value has the wrong type or shape ({type(err).__name__}: "
-                           f"{short(str(err), 120)}); write rows with "
-                           "paravt.data.schema.write_rows") from None
+        raise RowDataError(
+            f"{where}: a value has the wrong type or shape ({type(err).__name__}: "
+            f"{short(str(err), 120)}); write rows with "
+            "paravt.data.schema.write_rows"
+        ) from None
 
 
 def _row_from_record(rec: Mapping[str, Any], where: str) -> Row:
@@ -229,11 +297,15 @@ def _row_from_record(rec: Mapping[str, Any], where: str) -> Row:
         raise RowDataError(f"{where}: extra_info {short(rec['extra_info'])} is not a JSON object")
     extra = extra_from_dict(extra_raw, where)
     if not messages:
-        raise RowDataError(f"{where}: messages {short(rec['messages'])} is empty; a row needs its "
-                           "prompt (and a trace its assistant turns)", "empty_messages")
+        raise RowDataError(
+            f"{where}: messages {short(rec['messages'])} is empty; a row needs its "
+            "prompt (and a trace its assistant turns)",
+            "empty_messages",
+        )
     if kind != "rl" and not any(m.role == "assistant" and m.text.strip() for m in messages):
-        raise RowDataError(f"{where}: a {kind} trace has no assistant text to train on",
-                           "empty_messages")
+        raise RowDataError(
+            f"{where}: a {kind} trace has no assistant text to train on", "empty_messages"
+        )
     videos = tuple(rec.get("videos") or ())
     if kind == "rl":
         return RLRow(str(rec["id"]), messages, videos, extra, mode)
@@ -260,8 +332,10 @@ def check_dataset(path: str | Path) -> Path:
     try:
         pq.read_metadata(str(p))
     except (pa.ArrowException, OSError) as err:
-        raise DataError(f"dataset file {p} is not a parquet file ({err}); pass a parquet written by paravt "
-                        "(`paravt data synth`, `paravt data import`)") from None
+        raise DataError(
+            f"dataset file {p} is not a parquet file ({err}); pass a parquet written by paravt "
+            "(`paravt data synth`, `paravt data import`)"
+        ) from None
     return p
 
 
@@ -269,8 +343,10 @@ def read_rows(path: str | Path) -> list[Row]:
     """Read a parquet written by `write_rows`. Files in the ParaVT authors' released layout go
     through `paravt data import` first (`paravt.data.authors`)."""
     p = check_dataset(path)
-    return [row_from_record(rec, f"{p.name} row {i} (id {short(rec.get('id'))})")
-            for i, rec in enumerate(read_table(p).to_pylist())]
+    return [
+        row_from_record(rec, f"{p.name} row {i} (id {short(rec.get('id'))})")
+        for i, rec in enumerate(read_table(p).to_pylist())
+    ]
 
 
 def check_columns(path: str | Path) -> pa.Schema:
@@ -280,17 +356,23 @@ def check_columns(path: str | Path) -> pa.Schema:
     p = Path(path)
     meta = pq.read_metadata(str(p))
     if meta.num_rows == 0:
-        raise DataError(f"{p} has 0 rows; nothing to train on or evaluate; rebuild it "
-                        "(`paravt data synth`) or point at another file")
+        raise DataError(
+            f"{p} has 0 rows; nothing to train on or evaluate; rebuild it "
+            "(`paravt data synth`) or point at another file"
+        )
     schema = meta.schema.to_arrow_schema()
     missing = [c for c in ("id", "kind", "messages", "extra_info") if c not in schema.names]
     if missing:
-        raise DataError(f"{p} lacks columns {missing}; if it is an authors' release file (columns "
-                        f"{schema.names}), convert it with `paravt data import`")
+        raise DataError(
+            f"{p} lacks columns {missing}; if it is an authors' release file (columns "
+            f"{schema.names}), convert it with `paravt data import`"
+        )
     for name, (types, want) in _COLUMN_TYPES.items():
         if name in schema.names and schema.field(name).type not in types:
-            raise DataError(f"{p}: column {name!r} has type {schema.field(name).type}, not {want}; "
-                            "write rows with paravt.data.schema.write_rows")
+            raise DataError(
+                f"{p}: column {name!r} has type {schema.field(name).type}, not {want}; "
+                "write rows with paravt.data.schema.write_rows"
+            )
     return schema
 
 

@@ -36,8 +36,15 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from paravt.data.schema import (KINDS, Row, RowDataError, VideoPart, read_table, row_from_record,
-                                short)
+from paravt.data.schema import (
+    KINDS,
+    Row,
+    RowDataError,
+    VideoPart,
+    read_table,
+    row_from_record,
+    short,
+)
 from paravt.errors import DataError, VideoError
 
 log = logging.getLogger(__name__)
@@ -69,15 +76,21 @@ class Screened:
 
     def to_json(self) -> dict[str, Any]:
         """What metrics.json / data_errors.json list: counts by cause and every error row."""
-        return {"file": str(self.path), "usable_rows": len(self.rows),
-                "error_rows": len(self.errors), "by_cause": self.by_cause,
-                "errors": [asdict(e) for e in self.errors]}
+        return {
+            "file": str(self.path),
+            "usable_rows": len(self.rows),
+            "error_rows": len(self.errors),
+            "by_cause": self.by_cause,
+            "errors": [asdict(e) for e in self.errors],
+        }
 
     def summary(self) -> str:
         """One line: each cause with its count and first example."""
         first = {e.cause: e for e in reversed(self.errors)}
-        return "; ".join(f"{c}: {n} row{'s' * (n != 1)} (e.g. row {first[c].id}: {first[c].detail})"
-                         for c, n in self.by_cause.items())
+        return "; ".join(
+            f"{c}: {n} row{'s' * (n != 1)} (e.g. row {first[c].id}: {first[c].detail})"
+            for c, n in self.by_cause.items()
+        )
 
 
 def inside(root: Path, rel: str) -> Path | None:
@@ -105,9 +118,10 @@ class _Videos:
 
         path = inside(self.root, rel)
         if path is None:
-            return ("video_outside_root",
-                    f"video {rel!r} is outside the data root {self.root}; "
-                    "videos are paths under it")
+            return (
+                "video_outside_root",
+                f"video {rel!r} is outside the data root {self.root}; videos are paths under it",
+            )
         if not path.is_file():
             return "video_missing", f"video {rel!r} does not exist under the data root {self.root}"
         try:
@@ -124,11 +138,15 @@ def _videos_of(row: Row) -> Iterator[str]:
             yield from (p.video for p in m.content if isinstance(p, VideoPart))
 
 
-def _screen_one(rec: dict[str, Any], size: int, rid: str, max_row_bytes: int,
-                videos: _Videos) -> Row | RowError:
+def _screen_one(
+    rec: dict[str, Any], size: int, rid: str, max_row_bytes: int, videos: _Videos
+) -> Row | RowError:
     if size > max_row_bytes:
-        return RowError(rid, "too_large",
-                        f"{size} bytes of messages and extra_info > max_row_bytes={max_row_bytes}")
+        return RowError(
+            rid,
+            "too_large",
+            f"{size} bytes of messages and extra_info > max_row_bytes={max_row_bytes}",
+        )
     try:
         row = row_from_record(rec, f"row {rid}")
     except RowDataError as err:
@@ -144,19 +162,31 @@ def _screen_one(rec: dict[str, Any], size: int, rid: str, max_row_bytes: int,
     return row
 
 
-def screen_rows(path: str | Path, root: str | Path | None = None, *, kinds: Collection[str] = KINDS,
-                max_row_bytes: int, limit: int | None = None, warn: bool = True) -> Screened:
+def screen_rows(
+    path: str | Path,
+    root: str | Path | None = None,
+    *,
+    kinds: Collection[str] = KINDS,
+    max_row_bytes: int,
+    limit: int | None = None,
+    warn: bool = True,
+) -> Screened:
     """The rows of ``path`` whose kind is in ``kinds`` (the first ``limit`` of them), screened (see
     the module docstring); videos resolve under ``root`` (default: the file's folder). `DataError`
     with the summary when no row is usable."""
     table = read_table(path)
     p = Path(path)
     base = Path(os.path.abspath(root if root is not None else p.parent))
-    sizes = pc.add(pc.fill_null(pc.binary_length(table.column("messages")), 0),
-                   pc.fill_null(pc.binary_length(table.column("extra_info")), 0)).to_pylist()
+    sizes = pc.add(
+        pc.fill_null(pc.binary_length(table.column("messages")), 0),
+        pc.fill_null(pc.binary_length(table.column("extra_info")), 0),
+    ).to_pylist()
     videos, rows, errors = _Videos(base), list[Row](), list[RowError]()
-    picked = [(rec, size) for rec, size in zip(table.to_pylist(), sizes, strict=True)
-              if rec.get("kind") in kinds or rec.get("kind") not in KINDS]
+    picked = [
+        (rec, size)
+        for rec, size in zip(table.to_pylist(), sizes, strict=True)
+        if rec.get("kind") in kinds or rec.get("kind") not in KINDS
+    ]
     for rec, size in picked[:limit] if limit else picked:
         named = isinstance(rec.get("id"), str) and 0 < len(rec["id"]) <= 80
         rid = rec["id"] if named else short(rec.get("id"))
@@ -166,8 +196,10 @@ def screen_rows(path: str | Path, root: str | Path | None = None, *, kinds: Coll
     if not rows:
         if not errors:
             raise DataError(f"{p} holds no row of kind {' or '.join(kinds)}")
-        raise DataError(f"{p}: no usable row ({len(errors)} error row{'s' * (len(errors) != 1)}: "
-                        f"{out.summary()}); fix the rows or the data root ({base})")
+        raise DataError(
+            f"{p}: no usable row ({len(errors)} error row{'s' * (len(errors) != 1)}: "
+            f"{out.summary()}); fix the rows or the data root ({base})"
+        )
     if warn:
         warn_errors(out)
     return out
@@ -180,8 +212,15 @@ def warn_errors(screened: Screened) -> None:
         first.setdefault(e.cause, e)
     for cause, n in screened.by_cause.items():
         e = first[cause]
-        log.warning("%s: %d row%s skipped as data errors (%s), e.g. row %s: %s",
-                    screened.path.name, n, "s" * (n != 1), cause, e.id, e.detail)
+        log.warning(
+            "%s: %d row%s skipped as data errors (%s), e.g. row %s: %s",
+            screened.path.name,
+            n,
+            "s" * (n != 1),
+            cause,
+            e.id,
+            e.detail,
+        )
 
 
 def write_data_errors(out_dir: str | Path, screened: Screened) -> Path | None:

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from paravt.errors import DataError
 
-if TYPE_CHECKING:  # matplotlib loads where a figure is drawn: the trainers import `esc` (rollouts.py)
+if (
+    TYPE_CHECKING
+):  # matplotlib loads where a figure is drawn: the trainers import `esc` (rollouts.py)
     from matplotlib.figure import Figure
 
 
@@ -28,7 +30,9 @@ def png_b64(fig_or_image: Any) -> str:
 
     buf = io.BytesIO()
     if isinstance(fig_or_image, Figure):
-        fig_or_image.savefig(buf, format="png", bbox_inches="tight")  # keep legends placed outside the axes
+        fig_or_image.savefig(
+            buf, format="png", bbox_inches="tight"
+        )  # keep legends placed outside the axes
     else:  # PIL image
         fig_or_image.save(buf, format="PNG")
     return base64.b64encode(buf.getvalue()).decode("ascii")
@@ -38,9 +42,19 @@ def img(b64: str, alt: str, css: str = "") -> str:
     return f'<img alt="{esc(alt)}" class="{esc(css)}" src="data:image/png;base64,{esc(b64)}">'
 
 
-#: What drawing a figure from a run's files may raise on data it cannot plot (a string where a number
-#: belongs, a label matplotlib reads as broken math text, an infinite axis): the figure becomes a note.
-FIGURE_DATA_ERRORS = (DataError, ValueError, TypeError, KeyError, IndexError, OverflowError, AttributeError)
+# : What drawing a figure from a run's files may raise on data it cannot plot (a string where a
+# number
+# : belongs, a label matplotlib reads as broken math text, an infinite axis): the figure becomes a
+# note.
+FIGURE_DATA_ERRORS = (
+    DataError,
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    AttributeError,
+)
 
 
 def figure_html(make: Callable[[], Figure], alt: str) -> str:
@@ -51,7 +65,10 @@ def figure_html(make: Callable[[], Figure], alt: str) -> str:
     except DataError as e:
         return f'<p class="muted">{html.escape(str(e))}</p>'
     except FIGURE_DATA_ERRORS as e:
-        return f'<p class="muted bad">{html.escape(alt)}: not drawn, malformed data ({esc(repr(e)[:300])})</p>'
+        return (
+            f'<p class="muted bad">{html.escape(alt)}: not drawn, malformed data '
+            f"({esc(repr(e)[:300])})</p>"
+        )
 
 
 def esc(x: Any) -> str:
@@ -81,10 +98,16 @@ def iv_cell(iv: Any, digits: int = 3, scale: float = 1.0) -> str:
     return text
 
 
-def table(head: str, rows: Sequence[Sequence[str]], css: str = "", left: Sequence[int] = (0,)) -> str:
+def table(
+    head: str, rows: Sequence[Sequence[str]], css: str = "", left: Sequence[int] = (0,)
+) -> str:
     """Rows of ready cell HTML; columns ``left`` are left-aligned (text), the rest numbers."""
-    body = "".join("<tr>" + "".join(f'<td class="{"l" if i in left else ""}">{c}</td>' for i, c in enumerate(r))
-                   + "</tr>" for r in rows)
+    body = "".join(
+        "<tr>"
+        + "".join(f'<td class="{"l" if i in left else ""}">{c}</td>' for i, c in enumerate(r))
+        + "</tr>"
+        for r in rows
+    )
     return f'<table class="{css}">{head}{body}</table>'
 
 

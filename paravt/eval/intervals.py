@@ -18,9 +18,38 @@ from dataclasses import dataclass
 import numpy as np
 
 #: Student t quantiles t(0.975, df) for df = 1 … 30; beyond, the Cornish-Fisher expansion.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-         2.052, 2.048, 2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 _Z975 = 1.959964
 
 
@@ -42,7 +71,7 @@ def t975(df: int) -> float:
     if df <= len(_T975):
         return _T975[df - 1]
     z = _Z975
-    return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
 def _clean(values: Sequence[float]) -> np.ndarray:
@@ -78,8 +107,9 @@ def bootstrap_interval(values: Sequence[float], *, seed: int = 0, n_boot: int = 
     return Interval(float(arr.mean()), float(lo), float(hi), int(arr.size))
 
 
-def paired_bootstrap_diff(a: Sequence[float], b: Sequence[float], *, seed: int = 0,
-                          n_boot: int = 2000) -> Interval:
+def paired_bootstrap_diff(
+    a: Sequence[float], b: Sequence[float], *, seed: int = 0, n_boot: int = 2000
+) -> Interval:
     """Mean of ``a − b`` over paired items with its bootstrap interval."""
     if len(a) != len(b):
         raise ValueError(f"paired values need equal lengths, got {len(a)} and {len(b)}")

@@ -1,4 +1,5 @@
-"""Eval metrics from result rows (docs/ARCHITECTURE.md §6): per-task quality, tool use, tokens, latency.
+"""Eval metrics from result rows (docs/ARCHITECTURE.md §6): per-task quality, tool use, tokens,
+latency.
 
 Scores come from the rows (``score`` = option match for MCQ, IoU for temporal grounding, token
 F1 for open-ended; computed by the rewards module); this module only aggregates. Pure: no I/O.
@@ -65,8 +66,10 @@ def summarize(rows: Sequence[ResultRow]) -> dict[str, Any]:
         **_task_metrics(rows),
         "mean_calls": fmean(r.n_calls for r in rows),
         # as in training (paravt.rewards.metrics): no call WRITTEN (older rows: none recorded)
-        "skip_tool_rate": fmean(1.0 if (r.n_calls if r.calls_written is None else r.calls_written) == 0
-                                else 0.0 for r in rows),
+        "skip_tool_rate": fmean(
+            1.0 if (r.n_calls if r.calls_written is None else r.calls_written) == 0 else 0.0
+            for r in rows
+        ),
         "format_reward": _mean([r.format_reward for r in rows if r.format_reward is not None]),
         "call_ok_rate": _mean([1.0 if c.ok else 0.0 for c in calls]),
         "tokens": _token_metrics(rows),
@@ -76,7 +79,9 @@ def summarize(rows: Sequence[ResultRow]) -> dict[str, Any]:
     }
 
 
-def _group(rows: Sequence[ResultRow], key: Callable[[ResultRow], str | None]) -> dict[str, list[ResultRow]]:
+def _group(
+    rows: Sequence[ResultRow], key: Callable[[ResultRow], str | None]
+) -> dict[str, list[ResultRow]]:
     groups: dict[str, list[ResultRow]] = {}
     for r in rows:
         k = key(r)

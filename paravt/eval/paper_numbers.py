@@ -52,12 +52,17 @@ TABLE5: dict[str, tuple[Table5Row, ...]] = {
     "sft": (Table5Row("cold start (step 500)", 51.8, 47.4, 30.1),),
     "vanilla_grpo": (Table5Row("vanilla, step 9", 26.8, 18.2, 19.6),),
     "think_prefix_only": (Table5Row("think prefix only, no anchor, step 9", 14.3, 9.5, 10.7),),
-    "paragrpo": (Table5Row("PARA-GRPO, step 9", 30.4, 31.7, 28.6), Table5Row("PARA-GRPO, step 19", 58.9, 52.6, 41.1)),
+    "paragrpo": (
+        Table5Row("PARA-GRPO, step 9", 30.4, 31.7, 28.6),
+        Table5Row("PARA-GRPO, step 19", 58.9, 52.6, 41.1),
+    ),
 }
 
-#: paper §3 cross-model contrast: Qwen2.5-VL-7B (weak tool prior) keeps format ≈ 0.85, zero tool calls
+# : paper §3 cross-model contrast: Qwen2.5-VL-7B (weak tool prior) keeps format ≈ 0.85, zero tool
+# calls
 #: under vanilla GRPO (not a Table 2 row).
 WEAK_PRIOR_FORMAT = 0.85
 WEAK_PRIOR_KAPPA = 0.0
-#: paper §3: PARA-GRPO f_tau peaks at 0.64 after step 45; vanilla stays ≈ 0.13, κ → ~0 within 7 steps.
+# : paper §3: PARA-GRPO f_tau peaks at 0.64 after step 45; vanilla stays ≈ 0.13, κ → ~0 within 7
+# steps.
 PARAGRPO_PEAK_F_TAU = 0.64

@@ -20,18 +20,30 @@ from matplotlib.lines import Line2D
 from paravt.errors import DataError
 from paravt.rewards.terms import TERM_NAMES
 
-#: Training-log keys plotted by default, in this order (docs/ARCHITECTURE.md §6; the trainer's train_log.jsonl):
+# : Training-log keys plotted by default, in this order (docs/ARCHITECTURE.md §6; the trainer's
+# train_log.jsonl):
 #: ``reward/<term>`` for every term of the reward's registry (``paravt.rewards.terms.TERMS``).
 TRAIN_METRICS: tuple[str, ...] = (
-    "f_tau", "kappa", "acc", "kl",
-    "reward/mean", *(f"reward/{name}" for name in TERM_NAMES), "reward/format",
-    "loss", "skip_tool_rate", "tool_code_rate",
+    "f_tau",
+    "kappa",
+    "acc",
+    "kl",
+    "reward/mean",
+    *(f"reward/{name}" for name in TERM_NAMES),
+    "reward/format",
+    "loss",
+    "skip_tool_rate",
+    "tool_code_rate",
 )
 
 
-def present_metrics(logs: Mapping[str, Sequence[Mapping[str, Any]]], keys: Sequence[str] = TRAIN_METRICS) -> list[str]:
+def present_metrics(
+    logs: Mapping[str, Sequence[Mapping[str, Any]]], keys: Sequence[str] = TRAIN_METRICS
+) -> list[str]:
     """The ``keys`` that hold a number in at least one row of at least one log."""
-    return [k for k in keys if any(_num(row.get(k)) is not None for log in logs.values() for row in log)]
+    return [
+        k for k in keys if any(_num(row.get(k)) is not None for log in logs.values() for row in log)
+    ]
 
 
 def label(x: Any) -> str:
@@ -47,12 +59,17 @@ def _num(x: Any) -> float | None:
 
 
 def training_curves_figure(
-    logs: Mapping[str, Sequence[Mapping[str, Any]]], keys: Sequence[str] = TRAIN_METRICS, *, cols: int = 3
+    logs: Mapping[str, Sequence[Mapping[str, Any]]],
+    keys: Sequence[str] = TRAIN_METRICS,
+    *,
+    cols: int = 3,
 ) -> Figure:
     """One subplot per metric present, one line per run (``logs``: run name → train_log rows)."""
     keys = present_metrics(logs, keys)
     if not keys:
-        raise DataError(f"none of the metrics {list(TRAIN_METRICS)} appears in the training logs {list(logs)}")
+        raise DataError(
+            f"none of the metrics {list(TRAIN_METRICS)} appears in the training logs {list(logs)}"
+        )
     rows_n = math.ceil(len(keys) / cols)
     fig = Figure(figsize=(4.0 * cols, 2.6 * rows_n), dpi=100)
     for i, key in enumerate(keys):
@@ -62,7 +79,15 @@ def training_curves_figure(
             pts = [(s, y) for s, y in pts if y is not None and _num(s) is not None]
             if pts:
                 xs, ys = zip(*pts)
-                ax.plot(xs, ys, "-", marker="." if len(pts) < 30 else None, color=f"C{j}", label=label(name), lw=1.4)
+                ax.plot(
+                    xs,
+                    ys,
+                    "-",
+                    marker="." if len(pts) < 30 else None,
+                    color=f"C{j}",
+                    label=label(name),
+                    lw=1.4,
+                )
         ax.set_title(key, fontsize=10)
         ax.set_xlabel("step", fontsize=8)
         ax.tick_params(labelsize=8)
@@ -80,7 +105,9 @@ def accuracy_by_n_figure(groups: Mapping[str, Mapping[int, float]]) -> Figure:
     so nine variants × three modes stay readable; a run keeps its colour in every panel."""
     ns = sorted({n for g in groups.values() for n in g})
     if not ns:
-        raise DataError("no accuracy by nframes to plot; the eval rows or train logs hold no nframes")
+        raise DataError(
+            "no accuracy by nframes to plot; the eval rows or train logs hold no nframes"
+        )
     panels: dict[str, dict[str, Mapping[int, float]]] = {}
     for key, accs in groups.items():
         run, _, mode = key.rpartition(" · ")
@@ -94,7 +121,16 @@ def accuracy_by_n_figure(groups: Mapping[str, Mapping[int, float]]) -> Figure:
     for ax, (mode, by_run) in zip(axes, panels.items()):
         for run, accs in by_run.items():
             xs = [n for n in ns if n in accs]
-            ax.plot(xs, [accs[n] for n in xs], marker="o", ms=4, lw=1.4, ls=style[run], color=colour[run], label=label(run))
+            ax.plot(
+                xs,
+                [accs[n] for n in xs],
+                marker="o",
+                ms=4,
+                lw=1.4,
+                ls=style[run],
+                color=colour[run],
+                label=label(run),
+            )
         ax.set_xscale("log", base=2)
         ax.set_xticks(ns, [str(n) for n in ns])
         ax.set_title(label(mode), fontsize=10)
@@ -103,7 +139,14 @@ def accuracy_by_n_figure(groups: Mapping[str, Mapping[int, float]]) -> Figure:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("accuracy (mean score)")
     handles = [Line2D([], [], color=colour[r], ls=style[r], marker="o", ms=4) for r in runs]
-    fig.legend(handles, [label(r) for r in runs], fontsize=8, ncols=min(3, len(runs)), loc="lower center", frameon=False)
+    fig.legend(
+        handles,
+        [label(r) for r in runs],
+        fontsize=8,
+        ncols=min(3, len(runs)),
+        loc="lower center",
+        frameon=False,
+    )
     fig.tight_layout(rect=(0, 0.07 * legend_rows + 0.04, 1, 1))
     return fig
 
@@ -112,11 +155,15 @@ def save_png(fig: Figure, out_png: str | Path | BinaryIO) -> None:
     fig.savefig(out_png, format="png")
 
 
-def training_curves_png(logs: Mapping[str, Sequence[Mapping[str, Any]]], out_png: str | Path | BinaryIO) -> None:
+def training_curves_png(
+    logs: Mapping[str, Sequence[Mapping[str, Any]]], out_png: str | Path | BinaryIO
+) -> None:
     save_png(training_curves_figure(logs), out_png)
 
 
-def accuracy_by_n_png(groups: Mapping[str, Mapping[int, float]], out_png: str | Path | BinaryIO) -> None:
+def accuracy_by_n_png(
+    groups: Mapping[str, Mapping[int, float]], out_png: str | Path | BinaryIO
+) -> None:
     save_png(accuracy_by_n_figure(groups), out_png)
 
 
@@ -140,10 +187,19 @@ class EvalTableRow:
 
 
 EVAL_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("run", "model / run"), ("mode", "mode"), ("n", "n"), ("mcq_acc", "MCQ acc"), ("tvg_miou", "mIoU"),
-    ("tvg_r05", "R@0.5"), ("oe_f1", "F1"), ("acc_necessary", "acc tool-nec."),
-    ("acc_unnecessary", "acc tool-unnec."), ("format_reward", "format R"), ("calls", "calls / rollout"),
-    ("tokens", "tokens / rollout"), ("latency_s", "latency (s)"),
+    ("run", "model / run"),
+    ("mode", "mode"),
+    ("n", "n"),
+    ("mcq_acc", "MCQ acc"),
+    ("tvg_miou", "mIoU"),
+    ("tvg_r05", "R@0.5"),
+    ("oe_f1", "F1"),
+    ("acc_necessary", "acc tool-nec."),
+    ("acc_unnecessary", "acc tool-unnec."),
+    ("format_reward", "format R"),
+    ("calls", "calls / rollout"),
+    ("tokens", "tokens / rollout"),
+    ("latency_s", "latency (s)"),
 )
 
 
@@ -155,7 +211,9 @@ def _obj(x: Any) -> Mapping[str, Any]:
 def by_mode(met: Any) -> dict[str, Mapping[str, Any]]:
     """``met["by_mode"]``'s per-mode blocks that are objects (a hand-written or broken metrics.json
     may hold anything there; the cells of what is kept are checked where they are rendered)."""
-    return {str(m): bd for m, bd in _obj(_obj(met).get("by_mode")).items() if isinstance(bd, Mapping)}
+    return {
+        str(m): bd for m, bd in _obj(_obj(met).get("by_mode")).items() if isinstance(bd, Mapping)
+    }
 
 
 def eval_table(metrics_by_run: Mapping[str, Mapping[str, Any]]) -> list[EvalTableRow]:
@@ -165,14 +223,23 @@ def eval_table(metrics_by_run: Mapping[str, Mapping[str, Any]]) -> list[EvalTabl
     for run, met in metrics_by_run.items():
         for mode, bd in by_mode(met).items():
             s, nec = _obj(bd.get("summary")), _obj(bd.get("by_tool_necessary"))
-            out.append(EvalTableRow(
-                run=run, mode=mode, n=s.get("n", 0), mcq_acc=s.get("mcq_acc"), tvg_miou=s.get("tvg_miou"),
-                tvg_r05=s.get("tvg_r@0.5"), oe_f1=s.get("oe_f1"),
-                acc_necessary=_obj(nec.get("necessary")).get("score"),
-                acc_unnecessary=_obj(nec.get("unnecessary")).get("score"),
-                calls=s.get("mean_calls"), tokens=_obj(s.get("tokens")).get("total_input"),
-                latency_s=s.get("latency_s"), format_reward=s.get("format_reward"),
-            ))
+            out.append(
+                EvalTableRow(
+                    run=run,
+                    mode=mode,
+                    n=s.get("n", 0),
+                    mcq_acc=s.get("mcq_acc"),
+                    tvg_miou=s.get("tvg_miou"),
+                    tvg_r05=s.get("tvg_r@0.5"),
+                    oe_f1=s.get("oe_f1"),
+                    acc_necessary=_obj(nec.get("necessary")).get("score"),
+                    acc_unnecessary=_obj(nec.get("unnecessary")).get("score"),
+                    calls=s.get("mean_calls"),
+                    tokens=_obj(s.get("tokens")).get("total_input"),
+                    latency_s=s.get("latency_s"),
+                    format_reward=s.get("format_reward"),
+                )
+            )
     return out
 
 
@@ -184,16 +251,24 @@ def accuracy_by_n(metrics_by_run: Mapping[str, Mapping[str, Any]]) -> dict[str, 
     for run, met in metrics_by_run.items():
         name = re.sub(r"/eval_n\d+$", "", run)
         for mode, bd in by_mode(met).items():
-            accs = {int(n): y for n, s in _obj(bd.get("by_nframes")).items()
-                    if str(n).isascii() and str(n).isdigit() and _obj(s).get("n")
-                    and (y := _num(_obj(s).get("score"))) is not None}
+            accs = {
+                int(n): y
+                for n, s in _obj(bd.get("by_nframes")).items()
+                if str(n).isascii()
+                and str(n).isdigit()
+                and _obj(s).get("n")
+                and (y := _num(_obj(s).get("score"))) is not None
+            }
             if accs:
                 out.setdefault(f"{name} · {mode}", {}).update(accs)
     return out
 
 
-def train_accuracy_by_n(logs: Mapping[str, Sequence[Mapping[str, Any]]], last: int = 20) -> dict[str, dict[int, float]]:
-    """Training accuracy by gated n: mean of each run's ``acc/n/<n>`` over its last ``last`` logged values."""
+def train_accuracy_by_n(
+    logs: Mapping[str, Sequence[Mapping[str, Any]]], last: int = 20
+) -> dict[str, dict[int, float]]:
+    """Training accuracy by gated n: mean of each run's ``acc/n/<n>`` over its last ``last`` logged
+    values."""
     out: dict[str, dict[int, float]] = {}
     for run, log in logs.items():
         accs: dict[int, float] = {}

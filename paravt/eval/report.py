@@ -2,9 +2,11 @@
 
 `build_report` finds, under each given directory (recursively), training runs (``run.json``
 and/or ``train_log.jsonl``) and eval runs (``results.jsonl``, with ``metrics.json`` as fallback;
-``paravt.eval.run_files``), and writes a single ``report.html``: training curves, the eval table of modes, accuracy by gated
+``paravt.eval.run_files``), and writes a single ``report.html``: training curves, the eval table of
+modes, accuracy by gated
 n, tokens against K, and a few transcripts with their crop windows on a timeline of the video and
-a contact sheet of each window (``paravt.eval.transcripts``). Every image is an inline base64 PNG; there is no external CSS,
+a contact sheet of each window (``paravt.eval.transcripts``). Every image is an inline base64 PNG;
+there is no external CSS,
 JS or font, so the file can be mailed or archived alone. A missing video only drops thumbnails.
 
 Hostile or broken run files (issue 34): every value is escaped or formatted from its typed value
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from paravt.errors import DataError
@@ -58,8 +60,10 @@ def _eval_table_html(evals: Sequence[EvalRun]) -> str:
     rows = plots.eval_table({e.name: e.metrics for e in evals})
     if not rows:
         return '<p class="muted">No eval runs found.</p>'
-    head = "".join(f'<th class="{"l" if k in ("run", "mode") else ""}">{html.escape(t)}</th>'
-                   for k, t in plots.EVAL_COLUMNS)
+    head = "".join(
+        f'<th class="{"l" if k in ("run", "mode") else ""}">{html.escape(t)}</th>'
+        for k, t in plots.EVAL_COLUMNS
+    )
     body = []
     for r in rows:
         cells = []
@@ -69,31 +73,57 @@ def _eval_table_html(evals: Sequence[EvalRun]) -> str:
             text = esc(v) if k in ("run", "mode") else num(v, digits)
             cells.append(f'<td class="{"l" if k in ("run", "mode") else ""}">{text}</td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<table id="eval-table"><tr>{head}</tr>{"".join(body)}</table>{_malformed_html(evals)}'
-            f"{_necessity_table_html(evals)}")
+    return (
+        f'<table id="eval-table"><tr>{head}</tr>{"".join(body)}</table>{_malformed_html(evals)}'
+        f"{_necessity_table_html(evals)}"
+    )
 
 
 def _malformed_html(evals: Sequence[EvalRun], shown: int = 5) -> str:
     """The eval rows set aside as malformed, per run (the first few reasons; the count of all)."""
-    items = "".join(f"<li><b>{esc(e.name)}</b>: {len(e.malformed)} malformed — "
-                    + "; ".join(esc(m) for m in e.malformed[:shown]) + ("; …" if len(e.malformed) > shown else "")
-                    + "</li>" for e in evals if e.malformed)
-    return f'<div class="bad" id="malformed-rows"><p>Rows not shown (malformed):</p><ul>{items}</ul></div>' if items else ""
+    items = "".join(
+        f"<li><b>{esc(e.name)}</b>: {len(e.malformed)} malformed — "
+        + "; ".join(esc(m) for m in e.malformed[:shown])
+        + ("; …" if len(e.malformed) > shown else "")
+        + "</li>"
+        for e in evals
+        if e.malformed
+    )
+    return (
+        '<div class="bad" id="malformed-rows"><p>Rows not shown '
+        f"(malformed):</p><ul>{items}</ul></div>"
+        if items
+        else ""
+    )
 
 
 def _necessity_table_html(evals: Sequence[EvalRun]) -> str:
-    """Tool Necessity Gap as a table: a row per run, a column per dispatch mode (empty: none measured)."""
-    gaps = {(e.name, str(m)): bd["tool_necessity_gap"] for e in evals for m, bd in plots.by_mode(e.metrics).items()
-            if bd.get("tool_necessity_gap") is not None}
+    """Tool Necessity Gap as a table: a row per run, a column per dispatch mode (empty: none
+    measured)."""
+    gaps = {
+        (e.name, str(m)): bd["tool_necessity_gap"]
+        for e in evals
+        for m, bd in plots.by_mode(e.metrics).items()
+        if bd.get("tool_necessity_gap") is not None
+    }
     if not gaps:
         return ""
     modes = sorted({m for _, m in gaps})
     runs = list(dict.fromkeys(r for r, _ in gaps))
     head = '<th class="l">run</th>' + "".join(f"<th>{esc(m)}</th>" for m in modes)
-    body = "".join('<tr><td class="l">' + esc(r) + "</td>"
-                   + "".join(f"<td>{num(gaps.get((r, m)))}</td>" for m in modes) + "</tr>" for r in runs)
-    return ('<h3>Tool Necessity Gap</h3><p class="muted">score on tool-unnecessary − tool-necessary prompts, '
-            f'per run and dispatch mode</p><table id="necessity-gap"><tr>{head}</tr>{body}</table>')
+    body = "".join(
+        '<tr><td class="l">'
+        + esc(r)
+        + "</td>"
+        + "".join(f"<td>{num(gaps.get((r, m)))}</td>" for m in modes)
+        + "</tr>"
+        for r in runs
+    )
+    return (
+        '<h3>Tool Necessity Gap</h3><p class="muted">score on tool-unnecessary − tool-necessary '
+        "prompts, "
+        f'per run and dispatch mode</p><table id="necessity-gap"><tr>{head}</tr>{body}</table>'
+    )
 
 
 def _runs_html(items: str, n: int, fold_above: int = 12) -> str:
@@ -104,12 +134,19 @@ def _runs_html(items: str, n: int, fold_above: int = 12) -> str:
 
 def _runs_list_html(found: Discovered) -> str:
     """Every run found, training runs first, each with its path (and a note or malformed count)."""
-    items = "".join(f"<li>train ({esc(t.kind)}): <b>{esc(t.name)}</b> — {len(t.log)} steps "
-                    f"<span class='muted'>{esc(t.path)}</span>"
-                    + (f" <span class='bad'>{esc(t.note)}</span>" if t.note else "") + "</li>" for t in found.train)
-    items += "".join(f"<li>eval: <b>{esc(e.name)}</b> — {len(e.rows)} rollouts "
-                     + (f"<span class='bad'>({len(e.malformed)} malformed)</span> " if e.malformed else "")
-                     + f"<span class='muted'>{esc(e.path)}</span></li>" for e in found.evals)
+    items = "".join(
+        f"<li>train ({esc(t.kind)}): <b>{esc(t.name)}</b> — {len(t.log)} steps "
+        f"<span class='muted'>{esc(t.path)}</span>"
+        + (f" <span class='bad'>{esc(t.note)}</span>" if t.note else "")
+        + "</li>"
+        for t in found.train
+    )
+    items += "".join(
+        f"<li>eval: <b>{esc(e.name)}</b> — {len(e.rows)} rollouts "
+        + (f"<span class='bad'>({len(e.malformed)} malformed)</span> " if e.malformed else "")
+        + f"<span class='muted'>{esc(e.path)}</span></li>"
+        for e in found.evals
+    )
     return _runs_html(items, len(found.train) + len(found.evals))
 
 
@@ -117,12 +154,17 @@ def _training_html(found: Discovered) -> str:
     """The training curves: RL and SFT runs differ in length by 10-100x, so each on its own axes."""
     rl_logs = {t.name: t.log for t in found.train if t.log and t.kind != "sft"}
     sft_logs = {t.name: t.log for t in found.train if t.log and t.kind == "sft"}
-    curves = "".join(_figure_section(lambda lg=lg: plots.training_curves_figure(lg), alt)
-                     for lg, alt in ((rl_logs, "RL training curves"), (sft_logs, "SFT training curves")) if lg)
+    curves = "".join(
+        _figure_section(lambda lg=lg: plots.training_curves_figure(lg), alt)
+        for lg, alt in ((rl_logs, "RL training curves"), (sft_logs, "SFT training curves"))
+        if lg
+    )
     return curves or '<p class="muted">No training logs found.</p>'
 
 
-def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS, paper_vs_ours: str | None = None) -> str:
+def render_html(
+    found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS, paper_vs_ours: str | None = None
+) -> str:
     """The report page for already discovered runs (``paper_vs_ours``: that section's HTML, for
     `paravt repro` directories, shown after the run list)."""
     logs = {t.name: t.log for t in found.train if t.log}
@@ -134,31 +176,57 @@ def render_html(found: Discovered, *, n_transcripts: int = N_TRANSCRIPTS, paper_
         *([paper_vs_ours] if paper_vs_ours else []),
         _section("training", "Training curves", _training_html(found)),
         _section("eval", "Eval table of modes", _eval_table_html(found.evals)),
-        _section("table1", "Benchmarks beside the paper's Table 1",
-                 table1_html(table1_rows([e.path / "metrics.json" for e in found.evals]))),
-        _section("acc-by-n", "Accuracy by gated n", _figure_section(lambda: plots.accuracy_by_n_figure(by_n), "accuracy by n")),
-        _section("tokens", "Input tokens per rollout vs K (docs/ARCHITECTURE.md §7)",
-                 _figure_section(lambda: tokens_vs_k_figure(all_rows), "tokens vs K") if all_rows
-                 else '<p class="muted">No eval rows found.</p>'),
-        _section("rollouts", "Rollouts during RL (raw, as the paper's Appendix D)",
-                 rollouts_html([(t.name, read_rollouts(t.path)) for t in found.train if t.kind == "rl"])),
-        _section("transcripts", "Transcripts", "\n".join(transcript_html(n, r) for n, r in
-                                                          pick_transcripts(found.evals, n_transcripts))
-                 or '<p class="muted">No eval rows found.</p>'),
+        _section(
+            "table1",
+            "Benchmarks beside the paper's Table 1",
+            table1_html(table1_rows([e.path / "metrics.json" for e in found.evals])),
+        ),
+        _section(
+            "acc-by-n",
+            "Accuracy by gated n",
+            _figure_section(lambda: plots.accuracy_by_n_figure(by_n), "accuracy by n"),
+        ),
+        _section(
+            "tokens",
+            "Input tokens per rollout vs K (docs/ARCHITECTURE.md §7)",
+            _figure_section(lambda: tokens_vs_k_figure(all_rows), "tokens vs K")
+            if all_rows
+            else '<p class="muted">No eval rows found.</p>',
+        ),
+        _section(
+            "rollouts",
+            "Rollouts during RL (raw, as the paper's Appendix D)",
+            rollouts_html([(t.name, read_rollouts(t.path)) for t in found.train if t.kind == "rl"]),
+        ),
+        _section(
+            "transcripts",
+            "Transcripts",
+            "\n".join(
+                transcript_html(n, r) for n, r in pick_transcripts(found.evals, n_transcripts)
+            )
+            or '<p class="muted">No eval rows found.</p>',
+        ),
     ]
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>paravt report</title>'
-            f"<style>{_CSS}</style></head><body><h1>paravt report</h1><p class='muted'>generated {stamp}</p>\n"
-            + "\n".join(sections) + "\n</body></html>\n")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>paravt report</title>'
+        f"<style>{_CSS}</style></head><body><h1>paravt report</h1><p class='muted'>generated "
+        f"{stamp}</p>\n" + "\n".join(sections) + "\n</body></html>\n"
+    )
 
 
 def build_report(run_dirs: Sequence[Path], out: Path) -> Path:
-    """Write the report of every run under ``run_dirs`` to ``out`` (one HTML file); returns ``out``."""
+    """Write the report of every run under ``run_dirs`` to ``out`` (one HTML file); returns
+    ``out``."""
     found = discover(run_dirs)
     if not found.train and not found.evals:
-        raise DataError(f"no run.json, train_log.jsonl or results.jsonl under {[str(p) for p in run_dirs]}; "
-                        "pass a directory written by paravt train or paravt eval")
+        raise DataError(
+            f"no run.json, train_log.jsonl or results.jsonl under {[str(p) for p in run_dirs]}; "
+            "pass a directory written by paravt train or paravt eval"
+        )
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, render_html(found, paper_vs_ours=paper_vs_ours_section(run_dirs)), "the report")
+    write_atomic(
+        out, render_html(found, paper_vs_ours=paper_vs_ours_section(run_dirs)), "the report"
+    )
     return out

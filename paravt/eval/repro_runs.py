@@ -22,7 +22,9 @@ _STAGE_MARKER = ".repro-stage-done"
 class ReproRun:
     path: Path
     summary: dict[str, Any]  # {} when unreadable (``note`` says why)
-    logs: dict[str, list[list[dict[str, Any]]]] = field(default_factory=dict)  # variant → one log per seed
+    logs: dict[str, list[list[dict[str, Any]]]] = field(
+        default_factory=dict
+    )  # variant → one log per seed
     note: str | None = None
 
 
@@ -38,8 +40,10 @@ def get(d: Any, *keys: str) -> Any:
 def _seed_logs(path: Path) -> dict[str, list[list[dict[str, Any]]]]:
     out: dict[str, list[list[dict[str, Any]]]] = {}
     for vdir in sorted(p for p in path.iterdir() if p.is_dir()):
-        seeds = sorted(vdir.glob("seed*/train_log.jsonl"),
-                       key=lambda f: int(m.group()) if (m := re.search(r"\d+", f.parent.name)) else -1)
+        seeds = sorted(
+            vdir.glob("seed*/train_log.jsonl"),
+            key=lambda f: int(m.group()) if (m := re.search(r"\d+", f.parent.name)) else -1,
+        )
         logs = [log for f in seeds if (log := read_jsonl(f))]
         if logs:
             out[vdir.name] = logs
@@ -54,13 +58,24 @@ def load_run(path: Path) -> ReproRun | None:
     except (OSError, ValueError) as e:
         if not any(path.glob(f"*/{_STAGE_MARKER}")):
             return None
-        return ReproRun(path, {}, _seed_logs(path), f"{path / SUMMARY} could not be read ({e}); tables left empty")
-    if not isinstance(summary, dict) or not isinstance(summary.get("variants"), dict) or "claims" not in summary:
+        return ReproRun(
+            path,
+            {},
+            _seed_logs(path),
+            f"{path / SUMMARY} could not be read ({e}); tables left empty",
+        )
+    if (
+        not isinstance(summary, dict)
+        or not isinstance(summary.get("variants"), dict)
+        or "claims" not in summary
+    ):
         return None
     return ReproRun(path, summary, _seed_logs(path))
 
 
 def find_runs(run_dirs: Sequence[Path]) -> list[ReproRun]:
     """Repro runs at or under ``run_dirs`` (each directory once)."""
-    dirs = sorted({f.parent.resolve() for d in run_dirs if Path(d).is_dir() for f in Path(d).rglob(SUMMARY)})
+    dirs = sorted(
+        {f.parent.resolve() for d in run_dirs if Path(d).is_dir() for f in Path(d).rglob(SUMMARY)}
+    )
     return [r for d in dirs if (r := load_run(d)) is not None]

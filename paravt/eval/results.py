@@ -1,4 +1,5 @@
-"""The eval results file ``EVAL/results.jsonl``: one JSON row per (sample, mode) (docs/ARCHITECTURE.md §6).
+"""The eval results file ``EVAL/results.jsonl``: one JSON row per (sample, mode)
+(docs/ARCHITECTURE.md §6).
 
 Rows are appended one line at a time and flushed to disk (`paravt.jsonl`, the one helper of every
 resumed append-only file), so a killed run loses at most the row it was writing; `load_results`
@@ -58,12 +59,16 @@ class ResultRow:
     correct: bool
     calls: tuple[CallRow, ...] = ()
     n_calls: int = 0  # calls recorded (run or rejected); a last turn's calls are never run
-    calls_written: int | None = None  # calls the model wrote (the reward's n_calls; training's kappa)
+    calls_written: int | None = (
+        None  # calls the model wrote (the reward's n_calls; training's kappa)
+    )
     tokens: TokenRow = TokenRow()
     latency_s: float = 0.0
     end_reason: str = "answer"
     tool_necessary: bool | None = None
-    format_reward: float | None = None  # R_fmt on the one yardstick (default weights), docs/ARCHITECTURE.md §4/§6
+    format_reward: float | None = (
+        None  # R_fmt on the one yardstick (default weights), docs/ARCHITECTURE.md §4/§6
+    )
     transcript: tuple[TranscriptTurn, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,27 +85,38 @@ class ResultRow:
         try:
             opts = d.get("options")
             return cls(
-                id=str(d["id"]), mode=str(d["mode"]), task=str(d["task"]),
-                subset=str(d.get("subset", "")), nframes=int(d["nframes"]),
-                video=str(d.get("video", "")), duration=float(d.get("duration") or 0.0),
+                id=str(d["id"]),
+                mode=str(d["mode"]),
+                task=str(d["task"]),
+                subset=str(d.get("subset", "")),
+                nframes=int(d["nframes"]),
+                video=str(d.get("video", "")),
+                duration=float(d.get("duration") or 0.0),
                 question=str(d.get("question", "")),
                 options=tuple(str(o) for o in opts) if opts is not None else None,
                 answer=str(d.get("answer", "")),
                 prediction=None if d.get("prediction") is None else str(d["prediction"]),
-                score=float(d["score"]), correct=_flag(d.get("correct", False)),
+                score=float(d["score"]),
+                correct=_flag(d.get("correct", False)),
                 calls=tuple(_call(c) for c in d.get("calls") or ()),
                 n_calls=int(d.get("n_calls", 0)),
                 calls_written=None if d.get("calls_written") is None else int(d["calls_written"]),
                 tokens=TokenRow(**{str(k): int(v) for k, v in (d.get("tokens") or {}).items()}),
                 latency_s=float(d.get("latency_s") or 0.0),
                 end_reason=str(d.get("end_reason", "answer")),
-                tool_necessary=None if d.get("tool_necessary") is None else _flag(d["tool_necessary"]),
+                tool_necessary=None
+                if d.get("tool_necessary") is None
+                else _flag(d["tool_necessary"]),
                 format_reward=None if d.get("format_reward") is None else float(d["format_reward"]),
-                transcript=tuple(TranscriptTurn(str(t["role"]), str(t["text"])) for t in d.get("transcript") or ()),
+                transcript=tuple(
+                    TranscriptTurn(str(t["role"]), str(t["text"]))
+                    for t in d.get("transcript") or ()
+                ),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise DataError(
-                f"result row {str(dict(d))[:120]}… does not follow the results.jsonl schema ({e!r}); "
+                f"result row {str(dict(d))[:120]}… does not follow the results.jsonl schema "
+                f"({e!r}); "
                 "rows need id, mode, task, nframes and score (docs/ARCHITECTURE.md §6)"
             ) from e
 
@@ -120,9 +136,15 @@ def _call(c: Any) -> CallRow:
     """One recorded tool call, each field of its type (`ResultRow.from_dict`'s errors)."""
     if not isinstance(c, Mapping):
         raise TypeError(f"call {c!r} is not an object")
-    opt = (lambda x: None if x is None else float(x))  # noqa: E731
-    return CallRow(name=str(c["name"]), start=opt(c.get("start")), end=opt(c.get("end")), ok=_flag(c["ok"]),
-                   error=None if c.get("error") is None else str(c["error"]), summary=str(c.get("summary") or ""))
+    opt = lambda x: None if x is None else float(x)  # noqa: E731
+    return CallRow(
+        name=str(c["name"]),
+        start=opt(c.get("start")),
+        end=opt(c.get("end")),
+        ok=_flag(c["ok"]),
+        error=None if c.get("error") is None else str(c["error"]),
+        summary=str(c.get("summary") or ""),
+    )
 
 
 @dataclass(frozen=True)

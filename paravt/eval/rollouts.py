@@ -4,7 +4,8 @@ The analogue of the paper's Appendix D: a reader sees a ``<tool_code>`` reversio
 ``</answer>`` in the model's own text, with the parsed tags, the reward's terms and the group's
 advantage next to it. Per step, ``n`` rollouts are drawn at random (seeded by the step) and, on
 top, the first rollout of the step that shows each failure a reader looks for (``NOTABLE``),
-each row saying why it was picked. The rows are data for the report (`paravt.eval.report`, section "Rollouts during RL"),
+each row saying why it was picked. The rows are data for the report (`paravt.eval.report`, section
+"Rollouts during RL"),
 written and read through `paravt.jsonl` (a torn last line from a killed run is tolerated).
 """
 
@@ -49,26 +50,61 @@ def pick(rewards: Sequence[RewardBreakdown], n: int, seed: int) -> list[tuple[in
     return chosen
 
 
-def sample_rows(step: int, results: Sequence[EpisodeResult], rewards: Sequence[RewardBreakdown],
-                group_of: Sequence[str], advantages: Mapping[int, float], *, n: int, seed: int) -> list[dict[str, Any]]:
+def sample_rows(
+    step: int,
+    results: Sequence[EpisodeResult],
+    rewards: Sequence[RewardBreakdown],
+    group_of: Sequence[str],
+    advantages: Mapping[int, float],
+    *,
+    n: int,
+    seed: int,
+) -> list[dict[str, Any]]:
     """The JSON rows of one step's sample. ``advantages`` maps a rollout index to its episode's
     advantage; a rollout whose group the online filters dropped has none (``null``)."""
     rows = []
     for i, why in pick(rewards, n, seed):
         r, b = results[i], rewards[i]
         text = r.completion
-        rows.append({
-            "step": step, "picked": why, "episode_id": r.main.episode_id, "group": group_of[i],
-            "prompt_id": r.input.id, "nframes": r.input.nframes, "question": r.input.question,
-            "gold": r.input.answer, "completion": text[:MAX_CHARS], "truncated_chars": max(0, len(text) - MAX_CHARS),
-            "tags": {"closed_think": b.closed_think, "closed_tool_call": b.closed_tool_call,
-                     "closed_answer": b.closed_answer, "tool_code": b.tool_code, "n_calls": b.n_calls,
-                     "degenerate": b.degenerate},
-            "answer": b.answer, "reward": b.reward, "terms": dict(b.terms), "format": b.format,
-            "advantage": advantages.get(i), "end_reason": str(r.end_reason),
-            "calls": [{"turn": c.turn, "name": c.name, "window": [c.start, c.end], "ok": c.ok, "error": c.error,
-                       "summary": c.summary[:500]} for c in r.calls],
-        })
+        rows.append(
+            {
+                "step": step,
+                "picked": why,
+                "episode_id": r.main.episode_id,
+                "group": group_of[i],
+                "prompt_id": r.input.id,
+                "nframes": r.input.nframes,
+                "question": r.input.question,
+                "gold": r.input.answer,
+                "completion": text[:MAX_CHARS],
+                "truncated_chars": max(0, len(text) - MAX_CHARS),
+                "tags": {
+                    "closed_think": b.closed_think,
+                    "closed_tool_call": b.closed_tool_call,
+                    "closed_answer": b.closed_answer,
+                    "tool_code": b.tool_code,
+                    "n_calls": b.n_calls,
+                    "degenerate": b.degenerate,
+                },
+                "answer": b.answer,
+                "reward": b.reward,
+                "terms": dict(b.terms),
+                "format": b.format,
+                "advantage": advantages.get(i),
+                "end_reason": str(r.end_reason),
+                "calls": [
+                    {
+                        "turn": c.turn,
+                        "name": c.name,
+                        "window": [c.start, c.end],
+                        "ok": c.ok,
+                        "error": c.error,
+                        "summary": c.summary[:500],
+                    }
+                    for c in r.calls
+                ],
+            }
+        )
     return rows
 
 
@@ -83,7 +119,9 @@ class RolloutLog:
 
     def truncate_after(self, step: int) -> None:
         if self.path.exists():
-            rewrite_jsonl(self.path, [r for r in read_jsonl(self.path) if int(r.get("step", 0)) <= step])
+            rewrite_jsonl(
+                self.path, [r for r in read_jsonl(self.path) if int(r.get("step", 0)) <= step]
+            )
 
     def append(self, rows: Sequence[Mapping[str, Any]]) -> None:
         if rows:
@@ -124,7 +162,9 @@ class RolloutView:
 
 def _real(x: Any, what: str, *, integer: bool = False) -> Any:
     if isinstance(x, bool) or not isinstance(x, int if integer else (int, float)):
-        raise ValueError(f"{what} is {str(x)[:40]!r}, not {'an integer' if integer else 'a number'}")
+        raise ValueError(
+            f"{what} is {str(x)[:40]!r}, not {'an integer' if integer else 'a number'}"
+        )
     return x
 
 
@@ -155,18 +195,28 @@ def view(r: Mapping[str, Any]) -> RolloutView:
     calls = []
     for c in r.get("calls") or ():
         c = _object(c, "a call")
-        calls.append((str(c.get("name")), _window(c.get("window")), str(c.get("summary") or c.get("error") or "")))
+        calls.append(
+            (
+                str(c.get("name")),
+                _window(c.get("window")),
+                str(c.get("summary") or c.get("error") or ""),
+            )
+        )
     return RolloutView(
-        step=_real(r.get("step", 0), "step", integer=True), picked=str(r.get("picked")),
+        step=_real(r.get("step", 0), "step", integer=True),
+        picked=str(r.get("picked")),
         nframes=None if nframes is None else _real(nframes, "nframes", integer=True),
         reward=float(_real(r.get("reward", 0), "reward")),
         terms=tuple((str(k), float(_real(v, f"terms.{k}"))) for k, v in terms.items()),
         advantage=None if adv is None else float(_real(adv, "advantage")),
         tags=tuple(_flag(tags.get(t, False), f"tags.{t}") for t in _TAGS),  # type: ignore[arg-type]
         n_calls=_real(tags.get("n_calls", 0), "tags.n_calls", integer=True),
-        gold=str(r.get("gold")), answer=str(r.get("answer")), completion=str(r.get("completion", "")),
+        gold=str(r.get("gold")),
+        answer=str(r.get("answer")),
+        completion=str(r.get("completion", "")),
         truncated_chars=_real(r.get("truncated_chars", 0), "truncated_chars", integer=True),
-        calls=tuple(calls))
+        calls=tuple(calls),
+    )
 
 
 def shown_steps(steps: Sequence[int], k: int = 3) -> list[int]:
@@ -183,22 +233,37 @@ def _tick(ok: bool) -> str:
 
 def _row_html(v: RolloutView) -> str:
     think, tool_call, answer, tool_code = v.tags
-    head = (f"step {v.step:d} · {esc(v.picked)} · n={'–' if v.nframes is None else f'{v.nframes:d}'} · "
-            f"R={v.reward:+.2f} (" + ", ".join(f"{esc(k)} {x:.2f}" for k, x in v.terms)
-            + f") · A={'dropped' if v.advantage is None else f'{v.advantage:+.2f}'} · "
-            f"think {_tick(think)} tool_call {_tick(tool_call)} answer {_tick(answer)} · &lt;tool_code&gt; "
-            f"{_REVERSION if tool_code else 'no'} · calls {v.n_calls:d} · gold {esc(v.gold)} · answer {esc(v.answer)}")
+    head = (
+        f"step {v.step:d} · {esc(v.picked)} · n={'–' if v.nframes is None else f'{v.nframes:d}'} · "
+        f"R={v.reward:+.2f} ("
+        + ", ".join(f"{esc(k)} {x:.2f}" for k, x in v.terms)
+        + f") · A={'dropped' if v.advantage is None else f'{v.advantage:+.2f}'} · "
+        f"think {_tick(think)} tool_call {_tick(tool_call)} answer {_tick(answer)} · "
+        "&lt;tool_code&gt; "
+        f"{_REVERSION if tool_code else 'no'} · calls {v.n_calls:d} · gold {esc(v.gold)} · "
+        f"answer {esc(v.answer)}"
+    )
     more = len(v.completion) - VIEW_CHARS + v.truncated_chars
-    body = _MARKED.sub(r"<mark>\1</mark>", esc(v.completion[:VIEW_CHARS])) + (f"… (+{more:d} chars)" if more > 0 else "")
-    calls = "".join(f"<li>{esc(name)} {esc(window)}: {esc(text)}</li>" for name, window, text in v.calls)
-    return (f'<div class="card"><p>{head}</p><div class="turn assistant">{body}</div>'
-            + (f"<ul class='muted'>{calls}</ul>" if calls else "") + "</div>")
+    body = _MARKED.sub(r"<mark>\1</mark>", esc(v.completion[:VIEW_CHARS])) + (
+        f"… (+{more:d} chars)" if more > 0 else ""
+    )
+    calls = "".join(
+        f"<li>{esc(name)} {esc(window)}: {esc(text)}</li>" for name, window, text in v.calls
+    )
+    return (
+        f'<div class="card"><p>{head}</p><div class="turn assistant">{body}</div>'
+        + (f"<ul class='muted'>{calls}</ul>" if calls else "")
+        + "</div>"
+    )
 
 
 def _malformed_html(bad: Sequence[str], shown: int = 5) -> str:
     more = f"; and {len(bad) - shown} more" if len(bad) > shown else ""
-    return (f'<p class="bad malformed">{len(bad)} malformed row(s) not shown: '
-            + "; ".join(esc(b) for b in bad[:shown]) + f"{more}</p>")
+    return (
+        f'<p class="bad malformed">{len(bad)} malformed row(s) not shown: '
+        + "; ".join(esc(b) for b in bad[:shown])
+        + f"{more}</p>"
+    )
 
 
 def rollouts_html(runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> str:
@@ -216,7 +281,9 @@ def rollouts_html(runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> st
                 bad.append(f"row {i}: {e}")
         steps = shown_steps([v.step for v in views])
         cards = "".join(_row_html(v) for v in views if v.step in steps)
-        parts.append(f"<details{' open' if j == 0 else ''}><summary><b>{esc(name)}</b>: steps "
-                     f"{', '.join(f'{s:d}' for s in steps)} of {len({v.step for v in views})}</summary>"
-                     f"{_malformed_html(bad) if bad else ''}{cards}</details>")
+        parts.append(
+            f"<details{' open' if j == 0 else ''}><summary><b>{esc(name)}</b>: steps "
+            f"{', '.join(f'{s:d}' for s in steps)} of {len({v.step for v in views})}</summary>"
+            f"{_malformed_html(bad) if bad else ''}{cards}</details>"
+        )
     return "".join(parts) or '<p class="muted">No rollouts.jsonl in the RL runs.</p>'

@@ -32,7 +32,9 @@ class EvalRun:
     path: Path
     rows: tuple[ResultRow, ...]
     metrics: dict[str, Any]
-    malformed: tuple[str, ...] = ()  # results.jsonl rows off the schema, and why (shown, not raised)
+    malformed: tuple[
+        str, ...
+    ] = ()  # results.jsonl rows off the schema, and why (shown, not raised)
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,9 @@ def _json_object(path: Path) -> tuple[dict[str, Any], str | None]:
 def _train_run(d: Path, root: Path) -> TrainRun:
     meta, note = _json_object(d / "run.json") if (d / "run.json").exists() else ({}, None)
     name = str(meta.get("name") or _label(d, root))
-    return TrainRun(name, d, str(meta.get("kind", "?")), tuple(read_jsonl(d / "train_log.jsonl")), note)
+    return TrainRun(
+        name, d, str(meta.get("kind", "?")), tuple(read_jsonl(d / "train_log.jsonl")), note
+    )
 
 
 def _eval_run(d: Path, root: Path) -> EvalRun:
@@ -67,7 +71,9 @@ def _eval_run(d: Path, root: Path) -> EvalRun:
     if read.rows:
         met = compute_metrics(list(read.rows))
     else:
-        met, note = _json_object(d / "metrics.json") if (d / "metrics.json").exists() else ({}, None)
+        met, note = (
+            _json_object(d / "metrics.json") if (d / "metrics.json").exists() else ({}, None)
+        )
         malformed += (note,) if note else ()
     parent_meta = d.parent / "run.json"
     name = _label(d, root)
@@ -81,8 +87,10 @@ def _unique(names: list[str], paths: list[Path]) -> list[str]:
     path under the common root; a number only when even those repeat."""
     counts = {n: names.count(n) for n in names}
     root = Path(os.path.commonpath([str(p) for p in paths])) if len(paths) > 1 else None
-    picked = [n if counts[n] == 1 or root is None else p.relative_to(root).as_posix() or n
-              for n, p in zip(names, paths)]
+    picked = [
+        n if counts[n] == 1 or root is None else p.relative_to(root).as_posix() or n
+        for n, p in zip(names, paths)
+    ]
     seen: dict[str, int] = {}
     out = []
     for n in picked:
@@ -97,9 +105,17 @@ def discover(run_dirs: Sequence[Path]) -> Discovered:
     seen: set[Path] = set()
     for root in (Path(p).resolve() for p in run_dirs):
         if not root.is_dir():
-            raise DataError(f"run directory {root} does not exist; pass a directory written by paravt train/eval")
-        dirs = sorted({p.parent for pat in ("run.json", "train_log.jsonl", "results.jsonl", "metrics.json")
-                       for p in root.rglob(pat)})
+            raise DataError(
+                f"run directory {root} does not exist; pass a directory written by paravt "
+                "train/eval"
+            )
+        dirs = sorted(
+            {
+                p.parent
+                for pat in ("run.json", "train_log.jsonl", "results.jsonl", "metrics.json")
+                for p in root.rglob(pat)
+            }
+        )
         for d in dirs:
             if d in seen:
                 continue
@@ -110,5 +126,7 @@ def discover(run_dirs: Sequence[Path]) -> Discovered:
                 evals.append(_eval_run(d, root))
     tn = _unique([t.name for t in train], [t.path for t in train])
     en = _unique([e.name for e in evals], [e.path for e in evals])
-    return Discovered(tuple(replace(t, name=n) for n, t in zip(tn, train)),
-                      tuple(replace(e, name=n) for n, e in zip(en, evals)))
+    return Discovered(
+        tuple(replace(t, name=n) for n, t in zip(tn, train)),
+        tuple(replace(e, name=n) for n, e in zip(en, evals)),
+    )

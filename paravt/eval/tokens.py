@@ -44,7 +44,8 @@ def t_seq(k: int | float, v: float, s: float, h: float) -> float:
 
 
 def t_par(k: int | float, v: float, s: float, h: float) -> float:
-    """Main-agent input tokens with K parallel calls in one turn [paper, docs/ARCHITECTURE.md §7]."""
+    """Main-agent input tokens with K parallel calls in one turn [paper, docs/ARCHITECTURE.md
+    §7]."""
     return v + s + k * h
 
 
@@ -72,7 +73,9 @@ def fit_token_budget(rows: Sequence[ResultRow]) -> TokenBudget:
     the rows cannot determine s and h (fewer than two distinct call patterns)."""
     if not rows:
         raise DataError("no result rows to fit the token budget on; run an eval first")
-    overview = [r.tokens.main_visual for r in rows if not reinjects_frames(r.mode) or r.n_calls == 0]
+    overview = [
+        r.tokens.main_visual for r in rows if not reinjects_frames(r.mode) or r.n_calls == 0
+    ]
     v = float(median(overview)) if overview else float(min(r.tokens.main_visual for r in rows))
     feats = np.array([_features(r) for r in rows], dtype=np.float64)  # N×3
     target = np.array([r.tokens.main_input for r in rows], dtype=np.float64) - v * feats[:, 0]  # N
@@ -80,12 +83,15 @@ def fit_token_budget(rows: Sequence[ResultRow]) -> TokenBudget:
     if np.linalg.matrix_rank(a) < 2:
         raise DataError(
             f"{len(rows)} rows with call counts {sorted({r.n_calls for r in rows})} in modes "
-            f"{sorted({r.mode for r in rows})} cannot separate s from h; the fit needs rows with at "
+            f"{sorted({r.mode for r in rows})} cannot separate s from h; the fit needs rows with "
+            "at "
             "least two different numbers of calls"
         )
     (s, h), *_ = np.linalg.lstsq(a, target, rcond=None)
     resid = target - a @ np.array([s, h])
-    return TokenBudget(v=v, s=float(s), h=float(h), n_rows=len(rows), rmse=float(np.sqrt(np.mean(resid**2))))
+    return TokenBudget(
+        v=v, s=float(s), h=float(h), n_rows=len(rows), rmse=float(np.sqrt(np.mean(resid**2)))
+    )
 
 
 def tokens_vs_k_figure(rows: Sequence[ResultRow], *, k_max: int | None = None) -> Figure:
@@ -102,7 +108,14 @@ def tokens_vs_k_figure(rows: Sequence[ResultRow], *, k_max: int | None = None) -
         jitter = (np.arange(len(ks)) % 5 - 2) * 0.04
         ax.scatter(ks + jitter, ys, s=10, alpha=0.35, color=colors[m])
         uk = sorted(set(ks.tolist()))
-        ax.plot(uk, [fmean(ys[ks == k]) for k in uk], "o", ms=7, color=colors[m], label=f"{m} (measured mean)")
+        ax.plot(
+            uk,
+            [fmean(ys[ks == k]) for k in uk],
+            "o",
+            ms=7,
+            color=colors[m],
+            label=f"{m} (measured mean)",
+        )
     kmax = k_max if k_max is not None else max([r.n_calls for r in rows] + [4])
     grid = np.arange(0, kmax + 1)
     try:
@@ -110,11 +123,21 @@ def tokens_vs_k_figure(rows: Sequence[ResultRow], *, k_max: int | None = None) -
     except DataError as e:
         ax.set_title(f"measured only (no fit: {str(e)[:60]}…)", fontsize=8)
     else:
-        ax.plot(grid, [t_par(k, b.v, b.s, b.h) for k in grid], "-", color="0.3", label="T_par = v+s+K·h")
-        ax.plot(grid[1:], [t_seq(k, b.v, b.s, b.h) for k in grid[1:]], "--", color="0.3",
-                label="T_seq = K(v+s)+K(K+1)/2·h")
-        ax.set_title(f"fit: v={b.v:.0f}, s={b.s:.0f}, h={b.h:.0f} (rmse {b.rmse:.0f} tok, {b.n_rows} rollouts)",
-                     fontsize=9)
+        ax.plot(
+            grid, [t_par(k, b.v, b.s, b.h) for k in grid], "-", color="0.3", label="T_par = v+s+K·h"
+        )
+        ax.plot(
+            grid[1:],
+            [t_seq(k, b.v, b.s, b.h) for k in grid[1:]],
+            "--",
+            color="0.3",
+            label="T_seq = K(v+s)+K(K+1)/2·h",
+        )
+        ax.set_title(
+            f"fit: v={b.v:.0f}, s={b.s:.0f}, h={b.h:.0f} (rmse {b.rmse:.0f} tok, {b.n_rows} "
+            "rollouts)",
+            fontsize=9,
+        )
     ax.set_xlabel("K (tool calls per rollout)")
     ax.set_ylabel("main-agent input tokens / rollout")
     ax.set_xticks(grid)
@@ -124,7 +147,9 @@ def tokens_vs_k_figure(rows: Sequence[ResultRow], *, k_max: int | None = None) -
     return fig
 
 
-def tokens_vs_k_plot(rows: Sequence[ResultRow], out_png: str | Path | BinaryIO, *, k_max: int | None = None) -> None:
+def tokens_vs_k_plot(
+    rows: Sequence[ResultRow], out_png: str | Path | BinaryIO, *, k_max: int | None = None
+) -> None:
     """Write `tokens_vs_k_figure` as a PNG to a path or binary file object."""
     if not rows:
         raise DataError("no result rows to plot tokens against K; run an eval first")

@@ -68,8 +68,14 @@ class GenOutput:
 
 
 def error_output(message: str, latency_s: float = 0.0) -> GenOutput:
-    return GenOutput(token_ids=(), logprobs=(), text="", finish_reason="error", error=message,
-                     metrics={"latency_s": latency_s})
+    return GenOutput(
+        token_ids=(),
+        logprobs=(),
+        text="",
+        finish_reason="error",
+        error=message,
+        metrics={"latency_s": latency_s},
+    )
 
 
 @runtime_checkable
@@ -81,4 +87,3 @@ class Generator(Protocol):
     async def generate(self, requests: Sequence[GenRequest]) -> list[GenOutput]: ...
 
     async def aclose(self) -> None: ...
-

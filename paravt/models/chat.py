@@ -3,7 +3,8 @@
 A trajectory is a concatenation of pieces, never a re-rendering:
 
     encode_message(system) + encode_message(user with video) +            # prompt, mask 0
-    generation_prompt("<think>\\n") +                                     # scaffolding + forced prefix, mask 0
+    generation_prompt("<think>\\n") +                                     # scaffolding + forced
+    prefix, mask 0
     sampled ids (ending with <|im_end|> when finish_reason == "stop") +  # mask 1, sampling logprobs
     close_turn(sampled ids) +                                           # "\\n" (or "<|im_end|>\\n"), mask 0
     encode_message(tool message) + generation_prompt(...) + ...
@@ -50,7 +51,8 @@ from paravt.protocol.tags import IM_END, IM_START, TOOL_RESPONSE_CLOSE, TOOL_RES
 from paravt.video.types import Frames
 
 VIDEO_TAG, IMAGE_TAG = "<video>", "<image>"
-# vision placeholders: never sampled (a generator suppresses them; a sampled one breaks the next turn)
+# vision placeholders: never sampled (a generator suppresses them; a sampled one breaks the next
+# turn)
 VISION_TOKENS = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
 _MARKER_RE = re.compile(r"(<video>|<image>)")
 
@@ -93,7 +95,8 @@ def to_template_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]
 
 
 def _merge(pieces: Sequence[tuple[str, bool]]) -> list[tuple[str, bool]]:
-    """Adjacent non-literal pieces joined (the tokenizer must see them as one text), empties dropped."""
+    """Adjacent non-literal pieces joined (the tokenizer must see them as one text), empties
+    dropped."""
     out: list[tuple[str, bool]] = []
     for text, literal in pieces:
         if not text:
@@ -115,13 +118,21 @@ class ChatCodec:
         tok = self.tokenizer
         self.im_start_id: int = tok.convert_tokens_to_ids(IM_START)
         self.im_end_id: int = tok.convert_tokens_to_ids(IM_END)
-        self.pad_id: int = tok.pad_token_id if tok.pad_token_id is not None else tok.convert_tokens_to_ids("<|endoftext|>")
+        self.pad_id: int = (
+            tok.pad_token_id
+            if tok.pad_token_id is not None
+            else tok.convert_tokens_to_ids("<|endoftext|>")
+        )
         self.newline_ids: tuple[int, ...] = self.encode_text("\n")
         self.stop_token_ids: tuple[int, ...] = (self.im_end_id,)
-        self.vision_token_ids: tuple[int, ...] = tuple(tok.convert_tokens_to_ids(t) for t in VISION_TOKENS)
+        self.vision_token_ids: tuple[int, ...] = tuple(
+            tok.convert_tokens_to_ids(t) for t in VISION_TOKENS
+        )
         added = tok.get_added_vocab()  # special tokens and protocol tags: text -> id
         self.control_ids: frozenset[int] = frozenset(added.values())
-        self._control_re = re.compile("|".join(re.escape(t) for t in sorted(added, key=len, reverse=True)))
+        self._control_re = re.compile(
+            "|".join(re.escape(t) for t in sorted(added, key=len, reverse=True))
+        )
 
     # ---- text -----------------------------------------------------------------------------
     def encode_text(self, text: str) -> tuple[int, ...]:
@@ -134,7 +145,7 @@ class ChatCodec:
         ids: list[int] = []
         pos = 0
         for m in self._control_re.finditer(text) if self.control_ids else ():
-            ids += self.encode_text(text[pos:m.start()])
+            ids += self.encode_text(text[pos : m.start()])
             ids += self._forged(m.group())
             pos = m.end()
         return tuple(ids + list(self.encode_text(text[pos:])))
@@ -149,7 +160,9 @@ class ChatCodec:
         return ids
 
     def _split(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"])
+        return list(
+            self.tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+        )
 
     def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``ids``; special scaffolding (<|im_end|>, vision tokens) dropped by default,
@@ -158,7 +171,9 @@ class ChatCodec:
 
     def render(self, msg: ChatMessage) -> str:
         """The message's template text with media markers in the family's placeholder form."""
-        body = msg.content.replace(VIDEO_TAG, VIDEO_MARKERS[self.family]).replace(IMAGE_TAG, IMAGE_MARKER)
+        body = msg.content.replace(VIDEO_TAG, VIDEO_MARKERS[self.family]).replace(
+            IMAGE_TAG, IMAGE_MARKER
+        )
         if msg.role == "tool":
             return f"{IM_START}user\n{TOOL_RESPONSE_OPEN}\n{body}\n{TOOL_RESPONSE_CLOSE}{IM_END}\n"
         return f"{IM_START}{msg.role}\n{body}{IM_END}\n"
@@ -169,18 +184,26 @@ class ChatCodec:
         if n_vid != len(msg.videos) or n_img != len(msg.images):
             raise ModelError(
                 f"a {msg.role} message has {n_vid} {VIDEO_TAG} / {n_img} {IMAGE_TAG} markers but "
-                f"{len(msg.videos)} videos / {len(msg.images)} images; put exactly one marker per media item")
+                f"{len(msg.videos)} videos / {len(msg.images)} images; put exactly one marker "
+                "per media item"
+            )
         if msg.role == "tool" and self.control_ids and self._control_re.search(msg.content):
             return self._encode_guarded(msg)
         return self._encode_rendered(self.render(msg), msg.videos, msg.images)
 
-    def _encode_rendered(self, text: str, videos: Sequence[Frames], images: Sequence[Frames]) -> Encoded:
+    def _encode_rendered(
+        self, text: str, videos: Sequence[Frames], images: Sequence[Frames]
+    ) -> Encoded:
         if not videos and not images:
             return Encoded(ids=self.encode_text(text))
         kw = processor_media_kwargs(videos, images)
         enc = self.processor(text=[text], **kw)
         FEATURES.put_output(self.processor, enc, videos, images)  # reused by the forward inputs
-        return Encoded(ids=tuple(int(i) for i in enc["input_ids"][0]), videos=tuple(videos), images=tuple(images))
+        return Encoded(
+            ids=tuple(int(i) for i in enc["input_ids"][0]),
+            videos=tuple(videos),
+            images=tuple(images),
+        )
 
     def _encode_guarded(self, msg: ChatMessage) -> Encoded:
         """A tool message whose text holds added-token strings: the rendering is cut at each of
@@ -194,7 +217,7 @@ class ChatCodec:
                 continue
             pos = 0
             for m in self._control_re.finditer(part):
-                pieces += [(part[pos:m.start()], False), (m.group(), True)]
+                pieces += [(part[pos : m.start()], False), (m.group(), True)]
                 pos = m.end()
             pieces.append((part[pos:], False))
         pieces.append((tail, False))

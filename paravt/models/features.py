@@ -36,7 +36,9 @@ Item = tuple[torch.Tensor, torch.Tensor]  # (pixel rows P×C, grid 1×3) of one 
 class FeatureCache:
     def __init__(self, max_items: int = 64, max_bytes: int = 256 * 2**20) -> None:
         self.max_items, self.max_bytes = max_items, max_bytes
-        self._items: OrderedDict[tuple[int, int, str], tuple[weakref.ref[Frames], Item]] = OrderedDict()
+        self._items: OrderedDict[tuple[int, int, str], tuple[weakref.ref[Frames], Item]] = (
+            OrderedDict()
+        )
         self._bytes = 0
         # the codec (event loop) and the hf worker thread both use it; re-entrant because a freed
         # Frames' weakref callback may run (garbage collection) while this thread holds it
@@ -82,10 +84,14 @@ class FeatureCache:
         if hit is not None:
             self._bytes -= sum(t.numel() * t.element_size() for t in hit[1])
 
-    def put_output(self, processor: Any, out: Any, videos: Sequence[Frames], images: Sequence[Frames]) -> None:
+    def put_output(
+        self, processor: Any, out: Any, videos: Sequence[Frames], images: Sequence[Frames]
+    ) -> None:
         """Remember the per-item rows of a processor output over ``videos`` / ``images``."""
-        for kind, items, pix, grid in (("video", videos, "pixel_values_videos", "video_grid_thw"),
-                                       ("image", images, "pixel_values", "image_grid_thw")):
+        for kind, items, pix, grid in (
+            ("video", videos, "pixel_values_videos", "video_grid_thw"),
+            ("image", images, "pixel_values", "image_grid_thw"),
+        ):
             if not items or pix not in out or grid not in out:
                 continue
             grids = torch.as_tensor(out[grid])  # N×3
@@ -93,9 +99,11 @@ class FeatureCache:
             for frames, r, g in zip(items, rows, grids, strict=True):
                 self.put(processor, frames, kind, (r, g[None]))
 
-    def items(self, processor: Any, media: Sequence[Frames], kind: str,
-              compute: Callable[[Frames], Item]) -> Item:
-        """Rows and grids of ``media`` in order (cached ones reused, the others computed one by one)."""
+    def items(
+        self, processor: Any, media: Sequence[Frames], kind: str, compute: Callable[[Frames], Item]
+    ) -> Item:
+        """Rows and grids of ``media`` in order (cached ones reused, the others computed one by
+        one)."""
         got: list[Item] = []
         for frames in media:
             item = self.get(processor, frames, kind)

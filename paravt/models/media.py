@@ -24,7 +24,9 @@ _MS = 1000.0
 
 # Decoded frames come out of the video cache read-only; the processors only read them, so torch's
 # "non-writable array" warning is noise here (copying every frame to silence it would cost memory).
-warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning)
+warnings.filterwarnings(
+    "ignore", message="The given NumPy array is not writable", category=UserWarning
+)
 
 
 def sampling_rate(frames: Frames) -> float:
@@ -40,56 +42,87 @@ def video_metadata(frames: Frames) -> Any:
     rate = sampling_rate(frames)
     total = max(len(frames), int(round(len(frames) * _MS / rate)))
     return VideoMetadata(
-        total_num_frames=total, fps=_MS, width=frames.width, height=frames.height,
-        duration=total / _MS, frames_indices=[int(round(t * _MS)) for t in frames.timestamps])
+        total_num_frames=total,
+        fps=_MS,
+        width=frames.width,
+        height=frames.height,
+        duration=total / _MS,
+        frames_indices=[int(round(t * _MS)) for t in frames.timestamps],
+    )
 
 
 def processor_media_kwargs(videos: Sequence[Frames], images: Sequence[Frames]) -> dict[str, Any]:
     """Keyword arguments of ``processor(...)`` for these media (empty when there are none)."""
     kw: dict[str, Any] = {}
     if videos:
-        kw.update(videos=[v.array for v in videos], video_metadata=[video_metadata(v) for v in videos],
-                  do_sample_frames=False)
+        kw.update(
+            videos=[v.array for v in videos],
+            video_metadata=[video_metadata(v) for v in videos],
+            do_sample_frames=False,
+        )
     if images:
         kw["images"] = [im.array[0] for im in images]
     return kw
 
 
-def media_features(processor: Any, videos: Sequence[Frames], images: Sequence[Frames]) -> dict[str, torch.Tensor]:
-    """Pixel values and grids of the media, exactly as ``processor(text, videos, images)`` makes them;
+def media_features(
+    processor: Any, videos: Sequence[Frames], images: Sequence[Frames]
+) -> dict[str, torch.Tensor]:
+    """Pixel values and grids of the media, exactly as ``processor(text, videos, images)`` makes
+    them;
     each item processed once while it is alive (``paravt.models.features``)."""
     out: dict[str, torch.Tensor] = {}
     if videos:
+
         def one_video(v: Frames) -> Item:
-            vp = processor.video_processor(videos=[v.array], video_metadata=[video_metadata(v)],
-                                           do_sample_frames=False, return_tensors="pt")
+            vp = processor.video_processor(
+                videos=[v.array],
+                video_metadata=[video_metadata(v)],
+                do_sample_frames=False,
+                return_tensors="pt",
+            )
             return vp["pixel_values_videos"], vp["video_grid_thw"]
 
-        out["pixel_values_videos"], out["video_grid_thw"] = FEATURES.items(processor, videos, "video", one_video)
+        out["pixel_values_videos"], out["video_grid_thw"] = FEATURES.items(
+            processor, videos, "video", one_video
+        )
         if type(processor).__name__.startswith("Qwen2_5"):
             tps = processor.video_processor.temporal_patch_size
             out["second_per_grid_ts"] = torch.tensor([tps / sampling_rate(v) for v in videos])
     if images:
+
         def one_image(im: Frames) -> Item:
             ip = processor.image_processor(images=[im.array[0]], return_tensors="pt")
             return ip["pixel_values"], ip["image_grid_thw"]
 
-        out["pixel_values"], out["image_grid_thw"] = FEATURES.items(processor, images, "image", one_image)
+        out["pixel_values"], out["image_grid_thw"] = FEATURES.items(
+            processor, images, "image", one_image
+        )
     return out
 
 
-def _check_placeholders(ids: Sequence[int], token_id: int, grid: torch.Tensor | None, merge: int, kind: str) -> None:
+def _check_placeholders(
+    ids: Sequence[int], token_id: int, grid: torch.Tensor | None, merge: int, kind: str
+) -> None:
     n_ids = sum(1 for i in ids if i == token_id)
     n_media = 0 if grid is None else int((grid.prod(-1) // (merge * merge)).sum())
     if n_ids != n_media:
         raise ModelError(
-            f"the token ids hold {n_ids} {kind} placeholder tokens but the {kind} media need {n_media}; "
-            "build ids with ChatCodec.encode_message from the same frames (never re-tokenize media spans)")
+            f"the token ids hold {n_ids} {kind} placeholder tokens but the {kind} media need "
+            f"{n_media}; "
+            "build ids with ChatCodec.encode_message from the same frames (never re-tokenize "
+            "media spans)"
+        )
 
 
-def batch_inputs(processor: Any, seqs: Sequence[tuple[Sequence[int], Sequence[Frames], Sequence[Frames]]],
-                 *, pad_id: int, device: str | torch.device = "cpu",
-                 padding_side: Literal["left", "right"] = "left") -> dict[str, torch.Tensor]:
+def batch_inputs(
+    processor: Any,
+    seqs: Sequence[tuple[Sequence[int], Sequence[Frames], Sequence[Frames]]],
+    *,
+    pad_id: int,
+    device: str | torch.device = "cpu",
+    padding_side: Literal["left", "right"] = "left",
+) -> dict[str, torch.Tensor]:
     """Padded forward inputs for several (ids, videos, images) sequences, media concatenated in
     sequence order; ``mm_token_type_ids`` is always set (1 image, 2 video, 0 text/pad). Left
     padding for generation; right padding for training passes (``paravt.rl.batch``)."""
@@ -110,8 +143,8 @@ def batch_inputs(processor: Any, seqs: Sequence[tuple[Sequence[int], Sequence[Fr
     for row, (ids, vs, ims) in enumerate(seqs):
         v0 = sum(len(s[1]) for s in seqs[:row])
         i0 = sum(len(s[2]) for s in seqs[:row])
-        vgrid = feats["video_grid_thw"][v0:v0 + len(vs)] if vs else None
-        igrid = feats["image_grid_thw"][i0:i0 + len(ims)] if ims else None
+        vgrid = feats["video_grid_thw"][v0 : v0 + len(vs)] if vs else None
+        igrid = feats["image_grid_thw"][i0 : i0 + len(ims)] if ims else None
         _check_placeholders(ids, video_id, vgrid, merge, "video")
         _check_placeholders(ids, image_id, igrid, merge, "image")
     mm = torch.zeros_like(input_ids)  # B×L
@@ -121,28 +154,46 @@ def batch_inputs(processor: Any, seqs: Sequence[tuple[Sequence[int], Sequence[Fr
     return {k: v.to(device) for k, v in out.items()}
 
 
-def model_inputs(processor: Any, ids: Sequence[int], videos: Sequence[Frames] = (),
-                 images: Sequence[Frames] = (), *, device: str | torch.device = "cpu") -> dict[str, torch.Tensor]:
+def model_inputs(
+    processor: Any,
+    ids: Sequence[int],
+    videos: Sequence[Frames] = (),
+    images: Sequence[Frames] = (),
+    *,
+    device: str | torch.device = "cpu",
+) -> dict[str, torch.Tensor]:
     """Forward-pass inputs of ONE sequence (input_ids, attention_mask, mm_token_type_ids, and
     pixel_values_videos / video_grid_thw / pixel_values / image_grid_thw when there are media)."""
     pad = processor.tokenizer.pad_token_id or 0
     return batch_inputs(processor, [(ids, videos, images)], pad_id=pad, device=device)
 
 
-def sampling_log_softmax(logits: torch.Tensor, *, temperature: float = 1.0,
-                         suppress_ids: Sequence[int] = ()) -> torch.Tensor:
+def sampling_log_softmax(
+    logits: torch.Tensor, *, temperature: float = 1.0, suppress_ids: Sequence[int] = ()
+) -> torch.Tensor:
     """log softmax(logits / temperature) in fp32 with ``suppress_ids`` removed (−inf): the
     distribution a generator that suppresses them samples from. logits N×V → N×V."""
     logits = logits.float()
     if suppress_ids:
-        logits = logits.index_fill(-1, torch.tensor(list(suppress_ids), dtype=torch.long, device=logits.device),
-                                   float("-inf"))
+        logits = logits.index_fill(
+            -1,
+            torch.tensor(list(suppress_ids), dtype=torch.long, device=logits.device),
+            float("-inf"),
+        )
     return torch.log_softmax(logits / (temperature if temperature > 0 else 1.0), dim=-1)  # N×V
 
 
-def sequence_logprobs(model: Any, processor: Any, ids: Sequence[int], videos: Sequence[Frames],
-                      images: Sequence[Frames], positions: Sequence[int], *, temperature: float = 1.0,
-                      suppress_ids: Sequence[int] = ()) -> torch.Tensor:
+def sequence_logprobs(
+    model: Any,
+    processor: Any,
+    ids: Sequence[int],
+    videos: Sequence[Frames],
+    images: Sequence[Frames],
+    positions: Sequence[int],
+    *,
+    temperature: float = 1.0,
+    suppress_ids: Sequence[int] = (),
+) -> torch.Tensor:
     """``log p(ids[t] | ids[:t])`` for each t in ``positions`` (t ≥ 1), from one forward pass, under
     ``softmax(logits / temperature)`` with ``suppress_ids`` removed (the distribution a generator
     that suppresses them samples from). Only the requested rows of the logits are upcast to fp32.

@@ -29,8 +29,13 @@ from paravt.errors import ModelError
 from paravt.protocol.tags import PROTOCOL_TAGS, fmt_time, render_crop_call, render_result_line
 
 QWEN_SPECIAL_TOKENS: tuple[str, ...] = (
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-    "<|image_pad|>", "<|video_pad|>",
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
 )
 
 # Qwen2's pre-tokenizer pattern (numbers split into single digits).
@@ -42,12 +47,28 @@ _QWEN_SPLIT = (
 _COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "white", "black", "grey", "pink")
 _SHAPES = ("circle", "square", "triangle", "star", "digit", "flash", "scene", "background")
 _PHRASES = (
-    "You are a helpful assistant.", "The answer is", "Answer with the option letter.",
-    "Watch the video and answer the question.", "What colour is the flash?",
-    "When does the flash appear?", "Nothing brief appears in this window.",
-    "I need to look closer at", "The video is", "seconds long.", "Options:",
-    "Let me split the video into windows and check each one.", "I can see", "in the overview",
-    "Summarise what happens in this clip.", "between", "and", "at", "from", "to", "the", "a",
+    "You are a helpful assistant.",
+    "The answer is",
+    "Answer with the option letter.",
+    "Watch the video and answer the question.",
+    "What colour is the flash?",
+    "When does the flash appear?",
+    "Nothing brief appears in this window.",
+    "I need to look closer at",
+    "The video is",
+    "seconds long.",
+    "Options:",
+    "Let me split the video into windows and check each one.",
+    "I can see",
+    "in the overview",
+    "Summarise what happens in this clip.",
+    "between",
+    "and",
+    "at",
+    "from",
+    "to",
+    "the",
+    "a",
 )
 
 
@@ -65,56 +86,83 @@ def _legacy_corpus(n_lines: int = 3000, seed: int = 0) -> list[str]:
             f"<think>\nI need to look closer at {fmt_time(a)} to {fmt_time(b)}.\n</think>\n"
             f"{render_crop_call(a, b)}"
         )
-        lines.append(render_result_line(rng.randrange(1, 9), a, b, f"A {colour} {shape} at {a} seconds."))
-        lines.append(f"<answer>{letter}</answer> The answer is {letter}. <answer>[{a}, {b}]</answer>")
+        lines.append(
+            render_result_line(rng.randrange(1, 9), a, b, f"A {colour} {shape} at {a} seconds.")
+        )
+        lines.append(
+            f"<answer>{letter}</answer> The answer is {letter}. <answer>[{a}, {b}]</answer>"
+        )
         lines.append(f"{letter}. {colour} {shape}  <{a / 2:.1f} seconds> {a}.{b % 10}s")
     return lines
 
 
 TokenizerKind = Literal["protocol", "legacy"]
 TOKENIZER_KINDS: tuple[str, ...] = get_args(TokenizerKind)
-PROTOCOL_VOCAB = 2048  # BPE tokens before the added ones (docs/performance.md: the choice, measured)
+PROTOCOL_VOCAB = (
+    2048  # BPE tokens before the added ones (docs/performance.md: the choice, measured)
+)
 LEGACY_VOCAB = 520
 # Pre-tokens of the protocol BPE: newline runs (with the spaces before them) and digit runs are cut
 # out, everything else between them is one pre-token (merges cross spaces and punctuation).
 _PROTOCOL_SPLIT = r"\s*[\r\n]+|\p{N}+"
 
 
-def train_tokenizer(kind: str = "protocol", *, corpus: Sequence[str] = (), vocab_size: int | None = None,
-                    seed: int = 0) -> PreTrainedTokenizerFast:
+def train_tokenizer(
+    kind: str = "protocol",
+    *,
+    corpus: Sequence[str] = (),
+    vocab_size: int | None = None,
+    seed: int = 0,
+) -> PreTrainedTokenizerFast:
     """The tiny models' tokenizer of ``kind`` (module docstring); deterministic for (kind,
     corpus, vocab_size, seed), offline, about a second. ``protocol`` trains on ``corpus`` (the
     protocol's own text: `paravt.data.synth.corpus.protocol_corpus`, passed in by the builder
     because the synthetic task's traces live above this layer)."""
     if kind not in TOKENIZER_KINDS:
-        raise ModelError(f"unknown tokenizer kind {kind!r}; use one of {', '.join(TOKENIZER_KINDS)}")
+        raise ModelError(
+            f"unknown tokenizer kind {kind!r}; use one of {', '.join(TOKENIZER_KINDS)}"
+        )
     if kind == "legacy":
         split = pre_tokenizers.Split(Regex(_QWEN_SPLIT), behavior="isolated")
         return _train(split, _legacy_corpus(seed=seed), vocab_size or LEGACY_VOCAB, max_len=None)
     if not corpus:
-        raise ModelError("the protocol tokenizer trains on the protocol's text: pass "
-                         "corpus=paravt.data.synth.corpus.protocol_corpus() (build_tiny does)")
+        raise ModelError(
+            "the protocol tokenizer trains on the protocol's text: pass "
+            "corpus=paravt.data.synth.corpus.protocol_corpus() (build_tiny does)"
+        )
     split = pre_tokenizers.Split(Regex(_PROTOCOL_SPLIT), behavior="isolated")
     return _train(split, corpus, vocab_size or PROTOCOL_VOCAB, max_len=24)
 
 
-def _train(split: pre_tokenizers.PreTokenizer, corpus: Sequence[str], vocab_size: int, *,
-           max_len: int | None) -> PreTrainedTokenizerFast:
+def _train(
+    split: pre_tokenizers.PreTokenizer,
+    corpus: Sequence[str],
+    vocab_size: int,
+    *,
+    max_len: int | None,
+) -> PreTrainedTokenizerFast:
     """Train the byte-level BPE on ``corpus`` and wrap it with Qwen's special tokens and the
     protocol tags as single (non-special, so they survive decoding) tokens."""
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.Sequence([split, pre_tokenizers.ByteLevel(add_prefix_space=False,
-                                                                                 use_regex=False)])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [split, pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]
+    )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, min_frequency=2, show_progress=False, max_token_length=max_len,
+        vocab_size=vocab_size,
+        min_frequency=2,
+        show_progress=False,
+        max_token_length=max_len,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         special_tokens=list(QWEN_SPECIAL_TOKENS),
     )
     tok.train_from_iterator(corpus, trainer=trainer)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-        clean_up_tokenization_spaces=False, model_max_length=32768,
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        clean_up_tokenization_spaces=False,
+        model_max_length=32768,
     )
     fast.add_special_tokens({"additional_special_tokens": list(QWEN_SPECIAL_TOKENS)})
     fast.add_tokens(list(PROTOCOL_TAGS), special_tokens=False)
@@ -137,7 +185,8 @@ _TEMPLATE = (
     "{%- endmacro -%}"
     "{%- for message in messages -%}"
     "{%- if message.role == 'tool' -%}"
-    "{{- '<|im_start|>user\\n<tool_response>\\n' + render(message.content) + '\\n</tool_response><|im_end|>\\n' -}}"
+    "{{- '<|im_start|>user\\n<tool_response>\\n' + render(message.content) + "
+    "'\\n</tool_response><|im_end|>\\n' -}}"
     "{%- else -%}"
     "{{- '<|im_start|>' + message.role + '\\n' + render(message.content) + '<|im_end|>\\n' -}}"
     "{%- endif -%}"

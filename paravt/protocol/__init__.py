@@ -1,4 +1,5 @@
-"""The ParaVT text protocol (docs/ARCHITECTURE.md §2): tags, the one tool-call parser, answer extraction,
+"""The ParaVT text protocol (docs/ARCHITECTURE.md §2): tags, the one tool-call parser, answer
+extraction,
 format statistics and the versioned prompt templates.
 
 Import the submodules directly (``paravt.protocol.parser``, ``.answer``, ``.stats``, ``.prompts``);

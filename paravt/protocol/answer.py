@@ -25,8 +25,11 @@ DEGENERATE_COUNT = 5
 #: … within a span shorter than this many characters make an output degenerate.
 DEGENERATE_SPAN = 300
 
-_TOOL_OPENS = {T.TOOL_CALL_OPEN: T.TOOL_CALL_CLOSE, T.TOOL_CODE_OPEN: T.TOOL_CODE_CLOSE,
-               T.TOOL_RESPONSE_OPEN: T.TOOL_RESPONSE_CLOSE}
+_TOOL_OPENS = {
+    T.TOOL_CALL_OPEN: T.TOOL_CALL_CLOSE,
+    T.TOOL_CODE_OPEN: T.TOOL_CODE_CLOSE,
+    T.TOOL_RESPONSE_OPEN: T.TOOL_RESPONSE_CLOSE,
+}
 
 
 def extract_answer(text: str) -> str | None:
@@ -42,7 +45,7 @@ def extract_answer(text: str) -> str | None:
         end = tags[i + 1][0] if i + 1 < len(tags) else len(text)
         return text[start:end].strip() or None
     if T.THINK_CLOSE in text:  # level 2
-        after = text[text.rindex(T.THINK_CLOSE) + len(T.THINK_CLOSE):]
+        after = text[text.rindex(T.THINK_CLOSE) + len(T.THINK_CLOSE) :]
         rest = _plain(after).strip()
         if rest:
             return rest
@@ -79,5 +82,7 @@ def is_degenerate(text: str) -> bool:
     positions = [m.start() for m in re.finditer(re.escape(T.IM_START), text)]
     width = len(T.IM_START)
     n = DEGENERATE_COUNT
-    return any(positions[i + n - 1] + width - positions[i] < DEGENERATE_SPAN
-               for i in range(len(positions) - n + 1))
+    return any(
+        positions[i + n - 1] + width - positions[i] < DEGENERATE_SPAN
+        for i in range(len(positions) - n + 1)
+    )

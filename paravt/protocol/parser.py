@@ -23,7 +23,8 @@ count in ``n_tool_code``): nothing is silently dropped.
 Arguments: ``video_path`` is dropped (the video is bound to the episode); ``start``/``end`` are
 aliases of ``start_time``/``end_time``; those two are normalised to finite float seconds
 (``times.parse_time``); a value that is not a time (NaN, ``Infinity``, ``1e999``, a 400-digit
-integer, a word) is the call's error and is removed from ``arguments``. ``validate_calls`` then applies the per-turn limits.
+integer, a word) is the call's error and is removed from ``arguments``. ``validate_calls`` then
+applies the per-turn limits.
 """
 
 from __future__ import annotations
@@ -38,12 +39,23 @@ from typing import Any, Literal
 
 from paravt.errors import ToolCallError
 from paravt.protocol import tags as T
-from paravt.protocol.prompts import CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, PYTHON_SPEC, positional_params
+from paravt.protocol.prompts import (
+    CROP_VIDEO_SPEC,
+    FRAME_SELECT_SPEC,
+    PYTHON_SPEC,
+    positional_params,
+)
 from paravt.protocol.times import parse_time
 
 __all__ = [
-    "ParsedCall", "ParseResult", "parse_calls", "crop_window", "parse_time", "TIME_KEYS",
-    "DEFAULT_POSITIONAL", "WINDOW_TOOLS",
+    "ParsedCall",
+    "ParseResult",
+    "parse_calls",
+    "crop_window",
+    "parse_time",
+    "TIME_KEYS",
+    "DEFAULT_POSITIONAL",
+    "WINDOW_TOOLS",
 ]
 
 Source = Literal["json", "python", "tool_code"]
@@ -52,7 +64,8 @@ Source = Literal["json", "python", "tool_code"]
 #: (format statistics, offline repair): the order of the built-in tools' specs, all in ``prompts``.
 #: An episode passes ``prompts.positional_params(toolset.specs)``: every tool maps by its own spec.
 DEFAULT_POSITIONAL: Mapping[str, tuple[str, ...]] = positional_params(
-    (CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, PYTHON_SPEC))
+    (CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, PYTHON_SPEC)
+)
 #: Tools whose calls carry a ``[start_time, end_time]`` window (validated and clamped).
 WINDOW_TOOLS: frozenset[str] = frozenset({"crop_video"})
 
@@ -142,8 +155,8 @@ def parse_calls(
         close = T.TOOL_CALL_CLOSE if tag == T.TOOL_CALL_OPEN else T.TOOL_CODE_CLOSE
         nxt_pos, nxt_tag = tags[i + 1] if i + 1 < len(tags) else (len(text), "")
         closed = nxt_tag == close
-        body = text[start + len(tag):nxt_pos]
-        raw = text[start:nxt_pos + (len(close) if closed else 0)]
+        body = text[start + len(tag) : nxt_pos]
+        raw = text[start : nxt_pos + (len(close) if closed else 0)]
         if tag == T.TOOL_CODE_OPEN:
             n_code += 1
             if not execute_tool_code:
@@ -156,8 +169,15 @@ def parse_calls(
     return ParseResult(tuple(calls), n_code, n_call, execute_tool_code)
 
 
-def _make_call(index: int, body: str, raw: str, source: Source, closed: bool, tag: str,
-               pos: Mapping[str, Sequence[str]]) -> ParsedCall:
+def _make_call(
+    index: int,
+    body: str,
+    raw: str,
+    source: Source,
+    closed: bool,
+    tag: str,
+    pos: Mapping[str, Sequence[str]],
+) -> ParsedCall:
     name, args, style, error = _parse_body(body, pos)
     if source != "tool_code":
         source = style
@@ -170,8 +190,9 @@ def _make_call(index: int, body: str, raw: str, source: Source, closed: bool, ta
     return ParsedCall(index, name, args, raw, source, closed, error)
 
 
-def _parse_body(body: str, pos: Mapping[str, Sequence[str]]
-                ) -> tuple[str | None, dict[str, Any], Literal["json", "python"], str | None]:
+def _parse_body(
+    body: str, pos: Mapping[str, Sequence[str]]
+) -> tuple[str | None, dict[str, Any], Literal["json", "python"], str | None]:
     s = body.strip()
     fence = _FENCE_RE.match(s)
     if fence:
@@ -223,8 +244,9 @@ def _call_from_object(obj: Any) -> tuple[str | None, dict[str, Any], str | None]
     return name.strip(), {str(k): v for k, v in args.items()}, None
 
 
-def _parse_python_call(s: str, pos: Mapping[str, Sequence[str]]
-                       ) -> tuple[str | None, dict[str, Any], str | None]:
+def _parse_python_call(
+    s: str, pos: Mapping[str, Sequence[str]]
+) -> tuple[str | None, dict[str, Any], str | None]:
     parsed = _python_call_ast(s) or _python_call_split(s)
     if parsed is None:
         return None, {}, f"not a call: {s[:60]!r}"
@@ -237,8 +259,12 @@ def _parse_python_call(s: str, pos: Mapping[str, Sequence[str]]
     args: dict[str, Any] = {}
     if names:
         if len(positional) > len(names):
-            return name, {}, f"{name} takes at most {len(names)} positional arguments " \
-                f"({', '.join(names)}), got {len(positional)}"
+            return (
+                name,
+                {},
+                f"{name} takes at most {len(names)} positional arguments "
+                f"({', '.join(names)}), got {len(positional)}",
+            )
         args.update(zip(names, positional))
     elif positional:
         args["args"] = list(positional)
@@ -255,13 +281,25 @@ def _python_call_ast(s: str) -> tuple[str, list[Any], list[tuple[str, Any]]] | N
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     node = tree.body
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print" \
-            and len(node.args) == 1 and isinstance(node.args[0], ast.Call) and not node.keywords:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "print"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Call)
+        and not node.keywords
+    ):
         node = node.args[0]
     if not isinstance(node, ast.Call):
         return None
     func = node.func
-    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    name = (
+        func.id
+        if isinstance(func, ast.Name)
+        else func.attr
+        if isinstance(func, ast.Attribute)
+        else None
+    )
     if name is None or any(k.arg is None for k in node.keywords):
         return None
     try:

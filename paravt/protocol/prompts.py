@@ -68,16 +68,26 @@ CROP_VIDEO_SPEC = ToolSpec(
 
 FRAME_SELECT_SPEC = ToolSpec(
     name="frame_select",
-    description=("Select frames from a time window and see them directly. At most 1 frame per "
-                 "second; nframes × resized pixels is charged to a per-call and per-episode visual "
-                 "budget (the result says how much is left)."),
+    description=(
+        "Select frames from a time window and see them directly. At most 1 frame per "
+        "second; nframes × resized pixels is charged to a per-call and per-episode visual "
+        "budget (the result says how much is left)."
+    ),
     parameters={
         "type": "object",
         "properties": {
             "start_time": {"type": "number", "description": "start, seconds", "examples": [30]},
             "end_time": {"type": "number", "description": "end, seconds", "examples": [60]},
-            "nframes": {"type": "integer", "description": "frames to sample (≤ 1 per second)", "examples": [8]},
-            "resize": {"type": "number", "description": "scale of the native resolution, in (0, 1]", "examples": [0.5]},
+            "nframes": {
+                "type": "integer",
+                "description": "frames to sample (≤ 1 per second)",
+                "examples": [8],
+            },
+            "resize": {
+                "type": "number",
+                "description": "scale of the native resolution, in (0, 1]",
+                "examples": [0.5],
+            },
         },
         "required": ["start_time", "end_time", "nframes"],
     },
@@ -86,25 +96,35 @@ FRAME_SELECT_SPEC = ToolSpec(
 
 PYTHON_SPEC = ToolSpec(
     name="python",
-    description=("Run Python code on the video. `video.info` (duration, fps, width, height) and "
-                 "`video.frames(start, end, n)` (uint8 n×H×W×3) are available, with numpy as `np` "
-                 "and PIL's `Image`; call `show(img)` to look at an image. Variables persist "
-                 "across calls; printed output is returned."),
+    description=(
+        "Run Python code on the video. `video.info` (duration, fps, width, height) and "
+        "`video.frames(start, end, n)` (uint8 n×H×W×3) are available, with numpy as `np` "
+        "and PIL's `Image`; call `show(img)` to look at an image. Variables persist "
+        "across calls; printed output is returned."
+    ),
     parameters={
         "type": "object",
-        "properties": {"code": {"type": "string", "description": "Python source",
-                                "examples": ["f = video.frames(0, 10, 4)\nprint(f.mean(axis=(1, 2, 3)))"]}},
+        "properties": {
+            "code": {
+                "type": "string",
+                "description": "Python source",
+                "examples": ["f = video.frames(0, 10, 4)\nprint(f.mean(axis=(1, 2, 3)))"],
+            }
+        },
         "required": ["code"],
     },
 )
 
 
-def system_prompt(mode: Mode, tools: Sequence[ToolSpec] = (), *, version: str = "v1",
-                  k_max: int = 8) -> str:
+def system_prompt(
+    mode: Mode, tools: Sequence[ToolSpec] = (), *, version: str = "v1", k_max: int = 8
+) -> str:
     """The main agent's system prompt. Tool modes default to ``(CROP_VIDEO_SPEC,)``; ``k_max``
     is the per-turn call limit stated in parallel mode."""
     if mode not in get_args(Mode):
-        raise ConfigError(f"prompt mode {mode!r} is unknown; use one of {', '.join(get_args(Mode))}")
+        raise ConfigError(
+            f"prompt mode {mode!r} is unknown; use one of {', '.join(get_args(Mode))}"
+        )
     if mode == "none":
         return _render(version, "system_none")
     specs = tuple(tools) or (CROP_VIDEO_SPEC,)
@@ -115,14 +135,22 @@ def tool_section(tools: Sequence[ToolSpec], version: str = "v1") -> str:
     """Name, description and JSON schema of each tool, then one call in the canonical form."""
     specs = "\n".join(
         f"- {t.name}: {t.description} Arguments: {json.dumps(_strip_examples(t.parameters))}"
-        for t in tools)
+        for t in tools
+    )
     example = T.render_tool_call(tools[0].name, _example_arguments(tools[0])) if tools else ""
     return _render(version, "tools", specs=specs, example=example)
 
 
-def user_prompt(question: str, options: Sequence[str] | None, *, duration: float, nframes: int,
-                fps: float | None = None, size: tuple[int, int] | None = None,
-                version: str = "v1") -> str:
+def user_prompt(
+    question: str,
+    options: Sequence[str] | None,
+    *,
+    duration: float,
+    nframes: int,
+    fps: float | None = None,
+    size: tuple[int, int] | None = None,
+    version: str = "v1",
+) -> str:
     """The main agent's first user turn: one ``<video>`` marker (the overview) when
     ``nframes > 0``; with ``nframes == 0`` (on-demand context) no marker, only the metadata."""
     meta = f"Video: {_secs(duration)} s ({T.fmt_time(duration)})"
@@ -143,8 +171,14 @@ def subagent_system_prompt(version: str = "v1") -> str:
 
 
 def subagent_user_prompt(question: str, start: float, end: float, *, version: str = "v1") -> str:
-    return _render(version, "subagent_user", window=_window(start, end), start=_secs(start),
-                   end=_secs(end), question=question.strip())
+    return _render(
+        version,
+        "subagent_user",
+        window=_window(start, end),
+        start=_secs(start),
+        end=_secs(end),
+        question=question.strip(),
+    )
 
 
 def sequential_observation_text(start: float, end: float, *, version: str = "v1") -> str:
@@ -164,8 +198,10 @@ def _template(version: str, name: str) -> str:
     path = root / version / f"{name}.txt"
     if not path.is_file():
         have = sorted(p.name for p in root.iterdir() if p.is_dir())
-        raise ConfigError(f"prompt template {version}/{name}.txt does not exist; "
-                          f"rollout.prompt_version must be one of {have}")
+        raise ConfigError(
+            f"prompt template {version}/{name}.txt does not exist; "
+            f"rollout.prompt_version must be one of {have}"
+        )
     return path.read_text(encoding="utf-8")
 
 

@@ -1,5 +1,7 @@
-"""Format statistics of one output: the ONE source of the format rewards (docs/ARCHITECTURE.md §4) and the
-closure/reversion metrics (docs/ARCHITECTURE.md §6). Computed on the text the reward sees (think prefix +
+"""Format statistics of one output: the ONE source of the format rewards (docs/ARCHITECTURE.md §4)
+and the
+closure/reversion metrics (docs/ARCHITECTURE.md §6). Computed on the text the reward sees (think
+prefix +
 completion), with observation contents removed (``tags.strip_observations``).
 
 Definitions (each flag is used by exactly one reward term or metric, named in brackets):
@@ -44,9 +46,13 @@ from paravt.protocol.parser import parse_calls
 
 THINK_MIN_CHARS = 10  # [paper] docs/ARCHITECTURE.md §4: think content of at least 10 characters
 
-_PAIRS = ((T.THINK_OPEN, T.THINK_CLOSE), (T.TOOL_CALL_OPEN, T.TOOL_CALL_CLOSE),
-          (T.ANSWER_OPEN, T.ANSWER_CLOSE), (T.TOOL_CODE_OPEN, T.TOOL_CODE_CLOSE),
-          (T.TOOL_RESPONSE_OPEN, T.TOOL_RESPONSE_CLOSE))
+_PAIRS = (
+    (T.THINK_OPEN, T.THINK_CLOSE),
+    (T.TOOL_CALL_OPEN, T.TOOL_CALL_CLOSE),
+    (T.ANSWER_OPEN, T.ANSWER_CLOSE),
+    (T.TOOL_CODE_OPEN, T.TOOL_CODE_CLOSE),
+    (T.TOOL_RESPONSE_OPEN, T.TOOL_RESPONSE_CLOSE),
+)
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,8 @@ def format_stats(text: str) -> FormatStats:
         answer_opened=T.ANSWER_OPEN in names,
         answer_closed=_next_is(names, T.ANSWER_OPEN, T.ANSWER_CLOSE, first=False),
         answer_filled=filled,
-        balanced=any(n in T.PROTOCOL_TAGS for n in names) and all(_alternates(names, o, c) for o, c in _PAIRS),
+        balanced=any(n in T.PROTOCOL_TAGS for n in names)
+        and all(_alternates(names, o, c) for o, c in _PAIRS),
         flow=filled and _flow(names),
         n_tool_call=parsed.n_tool_call,
         n_tool_call_ok=ok,
@@ -114,7 +121,7 @@ def _next_is(names: list[str], open_tag: str, close_tag: str, *, first: bool) ->
 
 def _last_unclosed(names: list[str]) -> bool:
     idx = [i for i, n in enumerate(names) if n == T.THINK_OPEN]
-    return bool(idx) and T.THINK_CLOSE not in names[idx[-1] + 1:]
+    return bool(idx) and T.THINK_CLOSE not in names[idx[-1] + 1 :]
 
 
 def _body(text: str, tags: list[tuple[int, str]], tag: str, *, first: bool) -> str:
@@ -135,14 +142,15 @@ def _think_chars(text: str, tags: list[tuple[int, str]]) -> int:
 def _think_first(names: list[str]) -> bool:
     if T.TOOL_CALL_OPEN not in names:
         return False
-    before = names[:names.index(T.TOOL_CALL_OPEN)]
-    return T.THINK_OPEN in before and T.THINK_CLOSE in before[before.index(T.THINK_OPEN):]
+    before = names[: names.index(T.TOOL_CALL_OPEN)]
+    return T.THINK_OPEN in before and T.THINK_CLOSE in before[before.index(T.THINK_OPEN) :]
 
 
 def _alternates(names: list[str], open_tag: str, close_tag: str) -> bool:
     seq = [n for n in names if n in (open_tag, close_tag)]
-    return len(seq) % 2 == 0 and all(n == (open_tag if i % 2 == 0 else close_tag)
-                                     for i, n in enumerate(seq))
+    return len(seq) % 2 == 0 and all(
+        n == (open_tag if i % 2 == 0 else close_tag) for i, n in enumerate(seq)
+    )
 
 
 def _flow(names: list[str]) -> bool:

@@ -1,4 +1,5 @@
-"""The protocol's tags and the canonical text forms of tool calls and tool responses (docs/ARCHITECTURE.md §2).
+"""The protocol's tags and the canonical text forms of tool calls and tool responses
+(docs/ARCHITECTURE.md §2).
 
 Everything that WRITES protocol text (prompts, the oracle that writes SFT traces, the episode's
 tool-response turn) uses these functions, so that what the parser reads is what we write.
@@ -19,12 +20,21 @@ ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 TOOL_CODE_OPEN, TOOL_CODE_CLOSE = "<tool_code>", "</tool_code>"
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 
-#: Forced at the start of every main-agent response (Exploration Anchoring, docs/ARCHITECTURE.md §2).
+# : Forced at the start of every main-agent response (Exploration Anchoring, docs/ARCHITECTURE.md
+# §2).
 THINK_PREFIX = THINK_OPEN + "\n"
 
 PROTOCOL_TAGS: tuple[str, ...] = (
-    THINK_OPEN, THINK_CLOSE, TOOL_CALL_OPEN, TOOL_CALL_CLOSE, TOOL_RESPONSE_OPEN,
-    TOOL_RESPONSE_CLOSE, ANSWER_OPEN, ANSWER_CLOSE, TOOL_CODE_OPEN, TOOL_CODE_CLOSE,
+    THINK_OPEN,
+    THINK_CLOSE,
+    TOOL_CALL_OPEN,
+    TOOL_CALL_CLOSE,
+    TOOL_RESPONSE_OPEN,
+    TOOL_RESPONSE_CLOSE,
+    ANSWER_OPEN,
+    ANSWER_CLOSE,
+    TOOL_CODE_OPEN,
+    TOOL_CODE_CLOSE,
 )
 
 
@@ -61,7 +71,9 @@ def render_tool_call(name: str, arguments: Mapping[str, Any]) -> str:
 
 
 def render_crop_call(start_time: float, end_time: float) -> str:
-    return render_tool_call("crop_video", {"start_time": _num(start_time), "end_time": _num(end_time)})
+    return render_tool_call(
+        "crop_video", {"start_time": _num(start_time), "end_time": _num(end_time)}
+    )
 
 
 def render_result_line(index: int, start: float | None, end: float | None, text: str) -> str:
@@ -77,7 +89,8 @@ WORD_JOINER = "\u2060"
 
 def defuse_media_markers(text: str) -> str:
     """Observation text (tool output, an error quoting the model) with its ``<video>`` /
-    ``<image>`` written with a word joiner after ``<``: only the marker the episode appends for real frames
+    ``<image>`` written with a word joiner after ``<``: only the marker the episode appends for real
+    frames
     is a placeholder, so a tool cannot claim media that do not exist."""
     for marker in MEDIA_MARKERS:
         text = text.replace(marker, "<" + WORD_JOINER + marker[1:])
@@ -119,8 +132,14 @@ TAG_RE = re.compile("|".join(re.escape(t) for t in ALL_TAGS))
 #: An observation block ends at its ``</tool_response>`` or, unclosed, at the end of its TURN (the
 #: next ``<|im_end|>``) or of the text: a block never runs into the next turn.
 _OBSERVATION_RE = re.compile(
-    re.escape(TOOL_RESPONSE_OPEN) + r".*?(?:" + re.escape(TOOL_RESPONSE_CLOSE) + r"|(?="
-    + re.escape(IM_END) + r")|\Z)", re.S)
+    re.escape(TOOL_RESPONSE_OPEN)
+    + r".*?(?:"
+    + re.escape(TOOL_RESPONSE_CLOSE)
+    + r"|(?="
+    + re.escape(IM_END)
+    + r")|\Z)",
+    re.S,
+)
 
 #: Between two turns of a joined completion (``join_turns``): the chat template's end-of-turn.
 TURN_SEPARATOR = IM_END + "\n"
@@ -140,8 +159,12 @@ def strip_observations(text: str) -> str:
     model's output: a sub-agent summary that quotes ``<answer>`` must not count as the main
     agent's answer or format."""
     return _OBSERVATION_RE.sub(
-        lambda m: TOOL_RESPONSE_OPEN + (TOOL_RESPONSE_CLOSE if m.group().endswith(TOOL_RESPONSE_CLOSE)
-                                        else ""), text)
+        lambda m: (
+            TOOL_RESPONSE_OPEN
+            + (TOOL_RESPONSE_CLOSE if m.group().endswith(TOOL_RESPONSE_CLOSE) else "")
+        ),
+        text,
+    )
 
 
 #: ``<`` that starts a chat control token (``<|im_start|>``, ``<|eot_id|>``, …) or a protocol tag.
@@ -152,7 +175,8 @@ def defuse_control_text(text: str) -> str:
     """Untrusted text (tool output, a model's prediction) for a CHAT API whose server tokenizes it
     (an OpenAI-compatible backend, the LLM judge): a word joiner (U+2060, invisible) after every
     ``<`` that starts a control token or protocol tag, so the server's tokenizer cannot read it as
-    one. Token-level encoding does not need this: ``ChatCodec`` encodes such text as plain tokens."""
+    one. Token-level encoding does not need this: ``ChatCodec`` encodes such text as plain
+    tokens."""
     return _CONTROL_START_RE.sub("<" + WORD_JOINER, text)
 
 

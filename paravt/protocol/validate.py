@@ -1,4 +1,5 @@
-"""Per-call validation of parsed tool calls (docs/ARCHITECTURE.md §2): the rules a call must pass before it runs.
+"""Per-call validation of parsed tool calls (docs/ARCHITECTURE.md §2): the rules a call must pass
+before it runs.
 
 Parsing (``paravt.protocol.parser``) reads what the model wrote; validation decides what of it
 can run against one video: known tool, a window inside the video, not too short, not a duplicate,
@@ -23,7 +24,8 @@ def validate_calls(
     known_tools: set[str] | frozenset[str],
     window_tools: frozenset[str] = WINDOW_TOOLS,
 ) -> tuple[ParsedCall, ...]:
-    """Each call validated independently (docs/ARCHITECTURE.md §2); returns the calls in order, with ``error``
+    """Each call validated independently (docs/ARCHITECTURE.md §2); returns the calls in order, with
+    ``error``
     set on the ones that cannot run. Rules, first failing one wins:
 
     1. a parse error stays; 2. the tool must be in ``known_tools``; 3. a window tool needs
@@ -37,7 +39,8 @@ def validate_calls(
         raise ToolCallError(
             f"validate_calls needs duration > 0, k_max >= 1, min_window >= 0; got duration="
             f"{duration}, k_max={k_max}, min_window={min_window}: pass the video's probed duration "
-            "and the rollout limits")
+            "and the rollout limits"
+        )
     out: list[ParsedCall] = []
     seen: set[tuple[float, float]] = set()
     accepted = 0
@@ -54,9 +57,14 @@ def validate_calls(
     return tuple(out)
 
 
-def _check_call(call: ParsedCall, duration: float, min_window: float,
-                known: set[str] | frozenset[str], window_tools: frozenset[str],
-                seen: set[tuple[float, float]]) -> ParsedCall:
+def _check_call(
+    call: ParsedCall,
+    duration: float,
+    min_window: float,
+    known: set[str] | frozenset[str],
+    window_tools: frozenset[str],
+    seen: set[tuple[float, float]],
+) -> ParsedCall:
     if call.error is not None:
         return call
     if call.name not in known:
@@ -74,8 +82,11 @@ def _check_call(call: ParsedCall, duration: float, min_window: float,
     args = {**call.arguments, "start_time": cs, "end_time": ce}
     call = replace(call, arguments=args)
     if ce - cs < min_window:
-        return replace(call, error=f"window {cs:g}-{ce:g} s (clamped to the {duration:g} s video) "
-                                   f"is shorter than {min_window:g} s")
+        return replace(
+            call,
+            error=f"window {cs:g}-{ce:g} s (clamped to the {duration:g} s video) "
+            f"is shorter than {min_window:g} s",
+        )
     if _key((cs, ce)) in seen:
         return replace(call, error=f"duplicate window {cs:g}-{ce:g} s in the same turn")
     return call

@@ -53,11 +53,18 @@ def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any
         if SEE in row.id and target != NOTHING:
             hit_of += 1
             said = reports(reply)
-            right = bool(said and e.needle_start is not None and e.needle_end is not None and timed_right(
-                reply, (float(e.needle_start), float(e.needle_end))))
+            right = bool(
+                said
+                and e.needle_start is not None
+                and e.needle_end is not None
+                and timed_right(reply, (float(e.needle_start), float(e.needle_end)))
+            )
             hit, timed = hit + said, timed + right
-            for key, v in (("recall", said), ("timed_right", right),
-                           ("named_right", reply.split(" appears")[0] == target.split(" appears")[0])):
+            for key, v in (
+                ("recall", said),
+                ("timed_right", right),
+                ("named_right", reply.split(" appears")[0] == target.split(" appears")[0]),
+            ):
                 k.setdefault(key, []).append(bool(v))
         elif SEE in row.id:
             said = reports(reply)
@@ -73,15 +80,23 @@ def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any
             ok = reply.strip()[:1].upper() == target.strip()[:1].upper()
             mcq.setdefault(n, []).append(ok)
             k.setdefault(f"mcq_{n}", []).append(ok)
-    chance = [1.0 / len(r.extra_info.options) for r in rows
-              if OVQ in r.id and r.extra_info.task == "mcq" and r.extra_info.options]
-    return {"clip_recall": _rate(hit, hit_of), "clip_timed_right": _rate(timed, hit_of),
-            "clip_false_reports": _rate(false, miss_of),
-            "mcq": {str(n): _rate(sum(v), len(v)) for n, v in sorted(mcq.items())},
-            "mcq_chance": round(sum(chance) / len(chance), 4) if chance else None,
-            "open": {str(n): _rate(sum(v), len(v)) for n, v in sorted(open_.items())},
-            "by_kind": {kind: {key: _rate(sum(v), len(v)) for key, v in sorted(d.items())}
-                        for kind, d in sorted(kinds.items())}}
+    chance = [
+        1.0 / len(r.extra_info.options)
+        for r in rows
+        if OVQ in r.id and r.extra_info.task == "mcq" and r.extra_info.options
+    ]
+    return {
+        "clip_recall": _rate(hit, hit_of),
+        "clip_timed_right": _rate(timed, hit_of),
+        "clip_false_reports": _rate(false, miss_of),
+        "mcq": {str(n): _rate(sum(v), len(v)) for n, v in sorted(mcq.items())},
+        "mcq_chance": round(sum(chance) / len(chance), 4) if chance else None,
+        "open": {str(n): _rate(sum(v), len(v)) for n, v in sorted(open_.items())},
+        "by_kind": {
+            kind: {key: _rate(sum(v), len(v)) for key, v in sorted(d.items())}
+            for kind, d in sorted(kinds.items())
+        },
+    }
 
 
 def _check(value: Any, want: str, holds: bool) -> dict[str, Any]:
@@ -90,6 +105,7 @@ def _check(value: Any, want: str, holds: bool) -> dict[str, Any]:
 
 def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:
     """The base checks of issues 27 and 31 from a ``score_probe`` result."""
+
     def rate(key: str) -> float | None:
         return (probe.get(key) or {}).get("rate")
 
@@ -98,29 +114,54 @@ def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:
     o64 = (probe.get("open") or {}).get("64", {}).get("rate")
     chance = probe.get("mcq_chance")
     return {
-        "base_clip_recall": _check(probe.get("clip_recall"), f"≥ {RECALL_MIN}", recall is not None and recall >= RECALL_MIN),
-        "base_clip_timed_right": _check(probe.get("clip_timed_right"), f"≥ {TIMED_MIN}",
-                                        timed is not None and timed >= TIMED_MIN),
-        "base_clip_false_reports": _check(probe.get("clip_false_reports"), f"≤ {FALSE_MAX}",
-                                          false is not None and false <= FALSE_MAX),
-        "base_overview_mcq_at_64": _check((probe.get("mcq") or {}).get("64"), f"≥ {MCQ64_MIN}",
-                                          m64 is not None and m64 >= MCQ64_MIN),
-        "base_overview_mcq_at_4": _check({"acc": (probe.get("mcq") or {}).get("4"), "chance": chance},
-                                         f"within {MCQ4_BAND} of chance",
-                                         m4 is not None and chance is not None and abs(m4 - chance) <= MCQ4_BAND),
-        "base_overview_open_at_64": _check({"acc": (probe.get("open") or {}).get("64"),
-                                            "at_4": (probe.get("open") or {}).get("4")},
-                                           f"≥ {OPEN64_MIN}", o64 is not None and o64 >= OPEN64_MIN),
+        "base_clip_recall": _check(
+            probe.get("clip_recall"), f"≥ {RECALL_MIN}", recall is not None and recall >= RECALL_MIN
+        ),
+        "base_clip_timed_right": _check(
+            probe.get("clip_timed_right"),
+            f"≥ {TIMED_MIN}",
+            timed is not None and timed >= TIMED_MIN,
+        ),
+        "base_clip_false_reports": _check(
+            probe.get("clip_false_reports"),
+            f"≤ {FALSE_MAX}",
+            false is not None and false <= FALSE_MAX,
+        ),
+        "base_overview_mcq_at_64": _check(
+            (probe.get("mcq") or {}).get("64"),
+            f"≥ {MCQ64_MIN}",
+            m64 is not None and m64 >= MCQ64_MIN,
+        ),
+        "base_overview_mcq_at_4": _check(
+            {"acc": (probe.get("mcq") or {}).get("4"), "chance": chance},
+            f"within {MCQ4_BAND} of chance",
+            m4 is not None and chance is not None and abs(m4 - chance) <= MCQ4_BAND,
+        ),
+        "base_overview_open_at_64": _check(
+            {
+                "acc": (probe.get("open") or {}).get("64"),
+                "at_4": (probe.get("open") or {}).get("4"),
+            },
+            f"≥ {OPEN64_MIN}",
+            o64 is not None and o64 >= OPEN64_MIN,
+        ),
     }
 
 
-def run_probe(model: str, parquet: Path, *, max_new_tokens: int, max_pixels: int, crop_max_pixels: int,
-              size_factor: int) -> dict[str, Any]:
+def run_probe(
+    model: str,
+    parquet: Path,
+    *,
+    max_new_tokens: int,
+    max_pixels: int,
+    crop_max_pixels: int,
+    size_factor: int,
+) -> dict[str, Any]:
     """Greedy replies of ``model`` to every probe row of ``parquet``, scored (``score_probe``)."""
-    from paravt.data.chat import to_chat_messages
-    from paravt.data.schema import read_rows
     from paravt.agent.backend import open_backend
     from paravt.config import ModelConfig, RolloutConfig
+    from paravt.data.chat import to_chat_messages
+    from paravt.data.schema import read_rows
     from paravt.models.base import GenRequest, SamplingParams
 
     rows = [r for r in read_rows(parquet) if isinstance(r, SFTRow)]
@@ -128,18 +169,30 @@ def run_probe(model: str, parquet: Path, *, max_new_tokens: int, max_pixels: int
     codec, sp = backend.codec, SamplingParams(temperature=0.0, max_new_tokens=max_new_tokens)
     reqs = []
     for r in rows:
-        msgs = to_chat_messages(r, parquet.parent, max_pixels=max_pixels, crop_max_pixels=crop_max_pixels,
-                                size_factor=size_factor)[:-1]  # the prompt: the target is the last message
+        msgs = to_chat_messages(
+            r,
+            parquet.parent,
+            max_pixels=max_pixels,
+            crop_max_pixels=crop_max_pixels,
+            size_factor=size_factor,
+        )[:-1]  # the prompt: the target is the last message
         enc = codec.encode_messages(msgs)
-        reqs.append(GenRequest(enc.ids + codec.generation_prompt(), tuple(msgs), enc.videos, enc.images, sp))
+        reqs.append(
+            GenRequest(enc.ids + codec.generation_prompt(), tuple(msgs), enc.videos, enc.images, sp)
+        )
 
     async def gen() -> list[str]:
         out = []
         for i in range(0, len(reqs), CHUNK):
-            out += [o.text for o in await backend.generator.generate(reqs[i:i + CHUNK])]
+            out += [o.text for o in await backend.generator.generate(reqs[i : i + CHUNK])]
         await backend.generator.aclose()
         return out
 
     replies = asyncio.run(gen())
-    return {**score_probe(rows, replies), "samples": [{"id": r.id, "target": r.messages[-1].text, "reply": t}
-                                                      for r, t in list(zip(rows, replies))[:12]]}
+    return {
+        **score_probe(rows, replies),
+        "samples": [
+            {"id": r.id, "target": r.messages[-1].text, "reply": t}
+            for r, t in list(zip(rows, replies))[:12]
+        ],
+    }

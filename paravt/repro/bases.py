@@ -7,7 +7,8 @@ science run use the same base when their base settings agree (the presets share 
 names the directory under the cache root (``paravt repro``: ``OUT/../bases``)::
 
     synth-KEY/    ParaVT-Synth of the base's settings (keyed by the data version and the synth
-                  settings): train videos → base.parquet, eval videos → base_eval.parquet (the probe)
+                  settings): train videos → base.parquet, eval videos → base_eval.parquet (the
+                  probe)
     init-SIZE-KEY/  the random tiny model (``build_tiny``, seeded; keyed by the size, the data
                   version and the tiny factory's version, so a tokenizer change builds a new one)
     PRIOR-KEY/    settings.json, train/ (``paravt train prior``: resumes from its checkpoints),
@@ -36,35 +37,58 @@ from paravt.repro.stages import finish_stage, start_stage
 DATA_VERSION = 5  # bump when paravt.data.synth.base / perception change what the base learns
 
 
-def base_settings(cfg: TrainConfig, *, videos: int, probe_videos: int, model_size: str,
-                  probe_max_new_tokens: int, needle_kinds: Sequence[str],
-                  durations: tuple[int, int]) -> dict[str, Any]:
+def base_settings(
+    cfg: TrainConfig,
+    *,
+    videos: int,
+    probe_videos: int,
+    model_size: str,
+    probe_max_new_tokens: int,
+    needle_kinds: Sequence[str],
+    durations: tuple[int, int],
+) -> dict[str, Any]:
     """What the base depends on (``cfg.prior`` already holds the prior's ``tool_mix``)."""
     from paravt.data.synth.corpus import corpus_digest
 
     v = cfg.video
-    return {"version": DATA_VERSION, "synth": {"videos": videos, "eval_videos": probe_videos, "seed": 0,
-                                               "needle_kinds": list(needle_kinds),
-                                               "durations": list(durations)},
-            "model_size": model_size, "prior": cfg.prior.model_dump(mode="json"),
-            "tokenizer_corpus": corpus_digest(),  # the init's tokenizer is trained on it (synth/corpus.py)
-            "video": {"overview_max_pixels": v.overview_max_pixels, "crop_max_pixels": v.crop_max_pixels,
-                      "size_factor": v.size_factor},
-            "probe_max_new_tokens": probe_max_new_tokens,
-            # the parameter dtype changes what the base learns (not where it runs): a bf16 base is
-            # another base; fp32 adds nothing, so the keys of the bases built before stay valid
-            **({"dtype": cfg.model.dtype} if cfg.model.dtype != "float32" else {})}
+    return {
+        "version": DATA_VERSION,
+        "synth": {
+            "videos": videos,
+            "eval_videos": probe_videos,
+            "seed": 0,
+            "needle_kinds": list(needle_kinds),
+            "durations": list(durations),
+        },
+        "model_size": model_size,
+        "prior": cfg.prior.model_dump(mode="json"),
+        # the init's tokenizer is trained on it (synth/corpus.py)
+        "tokenizer_corpus": corpus_digest(),
+        "video": {
+            "overview_max_pixels": v.overview_max_pixels,
+            "crop_max_pixels": v.crop_max_pixels,
+            "size_factor": v.size_factor,
+        },
+        "probe_max_new_tokens": probe_max_new_tokens,
+        # the parameter dtype changes what the base learns (not where it runs): a bf16 base is
+        # another base; fp32 adds nothing, so the keys of the bases built before stay valid
+        **({"dtype": cfg.model.dtype} if cfg.model.dtype != "float32" else {}),
+    }
 
 
-def base_paths(root: Path, settings: dict[str, Any], name: str, *, tiny_version: int | None = None
-               ) -> tuple[Path, Path, Path]:
+def base_paths(
+    root: Path, settings: dict[str, Any], name: str, *, tiny_version: int | None = None
+) -> tuple[Path, Path, Path]:
     """(synth, init, prior) directories of ``settings`` under ``root`` (module docstring)."""
     from paravt.data.synth.tiny import TINY_VERSION
 
     tiny = TINY_VERSION if tiny_version is None else tiny_version
-    return (root / f"synth-{base_key({'version': settings['version'], **settings['synth']})}",
-            root / f"init-{settings['model_size']}-{base_key([settings['version'], tiny, settings.get('tokenizer_corpus')])}",
-            root / f"{name}-{base_key(settings)}")
+    return (
+        root / f"synth-{base_key({'version': settings['version'], **settings['synth']})}",
+        root
+        / f"init-{settings['model_size']}-{base_key([settings['version'], tiny, settings.get('tokenizer_corpus')])}",
+        root / f"{name}-{base_key(settings)}",
+    )
 
 
 def base_key(settings: Any) -> str:
@@ -75,13 +99,17 @@ def base_key(settings: Any) -> str:
 WAIT_S = 5.0  # between two looks at a base another run is building
 
 
-def ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str) -> tuple[Path, dict[str, Any]]:
+def ensure_base(
+    root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str
+) -> tuple[Path, dict[str, Any]]:
     """Build (or reuse) the base of ``settings`` under ``root``; returns its model dir and probe.
     One builder at a time per cache root: a second run waits for the first (never two writers),
     while the builder makes progress; after ``cfg.lock_wait_s`` seconds without (a stopped or hung
     builder) it stops with `OutputLocked` naming the builder (`paravt.runlock.acquire_waiting`)."""
     root.mkdir(parents=True, exist_ok=True)
-    me = runlock.acquire_waiting(root, f"paravt repro: base {name}", wait_s=cfg.lock_wait_s, poll_s=WAIT_S)
+    me = runlock.acquire_waiting(
+        root, f"paravt repro: base {name}", wait_s=cfg.lock_wait_s, poll_s=WAIT_S
+    )
     try:
         return _ensure_base(root, cfg, settings, name)
     finally:
@@ -89,43 +117,63 @@ def ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: st
 
 
 #: Bases the project ships (built by `paravt repro --ship-bases`, ``ship_base``): NAME-KEY/ with
-#: train/model/, settings.json, probe.json and build_log.jsonl. Used only when KEY is this code's key.
+# : train/model/, settings.json, probe.json and build_log.jsonl. Used only when KEY is this code's
+# key.
 SHIPPED = Path(__file__).parent / "shipped"
 REBUILD_MIN = 15  # minutes a base rebuild takes on 2 idle cores (docs/repro.md, "Budgets")
 
 
-def shipped_base(settings: dict[str, Any], name: str, shipped: Path = SHIPPED) -> tuple[Path, dict[str, Any]] | None:
+def shipped_base(
+    settings: dict[str, Any], name: str, shipped: Path = SHIPPED
+) -> tuple[Path, dict[str, Any]] | None:
     """The shipped base of exactly these settings (its model dir and probe), or None; a shipped
-    base of the same name and model size under another key is named on stderr as stale (not used)."""
+    base of the same name and model size under another key is named on stderr as stale (not
+    used)."""
     import sys
 
     d = shipped / f"{name}-{base_key(settings)}"
     if (d / "train" / "model").is_dir() and (d / "probe.json").is_file():
         return d / "train" / "model", json.loads((d / "probe.json").read_text())
-    stale = sorted(x.name for x in shipped.glob(f"{name}-*") if (x / "settings.json").is_file()
-                   and json.loads((x / "settings.json").read_text()).get("model_size") == settings.get("model_size"))
+    stale = sorted(
+        x.name
+        for x in shipped.glob(f"{name}-*")
+        if (x / "settings.json").is_file()
+        and json.loads((x / "settings.json").read_text()).get("model_size")
+        == settings.get("model_size")
+    )
     if stale:
-        print(f"the shipped base {', '.join(stale)} was built with other base settings than this code's "
-              f"(key {base_key(settings)}): building the base instead (about {REBUILD_MIN} min on 2 idle cores)",
-              file=sys.stderr, flush=True)
+        print(
+            f"the shipped base {', '.join(stale)} was built with other base settings than this "
+            "code's "
+            f"(key {base_key(settings)}): building the base instead (about {REBUILD_MIN} min on "
+            "2 idle cores)",
+            file=sys.stderr,
+            flush=True,
+        )
     return None
 
 
 def ship_base(bdir: Path, shipped: Path = SHIPPED) -> Path:
-    """Copy the built base ``bdir`` (``NAME-KEY``: its final model, settings, probe and training log;
+    """Copy the built base ``bdir`` (``NAME-KEY``: its final model, settings, probe and training
+    log;
     no checkpoints) into ``shipped``, so a fresh clone uses it instead of building it."""
     train = bdir / "train"
     if not (train / "model").is_dir() or not (bdir / "probe.json").is_file():
         raise FileNotFoundError(f"{bdir} holds no finished base (train/model and probe.json)")
     dst = shipped / bdir.name
     copy_model(train / "model", dst / "train" / "model")
-    for src, name in ((bdir / "settings.json", "settings.json"), (bdir / "probe.json", "probe.json"),
-                      (train / "train_log.jsonl", "build_log.jsonl")):
+    for src, name in (
+        (bdir / "settings.json", "settings.json"),
+        (bdir / "probe.json", "probe.json"),
+        (train / "train_log.jsonl", "build_log.jsonl"),
+    ):
         shutil.copyfile(src, dst / name)
     return dst
 
 
-def _ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str) -> tuple[Path, dict[str, Any]]:
+def _ensure_base(
+    root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str
+) -> tuple[Path, dict[str, Any]]:
     from paravt.data.synth.build import build
     from paravt.data.synth.tiny import build_tiny
     from paravt.repro.base_probe import run_probe
@@ -136,8 +184,16 @@ def _ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: s
         return found
     if start_stage(synth, "ParaVT-Synth of the pretrained base"):
         s = settings["synth"]
-        build(synth, videos=s["videos"], eval_videos=s["eval_videos"], seed=s["seed"], workers=2,
-              needle_kinds=s["needle_kinds"], min_duration=s["durations"][0], max_duration=s["durations"][1])
+        build(
+            synth,
+            videos=s["videos"],
+            eval_videos=s["eval_videos"],
+            seed=s["seed"],
+            workers=2,
+            needle_kinds=s["needle_kinds"],
+            min_duration=s["durations"][0],
+            max_duration=s["durations"][1],
+        )
         finish_stage(synth)
     if start_stage(init, "tiny Qwen3-VL random init"):
         build_tiny("qwen3_vl", settings["model_size"], init)
@@ -153,9 +209,14 @@ def _ensure_base(root: Path, cfg: TrainConfig, settings: dict[str, Any], name: s
     probe = bdir / "probe"
     if start_stage(probe, f"base probe on held-out videos ({name})"):
         v = settings["video"]
-        result = run_probe(str(train / "model"), synth / "base_eval.parquet",
-                           max_new_tokens=settings["probe_max_new_tokens"], max_pixels=v["overview_max_pixels"],
-                           crop_max_pixels=v["crop_max_pixels"], size_factor=v["size_factor"])
+        result = run_probe(
+            str(train / "model"),
+            synth / "base_eval.parquet",
+            max_new_tokens=settings["probe_max_new_tokens"],
+            max_pixels=v["overview_max_pixels"],
+            crop_max_pixels=v["crop_max_pixels"],
+            size_factor=v["size_factor"],
+        )
         (bdir / "probe.json").write_text(json.dumps(result, indent=1))
         finish_stage(probe)
     return train / "model", json.loads((bdir / "probe.json").read_text())

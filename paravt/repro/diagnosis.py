@@ -52,9 +52,13 @@ def _share(hits: int, total: int) -> dict[str, Any]:
     return {"rate": hits / total if total else None, "hits": hits, "of": total}
 
 
-def diagnose(rows: Sequence[ResultRow], needles: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+def diagnose(
+    rows: Sequence[ResultRow], needles: Mapping[str, tuple[float, float]]
+) -> dict[str, Any]:
     """The pipeline diagnosis of the parallel-mode ``rows`` (``needles``: id → needle window)."""
-    episodes = covered = cover_w = cover_rep = other_w = other_rep = reported = correct_rep = timed = 0
+    episodes = covered = cover_w = cover_rep = other_w = other_rep = reported = correct_rep = (
+        timed
+    ) = 0
     for r in rows:
         if r.mode != "parallel" or r.id not in needles:
             continue
@@ -75,10 +79,14 @@ def diagnose(rows: Sequence[ResultRow], needles: Mapping[str, tuple[float, float
         if hit_said:
             reported += 1
             correct_rep += bool(r.correct)
-    return {"episodes_with_windows": episodes, "coverage": _share(covered, episodes),
-            "recall": _share(cover_rep, cover_w), "false_reports": _share(other_rep, other_w),
-            "timed_right": _share(timed, cover_rep),
-            "acc_given_report": _share(correct_rep, reported)}
+    return {
+        "episodes_with_windows": episodes,
+        "coverage": _share(covered, episodes),
+        "recall": _share(cover_rep, cover_w),
+        "false_reports": _share(other_rep, other_w),
+        "timed_right": _share(timed, cover_rep),
+        "acc_given_report": _share(correct_rep, reported),
+    }
 
 
 def needle_windows(eval_parquet: str) -> dict[str, tuple[float, float]]:

@@ -13,21 +13,42 @@ from paravt.rewards import RewardWeights
 from paravt.rewards.metrics import aggregate
 
 
-def sample_metrics(model: str, inputs: Sequence[EpisodeInput], settings: EpisodeSettings, *, k: int,
-                   seed: int = 0, temperature: float = 0.7) -> dict[str, float]:
+def sample_metrics(
+    model: str,
+    inputs: Sequence[EpisodeInput],
+    settings: EpisodeSettings,
+    *,
+    k: int,
+    seed: int = 0,
+    temperature: float = 0.7,
+) -> dict[str, float]:
     """Roll out every input ``k`` times from ``model`` at ``temperature`` (seeded) and aggregate."""
     from paravt.agent.backend import open_backend
     from paravt.config import ModelConfig, RolloutConfig
     from paravt.rl.grpo import rollout_record
 
     if k < 1 or not inputs:
-        raise ValueError(f"a format probe needs k ≥ 1 and at least one prompt (k={k}, prompts={len(inputs)})")
+        raise ValueError(
+            f"a format probe needs k ≥ 1 and at least one prompt (k={k}, prompts={len(inputs)})"
+        )
     backend = open_backend(ModelConfig(path=model), RolloutConfig())
     sp = replace(settings.sampling, temperature=temperature, seed=seed)
-    s = replace(settings, sampling=sp, sub_sampling=replace(settings.sub_sampling, temperature=temperature, seed=seed))
+    s = replace(
+        settings,
+        sampling=sp,
+        sub_sampling=replace(settings.sub_sampling, temperature=temperature, seed=seed),
+    )
     batch = [inp for inp in inputs for _ in range(k)]
     ids = [f"probe-{seed}-{i}" for i in range(len(batch))]
-    results = asyncio.run(run_group(batch, generator=backend.generator, codec=backend.codec, settings=s,
-                                    tools=backend.tools, episode_ids=ids))
+    results = asyncio.run(
+        run_group(
+            batch,
+            generator=backend.generator,
+            codec=backend.codec,
+            settings=s,
+            tools=backend.tools,
+            episode_ids=ids,
+        )
+    )
     w = RewardWeights.default()
     return aggregate([rollout_record(r, episode_reward(r, w)) for r in results])

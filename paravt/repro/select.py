@@ -34,8 +34,13 @@ class Selection:
     candidates: tuple[Candidate, ...]
 
     def to_dict(self) -> dict[str, object]:
-        return {"chosen_step": self.chosen.step, "chosen_path": self.chosen.path, "key": self.key,
-                "tolerance": self.tolerance, "candidates": [asdict(c) for c in self.candidates]}
+        return {
+            "chosen_step": self.chosen.step,
+            "chosen_path": self.chosen.path,
+            "key": self.key,
+            "tolerance": self.tolerance,
+            "candidates": [asdict(c) for c in self.candidates],
+        }
 
 
 def pick_early(scores: Sequence[tuple[int, float]], *, tolerance: float) -> int:
@@ -63,8 +68,17 @@ def sft_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-def select_checkpoint(run_dir: Path, inputs: Sequence[EpisodeInput], settings: EpisodeSettings, *, k: int,
-                      tolerance: float, key: str = "f_tau", seed: int = 0, temperature: float = 0.7) -> Selection:
+def select_checkpoint(
+    run_dir: Path,
+    inputs: Sequence[EpisodeInput],
+    settings: EpisodeSettings,
+    *,
+    k: int,
+    tolerance: float,
+    key: str = "f_tau",
+    seed: int = 0,
+    temperature: float = 0.7,
+) -> Selection:
     """Probe every SFT checkpoint of ``run_dir`` and apply ``pick_early``; writes
     ``run_dir/selection.json`` with every candidate's measured metrics."""
     from paravt.repro.probe import sample_metrics

@@ -1,5 +1,6 @@
 """Resumable stages of `paravt repro`: a stage that finished leaves ``.repro-stage-done`` (holding
-its wall seconds) and is skipped on the next run; ``stage_times`` lists them for ``meta.stage_s``."""
+its wall seconds) and is skipped on the next run; ``stage_times`` lists them for
+``meta.stage_s``."""
 
 from __future__ import annotations
 

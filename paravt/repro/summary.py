@@ -17,14 +17,20 @@ from paravt.eval.intervals import Interval, bootstrap_interval, t_interval
 
 TRAIN_KEYS = ("f_tau", "kappa", "tool_code_rate", "skip_tool_rate")
 #: Ranges the intervals are clipped to (rates; kappa counts calls); f_tau (R_fmt) is left as is.
-BOUNDS = {"kappa": (0.0, math.inf), "tool_code_rate": (0.0, 1.0), "skip_tool_rate": (0.0, 1.0),
-          "closed/think": (0.0, 1.0), "closed/tool_call": (0.0, 1.0), "closed/answer": (0.0, 1.0)}
+BOUNDS = {
+    "kappa": (0.0, math.inf),
+    "tool_code_rate": (0.0, 1.0),
+    "skip_tool_rate": (0.0, 1.0),
+    "closed/think": (0.0, 1.0),
+    "closed/tool_call": (0.0, 1.0),
+    "closed/answer": (0.0, 1.0),
+}
 CLOSURE_KEYS = {"think": "closed/think", "tool_call": "closed/tool_call", "answer": "closed/answer"}
 
 
 def tail_means(log: Sequence[Mapping[str, Any]], frac: float = 0.5) -> dict[str, float]:
     """Mean of every numeric key over the last ``ceil(frac · len)`` logged steps."""
-    rows = list(log)[-max(1, math.ceil(frac * len(log))):] if log else []
+    rows = list(log)[-max(1, math.ceil(frac * len(log))) :] if log else []
     sums: dict[str, list[float]] = defaultdict(list)
     for r in rows:
         for k, v in r.items():
@@ -42,7 +48,9 @@ def _iv(values: Iterable[float], key: str) -> dict[str, Any]:
 
 def train_block(per_seed: Sequence[Mapping[str, float]]) -> dict[str, Any]:
     out: dict[str, Any] = {k: _iv((m[k] for m in per_seed if k in m), k) for k in TRAIN_KEYS}
-    out["closure"] = {name: _iv((m[key] for m in per_seed if key in m), key) for name, key in CLOSURE_KEYS.items()}
+    out["closure"] = {
+        name: _iv((m[key] for m in per_seed if key in m), key) for name, key in CLOSURE_KEYS.items()
+    }
     return out
 
 
@@ -65,7 +73,11 @@ def eval_block(rows: Sequence[Mapping[str, Any]], *, seed: int = 0) -> dict[str,
             by_n[str(n)] = bootstrap_interval(list(q.values()), seed=seed).to_dict()
         block: dict[str, Any] = {"acc_by_n": by_n}
         for name, flag in (("acc_necessary", True), ("acc_unnecessary", False)):
-            q = per_question({**r, "id": f"{r['id']}@{r['nframes']}"} for r in mrows if r.get("tool_necessary") is flag)
+            q = per_question(
+                {**r, "id": f"{r['id']}@{r['nframes']}"}
+                for r in mrows
+                if r.get("tool_necessary") is flag
+            )
             block[name] = bootstrap_interval(list(q.values()), seed=seed).to_dict() if q else None
         out[mode] = block
     return out
@@ -83,6 +95,14 @@ def above(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return float(a["mean"]) > float(b["mean"])
 
 
-def variant_summary(per_seed: Sequence[Mapping[str, float]], eval_rows: Sequence[Mapping[str, Any]], *,
-                    seed: int = 0) -> dict[str, Any]:
-    return {**train_block(per_seed), "seeds": len(per_seed), "eval": eval_block(eval_rows, seed=seed)}
+def variant_summary(
+    per_seed: Sequence[Mapping[str, float]],
+    eval_rows: Sequence[Mapping[str, Any]],
+    *,
+    seed: int = 0,
+) -> dict[str, Any]:
+    return {
+        **train_block(per_seed),
+        "seeds": len(per_seed),
+        "eval": eval_block(eval_rows, seed=seed),
+    }

@@ -14,7 +14,11 @@ from rich.table import Table
 
 def cell(iv: Mapping[str, Any] | None, digits: int = 2) -> str:
     """``mean [lo, hi]`` (or the mean alone without an interval; ``–`` when missing)."""
-    if not iv or iv.get("mean") is None or (isinstance(iv["mean"], float) and math.isnan(iv["mean"])):
+    if (
+        not iv
+        or iv.get("mean") is None
+        or (isinstance(iv["mean"], float) and math.isnan(iv["mean"]))
+    ):
         return "–"
     text = f"{iv['mean']:.{digits}f}"
     if iv.get("lo") is not None and iv.get("hi") is not None:
@@ -29,17 +33,39 @@ def _acc(v: Mapping[str, Any], mode: str, n: str) -> str:
 
 def variants_table(summary: Mapping[str, Any]) -> Table:
     meta = summary.get("meta", {})
-    t = Table(title=f"paravt repro ({meta.get('preset', '?')}, {meta.get('seeds', '?')} seed(s), "
-                    f"{meta.get('eval_questions', '?')} held-out questions): means [95% interval]")
+    t = Table(
+        title=f"paravt repro ({meta.get('preset', '?')}, {meta.get('seeds', '?')} seed(s), "
+        f"{meta.get('eval_questions', '?')} held-out questions): means [95% interval]"
+    )
     t.add_column("variant", no_wrap=True)
-    for col in ("f_tau", "κ", "think", "tool_call", "answer", "<tool_code>", "acc par n=4", "acc par n=64",
-                "acc none n=4", "acc none n=64"):
+    for col in (
+        "f_tau",
+        "κ",
+        "think",
+        "tool_call",
+        "answer",
+        "<tool_code>",
+        "acc par n=4",
+        "acc par n=64",
+        "acc none n=4",
+        "acc none n=64",
+    ):
         t.add_column(col, min_width=6)  # "mean [lo, hi]" wraps after the mean rather than being cut
     for name, v in summary.get("variants", {}).items():
         closure = v.get("closure", {})
-        t.add_row(name, cell(v.get("f_tau")), cell(v.get("kappa")), cell(closure.get("think")),
-                  cell(closure.get("tool_call")), cell(closure.get("answer")), cell(v.get("tool_code_rate")),
-                  _acc(v, "parallel", "4"), _acc(v, "parallel", "64"), _acc(v, "none", "4"), _acc(v, "none", "64"))
+        t.add_row(
+            name,
+            cell(v.get("f_tau")),
+            cell(v.get("kappa")),
+            cell(closure.get("think")),
+            cell(closure.get("tool_call")),
+            cell(closure.get("answer")),
+            cell(v.get("tool_code_rate")),
+            _acc(v, "parallel", "4"),
+            _acc(v, "parallel", "64"),
+            _acc(v, "none", "4"),
+            _acc(v, "none", "64"),
+        )
     return t
 
 
@@ -60,8 +86,13 @@ def claims_table(summary: Mapping[str, Any]) -> Table:
     for col in ("claim", "paper", "ours", "holds", "note"):
         t.add_column(col, overflow="fold")
     for c in summary.get("claims", []):
-        t.add_row(c.get("claim", "?"), _pairs(c.get("paper")), _pairs(c.get("ours")),
-                  "[green]yes[/green]" if c.get("holds") else "[red]no[/red]", c.get("note", ""))
+        t.add_row(
+            c.get("claim", "?"),
+            _pairs(c.get("paper")),
+            _pairs(c.get("ours")),
+            "[green]yes[/green]" if c.get("holds") else "[red]no[/red]",
+            c.get("note", ""),
+        )
     return t
 
 
@@ -72,8 +103,12 @@ def task_check_table(summary: Mapping[str, Any]) -> Table:
         t.add_column(col, overflow="fold")
     for name, c in summary.get("task_check", {}).items():
         if isinstance(c, Mapping) and "holds" in c:
-            t.add_row(name, _measured(c.get("value")), str(c.get("want", "")),
-                      "[green]yes[/green]" if c["holds"] else "[red]no[/red]")
+            t.add_row(
+                name,
+                _measured(c.get("value")),
+                str(c.get("want", "")),
+                "[green]yes[/green]" if c["holds"] else "[red]no[/red]",
+            )
     return t
 
 
@@ -96,7 +131,10 @@ def print_summary(summary: Mapping[str, Any], console: Console) -> None:
     console.print(claims_table({"claims": ran}))
     skipped = len(summary.get("claims", [])) - len(ran)
     if skipped:
-        console.print(f"{skipped} claim(s) need variants this run did not train (`paravt repro` runs them all).")
+        console.print(
+            f"{skipped} claim(s) need variants this run did not train (`paravt repro` runs them "
+            "all)."
+        )
     console.print(verdict(ran))
 
 
@@ -106,4 +144,6 @@ def verdict(claims: list[Mapping[str, Any]]) -> str:
         return "this run tests none of the paper's claims"
     held = [str(c.get("claim", "?")) for c in claims if c.get("holds")]
     line = f"this run supports {len(held)} of the {len(claims)} paper claims it tests"
-    return line + (": " + "; ".join(held) if held else " (intervals in the table; docs/repro.md says why)")
+    return line + (
+        ": " + "; ".join(held) if held else " (intervals in the table; docs/repro.md says why)"
+    )

@@ -32,21 +32,28 @@ from paravt.repro.summary import per_question
 REFERENCE = ("paragrpo", "sft", "vanilla_grpo")
 RECALL_WANT = 0.8
 FALSE_REPORTS_MAX = 0.2
-RECALL_WINDOWS_MIN = 30  # windows holding the needle that subagent_recall scores (1 window is no rate)
+RECALL_WINDOWS_MIN = (
+    30  # windows holding the needle that subagent_recall scores (1 window is no rate)
+)
 COLD_START = "sft"  # the variant that IS the chosen RL init, evaluated without RL (repro.variants)
 TOOLS_PAY_MIN = 0.15  # parallel − none at n = 4 on the cold start
 SUFFICES_MIN = 0.2  # none at n = 64 − none at n = 4 on the cold start
 KAPPA_BAND = (1.5, 3.5)  # the cold start's tool calls per τ = 0.7 rollout (paper: 2.50)
 
 
-def _paired(rows: Sequence[Mapping[str, Any]], a: str, b: str, n: int, n_b: int | None = None
-            ) -> dict[str, Any] | None:
+def _paired(
+    rows: Sequence[Mapping[str, Any]], a: str, b: str, n: int, n_b: int | None = None
+) -> dict[str, Any] | None:
     """Mean per-question score of mode ``a`` at ``n`` minus mode ``b`` at ``n_b`` (default ``n``),
     averaged over seeds first, paired over the questions both hold, with its bootstrap interval."""
     qa = per_question(r for r in rows if int(r["nframes"]) == n and r["mode"] == a)
-    qb = per_question(r for r in rows if int(r["nframes"]) == (n if n_b is None else n_b) and r["mode"] == b)
+    qb = per_question(
+        r for r in rows if int(r["nframes"]) == (n if n_b is None else n_b) and r["mode"] == b
+    )
     ids = sorted(qa.keys() & qb.keys())
-    return paired_bootstrap_diff([qa[q] for q in ids], [qb[q] for q in ids]).to_dict() if ids else None
+    return (
+        paired_bootstrap_diff([qa[q] for q in ids], [qb[q] for q in ids]).to_dict() if ids else None
+    )
 
 
 def _none_at(rows: Sequence[Mapping[str, Any]], n: int) -> dict[str, Any] | None:
@@ -54,34 +61,56 @@ def _none_at(rows: Sequence[Mapping[str, Any]], n: int) -> dict[str, Any] | None
     return bootstrap_interval(list(q.values())).to_dict() if q else None
 
 
-def check_task(needle: Mapping[str, Any], chance: float,
-               eval_rows: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
+def check_task(
+    needle: Mapping[str, Any], chance: float, eval_rows: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> dict[str, Any]:
     """``needle``: the synth manifest's ``needle["eval_prompts"]``; ``chance``: the eval set's mean
     chance score; ``eval_rows``: per variant, as `paravt repro` collects them."""
-    shows = {n: (None if v.get("tool_necessary_share") is None else round(1.0 - v["tool_necessary_share"], 4))
-             for n, v in sorted(needle.items(), key=lambda kv: int(kv[0]))}
-    out: dict[str, Any] = {"overview_shows_needle": {
-        "value": shows, "want": "low at n=4, 1.0 at n=64",
-        "holds": shows.get("64") == 1.0 and (shows.get("4") or 0.0) <= 0.5}}
-    ref = next((v for v in REFERENCE if eval_rows.get(v) and any(r["mode"] == "none" for r in eval_rows[v])), None)
+    shows = {
+        n: (
+            None
+            if v.get("tool_necessary_share") is None
+            else round(1.0 - v["tool_necessary_share"], 4)
+        )
+        for n, v in sorted(needle.items(), key=lambda kv: int(kv[0]))
+    }
+    out: dict[str, Any] = {
+        "overview_shows_needle": {
+            "value": shows,
+            "want": "low at n=4, 1.0 at n=64",
+            "holds": shows.get("64") == 1.0 and (shows.get("4") or 0.0) <= 0.5,
+        }
+    }
+    ref = next(
+        (
+            v
+            for v in REFERENCE
+            if eval_rows.get(v) and any(r["mode"] == "none" for r in eval_rows[v])
+        ),
+        None,
+    )
     out["reference"] = ref
     if ref is None:
         return out
     rows = eval_rows[ref]
     diff = _paired(rows, "parallel", "none", 64)
-    out["direct_matches_tools_at_64"] = {"value": {"parallel_minus_none": diff},
-                                         "want": "parallel − none ≤ 0 within the interval",
-                                         "holds": diff is not None and diff.get("lo") is not None and diff["lo"] <= 0}
+    out["direct_matches_tools_at_64"] = {
+        "value": {"parallel_minus_none": diff},
+        "want": "parallel − none ≤ 0 within the interval",
+        "holds": diff is not None and diff.get("lo") is not None and diff["lo"] <= 0,
+    }
     none4 = _none_at(rows, 4)
-    out["direct_near_chance_at_4"] = {"value": {"none_acc": none4, "chance": round(chance, 4)},
-                                      "want": "interval's lower bound ≤ chance",
-                                      "holds": none4 is not None and none4.get("lo") is not None
-                                      and none4["lo"] <= chance}
+    out["direct_near_chance_at_4"] = {
+        "value": {"none_acc": none4, "chance": round(chance, 4)},
+        "want": "interval's lower bound ≤ chance",
+        "holds": none4 is not None and none4.get("lo") is not None and none4["lo"] <= chance,
+    }
     none64 = _none_at(rows, 64)
-    out["direct_above_chance_at_64"] = {"value": {"none_acc": none64, "chance": round(chance, 4)},
-                                        "want": "interval's lower bound > chance",
-                                        "holds": none64 is not None and none64.get("lo") is not None
-                                        and none64["lo"] > chance}
+    out["direct_above_chance_at_64"] = {
+        "value": {"none_acc": none64, "chance": round(chance, 4)},
+        "want": "interval's lower bound > chance",
+        "holds": none64 is not None and none64.get("lo") is not None and none64["lo"] > chance,
+    }
     return out
 
 
@@ -102,20 +131,36 @@ def cold_start_checks(metrics: Mapping[str, float]) -> dict[str, Any]:
     from paravt.eval.paper_numbers import TABLE5
 
     paper = TABLE5["sft"][0]
-    ours = {k: (None if metrics.get(f"closed/{k}") is None else round(100.0 * float(metrics[f"closed/{k}"]), 1))
-            for k in ("think", "tool_call", "answer")}
+    ours = {
+        k: (
+            None
+            if metrics.get(f"closed/{k}") is None
+            else round(100.0 * float(metrics[f"closed/{k}"]), 1)
+        )
+        for k in ("think", "tool_call", "answer")
+    }
     want = {k: getattr(paper, k) for k in ours}
     close = all(v is not None and abs(v - want[k]) <= CLOSURE_BAND for k, v in ours.items())
     code = metrics.get("tool_code_rate")
     return {
-        "cold_start_closure": {"value": {"ours": ours, "paper": want},
-                               "want": f"each within {CLOSURE_BAND:g} points of the paper", "holds": close},
-        "cold_start_tool_code": {"value": code, "want": "> 0", "holds": code is not None and code > 0},
+        "cold_start_closure": {
+            "value": {"ours": ours, "paper": want},
+            "want": f"each within {CLOSURE_BAND:g} points of the paper",
+            "holds": close,
+        },
+        "cold_start_tool_code": {
+            "value": code,
+            "want": "> 0",
+            "holds": code is not None and code > 0,
+        },
     }
 
 
-def cold_start_task_checks(eval_rows: Sequence[Mapping[str, Any]], diagnosis: Mapping[str, Any],
-                           metrics: Mapping[str, float]) -> dict[str, Any]:
+def cold_start_task_checks(
+    eval_rows: Sequence[Mapping[str, Any]],
+    diagnosis: Mapping[str, Any],
+    metrics: Mapping[str, float],
+) -> dict[str, Any]:
     """Issue 31's checks: do the tools pay, and only where the overview misses the needle, on the
     chosen cold start? ``eval_rows``: the ``sft`` variant's greedy eval rows (every n × mode);
     ``diagnosis``: its parallel pipeline (``repro.diagnosis``); ``metrics``: the selection's
@@ -136,20 +181,36 @@ def cold_start_task_checks(eval_rows: Sequence[Mapping[str, Any]], diagnosis: Ma
     recall, false = (diagnosis.get(k) or {} for k in ("recall", "false_reports"))
     windows = int(recall.get("of") or 0)
     return {
-        "tools_pay_at_4": {"value": {"parallel_minus_none": pay, "checkpoint": COLD_START},
-                           "want": f"mean ≥ {TOOLS_PAY_MIN}, lower bound > 0",
-                           "holds": pay is not None and pay.get("lo") is not None
-                           and pay["mean"] >= TOOLS_PAY_MIN and pay["lo"] > 0},
-        "overview_suffices_at_64": {"value": {"none64_minus_none4": suff, "checkpoint": COLD_START},
-                                    "want": f"mean ≥ {SUFFICES_MIN}",
-                                    "holds": suff is not None and suff["mean"] >= SUFFICES_MIN},
-        "cold_start_kappa": {"value": kappa, "want": f"in [{lo_k}, {hi_k}] (paper 2.50)",
-                             "holds": kappa is not None and lo_k <= float(kappa) <= hi_k},
-        "subagent_recall": {"value": {"recall": recall or None, "false_reports": false or None,
-                                      "checkpoint": COLD_START},
-                            "want": f"recall ≥ {RECALL_WANT}, false reports ≤ {FALSE_REPORTS_MAX}, "
-                                    f"on ≥ {RECALL_WINDOWS_MIN} windows with the needle",
-                            "holds": windows >= RECALL_WINDOWS_MIN
-                            and recall.get("rate") is not None and recall["rate"] >= RECALL_WANT
-                            and false.get("rate") is not None and false["rate"] <= FALSE_REPORTS_MAX},
+        "tools_pay_at_4": {
+            "value": {"parallel_minus_none": pay, "checkpoint": COLD_START},
+            "want": f"mean ≥ {TOOLS_PAY_MIN}, lower bound > 0",
+            "holds": pay is not None
+            and pay.get("lo") is not None
+            and pay["mean"] >= TOOLS_PAY_MIN
+            and pay["lo"] > 0,
+        },
+        "overview_suffices_at_64": {
+            "value": {"none64_minus_none4": suff, "checkpoint": COLD_START},
+            "want": f"mean ≥ {SUFFICES_MIN}",
+            "holds": suff is not None and suff["mean"] >= SUFFICES_MIN,
+        },
+        "cold_start_kappa": {
+            "value": kappa,
+            "want": f"in [{lo_k}, {hi_k}] (paper 2.50)",
+            "holds": kappa is not None and lo_k <= float(kappa) <= hi_k,
+        },
+        "subagent_recall": {
+            "value": {
+                "recall": recall or None,
+                "false_reports": false or None,
+                "checkpoint": COLD_START,
+            },
+            "want": f"recall ≥ {RECALL_WANT}, false reports ≤ {FALSE_REPORTS_MAX}, "
+            f"on ≥ {RECALL_WINDOWS_MIN} windows with the needle",
+            "holds": windows >= RECALL_WINDOWS_MIN
+            and recall.get("rate") is not None
+            and recall["rate"] >= RECALL_WANT
+            and false.get("rate") is not None
+            and false["rate"] <= FALSE_REPORTS_MAX,
+        },
     }

@@ -14,34 +14,54 @@ from typing import Any, Literal
 from paravt.config import TrainConfig, apply_override, validate
 from paravt.errors import ConfigError
 
-#: Without gating every prompt gets video.overview_nframes: pinned here (16), so the default's move to
+# : Without gating every prompt gets video.overview_nframes: pinned here (16), so the default's move
+# to
 #: the eval protocol's 64 (issue 32) does not change what the vanilla variants train on.
-_VANILLA = {"reward.anchor": False, "rollout.think_prefix": False, "rl.gating.enabled": False,
-            "video.overview_nframes": 16}
+_VANILLA = {
+    "reward.anchor": False,
+    "rollout.think_prefix": False,
+    "rl.gating.enabled": False,
+    "video.overview_nframes": 16,
+}
 _PARA = {"reward.anchor": True, "rollout.think_prefix": True, "rl.gating.enabled": True}
 
 
 @dataclass(frozen=True)
 class Variant:
     name: str
-    prior: Literal["strong", "weak"]  # the simulated tool prior of its base model (prior.tool_mix > 0 or 0)
+    prior: Literal[
+        "strong", "weak"
+    ]  # the simulated tool prior of its base model (prior.tool_mix > 0 or 0)
     rl: bool  # False: the SFT cold start itself, evaluated without RL
     overrides: Mapping[str, Any] = field(default_factory=dict)
-    full_grid: bool = False  # evaluated on every n × every mode (Block C), not only parallel at n = 4, 64
+    full_grid: bool = (
+        False  # evaluated on every n × every mode (Block C), not only parallel at n = 4, 64
+    )
 
 
-VARIANTS: dict[str, Variant] = {v.name: v for v in (
-    Variant("sft", "strong", rl=False, full_grid=True),
-    Variant("vanilla_grpo", "strong", rl=True, overrides=_VANILLA, full_grid=True),
-    Variant("anchoring_only", "strong", rl=True,
-            overrides={**_VANILLA, "reward.anchor": True, "rollout.think_prefix": True}),
-    Variant("gating_only", "strong", rl=True, overrides={**_VANILLA, "rl.gating.enabled": True}),
-    Variant("paragrpo", "strong", rl=True, overrides=_PARA, full_grid=True),
-    Variant("paragrpo_no_rtool", "strong", rl=True, overrides={**_PARA, "reward.tool_mode": "off"}),
-    Variant("paragrpo_no_gamma", "strong", rl=True, overrides={**_PARA, "reward.gamma": 0.0}),
-    Variant("weak_prior_vanilla", "weak", rl=True, overrides=_VANILLA),
-    Variant("weak_prior_paragrpo", "weak", rl=True, overrides=_PARA),
-)}
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant("sft", "strong", rl=False, full_grid=True),
+        Variant("vanilla_grpo", "strong", rl=True, overrides=_VANILLA, full_grid=True),
+        Variant(
+            "anchoring_only",
+            "strong",
+            rl=True,
+            overrides={**_VANILLA, "reward.anchor": True, "rollout.think_prefix": True},
+        ),
+        Variant(
+            "gating_only", "strong", rl=True, overrides={**_VANILLA, "rl.gating.enabled": True}
+        ),
+        Variant("paragrpo", "strong", rl=True, overrides=_PARA, full_grid=True),
+        Variant(
+            "paragrpo_no_rtool", "strong", rl=True, overrides={**_PARA, "reward.tool_mode": "off"}
+        ),
+        Variant("paragrpo_no_gamma", "strong", rl=True, overrides={**_PARA, "reward.gamma": 0.0}),
+        Variant("weak_prior_vanilla", "weak", rl=True, overrides=_VANILLA),
+        Variant("weak_prior_paragrpo", "weak", rl=True, overrides=_PARA),
+    )
+}
 
 
 def with_overrides(cfg: TrainConfig, overrides: Mapping[str, Any]) -> TrainConfig:

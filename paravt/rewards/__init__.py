@@ -23,7 +23,20 @@ from paravt.rewards.terms import (
 from paravt.rewards.weights import RewardWeights
 
 __all__ = [
-    "ACCURACY", "accuracy", "mcq_accuracy", "token_f1", "tvg_iou", "RewardBreakdown",
-    "RewardWeights", "anchor_reward", "base_format_reward", "compute_reward", "tool_reward",
-    "RolloutRecord", "aggregate", "TERMS", "TERM_NAMES", "CORRECT_THRESHOLD",
+    "ACCURACY",
+    "accuracy",
+    "mcq_accuracy",
+    "token_f1",
+    "tvg_iou",
+    "RewardBreakdown",
+    "RewardWeights",
+    "anchor_reward",
+    "base_format_reward",
+    "compute_reward",
+    "tool_reward",
+    "RolloutRecord",
+    "aggregate",
+    "TERMS",
+    "TERM_NAMES",
+    "CORRECT_THRESHOLD",
 ]

@@ -1,4 +1,5 @@
-"""R_acc by task type (docs/ARCHITECTURE.md §4 [paper]): MCQ letter match, temporal-grounding IoU, token F1.
+"""R_acc by task type (docs/ARCHITECTURE.md §4 [paper]): MCQ letter match, temporal-grounding IoU,
+token F1.
 
 Every function takes the extracted prediction (``None`` = no answer → 0) and never raises on
 any string.
@@ -18,7 +19,9 @@ AccuracyFn = Callable[[str | None, object, Sequence[str] | None], float]
 
 _LETTER_ONLY = re.compile(r"^\(?\s*([A-Za-z])\s*\)?\s*[.:)]?$")  # "B", "(B)", "B.", "b"
 _LETTER_LEAD = re.compile(r"^\(?([A-Z])\s*[).:]\s*\S")  # "B. red", "(B) red", "B: red"
-_LETTER_PHRASE = re.compile(r"(?i:answer|option|choice)\s*(?i:is)?\s*[:\-]?\s*\(?([A-Z])\)?(?![A-Za-z])")
+_LETTER_PHRASE = re.compile(
+    r"(?i:answer|option|choice)\s*(?i:is)?\s*[:\-]?\s*\(?([A-Z])\)?(?![A-Za-z])"
+)
 # a stand-alone capital, but not the article "A" or the pronoun "I" before a lowercase word
 # ("A red ball", "I think"); "A or B" still counts both letters (a hedge: no single answer)
 _LONE_CAPITAL = re.compile(r"(?<![A-Za-z])(?![AI]\s+(?!(?:or|and|nor)\b)[a-z])([A-Z])(?![A-Za-z])")
@@ -63,7 +66,7 @@ def mcq_accuracy(pred: str | None, answer: object, options: Sequence[str] | None
 
 def _valid_letters(options: Sequence[str] | None) -> str:
     n = len(options) if options else 26
-    return string.ascii_uppercase[:max(1, min(n, 26))]
+    return string.ascii_uppercase[: max(1, min(n, 26))]
 
 
 def _in(letter: str, valid: str) -> str | None:
@@ -133,8 +136,9 @@ def token_f1(pred: str | None, gt: object, options: Sequence[str] | None = None)
 ACCURACY: dict[str, AccuracyFn] = {"mcq": mcq_accuracy, "tvg": tvg_iou, "oe": token_f1}
 
 
-def accuracy(task: str, pred: str | None, answer: object,
-             options: Sequence[str] | None = None) -> float:
+def accuracy(
+    task: str, pred: str | None, answer: object, options: Sequence[str] | None = None
+) -> float:
     try:
         fn = ACCURACY[task]
     except KeyError:

@@ -1,6 +1,8 @@
-"""The PARA-GRPO reward of one rollout (docs/ARCHITECTURE.md §4 [paper]), every term returned separately.
+"""The PARA-GRPO reward of one rollout (docs/ARCHITECTURE.md §4 [paper]), every term returned
+separately.
 
-    R = R_acc + lambda_fmt * R_fmt + R_tool + bias,   R_fmt = min(R_base, 1) + lambda_anchor * R_anchor
+    R = R_acc + lambda_fmt * R_fmt + R_tool + bias,   R_fmt = min(R_base, 1) + lambda_anchor *
+    R_anchor
 
 The terms and their weights are ``paravt.rewards.terms.TERMS`` (the one list). Besides them:
 
@@ -8,7 +10,8 @@ The terms and their weights are ``paravt.rewards.terms.TERMS`` (the one list). B
   the anchor on, whatever the training weights are: the one yardstick behind f_tau, so runs with
   different reward switches compare.
 - bias: added last to every rollout (a constant shift before group normalisation).
-- Degenerate output (docs/ARCHITECTURE.md §2): every term is 0 and the reward is ``0 + bias``: "reward 0"
+- Degenerate output (docs/ARCHITECTURE.md §2): every term is 0 and the reward is ``0 + bias``:
+"reward 0"
   means nothing is earned. We still add the bias because every other rollout gets it: leaving it
   out would rank a degenerate output (0) above a wrong, badly formatted one (e.g. -0.2).
 
@@ -67,8 +70,12 @@ class RewardBreakdown:
     def scalars(self) -> dict[str, float]:
         """Every term by name, R_fmt (run weights and yardstick) and the call count: what verl's
         ``reward_extra_info`` and ``paravt score`` report next to the reward."""
-        return {**self.terms, "format": self.format, "format_ref": self.format_ref,
-                "n_calls": float(self.n_calls)}
+        return {
+            **self.terms,
+            "format": self.format,
+            "format_ref": self.format_ref,
+            "n_calls": float(self.n_calls),
+        }
 
 
 def compute_reward(
@@ -88,28 +95,50 @@ def compute_reward(
     stats = format_stats(text)
     pred = extract_answer(text)
     acc = accuracy(task, pred, answer, options) if acc_override is None else float(acc_override)
-    # what a degenerate text scores (every term 0, reward = bias); a scored text replaces the numbers
-    zero = RewardBreakdown(reward=weights.bias, terms={t.name: 0.0 for t in TERMS}, format=0.0,
-                           format_ref=0.0, bias=weights.bias, answer=pred, degenerate=True,
-                           closed_think=stats.think_closed, closed_tool_call=stats.tool_call_closed,
-                           closed_answer=stats.answer_closed, tool_code=stats.tool_code,
-                           n_calls=stats.n_calls)
+    # what a degenerate text scores (every term 0, reward = bias); a scored text replaces the
+    # numbers
+    zero = RewardBreakdown(
+        reward=weights.bias,
+        terms={t.name: 0.0 for t in TERMS},
+        format=0.0,
+        format_ref=0.0,
+        bias=weights.bias,
+        answer=pred,
+        degenerate=True,
+        closed_think=stats.think_closed,
+        closed_tool_call=stats.tool_call_closed,
+        closed_answer=stats.answer_closed,
+        tool_code=stats.tool_code,
+        n_calls=stats.n_calls,
+    )
     if is_degenerate(text):
         return zero
-    x = TermInput(stats=stats, acc=acc, successful_calls=successful_calls,
-                  has_response=T.TOOL_RESPONSE_OPEN in text)
+    x = TermInput(
+        stats=stats,
+        acc=acc,
+        successful_calls=successful_calls,
+        has_response=T.TOOL_RESPONSE_OPEN in text,
+    )
     terms = {t.name: t.value(x, weights) for t in TERMS}
     reward = sum(t.coef(weights) * terms[t.name] for t in TERMS) + weights.bias
     fmt = terms["format_base"] + weights.lambda_anchor * terms["anchor"]
-    return replace(zero, reward=reward, terms=terms, format=fmt, format_ref=reference_format(stats),
-                   degenerate=False)
+    return replace(
+        zero,
+        reward=reward,
+        terms=terms,
+        format=fmt,
+        format_ref=reference_format(stats),
+        degenerate=False,
+    )
 
 
 def reference_format(stats: FormatStats) -> float:
-    """R_fmt with the default weights and the anchor on (the f_tau yardstick, docs/ARCHITECTURE.md §6)."""
+    """R_fmt with the default weights and the anchor on (the f_tau yardstick, docs/ARCHITECTURE.md
+    §6)."""
     ref = _reference()
     return base_format_reward(stats) + ref.lambda_anchor * anchor_reward(
-        stats, alpha=ref.alpha, beta=ref.beta, gamma=ref.gamma)
+        stats, alpha=ref.alpha, beta=ref.beta, gamma=ref.gamma
+    )
 
 
 @functools.cache

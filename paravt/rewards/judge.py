@@ -1,4 +1,5 @@
-"""Optional LLM judge for open-ended answers (docs/ARCHITECTURE.md §4): an OpenAI-compatible chat endpoint
+"""Optional LLM judge for open-ended answers (docs/ARCHITECTURE.md §4): an OpenAI-compatible chat
+endpoint
 scores each (question, reference, prediction) as 0, 0.5 or 1.
 
 Requests of one ``score`` call run concurrently (bounded by ``concurrency``). Each request follows
@@ -29,9 +30,11 @@ from paravt.rewards.accuracy import token_f1
 
 _SCORE_RE = re.compile(r"(?<![\d.])(0\.5|1(?:\.0+)?|0(?:\.0+)?)(?!\d|\.\d)")
 
-JUDGE_SYSTEM = ("You grade answers to questions about a video. Compare the prediction with the "
-                "reference answer. Reply with one number only: 1 (correct), 0.5 (partly correct) "
-                "or 0 (wrong).")
+JUDGE_SYSTEM = (
+    "You grade answers to questions about a video. Compare the prediction with the "
+    "reference answer. Reply with one number only: 1 (correct), 0.5 (partly correct) "
+    "or 0 (wrong)."
+)
 
 
 @dataclass(frozen=True)
@@ -50,8 +53,11 @@ class JudgeStats:
     n_empty: int  # missing predictions (0 without a request)
 
     def as_metrics(self) -> dict[str, float]:
-        return {"judge/n": float(self.n), "judge/judged": float(self.n_judged),
-                "judge/fallback_f1": float(self.n_fallback)}
+        return {
+            "judge/n": float(self.n),
+            "judge/judged": float(self.n_judged),
+            "judge/fallback_f1": float(self.n_fallback),
+        }
 
 
 @dataclass(frozen=True)
@@ -69,11 +75,20 @@ class _One:
 
 class LLMJudge:
     """``LLMJudge(url)`` where ``url`` is the server's base, ``http://host:port/v1`` or
-    ``http://host:port`` (the same convention as the openai backend, ``paravt.models.openai.urls``)."""
+    ``http://host:port`` (the same convention as the openai backend,
+    ``paravt.models.openai.urls``)."""
 
-    def __init__(self, url: str, model: str | None = None, *, timeout_s: float = 30.0,
-                 max_retries: int = 2, concurrency: int = 8, backoff_s: float = 0.2,
-                 max_reply_bytes: int = 1 << 20) -> None:
+    def __init__(
+        self,
+        url: str,
+        model: str | None = None,
+        *,
+        timeout_s: float = 30.0,
+        max_retries: int = 2,
+        concurrency: int = 8,
+        backoff_s: float = 0.2,
+        max_reply_bytes: int = 1 << 20,
+    ) -> None:
         self._endpoint = api_base(url) + "/chat/completions"
         self._model = model or "judge"
         self._timeout = timeout_s
@@ -86,8 +101,13 @@ class LLMJudge:
         results = await asyncio.gather(*(self._score_one(it) for it in items))
         empty = sum(1 for it in items if not (it.prediction or "").strip())
         judged = sum(r.judged for r in results)
-        stats = JudgeStats(n=len(results), n_judged=judged, n_fallback=len(results) - judged - empty,
-                           n_retries=sum(r.retries for r in results), n_empty=empty)
+        stats = JudgeStats(
+            n=len(results),
+            n_judged=judged,
+            n_fallback=len(results) - judged - empty,
+            n_retries=sum(r.retries for r in results),
+            n_empty=empty,
+        )
         return JudgeResult(tuple(r.score for r in results), stats)
 
     async def aclose(self) -> None:
@@ -102,10 +122,22 @@ class LLMJudge:
     async def _score_one(self, item: JudgeItem) -> _One:
         if not (item.prediction or "").strip():
             return _One(0.0, False, 0)
-        body = {"model": self._model, "temperature": 0, "max_tokens": 8, "messages": judge_messages(item)}
+        body = {
+            "model": self._model,
+            "temperature": 0,
+            "max_tokens": 8,
+            "messages": judge_messages(item),
+        }
         async with self._sem:
-            out = await send(self._client, "POST", self._endpoint, json=body, policy=self._retry,
-                             timeout_s=self._timeout, max_bytes=self._max_bytes)
+            out = await send(
+                self._client,
+                "POST",
+                self._endpoint,
+                json=body,
+                policy=self._retry,
+                timeout_s=self._timeout,
+                max_bytes=self._max_bytes,
+            )
         # a reply that is no chat completion, or holds no score, is not asked again: F1
         score = None if out.reply is None else parse_judge_reply(_reply_text(out.reply))
         if score is not None:
@@ -123,10 +155,12 @@ def _reply_text(reply: Reply) -> str:
         return ""
 
 
-async def judge_where_given(items: Sequence[JudgeItem | None], *, url: str | None, model: str | None,
-                            timeout_s: float) -> tuple[list[float | None], dict[str, float]]:
+async def judge_where_given(
+    items: Sequence[JudgeItem | None], *, url: str | None, model: str | None, timeout_s: float
+) -> tuple[list[float | None], dict[str, float]]:
     """The judge's score of every given item (None where the item is None, or with no ``url``) and
-    the judge counters; one batched pass. The scoring path of train, eval, verl and ``paravt score``."""
+    the judge counters; one batched pass. The scoring path of train, eval, verl and ``paravt
+    score``."""
     out: list[float | None] = [None] * len(items)
     asked = [i for i, it in enumerate(items) if it is not None]
     if url is None or not asked:
@@ -141,9 +175,13 @@ async def judge_where_given(items: Sequence[JudgeItem | None], *, url: str | Non
 def judge_messages(item: JudgeItem) -> list[dict[str, str]]:
     """The judge's chat messages. Question, reference and prediction are data: control-token text
     in them (``<|im_end|>``…) is defused so that the judge server cannot read it as a turn."""
-    q, r, p = (defuse_control_text(x or "") for x in (item.question, item.reference, item.prediction))
-    return [{"role": "system", "content": JUDGE_SYSTEM},
-            {"role": "user", "content": f"Question: {q}\nReference: {r}\nPrediction: {p}"}]
+    q, r, p = (
+        defuse_control_text(x or "") for x in (item.question, item.reference, item.prediction)
+    )
+    return [
+        {"role": "system", "content": JUDGE_SYSTEM},
+        {"role": "user", "content": f"Question: {q}\nReference: {r}\nPrediction: {p}"},
+    ]
 
 
 def parse_judge_reply(text: str) -> float | None:

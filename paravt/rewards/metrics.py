@@ -39,7 +39,9 @@ class RolloutRecord:
     task: str
     n_frames: int | None = None  # gated overview budget of the rollout's group
     subagent_latency_s: float | None = None  # mean latency of this rollout's sub-agent calls
-    tokens: Mapping[str, int] = field(default_factory=dict)  # e.g. {"main_text": 120, "visual": 512}
+    tokens: Mapping[str, int] = field(
+        default_factory=dict
+    )  # e.g. {"main_text": 120, "visual": 512}
 
     @property
     def calls(self) -> int:
@@ -65,7 +67,9 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
     out["acc"] = _mean(x.acc for x in b)
     for key, vals in _grouped(recs, lambda r: f"acc/task/{r.task}").items():
         out[key] = _mean(vals)
-    for key, vals in _grouped(recs, lambda r: None if r.n_frames is None else f"acc/n/{r.n_frames}").items():
+    for key, vals in _grouped(
+        recs, lambda r: None if r.n_frames is None else f"acc/n/{r.n_frames}"
+    ).items():
         out[key] = _mean(vals)
     out["reward/mean"] = _mean(x.reward for x in b)
     for name in TERM_NAMES:
@@ -83,8 +87,9 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
     return out
 
 
-def _grouped(recs: Iterable[RolloutRecord],
-             key_of: Callable[[RolloutRecord], str | None]) -> dict[str, list[float]]:
+def _grouped(
+    recs: Iterable[RolloutRecord], key_of: Callable[[RolloutRecord], str | None]
+) -> dict[str, list[float]]:
     groups: dict[str, list[float]] = defaultdict(list)
     for r in recs:
         key = key_of(r)

@@ -33,7 +33,13 @@ from paravt.protocol.stats import THINK_MIN_CHARS, FormatStats
 from paravt.rewards.weights import RewardWeights, ToolMode
 
 #: [paper] docs/ARCHITECTURE.md §4 R_base terms.
-BASE_THINK, BASE_ANSWER_OPEN, BASE_ANSWER_CLOSE, BASE_THINK_FIRST, BASE_BALANCED = 0.2, 0.3, 0.2, 0.3, 0.1
+BASE_THINK, BASE_ANSWER_OPEN, BASE_ANSWER_CLOSE, BASE_THINK_FIRST, BASE_BALANCED = (
+    0.2,
+    0.3,
+    0.2,
+    0.3,
+    0.1,
+)
 BASE_CAP = 1.0
 #: accuracy at or above which an answer is "correct" (accumulative tool reward, eval's
 #: ``correct``): MCQ 1, IoU and F1 >= 0.5 (the usual R@0.5 threshold).
@@ -69,11 +75,13 @@ def _substantive(stats: FormatStats) -> bool:
 def base_format_reward(stats: FormatStats, *, cap: float = BASE_CAP) -> float:
     """R_base, capped at ``cap``. Answer credit needs a non-empty answer (``answer_filled``)."""
     filled, thought = stats.answer_filled, _substantive(stats)
-    raw = (BASE_THINK * thought
-           + BASE_ANSWER_OPEN * (stats.answer_opened and filled)
-           + BASE_ANSWER_CLOSE * (stats.answer_closed and filled)
-           + BASE_THINK_FIRST * (stats.think_first and thought)
-           + BASE_BALANCED * stats.balanced)
+    raw = (
+        BASE_THINK * thought
+        + BASE_ANSWER_OPEN * (stats.answer_opened and filled)
+        + BASE_ANSWER_CLOSE * (stats.answer_closed and filled)
+        + BASE_THINK_FIRST * (stats.think_first and thought)
+        + BASE_BALANCED * stats.balanced
+    )
     return min(raw, cap)
 
 
@@ -81,13 +89,23 @@ def anchor_reward(stats: FormatStats, *, alpha: float, beta: float, gamma: float
     """R_anchor = alpha [think closed] + beta [flow] - gamma [think unclosed]; alpha and beta
     only for a substantive think (``_substantive``)."""
     thought = _substantive(stats)
-    return (alpha * (stats.think_closed and thought) + beta * (stats.flow and thought)
-            - gamma * stats.think_unclosed)
+    return (
+        alpha * (stats.think_closed and thought)
+        + beta * (stats.flow and thought)
+        - gamma * stats.think_unclosed
+    )
 
 
-def tool_reward(stats: FormatStats, *, mode: ToolMode, bonus: float, correct: bool,
-                successful_calls: int | None = None, acc: float = 0.0,
-                has_response: bool = False) -> float:
+def tool_reward(
+    stats: FormatStats,
+    *,
+    mode: ToolMode,
+    bonus: float,
+    correct: bool,
+    successful_calls: int | None = None,
+    acc: float = 0.0,
+    has_response: bool = False,
+) -> float:
     """R_tool. ``successful_calls=None`` (offline scoring without execution records) falls back,
     in accumulative mode, to the calls that parsed (``n_tool_call_ok``) and, in graduated mode,
     to "a ``<tool_response>`` is in the text" (``has_response``, the authors' own test)."""
@@ -112,8 +130,15 @@ def _anchor(x: TermInput, w: RewardWeights) -> float:
 
 
 def _tool(x: TermInput, w: RewardWeights) -> float:
-    return tool_reward(x.stats, mode=w.tool_mode, bonus=w.tool_bonus, correct=x.acc >= CORRECT_THRESHOLD,
-                       successful_calls=x.successful_calls, acc=x.acc, has_response=x.has_response)
+    return tool_reward(
+        x.stats,
+        mode=w.tool_mode,
+        bonus=w.tool_bonus,
+        correct=x.acc >= CORRECT_THRESHOLD,
+        successful_calls=x.successful_calls,
+        acc=x.acc,
+        has_response=x.has_response,
+    )
 
 
 TERMS: tuple[Term, ...] = (

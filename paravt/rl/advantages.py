@@ -1,4 +1,5 @@
-"""GRPO group advantages and multi-trajectory credit (docs/ARCHITECTURE.md §5). Pure Python, no torch.
+"""GRPO group advantages and multi-trajectory credit (docs/ARCHITECTURE.md §5). Pure Python, no
+torch.
 
 Convention (parity with verl ``compute_grpo_outcome_advantage``, verl/trainer/ppo/core_algos.py,
 which uses ``torch.std`` = the SAMPLE std with Bessel's correction, divisor G − 1):
@@ -9,7 +10,8 @@ which uses ``torch.std`` = the SAMPLE std with Bessel's correction, divisor G �
 A group of ONE reward follows verl too: mean 0 and std 1, so A = r / (1 + eps) (or r). With the
 paper's G = 8 this never happens; it is kept so both engines give identical numbers.
 
-Reward bias [paper, docs/ARCHITECTURE.md §4]: adding a constant b to every reward of a group shifts the mean by b
+Reward bias [paper, docs/ARCHITECTURE.md §4]: adding a constant b to every reward of a group shifts
+the mean by b
 and leaves the std unchanged, so centring removes it in both modes: the bias is a no-op for
 groups of two or more and is kept (and logged) only for parity with the paper.
 """

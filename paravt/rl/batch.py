@@ -35,9 +35,14 @@ from paravt.models.media import batch_inputs, sampling_log_softmax
 from paravt.rl.loss import token_entropy
 from paravt.rl.rope import batch_positions
 
-DEFAULT_MICRO_BATCH_TOKENS: int = SFTConfig.model_fields["micro_batch_tokens"].default  # written once, in config
-MAX_PAD_SHARE = 0.1  # most padding a micro-batch may hold, as a share of its padded tokens: a pad costs
-# a real token's compute (docs/performance.md, "Batched training passes": the loaded runs there do not
+DEFAULT_MICRO_BATCH_TOKENS: int = SFTConfig.model_fields[
+    "micro_batch_tokens"
+].default  # written once, in config
+MAX_PAD_SHARE = (
+    0.1  # most padding a micro-batch may hold, as a share of its padded tokens: a pad costs
+)
+# a real token's compute (docs/performance.md, "Batched training passes": the loaded runs there do
+# not
 # separate 10% from 25%)
 
 
@@ -46,8 +51,12 @@ class MicroBatch:
     """Forward inputs of some rows and where their scored (loss-mask 1) tokens sit."""
 
     rows: tuple[int, ...]  # indices into the planned sequence list, in batch-row order
-    inputs: Mapping[str, torch.Tensor]  # B×L right-padded ids / masks + the rows' media, concatenated
-    token_row: torch.Tensor  # (N,) batch row of each scored token, rows in order, positions ascending
+    inputs: Mapping[
+        str, torch.Tensor
+    ]  # B×L right-padded ids / masks + the rows' media, concatenated
+    token_row: (
+        torch.Tensor
+    )  # (N,) batch row of each scored token, rows in order, positions ascending
     token_pos: torch.Tensor  # (N,) its position t in the row (predicted from the logits at t − 1)
     counts: tuple[int, ...]  # scored tokens per row (sums to N)
 
@@ -61,7 +70,9 @@ class TokenScores:
     """One forward's scores at the scored tokens, under the sampling distribution."""
 
     logprobs: torch.Tensor  # (N,) log p(token t | prefix); differentiable when the forward was
-    entropy: torch.Tensor | None  # (N,) entropy of that distribution at each position (no grad); None unless asked
+    entropy: (
+        torch.Tensor | None
+    )  # (N,) entropy of that distribution at each position (no grad); None unless asked
 
 
 def sampled_positions(traj: Trajectory) -> list[int]:
@@ -74,14 +85,18 @@ def vision_ids(processor: Any) -> tuple[int, ...]:
     return tuple(processor.tokenizer.convert_tokens_to_ids(t) for t in VISION_TOKENS)
 
 
-def plan(lengths: Sequence[int], token_budget: int, max_pad_share: float | None = None) -> list[list[int]]:
+def plan(
+    lengths: Sequence[int], token_budget: int, max_pad_share: float | None = None
+) -> list[list[int]]:
     """Group indices of sequences with these lengths into micro-batches: longest first, a row joins
     the open group while rows × longest row ≤ ``token_budget`` (a longer single row goes alone) and
     pads stay ≤ ``max_pad_share`` (default ``MAX_PAD_SHARE``) of the group's padded tokens (the
     passes are compute-bound on a CPU: a padded token costs what a real one does)."""
     if token_budget < 1:
-        raise ConfigError(f"micro_batch_tokens={token_budget} must be >= 1; set it to the padded tokens one "
-                          f"forward may hold (default {DEFAULT_MICRO_BATCH_TOKENS})")
+        raise ConfigError(
+            f"micro_batch_tokens={token_budget} must be >= 1; set it to the padded tokens one "
+            f"forward may hold (default {DEFAULT_MICRO_BATCH_TOKENS})"
+        )
     share = MAX_PAD_SHARE if max_pad_share is None else max_pad_share
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     groups: list[list[int]] = []
@@ -95,8 +110,14 @@ def plan(lengths: Sequence[int], token_budget: int, max_pad_share: float | None 
     return groups
 
 
-def micro_batches(processor: Any, trajs: Sequence[Trajectory], token_budget: int,
-                  device: str | torch.device = "cpu", *, model: Any | None = None) -> list[MicroBatch]:
+def micro_batches(
+    processor: Any,
+    trajs: Sequence[Trajectory],
+    token_budget: int,
+    device: str | torch.device = "cpu",
+    *,
+    model: Any | None = None,
+) -> list[MicroBatch]:
     """The trajectories as right-padded micro-batches within ``token_budget`` padded tokens.
     ``model``: its rope index gives each micro-batch its ``position_ids``, computed once per row on
     the CPU (``paravt.rl.rope``); None leaves them to every forward."""
@@ -106,27 +127,47 @@ def micro_batches(processor: Any, trajs: Sequence[Trajectory], token_budget: int
         seqs = [(trajs[r].ids, trajs[r].videos, trajs[r].images) for r in rows]
         inputs = batch_inputs(processor, seqs, pad_id=pad, device="cpu", padding_side="right")
         if model is not None:
-            pos = batch_positions(model, processor, [trajs[r] for r in rows], inputs["input_ids"].shape[1],
-                                  inputs)
+            pos = batch_positions(
+                model, processor, [trajs[r] for r in rows], inputs["input_ids"].shape[1], inputs
+            )
             if pos is not None:
                 inputs["position_ids"] = pos  # 3×B×L
         inputs = {k: v.to(device) for k, v in inputs.items()}
         positions = [sampled_positions(trajs[r]) for r in rows]
-        token_row = torch.tensor([b for b, ps in enumerate(positions) for _ in ps], dtype=torch.long)  # (N,)
+        token_row = torch.tensor(
+            [b for b, ps in enumerate(positions) for _ in ps], dtype=torch.long
+        )  # (N,)
         token_pos = torch.tensor([t for ps in positions for t in ps], dtype=torch.long)  # (N,)
-        out.append(MicroBatch(tuple(rows), inputs, token_row.to(device), token_pos.to(device),
-                              tuple(len(ps) for ps in positions)))
+        out.append(
+            MicroBatch(
+                tuple(rows),
+                inputs,
+                token_row.to(device),
+                token_pos.to(device),
+                tuple(len(ps) for ps in positions),
+            )
+        )
     return out
 
 
-def score(model: Any, mb: MicroBatch, *, temperature: float = 1.0, suppress_ids: Sequence[int] = (),
-          entropy: bool = False) -> TokenScores:
+def score(
+    model: Any,
+    mb: MicroBatch,
+    *,
+    temperature: float = 1.0,
+    suppress_ids: Sequence[int] = (),
+    entropy: bool = False,
+) -> TokenScores:
     """One forward of ``model`` on the micro-batch: logprobs of its scored tokens under
     ``softmax(logits / temperature)`` without ``suppress_ids`` (``media.sampling_log_softmax``,
     the formula the per-sequence path uses); gradients flow outside ``torch.no_grad``."""
-    inputs = {k: v for k, v in mb.inputs.items() if k != "attention_mask"}  # causal already hides right pads
+    inputs = {
+        k: v for k, v in mb.inputs.items() if k != "attention_mask"
+    }  # causal already hides right pads
     hidden = model.model(**inputs, use_cache=False).last_hidden_state  # B×L×H
-    logits = model.lm_head(hidden[mb.token_row, mb.token_pos - 1])  # N×V: token t is predicted at t − 1
+    logits = model.lm_head(
+        hidden[mb.token_row, mb.token_pos - 1]
+    )  # N×V: token t is predicted at t − 1
     logp = sampling_log_softmax(logits, temperature=temperature, suppress_ids=suppress_ids)  # N×V
     target = mb.inputs["input_ids"][mb.token_row, mb.token_pos]  # (N,)
     ent = None
@@ -136,8 +177,9 @@ def score(model: Any, mb: MicroBatch, *, temperature: float = 1.0, suppress_ids:
     return TokenScores(logp.gather(-1, target[:, None])[:, 0], ent)
 
 
-def sampling_logprobs(trajs: Sequence[Trajectory], mb: MicroBatch, dtype: torch.dtype,
-                      device: torch.device) -> torch.Tensor:
+def sampling_logprobs(
+    trajs: Sequence[Trajectory], mb: MicroBatch, dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
     """The generator's logprobs of the micro-batch's scored tokens (N,), in its token order."""
     vals = [trajs[r].logprobs[t] for r in mb.rows for t in sampled_positions(trajs[r])]
     return torch.tensor(vals, dtype=dtype, device=device)

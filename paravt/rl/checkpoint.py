@@ -1,13 +1,15 @@
 """Checkpoints that are never half-written: write to ``<name>.tmp``, then rename into place.
 
 A checkpoint directory holds ``model/`` (an HF directory: weights, config, processor, tokenizer —
-loadable by ``paravt.models.hf.loading.load_policy`` and by vLLM), ``trainer.pt`` (optimizer state and
+loadable by ``paravt.models.hf.loading.load_policy`` and by vLLM), ``trainer.pt`` (optimizer state
+and
 every RNG state), ``state.json`` (step, epoch, data position, anything the trainer needs to
 continue bit-for-bit) and, written LAST, ``COMPLETE.json``: the size and SHA-256 of every other
 file. A checkpoint is used only if that marker exists and every file still matches it
 (``verify_checkpoint``); ``resume_point`` walks back from the newest step to the newest checkpoint
 that verifies and names each one it skipped and why (a truncated ``trainer.pt`` or
-``model.safetensors``, a garbage ``state.json``, a deleted file, a checkpoint without a marker). A write that finds the disk full or the path read-only removes its
+``model.safetensors``, a garbage ``state.json``, a deleted file, a checkpoint without a marker). A
+write that finds the disk full or the path read-only removes its
 partial directory and stops the run with one line naming what was kept (``save_checkpoint``,
 ``save_final_model``).
 """
@@ -34,7 +36,11 @@ MARKER = "COMPLETE.json"
 
 
 def rng_state() -> dict[str, Any]:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+    }
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
@@ -43,8 +49,15 @@ def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
 
 
-def save_checkpoint(root: Path, step: int, *, model: Any, processor: Any, optimizer: torch.optim.Optimizer | None,
-                    state: dict[str, Any]) -> Path:
+def save_checkpoint(
+    root: Path,
+    step: int,
+    *,
+    model: Any,
+    processor: Any,
+    optimizer: torch.optim.Optimizer | None,
+    state: dict[str, Any],
+) -> Path:
     """Write ``root/step_NNNNNN`` atomically and return it. A full disk or a refused write
     (``paravt.errors.disk_write``) removes the partial ``.tmp`` and is one `DiskError` naming the
     checkpoint and the newest one kept, which ``--resume`` uses."""
@@ -55,8 +68,12 @@ def save_checkpoint(root: Path, step: int, *, model: Any, processor: Any, optimi
         (tmp / "model").mkdir(parents=True)
         model.save_pretrained(tmp / "model")
         processor.save_pretrained(tmp / "model")
-        with open(tmp / "trainer.pt", "wb") as fh:  # a file object: a failed write chains its OSError
-            torch.save({"optimizer": optimizer.state_dict() if optimizer else None, "rng": rng_state()}, fh)
+        with open(
+            tmp / "trainer.pt", "wb"
+        ) as fh:  # a file object: a failed write chains its OSError
+            torch.save(
+                {"optimizer": optimizer.state_dict() if optimizer else None, "rng": rng_state()}, fh
+            )
         (tmp / "state.json").write_text(json.dumps({**state, "step": step}, indent=1))
         _write_marker(tmp)
     if final.exists():
@@ -73,12 +90,22 @@ def _kept(root: Path, partial: Path) -> str:
     """What a failed checkpoint write leaves (the partial directory is removed first)."""
     shutil.rmtree(partial, ignore_errors=True)
     last = latest_checkpoint(root)
-    return (f"the partial {partial.name} was removed; --resume continues from {last}" if last is not None else
-            f"the partial {partial.name} was removed; no earlier checkpoint, so --resume starts over")
+    return (
+        f"the partial {partial.name} was removed; --resume continues from {last}"
+        if last is not None
+        else f"the partial {partial.name} was removed; no earlier checkpoint, so --resume starts "
+        "over"
+    )
 
 
-def save_final_model(path: Path, *, model: Any, processor: Any, write_config: Callable[[Path], None],
-                     checkpoints: Path) -> None:
+def save_final_model(
+    path: Path,
+    *,
+    model: Any,
+    processor: Any,
+    write_config: Callable[[Path], None],
+    checkpoints: Path,
+) -> None:
     """The run's final model at ``path`` (written to ``<path>.tmp``, then renamed: whole or
     absent); ``write_config`` adds the run's settings. A full disk or a refused write is one
     `DiskError` naming ``path`` and the checkpoint ``--resume`` uses."""
@@ -101,7 +128,10 @@ def _write_marker(ckpt: Path) -> None:
     for path in sorted(p for p in ckpt.rglob("*") if p.is_file()):
         with open(path, "rb") as fh:
             os.fsync(fh.fileno())
-        files[path.relative_to(ckpt).as_posix()] = {"size": path.stat().st_size, "sha256": _sha256(path)}
+        files[path.relative_to(ckpt).as_posix()] = {
+            "size": path.stat().st_size,
+            "sha256": _sha256(path),
+        }
     tmp = ckpt / (MARKER + ".tmp")
     with open(tmp, "w") as fh:
         json.dump({"files": files}, fh, indent=1)
@@ -135,14 +165,19 @@ def verify_checkpoint(ckpt: Path) -> str | None:
     if not isinstance(files, dict) or not all(isinstance(m, dict) for m in files.values()):
         return f"{MARKER} is unreadable"
     missing = [f for f in _REQUIRED if f not in files]
-    if missing or not any(f.startswith("model/") and f.endswith((".safetensors", ".bin")) for f in files):
+    if missing or not any(
+        f.startswith("model/") and f.endswith((".safetensors", ".bin")) for f in files
+    ):
         return f"{MARKER} does not list {', '.join(missing) or 'the model weights'}"
     for rel, meta in files.items():
         path = ckpt / rel
         if not path.is_file():
             return f"{rel} is missing"
         if path.stat().st_size != meta.get("size"):
-            return f"{rel} has {path.stat().st_size} bytes, {meta.get('size')} were written (truncated?)"
+            return (
+                f"{rel} has {path.stat().st_size} bytes, {meta.get('size')} were written "
+                "(truncated?)"
+            )
         if _sha256(path) != meta.get("sha256"):
             return f"{rel} does not match its SHA-256 (corrupted)"
     try:
@@ -156,7 +191,7 @@ def verify_checkpoint(ckpt: Path) -> str | None:
 
 def step_of(ckpt: Path) -> int:
     """The step in a ``step_NNNNNN`` directory name."""
-    return int(ckpt.name[len(CKPT_PREFIX):])
+    return int(ckpt.name[len(CKPT_PREFIX) :])
 
 
 def verified_checkpoints(root: Path) -> list[Path]:
@@ -165,17 +200,23 @@ def verified_checkpoints(root: Path) -> list[Path]:
 
 
 def _finished_dirs(root: Path) -> list[Path]:
-    """``step_NNNNNN`` directories, oldest first (``*.tmp``/``*.old`` leftovers of a crash excluded)."""
+    """``step_NNNNNN`` directories, oldest first (``*.tmp``/``*.old`` leftovers of a crash
+    excluded)."""
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and p.name.startswith(CKPT_PREFIX)
-                  and p.name[len(CKPT_PREFIX):].isdigit())
+    return sorted(
+        p
+        for p in root.iterdir()
+        if p.is_dir() and p.name.startswith(CKPT_PREFIX) and p.name[len(CKPT_PREFIX) :].isdigit()
+    )
 
 
 @dataclass(frozen=True)
 class ResumePoint:
     checkpoint: Path | None  # the newest checkpoint that verifies; None: start from scratch
-    skipped: tuple[tuple[Path, str], ...]  # newer checkpoints passed over, newest first, with the reason
+    skipped: tuple[
+        tuple[Path, str], ...
+    ]  # newer checkpoints passed over, newest first, with the reason
 
 
 def resume_point(root: Path) -> ResumePoint:

@@ -1,4 +1,5 @@
-"""PARA-GRPO in one process (CPU or one GPU): the reference implementation (docs/ARCHITECTURE.md §5).
+"""PARA-GRPO in one process (CPU or one GPU): the reference implementation (docs/ARCHITECTURE.md
+§5).
 
 One step, top to bottom:
 
@@ -37,12 +38,12 @@ from paravt.agent.judging import judge_overrides
 from paravt.config import TrainConfig
 from paravt.data.episodes import load_episode_inputs
 from paravt.errors import DataError
+from paravt.eval.rollouts import RolloutLog, sample_rows
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rewards.metrics import RolloutRecord, aggregate
 from paravt.rl import filters
 from paravt.rl.advantages import broadcast_to_trajectories, grouped
 from paravt.rl.gating import overview_budget
-from paravt.eval.rollouts import RolloutLog, sample_rows
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import require_rows, screen_data
 from paravt.rl.trainer import TrainerSettings
@@ -81,19 +82,25 @@ def _permutation(n: int, seed: int, epoch: int) -> list[int]:
 class StepOutput:
     metrics: dict[str, float]
     results: list[EpisodeResult] = field(default_factory=list)
-    samples: list[dict[str, Any]] = field(default_factory=list)  # this step's rows of rollouts.jsonl
+    samples: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # this step's rows of rollouts.jsonl
 
 
 #: The fix when an RL data file holds no prompt (the one text: `check_data` and the constructor).
-NO_PROMPTS_FIX = ("point `data` at a ParaVT-Synth rl.parquet (`paravt data synth`); an sft.parquet holds "
-                  "traces, for `paravt train sft`")
+NO_PROMPTS_FIX = (
+    "point `data` at a ParaVT-Synth rl.parquet (`paravt data synth`); an sft.parquet holds "
+    "traces, for `paravt train sft`"
+)
 
 
 class GRPOTrainer:
     """PARA-GRPO (``paravt.rl.trainer.Trainer``): owns the policy, the reference, the optimizer
     and the data cursor."""
 
-    def __init__(self, cfg: TrainConfig, prompts: list[EpisodeInput], session: PolicySession) -> None:
+    def __init__(
+        self, cfg: TrainConfig, prompts: list[EpisodeInput], session: PolicySession
+    ) -> None:
         if not prompts:  # `check_data` refuses such a file before the model loads
             raise DataError(f"{cfg.data} holds no RL prompts (rows of kind rl); {NO_PROMPTS_FIX}")
         self.cfg, self.prompts, self.s = cfg, prompts, session
@@ -106,8 +113,13 @@ class GRPOTrainer:
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
-        return TrainerSettings(optim=cfg.rl, seed=cfg.rl.seed, save_every=cfg.rl.save_every,
-                               generate=True, reference=cfg.rl.kl_coef > 0)
+        return TrainerSettings(
+            optim=cfg.rl,
+            seed=cfg.rl.seed,
+            save_every=cfg.rl.save_every,
+            generate=True,
+            reference=cfg.rl.kl_coef > 0,
+        )
 
     @classmethod
     def check_data(cls, cfg: TrainConfig) -> None:
@@ -117,7 +129,9 @@ class GRPOTrainer:
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> GRPOTrainer:
         root = Path(cfg.data_root) if cfg.data_root else None
-        prompts = load_episode_inputs(Path(cfg.data), root, max_row_bytes=cfg.max_row_bytes, warn=False)
+        prompts = load_episode_inputs(
+            Path(cfg.data), root, max_row_bytes=cfg.max_row_bytes, warn=False
+        )
         return cls(cfg, prompts, session)
 
     def state_dict(self) -> dict[str, Any]:
@@ -128,8 +142,10 @@ class GRPOTrainer:
         self.rollout_log.truncate_after(int(state.get("step", 0)))  # those steps run again
 
     def describe(self, m: Mapping[str, float]) -> str:
-        return (f"R={m.get('reward/mean', 0):+.2f} acc={m.get('acc', 0):.2f} "
-                f"f_tau={m.get('f_tau', 0):.2f} kappa={m.get('kappa', 0):.2f}")
+        return (
+            f"R={m.get('reward/mean', 0):+.2f} acc={m.get('acc', 0):.2f} "
+            f"f_tau={m.get('f_tau', 0):.2f} kappa={m.get('kappa', 0):.2f}"
+        )
 
     # -- one step ------------------------------------------------------------------------------
     def step(self, step: int) -> dict[str, float]:
@@ -152,21 +168,38 @@ class GRPOTrainer:
         inputs, groups = self._expand(picks)
         results, overrides, judge_counts = asyncio.run(self._rollout(inputs, step))
         t1 = time.perf_counter()
-        rewards = [episode_reward(r, self.weights, o) for r, o in zip(results, overrides, strict=True)]
+        rewards = [
+            episode_reward(r, self.weights, o) for r, o in zip(results, overrides, strict=True)
+        ]
         t2 = time.perf_counter()
         kept, drop_counts = self._filter(groups, [b.reward for b in rewards], results)
         items, episode_adv = self._items(results, rewards, groups, kept)
         stats = self._update(items, step)
         t3 = time.perf_counter()
         records = [rollout_record(r, b) for r, b in zip(results, rewards, strict=True)]
-        metrics = {**aggregate(records), **stats.to_metrics(), **drop_counts, **judge_counts,
-                   "groups/kept": float(len(kept)), "time/rollout": t1 - t0, "time/reward": t2 - t1,
-                   "time/update": t3 - t2, "lr": self.s.optimizer.param_groups[0]["lr"],
-                   "tokens/input_per_rollout": _mean([r.tokens.total_input for r in results]),
-                   "tokens/generated_per_rollout": _mean([r.tokens.generated for r in results])}
+        metrics = {
+            **aggregate(records),
+            **stats.to_metrics(),
+            **drop_counts,
+            **judge_counts,
+            "groups/kept": float(len(kept)),
+            "time/rollout": t1 - t0,
+            "time/reward": t2 - t1,
+            "time/update": t3 - t2,
+            "lr": self.s.optimizer.param_groups[0]["lr"],
+            "tokens/input_per_rollout": _mean([r.tokens.total_input for r in results]),
+            "tokens/generated_per_rollout": _mean([r.tokens.generated for r in results]),
+        }
         group_of = [g for g, idx in sorted(groups.items(), key=lambda kv: kv[1][0]) for _ in idx]
-        samples = sample_rows(step + 1, results, rewards, group_of, episode_adv, n=rl.log_rollouts,
-                              seed=step_seed(rl.seed, step))
+        samples = sample_rows(
+            step + 1,
+            results,
+            rewards,
+            group_of,
+            episode_adv,
+            n=rl.log_rollouts,
+            seed=step_seed(rl.seed, step),
+        )
         return StepOutput(metrics, results, samples)
 
     def _update(self, items: list[TrainItem], step: int) -> UpdateStats:
@@ -174,17 +207,33 @@ class GRPOTrainer:
         sampler's."""
         cfg, rl = self.cfg, self.cfg.rl
         stats = ppo_update(
-            self.s.model, self.s.processor, self.s.optimizer, items, clip_eps=rl.clip_eps, kl_coef=rl.kl_coef,
-            kl_kind=rl.kl_estimator, max_grad_norm=rl.max_grad_norm, ref_model=self.s.ref_model,
-            ppo_epochs=rl.ppo_epochs, temperature=cfg.sampling.temperature, micro_batch_tokens=rl.micro_batch_tokens,
+            self.s.model,
+            self.s.processor,
+            self.s.optimizer,
+            items,
+            clip_eps=rl.clip_eps,
+            kl_coef=rl.kl_coef,
+            kl_kind=rl.kl_estimator,
+            max_grad_norm=rl.max_grad_norm,
+            ref_model=self.s.ref_model,
+            ppo_epochs=rl.ppo_epochs,
+            temperature=cfg.sampling.temperature,
+            micro_batch_tokens=rl.micro_batch_tokens,
         )
         if stats.logprob_mismatch > rl.logprob_mismatch_warn:
-            log.warning("step %d: mean |recomputed − sampling| logprob %.4f > %.4f: the trainer and the sampler "
-                        "disagree (dtype, attention kernel or a processing mismatch)", step,
-                        stats.logprob_mismatch, rl.logprob_mismatch_warn)
+            log.warning(
+                "step %d: mean |recomputed − sampling| logprob %.4f > %.4f: the trainer and the "
+                "sampler "
+                "disagree (dtype, attention kernel or a processing mismatch)",
+                step,
+                stats.logprob_mismatch,
+                rl.logprob_mismatch_warn,
+            )
         return stats
 
-    def _expand(self, picks: list[tuple[int, int]]) -> tuple[list[EpisodeInput], dict[str, list[int]]]:
+    def _expand(
+        self, picks: list[tuple[int, int]]
+    ) -> tuple[list[EpisodeInput], dict[str, list[int]]]:
         """G copies of each picked prompt with its gated n; groups map a group key to indices."""
         rl = self.cfg.rl
         inputs: list[EpisodeInput] = []
@@ -197,34 +246,53 @@ class GRPOTrainer:
             inputs.extend(base.with_nframes(n) for _ in range(rl.group_size))
         return inputs, groups
 
-    async def _rollout(self, inputs: list[EpisodeInput], step: int
-                       ) -> tuple[list[EpisodeResult], list[float | None], dict[str, float]]:
-        """G rollouts of every prompt, concurrently; then the optional LLM judge on open-ended ones."""
+    async def _rollout(
+        self, inputs: list[EpisodeInput], step: int
+    ) -> tuple[list[EpisodeResult], list[float | None], dict[str, float]]:
+        """G rollouts of every prompt, concurrently; then the optional LLM judge on open-ended
+        ones."""
         ids = [f"s{step}-e{i}" for i in range(len(inputs))]
         seed = step_seed(self.cfg.rl.seed, step)  # every request derives its own seed from this
-        settings = replace(self.settings, sampling=replace(self.settings.sampling, seed=seed),
-                           sub_sampling=replace(self.settings.sub_sampling, seed=seed))
+        settings = replace(
+            self.settings,
+            sampling=replace(self.settings.sampling, seed=seed),
+            sub_sampling=replace(self.settings.sub_sampling, seed=seed),
+        )
         assert self.s.generator is not None, "an RL session is created with rollout= (a generator)"
-        results = await run_group(inputs, generator=self.s.generator, codec=self.s.codec, settings=settings,
-                                  tools=self.s.tools, episode_ids=ids)
+        results = await run_group(
+            inputs,
+            generator=self.s.generator,
+            codec=self.s.codec,
+            settings=settings,
+            tools=self.s.tools,
+            episode_ids=ids,
+        )
         r = self.cfg.reward
-        overrides, counts = await judge_overrides(results, url=r.judge_url, model=r.judge_model,
-                                                  timeout_s=r.judge_timeout_s)
+        overrides, counts = await judge_overrides(
+            results, url=r.judge_url, model=r.judge_model, timeout_s=r.judge_timeout_s
+        )
         return results, overrides, counts
 
-    def _filter(self, groups: dict[str, list[int]], rewards: list[float], results: list[EpisodeResult]
-                ) -> tuple[list[str], dict[str, float]]:
+    def _filter(
+        self, groups: dict[str, list[int]], rewards: list[float], results: list[EpisodeResult]
+    ) -> tuple[list[str], dict[str, float]]:
         """Online filters; a group with an inference-backend failure (a main or sub-agent request
         that errored, not model behaviour) or a crashed episode (an exception inside it) is dropped
         first, so a crash is never a training signal."""
         rl = self.cfg.rl
-        failed = {g for g, idx in groups.items()
-                  if any(results[i].backend_errors or results[i].crashed for i in idx)}
+        failed = {
+            g
+            for g, idx in groups.items()
+            if any(results[i].backend_errors or results[i].crashed for i in idx)
+        }
         by_group = {g: [rewards[i] for i in idx] for g, idx in groups.items() if g not in failed}
         kept = list(by_group)
-        counts: dict[str, float] = {"filter/error_dropped": float(len(failed)), "filter/zero_var_dropped": 0.0,
-                                    "filter/rank_dropped": 0.0,
-                                    "episodes/crashed": float(sum(r.crashed for r in results))}
+        counts: dict[str, float] = {
+            "filter/error_dropped": float(len(failed)),
+            "filter/zero_var_dropped": 0.0,
+            "filter/rank_dropped": 0.0,
+            "episodes/crashed": float(sum(r.crashed for r in results)),
+        }
         if rl.drop_zero_variance:
             res = filters.drop_zero_variance(by_group)
             kept = list(res.kept)
@@ -233,19 +301,34 @@ class GRPOTrainer:
         counts["filter/rank_dropped"] = float(len(ranked.dropped))
         return list(ranked.kept), counts
 
-    def _items(self, results: list[EpisodeResult], rewards: list[RewardBreakdown], groups: dict[str, list[int]],
-               kept: list[str]) -> tuple[list[TrainItem], dict[int, float]]:
+    def _items(
+        self,
+        results: list[EpisodeResult],
+        rewards: list[RewardBreakdown],
+        groups: dict[str, list[int]],
+        kept: list[str],
+    ) -> tuple[list[TrainItem], dict[int, float]]:
         """Group advantages per episode, then every trajectory of an episode (main, and its
         sub-agents when ``train_subagents``) takes its episode's advantage. Also returns the
         advantage of each kept rollout by its index (for ``rollouts.jsonl``)."""
         idx = [i for g in kept for i in groups[g]]
-        adv = grouped([rewards[i].reward for i in idx], [g for g in kept for _ in groups[g]],
-                      std_normalize=self.cfg.rl.std_normalize)
+        adv = grouped(
+            [rewards[i].reward for i in idx],
+            [g for g in kept for _ in groups[g]],
+            std_normalize=self.cfg.rl.std_normalize,
+        )
         episode_adv = {results[i].main.episode_id: a for i, a in zip(idx, adv, strict=True)}
-        trajs = [t for i in idx for t in (results[i].trajectories if self.cfg.rollout.train_subagents
-                                          else (results[i].main,))]
+        trajs = [
+            t
+            for i in idx
+            for t in (
+                results[i].trajectories if self.cfg.rollout.train_subagents else (results[i].main,)
+            )
+        ]
         per_traj = broadcast_to_trajectories(episode_adv, [t.episode_id for t in trajs])
-        return [TrainItem(t, a) for t, a in zip(trajs, per_traj, strict=True)], dict(zip(idx, adv, strict=True))
+        return [TrainItem(t, a) for t, a in zip(trajs, per_traj, strict=True)], dict(
+            zip(idx, adv, strict=True)
+        )
 
 
 def rollout_record(r: EpisodeResult, b: RewardBreakdown) -> RolloutRecord:
@@ -253,8 +336,13 @@ def rollout_record(r: EpisodeResult, b: RewardBreakdown) -> RolloutRecord:
     parsed count), also those on a last turn that were never run. Sub-agent latency is the mean
     over the sub-agents that returned (a timed-out request has no trajectory)."""
     sub_latency = [s.turns[0].latency_s for s in r.subs if s.turns]
-    return RolloutRecord(b, task=r.input.task, n_frames=r.input.nframes,
-                         subagent_latency_s=_mean(sub_latency) if sub_latency else None, tokens=asdict(r.tokens))
+    return RolloutRecord(
+        b,
+        task=r.input.task,
+        n_frames=r.input.nframes,
+        subagent_latency_s=_mean(sub_latency) if sub_latency else None,
+        tokens=asdict(r.tokens),
+    )
 
 
 def step_seed(seed: int, step: int) -> int:

@@ -36,7 +36,9 @@ def broken_parameters(model: Any) -> list[str]:
     return [name for (name, _), ok in zip(named, finite.tolist(), strict=True) if not ok]
 
 
-def check_step(step: int, metrics: Mapping[str, float], model: Any, *, kind: str, checkpoints: Path) -> None:
+def check_step(
+    step: int, metrics: Mapping[str, float], model: Any, *, kind: str, checkpoints: Path
+) -> None:
     """`TrainingError` when 1-based ``step`` left the loss (``metrics["loss"]``) or a parameter of
     ``model`` non-finite; ``kind`` names the config section whose knobs the fix names."""
     loss = float(metrics.get("loss", 0.0))
@@ -47,10 +49,16 @@ def check_step(step: int, metrics: Mapping[str, float], model: Any, *, kind: str
     if broken:
         what.append(f"{len(broken)} parameter tensor(s) hold inf or nan (first: {broken[0]})")
     last = latest_checkpoint(checkpoints)
-    kept = (f"resume (--resume) continues from the last good checkpoint {last}" if last is not None
-            else f"no checkpoint was written before it (nothing under {checkpoints}), so a rerun starts over")
+    kept = (
+        f"resume (--resume) continues from the last good checkpoint {last}"
+        if last is not None
+        else f"no checkpoint was written before it (nothing under {checkpoints}), so a rerun "
+        "starts over"
+    )
     lr = metrics.get("lr")
     at = f" (this step ran at lr={lr:g})" if isinstance(lr, float) and math.isfinite(lr) else ""
-    raise TrainingError(f"train {kind}: step {step} diverged: {'; '.join(what)}; the run is stopped and this "
-                        f"model is not saved; {kept}; the likely knob is {kind}.lr{at}: lower it "
-                        f"(or {kind}.max_grad_norm)")
+    raise TrainingError(
+        f"train {kind}: step {step} diverged: {'; '.join(what)}; the run is stopped and this "
+        f"model is not saved; {kept}; the likely knob is {kind}.lr{at}: lower it "
+        f"(or {kind}.max_grad_norm)"
+    )

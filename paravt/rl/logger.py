@@ -16,18 +16,34 @@ from paravt.tracking import Trackers, TrackingSettings
 
 
 class MetricsLogger:
-    def __init__(self, run_dir: Path, *, name: str, kind: str, config: dict[str, Any], resume: bool = False,
-                 tracking: TrackingSettings | None = None) -> None:
-        """``resume``: continue the log (and the trackers' runs) of a run resumed from a checkpoint."""
+    def __init__(
+        self,
+        run_dir: Path,
+        *,
+        name: str,
+        kind: str,
+        config: dict[str, Any],
+        resume: bool = False,
+        tracking: TrackingSettings | None = None,
+    ) -> None:
+        """``resume``: continue the log (and the trackers' runs) of a run resumed from a
+        checkpoint."""
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "run.json").write_text(json.dumps({"name": name, "kind": kind, "config": config}, indent=1))
+        (self.run_dir / "run.json").write_text(
+            json.dumps({"name": name, "kind": kind, "config": config}, indent=1)
+        )
         self.path = self.run_dir / "train_log.jsonl"
         logged = _last_step(self.path) if resume else 0  # before `truncate_after` cuts it back
         if not resume and self.path.exists():
             self.path.unlink()
-        self.trackers = Trackers.open(self.run_dir, tracking or TrackingSettings(()), config=config, resume=resume,
-                                      logged_steps=logged)
+        self.trackers = Trackers.open(
+            self.run_dir,
+            tracking or TrackingSettings(()),
+            config=config,
+            resume=resume,
+            logged_steps=logged,
+        )
 
     def truncate_after(self, step: int) -> None:
         """On resume: forget lines logged after the checkpoint (they will be logged again)."""
@@ -35,7 +51,9 @@ class MetricsLogger:
             return
         rewrite_jsonl(self.path, [r for r in read_jsonl(self.path) if _step(r) <= step])
 
-    def log(self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]] = ()) -> None:
+    def log(
+        self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
         """Step ``step``'s metrics (and its sampled rollouts, for the trackers' tables): the JSONL
         line first, so that a kill between the two never leaves a tracker ahead of the file."""
         row = {"step": step, **{k: _clean(v) for k, v in metrics.items()}}

@@ -172,8 +172,13 @@ def grpo_loss(
             "rl.kl_coef=0"
         )
     pol = policy_loss(
-        logprobs, old_logprobs, advantages, mask,
-        clip_eps=clip_eps, clip_eps_high=clip_eps_high, global_tokens=global_tokens,
+        logprobs,
+        old_logprobs,
+        advantages,
+        mask,
+        clip_eps=clip_eps,
+        clip_eps_high=clip_eps_high,
+        global_tokens=global_tokens,
     )
     total = pol.loss
     kl_value = 0.0

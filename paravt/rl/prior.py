@@ -32,38 +32,100 @@ class PriorTrainer(SFTTrainer):
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
-        return TrainerSettings(optim=cfg.prior, seed=cfg.prior.seed, save_every=cfg.prior.save_every,
-                               generate=False, reference=False)
+        return TrainerSettings(
+            optim=cfg.prior,
+            seed=cfg.prior.seed,
+            save_every=cfg.prior.save_every,
+            generate=False,
+            reference=False,
+        )
 
     @classmethod
     def check_data(cls, cfg: TrainConfig) -> None:
-        require_rows(cfg.data, ("rl",), "prompts to build the base stage's traces from",
-                     "point `data` at a ParaVT-Synth base.parquet (or rl.parquet: the habit traces only)")
+        require_rows(
+            cfg.data,
+            ("rl",),
+            "prompts to build the base stage's traces from",
+            "point `data` at a ParaVT-Synth base.parquet (or rl.parquet: the habit traces only)",
+        )
 
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> PriorTrainer:
         from paravt.data.schema import read_rows
 
         p = cfg.prior
-        rows = read_rows(Path(cfg.data))  # no prompt rows: `check_data` (and `prior_traces`) refuse them
+        rows = read_rows(
+            Path(cfg.data)
+        )  # no prompt rows: `check_data` (and `prior_traces`) refuse them
         root = Path(cfg.data_root) if cfg.data_root else Path(cfg.data).parent
-        examples = prior_examples(rows, root, session.codec, tool_mix=p.tool_mix, think_sentences=p.think_sentences,
-                                  seed=p.seed, max_calls=p.max_calls, copies=p.habit_copies, max_pixels=cfg.video.overview_max_pixels,
-                                  crop_max_pixels=cfg.video.crop_max_pixels, size_factor=cfg.video.size_factor)
-        return cls(examples, session.model, session.processor, session.optimizer, p.batch_size, p.max_grad_norm,
-                   total_steps=p.steps, lr=p.lr, warmup_steps=p.warmup_steps, seed=p.seed,
-                   micro_batch_tokens=p.micro_batch_tokens, lr_decay=p.lr_decay, min_lr_ratio=p.min_lr_ratio)
+        examples = prior_examples(
+            rows,
+            root,
+            session.codec,
+            tool_mix=p.tool_mix,
+            think_sentences=p.think_sentences,
+            seed=p.seed,
+            max_calls=p.max_calls,
+            copies=p.habit_copies,
+            max_pixels=cfg.video.overview_max_pixels,
+            crop_max_pixels=cfg.video.crop_max_pixels,
+            size_factor=cfg.video.size_factor,
+        )
+        return cls(
+            examples,
+            session.model,
+            session.processor,
+            session.optimizer,
+            p.batch_size,
+            p.max_grad_norm,
+            total_steps=p.steps,
+            lr=p.lr,
+            warmup_steps=p.warmup_steps,
+            seed=p.seed,
+            micro_batch_tokens=p.micro_batch_tokens,
+            lr_decay=p.lr_decay,
+            min_lr_ratio=p.min_lr_ratio,
+        )
 
 
-def prior_examples(rows: Sequence[Row], root: Path, codec: ChatCodec, *, tool_mix: float, think_sentences: int,
-                   seed: int, max_calls: int, max_pixels: int, crop_max_pixels: int,
-                   size_factor: int, copies: int = 1) -> list[Trajectory]:
+def prior_examples(
+    rows: Sequence[Row],
+    root: Path,
+    codec: ChatCodec,
+    *,
+    tool_mix: float,
+    think_sentences: int,
+    seed: int,
+    max_calls: int,
+    max_pixels: int,
+    crop_max_pixels: int,
+    size_factor: int,
+    copies: int = 1,
+) -> list[Trajectory]:
     """The base stage's training sequences of a ``base.parquet``'s rows (``prior_traces``), frames
     decoded from the videos under ``root``."""
     from paravt.data.chat import to_chat_messages
     from paravt.data.synth.base import prior_traces
 
-    traces = prior_traces(rows, tool_mix=tool_mix, think_sentences=think_sentences, seed=seed, max_calls=max_calls,
-                          copies=copies)
-    return [build_sequence(to_chat_messages(t, root, max_pixels=max_pixels, crop_max_pixels=crop_max_pixels,
-                                            size_factor=size_factor), codec, row_id=t.id) for t in traces]
+    traces = prior_traces(
+        rows,
+        tool_mix=tool_mix,
+        think_sentences=think_sentences,
+        seed=seed,
+        max_calls=max_calls,
+        copies=copies,
+    )
+    return [
+        build_sequence(
+            to_chat_messages(
+                t,
+                root,
+                max_pixels=max_pixels,
+                crop_max_pixels=crop_max_pixels,
+                size_factor=size_factor,
+            ),
+            codec,
+            row_id=t.id,
+        )
+        for t in traces
+    ]

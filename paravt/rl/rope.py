@@ -36,16 +36,20 @@ def _has_media(traj: Trajectory) -> bool:
     return bool(traj.videos or traj.images)
 
 
-def _compute(model: Any, ids: torch.Tensor, mm: torch.Tensor, grids: Mapping[str, torch.Tensor]) -> torch.Tensor:
+def _compute(
+    model: Any, ids: torch.Tensor, mm: torch.Tensor, grids: Mapping[str, torch.Tensor]
+) -> torch.Tensor:
     """(3, L) positions of one row from its ids (1×L), token types (1×L) and media grids."""
     with torch.no_grad():
-        pos, _ = model.model.get_rope_index(ids.cpu(), mm_token_type_ids=mm.cpu(),
-                                            **{k: v.cpu() for k, v in grids.items()})  # 3×1×L
+        pos, _ = model.model.get_rope_index(
+            ids.cpu(), mm_token_type_ids=mm.cpu(), **{k: v.cpu() for k, v in grids.items()}
+        )  # 3×1×L
     return pos[:, 0].to(torch.int32)  # 3×L (int32: half the memory; positions stay far below 2³¹)
 
 
-def row_positions(model: Any, processor: Any, traj: Trajectory,
-                  grids: Mapping[str, torch.Tensor] | None = None) -> torch.Tensor | None:
+def row_positions(
+    model: Any, processor: Any, traj: Trajectory, grids: Mapping[str, torch.Tensor] | None = None
+) -> torch.Tensor | None:
     """The row's (3, L) positions, None for a row without media; computed once per row. ``grids``:
     the row's media grids when the caller has them (else they come from the processor)."""
     if not _has_media(traj):
@@ -69,7 +73,9 @@ def warm(model: Any, processor: Any, trajs: Sequence[Trajectory]) -> None:
         row_positions(model, processor, t)
 
 
-def row_grids(feats: Mapping[str, torch.Tensor], trajs: Sequence[Trajectory]) -> list[dict[str, torch.Tensor]]:
+def row_grids(
+    feats: Mapping[str, torch.Tensor], trajs: Sequence[Trajectory]
+) -> list[dict[str, torch.Tensor]]:
     """Each row's slice of a batch's concatenated media grids (``media.batch_inputs`` order)."""
     out: list[dict[str, torch.Tensor]] = []
     v0 = i0 = 0
@@ -77,18 +83,23 @@ def row_grids(feats: Mapping[str, torch.Tensor], trajs: Sequence[Trajectory]) ->
         nv, ni = len(t.videos), len(t.images)
         g: dict[str, torch.Tensor] = {}
         if nv:
-            g["video_grid_thw"] = feats["video_grid_thw"][v0:v0 + nv]
+            g["video_grid_thw"] = feats["video_grid_thw"][v0 : v0 + nv]
             if "second_per_grid_ts" in feats:
-                g["second_per_grid_ts"] = feats["second_per_grid_ts"][v0:v0 + nv]
+                g["second_per_grid_ts"] = feats["second_per_grid_ts"][v0 : v0 + nv]
         if ni:
-            g["image_grid_thw"] = feats["image_grid_thw"][i0:i0 + ni]
+            g["image_grid_thw"] = feats["image_grid_thw"][i0 : i0 + ni]
         out.append(g)
         v0, i0 = v0 + nv, i0 + ni
     return out
 
 
-def batch_positions(model: Any, processor: Any, trajs: Sequence[Trajectory], width: int,
-                    feats: Mapping[str, torch.Tensor]) -> torch.Tensor | None:
+def batch_positions(
+    model: Any,
+    processor: Any,
+    trajs: Sequence[Trajectory],
+    width: int,
+    feats: Mapping[str, torch.Tensor],
+) -> torch.Tensor | None:
     """(3, B, width) positions of right-padded rows (pads continue each row's last position), or
     None when no row has media."""
     if not any(_has_media(t) for t in trajs):

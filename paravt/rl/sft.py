@@ -1,12 +1,14 @@
 """SFT cold start on parallel tool traces (main-agent and sub-agent rows).
 
-Sequences are built exactly as an episode builds its trajectory (docs/ARCHITECTURE.md §3): prompt messages via
+Sequences are built exactly as an episode builds its trajectory (docs/ARCHITECTURE.md §3): prompt
+messages via
 ``ChatCodec.encode_message`` (mask 0), then for each assistant turn the generation prompt (mask 0),
 the WHOLE response, ``<think>`` included, + ``<|im_end|>`` (mask 1) and the closing newline
 (mask 0); tool responses are context (mask 0). SFT teaches the format the think prefix later
 constrains: the prefix is an RL-time constraint ("reinforces what SFT has already taught"), so a
 model sampled without it must still open ``<think>`` itself. ``sft.mask_think_prefix`` (off by
-default) puts the ``<think>\\n`` into the prompt instead, as a forced prefix — for experiments only. Frames come from the same decoder and sampling
+default) puts the ``<think>\\n`` into the prompt instead, as a forced prefix — for experiments only.
+Frames come from the same decoder and sampling
 recipe as at rollout, through ``paravt.data`` (``to_chat_messages``).
 """
 
@@ -38,8 +40,10 @@ if TYPE_CHECKING:
     from paravt.rl.session import PolicySession
 
 #: The fix when an SFT data file holds no trace (the one text: `check_data` and `build`).
-NO_TRACES_FIX = ("point `data` at a ParaVT-Synth sft.parquet (`paravt data synth`); an rl.parquet holds "
-                 "prompts only, for `paravt train rl`")
+NO_TRACES_FIX = (
+    "point `data` at a ParaVT-Synth sft.parquet (`paravt data synth`); an rl.parquet holds "
+    "prompts only, for `paravt train rl`"
+)
 
 
 def require_rows(path: str | Path, kinds: Collection[str], what: str, fix: str) -> None:
@@ -54,7 +58,9 @@ def require_rows(path: str | Path, kinds: Collection[str], what: str, fix: str) 
     found = Counter(pq.read_table(str(p), columns=["kind"]).column("kind").to_pylist())
     if not any(found[k] for k in kinds):
         have = ", ".join(f"{n} of kind {k}" for k, n in sorted(found.items())) or "none"
-        raise DataError(f"{p} holds no {what} (rows of kind {' or '.join(kinds)}; its rows: {have}); {fix}")
+        raise DataError(
+            f"{p} holds no {what} (rows of kind {' or '.join(kinds)}; its rows: {have}); {fix}"
+        )
 
 
 def screen_data(cfg: TrainConfig, kinds: Collection[str]) -> Screened:
@@ -68,8 +74,13 @@ def screen_data(cfg: TrainConfig, kinds: Collection[str]) -> Screened:
     return screened
 
 
-def build_sequence(messages: Sequence[ChatMessage], codec: ChatCodec, *, mask_think_prefix: bool = False,
-                   row_id: str = "") -> Trajectory:
+def build_sequence(
+    messages: Sequence[ChatMessage],
+    codec: ChatCodec,
+    *,
+    mask_think_prefix: bool = False,
+    row_id: str = "",
+) -> Trajectory:
     """The training sequence of one trace; assistant responses carry loss mask 1 (with
     ``mask_think_prefix`` their leading ``<think>\\n`` is context, mask 0)."""
     b = TrajectoryBuilder(row_id, "main", 0)
@@ -80,7 +91,7 @@ def build_sequence(messages: Sequence[ChatMessage], codec: ChatCodec, *, mask_th
             continue
         prefix = THINK_PREFIX if mask_think_prefix and m.content.startswith(THINK_PREFIX) else ""
         b.add_context(codec.generation_prompt(prefix))
-        body = codec.encode_text(m.content[len(prefix):]) + (codec.im_end_id,)
+        body = codec.encode_text(m.content[len(prefix) :]) + (codec.im_end_id,)
         b.add_sampled(body, [0.0] * len(body))
         b.add_context(codec.close_turn(body))
     return b.freeze("answer")
@@ -92,8 +103,14 @@ class SFTLoss:
     n_tokens: int  # those tokens
 
 
-def sft_backward(model: Any, processor: Any, batch: Sequence[Trajectory], *, batched: bool = True,
-                 micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS) -> SFTLoss:
+def sft_backward(
+    model: Any,
+    processor: Any,
+    batch: Sequence[Trajectory],
+    *,
+    batched: bool = True,
+    micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS,
+) -> SFTLoss:
     """Accumulate into ``.grad`` the gradient of the batch's token-mean NLL (logits at τ = 1, vision
     placeholder ids suppressed, as the generator samples). ``batched``: right-padded micro-batches
     of at most ``micro_batch_tokens`` padded tokens with their media (``paravt.rl.batch``); else one
@@ -103,8 +120,10 @@ def sft_backward(model: Any, processor: Any, batch: Sequence[Trajectory], *, bat
     if batched:
         device = next(model.parameters()).device
         suppress = vision_ids(processor)
-        parts = (score(model, mb, suppress_ids=suppress).logprobs
-                 for mb in micro_batches(processor, batch, micro_batch_tokens, device, model=model))  # (N,) each
+        parts = (
+            score(model, mb, suppress_ids=suppress).logprobs
+            for mb in micro_batches(processor, batch, micro_batch_tokens, device, model=model)
+        )  # (N,) each
     else:
         parts = (trajectory_logprobs(model, processor, t) for t in batch)  # (P,) each
     nll = 0.0
@@ -136,32 +155,56 @@ class SFTTrainer:
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
-        return TrainerSettings(optim=cfg.sft, seed=cfg.sft.seed, save_every=cfg.sft.save_every,
-                               generate=False, reference=False)
+        return TrainerSettings(
+            optim=cfg.sft,
+            seed=cfg.sft.seed,
+            save_every=cfg.sft.save_every,
+            generate=False,
+            reference=False,
+        )
 
     @classmethod
     def check_data(cls, cfg: TrainConfig) -> None:
         sub = cfg.sft.include_subagent_rows
-        require_rows(cfg.data, ("main", "sub") if sub else ("main",), "SFT traces",
-                     NO_TRACES_FIX + ("" if sub else "; sub-agent rows train only with sft.include_subagent_rows=true"))
+        require_rows(
+            cfg.data,
+            ("main", "sub") if sub else ("main",),
+            "SFT traces",
+            NO_TRACES_FIX
+            + ("" if sub else "; sub-agent rows train only with sft.include_subagent_rows=true"),
+        )
         screen_data(cfg, ("main", "sub") if sub else ("main",))
 
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> SFTTrainer:
         examples = load_examples(
-            Path(cfg.data), Path(cfg.data_root) if cfg.data_root else None, session.codec,
-            include_sub=cfg.sft.include_subagent_rows, max_pixels=cfg.video.overview_max_pixels,
-            crop_max_pixels=cfg.video.crop_max_pixels, size_factor=cfg.video.size_factor,
-            mask_think_prefix=cfg.sft.mask_think_prefix, max_row_bytes=cfg.max_row_bytes,
+            Path(cfg.data),
+            Path(cfg.data_root) if cfg.data_root else None,
+            session.codec,
+            include_sub=cfg.sft.include_subagent_rows,
+            max_pixels=cfg.video.overview_max_pixels,
+            crop_max_pixels=cfg.video.crop_max_pixels,
+            size_factor=cfg.video.size_factor,
+            mask_think_prefix=cfg.sft.mask_think_prefix,
+            max_row_bytes=cfg.max_row_bytes,
         )
         if not examples:  # `check_data` refuses such a file before the model loads
             raise DataError(f"{cfg.data} holds no SFT traces; {NO_TRACES_FIX}")
         per_epoch = math.ceil(len(examples) / cfg.sft.batch_size)
         total = per_epoch * cfg.sft.epochs
-        return cls(examples, session.model, session.processor, session.optimizer, cfg.sft.batch_size,
-                   cfg.sft.max_grad_norm, total_steps=min(total, cfg.sft.max_steps or total),
-                   lr=cfg.sft.lr, warmup_steps=cfg.sft.warmup_steps, seed=cfg.sft.seed,
-                   micro_batch_tokens=cfg.sft.micro_batch_tokens)
+        return cls(
+            examples,
+            session.model,
+            session.processor,
+            session.optimizer,
+            cfg.sft.batch_size,
+            cfg.sft.max_grad_norm,
+            total_steps=min(total, cfg.sft.max_steps or total),
+            lr=cfg.sft.lr,
+            warmup_steps=cfg.sft.warmup_steps,
+            seed=cfg.sft.seed,
+            micro_batch_tokens=cfg.sft.micro_batch_tokens,
+        )
 
     def state_dict(self) -> dict[str, Any]:
         return {}  # batches are a function of (seed, step)
@@ -176,7 +219,9 @@ class SFTTrainer:
         return []  # SFT samples nothing
 
     def _set_lr(self, step: int) -> None:
-        scale = lr_scale(step, self.total_steps, self.warmup_steps, self.lr_decay, self.min_lr_ratio)
+        scale = lr_scale(
+            step, self.total_steps, self.warmup_steps, self.lr_decay, self.min_lr_ratio
+        )
         for g in self.optimizer.param_groups:
             g["lr"] = self.lr * scale
 
@@ -194,13 +239,22 @@ class SFTTrainer:
     def step(self, step: int) -> dict[str, float]:
         self._set_lr(step)
         self.optimizer.zero_grad(set_to_none=True)
-        out = sft_backward(self.model, self.processor, self.batch(step), micro_batch_tokens=self.micro_batch_tokens)
+        out = sft_backward(
+            self.model, self.processor, self.batch(step), micro_batch_tokens=self.micro_batch_tokens
+        )
         res = optimizer_step(self.model, self.optimizer, self.max_grad_norm, out.loss)
-        return {"loss": out.loss, "grad_norm": res.grad_norm, "tokens/trained": float(out.n_tokens),
-                "update_skipped": float(res.skipped), "lr": self.optimizer.param_groups[0]["lr"]}
+        return {
+            "loss": out.loss,
+            "grad_norm": res.grad_norm,
+            "tokens/trained": float(out.n_tokens),
+            "update_skipped": float(res.skipped),
+            "lr": self.optimizer.param_groups[0]["lr"],
+        }
 
 
-def lr_scale(step: int, total_steps: int, warmup_steps: int, decay: LrDecay, min_ratio: float) -> float:
+def lr_scale(
+    step: int, total_steps: int, warmup_steps: int, decay: LrDecay, min_ratio: float
+) -> float:
     """The learning rate of 0-based ``step`` as a share of the peak: linear warm-up over
     ``warmup_steps``, then constant or cosine from 1 down to ``min_ratio`` at the last step."""
     if warmup_steps > 0 and step < warmup_steps:
@@ -212,9 +266,18 @@ def lr_scale(step: int, total_steps: int, warmup_steps: int, decay: LrDecay, min
     return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-def load_examples(path: Path, root: Path | None, codec: ChatCodec, *, include_sub: bool, max_pixels: int,
-                  crop_max_pixels: int, size_factor: int, mask_think_prefix: bool = False,
-                  max_row_bytes: int = MAX_ROW_BYTES) -> list[Trajectory]:
+def load_examples(
+    path: Path,
+    root: Path | None,
+    codec: ChatCodec,
+    *,
+    include_sub: bool,
+    max_pixels: int,
+    crop_max_pixels: int,
+    size_factor: int,
+    mask_think_prefix: bool = False,
+    max_row_bytes: int = MAX_ROW_BYTES,
+) -> list[Trajectory]:
     """Every usable SFT row of a parquet file as a training sequence (the rows `screen_data`
     passed: error rows are never trained on)."""
     from paravt.data.chat import to_chat_messages
@@ -226,6 +289,12 @@ def load_examples(path: Path, root: Path | None, codec: ChatCodec, *, include_su
     for row in screen_rows(path, root, kinds=kinds, max_row_bytes=max_row_bytes, warn=False).rows:
         mp = crop_max_pixels if row.kind == "sub" else max_pixels
         msgs = to_chat_messages(row, root, max_pixels=mp, size_factor=size_factor)
-        out.append(build_sequence(msgs, codec, mask_think_prefix=mask_think_prefix and row.kind == "main",
-                                  row_id=row.id))
+        out.append(
+            build_sequence(
+                msgs,
+                codec,
+                mask_think_prefix=mask_think_prefix and row.kind == "main",
+                row_id=row.id,
+            )
+        )
     return out

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 class TrainerSettings:
     """What the loop needs before a trainer exists (to build the session)."""
 
-    optim: OptimiserSection  # the trainer's section (``cfg.rl``, ``cfg.sft``, ``cfg.prior``): lr, decay, betas
+    # the trainer's section (``cfg.rl``, ``cfg.sft``, ``cfg.prior``): lr, decay, betas
+    optim: OptimiserSection
     seed: int
     save_every: int
     generate: bool  # the session needs a generator and the tools (rollouts)

@@ -31,12 +31,26 @@ import torch
 
 from paravt.agent.trajectory import Trajectory
 from paravt.models.media import sequence_logprobs
-from paravt.rl.batch import (DEFAULT_MICRO_BATCH_TOKENS, MicroBatch, micro_batches, sampled_positions,
-                             sampling_logprobs, score, vision_ids)
+from paravt.rl.batch import (
+    DEFAULT_MICRO_BATCH_TOKENS,
+    MicroBatch,
+    micro_batches,
+    sampled_positions,
+    sampling_logprobs,
+    score,
+    vision_ids,
+)
 from paravt.rl.loss import GRPOLossOutput, KLKind, grpo_loss
 
-__all__ = ["TrainItem", "UpdateStats", "StepResult", "ppo_update", "optimizer_step", "trajectory_logprobs",
-           "sampled_positions"]
+__all__ = [
+    "TrainItem",
+    "UpdateStats",
+    "StepResult",
+    "ppo_update",
+    "optimizer_step",
+    "trajectory_logprobs",
+    "sampled_positions",
+]
 
 
 @dataclass(frozen=True)
@@ -51,19 +65,32 @@ class TrainItem:
 class UpdateStats:
     loss: float
     policy_loss: float
-    kl: float  # token-mean KL estimate (rl.kl_estimator) to the reference (init) policy; 0.0 without one
-    clip_frac: float  # share of tokens whose clipped term was active (last epoch; 0 when ppo_epochs == 1)
+    # token-mean KL estimate (rl.kl_estimator) to the reference (init) policy; 0.0 without one
+    kl: float
+    clip_frac: (
+        float  # share of tokens whose clipped term was active (last epoch; 0 when ppo_epochs == 1)
+    )
     grad_norm: float
     n_tokens: int
     logprob_mismatch: float  # mean |old logprob − sampling logprob| over sampled tokens
     skipped: bool  # NaN/inf guard fired: no parameter changed
-    entropy: float = math.nan  # token-mean entropy of the sampling distribution at the sampled tokens
+    entropy: float = (
+        math.nan
+    )  # token-mean entropy of the sampling distribution at the sampled tokens
     # (policy before the update); NaN on the per-sequence path, which does not compute it
 
     def to_metrics(self) -> dict[str, float]:
-        return {"loss": self.loss, "policy_loss": self.policy_loss, "kl": self.kl, "clip_frac": self.clip_frac,
-                "entropy": self.entropy, "grad_norm": self.grad_norm, "tokens/trained": float(self.n_tokens),
-                "logprob_mismatch": self.logprob_mismatch, "update_skipped": float(self.skipped)}
+        return {
+            "loss": self.loss,
+            "policy_loss": self.policy_loss,
+            "kl": self.kl,
+            "clip_frac": self.clip_frac,
+            "entropy": self.entropy,
+            "grad_norm": self.grad_norm,
+            "tokens/trained": float(self.n_tokens),
+            "logprob_mismatch": self.logprob_mismatch,
+            "update_skipped": float(self.skipped),
+        }
 
 
 @dataclass(frozen=True)
@@ -72,7 +99,9 @@ class StepResult:
     skipped: bool  # the loss or the gradient norm was not finite: gradients dropped, no step
 
 
-def optimizer_step(model: Any, optimizer: torch.optim.Optimizer, max_grad_norm: float, loss: float) -> StepResult:
+def optimizer_step(
+    model: Any, optimizer: torch.optim.Optimizer, max_grad_norm: float, loss: float
+) -> StepResult:
     """Clip the accumulated gradients and step, unless ``loss`` or the gradient norm is not finite
     (then the gradients are dropped and no parameter or optimizer state changes)."""
     grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
@@ -86,7 +115,8 @@ def optimizer_step(model: Any, optimizer: torch.optim.Optimizer, max_grad_norm: 
 
 @dataclass
 class _Sums:
-    """Running sums of the micro-batch loss parts (each already divided by the batch token count)."""
+    """Running sums of the micro-batch loss parts (each already divided by the batch token
+    count)."""
 
     loss: float = 0.0
     policy: float = 0.0
@@ -100,19 +130,39 @@ class _Sums:
         self.clip += out.clip_frac
 
 
-def trajectory_logprobs(model: Any, processor: Any, traj: Trajectory, temperature: float = 1.0) -> torch.Tensor:
+def trajectory_logprobs(
+    model: Any, processor: Any, traj: Trajectory, temperature: float = 1.0
+) -> torch.Tensor:
     """log p(token t | prefix) at every sampled position (P,) of ONE trajectory, under the SAMPLING
     distribution: logits / temperature (as verl's actor does, so ratios compare like with like)
     without the vision placeholder ids the generator suppresses; differentiable."""
-    return sequence_logprobs(model, processor, traj.ids, traj.videos, traj.images, sampled_positions(traj),
-                             temperature=temperature, suppress_ids=vision_ids(processor))
+    return sequence_logprobs(
+        model,
+        processor,
+        traj.ids,
+        traj.videos,
+        traj.images,
+        sampled_positions(traj),
+        temperature=temperature,
+        suppress_ids=vision_ids(processor),
+    )
 
 
 def ppo_update(
-    model: Any, processor: Any, optimizer: torch.optim.Optimizer, items: Sequence[TrainItem], *,
-    clip_eps: float, kl_coef: float, kl_kind: KLKind, max_grad_norm: float,
-    ref_model: Any | None = None, ppo_epochs: int = 1, temperature: float = 1.0,
-    batched: bool = True, micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS,
+    model: Any,
+    processor: Any,
+    optimizer: torch.optim.Optimizer,
+    items: Sequence[TrainItem],
+    *,
+    clip_eps: float,
+    kl_coef: float,
+    kl_kind: KLKind,
+    max_grad_norm: float,
+    ref_model: Any | None = None,
+    ppo_epochs: int = 1,
+    temperature: float = 1.0,
+    batched: bool = True,
+    micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS,
 ) -> UpdateStats:
     """PPO-clip GRPO update over ``items`` (``ppo_epochs`` passes, one optimizer step each).
     With ``ref_model`` the KL to it is computed (and logged) and enters the loss × ``kl_coef``."""
@@ -120,9 +170,17 @@ def ppo_update(
     if not items:
         return UpdateStats(0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, skipped=True)
     run = _batched_update if batched else _per_sequence_update
-    return run(model, processor, optimizer, items, _LossArgs(clip_eps, kl_coef, kl_kind, temperature),
-               ref_model=ref_model, ppo_epochs=ppo_epochs, max_grad_norm=max_grad_norm,
-               micro_batch_tokens=micro_batch_tokens)
+    return run(
+        model,
+        processor,
+        optimizer,
+        items,
+        _LossArgs(clip_eps, kl_coef, kl_kind, temperature),
+        ref_model=ref_model,
+        ppo_epochs=ppo_epochs,
+        max_grad_norm=max_grad_norm,
+        micro_batch_tokens=micro_batch_tokens,
+    )
 
 
 @dataclass(frozen=True)
@@ -132,22 +190,48 @@ class _LossArgs:
     kl_kind: KLKind
     temperature: float
 
-    def loss(self, lp: torch.Tensor, old: torch.Tensor, adv: torch.Tensor, ref: torch.Tensor | None,
-             total: int) -> GRPOLossOutput:
+    def loss(
+        self,
+        lp: torch.Tensor,
+        old: torch.Tensor,
+        adv: torch.Tensor,
+        ref: torch.Tensor | None,
+        total: int,
+    ) -> GRPOLossOutput:
         """grpo_loss of one row or micro-batch, its scored tokens flattened into (1, N); ``adv`` is
-        (1, N) per token or (1,) per row; the mask is all ones (only scored tokens were gathered)."""
-        return grpo_loss(lp, old, adv.to(lp.dtype), torch.ones_like(lp), clip_eps=self.clip_eps, ref_logprobs=ref,
-                         kl_coef=self.kl_coef if ref is not None else 0.0, kl_kind=self.kl_kind,
-                         global_tokens=total)
+        (1, N) per token or (1,) per row; the mask is all ones (only scored tokens were
+        gathered)."""
+        return grpo_loss(
+            lp,
+            old,
+            adv.to(lp.dtype),
+            torch.ones_like(lp),
+            clip_eps=self.clip_eps,
+            ref_logprobs=ref,
+            kl_coef=self.kl_coef if ref is not None else 0.0,
+            kl_kind=self.kl_kind,
+            global_tokens=total,
+        )
 
 
-def _batched_update(model: Any, processor: Any, optimizer: torch.optim.Optimizer, items: Sequence[TrainItem],
-                    args: _LossArgs, *, ref_model: Any | None, ppo_epochs: int, max_grad_norm: float,
-                    micro_batch_tokens: int) -> UpdateStats:
+def _batched_update(
+    model: Any,
+    processor: Any,
+    optimizer: torch.optim.Optimizer,
+    items: Sequence[TrainItem],
+    args: _LossArgs,
+    *,
+    ref_model: Any | None,
+    ppo_epochs: int,
+    max_grad_norm: float,
+    micro_batch_tokens: int,
+) -> UpdateStats:
     trajs = [it.traj for it in items]
     total = sum(t.n_sampled for t in trajs)
     device = next(model.parameters()).device
-    mbs = micro_batches(processor, trajs, micro_batch_tokens, device, model=model)  # positions once per row
+    mbs = micro_batches(
+        processor, trajs, micro_batch_tokens, device, model=model
+    )  # positions once per row
     suppress = vision_ids(processor)
     adv = [_token_advantages(items, mb, device) for mb in mbs]  # (N,) each
     old: list[torch.Tensor] = []
@@ -160,52 +244,94 @@ def _batched_update(model: Any, processor: Any, optimizer: torch.optim.Optimizer
         for k, mb in enumerate(mbs):
             if epoch == 0:
                 ref.append(_frozen_score(ref_model, mb, args.temperature, suppress))
-            s = score(model, mb, temperature=args.temperature, suppress_ids=suppress, entropy=epoch == 0)
+            s = score(
+                model, mb, temperature=args.temperature, suppress_ids=suppress, entropy=epoch == 0
+            )
             if epoch == 0:
                 assert s.entropy is not None
                 old.append(s.logprobs.detach())  # the sampling policy's logprobs (module docstring)
                 entropy += float(s.entropy.sum())
             r = ref[k]
-            out = args.loss(s.logprobs[None], old[k][None], adv[k][None], None if r is None else r[None], total)
+            out = args.loss(
+                s.logprobs[None], old[k][None], adv[k][None], None if r is None else r[None], total
+            )
             out.loss.backward()
             sums.add(out)
         step = optimizer_step(model, optimizer, max_grad_norm, sums.loss)
-        stats = UpdateStats(sums.loss, sums.policy, sums.kl, sums.clip, step.grad_norm, total,
-                            _mismatch_batched(trajs, mbs, old), step.skipped, entropy=entropy / total)
+        stats = UpdateStats(
+            sums.loss,
+            sums.policy,
+            sums.kl,
+            sums.clip,
+            step.grad_norm,
+            total,
+            _mismatch_batched(trajs, mbs, old),
+            step.skipped,
+            entropy=entropy / total,
+        )
     assert stats is not None
     return stats
 
 
 @torch.no_grad()
-def _frozen_score(model: Any | None, mb: MicroBatch, temperature: float, suppress: Sequence[int]
-                  ) -> torch.Tensor | None:
-    return None if model is None else score(model, mb, temperature=temperature, suppress_ids=suppress).logprobs
+def _frozen_score(
+    model: Any | None, mb: MicroBatch, temperature: float, suppress: Sequence[int]
+) -> torch.Tensor | None:
+    return (
+        None
+        if model is None
+        else score(model, mb, temperature=temperature, suppress_ids=suppress).logprobs
+    )
 
 
-def _token_advantages(items: Sequence[TrainItem], mb: MicroBatch, device: torch.device) -> torch.Tensor:
+def _token_advantages(
+    items: Sequence[TrainItem], mb: MicroBatch, device: torch.device
+) -> torch.Tensor:
     """Each scored token of the micro-batch takes its trajectory's advantage: (N,)."""
     vals = [items[r].advantage for r, n in zip(mb.rows, mb.counts, strict=True) for _ in range(n)]
     return torch.tensor(vals, dtype=torch.float32, device=device)
 
 
-def _mismatch_batched(trajs: Sequence[Trajectory], mbs: Sequence[MicroBatch], old: Sequence[torch.Tensor]) -> float:
-    diffs = [(lp - sampling_logprobs(trajs, mb, lp.dtype, lp.device)).abs() for mb, lp in zip(mbs, old, strict=True)]
+def _mismatch_batched(
+    trajs: Sequence[Trajectory], mbs: Sequence[MicroBatch], old: Sequence[torch.Tensor]
+) -> float:
+    diffs = [
+        (lp - sampling_logprobs(trajs, mb, lp.dtype, lp.device)).abs()
+        for mb, lp in zip(mbs, old, strict=True)
+    ]
     return float(torch.cat(diffs).mean())
 
 
-def _per_sequence_update(model: Any, processor: Any, optimizer: torch.optim.Optimizer, items: Sequence[TrainItem],
-                         args: _LossArgs, *, ref_model: Any | None, ppo_epochs: int, max_grad_norm: float,
-                         micro_batch_tokens: int) -> UpdateStats:
+def _per_sequence_update(
+    model: Any,
+    processor: Any,
+    optimizer: torch.optim.Optimizer,
+    items: Sequence[TrainItem],
+    args: _LossArgs,
+    *,
+    ref_model: Any | None,
+    ppo_epochs: int,
+    max_grad_norm: float,
+    micro_batch_tokens: int,
+) -> UpdateStats:
     """Today's path kept as the oracle and the benchmark baseline: an old-logprob pass, a reference
     pass and the loss pass, each forwarding one trajectory at a time."""
     del micro_batch_tokens  # one sequence per forward
     total = sum(it.traj.n_sampled for it in items)
     with torch.no_grad():
         old = [trajectory_logprobs(model, processor, it.traj, args.temperature) for it in items]
-        ref = [None if ref_model is None else trajectory_logprobs(ref_model, processor, it.traj, args.temperature)
-               for it in items]
-    sampled = [torch.tensor([it.traj.logprobs[t] for t in sampled_positions(it.traj)]) for it in items]
-    mismatch = float(torch.cat([(lp - s.to(lp)).abs() for lp, s in zip(old, sampled, strict=True)]).mean())
+        ref = [
+            None
+            if ref_model is None
+            else trajectory_logprobs(ref_model, processor, it.traj, args.temperature)
+            for it in items
+        ]
+    sampled = [
+        torch.tensor([it.traj.logprobs[t] for t in sampled_positions(it.traj)]) for it in items
+    ]
+    mismatch = float(
+        torch.cat([(lp - s.to(lp)).abs() for lp, s in zip(old, sampled, strict=True)]).mean()
+    )
     stats = None
     for _ in range(ppo_epochs):
         optimizer.zero_grad(set_to_none=True)
@@ -213,12 +339,25 @@ def _per_sequence_update(model: Any, processor: Any, optimizer: torch.optim.Opti
         for i, it in enumerate(items):
             lp = trajectory_logprobs(model, processor, it.traj, args.temperature)  # (P,)
             r = ref[i]
-            out = args.loss(lp[None], old[i][None], torch.tensor([it.advantage]), None if r is None else r[None],
-                            total)
+            out = args.loss(
+                lp[None],
+                old[i][None],
+                torch.tensor([it.advantage]),
+                None if r is None else r[None],
+                total,
+            )
             out.loss.backward()
             sums.add(out)
         step = optimizer_step(model, optimizer, max_grad_norm, sums.loss)
-        stats = UpdateStats(sums.loss, sums.policy, sums.kl, sums.clip, step.grad_norm, total, mismatch,
-                            step.skipped)
+        stats = UpdateStats(
+            sums.loss,
+            sums.policy,
+            sums.kl,
+            sums.clip,
+            step.grad_norm,
+            total,
+            mismatch,
+            step.skipped,
+        )
     assert stats is not None
     return stats

@@ -31,9 +31,14 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
 from paravt.config import ServeEngine as Engine
 from paravt.errors import ConfigError
-_MODULES: dict[str, str] = {"vllm": "vllm.entrypoints.openai.api_server", "sglang": "sglang.launch_server"}
+
+_MODULES: dict[str, str] = {
+    "vllm": "vllm.entrypoints.openai.api_server",
+    "sglang": "sglang.launch_server",
+}
 VLLM_VENV = ".venv-vllm"  # made by `make test-servers`
 
 
@@ -49,7 +54,9 @@ class ServeSpec:
     max_images: int  # per prompt
     served_model_name: str | None = None
     cpu_kv_cache_gib: int = 2
-    api_key: str | None = field(default=None, repr=False)  # clients must send it (Bearer); never printed
+    api_key: str | None = field(
+        default=None, repr=False
+    )  # clients must send it (Bearer); never printed
 
     @property
     def url(self) -> str:
@@ -60,23 +67,60 @@ def engine_args(spec: ServeSpec) -> list[str]:
     """Arguments after ``python -m <engine module>`` (see the module docstring)."""
     name = ["--served-model-name", spec.served_model_name] if spec.served_model_name else []
     if spec.engine == "sglang":
-        return ["--model-path", spec.model, "--host", spec.host, "--port", str(spec.port), *name,
-                "--context-length", str(spec.max_model_len), "--tp-size", str(max(1, spec.gpus)),
-                "--enable-multimodal", *(["--api-key", spec.api_key] if spec.api_key else [])]
+        return [
+            "--model-path",
+            spec.model,
+            "--host",
+            spec.host,
+            "--port",
+            str(spec.port),
+            *name,
+            "--context-length",
+            str(spec.max_model_len),
+            "--tp-size",
+            str(max(1, spec.gpus)),
+            "--enable-multimodal",
+            *(["--api-key", spec.api_key] if spec.api_key else []),
+        ]
     limits = {"image": spec.max_images, "video": spec.max_videos}
-    args = ["--model", spec.model, "--host", spec.host, "--port", str(spec.port), *name,
-            "--max-model-len", str(spec.max_model_len), "--trust-request-mm-kwargs",
-            "--limit-mm-per-prompt", json.dumps(limits, separators=(",", ":")),
-            "--media-io-kwargs", json.dumps({"video": {"num_frames": -1}}, separators=(",", ":")),
-            "--logprobs-mode", "processed_logprobs", "--generation-config", "vllm"]
+    args = [
+        "--model",
+        spec.model,
+        "--host",
+        spec.host,
+        "--port",
+        str(spec.port),
+        *name,
+        "--max-model-len",
+        str(spec.max_model_len),
+        "--trust-request-mm-kwargs",
+        "--limit-mm-per-prompt",
+        json.dumps(limits, separators=(",", ":")),
+        "--media-io-kwargs",
+        json.dumps({"video": {"num_frames": -1}}, separators=(",", ":")),
+        "--logprobs-mode",
+        "processed_logprobs",
+        "--generation-config",
+        "vllm",
+    ]
     if spec.gpus > 0:
         return [*args, "--tensor-parallel-size", str(spec.gpus)]
-    return [*args, "--dtype", "float32", "--enforce-eager", "--skip-mm-profiling",
-            "--max-num-batched-tokens", str(spec.max_model_len), "--max-num-seqs", "16"]
+    return [
+        *args,
+        "--dtype",
+        "float32",
+        "--enforce-eager",
+        "--skip-mm-profiling",
+        "--max-num-batched-tokens",
+        str(spec.max_model_len),
+        "--max-num-seqs",
+        "16",
+    ]
 
 
 def engine_env(spec: ServeSpec) -> dict[str, str]:
-    """Environment variables the engine reads (the engine's own settings, set for the child only)."""
+    """Environment variables the engine reads (the engine's own settings, set for the child
+    only)."""
     env = {"HF_HUB_OFFLINE": "1"}  # checkpoints are local, as everywhere in paravt
     if spec.engine == "vllm" and spec.gpus == 0:
         env["VLLM_CPU_KVCACHE_SPACE"] = str(spec.cpu_kv_cache_gib)
@@ -100,8 +144,10 @@ def find_python(engine: Engine, python: str | None = None, roots: tuple[Path, ..
             if candidate.is_file():
                 return str(candidate)
     hint = "`make test-servers` creates .venv-vllm with the CPU build; " if engine == "vllm" else ""
-    raise ConfigError(f"{engine} is not importable here; install it (pip install {engine}), {hint}"
-                      "or pass --python PATH of an interpreter that has it")
+    raise ConfigError(
+        f"{engine} is not importable here; install it (pip install {engine}), {hint}"
+        "or pass --python PATH of an interpreter that has it"
+    )
 
 
 def default_roots() -> tuple[Path, ...]:

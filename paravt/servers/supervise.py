@@ -49,16 +49,22 @@ def _children(pid: int) -> list[int]:
 
 
 def stop_tree(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
-    """SIGTERM the server's process group and descendants; SIGKILL whatever is left after grace_s."""
+    """SIGTERM the server's process group and descendants; SIGKILL whatever is left after
+    grace_s."""
     pids = [proc.pid, *_children(proc.pid)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for send in (lambda sig=sig: os.killpg(proc.pid, sig), *(lambda p=p, sig=sig: os.kill(p, sig) for p in pids)):
+        for send in (
+            lambda sig=sig: os.killpg(proc.pid, sig),
+            *(lambda p=p, sig=sig: os.kill(p, sig) for p in pids),
+        ):
             try:
                 send()
             except (ProcessLookupError, PermissionError):
                 pass
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and (proc.poll() is None or any(_alive(p) for p in pids[1:])):
+        while time.monotonic() < deadline and (
+            proc.poll() is None or any(_alive(p) for p in pids[1:])
+        ):
             time.sleep(0.1)
         if proc.poll() is not None and not any(_alive(p) for p in pids[1:]):
             return
@@ -75,8 +81,11 @@ def _alive(pid: int) -> bool:
 def _answers(url: str, api_key: str | None = None) -> str | None:
     """The first served model's id once ``{url}/models`` answers 200, else None."""
     try:
-        resp = httpx.get(f"{url}/models", timeout=2.0,
-                         headers={"Authorization": f"Bearer {api_key}"} if api_key else None)
+        resp = httpx.get(
+            f"{url}/models",
+            timeout=2.0,
+            headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
+        )
         if resp.status_code == 200:
             data = resp.json().get("data") or [{}]
             return str(data[0].get("id", "?"))
@@ -85,14 +94,32 @@ def _answers(url: str, api_key: str | None = None) -> str | None:
     return None
 
 
-def supervise(cmd: Sequence[str], env: Mapping[str, str], url: str, *, ready_timeout_s: float = 600.0,
-              tail: int = 40, grace_s: float = 15.0, out: TextIO = sys.stdout, err: TextIO = sys.stderr,
-              api_key: str | None = None) -> int:
+def supervise(
+    cmd: Sequence[str],
+    env: Mapping[str, str],
+    url: str,
+    *,
+    ready_timeout_s: float = 600.0,
+    tail: int = 40,
+    grace_s: float = 15.0,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    api_key: str | None = None,
+) -> int:
     """Run ``cmd`` until it exits or this process is interrupted (see the module docstring);
-    ``api_key``: the server's key, sent with the readiness poll and masked in the log it passes on."""
+    ``api_key``: the server's key, sent with the readiness poll and masked in the log it passes
+    on."""
     last: collections.deque[str] = collections.deque(maxlen=tail)
-    proc = subprocess.Popen(list(cmd), env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, text=True, errors="replace", start_new_session=True)
+    proc = subprocess.Popen(
+        list(cmd),
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     pump = threading.Thread(target=_pump, args=(proc, last, out, api_key), daemon=True)
     pump.start()
     previous = {s: signal.signal(s, _raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -103,13 +130,19 @@ def supervise(cmd: Sequence[str], env: Mapping[str, str], url: str, *, ready_tim
             if proc.poll() is None:
                 stop_tree(proc, grace_s)
             return _failed(why, pump, last, err)
-        print(f"paravt serve-model: ready at {url} (model {model}) after {time.monotonic() - t0:.0f} s",
-              file=out, flush=True)
+        print(
+            f"paravt serve-model: ready at {url} (model {model}) after "
+            f"{time.monotonic() - t0:.0f} s",
+            file=out,
+            flush=True,
+        )
         rc = proc.wait()
         return _failed(f"the server exited with code {rc}", pump, last, err) if rc else 0
     except _Stop as stop:
         stop_tree(proc, grace_s)
-        print(f"paravt serve-model: stopped the server (signal {stop.signum})", file=err, flush=True)
+        print(
+            f"paravt serve-model: stopped the server (signal {stop.signum})", file=err, flush=True
+        )
         return 128 + stop.signum
     finally:
         if proc.poll() is None:
@@ -118,7 +151,9 @@ def supervise(cmd: Sequence[str], env: Mapping[str, str], url: str, *, ready_tim
             signal.signal(s, handler)
 
 
-def _wait_ready(proc: subprocess.Popen, url: str, api_key: str | None, timeout_s: float) -> tuple[str | None, str]:
+def _wait_ready(
+    proc: subprocess.Popen, url: str, api_key: str | None, timeout_s: float
+) -> tuple[str | None, str]:
     """Poll ``url``/models until it names the model: (the model, "") or (None, why not: the server
     exited first, or ``timeout_s`` passed)."""
     t0 = time.monotonic()
@@ -137,7 +172,9 @@ def _raise_stop(signum: int, _frame: object) -> None:
     raise _Stop(signum)
 
 
-def _pump(proc: subprocess.Popen, last: collections.deque[str], out: TextIO, secret: str | None = None) -> None:
+def _pump(
+    proc: subprocess.Popen, last: collections.deque[str], out: TextIO, secret: str | None = None
+) -> None:
     """Pass the server's log through (and keep its tail), with ``secret`` (the API key, which an
     engine may log among its arguments: SGLang prints its ServerArgs) written as ``<api key>``."""
     assert proc.stdout is not None

@@ -15,12 +15,18 @@ import re
 import sys
 from pathlib import Path
 
-_REGISTRATION = re.compile(r'^@torch\.library\.register_fake\("torchvision::(q?nms)"\)$', re.MULTILINE)
-_GUARDED = '@(torch.library.register_fake("torchvision::\\1") if torchvision.extension._has_ops() else (lambda fn: fn))'
+_REGISTRATION = re.compile(
+    r'^@torch\.library\.register_fake\("torchvision::(q?nms)"\)$', re.MULTILINE
+)
+_GUARDED = (
+    '@(torch.library.register_fake("torchvision::\\1") if '
+    "torchvision.extension._has_ops() else (lambda fn: fn))"
+)
 
 
 def guard_torchvision(venv: Path) -> list[Path]:
-    """Patch every torchvision ``_meta_registrations.py`` under ``venv``; returns the files changed."""
+    """Patch every torchvision ``_meta_registrations.py`` under ``venv``; returns the files
+    changed."""
     changed = []
     for path in venv.glob("lib/python3*/site-packages/torchvision/_meta_registrations.py"):
         text = path.read_text()

@@ -1,4 +1,5 @@
-"""Tools (docs/ARCHITECTURE.md §1 ``tools/``): the `Tool` interface and registry (entry-point plugins),
+"""Tools (docs/ARCHITECTURE.md §1 ``tools/``): the `Tool` interface and registry (entry-point
+plugins),
 ``crop_video``, ``frame_select`` (EVA), ``python`` (PyVision-RL, sandboxed), and the HTTP tool
 server and client. The Episode uses only `ToolSet` (`build_toolset`); see docs/tools.md."""
 

@@ -31,7 +31,9 @@ class Observation:
     frames: Frames | None = None  # frames to show (crop_video / frame_select / python images)
     window: tuple[float, float] | None = None  # the (clamped) window actually served
     error: str | None = None
-    delivery: Delivery = "text"  # where frames go: "subagent" (crop_video, parallel mode) or "inline"
+    delivery: Delivery = (
+        "text"  # where frames go: "subagent" (crop_video, parallel mode) or "inline"
+    )
     # (frame_select, python images, MCP images: into the tool turn); "text": no frames
     metrics: Mapping[str, float] = field(default_factory=dict)
 
@@ -67,8 +69,10 @@ class VisualBudget:
 
     def charge(self, pixels: int) -> None:
         if pixels > min(self.per_call_pixels, self.remaining):
-            raise ToolCallError(f"{pixels} px exceeds the visual budget "
-                                f"({self.remaining} px left this episode, {self.per_call_pixels} per call)")
+            raise ToolCallError(
+                f"{pixels} px exceeds the visual budget "
+                f"({self.remaining} px left this episode, {self.per_call_pixels} per call)"
+            )
         self.used_pixels += pixels
         self.calls += 1
 
@@ -92,8 +96,10 @@ class ToolContext:
             raise ToolCallError(f"window [{start}, {end}] is not finite; give times in seconds")
         s, e = max(0.0, float(start)), min(float(self.info.duration), float(end))
         if not e > s:
-            raise ToolCallError(f"window [{start:g}, {end:g}] s does not overlap the video "
-                                f"[0, {self.info.duration:g}] s; choose start < end inside it")
+            raise ToolCallError(
+                f"window [{start:g}, {end:g}] s does not overlap the video "
+                f"[0, {self.info.duration:g}] s; choose start < end inside it"
+            )
         return s, e
 
 
@@ -124,10 +130,15 @@ def number_arg(args: Mapping[str, Any], key: str, *, default: float | None = Non
             return float(parse_time(value))
         return float(value)
     except (ValueError, ToolCallError) as exc:
-        raise ToolCallError(f"argument {key}={value!r} is not a number ({exc}); pass a number") from None
+        raise ToolCallError(
+            f"argument {key}={value!r} is not a number ({exc}); pass a number"
+        ) from None
 
 
 def window_text(frames: Frames, start: float, end: float) -> str:
     from paravt.protocol.tags import fmt_time
 
-    return f"{len(frames)} frames {frames.width}×{frames.height} from {fmt_time(start)} to {fmt_time(end)}"
+    return (
+        f"{len(frames)} frames {frames.width}×{frames.height} from {fmt_time(start)} to "
+        f"{fmt_time(end)}"
+    )

@@ -1,4 +1,5 @@
-"""``crop_video(start_time, end_time)``: frames of one window for a sub-agent (docs/ARCHITECTURE.md §2).
+"""``crop_video(start_time, end_time)``: frames of one window for a sub-agent (docs/ARCHITECTURE.md
+§2).
 
 The window is clamped to the video (the parser already normalised the times); at most
 ``ctx.crop_max_frames`` frames are sampled at ≤ ``ctx.crop_fps`` with ``ctx.crop_max_pixels``.
@@ -29,8 +30,16 @@ def openable_video(path: str) -> VideoInfo:
 
 def _window(ctx: ToolContext, start: float, end: float) -> Frames:
     openable_video(ctx.video)
-    return sample_frames(ctx.video, start, end, fps=ctx.crop_fps, max_frames=ctx.crop_max_frames,
-                         max_pixels=ctx.crop_max_pixels, size_factor=ctx.size_factor, whole=True)
+    return sample_frames(
+        ctx.video,
+        start,
+        end,
+        fps=ctx.crop_fps,
+        max_frames=ctx.crop_max_frames,
+        max_pixels=ctx.crop_max_pixels,
+        size_factor=ctx.size_factor,
+        whole=True,
+    )
 
 
 class CropVideo:
@@ -43,6 +52,13 @@ class CropVideo:
         try:
             frames = await asyncio.to_thread(_window, ctx, start, end)
         except VideoError as exc:
-            return Observation.failure(f"could not decode the video window: {exc}", window=(start, end))
-        return Observation(text=window_text(frames, start, end), frames=frames, window=(start, end),
-                           delivery="subagent", metrics={"frames": float(len(frames))})
+            return Observation.failure(
+                f"could not decode the video window: {exc}", window=(start, end)
+            )
+        return Observation(
+            text=window_text(frames, start, end),
+            frames=frames,
+            window=(start, end),
+            delivery="subagent",
+            metrics={"frames": float(len(frames))},
+        )

@@ -19,14 +19,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from paravt.errors import ToolCallError, VideoError
-from paravt.protocol.prompts import FRAME_SELECT_SPEC, ToolSpec  # in protocol: the parser's defaults
+from paravt.protocol.prompts import (  # in protocol: the parser's defaults
+    FRAME_SELECT_SPEC,
+    ToolSpec,
+)
 from paravt.tools.base import Observation, ToolContext, number_arg, window_text
 from paravt.video import sample_frames, smart_resize
 
 MAX_FPS = 1.0
 
 
-def plan_frames(ctx: ToolContext, start: float, end: float, nframes: int, resize: float) -> tuple[int, int, int]:
+def plan_frames(
+    ctx: ToolContext, start: float, end: float, nframes: int, resize: float
+) -> tuple[int, int, int]:
     """(frames to serve, max_pixels to ask the decoder, H × W it will return) under rules 2–4;
     pure (the budget is not charged here)."""
     if not 0 < resize <= 1:
@@ -41,8 +46,11 @@ def plan_frames(ctx: ToolContext, start: float, end: float, nframes: int, resize
     n = min(n, ctx.budget.affordable_frames(frame_px))
     if n < 1:
         raise ToolCallError(
-            f"one {w}×{h} frame ({frame_px:,} px) exceeds the visual budget: {ctx.budget.remaining:,} px "
-            f"left this episode, {ctx.budget.per_call_pixels:,} per call; lower resize or answer now")
+            f"one {w}×{h} frame ({frame_px:,} px) exceeds the visual budget: "
+            f"{ctx.budget.remaining:,} px "
+            f"left this episode, {ctx.budget.per_call_pixels:,} per call; lower resize or answer "
+            "now"
+        )
     return n, target, frame_px
 
 
@@ -61,14 +69,32 @@ class FrameSelect:
         ctx.budget.charge(n * frame_px)
         try:
             frames = await asyncio.to_thread(
-                sample_frames, ctx.video, start, end, nframes=n, max_pixels=target,
-                size_factor=ctx.size_factor)
+                sample_frames,
+                ctx.video,
+                start,
+                end,
+                nframes=n,
+                max_pixels=target,
+                size_factor=ctx.size_factor,
+            )
         except VideoError as exc:
-            return Observation.failure(f"could not decode the video window: {exc}", window=(start, end))
+            return Observation.failure(
+                f"could not decode the video window: {exc}", window=(start, end)
+            )
         b = ctx.budget
         capped = f" (asked {asked}; capped by 1 fps and the budget)" if n < asked else ""
-        text = (f"{window_text(frames, start, end)}{capped}. Visual budget: used {b.used_pixels:,} of "
-                f"{b.per_episode_pixels:,} px this episode, {b.remaining:,} px left.")
-        return Observation(text=text, frames=frames, window=(start, end), delivery="inline",
-                           metrics={"frames": float(n), "pixels": float(n * frame_px),
-                                    "budget_remaining": float(b.remaining)})
+        text = (
+            f"{window_text(frames, start, end)}{capped}. Visual budget: used {b.used_pixels:,} of "
+            f"{b.per_episode_pixels:,} px this episode, {b.remaining:,} px left."
+        )
+        return Observation(
+            text=text,
+            frames=frames,
+            window=(start, end),
+            delivery="inline",
+            metrics={
+                "frames": float(n),
+                "pixels": float(n * frame_px),
+                "budget_remaining": float(b.remaining),
+            },
+        )

@@ -31,8 +31,10 @@ _GRACE_S = 2.0
 def over_cap_message(size: int, cap: int) -> str:
     """The error text for a reply over ``cap`` bytes (shared with the HTTP transport, so both
     name the same setting)."""
-    return (f"the MCP server's reply is {size:,}+ bytes, over the cap of {cap:,} "
-            "(max_message_bytes); ask for less, or raise the cap on the MCP tool's config")
+    return (
+        f"the MCP server's reply is {size:,}+ bytes, over the cap of {cap:,} "
+        "(max_message_bytes); ask for less, or raise the cap on the MCP tool's config"
+    )
 
 
 def over_cap_reply(head: bytes, size: int, cap: int) -> SessionMessage | Exception:
@@ -80,12 +82,18 @@ class _Lines:
             self.buf, self.size, start = bytearray(), 0, nl + 1
 
 
-async def _read(process: anyio.abc.Process, sink: MemoryObjectSendStream[SessionMessage | Exception],
-                cap: int, server: StdioServer) -> None:
+async def _read(
+    process: anyio.abc.Process,
+    sink: MemoryObjectSendStream[SessionMessage | Exception],
+    cap: int,
+    server: StdioServer,
+) -> None:
     assert process.stdout is not None
     lines = _Lines(cap)
     async with sink:
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+        with contextlib.suppress(
+            anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream
+        ):
             async for chunk in process.stdout:
                 for msg in lines.feed(chunk):
                     await sink.send(msg)
@@ -150,8 +158,13 @@ class StdioServer:
     @asynccontextmanager
     async def transport(self) -> AsyncIterator[Any]:
         p = self.params
-        process = await anyio.open_process([p.command, *p.args], env=get_default_environment() | (p.env or {}),
-                                           cwd=p.cwd, stderr=None, start_new_session=True)
+        process = await anyio.open_process(
+            [p.command, *p.args],
+            env=get_default_environment() | (p.env or {}),
+            cwd=p.cwd,
+            stderr=None,
+            start_new_session=True,
+        )
         self.pid = process.pid
         read_w, read_r = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_w, write_r = anyio.create_memory_object_stream[SessionMessage](0)

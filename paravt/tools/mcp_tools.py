@@ -65,10 +65,13 @@ class McpLimits:
 
 
 def _target(ref: str) -> Any:
-    """The SDK's server argument for an ``mcp:`` entry: a URL string or ``StdioServerParameters``."""
-    body = ref[len(MCP_PREFIX):].strip()
+    """The SDK's server argument for an ``mcp:`` entry: a URL string or
+    ``StdioServerParameters``."""
+    body = ref[len(MCP_PREFIX) :].strip()
     if not body:
-        raise ConfigError(f"{ref!r} names no MCP server; use mcp:http://host:port/mcp or mcp:COMMAND ARGS")
+        raise ConfigError(
+            f"{ref!r} names no MCP server; use mcp:http://host:port/mcp or mcp:COMMAND ARGS"
+        )
     if body.startswith(("http://", "https://")):
         return body
     from mcp.client.stdio import StdioServerParameters
@@ -96,8 +99,10 @@ class _CappedBody(_ByteStream):  # type: ignore[misc,valid-type]
         from paravt.tools.mcp_stdio import over_cap_message
 
         if self.encoding != "identity":
-            raise httpx2.StreamError(f"the MCP server sent a compressed reply (Content-Encoding: "
-                                     f"{self.encoding}) though none was asked for; refused")
+            raise httpx2.StreamError(
+                f"the MCP server sent a compressed reply (Content-Encoding: "
+                f"{self.encoding}) though none was asked for; refused"
+            )
         if self.cap is not None and self.declared is not None and self.declared > self.cap:
             raise httpx2.StreamError(over_cap_message(self.declared, self.cap))
         chunks = self.inner.__aiter__()
@@ -126,21 +131,28 @@ async def _capped_http(url: str, cap: int) -> AsyncIterator[Any]:
 
     async def cap_body(response: httpx2.Response) -> None:
         kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-        response.stream = _CappedBody(response.stream, None if kind == "text/event-stream" else cap,
-                                      response.headers)
+        response.stream = _CappedBody(
+            response.stream, None if kind == "text/event-stream" else cap, response.headers
+        )
 
-    client = httpx2.AsyncClient(headers={"accept-encoding": "identity"},
-                                timeout=httpx2.Timeout(30.0, read=300.0),
-                                event_hooks={"response": [cap_body]})
-    async with client, streamable_http_client(url, http_client=client,
-                                              max_sse_event_size=cap) as streams:
+    client = httpx2.AsyncClient(
+        headers={"accept-encoding": "identity"},
+        timeout=httpx2.Timeout(30.0, read=300.0),
+        event_hooks={"response": [cap_body]},
+    )
+    async with (
+        client,
+        streamable_http_client(url, http_client=client, max_sse_event_size=cap) as streams,
+    ):
         yield streams
 
 
 class McpConnection:
     """One connected MCP server (see the module docstring for the thread and restarts)."""
 
-    def __init__(self, ref: str, *, connect_timeout_s: float = 30.0, limits: McpLimits = McpLimits()) -> None:
+    def __init__(
+        self, ref: str, *, connect_timeout_s: float = 30.0, limits: McpLimits = McpLimits()
+    ) -> None:
         try:
             from mcp import Client
         except ImportError:
@@ -152,13 +164,17 @@ class McpConnection:
         self._client: Any = None
         self._stdio: Any = None  # the current StdioServer (stdio servers only)
         self._restart = threading.Lock()
-        self._thread = threading.Thread(target=self._loop.run_forever, name=f"mcp {ref}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name=f"mcp {ref}", daemon=True
+        )
         self._thread.start()
         try:
             self.tools: list[Any] = self._connect()
         except Exception as err:  # noqa: BLE001 - whatever the transport raised, say which server
             self.close()
-            raise ConfigError(f"cannot connect to the MCP server {ref!r}: {type(err).__name__}: {err}") from None
+            raise ConfigError(
+                f"cannot connect to the MCP server {ref!r}: {type(err).__name__}: {err}"
+            ) from None
 
     def _connect(self) -> list[Any]:
         """Start a session (and, for stdio, the server process); its tools. Blocks."""
@@ -202,16 +218,20 @@ class McpConnection:
                 try:
                     self._connect()
                 except Exception as err:  # noqa: BLE001 - the call that needed it reports it
-                    raise RuntimeError(f"the MCP server {self.ref!r} ended and could not be restarted: "
-                                       f"{type(err).__name__}: {err}") from None
+                    raise RuntimeError(
+                        f"the MCP server {self.ref!r} ended and could not be restarted: "
+                        f"{type(err).__name__}: {err}"
+                    ) from None
             return self._client
 
     async def call(self, name: str, args: Mapping[str, Any], timeout_s: float) -> Any:
-        # a crashed or killed server, or a restart under way (another call's): wait for the new session
+        # a crashed or killed server, or a restart under way (another call's): wait for the new
+        # session
         restart = self.ended or self._restart.locked()
         client = await asyncio.to_thread(self._live_client) if restart else self._client
         fut = asyncio.run_coroutine_threadsafe(
-            client.call_tool(name, dict(args), read_timeout_seconds=timeout_s), self._loop)
+            client.call_tool(name, dict(args), read_timeout_seconds=timeout_s), self._loop
+        )
         return await asyncio.wrap_future(fut)
 
     def _end_session(self) -> None:
@@ -238,7 +258,9 @@ def _frames(images: Sequence[bytes], ctx: ToolContext) -> Frames:
     for raw in images:
         img = Image.open(io.BytesIO(raw)).convert("RGB")
         if not arrays:
-            h, w = smart_resize(img.height, img.width, max_pixels=ctx.crop_max_pixels, factor=ctx.size_factor)
+            h, w = smart_resize(
+                img.height, img.width, max_pixels=ctx.crop_max_pixels, factor=ctx.size_factor
+            )
         arrays.append(np.asarray(img.resize((w, h)), dtype=np.uint8))
     return Frames(np.stack(arrays), tuple(float(i) for i in range(len(arrays))))
 
@@ -249,8 +271,11 @@ class McpTool:
     def __init__(self, conn: McpConnection, tool: Any, timeout_s: float) -> None:
         self.conn, self.name, self.timeout_s = conn, str(tool.name), timeout_s
         self.max_output_chars = conn.limits.max_output_chars
-        self.spec = ToolSpec(name=self.name, description=str(tool.description or ""),
-                             parameters=dict(tool.input_schema or {}))
+        self.spec = ToolSpec(
+            name=self.name,
+            description=str(tool.description or ""),
+            parameters=dict(tool.input_schema or {}),
+        )
 
     async def run(self, ctx: ToolContext, args: Mapping[str, Any]) -> Observation:
         try:
@@ -259,9 +284,13 @@ class McpTool:
             return Observation.failure(f"{self.name} failed: {type(err).__name__}: {err}")
         texts = [str(c.text) for c in result.content if getattr(c, "type", "") == "text"]
         texts = [_cap("\n".join(texts), self.max_output_chars)] if texts else []
-        images = [base64.b64decode(c.data) for c in result.content if getattr(c, "type", "") == "image"]
+        images = [
+            base64.b64decode(c.data) for c in result.content if getattr(c, "type", "") == "image"
+        ]
         if result.is_error:
-            return Observation.failure(f"{self.name}: {' '.join(texts) or 'the MCP tool reported an error'}")
+            return Observation.failure(
+                f"{self.name}: {' '.join(texts) or 'the MCP tool reported an error'}"
+            )
         if not images:
             return Observation(text="\n".join(texts) or "(no output)")
         try:
@@ -278,11 +307,19 @@ class McpTool:
 def _cap(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
-    return text[:limit] + f"\n…[{len(text) - limit} more characters truncated (max_output_chars={limit})]"
+    return (
+        text[:limit]
+        + f"\n…[{len(text) - limit} more characters truncated (max_output_chars={limit})]"
+    )
 
 
-def mcp_tools(ref: str, *, timeout_s: float = 30.0, max_output_chars: int = McpLimits.max_output_chars,
-              max_message_bytes: int = McpLimits.max_message_bytes) -> list[McpTool]:
+def mcp_tools(
+    ref: str,
+    *,
+    timeout_s: float = 30.0,
+    max_output_chars: int = McpLimits.max_output_chars,
+    max_message_bytes: int = McpLimits.max_message_bytes,
+) -> list[McpTool]:
     """Connect to the MCP server ``ref`` (an ``mcp:`` entry) and wrap each of its tools."""
     conn = McpConnection(ref, limits=McpLimits(max_output_chars, max_message_bytes))
     if not conn.tools:

@@ -22,19 +22,30 @@ from typing import Any
 import numpy as np
 
 from paravt.errors import ToolCallError, VideoError
-from paravt.protocol.prompts import PYTHON_SPEC, ToolSpec  # the spec lives with the protocol's others
+from paravt.protocol.prompts import (  # the spec lives with the protocol's others
+    PYTHON_SPEC,
+    ToolSpec,
+)
 from paravt.tools.base import Observation, ToolContext
 from paravt.tools.crop import openable_video
 from paravt.tools.sandbox.pool import RuntimePool
 from paravt.tools.sandbox.runtime import RunResult, SandboxLimits, SandboxRuntime, VideoBinding
 from paravt.video.types import Frames
 
+
 class PythonTool:
     name = "python"
     spec: ToolSpec = PYTHON_SPEC
 
-    def __init__(self, limits: SandboxLimits = SandboxLimits(), *, idle_ttl_s: float = 300.0,
-                 mode: str | None = None, max_runtimes: int | None = None, weak_isolation: bool = False) -> None:
+    def __init__(
+        self,
+        limits: SandboxLimits = SandboxLimits(),
+        *,
+        idle_ttl_s: float = 300.0,
+        mode: str | None = None,
+        max_runtimes: int | None = None,
+        weak_isolation: bool = False,
+    ) -> None:
         """``max_runtimes``: live sandboxes at most (None: unbounded); admission, eviction and the
         per-owner fair share are `paravt.tools.sandbox.pool`'s. ``weak_isolation``: run without
         bubblewrap (else refused)."""
@@ -48,26 +59,42 @@ class PythonTool:
         return self.pool.alive
 
     def _runtime(self, ctx: ToolContext) -> SandboxRuntime:
-        video = VideoBinding(ctx.video, dataclasses.asdict(ctx.info), ctx.crop_max_frames, ctx.crop_max_pixels,
-                             ctx.size_factor)
-        return SandboxRuntime(video, self.limits, mode=self.mode, weak_isolation=self.weak_isolation)
+        video = VideoBinding(
+            ctx.video,
+            dataclasses.asdict(ctx.info),
+            ctx.crop_max_frames,
+            ctx.crop_max_pixels,
+            ctx.size_factor,
+        )
+        return SandboxRuntime(
+            video, self.limits, mode=self.mode, weak_isolation=self.weak_isolation
+        )
 
     async def run(self, ctx: ToolContext, args: Mapping[str, Any]) -> Observation:
         code = args.get("code")
         if not isinstance(code, str) or not code.strip():
-            raise ToolCallError(f"argument 'code' must be a non-empty string of Python, got {code!r}")
+            raise ToolCallError(
+                f"argument 'code' must be a non-empty string of Python, got {code!r}"
+            )
         if not self.pool.has(ctx.episode_id):
-            await asyncio.to_thread(_bindable, ctx.video)  # only a video the video layer opens is bound
+            await asyncio.to_thread(
+                _bindable, ctx.video
+            )  # only a video the video layer opens is bound
         slot = self.pool.admit(ctx.episode_id, ctx.video, lambda: self._runtime(ctx))
         note = ""
         if self.pool.evicted_since_last_call(ctx.episode_id):
-            note = (f"[note: this episode's python runtime was evicted (max_runtimes={self.max_runtimes}); "
-                    "earlier variables are lost]\n")
+            note = (
+                "[note: this episode's python runtime was evicted "
+                f"(max_runtimes={self.max_runtimes}); "
+                "earlier variables are lost]\n"
+            )
         try:
             async with slot.lock:
                 if slot.evicted is not None:
-                    raise ToolCallError(f"this episode's python runtime was {slot.evicted} before the call ran; "
-                                        "call again (a fresh runtime starts)")
+                    raise ToolCallError(
+                        f"this episode's python runtime was {slot.evicted} before the call ran; "
+                        "call again (a fresh runtime starts)"
+                    )
                 await slot.wait_predecessor()
                 try:
                     result = await slot.runtime.run(code)
@@ -81,8 +108,11 @@ class PythonTool:
         finally:
             self.pool.done(slot)
         if not result.ok and slot.evicted is not None:
-            result = dataclasses.replace(result, error=f"RuntimeError: this episode's python runtime was "
-                                         f"{slot.evicted} while the code ran; call again (variables are lost)")
+            result = dataclasses.replace(
+                result,
+                error=f"RuntimeError: this episode's python runtime was "
+                f"{slot.evicted} while the code ran; call again (variables are lost)",
+            )
         return _observation(result, note)
 
     async def finish(self, ctx: ToolContext) -> None:
@@ -102,14 +132,25 @@ def _bindable(path: str) -> None:
 
 def _observation(result: RunResult, note: str) -> Observation:
     frames = _as_frames(result.images)
-    text = result.stdout if result.ok else (result.stdout + ("\n" if result.stdout else "") + (result.error or ""))
+    text = (
+        result.stdout
+        if result.ok
+        else (result.stdout + ("\n" if result.stdout else "") + (result.error or ""))
+    )
     text = note + text
     metrics = {"images": float(len(result.images)), "stdout_chars": float(len(result.stdout))}
     delivery = "inline" if frames is not None else "text"  # images the code made are shown inline
     if not result.ok:
-        return Observation(text=text.strip() or "Error", frames=frames, error=result.error, delivery=delivery,
-                           metrics=metrics)
-    return Observation(text=text.strip() or "(no output)", frames=frames, delivery=delivery, metrics=metrics)
+        return Observation(
+            text=text.strip() or "Error",
+            frames=frames,
+            error=result.error,
+            delivery=delivery,
+            metrics=metrics,
+        )
+    return Observation(
+        text=text.strip() or "(no output)", frames=frames, delivery=delivery, metrics=metrics
+    )
 
 
 def _as_frames(images: tuple[np.ndarray, ...]) -> Frames | None:

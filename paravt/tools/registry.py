@@ -21,12 +21,14 @@ from paravt.errors import ConfigError
 from paravt.tools.base import Tool
 
 ENTRY_POINT_GROUP = "paravt.tools"
-#: A ``rollout.tools`` entry ``mcp:URL`` or ``mcp:COMMAND`` names an MCP server (paravt.tools.mcp_tools).
+# : A ``rollout.tools`` entry ``mcp:URL`` or ``mcp:COMMAND`` names an MCP server
+# (paravt.tools.mcp_tools).
 MCP_PREFIX = "mcp:"
 
 
 def is_mcp_ref(name: str) -> bool:
     return name.startswith(MCP_PREFIX)
+
 
 ToolFactory = Callable[..., Tool]
 
@@ -43,11 +45,16 @@ _DISCOVERED = False
 
 def register_tool(name: str, factory: ToolFactory, *, origin: str | None = None) -> None:
     """Add a tool factory under ``name``; `ConfigError` if the name is taken by another origin."""
-    origin = origin or f"code:{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', factory)!s}"
+    origin = (
+        origin
+        or f"code:{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', factory)!s}"
+    )
     existing = _REGISTRY.get(name)
     if existing is not None and existing.origin != origin:
-        raise ConfigError(f"tool name {name!r} is registered twice: by {existing.origin} and by {origin}; "
-                          "rename one of the tools (tool names must be unique)")
+        raise ConfigError(
+            f"tool name {name!r} is registered twice: by {existing.origin} and by {origin}; "
+            "rename one of the tools (tool names must be unique)"
+        )
     _REGISTRY[name] = _Entry(factory, origin)
 
 
@@ -79,8 +86,10 @@ def discover_plugins(*, refresh: bool = False) -> None:
         try:
             factory = ep.load()
         except Exception as exc:  # noqa: BLE001 - a broken plugin must say which one it is
-            raise ConfigError(f"tool plugin {ep.name!r} ({origin}) failed to import: {exc!r}; "
-                              "fix or uninstall that package") from exc
+            raise ConfigError(
+                f"tool plugin {ep.name!r} ({origin}) failed to import: {exc!r}; "
+                "fix or uninstall that package"
+            ) from exc
         register_tool(ep.name, factory, origin=origin)
     _DISCOVERED = True
 
@@ -104,6 +113,8 @@ def create_tool(name: str, options: Mapping[str, Any] | None = None) -> Tool:
         raise ConfigError(unknown_tool_message(name, available_tools()))
     tool = entry.factory(**dict(options or {}))
     if not isinstance(tool, Tool) or tool.name != name:
-        raise ConfigError(f"tool {name!r} from {entry.origin} does not implement the Tool protocol "
-                          f"(name, spec, timeout_s, async run) or its name is {getattr(tool, 'name', None)!r}")
+        raise ConfigError(
+            f"tool {name!r} from {entry.origin} does not implement the Tool protocol "
+            f"(name, spec, timeout_s, async run) or its name is {getattr(tool, 'name', None)!r}"
+        )
     return tool

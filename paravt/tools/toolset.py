@@ -24,8 +24,12 @@ from paravt.tools.registry import unknown_tool_message
 log = logging.getLogger(__name__)
 
 _JSON_TYPES: Mapping[str, tuple[type, ...]] = {
-    "number": (int, float), "integer": (int,), "string": (str,), "boolean": (bool,),
-    "object": (dict,), "array": (list, tuple),
+    "number": (int, float),
+    "integer": (int,),
+    "string": (str,),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list, tuple),
 }
 
 
@@ -34,7 +38,9 @@ class ToolSet(abc.ABC):
     names: frozenset[str]
 
     @abc.abstractmethod
-    async def run_calls(self, ctx: ToolContext, calls: Sequence[ParsedCall]) -> list[Observation]: ...
+    async def run_calls(
+        self, ctx: ToolContext, calls: Sequence[ParsedCall]
+    ) -> list[Observation]: ...
 
     @abc.abstractmethod
     async def finish(self, ctx: ToolContext) -> None: ...
@@ -50,13 +56,17 @@ def check_arguments(spec: ToolSpec, args: Mapping[str, Any]) -> None:
     props: Mapping[str, Any] = params.get("properties", {})
     missing = [k for k in params.get("required", []) if args.get(k) is None]
     if missing:
-        raise ToolCallError(f"{spec.name} is missing {', '.join(map(repr, missing))}; "
-                            f"it takes {', '.join(props) or 'no arguments'}")
+        raise ToolCallError(
+            f"{spec.name} is missing {', '.join(map(repr, missing))}; "
+            f"it takes {', '.join(props) or 'no arguments'}"
+        )
     for key, value in args.items():
         kind = props.get(key, {}).get("type")
         if kind is None or value is None:
             continue
-        ok = isinstance(value, _JSON_TYPES.get(kind, (object,))) and not (kind != "boolean" and isinstance(value, bool))
+        ok = isinstance(value, _JSON_TYPES.get(kind, (object,))) and not (
+            kind != "boolean" and isinstance(value, bool)
+        )
         if kind in ("number", "integer") and isinstance(value, str):
             ok = True
         if kind == "integer" and isinstance(value, float) and value.is_integer():
@@ -68,17 +78,28 @@ def check_arguments(spec: ToolSpec, args: Mapping[str, Any]) -> None:
 class LocalToolSet(ToolSet):
     """Tools in this process."""
 
-    def __init__(self, tools: Sequence[Tool], *, timeouts: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self, tools: Sequence[Tool], *, timeouts: Mapping[str, float] | None = None
+    ) -> None:
         self.tools = {t.name: t for t in tools}
         self.specs = tuple(t.spec for t in tools)
         self.names = frozenset(self.tools)
-        self.timeouts = {name: float((timeouts or {}).get(name, t.timeout_s)) for name, t in self.tools.items()}
+        self.timeouts = {
+            name: float((timeouts or {}).get(name, t.timeout_s)) for name, t in self.tools.items()
+        }
 
     async def run_calls(self, ctx: ToolContext, calls: Sequence[ParsedCall]) -> list[Observation]:
-        return list(await asyncio.gather(*(self.run_one(ctx, c.name, c.arguments, c.error) for c in calls)))
+        return list(
+            await asyncio.gather(*(self.run_one(ctx, c.name, c.arguments, c.error) for c in calls))
+        )
 
-    async def run_one(self, ctx: ToolContext, name: str | None, args: Mapping[str, Any],
-                      parse_error: str | None = None) -> Observation:
+    async def run_one(
+        self,
+        ctx: ToolContext,
+        name: str | None,
+        args: Mapping[str, Any],
+        parse_error: str | None = None,
+    ) -> Observation:
         if parse_error is not None:
             return Observation.failure(parse_error)
         tool = self.tools.get(name or "")
@@ -88,8 +109,11 @@ class LocalToolSet(ToolSet):
         try:
             check_arguments(tool.spec, args)
             return await asyncio.wait_for(tool.run(ctx, args), timeout)
-        except asyncio.TimeoutError:
-            return replace(Observation.failure(f"{tool.name} timed out after {timeout:g} s"), metrics={"timeout": 1.0})
+        except TimeoutError:
+            return replace(
+                Observation.failure(f"{tool.name} timed out after {timeout:g} s"),
+                metrics={"timeout": 1.0},
+            )
         except ParavtError as exc:
             return Observation.failure(str(exc))
         except Exception as exc:  # noqa: BLE001 - a tool bug must not end the episode

@@ -1,5 +1,6 @@
 """Experiment trackers of the local trainers: ``logging.loggers`` is the ONE logger list (the verl
-render passes the same list to verl's ``trainer.logger``); docs/ARCHITECTURE.md, "Experiment tracking".
+render passes the same list to verl's ``trainer.logger``); docs/ARCHITECTURE.md, "Experiment
+tracking".
 
 - `settings`: `TrackingSettings` (plain values from the ``logging`` section) and `require`, the ONE
   import of an optional tracker package (a missing one is a one-line `ConfigError` naming the extra)
@@ -16,5 +17,14 @@ from paravt.tracking.settings import EXTRA, PACKAGES, TrackingSettings, require,
 from paravt.tracking.state import FILE as STATE_FILE
 from paravt.tracking.state import read_state
 
-__all__ = ["EXTRA", "PACKAGES", "STATE_FILE", "Trackers", "TrackingSettings", "attach_report", "read_state",
-           "require", "require_all"]
+__all__ = [
+    "EXTRA",
+    "PACKAGES",
+    "STATE_FILE",
+    "Trackers",
+    "TrackingSettings",
+    "attach_report",
+    "read_state",
+    "require",
+    "require_all",
+]

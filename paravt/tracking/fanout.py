@@ -28,13 +28,18 @@ class TrackerRun(Protocol):
     name: str
     state: dict[str, Any]  # what tracking.json keeps for a resume (run id, store, mode)
 
-    def log(self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]]) -> None: ...
+    def log(
+        self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]]
+    ) -> None: ...
 
     def close(self, ok: bool = True) -> None: ...
 
 
 ADAPTERS: dict[str, type[WandbRun] | type[MlflowRun] | type[TensorboardRun]] = {
-    "tensorboard": TensorboardRun, "wandb": WandbRun, "mlflow": MlflowRun}
+    "tensorboard": TensorboardRun,
+    "wandb": WandbRun,
+    "mlflow": MlflowRun,
+}
 ATTACH = {"wandb": WandbRun.attach, "mlflow": MlflowRun.attach}
 
 
@@ -43,8 +48,15 @@ class Trackers:
         self.runs, self.logged_through = runs, logged_through
 
     @classmethod
-    def open(cls, run_dir: str | Path, s: TrackingSettings, *, config: Mapping[str, Any] | None, resume: bool,
-             logged_steps: int = 0) -> Trackers:
+    def open(
+        cls,
+        run_dir: str | Path,
+        s: TrackingSettings,
+        *,
+        config: Mapping[str, Any] | None,
+        resume: bool,
+        logged_steps: int = 0,
+    ) -> Trackers:
         """Start (or, with ``resume``, continue) every listed tracker's run; ``logged_steps``: the
         last step of ``train_log.jsonl`` before the resume cut it back to the checkpoint."""
         run_dir = Path(run_dir)
@@ -55,8 +67,15 @@ class Trackers:
         try:
             for t in s.trackers:
                 prev = old.get(t) or {}
-                runs.append(ADAPTERS[t](run_dir, s, run_name=name, config=config,
-                                        run_id=prev.get("id") or prev.get("run_id")))
+                runs.append(
+                    ADAPTERS[t](
+                        run_dir,
+                        s,
+                        run_name=name,
+                        config=config,
+                        run_id=prev.get("id") or prev.get("run_id"),
+                    )
+                )
         except BaseException:
             for r in runs:
                 r.close(False)
@@ -64,10 +83,14 @@ class Trackers:
         if runs:
             write_state(run_dir, {"logged_through": through, **{r.name: r.state for r in runs}})
         elif not resume:
-            (run_dir / STATE_FILE).unlink(missing_ok=True)  # a fresh run: no stale ids for `attach_report`
+            (run_dir / STATE_FILE).unlink(
+                missing_ok=True
+            )  # a fresh run: no stale ids for `attach_report`
         return cls(runs, through)
 
-    def log(self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]] = ()) -> None:
+    def log(
+        self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
         if step <= self.logged_through:  # the tracker holds this step from before the kill
             return
         for r in self.runs:
@@ -80,7 +103,8 @@ class Trackers:
 
 def attach_report(run_dirs: Iterable[str | Path], report: str | Path) -> list[str]:
     """Add ``report`` (report.html) as an artifact of the wandb and MLflow runs of every training
-    run under ``run_dirs`` (searched recursively for ``tracking.json``); returns ``"tracker:run id"``
+    run under ``run_dirs`` (searched recursively for ``tracking.json``); returns ``"tracker:run
+    id"``
     of each. A tracker that cannot take it is named in a warning; the report itself stands."""
     done = []
     found = {p.parent.resolve() for d in run_dirs for p in Path(d).rglob(STATE_FILE)}

@@ -27,8 +27,15 @@ BATCH = 100  # params per log_batch (MLflow's limit)
 class MlflowRun:
     name = "mlflow"
 
-    def __init__(self, run_dir: Path, s: TrackingSettings, *, run_name: str, config: Mapping[str, Any] | None,
-                 run_id: str | None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        s: TrackingSettings,
+        *,
+        run_name: str,
+        config: Mapping[str, Any] | None,
+        run_id: str | None,
+    ) -> None:
         mlflow = require("mlflow")
         local = s.mlflow_tracking_uri is None
         root = (run_dir / "mlruns").resolve()
@@ -38,37 +45,58 @@ class MlflowRun:
         self.client = mlflow.MlflowClient(tracking_uri=uri)
         self._entities = mlflow.entities
         try:
-            run_id = self._start(s, run_name, config, run_id, (root / "artifacts").as_uri() if local else None)
+            run_id = self._start(
+                s, run_name, config, run_id, (root / "artifacts").as_uri() if local else None
+            )
         except mlflow.exceptions.MlflowException as err:
             why = (str(err).splitlines() or [type(err).__name__])[0]
-            raise ConfigError(f"MLflow at {uri} cannot start or continue the run ({why}); check "
-                              "logging.mlflow_tracking_uri (unset: a local store under the run)") from None
+            raise ConfigError(
+                f"MLflow at {uri} cannot start or continue the run ({why}); check "
+                "logging.mlflow_tracking_uri (unset: a local store under the run)"
+            ) from None
         self.id = run_id
         self.state = {"run_id": run_id, "tracking_uri": uri}
 
-    def _start(self, s: TrackingSettings, run_name: str, config: Mapping[str, Any] | None, run_id: str | None,
-               artifacts: str | None) -> str:
-        """A new run (the config as params) in the experiment ``s.project``, or ``run_id`` reopened."""
+    def _start(
+        self,
+        s: TrackingSettings,
+        run_name: str,
+        config: Mapping[str, Any] | None,
+        run_id: str | None,
+        artifacts: str | None,
+    ) -> str:
+        """A new run (the config as params) in the experiment ``s.project``, or ``run_id``
+        reopened."""
         if run_id is not None:
             self.client.update_run(run_id, status="RUNNING")
             return run_id
         exp = self.client.get_experiment_by_name(s.project)
-        exp_id = exp.experiment_id if exp is not None else self.client.create_experiment(
-            s.project, artifact_location=artifacts)
+        exp_id = (
+            exp.experiment_id
+            if exp is not None
+            else self.client.create_experiment(s.project, artifact_location=artifacts)
+        )
         tags = {"paravt.group": s.group} if s.group else {}
         run_id = self.client.create_run(exp_id, run_name=run_name, tags=tags).info.run_id
         for chunk in _chunks(list(_params(config or {})), BATCH):
             self.client.log_batch(run_id, params=[self._entities.Param(k, v) for k, v in chunk])
         return run_id
 
-    def log(self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]]) -> None:
-        ms = [self._entities.Metric(_key(k), v, _now_ms(), step) for k, v in numeric(metrics).items()]
+    def log(
+        self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]]
+    ) -> None:
+        ms = [
+            self._entities.Metric(_key(k), v, _now_ms(), step) for k, v in numeric(metrics).items()
+        ]
         for chunk in _chunks(ms, 1000):
             self.client.log_batch(self.id, metrics=chunk)
         if rollouts:
             columns, rows = rollout_table(rollouts)
-            self.client.log_table(self.id, {c: [r[i] for r in rows] for i, c in enumerate(columns)},
-                                  artifact_file=f"rollouts/step_{step:06d}.json")
+            self.client.log_table(
+                self.id,
+                {c: [r[i] for r in rows] for i, c in enumerate(columns)},
+                artifact_file=f"rollouts/step_{step:06d}.json",
+            )
 
     def close(self, ok: bool = True) -> None:
         self.client.set_terminated(self.id, status="FINISHED" if ok else "FAILED")
@@ -76,7 +104,9 @@ class MlflowRun:
     @staticmethod
     def attach(state: Mapping[str, Any], path: Path) -> None:
         mlflow = require("mlflow")
-        mlflow.MlflowClient(tracking_uri=state["tracking_uri"]).log_artifact(state["run_id"], str(path))
+        mlflow.MlflowClient(tracking_uri=state["tracking_uri"]).log_artifact(
+            state["run_id"], str(path)
+        )
 
 
 def _params(config: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
@@ -95,7 +125,7 @@ def _key(k: str) -> str:
 
 def _chunks(xs: list[Any], n: int) -> Iterator[list[Any]]:
     for i in range(0, len(xs), n):
-        yield xs[i:i + n]
+        yield xs[i : i + n]
 
 
 def _now_ms() -> int:

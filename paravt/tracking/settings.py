@@ -30,8 +30,15 @@ class TrackingSettings:
 
     @classmethod
     def from_config(cls, c: LoggingConfig) -> TrackingSettings:
-        return cls(tuple(c.loggers), c.project, c.run_name, c.group, c.wandb_mode, c.wandb_entity,
-                   c.mlflow_tracking_uri)
+        return cls(
+            tuple(c.loggers),
+            c.project,
+            c.run_name,
+            c.group,
+            c.wandb_mode,
+            c.wandb_entity,
+            c.mlflow_tracking_uri,
+        )
 
     @property
     def trackers(self) -> tuple[str, ...]:
@@ -47,8 +54,11 @@ def require(logger: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as err:
         why = (str(err).splitlines() or [type(err).__name__])[0]
-        raise ConfigError(f"logging.loggers lists {logger!r} but `import {module}` fails ({why}); install it with "
-                          f"pip install 'paravt[{EXTRA}]', or remove {logger} from logging.loggers") from None
+        raise ConfigError(
+            f"logging.loggers lists {logger!r} but `import {module}` fails ({why}); install it "
+            "with "
+            f"pip install 'paravt[{EXTRA}]', or remove {logger} from logging.loggers"
+        ) from None
 
 
 def require_all(loggers: tuple[str, ...] | list[str]) -> None:

@@ -19,7 +19,8 @@ def read_state(run_dir: str | Path) -> dict[str, Any]:
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError):
-        return {}  # torn by a kill mid-write (writes are atomic, so only a hand-edited file): fresh runs
+        # torn by a kill mid-write (writes are atomic, so only a hand-edited file): fresh runs
+        return {}
     return state if isinstance(state, dict) else {}
 
 

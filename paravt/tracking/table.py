@@ -7,12 +7,26 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-FIXED = ("step", "picked", "prompt_id", "nframes", "question", "gold", "answer", "completion", "reward", "format",
-         "advantage", "end_reason", "n_calls")
+FIXED = (
+    "step",
+    "picked",
+    "prompt_id",
+    "nframes",
+    "question",
+    "gold",
+    "answer",
+    "completion",
+    "reward",
+    "format",
+    "advantage",
+    "end_reason",
+    "n_calls",
+)
 
 
 def rollout_table(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[Any]]]:
-    """(columns, rows): ``FIXED``, then ``term/<name>`` per reward term and ``tag/<name>`` per tag."""
+    """(columns, rows): ``FIXED``, then ``term/<name>`` per reward term and ``tag/<name>`` per
+    tag."""
     terms = sorted({k for r in rows for k in (r.get("terms") or {})})
     tags = sorted({k for r in rows for k in (r.get("tags") or {}) if k != "n_calls"})
     columns = [*FIXED, *(f"term/{t}" for t in terms), *(f"tag/{t}" for t in tags)]
@@ -20,8 +34,11 @@ def rollout_table(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[li
     for r in rows:
         r_terms, r_tags = r.get("terms") or {}, r.get("tags") or {}
         fixed = {**r, "n_calls": r_tags.get("n_calls", len(r.get("calls") or ()))}
-        out.append([_cell(fixed.get(c)) for c in FIXED] + [_cell(r_terms.get(t)) for t in terms]
-                   + [_cell(r_tags.get(t)) for t in tags])
+        out.append(
+            [_cell(fixed.get(c)) for c in FIXED]
+            + [_cell(r_terms.get(t)) for t in terms]
+            + [_cell(r_tags.get(t)) for t in tags]
+        )
     return columns, out
 
 

@@ -13,12 +13,21 @@ from paravt.tracking.table import numeric, rollout_table
 class TensorboardRun:
     name = "tensorboard"
 
-    def __init__(self, run_dir: Path, s: TrackingSettings, *, run_name: str, config: Mapping[str, Any] | None,
-                 run_id: str | None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        s: TrackingSettings,
+        *,
+        run_name: str,
+        config: Mapping[str, Any] | None,
+        run_id: str | None,
+    ) -> None:
         self._w = require("tensorboard").SummaryWriter(str(run_dir / "tb"))
         self.state: dict[str, Any] = {}
 
-    def log(self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]]) -> None:
+    def log(
+        self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]]
+    ) -> None:
         for k, v in numeric(metrics).items():
             self._w.add_scalar(k, v, step)
         if rollouts:  # a markdown table in the TEXT tab

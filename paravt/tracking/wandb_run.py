@@ -1,4 +1,5 @@
-"""The wandb adapter: one wandb run per training run, continued on resume (same id, ``resume="allow"``).
+"""The wandb adapter: one wandb run per training run, continued on resume (same id,
+``resume="allow"``).
 
 ``mode`` is ``wandb.init(mode=...)`` from ``logging.wandb_mode`` (no environment variable);
 offline writes ``OUT/wandb/offline-run-*`` and a resumed offline run adds a directory with the SAME
@@ -19,15 +20,31 @@ from paravt.tracking.table import numeric, rollout_table
 class WandbRun:
     name = "wandb"
 
-    def __init__(self, run_dir: Path, s: TrackingSettings, *, run_name: str, config: Mapping[str, Any] | None,
-                 run_id: str | None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        s: TrackingSettings,
+        *,
+        run_name: str,
+        config: Mapping[str, Any] | None,
+        run_id: str | None,
+    ) -> None:
         self._wandb = wandb = require("wandb")
         self.id = run_id or uuid.uuid4().hex[:12]  # wandb's own ids are 8 chars of [a-z0-9]
-        self.state = {"id": self.id, "project": s.project, "entity": s.wandb_entity, "mode": s.wandb_mode,
-                      "name": run_name, "group": s.group, "dir": str(run_dir.resolve())}
+        self.state = {
+            "id": self.id,
+            "project": s.project,
+            "entity": s.wandb_entity,
+            "mode": s.wandb_mode,
+            "name": run_name,
+            "group": s.group,
+            "dir": str(run_dir.resolve()),
+        }
         self._run = _init(wandb, self.state, config=dict(config) if config is not None else None)
 
-    def log(self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]]) -> None:
+    def log(
+        self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]]
+    ) -> None:
         data: dict[str, Any] = dict(numeric(metrics))
         if rollouts:
             columns, rows = rollout_table(rollouts)
@@ -50,10 +67,21 @@ class WandbRun:
 
 def _init(wandb: Any, state: Mapping[str, Any], *, config: dict[str, Any] | None) -> Any:
     try:
-        return wandb.init(project=state["project"], entity=state.get("entity"), name=state.get("name"),
-                          group=state.get("group"), id=state["id"], resume="allow", mode=state["mode"],
-                          dir=state["dir"], config=config, settings=wandb.Settings(console="off", quiet=True))
+        return wandb.init(
+            project=state["project"],
+            entity=state.get("entity"),
+            name=state.get("name"),
+            group=state.get("group"),
+            id=state["id"],
+            resume="allow",
+            mode=state["mode"],
+            dir=state["dir"],
+            config=config,
+            settings=wandb.Settings(console="off", quiet=True),
+        )
     except Exception as err:  # noqa: BLE001 - wandb raises its own kinds (login, network, usage)
         why = (str(err).splitlines() or [type(err).__name__])[0]
-        raise ConfigError(f"wandb.init failed in mode {state['mode']!r} ({why}); run `wandb login`, or set "
-                          "logging.wandb_mode=offline (no network needed)") from None
+        raise ConfigError(
+            f"wandb.init failed in mode {state['mode']!r} ({why}); run `wandb login`, or set "
+            "logging.wandb_mode=offline (no network needed)"
+        ) from None

@@ -4,8 +4,8 @@ H.264 writer with drawing helpers (docs/ARCHITECTURE.md §1, `video/`)."""
 from __future__ import annotations
 
 from paravt.video import draw
-from paravt.video.cache import VideoDecodeStats, clear_cache, decode_stats
 from paravt.video.budget import frame_count, overview_count, smart_resize, target_times
+from paravt.video.cache import VideoDecodeStats, clear_cache, decode_stats
 from paravt.video.decode import frames_at, probe, sample_frames, sample_overview
 from paravt.video.types import Frames, VideoInfo
 from paravt.video.writer import write_video

@@ -9,7 +9,8 @@ a rewritten file is never served stale:
 - decoded results (``ResultCache``): ``Frames`` keyed by file identity + sampling spec, so the G
   rollouts of one prompt (same video, same overview / same window) decode once. Concurrent misses
   on one key wait for the first decoder instead of decoding again. Cached arrays are read-only;
-- probe results (``InfoCache``, ``INFOS``): a probe reads the first frame and the file's tail, once per file;
+- probe results (``InfoCache``, ``INFOS``): a probe reads the first frame and the file's tail, once
+per file;
 - whole videos (``paravt.video.timeline``): every frame time of a small video (``TIMELINES``),
   its decoded frames (``DECODED``, per file) and those frames converted to RGB (``FRAMES``, keyed
   by file, frame time, size and rotation), the last two bounded in bytes: the row builders read
@@ -93,8 +94,16 @@ def file_key(path: str | Path) -> FileKey:
     return FileKey(str(p.resolve()), st.st_mtime_ns, st.st_size)
 
 
-_COUNTED = ("hits", "misses", "decoded_frames", "seeks", "containers_opened", "converted_frames", "frame_hits",
-            "passes")
+_COUNTED = (
+    "hits",
+    "misses",
+    "decoded_frames",
+    "seeks",
+    "containers_opened",
+    "converted_frames",
+    "frame_hits",
+    "passes",
+)
 
 
 class _Counters:
@@ -268,7 +277,8 @@ class InfoCache(Generic[V]):
 
 @dataclass(frozen=True)
 class Timeline:
-    """Every decodable frame of a video, as one pass over it decodes them (``paravt.video.timeline``)."""
+    """Every decodable frame of a video, as one pass over it decodes them
+    (``paravt.video.timeline``)."""
 
     pts: tuple[int, ...]  # presentation times (stream ticks), increasing
     first_pts: int  # the stream's start (timestamps are relative to it)

@@ -42,14 +42,19 @@ import numpy as np
 
 from paravt.errors import VideoError
 from paravt.video import cache
-from paravt.video.budget import WINDOW_TOLERANCE_S, check_window, frame_count, smart_resize, target_times
+from paravt.video.budget import (
+    WINDOW_TOLERANCE_S,
+    check_window,
+    frame_count,
+    smart_resize,
+    target_times,
+)
 from paravt.video.probe import probe, quarter_turns
 from paravt.video.timeline import timeline_frames, to_rgb
 from paravt.video.types import Frames
 
 #: Keyframe interval assumed until two are seen in one decode (x264's default 250 frames @ 25 fps).
 DEFAULT_GOP_S = 10.0
-
 
 
 @dataclass
@@ -174,7 +179,9 @@ def _check_not_truncated(
         )
 
 
-def _to_arrays(picked: Sequence[av.VideoFrame], size: tuple[int, int] | None, turns: int) -> np.ndarray:
+def _to_arrays(
+    picked: Sequence[av.VideoFrame], size: tuple[int, int] | None, turns: int
+) -> np.ndarray:
     """RGB arrays, resized to the DISPLAYED ``size`` (h, w) and turned upright by ``turns``
     counter-clockwise quarter turns (the stream's display matrix)."""
     out: dict[int, np.ndarray] = {}  # duplicates are converted once
@@ -205,8 +212,16 @@ def _decode_times(
             frames = [f for f in picked if f is not None]
             assert len(frames) == len(targets)
             turns = quarter_turns(frames[0].rotation)
-            h, w = (frames[0].width, frames[0].height) if turns % 2 else (frames[0].height, frames[0].width)
-            size = None if max_pixels is None else smart_resize(h, w, max_pixels=max_pixels, factor=size_factor)
+            h, w = (
+                (frames[0].width, frames[0].height)
+                if turns % 2
+                else (frames[0].height, frames[0].width)
+            )
+            size = (
+                None
+                if max_pixels is None
+                else smart_resize(h, w, max_pixels=max_pixels, factor=size_factor)
+            )
             array = _to_arrays(frames, size, turns)
         except av.error.FFmpegError as err:
             raise VideoError(
@@ -256,7 +271,9 @@ def frames_at(
 
     def compute() -> Frames:
         got = timeline_frames(key, info, times, size_of) if whole else None
-        return got if got is not None else _decode_times(key, times, max_pixels, size_factor, reseek)
+        return (
+            got if got is not None else _decode_times(key, times, max_pixels, size_factor, reseek)
+        )
 
     return cache.RESULTS.get_or_compute((key, spec), compute)
 
@@ -284,17 +301,30 @@ def sample_frames(
     check_window(info, start, end)
     n = frame_count(start, end, nframes=nframes, fps=fps, max_frames=max_frames)
     return frames_at(
-        path, target_times(start, end, n), max_pixels=max_pixels, size_factor=size_factor, whole=whole
+        path,
+        target_times(start, end, n),
+        max_pixels=max_pixels,
+        size_factor=size_factor,
+        whole=whole,
     )
 
 
 def sample_overview(
-    path: str | Path, nframes: int, *, max_pixels: int | None = None, size_factor: int = 32,
+    path: str | Path,
+    nframes: int,
+    *,
+    max_pixels: int | None = None,
+    size_factor: int = 32,
     whole: bool = False,
 ) -> Frames:
     """``nframes`` frames sampled uniformly over the whole video (``whole``: see `frames_at`)."""
     info = probe(path)
     return sample_frames(
-        path, 0.0, info.duration, nframes=nframes, max_pixels=max_pixels, size_factor=size_factor,
+        path,
+        0.0,
+        info.duration,
+        nframes=nframes,
+        max_pixels=max_pixels,
+        size_factor=size_factor,
         whole=whole,
     )

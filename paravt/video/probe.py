@@ -42,7 +42,9 @@ def rotate_quarters(image: np.ndarray, k: int) -> np.ndarray:
     return np.ascontiguousarray(np.rot90(image, k)) if k % 4 else image
 
 
-def _first_rotation(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> int:
+def _first_rotation(
+    container: av.container.InputContainer, stream: av.video.stream.VideoStream
+) -> int:
     container.seek(stream.start_time or 0, backward=True, any_frame=False, stream=stream)
     for packet in container.demux(stream):
         for frame in packet.decode():
@@ -50,8 +52,9 @@ def _first_rotation(container: av.container.InputContainer, stream: av.video.str
     return 0
 
 
-def _stream_end(container: av.container.InputContainer, stream: av.video.stream.VideoStream,
-                header_end: int) -> int | None:
+def _stream_end(
+    container: av.container.InputContainer, stream: av.video.stream.VideoStream, header_end: int
+) -> int | None:
     """The latest ``pts + duration`` among the packets from the keyframe before ``header_end``
     to the end of the file (None when there is no timed packet)."""
     container.seek(header_end, backward=True, any_frame=False, stream=stream)
@@ -63,8 +66,9 @@ def _stream_end(container: av.container.InputContainer, stream: av.video.stream.
     return end
 
 
-def _header_duration(container: av.container.InputContainer, stream: av.video.stream.VideoStream,
-                     start: float) -> float:
+def _header_duration(
+    container: av.container.InputContainer, stream: av.video.stream.VideoStream, start: float
+) -> float:
     tb = stream.time_base or Fraction(1, 1)
     if stream.duration:
         return float(stream.duration * tb)
@@ -83,7 +87,9 @@ def stream_info(path: str, container: av.container.InputContainer) -> VideoInfo:
         end = _stream_end(container, s, first + max(0, round(header / tb)))
         k = _first_rotation(container, s)
     except av.error.FFmpegError as err:
-        raise VideoError(f"{path!r}: reading the stream failed: {err}; the file is corrupt, re-encode it") from None
+        raise VideoError(
+            f"{path!r}: reading the stream failed: {err}; the file is corrupt, re-encode it"
+        ) from None
     duration = max(header, float((end - first) * tb)) if end is not None else header
     if not duration > 0:
         raise VideoError(

@@ -1,4 +1,5 @@
-"""Frames of a small video served from ONE decode of the whole video (``frames_at(..., whole=True)``).
+"""Frames of a small video served from ONE decode of the whole video (``frames_at(...,
+whole=True)``).
 
 The row builders (``paravt.data.chat``) and the episode's overview read many windows of the same
 few hundred small videos: a clip, the overview at several n, the same overview again in another
@@ -57,7 +58,9 @@ def to_rgb(frame: av.VideoFrame, size: tuple[int, int] | None, turns: int) -> np
     return rotate_quarters(out.to_ndarray(), turns)
 
 
-def _pass(container: av.container.InputContainer, stream: av.video.stream.VideoStream) -> Iterator[av.VideoFrame]:
+def _pass(
+    container: av.container.InputContainer, stream: av.video.stream.VideoStream
+) -> Iterator[av.VideoFrame]:
     """Every frame from the stream's start in presentation order (pts None and frames not after the
     previous one skipped, as the windowed decoder skips them)."""
     container.seek(stream.start_time or 0, backward=True, any_frame=False, stream=stream)
@@ -82,8 +85,14 @@ def _decode_whole(key: cache.FileKey) -> tuple[cache.Timeline, dict[int, av.Vide
         if not frames:
             return None
         first = next(iter(frames.values()))
-        tl = cache.Timeline(tuple(frames), stream.start_time or 0, stream.time_base, first.width, first.height,
-                            quarter_turns(first.rotation))
+        tl = cache.Timeline(
+            tuple(frames),
+            stream.start_time or 0,
+            stream.time_base,
+            first.width,
+            first.height,
+            quarter_turns(first.rotation),
+        )
     cache.TIMELINES.put(key, tl)
     cache.DECODED.put(key, frames, sum(p.buffer_size for f in frames.values() for p in f.planes))
     return tl, frames
@@ -118,8 +127,13 @@ def _frames_of(key: cache.FileKey) -> dict[int, av.VideoFrame]:
     return frames
 
 
-def _arrays(key: cache.FileKey, picks: Sequence[int], size: tuple[int, int] | None, turns: int,
-            decoded: dict[int, av.VideoFrame] | None) -> dict[int, np.ndarray]:
+def _arrays(
+    key: cache.FileKey,
+    picks: Sequence[int],
+    size: tuple[int, int] | None,
+    turns: int,
+    decoded: dict[int, av.VideoFrame] | None,
+) -> dict[int, np.ndarray]:
     """The picked frames as RGB: converted ones from ``cache.FRAMES``, the others converted from
     the video's decoded frames (``decoded``, else ``cache.DECODED``, else one more pass)."""
     out: dict[int, np.ndarray] = {}
@@ -140,8 +154,12 @@ def _arrays(key: cache.FileKey, picks: Sequence[int], size: tuple[int, int] | No
     return out
 
 
-def timeline_frames(key: cache.FileKey, info: VideoInfo, times: Sequence[float],
-                    size_of: Callable[[int, int], tuple[int, int] | None]) -> Frames | None:
+def timeline_frames(
+    key: cache.FileKey,
+    info: VideoInfo,
+    times: Sequence[float],
+    size_of: Callable[[int, int], tuple[int, int] | None],
+) -> Frames | None:
     """The frames nearest ``times`` from the whole-video path, or None where it declines (module
     docstring). ``size_of(h, w)``: the resize of the displayed size (None keeps the native size)."""
     if info.num_frames * info.width * info.height > WHOLE_MAX_PIXELS:

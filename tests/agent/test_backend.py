@@ -19,7 +19,7 @@ from paravt.config import RUN_CONFIG, ModelConfig, RolloutConfig, save
 from paravt.errors import ConfigError
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from changed_config import KEY, check_changed, changed_config  # noqa: E402
+from changed_config import KEY, changed_config, check_changed  # noqa: E402
 
 
 class Landed(dict):
@@ -35,12 +35,15 @@ def landed(monkeypatch: pytest.MonkeyPatch) -> Landed:
         def f(*args: Any, **kw: Any) -> Any:
             got[name] = {"args": args, **kw}
             return result
+
         return f
 
     policy = SimpleNamespace(model=SimpleNamespace(eval=lambda: None), processor="processor")
     monkeypatch.setattr("paravt.models.hf.loading.load_policy", spy("load_policy", policy))
-    monkeypatch.setattr("paravt.models.hf.loading.load_processor", spy("load_processor",
-                                                                        SimpleNamespace(tokenizer="tok")))
+    monkeypatch.setattr(
+        "paravt.models.hf.loading.load_processor",
+        spy("load_processor", SimpleNamespace(tokenizer="tok")),
+    )
     monkeypatch.setattr("paravt.models.hf.replicas.hf_generator", spy("hf_generator", "hf-gen"))
     monkeypatch.setattr("paravt.models.openai.backend.OpenAIGenerator", spy("openai", "openai-gen"))
     monkeypatch.setattr("paravt.models.chat.ChatCodec", spy("codec", "codec"))
@@ -54,7 +57,10 @@ def test_the_changed_config_changes_every_field_of_the_builders_sections() -> No
 
 #: Where each field of ModelConfig lands: (backend route, spy, how to read the value there).
 MODEL_LANDS = {
-    "path": [("hf", "load_policy", lambda r: r["args"][0]), ("openai", "openai", lambda r: r["args"][0])],
+    "path": [
+        ("hf", "load_policy", lambda r: r["args"][0]),
+        ("openai", "openai", lambda r: r["args"][0]),
+    ],
     "backend": [("hf", "load_policy", lambda r: "hf"), ("openai", "openai", lambda r: "openai")],
     "device": [("hf", "load_policy", lambda r: r["device"])],
     "dtype": [("hf", "load_policy", lambda r: r["dtype"])],
@@ -72,7 +78,9 @@ ROLLOUT_LANDS = {  # the tool fields; the others are episode settings (EpisodeSe
     "tools": lambda r: list(r["args"][0]),
     "tool_server_url": lambda r: r["server_url"],
     "tool_server_key_file": lambda r: r["server_key_file"],
-    "python_weak_isolation": lambda r: bool(r["options"] and r["options"]["python"]["weak_isolation"]),
+    "python_weak_isolation": lambda r: bool(
+        r["options"] and r["options"]["python"]["weak_isolation"]
+    ),
 }
 
 
@@ -80,10 +88,15 @@ def _routes(tmp_path: Path) -> dict[str, ModelConfig]:
     cfg = changed_config(tmp_path)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir(exist_ok=True)
-    return {"openai": cfg.model, "hf": cfg.model.model_copy(update={"path": str(ckpt), "backend": "hf"})}
+    return {
+        "openai": cfg.model,
+        "hf": cfg.model.model_copy(update={"path": str(ckpt), "backend": "hf"}),
+    }
 
 
-def test_every_model_field_reaches_the_generator_it_configures(tmp_path: Path, landed: Landed) -> None:
+def test_every_model_field_reaches_the_generator_it_configures(
+    tmp_path: Path, landed: Landed
+) -> None:
     assert set(MODEL_LANDS) == set(ModelConfig.model_fields)  # a new field must say where it lands
     routes = _routes(tmp_path)
     seen: dict[str, dict[str, Any]] = {}
@@ -100,7 +113,9 @@ def test_every_model_field_reaches_the_generator_it_configures(tmp_path: Path, l
     assert seen["openai"]["load_processor"]["args"] == ("proc",)
 
 
-def test_every_tool_field_of_the_rollout_reaches_the_tool_builder(tmp_path: Path, landed: Landed) -> None:
+def test_every_tool_field_of_the_rollout_reaches_the_tool_builder(
+    tmp_path: Path, landed: Landed
+) -> None:
     cfg = changed_config(tmp_path)
     open_backend(_routes(tmp_path)["hf"], cfg.rollout)
     for field, read in ROLLOUT_LANDS.items():
@@ -109,8 +124,9 @@ def test_every_tool_field_of_the_rollout_reaches_the_tool_builder(tmp_path: Path
 
 def test_the_judge_comes_from_the_reward_section(tmp_path: Path, landed: Landed) -> None:
     cfg = changed_config(tmp_path)
-    reward = cfg.reward.model_copy(update={"judge_url": "http://127.0.0.1:7/v1", "judge_model": "j",
-                                           "judge_timeout_s": 3.0})
+    reward = cfg.reward.model_copy(
+        update={"judge_url": "http://127.0.0.1:7/v1", "judge_model": "j", "judge_timeout_s": 3.0}
+    )
     b = open_backend(_routes(tmp_path)["hf"], cfg.rollout, judge=reward)
     assert (b.judge_url, b.judge_model, b.judge_timeout_s) == ("http://127.0.0.1:7/v1", "j", 3.0)
 
@@ -122,7 +138,8 @@ def test_a_backend_that_cannot_serve_the_path_is_refused_with_the_fix(tmp_path: 
         open_backend(ModelConfig(path=str(tmp_path), backend="openai"), RolloutConfig())
 
 
-# ---- the callers: each hands the builder the config as loaded (every field changed) ------------------
+# ---- the callers: each hands the builder the config as loaded (every field changed)
+# ------------------
 
 
 class Stop(Exception):
@@ -148,14 +165,33 @@ def _cli(args: list[str]) -> Any:
 
 
 @pytest.mark.parametrize("route", ["openai", "hf"])
-def test_eval_hands_the_builder_every_field(route: str, tmp_path: Path, built: dict[str, Any]) -> None:
+def test_eval_hands_the_builder_every_field(
+    route: str, tmp_path: Path, built: dict[str, Any]
+) -> None:
     cfg = changed_config(tmp_path)
     save(cfg, tmp_path / "c.yaml")
     model = _routes(tmp_path)[route]
-    res = _cli(["eval", "--model", model.path, "--benchmark", "videomme", "--root", str(tmp_path),
-                "--config", str(tmp_path / "c.yaml"), "--processor", "proc", "--out", str(tmp_path / "ev")])
+    res = _cli(
+        [
+            "eval",
+            "--model",
+            model.path,
+            "--benchmark",
+            "videomme",
+            "--root",
+            str(tmp_path),
+            "--config",
+            str(tmp_path / "c.yaml"),
+            "--processor",
+            "proc",
+            "--out",
+            str(tmp_path / "ev"),
+        ]
+    )
     assert built, res.output  # the spy stopped the command at the builder
-    assert built["model"] == model and built["rollout"] == cfg.rollout  # --model sets path and backend
+    assert (
+        built["model"] == model and built["rollout"] == cfg.rollout
+    )  # --model sets path and backend
     assert built["processor_dir"] == "proc" and built["judge"] == cfg.reward
 
 
@@ -172,12 +208,16 @@ def test_infer_hands_the_builder_every_field(tmp_path: Path, built: dict[str, An
     assert built["model"] == model and built["rollout"] == cfg.rollout
 
 
-def test_repro_eval_hands_the_builder_the_variants_config(tmp_path: Path, built: dict[str, Any]) -> None:
+def test_repro_eval_hands_the_builder_the_variants_config(
+    tmp_path: Path, built: dict[str, Any]
+) -> None:
     from paravt.repro.run import PRESETS, eval_variant
     from paravt.repro.variants import VARIANTS
 
     cfg = changed_config(tmp_path).model_copy(update={"model": _routes(tmp_path)["hf"]})
     with pytest.raises(Stop):
-        eval_variant(tmp_path / "repro", cfg, PRESETS["demo"], VARIANTS["sft"], 0, "runs/x/model", limit=1)
+        eval_variant(
+            tmp_path / "repro", cfg, PRESETS["demo"], VARIANTS["sft"], 0, "runs/x/model", limit=1
+        )
     assert built["model"] == cfg.model.model_copy(update={"path": "runs/x/model"})
     assert built["rollout"] == cfg.rollout

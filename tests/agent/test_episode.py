@@ -1,4 +1,5 @@
-"""Episode behaviour: dispatch modes, batched sub-agents, token-exact trajectories, failures as data.
+"""Episode behaviour: dispatch modes, batched sub-agents, token-exact trajectories, failures as
+data.
 
 Most tests drive the episode with ``ScriptedGenerator``, which stands in for the inference server
 (it returns fixed texts, tokenized by the real tiny tokenizer), so that the structure can be
@@ -19,7 +20,7 @@ from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParam
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_processor
 from paravt.protocol import prompts
-from paravt.protocol.tags import render_crop_call, render_tool_turn, render_answer
+from paravt.protocol.tags import render_answer, render_crop_call, render_tool_turn
 from paravt.tools import build_toolset
 from paravt.video import write_video
 from paravt.video.draw import solid
@@ -60,26 +61,44 @@ def codec(tiny_qwen3_dir: str) -> ChatCodec:
 
 
 def _settings(**kw) -> EpisodeSettings:
-    base = dict(mode="parallel", overview_max_pixels=64 * 64, crop_max_pixels=64 * 64, crop_max_frames=4,
-                sampling=SamplingParams(temperature=0.0, max_new_tokens=64),
-                sub_sampling=SamplingParams(temperature=0.0, max_new_tokens=16))
+    base = dict(
+        mode="parallel",
+        overview_max_pixels=64 * 64,
+        crop_max_pixels=64 * 64,
+        crop_max_frames=4,
+        sampling=SamplingParams(temperature=0.0, max_new_tokens=64),
+        sub_sampling=SamplingParams(temperature=0.0, max_new_tokens=16),
+    )
     base.update(kw)
     return EpisodeSettings(**base)
 
 
 def _inp(video: str, nframes: int = 4) -> EpisodeInput:
-    return EpisodeInput("q1", video, "What colour flashes?", "mcq", "B", ("A. red", "B. blue"), nframes)
+    return EpisodeInput(
+        "q1", video, "What colour flashes?", "mcq", "B", ("A. red", "B. blue"), nframes
+    )
 
 
 def _run(video, codec, main_texts, **kw):
     gen = ScriptedGenerator(codec, main_texts)
-    res = asyncio.run(run_episode(_inp(video), generator=gen, codec=codec, settings=_settings(**kw),
-                                  episode_id="ep1", tools=build_toolset(["crop_video"])))
+    res = asyncio.run(
+        run_episode(
+            _inp(video),
+            generator=gen,
+            codec=codec,
+            settings=_settings(**kw),
+            episode_id="ep1",
+            tools=build_toolset(["crop_video"]),
+        )
+    )
     return res, gen
 
 
-TURN1 = render_tool_turn("I need to look.", [render_crop_call(0, 5), render_crop_call(5, 10),
-                                            render_crop_call(12, 11)], with_open_think=False)
+TURN1 = render_tool_turn(
+    "I need to look.",
+    [render_crop_call(0, 5), render_crop_call(5, 10), render_crop_call(12, 11)],
+    with_open_think=False,
+)
 TURN2 = render_answer("The second window shows it.", "B", with_open_think=False)
 
 
@@ -90,7 +109,11 @@ def test_parallel_turn_sends_all_subagents_in_one_batch(video: str, codec: ChatC
     assert [s.index for s in res.subs] == [1, 2] and all(s.episode_id == "ep1" for s in res.subs)
     assert all(s.role == "sub" for s in res.subs) and res.main.role == "main"
     assert res.answer == "B" and res.end_reason == "answer"
-    assert [c.ok for c in res.calls] == [True, True, False]  # start >= end is an error for call 3 only
+    assert [c.ok for c in res.calls] == [
+        True,
+        True,
+        False,
+    ]  # start >= end is an error for call 3 only
     assert res.n_successful_calls == 2
 
 
@@ -118,14 +141,18 @@ def test_loss_mask_covers_exactly_the_sampled_tokens(video: str, codec: ChatCode
 def test_trajectory_equals_the_chat_template_rendering(video: str, codec: ChatCodec) -> None:
     """Golden test at the episode level: appended ids == one rendering of the whole conversation."""
     res, gen = _run(video, codec, [TURN1, TURN2])
-    conversation = list(gen.batches[2][0].messages) + [ChatMessage("assistant", "<think>\n" + TURN2)]
+    conversation = list(gen.batches[2][0].messages) + [
+        ChatMessage("assistant", "<think>\n" + TURN2)
+    ]
     whole = codec.encode_messages(conversation)
     assert res.main.ids == whole.ids
     assert len(res.main.videos) == 1 and res.main.videos[0] is whole.videos[0]
 
 
 def test_sequential_reinjects_crop_frames_one_call_per_turn(video: str, codec: ChatCodec) -> None:
-    turn1 = render_tool_turn("look", [render_crop_call(0, 5), render_crop_call(5, 10)], with_open_think=False)
+    turn1 = render_tool_turn(
+        "look", [render_crop_call(0, 5), render_crop_call(5, 10)], with_open_think=False
+    )
     res, gen = _run(video, codec, [turn1, TURN2], mode="sequential")
     assert [len(b) for b in gen.batches] == [1, 1]  # no sub-agents
     assert res.subs == ()
@@ -154,10 +181,21 @@ def test_observation_that_overflows_is_rolled_back(video: str, codec: ChatCodec)
 
 def test_broken_video_is_an_error_not_a_crash(tmp_path: Path, codec: ChatCodec) -> None:
     bad = tmp_path / "broken.mp4"
-    bad.write_bytes(b"\x00\x00\x00\x18ftypmp42" + bytes(np.random.default_rng(0).integers(0, 255, 500, dtype=np.uint8)))
+    bad.write_bytes(
+        b"\x00\x00\x00\x18ftypmp42"
+        + bytes(np.random.default_rng(0).integers(0, 255, 500, dtype=np.uint8))
+    )
     gen = ScriptedGenerator(codec, [TURN1, TURN2])
-    res = asyncio.run(run_episode(_inp(str(bad)), generator=gen, codec=codec, settings=_settings(),
-                                  episode_id="ep2", tools=build_toolset(["crop_video"])))
+    res = asyncio.run(
+        run_episode(
+            _inp(str(bad)),
+            generator=gen,
+            codec=codec,
+            settings=_settings(),
+            episode_id="ep2",
+            tools=build_toolset(["crop_video"]),
+        )
+    )
     assert res.error and res.answer == "B"
     assert all(not c.ok and "unavailable" in (c.error or "") for c in res.calls)
 
@@ -169,16 +207,27 @@ def test_real_model_runs_every_mode_end_to_end(video: str, tiny_qwen3_dir: str) 
     policy = load_policy(tiny_qwen3_dir)
     gen, codec = HFGenerator(policy), ChatCodec(policy.processor)
     for mode in ("parallel", "sequential", "none"):
-        res = asyncio.run(run_episode(_inp(video), generator=gen, codec=codec, settings=_settings(mode=mode),
-                                      episode_id=f"real-{mode}", tools=build_toolset(["crop_video"])))
+        res = asyncio.run(
+            run_episode(
+                _inp(video),
+                generator=gen,
+                codec=codec,
+                settings=_settings(mode=mode),
+                episode_id=f"real-{mode}",
+                tools=build_toolset(["crop_video"]),
+            )
+        )
         generated = sum(t.n_generated_tokens for t in res.main.turns)
         assert res.main.n_sampled == generated > 0
         assert res.end_reason in ("answer", "max_turns", "length")
         assert all(s.n_sampled > 0 and s.episode_id == f"real-{mode}" for s in res.subs)
 
 
-def test_degenerate_output_reaches_the_reward_and_scores_only_the_bias(video: str, codec: ChatCodec) -> None:
-    """Special tokens are kept in the completion, so docs/ARCHITECTURE.md §2's degenerate rule can fire."""
+def test_degenerate_output_reaches_the_reward_and_scores_only_the_bias(
+    video: str, codec: ChatCodec
+) -> None:
+    """Special tokens are kept in the completion, so docs/ARCHITECTURE.md §2's degenerate rule can
+    fire."""
     from paravt.agent import episode_reward
     from paravt.rewards import RewardWeights
 
@@ -201,18 +250,38 @@ class FailingSecondSub(ScriptedGenerator):
 
 
 def test_subagent_indices_stay_unique_when_one_fails(video: str, codec: ChatCodec) -> None:
-    turn = render_tool_turn("look", [render_crop_call(0, 5), render_crop_call(5, 10), render_crop_call(10, 15)],
-                            with_open_think=False)
+    turn = render_tool_turn(
+        "look",
+        [render_crop_call(0, 5), render_crop_call(5, 10), render_crop_call(10, 15)],
+        with_open_think=False,
+    )
     gen = FailingSecondSub(codec, [turn, turn, TURN2])
-    res = asyncio.run(run_episode(_inp(video), generator=gen, codec=codec, settings=_settings(), episode_id="ep3",
-                                  tools=build_toolset(["crop_video"])))
+    res = asyncio.run(
+        run_episode(
+            _inp(video),
+            generator=gen,
+            codec=codec,
+            settings=_settings(),
+            episode_id="ep3",
+            tools=build_toolset(["crop_video"]),
+        )
+    )
     assert [s.index for s in res.subs] == [1, 3, 4, 5, 6]  # index 2 failed and is never reused
-    assert [c.ok for c in res.calls[:3]] == [True, False, True] and "boom" in (res.calls[1].error or "")
+    assert [c.ok for c in res.calls[:3]] == [True, False, True] and "boom" in (
+        res.calls[1].error or ""
+    )
     assert res.backend_errors == 1  # the trainer drops this group: a crash is not a training signal
 
 
-def test_rolled_back_tool_turn_trains_no_subagent_and_counts_no_call(video: str, codec: ChatCodec) -> None:
+def test_rolled_back_tool_turn_trains_no_subagent_and_counts_no_call(
+    video: str, codec: ChatCodec
+) -> None:
     res0, _ = _run(video, codec, [TURN1, TURN2])
     first_turn_end = res0.main.ids.index(codec.im_end_id, res0.main.prompt_len) + 2
     res, _ = _run(video, codec, [TURN1, TURN2], max_context_tokens=first_turn_end + 20)
-    assert res.end_reason == "length" and res.subs == () and res.calls == () and res.n_successful_calls == 0
+    assert (
+        res.end_reason == "length"
+        and res.subs == ()
+        and res.calls == ()
+        and res.n_successful_calls == 0
+    )

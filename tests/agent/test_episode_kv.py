@@ -1,4 +1,5 @@
-"""The episode's side of the kept KV cache (paravt.models.hf.turn_cache): the main agent asks for its
+"""The episode's side of the kept KV cache (paravt.models.hf.turn_cache): the main agent asks for
+its
 rows to be kept and its next prompt EXTENDS the previous prompt + sampled tokens, so the hf backend
 prefills only the new part; sub-agent rows (one turn each) are not kept."""
 
@@ -11,8 +12,18 @@ from paravt.protocol import prompts
 
 def test_main_turns_extend_the_kept_prompt_and_subagents_are_not_kept(video, codec) -> None:  # noqa: F811
     _, gen = _run(video, codec, [TURN1, TURN2])
-    main = [r for b in gen.batches for r in b if r.messages[0].content != prompts.subagent_system_prompt()]
-    subs = [r for b in gen.batches for r in b if r.messages[0].content == prompts.subagent_system_prompt()]
+    main = [
+        r
+        for b in gen.batches
+        for r in b
+        if r.messages[0].content != prompts.subagent_system_prompt()
+    ]
+    subs = [
+        r
+        for b in gen.batches
+        for r in b
+        if r.messages[0].content == prompts.subagent_system_prompt()
+    ]
     assert len(main) == 2 and len(subs) == 2
     assert all(r.keep_kv for r in main) and not any(r.keep_kv for r in subs)
     sampled = codec.encode_text(TURN1) + (codec.im_end_id,)  # what the scripted turn 1 returned

@@ -30,11 +30,17 @@ from server_helpers import ServerThread  # noqa: E402
 from test_episode import ScriptedGenerator  # noqa: E402
 
 TOOLS = ["crop_video", "frame_select"]
-TURN1 = render_tool_turn("Look twice.", [
-    render_crop_call(0, 6),
-    render_tool_call("frame_select", {"start_time": 6, "end_time": 12, "nframes": 3, "resize": 1.0}),
-    render_crop_call(12, 18),
-], with_open_think=False)
+TURN1 = render_tool_turn(
+    "Look twice.",
+    [
+        render_crop_call(0, 6),
+        render_tool_call(
+            "frame_select", {"start_time": 6, "end_time": 12, "nframes": 3, "resize": 1.0}
+        ),
+        render_crop_call(12, 18),
+    ],
+    with_open_think=False,
+)
 TURN2 = render_answer("Seen.", "A", with_open_think=False)
 
 
@@ -48,17 +54,29 @@ def video(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def _run(video: str, codec: ChatCodec, tools):
     gen = ScriptedGenerator(codec, [TURN1, TURN2])
-    settings = EpisodeSettings(mode="parallel", overview_max_pixels=64 * 64, crop_max_pixels=64 * 64,
-                               crop_max_frames=4, sampling=SamplingParams(temperature=0.0, max_new_tokens=64))
+    settings = EpisodeSettings(
+        mode="parallel",
+        overview_max_pixels=64 * 64,
+        crop_max_pixels=64 * 64,
+        crop_max_frames=4,
+        sampling=SamplingParams(temperature=0.0, max_new_tokens=64),
+    )
     inp = EpisodeInput("mix", video, "Which colour?", "mcq", "A", ("A. red", "B. blue"), 4)
-    return asyncio.run(run_episode(inp, generator=gen, codec=codec, settings=settings, episode_id="mix",
-                                   tools=tools))
+    return asyncio.run(
+        run_episode(
+            inp, generator=gen, codec=codec, settings=settings, episode_id="mix", tools=tools
+        )
+    )
 
 
-def test_mixed_turn_local_and_through_the_tool_server_give_identical_trajectories(video: str, tiny_qwen3_dir: str) -> None:
+def test_mixed_turn_local_and_through_the_tool_server_give_identical_trajectories(
+    video: str, tiny_qwen3_dir: str
+) -> None:
     codec = ChatCodec(load_processor(tiny_qwen3_dir))
     local = _run(video, codec, build_toolset(TOOLS))
-    with ServerThread(create_app(TOOLS, ToolServerConfig(video_roots=[str(Path(video).parent)]))) as srv:
+    with ServerThread(
+        create_app(TOOLS, ToolServerConfig(video_roots=[str(Path(video).parent)]))
+    ) as srv:
         remote = _run(video, codec, build_toolset(TOOLS, server_url=srv.url))
     # crop windows went to 2 sub-agents; frame_select's 3 frames came back inline as a video
     assert [c.name for c in local.calls] == ["crop_video", "frame_select", "crop_video"]
@@ -77,24 +95,50 @@ def test_on_demand_context_shows_no_overview_only_metadata(video: str, tiny_qwen
     every frame the agent sees comes through tools."""
     codec = ChatCodec(load_processor(tiny_qwen3_dir))
     gen = ScriptedGenerator(codec, [TURN1, TURN2])
-    settings = EpisodeSettings(mode="parallel", crop_max_pixels=64 * 64, crop_max_frames=4,
-                               sampling=SamplingParams(temperature=0.0, max_new_tokens=64))
+    settings = EpisodeSettings(
+        mode="parallel",
+        crop_max_pixels=64 * 64,
+        crop_max_frames=4,
+        sampling=SamplingParams(temperature=0.0, max_new_tokens=64),
+    )
     inp = EpisodeInput("od", video, "Which colour?", "mcq", "A", ("A. red", "B. blue"), nframes=0)
-    res = asyncio.run(run_episode(inp, generator=gen, codec=codec, settings=settings, episode_id="od",
-                                  tools=build_toolset(TOOLS)))
+    res = asyncio.run(
+        run_episode(
+            inp,
+            generator=gen,
+            codec=codec,
+            settings=settings,
+            episode_id="od",
+            tools=build_toolset(TOOLS),
+        )
+    )
     user = gen.batches[0][0].messages[1]
-    assert user.videos == () and "<video>" not in user.content and "20" in user.content  # 20 s duration
+    assert (
+        user.videos == () and "<video>" not in user.content and "20" in user.content
+    )  # 20 s duration
     assert len(res.main.videos) == 1  # only frame_select's frames, none from an overview
 
 
 def test_eva_style_plans_then_perceives_one_call_per_turn(video: str, tiny_qwen3_dir: str) -> None:
     codec = ChatCodec(load_processor(tiny_qwen3_dir))
     gen = ScriptedGenerator(codec, [TURN1, TURN2])
-    settings = EpisodeSettings(mode="eva", crop_max_pixels=64 * 64, crop_max_frames=4,
-                               sampling=SamplingParams(temperature=0.0, max_new_tokens=64))
+    settings = EpisodeSettings(
+        mode="eva",
+        crop_max_pixels=64 * 64,
+        crop_max_frames=4,
+        sampling=SamplingParams(temperature=0.0, max_new_tokens=64),
+    )
     inp = EpisodeInput("eva", video, "Which colour?", "mcq", "A", ("A. red", "B. blue"), nframes=0)
-    res = asyncio.run(run_episode(inp, generator=gen, codec=codec, settings=settings, episode_id="eva",
-                                  tools=build_toolset(TOOLS)))
+    res = asyncio.run(
+        run_episode(
+            inp,
+            generator=gen,
+            codec=codec,
+            settings=settings,
+            episode_id="eva",
+            tools=build_toolset(TOOLS),
+        )
+    )
     system = gen.batches[0][0].messages[0].content
     assert "plan" in system and "frame_select" in system and "ONE tool call per turn" in system
     assert [c.ok for c in res.calls] == [True, False, False]  # one call per turn

@@ -25,7 +25,9 @@ def test_the_registry_is_the_config_list() -> None:
 
 def test_each_mode_has_its_rules() -> None:
     assert [MODES[n].call_limit(8) for n in ("parallel", "sequential", "eva")] == [8, 1, 1]
-    assert not MODES["none"].uses_tools and all(MODES[n].uses_tools for n in ("parallel", "sequential", "eva"))
+    assert not MODES["none"].uses_tools and all(
+        MODES[n].uses_tools for n in ("parallel", "sequential", "eva")
+    )
     assert isinstance(MODES["eva"], Sequential) and type(MODES["parallel"]) is Parallel
     assert type(MODES["none"]) is NoTools and type(MODES["eva"]) is Eva
 
@@ -39,7 +41,11 @@ def test_every_mode_has_a_system_prompt() -> None:
 def test_token_model_is_a_property_of_the_mode() -> None:
     # eva and sequential put each call's frames back into the main context (T_seq)
     assert {n: m.reinjects_frames for n, m in MODES.items()} == {
-        "parallel": False, "sequential": True, "eva": True, "none": False}
+        "parallel": False,
+        "sequential": True,
+        "eva": True,
+        "none": False,
+    }
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,8 @@ class _View:
 
 
 class _Sub:
-    """Sub-agent requests: the first succeeds with a fixed summary, the others fail at the backend."""
+    """Sub-agent requests: the first succeeds with a fixed summary, the others fail at the
+    backend."""
 
     def __init__(self, codec: ChatCodec) -> None:
         self.codec, self.requests = codec, []
@@ -64,7 +71,8 @@ class _Sub:
         self.requests.extend(requests)
         ids = self.codec.encode_text("grey") + (self.codec.im_end_id,)
         return [GenOutput(ids, tuple(-0.5 for _ in ids), "grey", "stop")] + [
-            GenOutput((), (), "", "error", error="backend down") for _ in requests[1:]]
+            GenOutput((), (), "", "error", error="backend down") for _ in requests[1:]
+        ]
 
     async def aclose(self) -> None:
         return None
@@ -75,18 +83,31 @@ def test_parallel_returns_what_it_did_and_leaves_the_episode_alone(tiny_qwen3_di
     frames = Frames(np.zeros((2, 56, 56, 3), dtype=np.uint8), (0.0, 1.0))
     crop = Observation(text="2 frames", frames=frames, window=(0.0, 2.0), delivery="subagent")
     obs = [crop, Observation.failure("bad window"), crop]
-    view = _View(EpisodeInput("q", "v.mp4", "Which colour?", "mcq", "A"), _Sub(codec), codec,
-                 EpisodeSettings(sub_sampling=SamplingParams(temperature=0.0, max_new_tokens=8)), "ep", 5)
+    view = _View(
+        EpisodeInput("q", "v.mp4", "Which colour?", "mcq", "A"),
+        _Sub(codec),
+        codec,
+        EpisodeSettings(sub_sampling=SamplingParams(temperature=0.0, max_new_tokens=8)),
+        "ep",
+        5,
+    )
     done = asyncio.run(MODES["parallel"].deliver(view, obs))
     assert view.n_sub_issued == 5  # unchanged: the episode applies the record, not the mode
     assert [o.text for o in done.observations] == ["grey", "Error: bad window", ""]
-    assert [o.error for o in done.observations] == [None, "bad window", "sub-agent failed: backend down"]
+    assert [o.error for o in done.observations] == [
+        None,
+        "bad window",
+        "sub-agent failed: backend down",
+    ]
     assert all(o.frames is None and o.delivery == "text" for o in done.observations)
     # two sub-agents issued (indices 6 and 7), one trajectory back, one backend failure
     assert (done.n_sub_issued, done.backend_errors, [t.index for t in done.subs]) == (2, 1, [6])
     (sub,) = done.subs
     assert done.tokens.sub_visual + done.tokens.sub_text == sub.prompt_len
-    assert done.tokens.sub_visual > 0 and done.tokens.generated == sub.n_sampled == len(codec.encode_text("grey")) + 1
+    assert (
+        done.tokens.sub_visual > 0
+        and done.tokens.generated == sub.n_sampled == len(codec.encode_text("grey")) + 1
+    )
     assert done.tokens.main_input == 0
 
 

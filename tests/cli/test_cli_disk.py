@@ -24,8 +24,11 @@ from paravt.data.synth.build import build
 from paravt.errors import DiskError, disk_cause
 from paravt.rl.checkpoint import resume_point
 
-ERRNOS = {errno.ENOSPC: "No space left on device", errno.EACCES: "Permission denied",
-          errno.EROFS: "Read-only file system"}
+ERRNOS = {
+    errno.ENOSPC: "No space left on device",
+    errno.EACCES: "Permission denied",
+    errno.EROFS: "Read-only file system",
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,15 +40,34 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _config(tmp_path: Path, synth: Path, model: str) -> Path:
     cfg = tmp_path / "sft.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "out_dir": str(tmp_path / "run"), "data": str(synth / "sft.parquet"), "model": {"path": model},
-        "video": {"overview_nframes": 4, "overview_max_pixels": 4096, "crop_max_pixels": 4096, "crop_max_frames": 4},
-        "sft": {"batch_size": 2, "warmup_steps": 0, "save_every": 1, "max_steps": 3, "lr": 1e-3}}))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "out_dir": str(tmp_path / "run"),
+                "data": str(synth / "sft.parquet"),
+                "model": {"path": model},
+                "video": {
+                    "overview_nframes": 4,
+                    "overview_max_pixels": 4096,
+                    "crop_max_pixels": 4096,
+                    "crop_max_frames": 4,
+                },
+                "sft": {
+                    "batch_size": 2,
+                    "warmup_steps": 0,
+                    "save_every": 1,
+                    "max_steps": 3,
+                    "lr": 1e-3,
+                },
+            }
+        )
+    )
     return cfg
 
 
 def _fail_on_call(n: int, code: int, real: Callable[..., Any]) -> Callable[..., Any]:
-    """``real``, except that its ``n``-th call raises OSError(``code``) (no path: as a write does)."""
+    """``real``, except that its ``n``-th call raises OSError(``code``) (no path: as a write
+    does)."""
     calls = {"n": 0}
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -69,11 +91,14 @@ def _one_line(res: Any) -> str:
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("code", list(ERRNOS))
 def test_a_failed_checkpoint_write_is_one_line_naming_it_and_the_checkpoint_kept(
-        code: int, tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    code: int, tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The second checkpoint's trainer.pt fails: step_000002.tmp is removed, step_000001 is kept
     and is what --resume uses."""
     monkeypatch.setattr(paravt.rl.checkpoint.torch, "save", _fail_on_call(2, code, torch.save))
-    res = CliRunner().invoke(app, ["train", "sft", "--config", str(_config(tmp_path, synth, tiny_qwen3_dir))])
+    res = CliRunner().invoke(
+        app, ["train", "sft", "--config", str(_config(tmp_path, synth, tiny_qwen3_dir))]
+    )
     line = _one_line(res)
     ckpts = tmp_path / "run" / "checkpoints"
     assert f"cannot write checkpoint {ckpts / 'step_000002'}: {ERRNOS[code]}" in line
@@ -85,16 +110,20 @@ def test_a_failed_checkpoint_write_is_one_line_naming_it_and_the_checkpoint_kept
 
 @pytest.mark.timeout(300)
 def test_a_failed_write_of_the_final_model_keeps_the_last_checkpoint_and_no_partial_model(
-        tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real = paravt.rl.checkpoint.save_final_model
 
     def full(path: Path, **kw: Any) -> None:
         def failing(d: Path) -> None:
             raise OSError(errno.ENOSPC, ERRNOS[errno.ENOSPC])
+
         real(path, **{**kw, "write_config": failing})
 
     monkeypatch.setattr("paravt.rl.loop.save_final_model", full)
-    res = CliRunner().invoke(app, ["train", "sft", "--config", str(_config(tmp_path, synth, tiny_qwen3_dir))])
+    res = CliRunner().invoke(
+        app, ["train", "sft", "--config", str(_config(tmp_path, synth, tiny_qwen3_dir))]
+    )
     line = _one_line(res)
     run = tmp_path / "run"
     assert f"cannot write the final model {run / 'model'}: No space left on device" in line
@@ -104,28 +133,45 @@ def test_a_failed_write_of_the_final_model_keeps_the_last_checkpoint_and_no_part
 
 @pytest.mark.timeout(300)
 def test_a_failed_results_row_and_a_failed_report_are_one_line_each(
-        tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The step log (an append, like eval's results.jsonl) and the report (an atomic replace, like
     metrics.json and summary.json): the rows before and the previous report are kept."""
     cfg = _config(tmp_path, synth, tiny_qwen3_dir)
-    monkeypatch.setattr(paravt.jsonl, "_append", _fail_on_call(2, errno.ENOSPC, paravt.jsonl._append))
+    monkeypatch.setattr(
+        paravt.jsonl, "_append", _fail_on_call(2, errno.ENOSPC, paravt.jsonl._append)
+    )
     line = _one_line(CliRunner().invoke(app, ["train", "sft", "--config", str(cfg)]))
     log = tmp_path / "run" / "train_log.jsonl"
-    assert f"cannot write rows to {log}: No space left on device; kept: the rows train_log.jsonl held" in line
+    assert (
+        f"cannot write rows to {log}: No space left on device; kept: the rows train_log.jsonl held"
+        in line
+    )
     assert len(log.read_text().splitlines()) == 1  # the first step's row
 
     report = tmp_path / "report.html"
     report.write_text("previous report")
-    monkeypatch.setattr(paravt.jsonl, "_write_synced", _fail_on_call(1, errno.EROFS, paravt.jsonl._write_synced))
-    line = _one_line(CliRunner().invoke(app, ["report", str(tmp_path / "run"), "--out", str(report)]))
-    assert f"cannot write the report {report}: Read-only file system; kept: the previous report.html, unchanged" in line
+    monkeypatch.setattr(
+        paravt.jsonl, "_write_synced", _fail_on_call(1, errno.EROFS, paravt.jsonl._write_synced)
+    )
+    line = _one_line(
+        CliRunner().invoke(app, ["report", str(tmp_path / "run"), "--out", str(report)])
+    )
+    assert (
+        f"cannot write the report {report}: Read-only file system; kept: the previous "
+        "report.html, unchanged" in line
+    )
     assert report.read_text() == "previous report" and not (tmp_path / "report.html.tmp").exists()
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
-def test_torch_save_over_a_full_disk_is_recognised_through_its_runtime_error(tmp_path: Path) -> None:
-    """torch.save's own error over ENOSPC into a path is a RuntimeError ("unexpected pos") that names
-    nothing; into an open file, as save_checkpoint writes it, the OSError is raised or rides along as
+def test_torch_save_over_a_full_disk_is_recognised_through_its_runtime_error(
+    tmp_path: Path,
+) -> None:
+    """torch.save's own error over ENOSPC into a path is a RuntimeError ("unexpected pos") that
+    names
+    nothing; into an open file, as save_checkpoint writes it, the OSError is raised or rides along
+    as
     the context (by buffering); safetensors only quotes it ("os error 28")."""
     with open("/dev/full", "wb", buffering=0) as fh, pytest.raises((RuntimeError, OSError)) as err:
         torch.save({"x": torch.zeros(100_000)}, fh)
@@ -136,13 +182,19 @@ def test_torch_save_over_a_full_disk_is_recognised_through_its_runtime_error(tmp
     assert disk_cause(OSError(errno.ECONNREFUSED, "refused")) is None
 
 
-def test_write_atomic_keeps_the_previous_file_and_other_errors_pass_through(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_write_atomic_keeps_the_previous_file_and_other_errors_pass_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "metrics.json"
     target.write_text("old")
-    monkeypatch.setattr(paravt.jsonl, "_write_synced", _fail_on_call(1, errno.EACCES, paravt.jsonl._write_synced))
-    with pytest.raises(DiskError, match="cannot write the eval metrics .*metrics.json: Permission denied; kept: "
-                                        "the previous metrics.json, unchanged"):
+    monkeypatch.setattr(
+        paravt.jsonl, "_write_synced", _fail_on_call(1, errno.EACCES, paravt.jsonl._write_synced)
+    )
+    with pytest.raises(
+        DiskError,
+        match="cannot write the eval metrics .*metrics.json: Permission denied; kept: "
+        "the previous metrics.json, unchanged",
+    ):
         paravt.jsonl.write_atomic(target, "new", "the eval metrics")
     assert target.read_text() == "old"
 

@@ -14,13 +14,16 @@ from paravt.video import write_video
 CLI = [sys.executable, "-c", "from paravt.cli import app; app()"]
 
 
-@pytest.mark.parametrize("argv", [
-    ["video", "probe", "{missing}", "--json"],
-    ["video", "frames", "{missing}", "--start", "0", "--end", "1", "--out", "{tmp}/o"],
-    ["score", "--in", "{missing}"],
-    ["config", "check", "{missing}"],
-    ["report", "{missing}"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["video", "probe", "{missing}", "--json"],
+        ["video", "frames", "{missing}", "--start", "0", "--end", "1", "--out", "{tmp}/o"],
+        ["score", "--in", "{missing}"],
+        ["config", "check", "{missing}"],
+        ["report", "{missing}"],
+    ],
+)
 def test_errors_go_to_stderr_unwrapped_with_a_nonzero_exit(tmp_path: Path, argv: list[str]) -> None:
     missing = tmp_path / ("a-rather-long-directory-name-" * 3) / "no-such-file-with-a-long-name.mp4"
     args = [a.format(missing=missing, tmp=tmp_path) for a in argv]
@@ -33,5 +36,7 @@ def test_errors_go_to_stderr_unwrapped_with_a_nonzero_exit(tmp_path: Path, argv:
 
 def test_json_output_is_only_json(tmp_path: Path) -> None:
     video = write_video(tmp_path / "v.mp4", np.zeros((8, 32, 32, 3), np.uint8), 4)
-    proc = subprocess.run([*CLI, "video", "probe", str(video), "--json"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [*CLI, "video", "probe", str(video), "--json"], capture_output=True, text=True
+    )
     assert proc.returncode == 0 and json.loads(proc.stdout)["duration"] == pytest.approx(2.0)

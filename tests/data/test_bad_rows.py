@@ -18,15 +18,26 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paravt.data.schema import (SCHEMA, ExtraInfo, Message, RLRow, SFTRow, TextPart, VideoPart, extra_to_json,
-                                write_rows)
+from paravt.data.schema import (
+    SCHEMA,
+    ExtraInfo,
+    Message,
+    RLRow,
+    SFTRow,
+    TextPart,
+    VideoPart,
+    extra_to_json,
+    write_rows,
+)
 
 CLI = [sys.executable, "-m", "paravt"]
 TEACHER = "http://127.0.0.1:9"  # never reached: the data is refused first
 
 
 def _extra(rid: str) -> ExtraInfo:
-    return ExtraInfo(id=rid, task="mcq", question="Which?", answer="A", duration=2.0, options=("A. x", "B. y"))
+    return ExtraInfo(
+        id=rid, task="mcq", question="Which?", answer="A", duration=2.0, options=("A. x", "B. y")
+    )
 
 
 def _prompt(rid: str, video: str) -> RLRow:
@@ -35,14 +46,26 @@ def _prompt(rid: str, video: str) -> RLRow:
 
 def _trace(rid: str, video: str) -> SFTRow:
     user = Message("user", (VideoPart(video, 0.0, 2.0, 2), TextPart("Which?")))
-    return SFTRow(rid, "main", "none", (user, Message("assistant", "<think>\nx\n</think>\n<answer>A</answer>")),
-                  (video,), _extra(rid))
+    return SFTRow(
+        rid,
+        "main",
+        "none",
+        (user, Message("assistant", "<think>\nx\n</think>\n<answer>A</answer>")),
+        (video,),
+        _extra(rid),
+    )
 
 
 def _raw(path: Path, **columns: list) -> None:
     """A parquet with our columns, some replaced by hand (``messages`` of int64, a NaN answer)."""
-    rec = {"id": ["r0"], "kind": ["rl"], "mode": ["parallel"], "messages": ['[{"role": "user", "content": "Which?"}]'],
-           "videos": [["videos/ok.mp4"]], "extra_info": [extra_to_json(_extra("r0"))]}
+    rec = {
+        "id": ["r0"],
+        "kind": ["rl"],
+        "mode": ["parallel"],
+        "messages": ['[{"role": "user", "content": "Which?"}]'],
+        "videos": [["videos/ok.mp4"]],
+        "extra_info": [extra_to_json(_extra("r0"))],
+    }
     pq.write_table(pa.table({**rec, **columns}), path)
 
 
@@ -52,15 +75,33 @@ def d(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     d = tmp_path_factory.mktemp("bad-rows")
     (d / "videos").mkdir()
-    ok = write_video(d / "videos" / "ok.mp4", [np.full((32, 32, 3), 9 * i, np.uint8) for i in range(20)], 10, gop=10)
+    ok = write_video(
+        d / "videos" / "ok.mp4",
+        [np.full((32, 32, 3), 9 * i, np.uint8) for i in range(20)],
+        10,
+        gop=10,
+    )
     (d / "videos" / "empty.mp4").write_bytes(b"")
-    (d / "videos" / "cut.mp4").write_bytes(ok.read_bytes()[: ok.stat().st_size // 2])  # an mp4 cut in the middle
-    for name, video in (("empty", "videos/empty.mp4"), ("cut", "videos/cut.mp4"), ("passwd", "../../etc/passwd")):
+    (d / "videos" / "cut.mp4").write_bytes(
+        ok.read_bytes()[: ok.stat().st_size // 2]
+    )  # an mp4 cut in the middle
+    for name, video in (
+        ("empty", "videos/empty.mp4"),
+        ("cut", "videos/cut.mp4"),
+        ("passwd", "../../etc/passwd"),
+    ):
         write_rows(d / f"rl_{name}.parquet", [_prompt("r-" + name, video)])
         write_rows(d / f"sft_{name}.parquet", [_trace("t-" + name, video)])
-    write_rows(d / "mixed.parquet", [_prompt("good", "videos/ok.mp4"), _prompt("bad-empty", "videos/empty.mp4"),
-                                     _prompt("bad-cut", "videos/cut.mp4"), _prompt("bad-root", "../../etc/passwd"),
-                                     _prompt("bad-missing", "videos/none.mp4")])
+    write_rows(
+        d / "mixed.parquet",
+        [
+            _prompt("good", "videos/ok.mp4"),
+            _prompt("bad-empty", "videos/empty.mp4"),
+            _prompt("bad-cut", "videos/cut.mp4"),
+            _prompt("bad-root", "../../etc/passwd"),
+            _prompt("bad-missing", "videos/none.mp4"),
+        ],
+    )
     _raw(d / "messages_int64.parquet", messages=pa.array([7], pa.int64()))
     _raw(d / "empty_messages.parquet", kind=["main"], messages=["[]"])
     nan = json.loads(extra_to_json(_extra("r0")))
@@ -75,7 +116,10 @@ def d(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _config(d: Path, data: str) -> str:
     path = d / f"{data}.yaml"
-    path.write_text(f"data: {d / data}.parquet\nout_dir: {d / 'runs' / data}\nmodel:\n  path: {d / 'empty-model'}\n")
+    path.write_text(
+        f"data: {d / data}.parquet\nout_dir: {d / 'runs' / data}\nmodel:\n  path: "
+        f"{d / 'empty-model'}\n"
+    )
     return str(path)
 
 
@@ -84,17 +128,38 @@ def _argv(d: Path, command: str, data: str) -> list[str]:
     return {
         "train sft": ["train", "sft", "--config", _config(d, data)],
         "train rl": ["train", "rl", "--config", _config(d, data)],
-        "eval": ["eval", "--model", str(d / "empty-model"), "--data", parquet, "--out", str(d / "runs" / "eval")],
+        "eval": [
+            "eval",
+            "--model",
+            str(d / "empty-model"),
+            "--data",
+            parquet,
+            "--out",
+            str(d / "runs" / "eval"),
+        ],
         "data check": ["data", "check", parquet],
-        "distill": ["data", "distill", "--data", parquet, "--out", str(d / "runs" / "distill"), "--teacher", TEACHER,
-                    "--teacher-model", "m"],
+        "distill": [
+            "data",
+            "distill",
+            "--data",
+            parquet,
+            "--out",
+            str(d / "runs" / "distill"),
+            "--teacher",
+            TEACHER,
+            "--teacher-model",
+            "m",
+        ],
     }[command]
 
 
 #: (command, parquet, what the one error line must name): the out-of-root video through every
 #: command that reads rows, each other case through one or more of them (a subprocess each).
 CASES = [
-    *((c, "rl_passwd", "'../../etc/passwd'") for c in ("train rl", "eval", "data check", "distill")),
+    *(
+        (c, "rl_passwd", "'../../etc/passwd'")
+        for c in ("train rl", "eval", "data check", "distill")
+    ),
     ("train sft", "sft_passwd", "'../../etc/passwd'"),
     *((c, "rl_empty", "videos/empty.mp4") for c in ("train rl", "eval", "data check")),
     ("train rl", "rl_cut", "videos/cut.mp4"),
@@ -110,10 +175,14 @@ CASES = [
 
 @pytest.mark.parametrize(("command", "data", "named"), CASES, ids=[f"{c}-{p}" for c, p, _ in CASES])
 def test_bad_data_is_one_line_and_exit_2(d: Path, command: str, data: str, named: str) -> None:
-    proc = subprocess.run([*CLI, *_argv(d, command, data)], capture_output=True, text=True, timeout=300, cwd=d)
+    proc = subprocess.run(
+        [*CLI, *_argv(d, command, data)], capture_output=True, text=True, timeout=300, cwd=d
+    )
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("settings: ")]
+    lines = [
+        ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("settings: ")
+    ]
     assert len(lines) == 1, proc.stderr
     assert named in lines[0], lines[0]
 
@@ -124,9 +193,15 @@ def test_a_huge_row_is_refused_before_it_is_parsed(d: Path) -> None:
     from paravt.data.screen import screen_rows
 
     big = json.dumps([{"role": "user", "content": "x" * (50 << 20)}])
-    _raw(d / "fifty_mb_and_ok.parquet", id=["huge", "small"], kind=["rl", "rl"],
-         messages=[big, '[{"role": "user", "content": "Which?"}]'], mode=["parallel"] * 2,
-         videos=[["videos/ok.mp4"]] * 2, extra_info=[extra_to_json(_extra("r0"))] * 2)
+    _raw(
+        d / "fifty_mb_and_ok.parquet",
+        id=["huge", "small"],
+        kind=["rl", "rl"],
+        messages=[big, '[{"role": "user", "content": "Which?"}]'],
+        mode=["parallel"] * 2,
+        videos=[["videos/ok.mp4"]] * 2,
+        extra_info=[extra_to_json(_extra("r0"))] * 2,
+    )
     t0 = time.perf_counter()
     s = screen_rows(d / "fifty_mb_and_ok.parquet", max_row_bytes=1 << 20, warn=False)
     assert time.perf_counter() - t0 < 5
@@ -136,13 +211,22 @@ def test_a_huge_row_is_refused_before_it_is_parsed(d: Path) -> None:
 
 
 def test_data_check_probes_each_video_once_and_lists_every_error_row(d: Path) -> None:
-    proc = subprocess.run([*CLI, "data", "check", str(d / "mixed.parquet"), "--json"], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [*CLI, "data", "check", str(d / "mixed.parquet"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stderr  # some rows fail, one is usable
     report = json.loads(proc.stdout)
     assert report["rows"] == 5 and report["failed_rows"] == 4
     assert report["by_rule"] == {"video_missing": 1, "video_outside_root": 1, "video_unreadable": 2}
-    assert {v["row"] for v in report["violations"]} == {"bad-empty", "bad-cut", "bad-root", "bad-missing"}
+    assert {v["row"] for v in report["violations"]} == {
+        "bad-empty",
+        "bad-cut",
+        "bad-root",
+        "bad-missing",
+    }
 
 
 def test_each_distinct_video_is_opened_once_and_never_decoded(d: Path) -> None:
@@ -157,7 +241,9 @@ def test_each_distinct_video_is_opened_once_and_never_decoded(d: Path) -> None:
     assert stats.containers_opened == 1 and stats.misses == 0 and stats.converted_frames == 0, stats
 
 
-def test_some_usable_rows_warn_once_per_cause_and_list_the_rest(d: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_some_usable_rows_warn_once_per_cause_and_list_the_rest(
+    d: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     from paravt.data.episodes import episode_inputs
 
     loaded = episode_inputs(d / "mixed.parquet")
@@ -168,12 +254,30 @@ def test_some_usable_rows_warn_once_per_cause_and_list_the_rest(d: Path, caplog:
     assert len(warnings) == 3 and any("'../../etc/passwd'" in w for w in warnings), warnings
 
 
-def test_eval_lists_error_rows_in_its_metrics_and_scores_only_usable_ones(d: Path, tiny_qwen3_dir: str) -> None:
+def test_eval_lists_error_rows_in_its_metrics_and_scores_only_usable_ones(
+    d: Path, tiny_qwen3_dir: str
+) -> None:
     """Before: every row ran with 0 visual tokens and scored as an ordinary miss, exit 0."""
     out = d / "runs" / "eval-mixed"
-    proc = subprocess.run([*CLI, "eval", "--model", tiny_qwen3_dir, "--data", str(d / "mixed.parquet"), "--out",
-                           str(out), "--mode", "none", "--max-new-tokens", "4"], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [
+            *CLI,
+            "eval",
+            "--model",
+            tiny_qwen3_dir,
+            "--data",
+            str(d / "mixed.parquet"),
+            "--out",
+            str(out),
+            "--mode",
+            "none",
+            "--max-new-tokens",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert sum("skipped as data errors" in ln for ln in proc.stderr.splitlines()) == 3, proc.stderr
     results = [json.loads(ln) for ln in (out / "results.jsonl").read_text().splitlines()]
@@ -181,13 +285,19 @@ def test_eval_lists_error_rows_in_its_metrics_and_scores_only_usable_ones(d: Pat
     errors = json.loads((out / "metrics.json").read_text())["data_errors"]
     assert errors["error_rows"] == 4
     assert {e["id"]: e["cause"] for e in errors["errors"]} == {
-        "bad-empty": "video_unreadable", "bad-cut": "video_unreadable", "bad-root": "video_outside_root",
-        "bad-missing": "video_missing"}
+        "bad-empty": "video_unreadable",
+        "bad-cut": "video_unreadable",
+        "bad-root": "video_outside_root",
+        "bad-missing": "video_missing",
+    }
 
 
 @pytest.mark.parametrize("rel", ["../../etc/passwd", "/etc/passwd", "videos/../../x.mp4"])
-def test_readers_without_the_screening_refuse_a_path_outside_the_root_by_name(d: Path, rel: str) -> None:
-    """`train prior`, the base probe and `data prefilter` read rows strictly and resolve videos here."""
+def test_readers_without_the_screening_refuse_a_path_outside_the_root_by_name(
+    d: Path, rel: str
+) -> None:
+    """`train prior`, the base probe and `data prefilter` read rows strictly and resolve videos
+    here."""
     from paravt.data.chat import resolve
     from paravt.errors import DataError
 

@@ -1,4 +1,5 @@
-"""The simulated pretrained base's data (paravt/data/synth/base.py, perception.py): balanced hits and
+"""The simulated pretrained base's data (paravt/data/synth/base.py, perception.py): balanced hits
+and
 misses, every needle kind often, and clip descriptions that state only what the frames support."""
 
 from __future__ import annotations
@@ -39,33 +40,44 @@ def test_hits_and_misses_are_balanced_per_video(base_rows: list) -> None:
     for r in _clips(base_rows):
         per_video.setdefault(r.videos[0], Counter())[_is_hit(r)] += 1
     assert len(per_video) == 10 and all(c[True] == c[False] >= 1 for c in per_video.values())
-    assert all(r.kind == "sub" and r.videos[0].startswith("videos/train/") for r in _clips(base_rows))
+    assert all(
+        r.kind == "sub" and r.videos[0].startswith("videos/train/") for r in _clips(base_rows)
+    )
 
 
 def test_every_needle_kind_is_seen_about_equally_often(base_rows: list) -> None:
     hits = Counter(r.extra_info.needle_kind for r in _clips(base_rows) if _is_hit(r))
     assert set(hits) == {"flash", "digit", "shape"}  # seed 7's ten videos hold all three kinds
     assert max(hits.values()) <= 1.5 * min(hits.values())
-    assert clip_counts(["flash"] * 6 + ["digit"] * 3 + ["shape"] * 2, clips=4) == {"flash": 4, "digit": 8, "shape": 12}
+    assert clip_counts(["flash"] * 6 + ["digit"] * 3 + ["shape"] * 2, clips=4) == {
+        "flash": 4,
+        "digit": 8,
+        "shape": 12,
+    }
 
 
 def test_a_stated_time_is_a_stamp_the_model_sees_of_frames_that_show_the_needle(
-        synth_dir: Path, base_rows: list, tiny_qwen3_dir: str) -> None:
+    synth_dir: Path, base_rows: list, tiny_qwen3_dir: str
+) -> None:
     codec = ChatCodec(load_processor(tiny_qwen3_dir))
     hits = [r for r in _clips(base_rows) if _is_hit(r)]
     for r in hits[::3]:
         user = to_chat_messages(r, synth_dir, max_pixels=64 * 64)[1]
         frames = user.videos[0]
         e = r.extra_info
-        shows = [e.needle_start <= t < e.needle_end for t in frames.timestamps]  # frame k covers [k/fps, …)
+        shows = [
+            e.needle_start <= t < e.needle_end for t in frames.timestamps
+        ]  # frame k covers [k/fps, …)
         shows += [shows[-1]] * (len(shows) % 2)
         stamps = patch_stamps(frames.timestamps)
-        seen = {f"{s:.1f}" for j, s in enumerate(stamps) if any(shows[2 * j:2 * j + 2])}
+        seen = {f"{s:.1f}" for j, s in enumerate(stamps) if any(shows[2 * j : 2 * j + 2])}
         stated = _TIME.findall(r.messages[-1].text)
         assert stated and set(stated) <= seen, (r.id, r.messages[-1].text, seen)
         assert stated[0] == min(seen, key=float) and stated[-1] == max(seen, key=float)
         prompt = codec.decode(codec.encode_message(user).ids, skip_special_tokens=False)
-        assert all(f"<{s} seconds>" in prompt for s in stated)  # the processor writes these very stamps
+        assert all(
+            f"<{s} seconds>" in prompt for s in stated
+        )  # the processor writes these very stamps
     for r in _clips(base_rows):
         if not _is_hit(r):
             frames = to_chat_messages(r, synth_dir, max_pixels=64 * 64)[1].videos[0]
@@ -78,16 +90,27 @@ def test_overview_questions_are_plain_text_with_bare_answers(base_rows: list) ->
     assert {int(r.id.rsplit("-n", 1)[1].split("v")[0]) for r in ovq} >= {64}
     assert {r.extra_info.task for r in ovq} == {"mcq", "tvg", "oe"}
     for r in ovq:
-        assert [m.role for m in r.messages] == ["user", "assistant"]  # no system prompt, no protocol
+        assert [m.role for m in r.messages] == [
+            "user",
+            "assistant",
+        ]  # no system prompt, no protocol
         answer = r.messages[-1].text
-        assert answer == r.extra_info.answer and not format_stats(answer).think_opened and "<" not in answer
+        assert (
+            answer == r.extra_info.answer
+            and not format_stats(answer).think_opened
+            and "<" not in answer
+        )
 
 
-def test_each_videos_n64_mcq_comes_in_versions_that_all_point_at_its_needle(base_rows: list) -> None:
+def test_each_videos_n64_mcq_comes_in_versions_that_all_point_at_its_needle(
+    base_rows: list,
+) -> None:
     """The letter-matching skill needs many MCQs: every training video's n = 64 MCQ comes
     MCQ_VARIANTS times, each answer the option naming the needle, with fresh options and order."""
     by_video: dict[str, list[SFTRow]] = {}
-    label: dict[str, str] = {}  # the open-ended answer names the needle: "red" (a flash), "digit 7", …
+    label: dict[
+        str, str
+    ] = {}  # the open-ended answer names the needle: "red" (a flash), "digit 7", …
     for r in base_rows:
         if isinstance(r, SFTRow) and OVQ in r.id and r.extra_info.task == "mcq" and "-n64" in r.id:
             by_video.setdefault(r.videos[0], []).append(r)
@@ -96,13 +119,17 @@ def test_each_videos_n64_mcq_comes_in_versions_that_all_point_at_its_needle(base
     assert len(by_video) == 10 and {len(v) for v in by_video.values()} == {MCQ_VARIANTS}
     letters: Counter[str] = Counter()
     for video, rows in by_video.items():
-        assert len({r.id for r in rows}) == len({r.extra_info.options for r in rows}) == MCQ_VARIANTS
+        assert (
+            len({r.id for r in rows}) == len({r.extra_info.options for r in rows}) == MCQ_VARIANTS
+        )
         for r in rows:
             e, letter = r.extra_info, r.messages[-1].text
             right = dict(o.split(". ", 1) for o in e.options)[letter]
             named = {"digit": f"digit {right}"}.get(e.needle_kind or "", right)
             assert named == label[video], (r.id, e.options, letter, label[video])
-            assert all(o.split(". ", 1)[1] in r.messages[0].text for o in e.options)  # the prompt shows them
+            assert all(
+                o.split(". ", 1)[1] in r.messages[0].text for o in e.options
+            )  # the prompt shows them
             letters[letter] += 1
     assert set(letters) == set("ABCD")  # the right letter moves between versions
 
@@ -134,21 +161,39 @@ def test_stamp_drills_copy_the_stamps_beside_the_needle_and_option_drills_its_le
     from paravt.data.schema import ExtraInfo
     from paravt.data.synth.drills import FILLERS, READ, drill_rows
 
-    e = ExtraInfo(id="v1-oe", task="oe", question="What brief event appears in the video?", answer="x", duration=90.0)
+    e = ExtraInfo(
+        id="v1-oe",
+        task="oe",
+        question="What brief event appears in the video?",
+        answer="x",
+        duration=90.0,
+    )
     rows = drill_rows(e, np.random.default_rng(5), ("flash", "digit", "shape"), 40)
-    stamps, options = [r for r in rows if f"{READ}s" in r.id], [r for r in rows if f"{READ}o" in r.id]
+    stamps, options = (
+        [r for r in rows if f"{READ}s" in r.id],
+        [r for r in rows if f"{READ}o" in r.id],
+    )
     assert len(stamps) == len(options) == 40 and not any(r.videos for r in rows)
     misses = 0
     for r in stamps:
         lines = [ln for ln in r.messages[1].text.splitlines() if ln.startswith("<")]
-        odd = [ln.split(" seconds> ")[0][1:] for ln in lines if ln.split(" seconds> ")[1] not in FILLERS]
+        odd = [
+            ln.split(" seconds> ")[0][1:]
+            for ln in lines
+            if ln.split(" seconds> ")[1] not in FILLERS
+        ]
         answer = r.messages[-1].text
         if not odd:
             misses += 1
             assert answer == NOTHING
             continue
-        assert _TIME.findall(answer) == ([odd[0]] if len(odd) == 1 else [odd[0], odd[-1]]), (lines, answer)
-        assert answer.split(" appears")[0].lower() in r.messages[1].text.lower()  # names what the words say
+        assert _TIME.findall(answer) == ([odd[0]] if len(odd) == 1 else [odd[0], odd[-1]]), (
+            lines,
+            answer,
+        )
+        assert (
+            answer.split(" appears")[0].lower() in r.messages[1].text.lower()
+        )  # names what the words say
     assert 10 <= misses <= 30
     for r in options:
         shown = r.messages[0].text.split("The clip shows ")[1].split(".\n")[0]

@@ -9,22 +9,25 @@ import subprocess
 import sys
 from pathlib import Path
 
+from data_traces import answer, head, parallel
 from typer.testing import CliRunner
 
 from paravt.cli.data import app
 from paravt.data.schema import read_rows, write_rows
 
-from data_traces import answer, head, parallel
-
 
 def _run(*args: str) -> subprocess.CompletedProcess:
     code = "from paravt.cli import app; app()"
-    return subprocess.run([sys.executable, "-c", code, "data", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code, "data", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_check_exits_1_on_a_bad_file_and_0_on_synth(tmp_path: Path, synth_dir: Path) -> None:
     bad = write_rows(tmp_path / "bad.parquet", [parallel([*head(), answer(ans="A")])])
-    shutil.copy(next((synth_dir / "videos").rglob("*.mp4")), tmp_path / "v.mp4")  # its video is probed
+    shutil.copy(
+        next((synth_dir / "videos").rglob("*.mp4")), tmp_path / "v.mp4"
+    )  # its video is probed
     res = _run("check", str(bad), "--json")
     assert res.returncode == 1, res.stderr
     out = json.loads(res.stdout)
@@ -39,15 +42,30 @@ def _invoke(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_synth_convert_and_prefilter_commands_write_their_files(tmp_path: Path) -> None:
-    res = _invoke("synth", "--out", str(tmp_path / "s"), "--videos", "3", "--eval-videos", "1", "--json")
+    res = _invoke(
+        "synth", "--out", str(tmp_path / "s"), "--videos", "3", "--eval-videos", "1", "--json"
+    )
     assert res.returncode == 0, res.stderr
     manifest = json.loads(res.stdout)
     assert manifest["counts"]["rl"] == 9 and manifest["counts"]["eval"] == 3
-    conv = _invoke("convert", "--in", str(tmp_path / "s" / "sft.parquet"), "--out", str(tmp_path / "c.parquet"), "--json")
+    conv = _invoke(
+        "convert",
+        "--in",
+        str(tmp_path / "s" / "sft.parquet"),
+        "--out",
+        str(tmp_path / "c.parquet"),
+        "--json",
+    )
     assert conv.returncode == 0, conv.stderr
     stats = json.loads(conv.stdout)
     assert stats["rows"] == len(read_rows(tmp_path / "c.parquet"))
-    pf = _invoke("prefilter", "--in", str(tmp_path / "s" / "rl.parquet"), "--out", str(tmp_path / "p.parquet"))
+    pf = _invoke(
+        "prefilter",
+        "--in",
+        str(tmp_path / "s" / "rl.parquet"),
+        "--out",
+        str(tmp_path / "p.parquet"),
+    )
     assert pf.returncode == 0, pf.stderr
     assert len(read_rows(tmp_path / "p.parquet")) == 9  # synth answers are short: nothing dropped
     assert json.loads((tmp_path / "p.prefilter.json").read_text())["dropped"] == 0

@@ -10,7 +10,9 @@ from paravt.data.schema import read_rows
 def test_markers_and_decoded_frames_line_up(synth_dir: Path) -> None:
     rows = read_rows(synth_dir / "sft.parquet")
     seq = next(r for r in rows if r.mode == "sequential")
-    msgs = to_chat_messages(seq, synth_dir, max_pixels=32 * 32, size_factor=32, crop_max_pixels=64 * 64)
+    msgs = to_chat_messages(
+        seq, synth_dir, max_pixels=32 * 32, size_factor=32, crop_max_pixels=64 * 64
+    )
     assert [m.role for m in msgs] == [m.role for m in seq.messages]
     for m, src in zip(msgs, seq.messages):
         assert m.content.count("<video>") == len(m.videos)
@@ -27,7 +29,13 @@ def test_episode_input_carries_ground_truth_and_tool_necessity(synth_dir: Path) 
     inp = to_episode_input(row, synth_dir)
     e = row.extra_info
     assert Path(inp.video).is_absolute() and Path(inp.video).exists()
-    assert (inp.id, inp.task, inp.answer, inp.options, inp.nframes) == (e.id, e.task, e.answer, e.options, e.nframes)
+    assert (inp.id, inp.task, inp.answer, inp.options, inp.nframes) == (
+        e.id,
+        e.task,
+        e.answer,
+        e.options,
+        e.nframes,
+    )
     assert inp.tool_necessary == e.tool_necessary_at_n[e.nframes]
     assert to_episode_input(row, synth_dir, nframes=4).tool_necessary == e.tool_necessary_at_n[4]
     # the gated n changes the necessity (with_nframes used to leave a stale copy in meta)
@@ -44,8 +52,21 @@ def test_verl_rows_round_trip_to_the_same_episode_input(synth_dir: Path) -> None
 
     row = read_rows(synth_dir / "rl.parquet")[0]
     ours = to_episode_input(row, synth_dir)
-    extra = json.loads(json.dumps(verl_record(row, synth_dir, 0, "paravt_agent")["extra_info"]))  # as parquet
+    extra = json.loads(
+        json.dumps(verl_record(row, synth_dir, 0, "paravt_agent")["extra_info"])
+    )  # as parquet
     theirs = from_extra_info(extra, ours.nframes)
-    for key in ("id", "video", "question", "task", "answer", "options", "nframes", "subset", "duration",
-                "tool_necessary_at_n", "tool_necessary"):
+    for key in (
+        "id",
+        "video",
+        "question",
+        "task",
+        "answer",
+        "options",
+        "nframes",
+        "subset",
+        "duration",
+        "tool_necessary_at_n",
+        "tool_necessary",
+    ):
         assert getattr(theirs, key) == getattr(ours, key), key

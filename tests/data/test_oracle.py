@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from paravt.data.synth import oracle
 from paravt.data.check import check_rows
 from paravt.data.schema import read_rows
+from paravt.data.synth import oracle
 from paravt.protocol import tags as T
 from paravt.protocol.parser import parse_calls
 from paravt.protocol.validate import validate_calls
@@ -30,8 +30,13 @@ def test_oracle_traces_parse_validate_and_pass_check(synth_dir: Path) -> None:
             if m.role != "assistant" or r.kind != "main":
                 continue
             assert m.text.startswith(T.THINK_PREFIX)
-            calls = validate_calls(parse_calls(m.text).calls, duration=r.extra_info.duration, k_max=8,
-                                   min_window=1.0, known_tools={"crop_video"})
+            calls = validate_calls(
+                parse_calls(m.text).calls,
+                duration=r.extra_info.duration,
+                k_max=8,
+                min_window=1.0,
+                known_tools={"crop_video"},
+            )
             assert all(c.error is None for c in calls)
             n_calls += len(calls)
     assert n_calls > 0
@@ -51,14 +56,22 @@ def test_parallel_trace_answers_directly_iff_the_overview_shows_the_needle(synth
 def test_the_window_reported_as_holding_the_needle_shows_it_when_decoded(synth_dir: Path) -> None:
     checked = 0
     for r in read_rows(synth_dir / "sft.parquet"):
-        if r.kind != "sub" or r.extra_info.needle_kind != "flash" or r.messages[-1].text == oracle.NOTHING:
+        if (
+            r.kind != "sub"
+            or r.extra_info.needle_kind != "flash"
+            or r.messages[-1].text == oracle.NOTHING
+        ):
             continue
         part = r.messages[1].content[0]
-        frames = sample_frames(synth_dir / part.video, part.video_start, part.video_end, fps=1.0, max_frames=16)
+        frames = sample_frames(
+            synth_dir / part.video, part.video_start, part.video_end, fps=1.0, max_frames=16
+        )
         assert len(frames) == part.nframes
         colour = r.extra_info.answer if r.extra_info.task == "oe" else None
         means = [f.reshape(-1, 3).mean(0) for f in frames.array]
-        names = {draw.nearest_color(m) for m in means if m.max() > 150}  # muted backgrounds stay ≤ 120
+        names = {
+            draw.nearest_color(m) for m in means if m.max() > 150
+        }  # muted backgrounds stay ≤ 120
         assert names, r.id
         if colour:
             assert colour.split()[0] in names

@@ -21,10 +21,17 @@ def test_all_wrong_needs_every_rollout_below_the_threshold() -> None:
 
 
 def test_prefilter_drops_by_rule_and_reports_each_drop() -> None:
-    rows = [_row("long", "oe", " ".join(["w"] * 20)), _row("hard", "mcq", "A"), _row("ok", "tvg", "[1, 2]"),
-            _row("untested", "mcq", "B")]
+    rows = [
+        _row("long", "oe", " ".join(["w"] * 20)),
+        _row("hard", "mcq", "A"),
+        _row("ok", "tvg", "[1, 2]"),
+        _row("untested", "mcq", "B"),
+    ]
     kept, rep = prefilter(rows, {"hard": [0.0] * 8, "ok": [0.0] * 7 + [1.0], "long": [1.0] * 8})
     assert [r.id for r in kept] == ["ok", "untested"]
     assert rep.by_rule == {"all_wrong": 1, "answer_length": 1}
-    assert [(d.id, d.rule) for d in rep.dropped] == [("long", "answer_length"), ("hard", "all_wrong")]
+    assert [(d.id, d.rule) for d in rep.dropped] == [
+        ("long", "answer_length"),
+        ("hard", "all_wrong"),
+    ]
     assert rep.to_json()["dropped"] == 2

@@ -1,4 +1,5 @@
-"""The simulated tool prior's traces (paravt/data/synth/prior.py) carry the habits they advertise."""
+"""The simulated tool prior's traces (paravt/data/synth/prior.py) carry the habits they
+advertise."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from paravt.data.synth.prior import prior_rows, tool_code_call
 from paravt.data.schema import RLRow, read_rows
+from paravt.data.synth.prior import prior_rows, tool_code_call
 from paravt.errors import DataError
 from paravt.protocol.parser import parse_calls
 from paravt.protocol.stats import format_stats
@@ -62,7 +63,9 @@ def test_a_tool_trace_stops_at_the_window_that_holds_the_needle(prompts: list[RL
         tools = [m.text for m in row.messages if m.role == "tool"]
         assert all(t.startswith("Nothing") for t in tools[:-1])
         e = row.extra_info
-        args = parse_calls(_assistant(row)[len(tools) - 1], execute_tool_code=True).calls[0].arguments
+        args = (
+            parse_calls(_assistant(row)[len(tools) - 1], execute_tool_code=True).calls[0].arguments
+        )
         overlaps = e.needle_start < args["end_time"] and e.needle_end > args["start_time"]
         assert (not tools[-1].startswith("Nothing")) == overlaps
 
@@ -77,8 +80,12 @@ def test_habit_copies_add_traces_and_keep_the_first(prompts: list[RLRow]) -> Non
     one = prior_rows(prompts, tool_mix=0.5, think_sentences=2, seed=3)
     three = prior_rows(prompts, tool_mix=0.5, think_sentences=2, seed=3, copies=3)
     assert len(three) == 3 * len(one) and len({r.id for r in three}) == len(three)
-    assert [r for r in three if r.id.endswith("-prior")] == one  # copies=1 is the first copy of each
+    assert [
+        r for r in three if r.id.endswith("-prior")
+    ] == one  # copies=1 is the first copy of each
     texts = {r.id: _assistant(r) for r in three}
-    assert any(texts[f"{p.id}-prior"] != texts[f"{p.id}-prior1"] for p in prompts)  # own draws per copy
+    assert any(
+        texts[f"{p.id}-prior"] != texts[f"{p.id}-prior1"] for p in prompts
+    )  # own draws per copy
     with pytest.raises(DataError, match="copies"):
         prior_rows(prompts, tool_mix=0.5, think_sentences=2, copies=0)

@@ -5,7 +5,14 @@ from pathlib import Path
 import numpy as np
 
 from paravt.data.synth.scenes import (
-    Needle, Scene, VideoSpec, caught_by_overview, iter_frames, make_spec, nearest_frame, overview_indices,
+    Needle,
+    Scene,
+    VideoSpec,
+    caught_by_overview,
+    iter_frames,
+    make_spec,
+    nearest_frame,
+    overview_indices,
 )
 from paravt.video import draw, sample_frames, write_video
 
@@ -37,7 +44,9 @@ def test_specs_respect_the_design_ranges() -> None:
         assert 0 < s.needle.start and s.needle.end < s.duration
         lengths = [sc.end - sc.start for sc in s.scenes]
         assert s.scenes[0].start == 0 and s.scenes[-1].end == s.duration
-        assert all(20 <= x for x in lengths) and all(x <= 80 for x in lengths)  # last may absorb a < 20 s tail
+        assert all(20 <= x for x in lengths) and all(
+            x <= 80 for x in lengths
+        )  # last may absorb a < 20 s tail
         assert all(a.rgb != b.rgb for a, b in zip(s.scenes, s.scenes[1:]))
 
 
@@ -46,6 +55,9 @@ def test_decoded_overview_shows_the_flash_exactly_when_predicted(tmp_path: Path)
     path = write_video(tmp_path / "v.mp4", iter_frames(spec), spec.fps, gop=20)
     for n in (4, 8, 16, 32, 64):
         frames = sample_frames(path, 0.0, 90.0, nframes=n)
-        seen = any(draw.nearest_color(f.reshape(-1, 3).mean(0)) == "blue"
-                   and f.reshape(-1, 3).mean(0)[2] > 180 for f in frames.array)
+        seen = any(
+            draw.nearest_color(f.reshape(-1, 3).mean(0)) == "blue"
+            and f.reshape(-1, 3).mean(0)[2] > 180
+            for f in frames.array
+        )
         assert seen == caught_by_overview(spec, n), n

@@ -35,35 +35,70 @@ def write_needle_video(path: Path) -> Path:
     return write_video(path, frames, fps=2.0)
 
 
-def result_row(i: int, mode: str, *, video: str, rng: random.Random, skill: float = 0.0) -> ResultRow:
+def result_row(
+    i: int, mode: str, *, video: str, rng: random.Random, skill: float = 0.0
+) -> ResultRow:
     k = {"none": 0, "parallel": 1 + i % 4, "sequential": 1 + i % 3}[mode]
     if i % 5 == 4:
         k = 0
     task = ["mcq", "tvg", "oe"][i % 3]
     step = DURATION / max(k, 1)
-    calls = tuple(CallRow("crop_video", j * step, (j + 1) * step, ok=(j != 2),
-                          error=None if j != 2 else "duplicate window",
-                          summary="a red flash fills the frame" if j * step <= NEEDLE[0] < (j + 1) * step
-                          else "nothing brief appears") for j in range(k))
-    main_in = (t_seq(k, V, S, H) if mode == "sequential" and k else t_par(k, V, S, H)) + rng.randint(-3, 3)
+    calls = tuple(
+        CallRow(
+            "crop_video",
+            j * step,
+            (j + 1) * step,
+            ok=(j != 2),
+            error=None if j != 2 else "duplicate window",
+            summary="a red flash fills the frame"
+            if j * step <= NEEDLE[0] < (j + 1) * step
+            else "nothing brief appears",
+        )
+        for j in range(k)
+    )
+    main_in = (
+        t_seq(k, V, S, H) if mode == "sequential" and k else t_par(k, V, S, H)
+    ) + rng.randint(-3, 3)
     score = {"mcq": float(i % 2 == 0), "tvg": round(0.25 * (i % 4) + 0.1, 2), "oe": 0.5}[task]
     if skill and rng.random() < skill:  # a better model: some wrong answers become right
         score = 1.0
     answer = {"mcq": "B", "tvg": f"[{NEEDLE[0]}, {NEEDLE[1]}]", "oe": "red"}[task]
     pred = {"mcq": "B" if score else "C", "tvg": "[13.0, 17.5]", "oe": "red flash"}[task]
     return ResultRow(
-        id=f"synth-{i:03d}", mode=mode, task=task, subset="synth" if i % 2 else "needle", nframes=[4, 16, 64][i % 3],
-        video=video, duration=DURATION, question="What colour is the brief flash? <video>", answer=answer,
-        options=("A. green", "B. red", "C. blue", "D. white") if task == "mcq" else None, prediction=pred,
-        score=score, correct=score >= 0.5, calls=calls, n_calls=k,
-        tokens=TokenRow(main_visual=V if mode != "sequential" else V * max(k, 1), main_text=int(main_in) - (V if mode != "sequential" else V * max(k, 1)),
-                        sub_visual=64 * k, sub_text=40 * k, generated=90 + 30 * k),
-        latency_s=round(0.4 + 0.2 * k * (1 if mode == "parallel" else 2), 3), end_reason="answer",
+        id=f"synth-{i:03d}",
+        mode=mode,
+        task=task,
+        subset="synth" if i % 2 else "needle",
+        nframes=[4, 16, 64][i % 3],
+        video=video,
+        duration=DURATION,
+        question="What colour is the brief flash? <video>",
+        answer=answer,
+        options=("A. green", "B. red", "C. blue", "D. white") if task == "mcq" else None,
+        prediction=pred,
+        score=score,
+        correct=score >= 0.5,
+        calls=calls,
+        n_calls=k,
+        tokens=TokenRow(
+            main_visual=V if mode != "sequential" else V * max(k, 1),
+            main_text=int(main_in) - (V if mode != "sequential" else V * max(k, 1)),
+            sub_visual=64 * k,
+            sub_text=40 * k,
+            generated=90 + 30 * k,
+        ),
+        latency_s=round(0.4 + 0.2 * k * (1 if mode == "parallel" else 2), 3),
+        end_reason="answer",
         tool_necessary=i % 2 == 1,
-        transcript=(TranscriptTurn("user", "What colour is the brief flash? <video>"),
-                    TranscriptTurn("assistant", "<think>\nThe overview may miss it.\n</think>\n<tool_call>…</tool_call>"),
-                    TranscriptTurn("tool", "<tool_response>[1] 00:00–00:12: nothing</tool_response>"),
-                    TranscriptTurn("assistant", f"<think>\nok\n</think>\n<answer>{pred}</answer>")),
+        transcript=(
+            TranscriptTurn("user", "What colour is the brief flash? <video>"),
+            TranscriptTurn(
+                "assistant",
+                "<think>\nThe overview may miss it.\n</think>\n<tool_call>…</tool_call>",
+            ),
+            TranscriptTurn("tool", "<tool_response>[1] 00:00–00:12: nothing</tool_response>"),
+            TranscriptTurn("assistant", f"<think>\nok\n</think>\n<answer>{pred}</answer>"),
+        ),
     )
 
 
@@ -74,17 +109,34 @@ def write_train_run(d: Path, name: str, kind: str, steps: int, seed: int) -> Non
     with (d / "train_log.jsonl").open("w") as f:
         for s in range(steps):
             p = 1 - math.exp(-s / 15)
-            row = {"step": s, "loss": 2.0 * (1 - p) + 0.1, "f_tau": 0.5 + 0.5 * p, "acc": 0.2 + 0.5 * p + rng.uniform(-0.05, 0.05)}
+            row = {
+                "step": s,
+                "loss": 2.0 * (1 - p) + 0.1,
+                "f_tau": 0.5 + 0.5 * p,
+                "acc": 0.2 + 0.5 * p + rng.uniform(-0.05, 0.05),
+            }
             if kind == "rl":
-                row |= {"kappa": 1 + 2 * p, "kl": 0.001 * s, "reward/mean": 0.8 + p, "reward/acc": 0.2 + 0.5 * p,
-                        "reward/format": 0.6 + 0.4 * p, "reward/tool": 0.1, "acc/n/4": 0.3 * p, "acc/n/64": 0.8 * p}
+                row |= {
+                    "kappa": 1 + 2 * p,
+                    "kl": 0.001 * s,
+                    "reward/mean": 0.8 + p,
+                    "reward/acc": 0.2 + 0.5 * p,
+                    "reward/format": 0.6 + 0.4 * p,
+                    "reward/tool": 0.1,
+                    "acc/n/4": 0.3 * p,
+                    "acc/n/64": 0.8 * p,
+                }
             f.write(json.dumps(row) + "\n")
 
 
 def write_demo(root: Path, *, with_video: bool = True, n: int = 12) -> Path:
     """A demo dir: an SFT run, an RL run with its eval (3 modes), and a base-model eval."""
     (root / "videos").mkdir(parents=True, exist_ok=True)
-    video = str(write_needle_video(root / "videos" / "needle.mp4")) if with_video else str(root / "missing.mp4")
+    video = (
+        str(write_needle_video(root / "videos" / "needle.mp4"))
+        if with_video
+        else str(root / "missing.mp4")
+    )
     write_train_run(root / "sft", "sft-tiny", "sft", 40, seed=1)
     write_train_run(root / "rl", "rl-tiny", "rl", 60, seed=2)
     rng = random.Random(0)
@@ -92,5 +144,8 @@ def write_demo(root: Path, *, with_video: bool = True, n: int = 12) -> Path:
     for ev, gain in ((root / "rl" / "eval", 1.0), (root / "eval_base", 0.4)):
         for mode in ("parallel", "sequential", "none"):
             for i in range(n):
-                append_result(ev / "results.jsonl", result_row(i, mode, video=video, rng=rng, skill=gain * skills[mode]))
+                append_result(
+                    ev / "results.jsonl",
+                    result_row(i, mode, video=video, rng=rng, skill=gain * skills[mode]),
+                )
     return root

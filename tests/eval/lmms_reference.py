@@ -27,17 +27,34 @@ RANDOM = "<random>"
 def _doc(rec: dict[str, Any]) -> dict[str, Any]:
     g, opts, bench = rec["groups"], rec["options"], rec["bench"]
     if bench == "videomme":
-        return {"question_id": rec["id"], "videoID": "v", "answer": rec["answer"], "duration": g["duration"],
-                "domain": g["domain"], "sub_category": g["sub_category"], "task_type": g["task_type"]}
+        return {
+            "question_id": rec["id"],
+            "videoID": "v",
+            "answer": rec["answer"],
+            "duration": g["duration"],
+            "domain": g["domain"],
+            "sub_category": g["sub_category"],
+            "task_type": g["task_type"],
+        }
     if bench == "longvideobench":
         doc = {f"option{i}": o.split(". ", 1)[1] for i, o in enumerate(opts)}
-        return {**doc, "id": rec["id"], "duration_group": g["duration_group"],
-                "question_category": g["question_category"], "correct_choice": "ABCDE".index(rec["answer"])}
+        return {
+            **doc,
+            "id": rec["id"],
+            "duration_group": g["duration_group"],
+            "question_category": g["question_category"],
+            "correct_choice": "ABCDE".index(rec["answer"]),
+        }
     if bench == "mlvu":
         return {"question": rec["id"], "task_type": g["task_type"], "answer": rec["answer"]}
     if bench == "mmvu":
-        return {"id": rec["id"], "question_type": "multiple-choice", "answer": rec["answer"],
-                "choices": {o[0]: o.split(". ", 1)[1] for o in opts}, "video_path": f"videos/{g['subject']}/1.mp4"}
+        return {
+            "id": rec["id"],
+            "question_type": "multiple-choice",
+            "answer": rec["answer"],
+            "choices": {o[0]: o.split(". ", 1)[1] for o in opts},
+            "video_path": f"videos/{g['subject']}/1.mp4",
+        }
     if bench == "charades_sta":
         return {"video": g["video"], "caption": g["caption"], "timestamp": rec["answer"]}
     return {"answer": rec["answer"]}
@@ -64,7 +81,10 @@ def lmms_outputs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             r = lvb.longvideobench_process_results(doc, [text])["lvb_acc"]
             pred, score = r["parsed_pred"], float(r["parsed_pred"] == r["answer"])
         elif bench == "lvbench":
-            pred, score = lvbench.extract_characters_regex(text), float(lvbench.lvbench_process_results(doc, [text])["lvbench_score"])
+            pred, score = (
+                lvbench.extract_characters_regex(text),
+                float(lvbench.lvbench_process_results(doc, [text])["lvbench_score"]),
+            )
         elif bench == "mlvu":
             r = mlvu.mlvu_process_results(doc, [text])["mlvu_percetion_score"]
             pred, score = r["pred_answer"], float(r["pred_answer"] == r["answer"])
@@ -77,8 +97,16 @@ def lmms_outputs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             pred = found[0] if len(found) == 1 else None
             score = ch.iou(ch._parse_ground_truth(doc["timestamp"]), pred) if pred else 0.0
         per_bench.setdefault(bench, []).append(r)
-        out.append({"id": rec["id"], "bench": bench, "stripped": text, "pred": pred, "score": score,
-                    "random": pred == RANDOM})
+        out.append(
+            {
+                "id": rec["id"],
+                "bench": bench,
+                "stripped": text,
+                "pred": pred,
+                "score": score,
+                "random": pred == RANDOM,
+            }
+        )
     aggs = {
         "videomme": lambda rs: vmme.videomme_aggregate_results(rs),
         "mlvu": lambda rs: mlvu.mlvu_aggregate_results_dev(rs),
@@ -98,7 +126,10 @@ def main() -> None:
     FIXTURE.parent.mkdir(parents=True, exist_ok=True)
     with FIXTURE.open("w", encoding="utf-8") as f:
         for rec, line in zip(recs + [None] * 4, lmms_outputs(recs), strict=True):
-            f.write(json.dumps(line if rec is None else {**line, "record": rec}, ensure_ascii=False) + "\n")
+            f.write(
+                json.dumps(line if rec is None else {**line, "record": rec}, ensure_ascii=False)
+                + "\n"
+            )
     print(f"wrote {FIXTURE} ({len(recs)} responses)")
 
 

@@ -13,7 +13,9 @@ def test_t_interval_of_three_seeds() -> None:
     # mean 2, s = 1, t(0.975, 2) = 4.303: half-width 4.303 / sqrt(3) = 2.4843
     iv = t_interval([1.0, 2.0, 3.0])
     assert iv.mean == 2.0 and iv.n == 3
-    assert iv.lo == pytest.approx(2 - 4.303 / math.sqrt(3)) and iv.hi == pytest.approx(2 + 4.303 / math.sqrt(3))
+    assert iv.lo == pytest.approx(2 - 4.303 / math.sqrt(3)) and iv.hi == pytest.approx(
+        2 + 4.303 / math.sqrt(3)
+    )
     assert iv.hi - iv.lo == pytest.approx(4.9687, abs=1e-3)
 
 
@@ -33,7 +35,8 @@ def test_t_quantiles_table_and_expansion() -> None:
 
 
 def test_bootstrap_of_two_questions_spans_all_resample_means() -> None:
-    # resample means of [0, 1] are 0 (p=1/4), 0.5 (1/2), 1 (1/4): the 2.5% / 97.5% points are 0 and 1
+    # resample means of [0, 1] are 0 (p=1/4), 0.5 (1/2), 1 (1/4): the 2.5% / 97.5% points are 0 and
+    # 1
     iv = bootstrap_interval([0.0, 1.0], seed=1)
     assert (iv.mean, iv.lo, iv.hi) == (0.5, 0.0, 1.0)
 

@@ -26,7 +26,9 @@ from lmms_reference import FIXTURE, RANDOM, lmms_outputs  # noqa: E402
 
 def _fixture() -> tuple[list[dict], dict[str, object]]:
     lines = [json.loads(x) for x in FIXTURE.read_text(encoding="utf-8").splitlines()]
-    return [x for x in lines if "record" in x], {x["aggregate"]: x["value"] for x in lines if "aggregate" in x}
+    return [x for x in lines if "record" in x], {
+        x["aggregate"]: x["value"] for x in lines if "aggregate" in x
+    }
 
 
 ITEMS, AGGREGATES = _fixture()
@@ -40,17 +42,30 @@ def _groups(rec: dict) -> dict:
 
 
 def _ours(rec: dict):
-    return score_lmms(rec["bench"], rec["response"], rec["answer"], rec["options"], item_id=rec["id"])
+    return score_lmms(
+        rec["bench"], rec["response"], rec["answer"], rec["options"], item_id=rec["id"]
+    )
 
 
 def test_the_fixture_covers_at_least_500_responses_of_the_current_corpus() -> None:
     assert len(ITEMS) >= 500
-    assert [x["record"] for x in ITEMS] == corpus()  # regenerate the fixture when the corpus changes
-    assert {x["bench"] for x in ITEMS} == {"videomme", "longvideobench", "lvbench", "mlvu", "mmvu", "charades_sta"}
+    assert [
+        x["record"] for x in ITEMS
+    ] == corpus()  # regenerate the fixture when the corpus changes
+    assert {x["bench"] for x in ITEMS} == {
+        "videomme",
+        "longvideobench",
+        "lvbench",
+        "mlvu",
+        "mmvu",
+        "charades_sta",
+    }
 
 
 def test_reasoning_tags_are_stripped_like_lmms_eval() -> None:
-    bad = [x["id"] for x in ITEMS if L.strip_reasoning_tags(x["record"]["response"]) != x["stripped"]]
+    bad = [
+        x["id"] for x in ITEMS if L.strip_reasoning_tags(x["record"]["response"]) != x["stripped"]
+    ]
     assert bad == []
 
 
@@ -65,7 +80,9 @@ def test_every_non_random_item_gets_lmms_evals_prediction_and_score() -> None:
             continue
         want_pred = x["pred"]
         if x["bench"] == "charades_sta":
-            want_pred = "" if want_pred is None else f"[{float(want_pred[0])}, {float(want_pred[1])}]"
+            want_pred = (
+                "" if want_pred is None else f"[{float(want_pred[0])}, {float(want_pred[1])}]"
+            )
         if (got.pred, got.score) != (want_pred, float(x["score"])) or got.random:
             mismatches.append((x["id"], got, want_pred, x["score"]))
     assert mismatches == []
@@ -77,19 +94,32 @@ def test_aggregates_equal_lmms_evals_headlines() -> None:
     for x in ITEMS:
         rec = x["record"]
         key = f"{rec['groups'].get('video')}>>>{rec['groups'].get('caption')}>>>{rec['answer']}"
-        by_bench.setdefault(rec["bench"], []).append(ScoredItem(rec["id"], _ours(rec), _groups(rec), key=key))
-    assert aggregate("videomme", by_bench["videomme"])["headline"] == pytest.approx(AGGREGATES["videomme"], abs=1e-9)
-    assert aggregate("mlvu", by_bench["mlvu"])["headline"] == pytest.approx(AGGREGATES["mlvu"], abs=1e-9)
-    assert aggregate("mmvu", by_bench["mmvu"])["headline"] == pytest.approx(AGGREGATES["mmvu"], abs=1e-9)
+        by_bench.setdefault(rec["bench"], []).append(
+            ScoredItem(rec["id"], _ours(rec), _groups(rec), key=key)
+        )
+    assert aggregate("videomme", by_bench["videomme"])["headline"] == pytest.approx(
+        AGGREGATES["videomme"], abs=1e-9
+    )
+    assert aggregate("mlvu", by_bench["mlvu"])["headline"] == pytest.approx(
+        AGGREGATES["mlvu"], abs=1e-9
+    )
+    assert aggregate("mmvu", by_bench["mmvu"])["headline"] == pytest.approx(
+        AGGREGATES["mmvu"], abs=1e-9
+    )
     ch = aggregate("charades_sta", by_bench["charades_sta"])
     want = AGGREGATES["charades_sta"]
     assert [ch["R@0.3"], ch["R@0.5"], ch["R@0.7"], ch["mIoU"]] == pytest.approx(
-        [want["IOU@3"], want["IOU@5"], want["IOU@7"], want["mIOU"]], abs=1e-9)
-    assert ch["n_scored"] < len(by_bench["charades_sta"])  # a duplicated (video, sentence, interval) counts once
+        [want["IOU@3"], want["IOU@5"], want["IOU@7"], want["mIOU"]], abs=1e-9
+    )
+    assert ch["n_scored"] < len(
+        by_bench["charades_sta"]
+    )  # a duplicated (video, sentence, interval) counts once
 
 
 def test_the_fixture_is_what_the_installed_lmms_eval_computes() -> None:
-    pytest.importorskip("lmms_eval.tasks.charades_sta.utils", reason="lmms-eval not installed (optional)")
+    pytest.importorskip(
+        "lmms_eval.tasks.charades_sta.utils", reason="lmms-eval not installed (optional)"
+    )
     live = lmms_outputs(corpus())
     stored = [{k: v for k, v in x.items() if k != "record"} for x in ITEMS]
     assert [x for x in live if "aggregate" not in x] == stored

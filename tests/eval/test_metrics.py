@@ -1,17 +1,45 @@
 import pytest
 
-from paravt.eval.metrics import compute_metrics, recall_at, tool_necessity_gap
 from paravt.agent.tally import TokenRow
+from paravt.eval.metrics import compute_metrics, recall_at, tool_necessity_gap
 from paravt.eval.results import CallRow, ResultRow
 
 
-def _r(i: int, task: str, score: float, *, mode: str = "parallel", n_calls: int = 0, nframes: int = 16,
-       subset: str = "a", nec: bool | None = None, tokens: TokenRow = TokenRow(), latency: float = 1.0,
-       calls_ok: tuple[bool, ...] = ()) -> ResultRow:
+def _r(
+    i: int,
+    task: str,
+    score: float,
+    *,
+    mode: str = "parallel",
+    n_calls: int = 0,
+    nframes: int = 16,
+    subset: str = "a",
+    nec: bool | None = None,
+    tokens: TokenRow = TokenRow(),
+    latency: float = 1.0,
+    calls_ok: tuple[bool, ...] = (),
+) -> ResultRow:
     calls = tuple(CallRow("crop_video", 0.0, 1.0, ok) for ok in calls_ok)
-    return ResultRow(id=str(i), mode=mode, task=task, subset=subset, nframes=nframes, video="", duration=10.0,
-                     question="", options=None, answer="", prediction=None, score=score, correct=score >= 0.5,
-                     calls=calls, n_calls=n_calls, tokens=tokens, latency_s=latency, tool_necessary=nec)
+    return ResultRow(
+        id=str(i),
+        mode=mode,
+        task=task,
+        subset=subset,
+        nframes=nframes,
+        video="",
+        duration=10.0,
+        question="",
+        options=None,
+        answer="",
+        prediction=None,
+        score=score,
+        correct=score >= 0.5,
+        calls=calls,
+        n_calls=n_calls,
+        tokens=tokens,
+        latency_s=latency,
+        tool_necessary=nec,
+    )
 
 
 def test_recall_counts_ious_at_or_above_the_threshold() -> None:
@@ -24,9 +52,15 @@ def test_recall_counts_ious_at_or_above_the_threshold() -> None:
 
 def test_task_metrics_by_hand() -> None:
     rows = [
-        _r(1, "mcq", 1.0), _r(2, "mcq", 0.0), _r(3, "mcq", 1.0), _r(4, "mcq", 1.0),  # acc 3/4
-        _r(5, "tvg", 0.2), _r(6, "tvg", 0.6), _r(7, "tvg", 0.8),  # mIoU 1.6/3; R@.3 2/3, R@.5 2/3, R@.7 1/3
-        _r(8, "oe", 0.5), _r(9, "oe", 0.25),  # F1 0.375
+        _r(1, "mcq", 1.0),
+        _r(2, "mcq", 0.0),
+        _r(3, "mcq", 1.0),
+        _r(4, "mcq", 1.0),  # acc 3/4
+        _r(5, "tvg", 0.2),
+        _r(6, "tvg", 0.6),
+        _r(7, "tvg", 0.8),  # mIoU 1.6/3; R@.3 2/3, R@.5 2/3, R@.7 1/3
+        _r(8, "oe", 0.5),
+        _r(9, "oe", 0.25),  # F1 0.375
     ]
     s = compute_metrics(rows)["summary"]
     assert s["n"] == 9
@@ -41,8 +75,24 @@ def test_task_metrics_by_hand() -> None:
 def test_tool_use_tokens_and_latency_by_hand() -> None:
     rows = [
         _r(1, "mcq", 1, n_calls=0, tokens=TokenRow(100, 50, 0, 0, 10), latency=1.0),
-        _r(2, "mcq", 1, n_calls=2, tokens=TokenRow(100, 80, 40, 20, 30), latency=2.0, calls_ok=(True, False)),
-        _r(3, "mcq", 0, n_calls=4, tokens=TokenRow(100, 110, 80, 40, 50), latency=6.0, calls_ok=(True,) * 4),
+        _r(
+            2,
+            "mcq",
+            1,
+            n_calls=2,
+            tokens=TokenRow(100, 80, 40, 20, 30),
+            latency=2.0,
+            calls_ok=(True, False),
+        ),
+        _r(
+            3,
+            "mcq",
+            0,
+            n_calls=4,
+            tokens=TokenRow(100, 110, 80, 40, 50),
+            latency=6.0,
+            calls_ok=(True,) * 4,
+        ),
     ]
     s = compute_metrics(rows)["summary"]
     assert s["mean_calls"] == pytest.approx(2.0)
@@ -69,7 +119,9 @@ def test_breakdowns_by_mode_nframes_subset_and_tool_necessity() -> None:
     assert m["by_subset"]["y"]["n"] == 3
     assert m["by_tool_necessary"]["necessary"]["score"] == pytest.approx(1 / 3)
     assert m["by_tool_necessary"]["unnecessary"]["score"] == pytest.approx(1.0)
-    assert m["tool_necessity_gap"] == pytest.approx(1 - 1 / 3)  # row 6 (unknown) is in neither group
+    assert m["tool_necessity_gap"] == pytest.approx(
+        1 - 1 / 3
+    )  # row 6 (unknown) is in neither group
     par, none = m["by_mode"]["parallel"], m["by_mode"]["none"]
     assert par["summary"]["mcq_acc"] == pytest.approx(2 / 3) and par["summary"]["tvg_miou"] is None
     assert par["tool_necessity_gap"] == pytest.approx(1 - 0.5)
@@ -86,6 +138,11 @@ def test_skip_tool_rate_counts_calls_written_as_training_does() -> None:
     from dataclasses import replace
 
     # row 1 wrote 2 calls on its last turn (never run: none recorded); row 2 wrote none
-    rows = [replace(_r(1, "mcq", 1, n_calls=0), calls_written=2), replace(_r(2, "mcq", 1), calls_written=0)]
+    rows = [
+        replace(_r(1, "mcq", 1, n_calls=0), calls_written=2),
+        replace(_r(2, "mcq", 1), calls_written=0),
+    ]
     assert compute_metrics(rows)["summary"]["skip_tool_rate"] == pytest.approx(1 / 2)
-    assert compute_metrics([_r(3, "mcq", 1, n_calls=0)])["summary"]["skip_tool_rate"] == 1.0  # old rows
+    assert (
+        compute_metrics([_r(3, "mcq", 1, n_calls=0)])["summary"]["skip_tool_rate"] == 1.0
+    )  # old rows

@@ -14,8 +14,8 @@ import fakeruns  # noqa: E402
 from paravt.errors import DataError  # noqa: E402
 from paravt.eval.metrics import compute_metrics  # noqa: E402
 from paravt.eval.report import build_report  # noqa: E402
-from paravt.eval.run_files import discover  # noqa: E402
 from paravt.eval.results import load_results  # noqa: E402
+from paravt.eval.run_files import discover  # noqa: E402
 
 
 class _Page(HTMLParser):
@@ -64,7 +64,9 @@ def test_discover_finds_training_and_eval_runs_recursively(demo: Path) -> None:
     assert all(len(e.rows) == 27 for e in found.evals)
 
 
-def test_report_is_self_contained_with_sections_numbers_and_images(demo: Path, tmp_path: Path) -> None:
+def test_report_is_self_contained_with_sections_numbers_and_images(
+    demo: Path, tmp_path: Path
+) -> None:
     out = build_report([demo], tmp_path / "r" / "report.html")
     page = _parse(out)
     for section in ("runs", "training", "eval", "eval-table", "acc-by-n", "tokens", "transcripts"):
@@ -77,7 +79,9 @@ def test_report_is_self_contained_with_sections_numbers_and_images(demo: Path, t
     assert f"{par['tokens']['total_input']:,.0f}" in page.cells
     assert page.cells.count("sequential") == 2
     alts = [alt for alt, _ in page.imgs]
-    assert {"RL training curves", "SFT training curves", "accuracy by n", "tokens vs K"} <= set(alts)
+    assert {"RL training curves", "SFT training curves", "accuracy by n", "tokens vs K"} <= set(
+        alts
+    )
     assert sum(a.startswith("timeline of") for a in alts) == 4
     assert any(a.startswith("frames of window") for a in alts)  # real mp4 → contact sheets
     assert alts.count("overview frames") == 4
@@ -106,7 +110,9 @@ def test_cli_report_prints_the_path(demo: Path, tmp_path: Path) -> None:
     from paravt.cli import app
 
     out = tmp_path / "cli.html"
-    res = CliRunner().invoke(app, ["report", str(demo / "sft"), str(demo / "eval_base"), "--out", str(out)])
+    res = CliRunner().invoke(
+        app, ["report", str(demo / "sft"), str(demo / "eval_base"), "--out", str(out)]
+    )
     assert res.exit_code == 0, res.output
     assert res.output.strip() == str(out)
     page = _parse(out)
@@ -136,10 +142,16 @@ def test_tool_necessity_gap_is_a_table_of_run_by_mode(demo: Path, tmp_path: Path
     text = out.read_text(encoding="utf-8")
     table = text.split('<table id="necessity-gap">', 1)[1].split("</table>", 1)[0]
     met = compute_metrics(load_results(demo / "rl" / "eval" / "results.jsonl"))
-    gaps = {m: bd["tool_necessity_gap"] for m, bd in met["by_mode"].items() if bd["tool_necessity_gap"] is not None}
+    gaps = {
+        m: bd["tool_necessity_gap"]
+        for m, bd in met["by_mode"].items()
+        if bd["tool_necessity_gap"] is not None
+    }
     assert gaps, "the fake runs must measure a gap"
     header = table.split("</tr>", 1)[0]
-    assert [h for h in ("none", "parallel", "sequential") if f"<th>{h}</th>" in header] == sorted(gaps)
+    assert [h for h in ("none", "parallel", "sequential") if f"<th>{h}</th>" in header] == sorted(
+        gaps
+    )
     row = next(r for r in table.split("<tr>") if r.startswith('<td class="l">rl-tiny/eval</td>'))
     for mode in sorted(gaps):
         assert f"<td>{gaps[mode]:.3f}</td>" in row
@@ -147,14 +159,27 @@ def test_tool_necessity_gap_is_a_table_of_run_by_mode(demo: Path, tmp_path: Path
 
 
 def test_the_timeline_reads_intervals_as_the_scorer_does_mm_ss_included() -> None:
-    """One ``parse_interval`` (``paravt.rewards.accuracy``): the report draws what the IoU scored."""
-    from paravt.eval.transcripts import timeline_figure  # noqa: PLC0415
+    """One ``parse_interval`` (``paravt.rewards.accuracy``): the report draws what the IoU
+    scored."""
     from paravt.eval.results import ResultRow  # noqa: PLC0415
+    from paravt.eval.transcripts import timeline_figure  # noqa: PLC0415
 
     def spans(answer: str, prediction: str) -> list[str]:
-        row = ResultRow(id="t", mode="parallel", task="tvg", subset="", nframes=4, video="",
-                        duration=200.0, question="", options=None, answer=answer,
-                        prediction=prediction, score=0.0, correct=False)
+        row = ResultRow(
+            id="t",
+            mode="parallel",
+            task="tvg",
+            subset="",
+            nframes=4,
+            video="",
+            duration=200.0,
+            question="",
+            options=None,
+            answer=answer,
+            prediction=prediction,
+            score=0.0,
+            correct=False,
+        )
         return [t.get_text() for t in timeline_figure(row).axes[0].texts]
 
     # 01:20 = 80 s, 02:30 = 150 s (a report-only reader of plain numbers paired 20 with 02: no span)

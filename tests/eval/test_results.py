@@ -2,17 +2,40 @@ from pathlib import Path
 
 import pytest
 
-from paravt.errors import DataError
 from paravt.agent.tally import TokenRow
-from paravt.eval.results import CallRow, ResultRow, TranscriptTurn, append_result, finished_ids, load_results
+from paravt.errors import DataError
+from paravt.eval.results import (
+    CallRow,
+    ResultRow,
+    TranscriptTurn,
+    append_result,
+    finished_ids,
+    load_results,
+)
 
 
 def _row(i: str, mode: str = "parallel", **kw) -> ResultRow:
-    base = dict(id=i, mode=mode, task="mcq", subset="s", nframes=16, video="/v.mp4", duration=30.0,
-                question="Q?", options=("A. x", "B. y"), answer="B", prediction="B", score=1.0, correct=True,
-                calls=(CallRow("crop_video", 1.0, 5.0, True, None, "red"),), n_calls=1,
-                tokens=TokenRow(10, 20, 30, 40, 50), latency_s=0.5, tool_necessary=True,
-                transcript=(TranscriptTurn("assistant", "<answer>B</answer>"),))
+    base = dict(
+        id=i,
+        mode=mode,
+        task="mcq",
+        subset="s",
+        nframes=16,
+        video="/v.mp4",
+        duration=30.0,
+        question="Q?",
+        options=("A. x", "B. y"),
+        answer="B",
+        prediction="B",
+        score=1.0,
+        correct=True,
+        calls=(CallRow("crop_video", 1.0, 5.0, True, None, "red"),),
+        n_calls=1,
+        tokens=TokenRow(10, 20, 30, 40, 50),
+        latency_s=0.5,
+        tool_necessary=True,
+        transcript=(TranscriptTurn("assistant", "<answer>B</answer>"),),
+    )
     base.update(kw)
     return ResultRow(**base)
 

@@ -5,14 +5,25 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from paravt.rewards import RewardBreakdown
 from paravt.eval.rollouts import RolloutLog, pick, read_rollouts
+from paravt.rewards import RewardBreakdown
 
 
 def _b(**kw: object) -> RewardBreakdown:
-    base = RewardBreakdown(reward=1.0, terms={"acc": 1.0}, format=1.0, format_ref=1.0, bias=0.0, answer="A",
-                           degenerate=False, closed_think=True, closed_tool_call=True, closed_answer=True,
-                           tool_code=False, n_calls=2)
+    base = RewardBreakdown(
+        reward=1.0,
+        terms={"acc": 1.0},
+        format=1.0,
+        format_ref=1.0,
+        bias=0.0,
+        answer="A",
+        degenerate=False,
+        closed_think=True,
+        closed_tool_call=True,
+        closed_answer=True,
+        tool_code=False,
+        n_calls=2,
+    )
     return replace(base, **kw)
 
 
@@ -54,7 +65,11 @@ def test_shown_steps_are_first_middle_last() -> None:
     from paravt.eval.rollouts import shown_steps
 
     assert shown_steps([1, 2]) == [1, 2]
-    assert shown_steps(list(range(1, 31))) == [1, 16, 30] or shown_steps(list(range(1, 31))) == [1, 15, 30]
+    assert shown_steps(list(range(1, 31))) == [1, 16, 30] or shown_steps(list(range(1, 31))) == [
+        1,
+        15,
+        30,
+    ]
 
 
 def test_report_shows_a_reversion_in_the_models_own_text(tmp_path: Path) -> None:
@@ -65,18 +80,40 @@ def test_report_shows_a_reversion_in_the_models_own_text(tmp_path: Path) -> None
     run = tmp_path / "rl"
     run.mkdir()
     (run / "run.json").write_text(json.dumps({"name": "paragrpo", "kind": "rl", "config": {}}))
-    (run / "train_log.jsonl").write_text("".join(json.dumps({"step": s, "f_tau": 1.0}) + "\n" for s in range(1, 6)))
-    rows = [{"step": s, "picked": "tool_code" if s == 5 else "random", "nframes": 8, "reward": 0.5,
-             "terms": {"acc": 0.0, "format_base": 0.5}, "advantage": None if s == 3 else -0.7,
-             "tags": {"closed_think": True, "closed_tool_call": False, "closed_answer": s != 5,
-                      "tool_code": s == 5, "n_calls": 0},
-             "gold": "B", "answer": "B", "completion": f"<think>step {s}</think><tool_code>crop_video(1, 9)</tool_code>",
-             "calls": [{"name": "crop_video", "window": [1, 9], "summary": "a red flash at 4 s"}]}
-            for s in range(1, 6)]
+    (run / "train_log.jsonl").write_text(
+        "".join(json.dumps({"step": s, "f_tau": 1.0}) + "\n" for s in range(1, 6))
+    )
+    rows = [
+        {
+            "step": s,
+            "picked": "tool_code" if s == 5 else "random",
+            "nframes": 8,
+            "reward": 0.5,
+            "terms": {"acc": 0.0, "format_base": 0.5},
+            "advantage": None if s == 3 else -0.7,
+            "tags": {
+                "closed_think": True,
+                "closed_tool_call": False,
+                "closed_answer": s != 5,
+                "tool_code": s == 5,
+                "n_calls": 0,
+            },
+            "gold": "B",
+            "answer": "B",
+            "completion": f"<think>step {s}</think><tool_code>crop_video(1, 9)</tool_code>",
+            "calls": [{"name": "crop_video", "window": [1, 9], "summary": "a red flash at 4 s"}],
+        }
+        for s in range(1, 6)
+    ]
     RolloutLog(run).append(rows)
     page = build_report([tmp_path], tmp_path / "report.html").read_text(encoding="utf-8")
     section = page.split('id="rollouts"', 1)[1].split("<section", 1)[0]
-    assert "step 1" in section and "step 3 " in section and "step 5" in section and "step 2 " not in section
+    assert (
+        "step 1" in section
+        and "step 3 " in section
+        and "step 5" in section
+        and "step 2 " not in section
+    )
     assert "<mark>&lt;tool_code&gt;</mark>crop_video(1, 9)" in section
     assert "A=dropped" in section and "A=-0.70" in section
     assert "a red flash at 4 s" in section

@@ -15,8 +15,14 @@ def _metrics(out: Path, bench: str, pc: str, by_mode: dict) -> Path:
     d = out / bench / pc
     d.mkdir(parents=True)
     p = d / "metrics.json"
-    p.write_text(json.dumps({"summary": {"n": 1}, "benchmark": {"name": bench, "protocol": {"prompt_class": pc},
-                                                                 "by_mode": by_mode}}))
+    p.write_text(
+        json.dumps(
+            {
+                "summary": {"n": 1},
+                "benchmark": {"name": bench, "protocol": {"prompt_class": pc}, "by_mode": by_mode},
+            }
+        )
+    )
     return p
 
 
@@ -25,18 +31,37 @@ def _mode(headline: float, n: int) -> dict:
 
 
 def test_one_row_per_run_class_and_mode_beside_the_quoted_paper_rows(tmp_path: Path) -> None:
-    files = [_metrics(tmp_path / "ckpt500", "videomme", "agentic", {"parallel": _mode(61.0, 900), "sequential": _mode(60.0, 900)}),
-             _metrics(tmp_path / "ckpt500", "charades_sta", "agentic", {"parallel": _mode(48.2, 3720)}),
-             _metrics(tmp_path / "ckpt500", "mlvu", "direct", {"none": _mode(55.5, 2174)})]
+    files = [
+        _metrics(
+            tmp_path / "ckpt500",
+            "videomme",
+            "agentic",
+            {"parallel": _mode(61.0, 900), "sequential": _mode(60.0, 900)},
+        ),
+        _metrics(tmp_path / "ckpt500", "charades_sta", "agentic", {"parallel": _mode(48.2, 3720)}),
+        _metrics(tmp_path / "ckpt500", "mlvu", "direct", {"none": _mode(55.5, 2174)}),
+    ]
     (tmp_path / "plain").mkdir()
-    (tmp_path / "plain" / "metrics.json").write_text(json.dumps({"summary": {}}))  # not a benchmark run: skipped
+    (tmp_path / "plain" / "metrics.json").write_text(
+        json.dumps({"summary": {}})
+    )  # not a benchmark run: skipped
     rows = table1_rows([*files, tmp_path / "plain" / "metrics.json"])
-    assert [(r.label, r.source) for r in rows[:2]] == [("Qwen3-VL-8B", QUOTED), ("ParaVT-8B", QUOTED)]
+    assert [(r.label, r.source) for r in rows[:2]] == [
+        ("Qwen3-VL-8B", QUOTED),
+        ("ParaVT-8B", QUOTED),
+    ]
     assert rows[1].values["charades_sta"] == 50.1 and rows[0].values["lvbench"] == 33.1
     ours = {r.label: r for r in rows[2:]}
-    assert set(ours) == {"ckpt500 · agentic · parallel", "ckpt500 · agentic · sequential", "ckpt500 · direct · none"}
+    assert set(ours) == {
+        "ckpt500 · agentic · parallel",
+        "ckpt500 · agentic · sequential",
+        "ckpt500 · direct · none",
+    }
     par = ours["ckpt500 · agentic · parallel"]
-    assert par.values == {"videomme": 61.0, "charades_sta": 48.2} and par.n == {"videomme": 900, "charades_sta": 3720}
+    assert par.values == {"videomme": 61.0, "charades_sta": 48.2} and par.n == {
+        "videomme": 900,
+        "charades_sta": 3720,
+    }
     page = table1_html(rows)
     assert "paper (quoted)" in page and "61.0 <span class='muted'>(n=900)</span>" in page
 

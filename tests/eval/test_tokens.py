@@ -3,8 +3,8 @@ import io
 import pytest
 from PIL import Image
 
-from paravt.errors import DataError
 from paravt.agent.tally import TokenRow
+from paravt.errors import DataError
 from paravt.eval.results import ResultRow
 from paravt.eval.tokens import fit_token_budget, t_par, t_seq, tokens_vs_k_plot
 
@@ -17,9 +17,23 @@ def test_budget_formulas_by_hand() -> None:
 
 
 def _row(mode: str, k: int, main_visual: int, main_input: float) -> ResultRow:
-    return ResultRow(id=f"{mode}{k}", mode=mode, task="mcq", subset="", nframes=16, video="", duration=1.0,
-                     question="", options=None, answer="", prediction=None, score=1.0, correct=True, n_calls=k,
-                     tokens=TokenRow(main_visual=main_visual, main_text=round(main_input) - main_visual))
+    return ResultRow(
+        id=f"{mode}{k}",
+        mode=mode,
+        task="mcq",
+        subset="",
+        nframes=16,
+        video="",
+        duration=1.0,
+        question="",
+        options=None,
+        answer="",
+        prediction=None,
+        score=1.0,
+        correct=True,
+        n_calls=k,
+        tokens=TokenRow(main_visual=main_visual, main_text=round(main_input) - main_visual),
+    )
 
 
 def test_fit_recovers_v_s_h_from_exact_rows() -> None:

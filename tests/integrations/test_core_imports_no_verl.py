@@ -22,8 +22,12 @@ print("VERL" if any(k == "verl" or k.startswith("verl.") for k in sys.modules) e
 
 
 def test_importing_every_core_module_does_not_import_verl() -> None:
-    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     verdict, n_imported = out.stdout.split()
     assert verdict == "CLEAN"
-    assert int(n_imported) >= 30  # the walk really imported the package (agent, models, rl, tools, ...)
+    assert (
+        int(n_imported) >= 30
+    )  # the walk really imported the package (agent, models, rl, tools, ...)

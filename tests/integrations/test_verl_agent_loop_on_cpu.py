@@ -1,4 +1,5 @@
-"""``paravt_agent`` inside a real verl v1 agent-loop worker on the CPU, then verl's GRPO and policy loss.
+"""``paravt_agent`` inside a real verl v1 agent-loop worker on the CPU, then verl's GRPO and policy
+loss.
 
 What is real: verl's ``AgentLoopWorker`` (built from our rendered config: HF model config of the
 tiny Qwen3-VL checkpoint, agent-loop registry file, hydra instantiation of our loop), its v1
@@ -32,8 +33,10 @@ from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 import paravt.integrations.verl.agent_loop as paravt_loop  # noqa: E402
 from paravt.cli.train_verl import write_run_files  # noqa: E402
-from paravt.config import TrainConfig  # noqa: E402
-from paravt.config import VerlConfig  # noqa: E402
+from paravt.config import (
+    TrainConfig,  # noqa: E402
+    VerlConfig,  # noqa: E402
+)
 from paravt.models.base import GenRequest, SamplingParams  # noqa: E402
 from paravt.models.chat import ChatCodec  # noqa: E402
 from paravt.models.hf.generator import HFGenerator  # noqa: E402
@@ -62,23 +65,43 @@ class ScriptedLLMServer:
         self.answers = ["B", "A"]
         self.sub_marker = prompts.subagent_system_prompt()[:40]
 
-    async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, video_data=None, **kw):
+    async def generate(
+        self, request_id, *, prompt_ids, sampling_params, image_data=None, video_data=None, **kw
+    ):
         if self.sub_marker in self.codec.decode(prompt_ids):
             return await self._hf(prompt_ids, sampling_params, video_data)
         turn = self.main_turns.get(request_id, 0)
         self.main_turns[request_id] = turn + 1
         if turn == 0:
-            text = render_tool_turn("I must look closer", [render_crop_call(0, 10), render_crop_call(10, 20)], with_open_think=False)
+            text = render_tool_turn(
+                "I must look closer",
+                [render_crop_call(0, 10), render_crop_call(10, 20)],
+                with_open_think=False,
+            )
         else:
             text = render_answer("the flash is blue", self.answers.pop(0), with_open_think=False)
         ids = [*self.codec.encode_text(text), self.codec.im_end_id]
-        return TokenOutput(token_ids=ids, log_probs=[-0.1 * (1 + i % 3) for i in range(len(ids))], stop_reason="completed")
+        return TokenOutput(
+            token_ids=ids,
+            log_probs=[-0.1 * (1 + i % 3) for i in range(len(ids))],
+            stop_reason="completed",
+        )
 
     async def _hf(self, prompt_ids, params, video_data) -> TokenOutput:
-        videos = tuple(Frames(np.asarray(a), tuple(i / 1000 for i in m["frames_indices"])) for a, m in video_data or ())
-        sp = SamplingParams(temperature=params["temperature"], top_p=params["top_p"], max_new_tokens=params["max_tokens"], seed=0)
+        videos = tuple(
+            Frames(np.asarray(a), tuple(i / 1000 for i in m["frames_indices"]))
+            for a, m in video_data or ()
+        )
+        sp = SamplingParams(
+            temperature=params["temperature"],
+            top_p=params["top_p"],
+            max_new_tokens=params["max_tokens"],
+            seed=0,
+        )
         (out,) = await self.hf.generate([GenRequest(tuple(prompt_ids), (), videos, (), sp)])
-        return TokenOutput(token_ids=list(out.token_ids), log_probs=list(out.logprobs), stop_reason="completed")
+        return TokenOutput(
+            token_ids=list(out.token_ids), log_probs=list(out.logprobs), stop_reason="completed"
+        )
 
 
 class MemoryStore:
@@ -94,7 +117,15 @@ class MemoryStore:
     async def async_kv_batch_put(self, keys, fields, tags, partition_id) -> None:
         for i, key in enumerate(keys):
             row = {}
-            for name in ("prompts", "responses", "response_mask", "rollout_log_probs", "rm_scores", "input_ids", "position_ids"):
+            for name in (
+                "prompts",
+                "responses",
+                "response_mask",
+                "rollout_log_probs",
+                "rm_scores",
+                "input_ids",
+                "position_ids",
+            ):
                 value = fields[name]
                 row[name] = value.unbind()[i] if value.is_nested else value[i]
             row["multi_modal_inputs"] = fields["multi_modal_inputs"][i]
@@ -124,14 +155,26 @@ def _train_config(model_dir: str, out_dir: Path) -> TrainConfig:
 def _worker_config(cfg: TrainConfig):
     from hydra import compose, initialize_config_dir
 
-    cfg = cfg.model_copy(update={"verl": VerlConfig(prompt_length=2048, response_length=2048, train_batch_size=1,
-                                                    ppo_mini_batch_size=1, n_gpus_per_node=1, agent_workers=1)})
+    cfg = cfg.model_copy(
+        update={
+            "verl": VerlConfig(
+                prompt_length=2048,
+                response_length=2048,
+                train_batch_size=1,
+                ppo_mini_batch_size=1,
+                n_gpus_per_node=1,
+                agent_workers=1,
+            )
+        }
+    )
     files, _ = write_run_files(cfg, convert_data=False)
     with initialize_config_dir(config_dir=str(files["dir"]), version_base=None):
         return compose(config_name="paravt_verl")
 
 
-class LocalWorkerTQ(agent_loop_tq.AgentLoopWorkerTQ.__ray_actor_class__):  # the v1 worker, not as a Ray actor
+class LocalWorkerTQ(
+    agent_loop_tq.AgentLoopWorkerTQ.__ray_actor_class__
+):  # the v1 worker, not as a Ray actor
     def __init__(self, config, llm_client) -> None:
         AgentLoopWorker.__init__(self, config, llm_client)
         self.background_tasks = set()
@@ -154,17 +197,41 @@ def rollout(tiny_qwen3_dir: str, video: str, tmp_path_factory: pytest.TempPathFa
     cfg = _train_config(tiny_qwen3_dir, Path(tmp_path_factory.mktemp("run")))
     config = _worker_config(cfg)
     policy = load_policy(tiny_qwen3_dir)
-    extra = {"id": "q1", "video": video, "question": "What colour flashes?", "task": "mcq", "answer": "B",
-             "options": ["A. red", "B. blue"], "index": 0}
-    prompt = {"uid": "u0", "extra_info": extra, "raw_prompt": [{"role": "user", "content": "What colour flashes?"}],
-              "agent_name": "paravt_agent", "index": 0, "global_steps": 1, "data_source": "paravt"}
+    extra = {
+        "id": "q1",
+        "video": video,
+        "question": "What colour flashes?",
+        "task": "mcq",
+        "answer": "B",
+        "options": ["A. red", "B. blue"],
+        "index": 0,
+    }
+    prompt = {
+        "uid": "u0",
+        "extra_info": extra,
+        "raw_prompt": [{"role": "user", "content": "What colour flashes?"}],
+        "agent_name": "paravt_agent",
+        "index": 0,
+        "global_steps": 1,
+        "data_source": "paravt",
+    }
     r = config.actor_rollout_ref.rollout
-    sampling = dict(temperature=r.temperature, top_p=r.top_p, top_k=r.top_k, repetition_penalty=1.0, logprobs=True)
+    sampling = dict(
+        temperature=r.temperature,
+        top_p=r.top_p,
+        top_k=r.top_k,
+        repetition_penalty=1.0,
+        logprobs=True,
+    )
 
     async def go():
         codec = ChatCodec(policy.processor)
         worker = LocalWorkerTQ(config, ScriptedLLMServer(codec, HFGenerator(policy)))
-        await worker._run_prompt(prompt, sampling, trajectory={"step": 1, "sample_index": 0, "rollout_n": 0, "validate": False})
+        await worker._run_prompt(
+            prompt,
+            sampling,
+            trajectory={"step": 1, "sample_index": 0, "rollout_n": 0, "validate": False},
+        )
 
     asyncio.run(go())
     mp.undo()
@@ -214,7 +281,9 @@ def test_gating_gives_both_sessions_the_same_overview_budget(rollout) -> None:
     assert [e.input.nframes for e in episodes.values()] == [n, n]
 
 
-def test_video_rows_have_multimodal_inputs_that_match_their_placeholders(rollout, tiny_qwen3_dir: str) -> None:
+def test_video_rows_have_multimodal_inputs_that_match_their_placeholders(
+    rollout, tiny_qwen3_dir: str
+) -> None:
     store, episodes, *_ = rollout
     from paravt.models.hf.loading import load_processor
 
@@ -240,10 +309,14 @@ def _batch(store: MemoryStore) -> tuple[DataProto, list[str]]:
             out[b, : v.shape[0]] = v
         return out
 
-    data = DataProto.from_dict(tensors={
-        "response_mask": pad("response_mask", torch.long), "token_level_rewards": pad("rm_scores", torch.float32),
-        "rollout_log_probs": pad("rollout_log_probs", torch.float32)},
-        non_tensors={"uid": np.array([k.split("_")[0] for k in keys], dtype=object)})
+    data = DataProto.from_dict(
+        tensors={
+            "response_mask": pad("response_mask", torch.long),
+            "token_level_rewards": pad("rm_scores", torch.float32),
+            "rollout_log_probs": pad("rollout_log_probs", torch.float32),
+        },
+        non_tensors={"uid": np.array([k.split("_")[0] for k in keys], dtype=object)},
+    )
     return data, keys
 
 
@@ -251,7 +324,12 @@ def test_verl_grpo_advantage_is_broadcast_to_the_subagent_rows(rollout) -> None:
     store, episodes, *_ = rollout
     data, keys = _batch(store)
     out = compute_advantage_for_multi_trajectories(
-        data, batch_keys=keys, adv_estimator=core_algos.AdvantageEstimator.GRPO, num_repeat=G, norm_adv_by_std_in_grpo=True)
+        data,
+        batch_keys=keys,
+        adv_estimator=core_algos.AdvantageEstimator.GRPO,
+        num_repeat=G,
+        norm_adv_by_std_in_grpo=True,
+    )
     adv, mask = out.batch["advantages"], out.batch["response_mask"]
     mains = [float(store.rows[f"u0_{s}_{K}"]["rm_scores"][-1]) for s in range(G)]
     expected = group_advantages(mains, std_normalize=True)  # G = 2, rewards differ by 1: ±1/√2
@@ -267,20 +345,35 @@ def test_verl_policy_loss_and_kl_equal_ours_on_the_rollout_batch(rollout) -> Non
     store, _, _, config = rollout
     data, keys = _batch(store)
     out = compute_advantage_for_multi_trajectories(
-        data, batch_keys=keys, adv_estimator=core_algos.AdvantageEstimator.GRPO, num_repeat=G, norm_adv_by_std_in_grpo=True)
+        data,
+        batch_keys=keys,
+        adv_estimator=core_algos.AdvantageEstimator.GRPO,
+        num_repeat=G,
+        norm_adv_by_std_in_grpo=True,
+    )
     mask = out.batch["response_mask"].float()  # B×T
     old = out.batch["rollout_log_probs"]  # B×T
     gen = torch.Generator().manual_seed(0)
-    new = old + 0.3 * torch.randn(old.shape, generator=gen)  # B×T: ratios beyond 1 ± 0.2 get clipped
+    new = old + 0.3 * torch.randn(
+        old.shape, generator=gen
+    )  # B×T: ratios beyond 1 ± 0.2 get clipped
     ref = old - 0.2 * torch.rand(old.shape, generator=gen)  # B×T
     adv = out.batch["advantages"]
     from verl.utils.config import omega_conf_to_dataclass
 
     actor_cfg = omega_conf_to_dataclass(config.actor_rollout_ref.actor)  # as rendered for the run
     verl_loss, _ = core_algos.get_policy_loss_fn("vanilla")(
-        old_log_prob=old, log_prob=new, advantages=adv, response_mask=mask, loss_agg_mode="token-mean", config=actor_cfg)
+        old_log_prob=old,
+        log_prob=new,
+        advantages=adv,
+        response_mask=mask,
+        loss_agg_mode="token-mean",
+        config=actor_cfg,
+    )
     ours = policy_loss(new, old, adv, mask, clip_eps=0.2)
     assert ours.clip_frac > 0  # the clipped branch is exercised
     assert float(verl_loss) == pytest.approx(float(ours.loss), abs=1e-5)
     verl_kl = core_algos.agg_loss(core_algos.kl_penalty(new, ref, "low_var_kl"), mask, "token-mean")
-    assert float(verl_kl) == pytest.approx(float(token_mean(kl_penalty(new, ref, "k3"), mask)), abs=1e-5)
+    assert float(verl_kl) == pytest.approx(
+        float(token_mean(kl_penalty(new, ref, "k3"), mask)), abs=1e-5
+    )

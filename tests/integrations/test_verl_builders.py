@@ -49,16 +49,26 @@ def test_both_engines_build_the_same_optimiser(tmp_path: Path) -> None:
     keys = ("lr", "weight_decay", "betas", "eps", "amsgrad")
     assert {k: theirs[k] for k in keys} == {k: ours[k] for k in keys}
     want = OPTIM["rl"]
-    assert (ours["lr"], ours["weight_decay"], ours["betas"]) == (want["lr"], want["weight_decay"], want["adam_betas"])
+    assert (ours["lr"], ours["weight_decay"], ours["betas"]) == (
+        want["lr"],
+        want["weight_decay"],
+        want["adam_betas"],
+    )
 
 
 @pytest.fixture
 def agent_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A ParavtAgentLoop on the changed config, verl's own constructor and the tools stubbed."""
     opened: list[Any] = []
-    monkeypatch.setattr(paravt_loop.AgentLoopBase, "__init__", lambda self, *a, **kw: setattr(self, "processor", None))
+    monkeypatch.setattr(
+        paravt_loop.AgentLoopBase,
+        "__init__",
+        lambda self, *a, **kw: setattr(self, "processor", None),
+    )
     monkeypatch.setattr(paravt_loop, "ChatCodec", lambda processor: "codec")
-    monkeypatch.setattr(paravt_loop, "open_tools", lambda rollout: opened.append(rollout) or "toolset")
+    monkeypatch.setattr(
+        paravt_loop, "open_tools", lambda rollout: opened.append(rollout) or "toolset"
+    )
     paravt_loop._toolset.cache_clear()
 
     def make(cfg: TrainConfig) -> Any:
@@ -72,7 +82,9 @@ def agent_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     paravt_loop._load_config.cache_clear()
 
 
-def test_the_agent_loop_builds_its_tools_from_the_whole_rollout_section(agent_loop, tmp_path: Path) -> None:
+def test_the_agent_loop_builds_its_tools_from_the_whole_rollout_section(
+    agent_loop, tmp_path: Path
+) -> None:
     make, opened = agent_loop
     cfg = changed_config(tmp_path)
     loop = make(cfg)
@@ -80,10 +92,16 @@ def test_the_agent_loop_builds_its_tools_from_the_whole_rollout_section(agent_lo
 
 
 @pytest.mark.parametrize("gating", [True, False])
-def test_the_agent_loop_and_the_local_trainer_gate_alike(gating: bool, agent_loop, tmp_path: Path) -> None:
+def test_the_agent_loop_and_the_local_trainer_gate_alike(
+    gating: bool, agent_loop, tmp_path: Path
+) -> None:
     make, _ = agent_loop
     cfg = changed_config(tmp_path)
-    cfg.rl.gating.enabled, cfg.rl.gating.choices, cfg.video.overview_nframes = gating, [4, 8, 16, 32, 64], 6
+    cfg.rl.gating.enabled, cfg.rl.gating.choices, cfg.video.overview_nframes = (
+        gating,
+        [4, 8, 16, 32, 64],
+        6,
+    )
     loop = make(cfg)
     local = GRPOTrainer.__new__(GRPOTrainer)  # only _expand's inputs: the config and the prompts
     local.cfg = cfg

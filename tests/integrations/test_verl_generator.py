@@ -29,10 +29,20 @@ class RecordingServer:
         self.codec, self.expected, self.texts, self.calls = codec, expected, texts, []
         self.all_in = asyncio.Event()
 
-    async def generate(self, request_id, *, prompt_ids, sampling_params, image_data=None, video_data=None, **kw):
+    async def generate(
+        self, request_id, *, prompt_ids, sampling_params, image_data=None, video_data=None, **kw
+    ):
         k = len(self.calls)
-        self.calls.append(dict(request_id=request_id, prompt_ids=prompt_ids, sampling_params=sampling_params,
-                               image_data=image_data, video_data=video_data, **kw))
+        self.calls.append(
+            dict(
+                request_id=request_id,
+                prompt_ids=prompt_ids,
+                sampling_params=sampling_params,
+                image_data=image_data,
+                video_data=video_data,
+                **kw,
+            )
+        )
         if len(self.calls) == self.expected:
             self.all_in.set()
         await asyncio.wait_for(self.all_in.wait(), 5)
@@ -57,9 +67,13 @@ def _frames() -> Frames:
 def test_requests_are_sent_concurrently_and_returned_in_order(codec: ChatCodec) -> None:
     server = RecordingServer(codec, 3, ["first answer", "second ...", "boom"])
     gen = VerlServerGenerator(server, codec, request_id="ep-1", base_params={"top_k": -1})
-    reqs = [GenRequest((1, 2, 3), (), (_frames(),), (), SamplingParams(0.7, 0.9, 64)),
-            GenRequest((4, 5), (), (), (), SamplingParams(0.7, 1.0, len(codec.encode_text("second ...")))),
-            GenRequest((6,), (), (), (), SamplingParams(0.0, 1.0, 8))]
+    reqs = [
+        GenRequest((1, 2, 3), (), (_frames(),), (), SamplingParams(0.7, 0.9, 64)),
+        GenRequest(
+            (4, 5), (), (), (), SamplingParams(0.7, 1.0, len(codec.encode_text("second ...")))
+        ),
+        GenRequest((6,), (), (), (), SamplingParams(0.0, 1.0, 8)),
+    ]
     outs = asyncio.run(gen.generate(reqs))
     assert [o.finish_reason for o in outs] == ["stop", "length", "error"]
     assert outs[0].text == "first answer" and outs[0].token_ids[-1] == codec.im_end_id
@@ -67,11 +81,19 @@ def test_requests_are_sent_concurrently_and_returned_in_order(codec: ChatCodec) 
     assert "server down" in outs[2].error
     first = server.calls[0]
     assert first["request_id"] == "ep-1" and first["prompt_ids"] == [1, 2, 3]
-    assert first["sampling_params"] == {"top_k": -1, "temperature": 0.7, "top_p": 0.9, "max_tokens": 64, "logprobs": True}
+    assert first["sampling_params"] == {
+        "top_k": -1,
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "max_tokens": 64,
+        "logprobs": True,
+    }
     assert server.calls[2]["sampling_params"]["top_k"] == -1  # greedy
-    (array, meta), = first["video_data"]
+    ((array, meta),) = first["video_data"]
     assert array.shape == (4, 32, 32, 3)
-    assert meta["frames_indices"] == [0, 500, 1000, 1500] and meta["fps"] == 1000.0  # real timestamps in ms
+    assert (
+        meta["frames_indices"] == [0, 500, 1000, 1500] and meta["fps"] == 1000.0
+    )  # real timestamps in ms
     assert first["mm_processor_kwargs"] == {"do_sample_frames": False}
     assert server.calls[1]["video_data"] is None and server.calls[1]["image_data"] is None
 
@@ -82,4 +104,6 @@ def test_sglang_gets_processor_features_instead_of_frames(codec: ChatCodec) -> N
     asyncio.run(gen.generate([GenRequest((1,), (), (_frames(),), (), SamplingParams())]))
     (payload,) = server.calls[0]["mm_processor_output"]
     assert payload["format"] == "processor_output"
-    assert payload["video_grid_thw"].tolist() == [[2, 2, 2]]  # 4 frames / temporal 2, 32 px / patch 16
+    assert payload["video_grid_thw"].tolist() == [
+        [2, 2, 2]
+    ]  # 4 frames / temporal 2, 32 px / patch 16

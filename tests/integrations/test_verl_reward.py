@@ -27,14 +27,25 @@ def test_temporal_grounding_scores_iou() -> None:
 
 def test_forced_think_prefix_is_prepended_like_the_episode_does() -> None:
     text = RESPONSE.format("B")
-    ours = compute_reward(THINK_PREFIX + text, task="mcq", answer="B", options=None, prefix="", weights=RewardWeights.default())
-    assert compute_score("paravt", text, "B", {"task": "mcq"})["score"] == pytest.approx(ours.reward)
+    ours = compute_reward(
+        THINK_PREFIX + text,
+        task="mcq",
+        answer="B",
+        options=None,
+        prefix="",
+        weights=RewardWeights.default(),
+    )
+    assert compute_score("paravt", text, "B", {"task": "mcq"})["score"] == pytest.approx(
+        ours.reward
+    )
     assert ours.anchor > 0  # the opened-and-closed think earns the anchor bonus
 
 
 def test_reward_weights_come_from_extra_info() -> None:
     base = compute_score("paravt", RESPONSE.format("B"), "B", {"task": "mcq"})
-    shifted = compute_score("paravt", RESPONSE.format("B"), "B", {"task": "mcq", "reward": {"bias": 0.0}})
+    shifted = compute_score(
+        "paravt", RESPONSE.format("B"), "B", {"task": "mcq", "reward": {"bias": 0.0}}
+    )
     assert shifted["score"] - base["score"] == pytest.approx(0.2)  # default bias is -0.2
 
 
@@ -42,10 +53,16 @@ def test_prefix_follows_the_runs_think_prefix_and_is_never_doubled() -> None:
     text = RESPONSE.format("B")
     forced = compute_score("paravt", text, "B", {"task": "mcq", "think_prefix": True})
     unforced = compute_score("paravt", text, "B", {"task": "mcq", "think_prefix": False})
-    written = compute_score("paravt", THINK_PREFIX + text, "B", {"task": "mcq", "think_prefix": True})
-    assert forced["anchor"] == pytest.approx(0.7) and unforced["anchor"] == 0.0  # no <think> was forced
+    written = compute_score(
+        "paravt", THINK_PREFIX + text, "B", {"task": "mcq", "think_prefix": True}
+    )
+    assert (
+        forced["anchor"] == pytest.approx(0.7) and unforced["anchor"] == 0.0
+    )  # no <think> was forced
     assert written == forced  # a response that already opens <think> gets no second one
-    assert forced["format_ref"] == pytest.approx(forced["format"])  # default weights: the yardstick agrees
+    assert forced["format_ref"] == pytest.approx(
+        forced["format"]
+    )  # default weights: the yardstick agrees
 
 
 def test_verl_rows_carry_the_runs_think_prefix(tmp_path) -> None:
@@ -53,10 +70,25 @@ def test_verl_rows_carry_the_runs_think_prefix(tmp_path) -> None:
 
     from paravt.integrations.verl.data import verl_record
 
-    extra = SimpleNamespace(id="q1", question="What flashes?", task="mcq", answer="B", options=("red", "blue"),
-                            nframes=8, subset="s", duration=60.0, tool_necessary_at_n={8: True})
+    extra = SimpleNamespace(
+        id="q1",
+        question="What flashes?",
+        task="mcq",
+        answer="B",
+        options=("red", "blue"),
+        nframes=8,
+        subset="s",
+        duration=60.0,
+        tool_necessary_at_n={8: True},
+    )
     row = SimpleNamespace(id="q1", videos=["v.mp4"], extra_info=extra)
-    on, off = (verl_record(row, tmp_path, 0, "paravt_agent", flag)["extra_info"] for flag in (True, False))
+    on, off = (
+        verl_record(row, tmp_path, 0, "paravt_agent", flag)["extra_info"] for flag in (True, False)
+    )
     assert (on["think_prefix"], off["think_prefix"]) == (True, False)
     text = RESPONSE.format("B")
-    assert compute_score("paravt", text, "B", off)["anchor"] == 0.0 < compute_score("paravt", text, "B", on)["anchor"]
+    assert (
+        compute_score("paravt", text, "B", off)["anchor"]
+        == 0.0
+        < compute_score("paravt", text, "B", on)["anchor"]
+    )

@@ -24,10 +24,18 @@ from server_helpers import ServerThread  # noqa: E402
 def test_the_agent_loops_toolset_sends_the_key_file_of_its_config(tmp_path: Path) -> None:
     key = "verl-" + "w" * 40
     (tmp_path / "tools.key").write_text(key + "\n")
-    app = create_app(["crop_video"], ToolServerConfig(video_roots=[str(tmp_path)], api_key_file=str(tmp_path / "tools.key")))
+    app = create_app(
+        ["crop_video"],
+        ToolServerConfig(video_roots=[str(tmp_path)], api_key_file=str(tmp_path / "tools.key")),
+    )
     with ServerThread(app) as srv:
-        for name, key_line in (("keyed", f"  tool_server_key_file: {tmp_path / 'tools.key'}\n"), ("bare", "")):
-            (tmp_path / f"{name}.yaml").write_text(f"rollout:\n  tool_server_url: {srv.url}\n{key_line}")
+        for name, key_line in (
+            ("keyed", f"  tool_server_key_file: {tmp_path / 'tools.key'}\n"),
+            ("bare", ""),
+        ):
+            (tmp_path / f"{name}.yaml").write_text(
+                f"rollout:\n  tool_server_url: {srv.url}\n{key_line}"
+            )
         keyed = paravt_loop.rollout_toolset(paravt_loop._load_config(str(tmp_path / "keyed.yaml")))
         with pytest.raises(ConfigError, match="refused the key") as refused:
             paravt_loop.rollout_toolset(paravt_loop._load_config(str(tmp_path / "bare.yaml")))

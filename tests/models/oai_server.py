@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from live_server import RunningServer, free_port  # noqa: F401 - re-exported to the tests
 from PIL import Image
 
+from live_server import RunningServer, free_port  # noqa: F401 - re-exported to the tests
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
 from paravt.models.hf.generator import HFGenerator
 from paravt.video.types import Frames
@@ -67,7 +67,12 @@ def _message(m: dict[str, Any], video_kw: dict[str, Any]) -> ChatMessage:
             videos.append(_video(part["video_url"]["url"], video_kw))
             text += "<video>"
         else:
-            images.append(Frames(array=_pixels(part["image_url"]["url"].split(",", 1)[1])[None], timestamps=(0.0,)))
+            images.append(
+                Frames(
+                    array=_pixels(part["image_url"]["url"].split(",", 1)[1])[None],
+                    timestamps=(0.0,),
+                )
+            )
             text += "<image>"
     return ChatMessage(m["role"], text, videos=tuple(videos), images=tuple(images))
 
@@ -93,7 +98,9 @@ def make_app(gen: HFGenerator, state: ServerState) -> FastAPI:
             return state.reply
         extra = [k for k in ("return_token_ids", "top_k", "media_io_kwargs") if k in body]
         if state.strict and extra:
-            return JSONResponse({"error": f"Unrecognized request argument supplied: {extra[0]}"}, status_code=400)
+            return JSONResponse(
+                {"error": f"Unrecognized request argument supplied: {extra[0]}"}, status_code=400
+            )
         state.in_flight += 1
         state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:
@@ -109,27 +116,44 @@ def make_app(gen: HFGenerator, state: ServerState) -> FastAPI:
         if body.get("continue_final_message"):
             prefix = msgs.pop().content
         enc = codec.encode_messages(msgs)
-        sampling = SamplingParams(temperature=body.get("temperature", 1.0), top_p=body.get("top_p", 1.0),
-                                  max_new_tokens=body.get("max_tokens", 64), seed=body.get("seed"))
+        sampling = SamplingParams(
+            temperature=body.get("temperature", 1.0),
+            top_p=body.get("top_p", 1.0),
+            max_new_tokens=body.get("max_tokens", 64),
+            seed=body.get("seed"),
+        )
         prompt = enc.ids + codec.generation_prompt(prefix)
-        req = GenRequest(prompt_ids=prompt, messages=tuple(msgs), videos=enc.videos, images=enc.images,
-                         sampling=sampling, response_prefix=prefix)
+        req = GenRequest(
+            prompt_ids=prompt,
+            messages=tuple(msgs),
+            videos=enc.videos,
+            images=enc.images,
+            sampling=sampling,
+            response_prefix=prefix,
+        )
         out = (await gen.generate([req]))[0]
         if out.finish_reason == "error":
             return JSONResponse({"error": out.error}, status_code=500)
-        lps = [{"token": codec.decode([t], skip_special_tokens=False), "logprob": lp}
-               for t, lp in zip(out.token_ids, out.logprobs)]
+        lps = [
+            {"token": codec.decode([t], skip_special_tokens=False), "logprob": lp}
+            for t, lp in zip(out.token_ids, out.logprobs)
+        ]
         choice: dict[str, Any] = {
-            "index": 0, "finish_reason": out.finish_reason,
+            "index": 0,
+            "finish_reason": out.finish_reason,
             "message": {"role": "assistant", "content": codec.decode(out.token_ids)},
-            "logprobs": {"content": lps} if body.get("logprobs") else None}
-        answer: dict[str, Any] = {"id": f"cmpl-{state.requests}", "object": "chat.completion",
-                                  "created": int(time.time()), "model": "tiny", "choices": [choice]}
+            "logprobs": {"content": lps} if body.get("logprobs") else None,
+        }
+        answer: dict[str, Any] = {
+            "id": f"cmpl-{state.requests}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": "tiny",
+            "choices": [choice],
+        }
         if body.get("return_token_ids") and state.token_ids:
             choice["token_ids"] = list(out.token_ids)
             answer["prompt_token_ids"] = list(prompt)
         return answer
 
     return app
-
-

@@ -23,7 +23,9 @@ def test_stats_count_batches_rows_and_busy_time() -> None:
     assert q.stats().to_json() == {"batches": 0, "rows": 0, "busy_s": 0.0, "rows_per_batch": 0.0}
 
     async def calls() -> None:
-        await asyncio.gather(q.generate([_req(1), _req(2)]), q.generate([_req(3)]))  # one batch of 3
+        await asyncio.gather(
+            q.generate([_req(1), _req(2)]), q.generate([_req(3)])
+        )  # one batch of 3
         await q.generate([_req(4)])  # then a batch of 1
         await q.aclose()
 

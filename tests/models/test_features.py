@@ -36,17 +36,25 @@ def _other(frames: Frames) -> Frames:
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
-def test_per_item_features_equal_the_stacked_processor_output(family, loaded_policy, video_frames) -> None:
+def test_per_item_features_equal_the_stacked_processor_output(
+    family, loaded_policy, video_frames
+) -> None:
     proc = loaded_policy(family).processor
     videos = [video_frames, _other(video_frames), video_frames]
-    stacked = proc.video_processor(videos=[v.array for v in videos], video_metadata=[video_metadata(v) for v in videos],
-                                   do_sample_frames=False, return_tensors="pt")
+    stacked = proc.video_processor(
+        videos=[v.array for v in videos],
+        video_metadata=[video_metadata(v) for v in videos],
+        do_sample_frames=False,
+        return_tensors="pt",
+    )
     ours = media_features(proc, videos, [])
     assert torch.equal(ours["pixel_values_videos"], stacked["pixel_values_videos"])
     assert torch.equal(ours["video_grid_thw"], stacked["video_grid_thw"])
 
 
-def test_a_video_encoded_by_the_codec_is_not_processed_again(loaded_policy, video_frames, monkeypatch) -> None:
+def test_a_video_encoded_by_the_codec_is_not_processed_again(
+    loaded_policy, video_frames, monkeypatch
+) -> None:
     proc = loaded_policy("qwen3_vl").processor
     spy = CountingVideoProcessor(proc.video_processor)
     monkeypatch.setattr(proc, "video_processor", spy)
@@ -57,7 +65,9 @@ def test_a_video_encoded_by_the_codec_is_not_processed_again(loaded_policy, vide
     first = model_inputs(proc, ids, [frames])
     again = model_inputs(proc, ids, [frames])
     assert spy.videos == 1  # the codec's processing served both forward inputs
-    twin = Frames(array=frames.array.copy(), timestamps=frames.timestamps)  # same pixels, another object
+    twin = Frames(
+        array=frames.array.copy(), timestamps=frames.timestamps
+    )  # same pixels, another object
     other = model_inputs(proc, ids, [twin])
     assert spy.videos == 2
     for got in (again, other):
@@ -74,7 +84,9 @@ def test_the_cache_is_bounded_and_forgets_freed_frames(loaded_policy, video_fram
 
     many = [_other(video_frames) for _ in range(6)]
     cache.items(proc, many, "video", item)
-    assert len(cache) == 4 and cache.get(proc, many[0], "video") is None  # least recently used: dropped
+    assert (
+        len(cache) == 4 and cache.get(proc, many[0], "video") is None
+    )  # least recently used: dropped
     assert cache.get(proc, many[-1], "video") is not None
     per_item = cache.nbytes // 4
     del many[-1]

@@ -18,15 +18,28 @@ from paravt.video.types import Frames
 FAMILIES = ["qwen2_5_vl", "qwen3_vl"]
 
 
-def _requests(codec: ChatCodec, video: Frames, sampling: SamplingParams, n: int = 3) -> list[GenRequest]:
+def _requests(
+    codec: ChatCodec, video: Frames, sampling: SamplingParams, n: int = 3
+) -> list[GenRequest]:
     out = []
     for i in range(n):
-        msgs = (ChatMessage("system", "You are a helpful assistant."),
-                ChatMessage("user", "<video>\n" + "What colour is the flash?" * (i + 1), videos=(video,)))
+        msgs = (
+            ChatMessage("system", "You are a helpful assistant."),
+            ChatMessage(
+                "user", "<video>\n" + "What colour is the flash?" * (i + 1), videos=(video,)
+            ),
+        )
         enc = codec.encode_messages(msgs)
         ids = enc.ids + codec.generation_prompt(THINK_PREFIX)
-        out.append(GenRequest(prompt_ids=ids, messages=msgs, videos=enc.videos, sampling=sampling,
-                              response_prefix=THINK_PREFIX))
+        out.append(
+            GenRequest(
+                prompt_ids=ids,
+                messages=msgs,
+                videos=enc.videos,
+                sampling=sampling,
+                response_prefix=THINK_PREFIX,
+            )
+        )
     return out
 
 
@@ -54,7 +67,9 @@ def test_seeded_sampling_is_reproducible_and_seed_dependent(generators, video_fr
     gen = generators["qwen3_vl"]
 
     def run(seed: int) -> list[tuple[int, ...]]:
-        reqs = _requests(gen.codec, video_frames, SamplingParams(temperature=1.0, max_new_tokens=16, seed=seed))
+        reqs = _requests(
+            gen.codec, video_frames, SamplingParams(temperature=1.0, max_new_tokens=16, seed=seed)
+        )
         return [o.token_ids for o in asyncio.run(gen.generate(reqs))]
 
     assert run(7) == run(7)
@@ -62,9 +77,16 @@ def test_seeded_sampling_is_reproducible_and_seed_dependent(generators, video_fr
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
-def test_logprobs_are_the_sampling_distribution_of_a_separate_forward_pass(temperature, generators, video_frames) -> None:
+def test_logprobs_are_the_sampling_distribution_of_a_separate_forward_pass(
+    temperature, generators, video_frames
+) -> None:
     gen = generators["qwen3_vl"]
-    req = _requests(gen.codec, video_frames, SamplingParams(temperature=temperature, max_new_tokens=10, seed=1), n=1)[0]
+    req = _requests(
+        gen.codec,
+        video_frames,
+        SamplingParams(temperature=temperature, max_new_tokens=10, seed=1),
+        n=1,
+    )[0]
     out = asyncio.run(gen.generate([req]))[0]
     ids = req.prompt_ids + out.token_ids
     inputs = model_inputs(gen.policy.processor, ids, req.videos)
@@ -72,7 +94,7 @@ def test_logprobs_are_the_sampling_distribution_of_a_separate_forward_pass(tempe
         logits = gen.model(**inputs).logits[0].float()  # L×V
     logits[:, list(gen.codec.vision_token_ids)] = float("-inf")  # suppressed at generation
     n0 = len(req.prompt_ids)
-    steps = logits[n0 - 1: n0 - 1 + len(out.token_ids)] / temperature  # N×V
+    steps = logits[n0 - 1 : n0 - 1 + len(out.token_ids)] / temperature  # N×V
     expected = torch.log_softmax(steps, -1).gather(-1, torch.tensor(out.token_ids)[:, None])[:, 0]
     np.testing.assert_allclose(out.logprobs, expected.numpy(), atol=1e-4)
     if temperature == 1.0:  # and then they equal the trainer's recomputation (no suppression there)
@@ -84,9 +106,15 @@ def test_logprobs_are_the_sampling_distribution_of_a_separate_forward_pass(tempe
 
 def test_max_new_tokens_per_row_cuts_with_length_finish(generators, video_frames) -> None:
     gen = generators["qwen2_5_vl"]
-    long, short = _requests(gen.codec, video_frames, SamplingParams(temperature=0.0, max_new_tokens=20), n=2)
-    short = GenRequest(prompt_ids=long.prompt_ids, messages=long.messages, videos=long.videos,
-                       sampling=SamplingParams(temperature=0.0, max_new_tokens=3))
+    long, short = _requests(
+        gen.codec, video_frames, SamplingParams(temperature=0.0, max_new_tokens=20), n=2
+    )
+    short = GenRequest(
+        prompt_ids=long.prompt_ids,
+        messages=long.messages,
+        videos=long.videos,
+        sampling=SamplingParams(temperature=0.0, max_new_tokens=3),
+    )
     a, b = asyncio.run(gen.generate([long, short]))
     assert b.token_ids == a.token_ids[:3] and len(b.logprobs) == len(b.token_ids)
     if gen.codec.im_end_id not in b.token_ids:
@@ -95,7 +123,9 @@ def test_max_new_tokens_per_row_cuts_with_length_finish(generators, video_frames
 
 def test_concurrent_calls_are_coalesced_into_one_batch(generators, video_frames) -> None:
     gen = generators["qwen3_vl"]
-    reqs = _requests(gen.codec, video_frames, SamplingParams(temperature=0.0, max_new_tokens=4), n=4)
+    reqs = _requests(
+        gen.codec, video_frames, SamplingParams(temperature=0.0, max_new_tokens=4), n=4
+    )
 
     async def main():
         return await asyncio.gather(*(gen.generate([r]) for r in reqs))
@@ -104,11 +134,19 @@ def test_concurrent_calls_are_coalesced_into_one_batch(generators, video_frames)
     assert [o.metrics["batch_size"] for o in outs] == [4.0] * 4
 
 
-def test_a_bad_request_becomes_an_error_output_and_the_others_succeed(generators, video_frames) -> None:
+def test_a_bad_request_becomes_an_error_output_and_the_others_succeed(
+    generators, video_frames
+) -> None:
     gen = generators["qwen3_vl"]
-    good = _requests(gen.codec, video_frames, SamplingParams(temperature=0.0, max_new_tokens=4), n=1)[0]
-    bad = GenRequest(prompt_ids=good.prompt_ids, messages=good.messages, videos=(),  # pads without media
-                     sampling=good.sampling)
+    good = _requests(
+        gen.codec, video_frames, SamplingParams(temperature=0.0, max_new_tokens=4), n=1
+    )[0]
+    bad = GenRequest(
+        prompt_ids=good.prompt_ids,
+        messages=good.messages,
+        videos=(),  # pads without media
+        sampling=good.sampling,
+    )
     out_good, out_bad = asyncio.run(gen.generate([good, bad]))
     assert out_good.finish_reason in ("stop", "length") and out_good.token_ids
     assert out_bad.finish_reason == "error" and "placeholder" in (out_bad.error or "")

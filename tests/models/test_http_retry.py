@@ -11,28 +11,34 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import format_datetime
 
 import httpx
 import pytest
-from raw_http import RawServer
 
 from paravt.data.distill.teacher import Endpoint, TeacherClient
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
 from paravt.models.openai.backend import OpenAIGenerator
 from paravt.models.openai.retry import RETRY_STATUS, RetryPolicy, retry_after_s, send
 from paravt.rewards.judge import JudgeItem, LLMJudge
+from raw_http import RawServer
 
-COMPLETION = {"choices": [{"message": {"content": "1"}, "finish_reason": "stop",
-                           "token_ids": [5, 6, 2]}],
-              "usage": {"prompt_tokens": 4, "completion_tokens": 3}}
+COMPLETION = {
+    "choices": [{"message": {"content": "1"}, "finish_reason": "stop", "token_ids": [5, 6, 2]}],
+    "usage": {"prompt_tokens": 4, "completion_tokens": 3},
+}
 
 
 def _raw(status: str, body: object, *headers: str) -> bytes:
     data = json.dumps(body).encode()
-    head = [f"HTTP/1.1 {status}", "Content-Type: application/json", f"Content-Length: {len(data)}",
-            "Connection: close", *headers]
+    head = [
+        f"HTTP/1.1 {status}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(data)}",
+        "Connection: close",
+        *headers,
+    ]
     return ("\r\n".join(head) + "\r\n\r\n").encode() + data
 
 
@@ -69,8 +75,11 @@ class _Tokenizer:
 
 async def _backend(url: str, **kw: float) -> tuple[bool, int]:
     gen = OpenAIGenerator(url, tokenizer=_Tokenizer(), model="tiny", timeout_s=10.0, **kw)
-    req = GenRequest(prompt_ids=(), messages=(ChatMessage("user", "Hi?"),),
-                     sampling=SamplingParams(max_new_tokens=4))
+    req = GenRequest(
+        prompt_ids=(),
+        messages=(ChatMessage("user", "Hi?"),),
+        sampling=SamplingParams(max_new_tokens=4),
+    )
     try:
         out = (await gen.generate([req]))[0]
     finally:
@@ -94,7 +103,10 @@ async def _teacher(url: str, **kw: float) -> tuple[bool, int]:
 
 
 CLIENTS: dict[str, Callable[..., Awaitable[tuple[bool, int]]]] = {
-    "openai backend": _backend, "llm judge": _judge, "distill teacher": _teacher}
+    "openai backend": _backend,
+    "llm judge": _judge,
+    "distill teacher": _teacher,
+}
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -124,8 +136,15 @@ def test_send_returns_the_last_failure_after_the_retries_and_never_raises() -> N
     async def go() -> object:
         async with httpx.AsyncClient() as client:
             policy = RetryPolicy(max_retries=1, backoff_s=0.01, max_wait_s=0.2)
-            return await send(client, "POST", srv.url + "/v1/chat/completions", json={},
-                              timeout_s=5.0, max_bytes=1 << 20, policy=policy)
+            return await send(
+                client,
+                "POST",
+                srv.url + "/v1/chat/completions",
+                json={},
+                timeout_s=5.0,
+                max_bytes=1 << 20,
+                policy=policy,
+            )
 
     with RawServer(script) as srv:
         out = asyncio.run(go())
@@ -145,9 +164,9 @@ def test_the_wait_doubles_and_a_longer_retry_after_wins_up_to_the_cap() -> None:
 
 
 def test_retry_after_reads_seconds_and_http_dates() -> None:
-    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc).timestamp()
-    in_7s = format_datetime(datetime(2026, 1, 2, 3, 4, 12, tzinfo=timezone.utc), usegmt=True)
-    past = format_datetime(datetime(2025, 1, 1, tzinfo=timezone.utc), usegmt=True)
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC).timestamp()
+    in_7s = format_datetime(datetime(2026, 1, 2, 3, 4, 12, tzinfo=UTC), usegmt=True)
+    past = format_datetime(datetime(2025, 1, 1, tzinfo=UTC), usegmt=True)
     assert retry_after_s(in_7s, now=now) == 7.0 and retry_after_s(past, now=now) == 0.0
     assert retry_after_s("2") == 2.0 and retry_after_s(" 1.5 ") == 1.5
     assert retry_after_s("-3") == 0.0

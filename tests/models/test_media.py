@@ -8,7 +8,13 @@ import torch
 from paravt.errors import ModelError
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
-from paravt.models.media import model_inputs, processor_media_kwargs, sampling_rate, sequence_logprobs, video_metadata
+from paravt.models.media import (
+    model_inputs,
+    processor_media_kwargs,
+    sampling_rate,
+    sequence_logprobs,
+    video_metadata,
+)
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
@@ -16,13 +22,27 @@ def test_model_inputs_equal_the_processors_own_tensors(family, loaded_policy, vi
     proc = loaded_policy(family).processor
     codec = ChatCodec(proc)
     msg = ChatMessage("user", "<video>\nWhat colour?", videos=(video_frames,))
-    ref = proc(text=[codec.render(msg)], return_tensors="pt", **processor_media_kwargs([video_frames], []))
+    ref = proc(
+        text=[codec.render(msg)], return_tensors="pt", **processor_media_kwargs([video_frames], [])
+    )
     ours = model_inputs(proc, codec.encode_message(msg).ids, [video_frames])
-    for key in ("input_ids", "attention_mask", "mm_token_type_ids", "pixel_values_videos", "video_grid_thw"):
+    for key in (
+        "input_ids",
+        "attention_mask",
+        "mm_token_type_ids",
+        "pixel_values_videos",
+        "video_grid_thw",
+    ):
         assert torch.equal(ours[key], torch.as_tensor(ref[key])), key
-    assert int((ours["mm_token_type_ids"] == 2).sum()) == int((ours["input_ids"] == proc.video_token_id).sum()) > 0
+    assert (
+        int((ours["mm_token_type_ids"] == 2).sum())
+        == int((ours["input_ids"] == proc.video_token_id).sum())
+        > 0
+    )
     if family == "qwen2_5_vl":  # 2 fps frames, temporal patch 2 → 1 second per grid step
-        assert ours["second_per_grid_ts"].tolist() == pytest.approx(torch.as_tensor(ref["second_per_grid_ts"]).tolist())
+        assert ours["second_per_grid_ts"].tolist() == pytest.approx(
+            torch.as_tensor(ref["second_per_grid_ts"]).tolist()
+        )
         assert ours["second_per_grid_ts"].tolist() == pytest.approx([1.0])
 
 

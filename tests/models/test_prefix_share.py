@@ -20,12 +20,21 @@ from paravt.video.types import Frames
 FAMILIES = ["qwen2_5_vl", "qwen3_vl"]
 
 
-def _request(codec: ChatCodec, video: Frames, question: str, sampling: SamplingParams) -> GenRequest:
-    msgs = (ChatMessage("system", "You are a helpful assistant."),
-            ChatMessage("user", "<video>\n" + question, videos=(video,)))
+def _request(
+    codec: ChatCodec, video: Frames, question: str, sampling: SamplingParams
+) -> GenRequest:
+    msgs = (
+        ChatMessage("system", "You are a helpful assistant."),
+        ChatMessage("user", "<video>\n" + question, videos=(video,)),
+    )
     enc = codec.encode_messages(msgs)
-    return GenRequest(prompt_ids=enc.ids + codec.generation_prompt(THINK_PREFIX), messages=msgs,
-                      videos=enc.videos, sampling=sampling, response_prefix=THINK_PREFIX)
+    return GenRequest(
+        prompt_ids=enc.ids + codec.generation_prompt(THINK_PREFIX),
+        messages=msgs,
+        videos=enc.videos,
+        sampling=sampling,
+        response_prefix=THINK_PREFIX,
+    )
 
 
 @contextmanager
@@ -59,16 +68,27 @@ def _assert_same(shared: list[GenOutput], alone: list[GenOutput]) -> None:
 
 @pytest.fixture(scope="module")
 def pair(loaded_policy):  # type: ignore[no-untyped-def]
-    return {f: (HFGenerator(loaded_policy(f), max_batch=16),
-                HFGenerator(loaded_policy(f), max_batch=16, share_prefill=False)) for f in FAMILIES}
+    return {
+        f: (
+            HFGenerator(loaded_policy(f), max_batch=16),
+            HFGenerator(loaded_policy(f), max_batch=16, share_prefill=False),
+        )
+        for f in FAMILIES
+    }
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("temperature", [1.0, 0.0])
-def test_g_rollouts_of_one_prompt_equal_independent_prefills(family, temperature, pair, video_frames) -> None:
+def test_g_rollouts_of_one_prompt_equal_independent_prefills(
+    family, temperature, pair, video_frames
+) -> None:
     shared_gen, plain_gen = pair[family]
-    base = _request(shared_gen.codec, video_frames, "What colour is the flash?",
-                    SamplingParams(temperature=temperature, max_new_tokens=12))
+    base = _request(
+        shared_gen.codec,
+        video_frames,
+        "What colour is the flash?",
+        SamplingParams(temperature=temperature, max_new_tokens=12),
+    )
     reqs = [replace(base, sampling=replace(base.sampling, seed=100 + g)) for g in range(8)]
     shared, n_shared = _run(shared_gen, reqs)
     alone, n_alone = _run(plain_gen, reqs)
@@ -86,9 +106,18 @@ def test_mixed_batch_shares_per_distinct_prompt(family, pair, video_frames) -> N
     row with its own seed: every row equals its unshared twin."""
     shared_gen, plain_gen = pair[family]
     s = SamplingParams(temperature=0.8, max_new_tokens=10)
-    qs = ["Where?", "When does the digit appear in the video?", "Count the flashes, then answer briefly."]
-    reqs = [replace(r := _request(shared_gen.codec, video_frames, qs[k], s), sampling=replace(r.sampling, seed=7 * i))
-            for i, k in enumerate([0, 1, 0, 2, 1, 0])]
+    qs = [
+        "Where?",
+        "When does the digit appear in the video?",
+        "Count the flashes, then answer briefly.",
+    ]
+    reqs = [
+        replace(
+            r := _request(shared_gen.codec, video_frames, qs[k], s),
+            sampling=replace(r.sampling, seed=7 * i),
+        )
+        for i, k in enumerate([0, 1, 0, 2, 1, 0])
+    ]
     shared, n_shared = _run(shared_gen, reqs)
     alone, n_alone = _run(plain_gen, reqs)
     _assert_same(shared, alone)
@@ -109,5 +138,10 @@ def test_share_plan_keys_on_token_ids_and_media_content(video_frames) -> None:
 
     a = req((1, 2, 3), video_frames)
     assert share_plan([a, req((1, 2, 3), copy), a]) == ([0], [0, 0, 0])
-    assert share_plan([a, req((1, 2, 3), changed), req((1, 2, 3), shifted), req((1, 2, 4), video_frames)]) is None
+    assert (
+        share_plan(
+            [a, req((1, 2, 3), changed), req((1, 2, 3), shifted), req((1, 2, 4), video_frames)]
+        )
+        is None
+    )
     assert share_plan([a, req((1, 2, 3), changed), a]) == ([0, 1], [0, 1, 0])

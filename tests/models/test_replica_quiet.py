@@ -12,10 +12,13 @@ from paravt.models.hf.replicas import ReplicaGenerator
 
 
 @pytest.mark.timeout(180)
-def test_worker_load_prints_no_progress_bar(tiny_qwen3_dir: str, capfd: pytest.CaptureFixture[str]) -> None:
+def test_worker_load_prints_no_progress_bar(
+    tiny_qwen3_dir: str, capfd: pytest.CaptureFixture[str]
+) -> None:
     from transformers.utils import logging as hf_logging
 
-    hf_logging.enable_progress_bar()  # the parent's own setting must not be what keeps the worker quiet
+    # the parent's own setting must not be what keeps the worker quiet
+    hf_logging.enable_progress_bar()
     policy = load_policy(tiny_qwen3_dir)
     capfd.readouterr()
     gen = ReplicaGenerator(policy, 2)

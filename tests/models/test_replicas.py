@@ -19,9 +19,9 @@ import torch
 
 from paravt.errors import ModelError
 from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParams
+from paravt.models.hf import replica_handle
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import LoadedPolicy, load_policy
-from paravt.models.hf import replica_handle
 from paravt.models.hf.replica_handle import Replica
 from paravt.models.hf.replicas import ReplicaGenerator, hf_generator
 from paravt.video.types import Frames
@@ -44,41 +44,67 @@ def replicas(policy: LoadedPolicy) -> Iterator[ReplicaGenerator]:
     gen.close()
 
 
-def _window_request(gen: ReplicaGenerator | HFGenerator, frames: Frames, i: int, temperature: float) -> GenRequest:
-    msgs = (ChatMessage("system", "Summarise the window."),
-            ChatMessage("user", f"<video>\nWindow {i}: {10 * i}-{10 * i + 8} s. What happens?", videos=(frames,)))
+def _window_request(
+    gen: ReplicaGenerator | HFGenerator, frames: Frames, i: int, temperature: float
+) -> GenRequest:
+    msgs = (
+        ChatMessage("system", "Summarise the window."),
+        ChatMessage(
+            "user", f"<video>\nWindow {i}: {10 * i}-{10 * i + 8} s. What happens?", videos=(frames,)
+        ),
+    )
     enc = gen.codec.encode_messages(msgs)
-    return GenRequest(enc.ids + gen.codec.generation_prompt(""), msgs, enc.videos,
-                      sampling=SamplingParams(temperature=temperature, max_new_tokens=10, seed=100 + i))
+    return GenRequest(
+        enc.ids + gen.codec.generation_prompt(""),
+        msgs,
+        enc.videos,
+        sampling=SamplingParams(temperature=temperature, max_new_tokens=10, seed=100 + i),
+    )
 
 
 def _same(a: list[GenOutput], b: list[GenOutput]) -> None:
-    assert [o.finish_reason for o in a] == [o.finish_reason for o in b] and "error" not in {o.finish_reason for o in a}
+    assert [o.finish_reason for o in a] == [o.finish_reason for o in b] and "error" not in {
+        o.finish_reason for o in a
+    }
     assert [o.token_ids for o in a] == [o.token_ids for o in b]
     for x, y in zip(a, b):
         np.testing.assert_allclose(x.logprobs, y.logprobs, atol=1e-4)
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
-def test_replicas_give_the_outputs_of_one_process(replicas, policy, video_frames, temperature) -> None:
+def test_replicas_give_the_outputs_of_one_process(
+    replicas, policy, video_frames, temperature
+) -> None:
     reqs = [_window_request(replicas, video_frames, i, temperature) for i in range(4)]
     split = asyncio.run(replicas.generate(reqs))
-    assert {o.metrics["replica"] for o in split} == {0.0, 1.0}  # the K sub-agents went to both engines
+    assert {o.metrics["replica"] for o in split} == {
+        0.0,
+        1.0,
+    }  # the K sub-agents went to both engines
     _same(split, HFGenerator(policy).run_batch(reqs))
 
 
 def test_rollouts_spread_and_each_next_turn_follows_its_kept_cache(replicas, video_frames) -> None:
-    """G rollouts of one prompt (each its own call, as run_group makes them) spread over the engines;
-    the next turn of each goes to the engine that kept its KV cache, and runs only its new tokens."""
+    """G rollouts of one prompt (each its own call, as run_group makes them) spread over the
+    engines;
+    the next turn of each goes to the engine that kept its KV cache, and runs only its new
+    tokens."""
     base = _window_request(replicas, video_frames, 0, 1.0)
     turn1 = [replace(base, keep_kv=True, sampling=replace(base.sampling, seed=s)) for s in range(4)]
 
     async def group(reqs: list[GenRequest]) -> list[GenOutput]:
-        return [o for outs in await asyncio.gather(*(replicas.generate([r]) for r in reqs)) for o in outs]
+        return [
+            o
+            for outs in await asyncio.gather(*(replicas.generate([r]) for r in reqs))
+            for o in outs
+        ]
 
     first = asyncio.run(group(turn1))
     assert {o.metrics["replica"] for o in first} == {0.0, 1.0}
-    turn2 = [replace(r, prompt_ids=r.prompt_ids + o.token_ids + (11, 12), keep_kv=False) for r, o in zip(turn1, first)]
+    turn2 = [
+        replace(r, prompt_ids=r.prompt_ids + o.token_ids + (11, 12), keep_kv=False)
+        for r, o in zip(turn1, first)
+    ]
     second = asyncio.run(group(list(reversed(turn2))))[::-1]
     assert [o.metrics["replica"] for o in second] == [o.metrics["replica"] for o in first]
     assert all(o.metrics["prefill_tokens"] <= 3 for o in second)  # the kept cache was used
@@ -96,14 +122,17 @@ def test_weights_follow_in_place_updates(replicas, policy, video_frames) -> None
     assert after[0].token_ids != before[0].token_ids
     _same(after, replicas.local.run_batch([req]))
     head = policy.model.get_output_embeddings()
-    head.weight = torch.nn.Parameter(head.weight.detach() * -1.0)  # a replaced parameter, not an in-place write
+    head.weight = torch.nn.Parameter(
+        head.weight.detach() * -1.0
+    )  # a replaced parameter, not an in-place write
     _same(remote.call([req]), replicas.local.run_batch([req]))
 
 
 def test_rows_in_flight_are_uncounted_when_a_call_is_cancelled(replicas, video_frames) -> None:
     async def cancelled() -> None:
-        task = asyncio.ensure_future(replicas.generate([_window_request(replicas, video_frames, i, 0.0)
-                                                        for i in range(4)]))
+        task = asyncio.ensure_future(
+            replicas.generate([_window_request(replicas, video_frames, i, 0.0) for i in range(4)])
+        )
         await asyncio.sleep(0)  # routed and counted, the engines' tasks not started yet
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -121,7 +150,9 @@ def test_a_dead_replica_loses_no_request(policy, video_frames, capsys) -> None:
     outs = asyncio.run(gen.generate(reqs))
     _same(outs, gen.local.run_batch(reqs))
     assert "replica 1 is down" in capsys.readouterr().err
-    assert asyncio.run(gen.generate(reqs[:1]))[0].metrics["replica"] == 0.0  # not routed there again
+    assert (
+        asyncio.run(gen.generate(reqs[:1]))[0].metrics["replica"] == 0.0
+    )  # not routed there again
     gen.close()
 
 
@@ -131,7 +162,9 @@ def test_close_stops_the_workers_and_serving_goes_on(policy, video_frames) -> No
     asyncio.run(gen.aclose())
     assert not proc.is_alive()
     outs = asyncio.run(gen.generate([_window_request(gen, video_frames, i, 0.0) for i in range(2)]))
-    assert {o.metrics["replica"] for o in outs} == {0.0} and "error" not in {o.finish_reason for o in outs}
+    assert {o.metrics["replica"] for o in outs} == {0.0} and "error" not in {
+        o.finish_reason for o in outs
+    }
 
 
 def test_replicas_are_for_a_cpu_and_a_checkpoint_directory(policy) -> None:
@@ -139,7 +172,10 @@ def test_replicas_are_for_a_cpu_and_a_checkpoint_directory(policy) -> None:
     with pytest.raises(ModelError, match="at least 2"):
         ReplicaGenerator(policy, 1)
     with pytest.raises(ModelError, match="checkpoint directory"):
-        ReplicaGenerator(LoadedPolicy(policy.model, policy.processor, policy.tokenizer, policy.family, path=""), 2)
+        ReplicaGenerator(
+            LoadedPolicy(policy.model, policy.processor, policy.tokenizer, policy.family, path=""),
+            2,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +185,9 @@ def fragile(policy: LoadedPolicy) -> Iterator[ReplicaGenerator]:
     gen.close()
 
 
-def test_a_stopped_replica_is_killed_at_its_deadline_and_its_rows_served_here(fragile, video_frames, capsys) -> None:
+def test_a_stopped_replica_is_killed_at_its_deadline_and_its_rows_served_here(
+    fragile, video_frames, capsys
+) -> None:
     """Issue 28 item 6: SIGSTOP on a worker used to hang the call forever (the pipe read had no
     deadline); now the watchdog kills it at timeout_s, its rows are served by this process with
     the outputs one process gives, and a fresh worker is started."""
@@ -164,7 +202,9 @@ def test_a_stopped_replica_is_killed_at_its_deadline_and_its_rows_served_here(fr
     _same(outs, fragile.local.run_batch(reqs))
     assert elapsed < 3.0 + 20.0, elapsed  # the deadline plus serving 4 rows here
     stopped.join(timeout=5)
-    assert stopped.exitcode == -signal.SIGKILL and remote.restarts == 1 and remote.proc is not stopped
+    assert (
+        stopped.exitcode == -signal.SIGKILL and remote.restarts == 1 and remote.proc is not stopped
+    )
     assert "no answer within 3 s" in capsys.readouterr().err
     assert fragile.wait_started(timeout_s=120.0)  # the restarted worker serves again
     assert remote.call(reqs[:1])[0].finish_reason != "error"
@@ -183,7 +223,10 @@ def test_a_replica_reply_over_its_cap_is_an_error_per_row(fragile, video_frames)
     finally:
         remote.max_reply_bytes_per_row = cap
     assert [o.finish_reason for o in outs] == ["error", "error"]
-    assert all("exceeds 128 bytes (64 per row)" in (o.error or "") and not o.metrics.get("replica_lost") for o in outs)
+    assert all(
+        "exceeds 128 bytes (64 per row)" in (o.error or "") and not o.metrics.get("replica_lost")
+        for o in outs
+    )
     assert remote.restarts == restarts + 1
 
 
@@ -222,7 +265,10 @@ class _FakeReplica(Replica):
 
     def _round_trip(self, requests: Sequence[GenRequest], t0: float) -> list[GenOutput]:
         time.sleep(self.reply_after_s)
-        return [GenOutput(token_ids=(1,), logprobs=(0.0,), text="ok", finish_reason="stop") for _ in requests]
+        return [
+            GenOutput(token_ids=(1,), logprobs=(0.0,), text="ok", finish_reason="stop")
+            for _ in requests
+        ]
 
 
 def _fake_request() -> GenRequest:
@@ -245,7 +291,8 @@ def test_a_watchdog_firing_just_after_the_reply_restarts_the_worker_it_killed(ca
 def test_a_batch_queued_for_a_restarting_worker_is_handed_back_at_once(monkeypatch) -> None:
     """After a restart, a batch queued for the worker used to wait for its "ready" up to
     _START_TIMEOUT_S (300 s), outside replica_timeout_s; now its rows come back lost at once (this
-    process serves them), the worker serves once it is ready, and one that never starts is dropped."""
+    process serves them), the worker serves once it is ready, and one that never starts is
+    dropped."""
     monkeypatch.setattr(replica_handle, "_START_TIMEOUT_S", 2.0)
     rep = _FakeReplica(timeout_s=60.0, reply_after_s=0.0)  # restarted: no "ready" yet
     t0 = time.monotonic()
@@ -268,6 +315,11 @@ def test_the_replica_timeout_default_is_the_configs() -> None:
     from paravt.config import ModelConfig
 
     want = ModelConfig().replica_timeout_s
-    params = [(hf_generator, "replica_timeout_s"), (ReplicaGenerator, "timeout_s"), (Replica, "timeout_s")]
-    assert {f.__qualname__: inspect.signature(f).parameters[p].default for f, p in params} == \
-        {f.__qualname__: want for f, _ in params}
+    params = [
+        (hf_generator, "replica_timeout_s"),
+        (ReplicaGenerator, "timeout_s"),
+        (Replica, "timeout_s"),
+    ]
+    assert {f.__qualname__: inspect.signature(f).parameters[p].default for f, p in params} == {
+        f.__qualname__: want for f, _ in params
+    }

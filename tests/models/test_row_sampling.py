@@ -21,7 +21,9 @@ def gen(tiny_qwen3_dir: str) -> HFGenerator:
 def _req(codec: ChatCodec, text: str, seed: int, n: int = 12) -> GenRequest:
     msgs = (ChatMessage("user", text),)
     ids = codec.encode_messages(msgs).ids + codec.generation_prompt("<think>\n")
-    return GenRequest(ids, msgs, sampling=SamplingParams(temperature=0.7, max_new_tokens=n, seed=seed))
+    return GenRequest(
+        ids, msgs, sampling=SamplingParams(temperature=0.7, max_new_tokens=n, seed=seed)
+    )
 
 
 def test_a_rows_sample_does_not_depend_on_its_batch(gen: HFGenerator) -> None:
@@ -41,7 +43,9 @@ def test_row_sampler_draws_from_the_tempered_distribution() -> None:
     logits = torch.tensor([2.0, 1.0, 0.0, -1.0, float("-inf")])
     n = 4000
     sampler = RowSampler(list(range(n)), 0.7, torch.device("cpu"))
-    picks = sampler(torch.zeros(n, 1, dtype=torch.long), logits.expand(n, 5).clone()).argmax(-1)  # (n,)
+    picks = sampler(torch.zeros(n, 1, dtype=torch.long), logits.expand(n, 5).clone()).argmax(
+        -1
+    )  # (n,)
     freq = torch.bincount(picks, minlength=5).float() / n
     target = torch.softmax(logits / 0.7, dim=-1)  # [0.745, 0.179, 0.043, 0.010, 0]
     assert freq[4] == 0

@@ -12,14 +12,21 @@ import torch
 from typer.testing import CliRunner
 
 from paravt.cli import app as cli_app
+from paravt.data.synth.tiny import SIZES, build_tiny
 from paravt.errors import ModelError
 from paravt.models.hf.loading import accelerator_attention, load_policy
-from paravt.data.synth.tiny import SIZES, build_tiny
 
 
-@pytest.mark.parametrize("family,cls", [("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration"),
-                                        ("qwen3_vl", "Qwen3VLForConditionalGeneration")])
-def test_tiny_checkpoint_loads_with_auto_classes_and_matching_token_ids(family, cls, loaded_policy) -> None:
+@pytest.mark.parametrize(
+    "family,cls",
+    [
+        ("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration"),
+        ("qwen3_vl", "Qwen3VLForConditionalGeneration"),
+    ],
+)
+def test_tiny_checkpoint_loads_with_auto_classes_and_matching_token_ids(
+    family, cls, loaded_policy
+) -> None:
     p = loaded_policy(family)
     assert type(p.model).__name__ == cls and p.family == family
     cfg, tok = p.model.config, p.tokenizer
@@ -33,7 +40,10 @@ def test_tiny_checkpoint_loads_with_auto_classes_and_matching_token_ids(family, 
 
 def test_tokenizer_keeps_protocol_numbers_and_phrases_short(loaded_policy) -> None:
     tok = loaded_policy("qwen3_vl").tokenizer
-    call = '<tool_call>\n{"name": "crop_video", "arguments": {"start_time": 30, "end_time": 60}}\n</tool_call>'
+    call = (
+        '<tool_call>\n{"name": "crop_video", "arguments": {"start_time": 30, "end_time": '
+        "60}}\n</tool_call>"
+    )
     n_call = len(tok(call, add_special_tokens=False)["input_ids"])
     n_bytes = len(call.encode())
     assert n_call < n_bytes / 2.5, (n_call, n_bytes)  # trained merges, not raw bytes
@@ -44,10 +54,16 @@ def test_tokenizer_keeps_protocol_numbers_and_phrases_short(loaded_policy) -> No
 def test_cli_builds_a_checkpoint_and_info_describes_it(tmp_path: Path) -> None:
     out = tmp_path / "m"
     cmd = [sys.executable, "-m", "paravt.cli.model"]
-    run = subprocess.run([*cmd, "tiny", "--family", "qwen2_5_vl", "--size", "xs", "--out", str(out), "--json"],
-                         capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [*cmd, "tiny", "--family", "qwen2_5_vl", "--size", "xs", "--out", str(out), "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     built = json.loads(run.stdout.strip().splitlines()[-1])
-    result = CliRunner().invoke(cli_app, ["model", "info", str(out), "--json"])  # in-process: one import less
+    result = CliRunner().invoke(
+        cli_app, ["model", "info", str(out), "--json"]
+    )  # in-process: one import less
     assert result.exit_code == 0, result.output
     facts = json.loads(result.stdout.strip().splitlines()[-1])
     assert facts["family"] == "qwen2_5_vl"
@@ -58,7 +74,9 @@ def test_same_seed_builds_identical_weights(tmp_path: Path) -> None:
     a = build_tiny("qwen3_vl", "xs", tmp_path / "a", seed=3)
     b = build_tiny("qwen3_vl", "xs", tmp_path / "b", seed=3)
     ma, mb = load_policy(a.path).model, load_policy(b.path).model
-    assert all(torch.equal(x, y) for x, y in zip(ma.state_dict().values(), mb.state_dict().values()))
+    assert all(
+        torch.equal(x, y) for x, y in zip(ma.state_dict().values(), mb.state_dict().values())
+    )
 
 
 def test_loading_a_missing_checkpoint_says_how_to_get_one(tmp_path: Path) -> None:
@@ -71,7 +89,9 @@ def test_unknown_size_is_rejected_with_choices(tmp_path: Path) -> None:
         build_tiny("qwen3_vl", "xl", tmp_path)
 
 
-def test_new_models_get_the_protocol_tokenizer_and_legacy_checkpoints_load_with_theirs(tmp_path: Path) -> None:
+def test_new_models_get_the_protocol_tokenizer_and_legacy_checkpoints_load_with_theirs(
+    tmp_path: Path,
+) -> None:
     """The tokenizer is saved with the model: a checkpoint built with the ≈ 530-token legacy
     tokenizer still loads with it (same ids as the legacy builder), whatever the default."""
     from paravt.models.tokenizer import train_tokenizer
@@ -85,7 +105,10 @@ def test_new_models_get_the_protocol_tokenizer_and_legacy_checkpoints_load_with_
     text = system_prompt("parallel")
     legacy_ids = train_tokenizer("legacy")(text, add_special_tokens=False)["input_ids"]
     assert p.tokenizer(text, add_special_tokens=False)["input_ids"] == legacy_ids
-    assert len(load_policy(new.path).tokenizer(text, add_special_tokens=False)["input_ids"]) < len(legacy_ids) / 2
+    assert (
+        len(load_policy(new.path).tokenizer(text, add_special_tokens=False)["input_ids"])
+        < len(legacy_ids) / 2
+    )
 
 
 def test_accelerator_attention_turns_cudnn_sdpa_off_on_cuda_only() -> None:

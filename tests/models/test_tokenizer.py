@@ -9,9 +9,9 @@ import pytest
 from paravt.data.synth.corpus import protocol_corpus
 from paravt.data.synth.prior import long_think, tool_code_call
 from paravt.errors import ModelError
+from paravt.models.tokenizer import QWEN_SPECIAL_TOKENS, train_tokenizer
 from paravt.protocol import prompts
 from paravt.protocol import tags as T
-from paravt.models.tokenizer import QWEN_SPECIAL_TOKENS, train_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -27,21 +27,38 @@ def legacy_tok():  # noqa: ANN201
 def _sample() -> list[str]:
     """Protocol text written here, with numbers and windows the corpus need not hold verbatim."""
     calls = [T.render_crop_call(a, a + 37) for a in (0, 37, 74, 111, 148.5)]
-    lines = [T.render_result_line(i + 1, a, a + 37, "Nothing brief appears in this window.")
-             for i, a in enumerate((0, 37, 74, 111))]
-    lines.append(T.render_result_line(5, 148, 185, "A large magenta cross appears from 161 s to 166 s."))
+    lines = [
+        T.render_result_line(i + 1, a, a + 37, "Nothing brief appears in this window.")
+        for i, a in enumerate((0, 37, 74, 111))
+    ]
+    lines.append(
+        T.render_result_line(5, 148, 185, "A large magenta cross appears from 161 s to 166 s.")
+    )
     rng = np.random.default_rng(5)
     return [
-        prompts.system_prompt("parallel"), prompts.system_prompt("sequential"), prompts.system_prompt("none"),
-        prompts.user_prompt("Which large shape briefly appears?", ["magenta cross", "blue circle", "red square",
-                            "cyan cross"], duration=185, nframes=16),
-        prompts.subagent_system_prompt(), prompts.subagent_user_prompt("Which digit briefly appears in large "
-                                                                       "print?", 74, 111),
-        T.render_tool_turn("The overview shows no brief event. I will search 5 windows in parallel.", calls),
+        prompts.system_prompt("parallel"),
+        prompts.system_prompt("sequential"),
+        prompts.system_prompt("none"),
+        prompts.user_prompt(
+            "Which large shape briefly appears?",
+            ["magenta cross", "blue circle", "red square", "cyan cross"],
+            duration=185,
+            nframes=16,
+        ),
+        prompts.subagent_system_prompt(),
+        prompts.subagent_user_prompt("Which digit briefly appears in large print?", 74, 111),
+        T.render_tool_turn(
+            "The overview shows no brief event. I will search 5 windows in parallel.", calls
+        ),
         T.render_tool_response_body(lines),
-        T.render_answer("Window [5] shows it. The needle is a large magenta cross from 161 s to 166 s.", "A"),
+        T.render_answer(
+            "Window [5] shows it. The needle is a large magenta cross from 161 s to 166 s.", "A"
+        ),
         long_think(rng, 4, "I will crop 0 to 37 s.") + tool_code_call(0, 37),
-        "".join(f"<{t:.1f} seconds><|vision_start|><|video_pad|><|vision_end|>" for t in np.arange(3.5, 185, 11.5)),
+        "".join(
+            f"<{t:.1f} seconds><|vision_start|><|video_pad|><|vision_end|>"
+            for t in np.arange(3.5, 185, 11.5)
+        ),
     ]
 
 
@@ -65,7 +82,10 @@ def test_text_after_a_newline_tokenizes_the_same_alone_and_appended(protocol_tok
     """Trajectories concatenate pieces (forced ``<think>\\n`` prefix, then sampled text; a turn,
     then its closing newline): the ids must equal those of the whole text."""
     enc = lambda s: protocol_tok(s, add_special_tokens=False)["input_ids"]  # noqa: E731
-    for body in ("The overview shows no brief event.", "I will search 4 windows in parallel.\n</think>"):
+    for body in (
+        "The overview shows no brief event.",
+        "I will search 4 windows in parallel.\n</think>",
+    ):
         assert enc(T.THINK_PREFIX) + enc(body) == enc(T.THINK_PREFIX + body)
     turn = T.render_answer("The needle is a large digit 7 from 12 s to 15 s.", "C")
     assert enc(turn) + enc("\n") == enc(turn + "\n")
@@ -79,7 +99,10 @@ def test_protocol_tokenizer_halves_the_tokens_of_the_legacy_one(protocol_tok, le
 
 
 def test_same_seed_trains_the_same_vocabulary(protocol_tok) -> None:
-    assert train_tokenizer("protocol", corpus=protocol_corpus()).get_vocab() == protocol_tok.get_vocab()
+    assert (
+        train_tokenizer("protocol", corpus=protocol_corpus()).get_vocab()
+        == protocol_tok.get_vocab()
+    )
 
 
 def test_unknown_tokenizer_kind_is_rejected_with_choices() -> None:

@@ -16,26 +16,53 @@ from paravt.protocol.tags import THINK_PREFIX
 from paravt.video.types import Frames
 
 
-def _next_turn(codec: ChatCodec, req: GenRequest, out: GenOutput, crop: Frames | None, seed: int) -> GenRequest:
+def _next_turn(
+    codec: ChatCodec, req: GenRequest, out: GenOutput, crop: Frames | None, seed: int
+) -> GenRequest:
     """The main agent's next prompt as the episode builds it: appended, never re-rendered."""
-    tool = ChatMessage("tool", "<video>\nthe window 1.0-3.0 s" if crop is not None else "no frames: error",
-                       videos=(crop,) if crop is not None else ())
+    tool = ChatMessage(
+        "tool",
+        "<video>\nthe window 1.0-3.0 s" if crop is not None else "no frames: error",
+        videos=(crop,) if crop is not None else (),
+    )
     enc = codec.encode_message(tool)
-    ids = (req.prompt_ids + out.token_ids + codec.close_turn(out.token_ids) + enc.ids
-           + codec.generation_prompt(THINK_PREFIX))
-    return replace(req, prompt_ids=ids, messages=req.messages + (tool,), videos=req.videos + enc.videos,
-                   sampling=replace(req.sampling, seed=seed))
+    ids = (
+        req.prompt_ids
+        + out.token_ids
+        + codec.close_turn(out.token_ids)
+        + enc.ids
+        + codec.generation_prompt(THINK_PREFIX)
+    )
+    return replace(
+        req,
+        prompt_ids=ids,
+        messages=req.messages + (tool,),
+        videos=req.videos + enc.videos,
+        sampling=replace(req.sampling, seed=seed),
+    )
 
 
 @pytest.fixture(scope="module")
 def pair(loaded_policy):  # type: ignore[no-untyped-def]
-    return {f: (HFGenerator(loaded_policy(f), turn_cache_entries=8),
-                HFGenerator(loaded_policy(f), share_prefill=False, turn_cache_entries=0)) for f in FAMILIES}
+    return {
+        f: (
+            HFGenerator(loaded_policy(f), turn_cache_entries=8),
+            HFGenerator(loaded_policy(f), share_prefill=False, turn_cache_entries=0),
+        )
+        for f in FAMILIES
+    }
 
 
 def _turn1(gen: HFGenerator, video: Frames, n: int = 3) -> list[GenRequest]:
-    base = replace(_request(gen.codec, video, "What colour is the flash?",
-                            SamplingParams(temperature=1.0, max_new_tokens=10)), keep_kv=True)
+    base = replace(
+        _request(
+            gen.codec,
+            video,
+            "What colour is the flash?",
+            SamplingParams(temperature=1.0, max_new_tokens=10),
+        ),
+        keep_kv=True,
+    )
     return [replace(base, sampling=replace(base.sampling, seed=50 + g)) for g in range(n)]
 
 
@@ -46,7 +73,10 @@ def test_next_turn_prefills_only_its_new_tokens(family, pair, video_frames) -> N
     first, _ = _run(cached, reqs)
     assert len(cached.prefiller.turns) == 3  # one kept cache per row
     crop = Frames(video_frames.array[2:6], video_frames.timestamps[2:6])
-    nxt = [_next_turn(cached.codec, r, o, c, 900 + i) for i, (r, o, c) in enumerate(zip(reqs, first, [crop, None, crop]))]
+    nxt = [
+        _next_turn(cached.codec, r, o, c, 900 + i)
+        for i, (r, o, c) in enumerate(zip(reqs, first, [crop, None, crop]))
+    ]
     with_cache, n_cached = _run(cached, nxt)
     full, n_full = _run(plain, nxt)
     _assert_same(with_cache, full)
@@ -77,10 +107,21 @@ def test_kept_shared_and_fresh_rows_in_one_batch(family, pair, video_frames) -> 
     cached, plain = pair[family]
     reqs = _turn1(cached, video_frames, n=2)
     first, _ = _run(cached, reqs)
-    nxt = [_next_turn(cached.codec, r, o, None, 300 + i) for i, (r, o) in enumerate(zip(reqs, first))]
-    new = _request(cached.codec, video_frames, "Count the flashes.", SamplingParams(temperature=1.0, max_new_tokens=10))
-    batch = [nxt[0], replace(new, sampling=replace(new.sampling, seed=1)), nxt[1],
-             replace(new, sampling=replace(new.sampling, seed=2))]
+    nxt = [
+        _next_turn(cached.codec, r, o, None, 300 + i) for i, (r, o) in enumerate(zip(reqs, first))
+    ]
+    new = _request(
+        cached.codec,
+        video_frames,
+        "Count the flashes.",
+        SamplingParams(temperature=1.0, max_new_tokens=10),
+    )
+    batch = [
+        nxt[0],
+        replace(new, sampling=replace(new.sampling, seed=1)),
+        nxt[1],
+        replace(new, sampling=replace(new.sampling, seed=2)),
+    ]
     mixed, n_mixed = _run(cached, batch)
     full, _ = _run(plain, batch)
     _assert_same(mixed, full)

@@ -5,17 +5,34 @@ PRE = "<think>\n"
 
 
 def test_tool_turn_then_answer_turn() -> None:
-    text = (PRE + "plan the search\n</think>\n" + render_crop_call(0, 30) + render_crop_call(30, 60)
-            + "<tool_response>[1] <answer>Z</answer></tool_response><think>\nok\n</think><answer>A</answer>")
+    text = (
+        PRE
+        + "plan the search\n</think>\n"
+        + render_crop_call(0, 30)
+        + render_crop_call(30, 60)
+        + "<tool_response>[1] "
+        "<answer>Z</answer></tool_response><think>\nok\n</think><answer>A</answer>"
+    )
     s = format_stats(text)
-    assert (s.think_opened, s.think_closed, s.think_unclosed, s.think_chars) == (True, True, False, 15)
+    assert (s.think_opened, s.think_closed, s.think_unclosed, s.think_chars) == (
+        True,
+        True,
+        False,
+        15,
+    )
     assert (s.think_first, s.answer_opened, s.answer_closed, s.balanced, s.flow) == (True,) * 5
     assert (s.n_tool_call, s.n_tool_call_ok, s.n_calls, s.n_tool_code) == (2, 2, 2, 0)
 
 
 def test_unclosed_think_is_flagged_and_not_first() -> None:
     s = format_stats(PRE + "rambling forever")
-    assert (s.think_closed, s.think_unclosed, s.think_first, s.balanced, s.flow) == (False, True, False, False, False)
+    assert (s.think_closed, s.think_unclosed, s.think_first, s.balanced, s.flow) == (
+        False,
+        True,
+        False,
+        False,
+        False,
+    )
 
 
 def test_think_closed_requires_the_next_tag_to_close_it() -> None:
@@ -24,8 +41,10 @@ def test_think_closed_requires_the_next_tag_to_close_it() -> None:
 
 
 def test_python_call_and_unclosed_call_are_not_json_closed() -> None:
-    s = format_stats(PRE + "look</think><tool_call>crop_video(1, 2)</tool_call>"
-                     '<tool_call>{"name": "crop_video", "arguments": {}}')
+    s = format_stats(
+        PRE + "look</think><tool_call>crop_video(1, 2)</tool_call>"
+        '<tool_call>{"name": "crop_video", "arguments": {}}'
+    )
     assert (s.n_tool_call, s.n_tool_call_ok, s.balanced) == (2, 0, False)
 
 

@@ -37,19 +37,27 @@ def test_non_finite_or_huge_time_is_a_call_error_and_is_not_kept(body: str, bad_
     assert len(call.error) < 200  # a 400-digit value is not echoed whole
     assert bad_key not in call.arguments  # the invalid value is gone, not kept beside the error
     assert call.window is None
-    (checked,) = validate_calls([call], duration=10.0, k_max=4, min_window=1.0, known_tools={"crop_video"})
+    (checked,) = validate_calls(
+        [call], duration=10.0, k_max=4, min_window=1.0, known_tools={"crop_video"}
+    )
     assert checked.error == call.error and checked.window is None
 
 
 def test_valid_neighbour_call_still_runs_beside_a_malformed_one() -> None:
-    text = ("<tool_call>crop_video(1e999, 2e999)</tool_call>"
-            '<tool_call>{"name": "crop_video", "arguments": {"start_time": 2, "end_time": 6}}</tool_call>')
-    bad, good = validate_calls(parse_calls(text).calls, duration=10.0, k_max=4, min_window=1.0,
-                               known_tools={"crop_video"})
+    text = (
+        "<tool_call>crop_video(1e999, 2e999)</tool_call>"
+        '<tool_call>{"name": "crop_video", "arguments": {"start_time": 2, "end_time": '
+        "6}}</tool_call>"
+    )
+    bad, good = validate_calls(
+        parse_calls(text).calls, duration=10.0, k_max=4, min_window=1.0, known_tools={"crop_video"}
+    )
     assert bad.error is not None and good.error is None and good.window == (2.0, 6.0)
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 10 ** 400], ids=["nan", "inf", "-inf", "1e400"])
+@pytest.mark.parametrize(
+    "value", [math.nan, math.inf, -math.inf, 10**400], ids=["nan", "inf", "-inf", "1e400"]
+)
 def test_fmt_time_is_total(value: float) -> None:
     assert T.fmt_time(value) == "--:--"
     assert T.render_result_line(1, value, 5.0, "error: x") == "[1] --:--–00:05: error: x"
@@ -57,4 +65,8 @@ def test_fmt_time_is_total(value: float) -> None:
 
 def test_fmt_time_still_formats_real_times() -> None:
     assert (T.fmt_time(0), T.fmt_time(79.6), T.fmt_time(3661), T.fmt_time(-3)) == (
-        "00:00", "01:20", "1:01:01", "00:00")
+        "00:00",
+        "01:20",
+        "1:01:01",
+        "00:00",
+    )

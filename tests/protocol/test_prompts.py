@@ -24,18 +24,31 @@ def test_direct_mode_has_no_tools() -> None:
 
 
 def test_tool_section_is_generated_from_specs() -> None:
-    spec = P.ToolSpec("frame_select", "Pick frames.", {"type": "object", "properties": {
-        "query": {"type": "string"}}, "required": ["query"]})
+    spec = P.ToolSpec(
+        "frame_select",
+        "Pick frames.",
+        {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+    )
     text = P.system_prompt("sequential", [spec])
-    assert "- frame_select: Pick frames." in text and '{"name": "frame_select", "arguments": {"query": "..."}}' in text
+    assert (
+        "- frame_select: Pick frames." in text
+        and '{"name": "frame_select", "arguments": {"query": "..."}}' in text
+    )
 
 
 def test_user_prompt_has_one_video_marker_with_frames_and_none_on_demand() -> None:
     with_frames = P.user_prompt("What colour?", ["red", "B. blue"], duration=125, nframes=16)
     assert with_frames.count("<video>") == 1 and "A. red\nB. blue" in with_frames
     assert "125 s (02:05), 16 frames" in with_frames
-    on_demand = P.user_prompt("What colour?", None, duration=62.5, nframes=0, fps=2.0, size=(160, 120))
-    assert "<video>" not in on_demand and "62.5 s" in on_demand and "2 fps" in on_demand and "160x120" in on_demand
+    on_demand = P.user_prompt(
+        "What colour?", None, duration=62.5, nframes=0, fps=2.0, size=(160, 120)
+    )
+    assert (
+        "<video>" not in on_demand
+        and "62.5 s" in on_demand
+        and "2 fps" in on_demand
+        and "160x120" in on_demand
+    )
 
 
 def test_subagent_and_observation_texts_have_one_marker_and_the_window() -> None:

@@ -11,32 +11,53 @@ from paravt.repro.task_check import cold_start_task_checks
 
 def _rows(scores: dict[tuple[str, int], list[float]]) -> list[dict[str, Any]]:
     """Eval rows: one per (mode, n, question index), question ids shared across modes and n."""
-    return [{"id": f"q{i}", "mode": mode, "nframes": n, "score": s, "seed": 0, "tool_necessary": n == 4}
-            for (mode, n), ss in scores.items() for i, s in enumerate(ss)]
+    return [
+        {"id": f"q{i}", "mode": mode, "nframes": n, "score": s, "seed": 0, "tool_necessary": n == 4}
+        for (mode, n), ss in scores.items()
+        for i, s in enumerate(ss)
+    ]
 
 
 def _diag(hits: int, of: int, false: int, false_of: int) -> dict[str, Any]:
-    return {"recall": {"rate": hits / of if of else None, "hits": hits, "of": of},
-            "false_reports": {"rate": false / false_of if false_of else None, "hits": false, "of": false_of}}
+    return {
+        "recall": {"rate": hits / of if of else None, "hits": hits, "of": of},
+        "false_reports": {
+            "rate": false / false_of if false_of else None,
+            "hits": false,
+            "of": false_of,
+        },
+    }
 
 
 def _method_pays() -> list[dict[str, Any]]:
     # 40 questions: at n = 4 tools answer 30, directly 6; at n = 64 directly 32
-    return _rows({("parallel", 4): [1.0] * 30 + [0.0] * 10, ("none", 4): [1.0] * 6 + [0.0] * 34,
-                  ("none", 64): [1.0] * 32 + [0.0] * 8})
+    return _rows(
+        {
+            ("parallel", 4): [1.0] * 30 + [0.0] * 10,
+            ("none", 4): [1.0] * 6 + [0.0] * 34,
+            ("none", 64): [1.0] * 32 + [0.0] * 8,
+        }
+    )
 
 
 def test_a_cold_start_whose_tools_pay_passes_every_check() -> None:
     out = cold_start_task_checks(_method_pays(), _diag(36, 40, 3, 80), {"kappa": 2.4})
     assert out["tools_pay_at_4"]["value"]["parallel_minus_none"]["mean"] == 0.6  # (30 − 6) / 40
-    assert out["overview_suffices_at_64"]["value"]["none64_minus_none4"]["mean"] == 0.65  # (32 − 6) / 40
+    assert (
+        out["overview_suffices_at_64"]["value"]["none64_minus_none4"]["mean"] == 0.65
+    )  # (32 − 6) / 40
     assert {k: v["holds"] for k, v in out.items()} == dict.fromkeys(out, True)
 
 
 def test_tools_that_pay_no_more_than_answering_directly_fail() -> None:
     # the demo of issue 31: tools at n = 4 score 0.02, directly 0.06, direct at 64 0.09
-    rows = _rows({("parallel", 4): [1.0] + [0.0] * 47, ("none", 4): [1.0] * 3 + [0.0] * 45,
-                  ("none", 64): [1.0] * 4 + [0.0] * 44})
+    rows = _rows(
+        {
+            ("parallel", 4): [1.0] + [0.0] * 47,
+            ("none", 4): [1.0] * 3 + [0.0] * 45,
+            ("none", 64): [1.0] * 4 + [0.0] * 44,
+        }
+    )
     out = cold_start_task_checks(rows, _diag(1, 1, 0, 6), {"kappa": 0.38})
     assert not any(v["holds"] for v in out.values()), out
     assert out["cold_start_kappa"]["value"] == 0.38
@@ -44,34 +65,61 @@ def test_tools_that_pay_no_more_than_answering_directly_fail() -> None:
 
 def test_a_small_gain_or_one_without_a_positive_lower_bound_fails() -> None:
     # +0.10 on average: under the 0.15 the check asks for
-    rows = _rows({("parallel", 4): [1.0] * 10 + [0.0] * 30, ("none", 4): [1.0] * 6 + [0.0] * 34,
-                  ("none", 64): [1.0] * 14 + [0.0] * 26})
+    rows = _rows(
+        {
+            ("parallel", 4): [1.0] * 10 + [0.0] * 30,
+            ("none", 4): [1.0] * 6 + [0.0] * 34,
+            ("none", 64): [1.0] * 14 + [0.0] * 26,
+        }
+    )
     out = cold_start_task_checks(rows, {}, {})
-    assert not out["tools_pay_at_4"]["holds"] and out["overview_suffices_at_64"]["holds"]  # 0.2 exactly
+    assert (
+        not out["tools_pay_at_4"]["holds"] and out["overview_suffices_at_64"]["holds"]
+    )  # 0.2 exactly
     # +0.2 on average from 2 questions of 10: the interval reaches 0
-    noisy = _rows({("parallel", 4): [1.0, 1.0] + [0.0] * 8, ("none", 4): [0.0] * 10, ("none", 64): [0.0] * 10})
+    noisy = _rows(
+        {("parallel", 4): [1.0, 1.0] + [0.0] * 8, ("none", 4): [0.0] * 10, ("none", 64): [0.0] * 10}
+    )
     pay = cold_start_task_checks(noisy, {}, {})["tools_pay_at_4"]
     assert pay["value"]["parallel_minus_none"]["mean"] == 0.2 and not pay["holds"]
 
 
 def test_kappa_outside_the_band_fails_at_both_ends() -> None:
-    holds = {k: cold_start_task_checks([], {}, {"kappa": k})["cold_start_kappa"]["holds"]
-             for k in (0.5, 1.5, 2.5, 3.5, 4.9)}
+    holds = {
+        k: cold_start_task_checks([], {}, {"kappa": k})["cold_start_kappa"]["holds"]
+        for k in (0.5, 1.5, 2.5, 3.5, 4.9)
+    }
     assert holds == {0.5: False, 1.5: True, 2.5: True, 3.5: True, 4.9: False}
     assert not cold_start_task_checks([], {}, {})["cold_start_kappa"]["holds"]  # not measured
 
 
 def test_subagent_recall_needs_enough_windows_and_few_false_reports() -> None:
     rows = _method_pays()
-    check = {name: cold_start_task_checks(rows, d, {"kappa": 2.0})["subagent_recall"]["holds"]
-             for name, d in {"one window": _diag(1, 1, 0, 6), "29 windows": _diag(29, 29, 0, 60),
-                             "30 windows": _diag(30, 30, 0, 60), "reports everywhere": _diag(30, 30, 60, 60),
-                             "misses": _diag(20, 30, 0, 60)}.items()}
-    assert check == {"one window": False, "29 windows": False, "30 windows": True,
-                     "reports everywhere": False, "misses": False}
+    check = {
+        name: cold_start_task_checks(rows, d, {"kappa": 2.0})["subagent_recall"]["holds"]
+        for name, d in {
+            "one window": _diag(1, 1, 0, 6),
+            "29 windows": _diag(29, 29, 0, 60),
+            "30 windows": _diag(30, 30, 0, 60),
+            "reports everywhere": _diag(30, 30, 60, 60),
+            "misses": _diag(20, 30, 0, 60),
+        }.items()
+    }
+    assert check == {
+        "one window": False,
+        "29 windows": False,
+        "30 windows": True,
+        "reports everywhere": False,
+        "misses": False,
+    }
 
 
 def test_nothing_measured_never_holds() -> None:
     out = cold_start_task_checks([], {}, {})
-    assert set(out) == {"tools_pay_at_4", "overview_suffices_at_64", "cold_start_kappa", "subagent_recall"}
+    assert set(out) == {
+        "tools_pay_at_4",
+        "overview_suffices_at_64",
+        "cold_start_kappa",
+        "subagent_recall",
+    }
     assert not any(v["holds"] for v in out.values())

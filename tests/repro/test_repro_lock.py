@@ -24,8 +24,17 @@ from paravt.repro.bases import ensure_base
 def _hold_as(d: Path, pid: int, command: str) -> None:
     """A lock file in ``d`` naming ``pid`` on this host as its holder (what a live run writes)."""
     d.mkdir(parents=True, exist_ok=True)
-    (d / runlock.LOCK_NAME).write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "since": time.time(),
-                                                   "command": command, "token": f"t{pid}"}))
+    (d / runlock.LOCK_NAME).write_text(
+        json.dumps(
+            {
+                "pid": pid,
+                "host": socket.gethostname(),
+                "since": time.time(),
+                "command": command,
+                "token": f"t{pid}",
+            }
+        )
+    )
 
 
 @pytest.fixture
@@ -39,15 +48,22 @@ def stopped() -> Iterator[int]:
 
 
 def test_a_second_repro_on_the_same_out_is_refused_before_any_stage(tmp_path: Path) -> None:
-    """Before: it ran checkpoint selection beside the first and was refused 24 s later, at the eval."""
+    """Before: it ran checkpoint selection beside the first and was refused 24 s later, at the
+    eval."""
     out = tmp_path / "repro"
     _hold_as(out, os.getpid(), "paravt repro")  # this test process: alive
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "paravt", "repro", "--preset", "micro", "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "paravt", "repro", "--preset", "micro", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and f"pid {os.getpid()}" in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+    assert (
+        len(lines) == 1 and f"pid {os.getpid()}" in lines[0] and "Traceback" not in proc.stderr
+    ), proc.stderr
     assert not (out / "synth").exists()  # no stage started
     assert time.monotonic() - t0 < 60
 
@@ -55,13 +71,16 @@ def test_a_second_repro_on_the_same_out_is_refused_before_any_stage(tmp_path: Pa
 def test_the_wait_on_a_stopped_holder_is_bounded_and_names_it(tmp_path: Path, stopped: int) -> None:
     _hold_as(tmp_path, stopped, "paravt repro: base strong")
     t0 = time.monotonic()
-    with pytest.raises(runlock.OutputLocked, match=rf"pid {stopped} .*paravt repro: base strong.*lock_wait_s"):
+    with pytest.raises(
+        runlock.OutputLocked, match=rf"pid {stopped} .*paravt repro: base strong.*lock_wait_s"
+    ):
         runlock.acquire_waiting(tmp_path, "second", wait_s=0.6, poll_s=0.1)
     assert 0.5 < time.monotonic() - t0 < 5
 
 
 def test_the_base_builder_wait_uses_the_config_bound(tmp_path: Path, stopped: int) -> None:
-    """`ensure_base` waited without a limit on a stopped builder; now `lock_wait_s`, then one error."""
+    """`ensure_base` waited without a limit on a stopped builder; now `lock_wait_s`, then one
+    error."""
     _hold_as(tmp_path, stopped, "paravt repro: base strong")
     cfg = TrainConfig(lock_wait_s=0.4)
     t0 = time.monotonic()
@@ -74,7 +93,9 @@ def test_the_base_builder_wait_uses_the_config_bound(tmp_path: Path, stopped: in
 def test_a_holder_that_works_is_waited_for_past_the_bound(tmp_path: Path) -> None:
     """A live builder burning CPU is progress: the wait goes on past ``wait_s`` and the lock is
     taken once that run has ended (its lock left stale, as a killed or finished run's)."""
-    busy = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 2.0: pass"])
+    busy = subprocess.Popen(
+        [sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 2.0: pass"]
+    )
     threading.Thread(target=busy.wait, daemon=True).start()  # reaped when it ends, as a shell would
     try:
         _hold_as(tmp_path, busy.pid, "busy builder")

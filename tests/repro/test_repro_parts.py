@@ -21,31 +21,54 @@ from paravt.repro.variants import VARIANTS, pick, with_overrides
 def test_every_rl_variant_sets_the_three_switches_explicitly() -> None:
     for v in VARIANTS.values():
         if v.rl:
-            assert {"reward.anchor", "rollout.think_prefix", "rl.gating.enabled"} <= set(v.overrides), v.name
-    assert list(VARIANTS) == ["sft", "vanilla_grpo", "anchoring_only", "gating_only", "paragrpo",
-                              "paragrpo_no_rtool", "paragrpo_no_gamma", "weak_prior_vanilla", "weak_prior_paragrpo"]
+            assert {"reward.anchor", "rollout.think_prefix", "rl.gating.enabled"} <= set(
+                v.overrides
+            ), v.name
+    assert list(VARIANTS) == [
+        "sft",
+        "vanilla_grpo",
+        "anchoring_only",
+        "gating_only",
+        "paragrpo",
+        "paragrpo_no_rtool",
+        "paragrpo_no_gamma",
+        "weak_prior_vanilla",
+        "weak_prior_paragrpo",
+    ]
 
 
-@pytest.mark.parametrize(("name", "anchor", "prefix", "gating", "tool_mode", "gamma"), [
-    ("vanilla_grpo", False, False, False, "parse_bonus", 0.3),
-    ("anchoring_only", True, True, False, "parse_bonus", 0.3),
-    ("gating_only", False, False, True, "parse_bonus", 0.3),
-    ("paragrpo", True, True, True, "parse_bonus", 0.3),
-    ("paragrpo_no_rtool", True, True, True, "off", 0.3),
-    ("paragrpo_no_gamma", True, True, True, "parse_bonus", 0.0),
-])
-def test_variant_overrides_give_the_ablation(name: str, anchor: bool, prefix: bool, gating: bool, tool_mode: str,
-                                             gamma: float) -> None:
+@pytest.mark.parametrize(
+    ("name", "anchor", "prefix", "gating", "tool_mode", "gamma"),
+    [
+        ("vanilla_grpo", False, False, False, "parse_bonus", 0.3),
+        ("anchoring_only", True, True, False, "parse_bonus", 0.3),
+        ("gating_only", False, False, True, "parse_bonus", 0.3),
+        ("paragrpo", True, True, True, "parse_bonus", 0.3),
+        ("paragrpo_no_rtool", True, True, True, "off", 0.3),
+        ("paragrpo_no_gamma", True, True, True, "parse_bonus", 0.0),
+    ],
+)
+def test_variant_overrides_give_the_ablation(
+    name: str, anchor: bool, prefix: bool, gating: bool, tool_mode: str, gamma: float
+) -> None:
     base = TrainConfig()
     base.rl.steps = 7  # a base setting no variant touches survives
     c = with_overrides(base, VARIANTS[name].overrides)
-    assert (c.reward.anchor, c.rollout.think_prefix, c.rl.gating.enabled, c.reward.tool_mode, c.reward.gamma) == (
-        anchor, prefix, gating, tool_mode, gamma)
+    assert (
+        c.reward.anchor,
+        c.rollout.think_prefix,
+        c.rl.gating.enabled,
+        c.reward.tool_mode,
+        c.reward.gamma,
+    ) == (anchor, prefix, gating, tool_mode, gamma)
     assert c.rl.steps == 7 and base.reward.tool_mode == "parse_bonus"  # the base is not modified
 
 
 def test_weak_prior_variants_and_pick() -> None:
-    assert {v.name for v in VARIANTS.values() if v.prior == "weak"} == {"weak_prior_vanilla", "weak_prior_paragrpo"}
+    assert {v.name for v in VARIANTS.values() if v.prior == "weak"} == {
+        "weak_prior_vanilla",
+        "weak_prior_paragrpo",
+    }
     assert [v.name for v in pick("paragrpo, sft")] == ["sft", "paragrpo"]
     with pytest.raises(ConfigError, match="unknown variant"):
         pick("sft,paragrpo_v2")
@@ -57,27 +80,40 @@ def test_weak_prior_variants_and_pick() -> None:
 
 
 def test_tail_means_average_the_last_half_of_the_steps() -> None:
-    log = [{"step": i, "f_tau": float(i), "kappa": 1.0} for i in range(1, 6)]  # last 3 steps: 3, 4, 5
+    log = [
+        {"step": i, "f_tau": float(i), "kappa": 1.0} for i in range(1, 6)
+    ]  # last 3 steps: 3, 4, 5
     assert tail_means(log) == {"f_tau": 4.0, "kappa": 1.0}
     assert tail_means([{"step": 1, "f_tau": 0.2, "note": "x"}]) == {"f_tau": 0.2}
 
 
 def test_train_block_is_a_t_interval_over_seeds() -> None:
-    seeds = [{"f_tau": 0.1, "kappa": 1.0, "closed/think": 0.5}, {"f_tau": 0.2, "kappa": 1.0, "closed/think": 0.5},
-             {"f_tau": 0.3, "kappa": 1.0, "closed/think": 0.5}]
+    seeds = [
+        {"f_tau": 0.1, "kappa": 1.0, "closed/think": 0.5},
+        {"f_tau": 0.2, "kappa": 1.0, "closed/think": 0.5},
+        {"f_tau": 0.3, "kappa": 1.0, "closed/think": 0.5},
+    ]
     b = train_block(seeds)
     assert b["f_tau"]["mean"] == pytest.approx(0.2)
-    assert b["f_tau"]["hi"] - b["f_tau"]["mean"] == pytest.approx(4.303 * 0.1 / 3 ** 0.5)
+    assert b["f_tau"]["hi"] - b["f_tau"]["mean"] == pytest.approx(4.303 * 0.1 / 3**0.5)
     assert b["kappa"]["lo"] == pytest.approx(1.0) and b["closure"]["think"]["mean"] == 0.5
     assert b["tool_code_rate"]["n"] == 0  # not measured: said so, not zero
     rates = train_block([{"skip_tool_rate": 1.0}, {"skip_tool_rate": 0.875}])["skip_tool_rate"]
-    assert rates["hi"] == 1.0 and rates["lo"] == pytest.approx(0.9375 - 12.706 * 0.0884 / 2 ** 0.5, abs=1e-3)
+    assert rates["hi"] == 1.0 and rates["lo"] == pytest.approx(
+        0.9375 - 12.706 * 0.0884 / 2**0.5, abs=1e-3
+    )
 
 
 def test_eval_block_averages_seeds_per_question_then_bootstraps() -> None:
     rows = [
         {"id": "a", "mode": "parallel", "nframes": 4, "score": 1.0, "tool_necessary": True},
-        {"id": "a", "mode": "parallel", "nframes": 4, "score": 0.0, "tool_necessary": True},  # second seed
+        {
+            "id": "a",
+            "mode": "parallel",
+            "nframes": 4,
+            "score": 0.0,
+            "tool_necessary": True,
+        },  # second seed
         {"id": "b", "mode": "parallel", "nframes": 4, "score": 1.0, "tool_necessary": False},
         {"id": "a", "mode": "parallel", "nframes": 64, "score": 1.0, "tool_necessary": False},
     ]
@@ -93,18 +129,37 @@ def test_eval_block_averages_seeds_per_question_then_bootstraps() -> None:
 
 def _v(f: float, k: float, seeds: int = 1, half: float | None = None) -> dict[str, Any]:
     def iv(m: float) -> dict[str, Any]:
-        return {"mean": m, "lo": None if half is None else m - half, "hi": None if half is None else m + half}
+        return {
+            "mean": m,
+            "lo": None if half is None else m - half,
+            "hi": None if half is None else m + half,
+        }
+
     return {"f_tau": iv(f), "kappa": iv(k), "seeds": seeds}
 
 
 def test_claims_hold_or_not_from_the_numbers() -> None:
-    s = {"sft": _v(0.13, 2.5), "vanilla_grpo": _v(0.13, 0.02), "paragrpo": _v(0.41, 0.21),
-         "gating_only": _v(0.10, 1.36), "anchoring_only": _v(0.35, 0.19), "paragrpo_no_rtool": _v(0.33, 0.04),
-         "paragrpo_no_gamma": _v(0.36, 0.27), "weak_prior_vanilla": _v(0.20, 0.0)}
+    s = {
+        "sft": _v(0.13, 2.5),
+        "vanilla_grpo": _v(0.13, 0.02),
+        "paragrpo": _v(0.41, 0.21),
+        "gating_only": _v(0.10, 1.36),
+        "anchoring_only": _v(0.35, 0.19),
+        "paragrpo_no_rtool": _v(0.33, 0.04),
+        "paragrpo_no_gamma": _v(0.36, 0.27),
+        "weak_prior_vanilla": _v(0.20, 0.0),
+    }
     claims = {c["claim"].split(" (")[0]: c for c in check_claims(s, {})}
-    assert all(c["holds"] for name, c in claims.items() if not name.startswith("parallel"))  # the paper's own numbers
-    assert claims["vanilla GRPO collapses tool calls"]["ours"] == {"sft.kappa": 2.5, "vanilla_grpo.kappa": 0.02}
-    assert claims["parallel dispatch beats sequential on the same checkpoint"]["holds"] is False  # no eval rows
+    assert all(
+        c["holds"] for name, c in claims.items() if not name.startswith("parallel")
+    )  # the paper's own numbers
+    assert claims["vanilla GRPO collapses tool calls"]["ours"] == {
+        "sft.kappa": 2.5,
+        "vanilla_grpo.kappa": 0.02,
+    }
+    assert (
+        claims["parallel dispatch beats sequential on the same checkpoint"]["holds"] is False
+    )  # no eval rows
     s["vanilla_grpo"] = _v(0.13, 1.9)  # no collapse: 1.9 > 2.5 / 4
     s["paragrpo_no_gamma"] = _v(0.45, 0.27)
     c2 = {c["claim"].split(" (")[0]: c for c in check_claims(s, {})}
@@ -113,18 +168,28 @@ def test_claims_hold_or_not_from_the_numbers() -> None:
 
 
 def test_with_intervals_overlap_means_the_claim_does_not_hold() -> None:
-    s = {"paragrpo": _v(0.41, 0.2, seeds=3, half=0.2), "vanilla_grpo": _v(0.13, 0.0, seeds=3, half=0.2)}
+    s = {
+        "paragrpo": _v(0.41, 0.2, seeds=3, half=0.2),
+        "vanilla_grpo": _v(0.13, 0.0, seeds=3, half=0.2),
+    }
     c = check_claims(s, {})[1]
-    assert c["claim"].startswith("PARA-GRPO lifts") and c["holds"] is False and "3 seeds" in c["note"]
+    assert (
+        c["claim"].startswith("PARA-GRPO lifts") and c["holds"] is False and "3 seeds" in c["note"]
+    )
     s["paragrpo"] = _v(0.61, 0.2, seeds=3, half=0.05)
     assert check_claims(s, {})[1]["holds"] is True  # 0.56 > 0.33
 
 
 def test_parallel_beats_sequential_is_a_paired_bootstrap() -> None:
-    rows = [{"id": str(i), "nframes": 4, "mode": m, "score": float(m == "parallel" or i % 4 == 0)}
-            for i in range(40) for m in ("parallel", "sequential")]
+    rows = [
+        {"id": str(i), "nframes": 4, "mode": m, "score": float(m == "parallel" or i % 4 == 0)}
+        for i in range(40)
+        for m in ("parallel", "sequential")
+    ]
     c = check_claims({"paragrpo": _v(0.4, 0.2)}, {"paragrpo": rows})[-1]
-    assert c["holds"] is True and c["ours"]["parallel_minus_sequential"]["mean"] == pytest.approx(0.75)
+    assert c["holds"] is True and c["ours"]["parallel_minus_sequential"]["mean"] == pytest.approx(
+        0.75
+    )
     same = [{**r, "score": 1.0} for r in rows]
     assert check_claims({"paragrpo": _v(0.4, 0.2)}, {"paragrpo": same})[-1]["holds"] is False
 
@@ -137,7 +202,9 @@ def test_pick_early_takes_the_earliest_within_tolerance_of_the_best() -> None:
     assert pick_early(scores, tolerance=0.05) == 200  # 0.38 ≥ 0.41 − 0.05
     assert pick_early(scores, tolerance=0.0) == 300
     assert pick_early(scores, tolerance=0.25) == 100
-    assert pick_early([(500, 0.1), (100, 0.1)], tolerance=0.0) == 100  # order of input does not matter
+    assert (
+        pick_early([(500, 0.1), (100, 0.1)], tolerance=0.0) == 100
+    )  # order of input does not matter
     with pytest.raises(ValueError):
         pick_early([], tolerance=0.1)
     with pytest.raises(ValueError):
@@ -148,7 +215,9 @@ def test_sft_checkpoints_lists_verified_checkpoints_and_the_final_model(tmp_path
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text("{}")
     (tmp_path / "train_log.jsonl").write_text('{"step": 1}\n{"step": 2}\n')
-    (tmp_path / "checkpoints" / "step_000001.tmp").mkdir(parents=True)  # a crashed write: not a candidate
+    (tmp_path / "checkpoints" / "step_000001.tmp").mkdir(
+        parents=True
+    )  # a crashed write: not a candidate
     assert sft_checkpoints(tmp_path) == [(2, tmp_path / "model")]
 
 
@@ -162,13 +231,24 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     plain = base_config(Path("/tmp/r"), p)
     gpu = with_config_overrides(plain, ["model.device=cuda", "model.replicas=1", "eval.workers=4"])
     assert (gpu.model.device, gpu.model.replicas, gpu.eval.workers) == ("cuda", 1, 4)
-    assert (plain.model.device, plain.model.replicas) == ("cpu", p.replicas)  # the preset is not changed
+    assert (plain.model.device, plain.model.replicas) == (
+        "cpu",
+        p.replicas,
+    )  # the preset is not changed
     assert with_config_overrides(plain, []) is plain
 
     def key(cfg: TrainConfig) -> str:
-        return base_key(base_settings(cfg, videos=p.base.videos, probe_videos=p.base.probe_videos,
-                                      model_size=p.model_size, probe_max_new_tokens=p.sub_max_new_tokens,
-                                      needle_kinds=p.needle_kinds, durations=p.durations))
+        return base_key(
+            base_settings(
+                cfg,
+                videos=p.base.videos,
+                probe_videos=p.base.probe_videos,
+                model_size=p.model_size,
+                probe_max_new_tokens=p.sub_max_new_tokens,
+                needle_kinds=p.needle_kinds,
+                durations=p.durations,
+            )
+        )
 
     assert key(gpu) == key(plain)
     assert key(with_config_overrides(plain, ["prior.steps=100"])) != key(plain)

@@ -23,8 +23,22 @@ from paravt.repro.summary import tail_means
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = Path(tmp_path_factory.mktemp("repro"))
-    res = CliRunner().invoke(app, ["repro", "--preset", "micro", "--seeds", "1", "--variants", "sft,vanilla_grpo",
-                                   "--eval-limit", "2", "--out", str(out)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "repro",
+            "--preset",
+            "micro",
+            "--seeds",
+            "1",
+            "--variants",
+            "sft,vanilla_grpo",
+            "--eval-limit",
+            "2",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     return out
 
@@ -43,16 +57,33 @@ def test_summary_has_the_contract_keys(summary: dict[str, Any]) -> None:
         for block in v["eval"].values():
             assert set(block["acc_by_n"]) == {"4", "64"}
             assert "acc_necessary" in block and "acc_unnecessary" in block
-    assert set(summary["variants"]["sft"]["eval"]) == {"parallel", "sequential", "none"}  # the full grid
+    assert set(summary["variants"]["sft"]["eval"]) == {
+        "parallel",
+        "sequential",
+        "none",
+    }  # the full grid
     for v in summary["variants"].values():
-        assert set(v["diagnosis"]) == {"episodes_with_windows", "coverage", "recall", "false_reports",
-                                       "timed_right", "acc_given_report"}
+        assert set(v["diagnosis"]) == {
+            "episodes_with_windows",
+            "coverage",
+            "recall",
+            "false_reports",
+            "timed_right",
+            "acc_given_report",
+        }
     assert isinstance(summary["sft_emits_think_without_prefix"], float)
     assert summary["task_check"]["reference"] == "sft"  # the first full-grid variant that ran
     assert summary["task_check"]["overview_shows_needle"]["value"]["64"] == 1.0
     assert set(summary["meta"]["stage_s"]) >= {"synth", "prior_strong", "sft_strong"}
-    stage_checks = {"base_clip_recall", "base_clip_timed_right", "base_clip_false_reports", "base_overview_mcq_at_64",
-                    "base_overview_mcq_at_4", "cold_start_closure", "cold_start_tool_code"}
+    stage_checks = {
+        "base_clip_recall",
+        "base_clip_timed_right",
+        "base_clip_false_reports",
+        "base_overview_mcq_at_64",
+        "base_overview_mcq_at_4",
+        "cold_start_closure",
+        "cold_start_tool_code",
+    }
     for key in stage_checks:  # measured in every preset (micro's numbers are noise)
         assert set(summary["task_check"][key]) == {"value", "want", "holds"}
         assert isinstance(summary["task_check"][key]["holds"], bool)
@@ -63,13 +94,24 @@ def test_summary_has_the_contract_keys(summary: dict[str, Any]) -> None:
 
 def test_numbers_come_from_the_run(run: Path, summary: dict[str, Any]) -> None:
     log = read_log(run / "vanilla_grpo" / "seed0" / "train_log.jsonl")
-    assert summary["variants"]["vanilla_grpo"]["f_tau"]["mean"] == pytest.approx(tail_means(log)["f_tau"])
-    assert summary["variants"]["vanilla_grpo"]["kappa"]["mean"] == pytest.approx(tail_means(log)["kappa"])
+    assert summary["variants"]["vanilla_grpo"]["f_tau"]["mean"] == pytest.approx(
+        tail_means(log)["f_tau"]
+    )
+    assert summary["variants"]["vanilla_grpo"]["kappa"]["mean"] == pytest.approx(
+        tail_means(log)["kappa"]
+    )
     probe = json.loads((run / "sft" / "seed0" / "probe.json").read_text())
-    assert summary["variants"]["sft"]["skip_tool_rate"]["mean"] == pytest.approx(probe["skip_tool_rate"])
-    rows = [r for r in load_results(run / "sft" / "seed0" / "eval_n4" / "results.jsonl") if r.mode == "sequential"]
-    assert summary["variants"]["sft"]["eval"]["sequential"]["acc_by_n"]["4"]["mean"] == pytest.approx(
-        fmean(r.score for r in rows))
+    assert summary["variants"]["sft"]["skip_tool_rate"]["mean"] == pytest.approx(
+        probe["skip_tool_rate"]
+    )
+    rows = [
+        r
+        for r in load_results(run / "sft" / "seed0" / "eval_n4" / "results.jsonl")
+        if r.mode == "sequential"
+    ]
+    assert summary["variants"]["sft"]["eval"]["sequential"]["acc_by_n"]["4"][
+        "mean"
+    ] == pytest.approx(fmean(r.score for r in rows))
     collapse = summary["claims"][0]
     assert collapse["ours"]["sft.kappa"] == summary["variants"]["sft"]["kappa"]["mean"]
     assert collapse["paper"] == {"sft.kappa": 2.5, "vanilla_grpo.kappa": 0.02}
@@ -80,17 +122,34 @@ def test_the_rl_init_is_the_measured_early_checkpoint(run: Path, summary: dict[s
     sel = json.loads((run / "sft_strong" / "selection.json").read_text())
     steps = [c["step"] for c in sel["candidates"]]
     assert steps == [1, 2]  # the step-1 checkpoint and the final model
-    assert sel["chosen_step"] == pick_early([(c["step"], c["score"]) for c in sel["candidates"]],
-                                            tolerance=sel["tolerance"])
+    assert sel["chosen_step"] == pick_early(
+        [(c["step"], c["score"]) for c in sel["candidates"]], tolerance=sel["tolerance"]
+    )
     assert summary["sft_emits_think_without_prefix"] == next(
-        c["metrics"]["closed/think"] for c in sel["candidates"] if c["step"] == sel["chosen_step"])
+        c["metrics"]["closed/think"] for c in sel["candidates"] if c["step"] == sel["chosen_step"]
+    )
 
 
 def test_a_second_run_resumes_and_skips_every_stage(run: Path, summary: dict[str, Any]) -> None:
-    files = [run / "vanilla_grpo" / "seed0" / "train_log.jsonl", run / "sft" / "seed0" / "eval_n64" / "results.jsonl"]
+    files = [
+        run / "vanilla_grpo" / "seed0" / "train_log.jsonl",
+        run / "sft" / "seed0" / "eval_n64" / "results.jsonl",
+    ]
     before = [f.read_text() for f in files]
-    res = CliRunner().invoke(app, ["repro", "--preset", "micro", "--variants", "sft,vanilla_grpo",
-                                   "--eval-limit", "2", "--out", str(run)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "repro",
+            "--preset",
+            "micro",
+            "--variants",
+            "sft,vanilla_grpo",
+            "--eval-limit",
+            "2",
+            "--out",
+            str(run),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert res.output.count("skipped") >= 8
     assert [f.read_text() for f in files] == before  # no step logged, no episode run again
@@ -101,16 +160,26 @@ def test_a_second_run_resumes_and_skips_every_stage(run: Path, summary: dict[str
 def test_the_report_puts_the_run_beside_the_paper(run: Path, summary: dict[str, Any]) -> None:
     from paravt.eval.report import build_report
 
-    text = re.sub(r"<td[^>]*>", "<td>", build_report([run], run / "report.html").read_text(encoding="utf-8"))
+    text = re.sub(
+        r"<td[^>]*>", "<td>", build_report([run], run / "report.html").read_text(encoding="utf-8")
+    )
     assert 'id="paper-vs-ours"' in text and "could not" not in text
     van = summary["variants"]["vanilla_grpo"]
-    # vanilla's row: the paper's f_tau 0.13 and κ 0.02 beside our measured means (one seed: no interval)
-    assert (f"<td>0.13</td><td>{van['f_tau']['mean']:.3f}</td><td>0.02</td><td>{van['kappa']['mean']:.3f}</td>"
-            in text)
-    assert 'alt="f_tau and kappa per RL step, per variant"' in text and 'alt="accuracy vs n per mode"' in text
+    # vanilla's row: the paper's f_tau 0.13 and κ 0.02 beside our measured means (one seed: no
+    # interval)
+    assert (
+        f"<td>0.13</td><td>{van['f_tau']['mean']:.3f}</td><td>0.02</td><td>{van['kappa']['mean']:.3f}</td>"
+        in text
+    )
+    assert (
+        'alt="f_tau and kappa per RL step, per variant"' in text
+        and 'alt="accuracy vs n per mode"' in text
+    )
     assert "anchoring_only (not run)" in text
 
 
 def test_unknown_variant_is_a_clear_error(tmp_path: Path) -> None:
-    res = CliRunner().invoke(app, ["repro", "--preset", "micro", "--variants", "sft,nope", "--out", str(tmp_path)])
+    res = CliRunner().invoke(
+        app, ["repro", "--preset", "micro", "--variants", "sft,nope", "--out", str(tmp_path)]
+    )
     assert res.exit_code == 2 and "unknown variant" in res.output

@@ -12,18 +12,35 @@ from paravt.repro.table import cell, print_summary
 SUMMARY = {
     "meta": {"preset": "quick", "seeds": 2, "eval_questions": 48},
     "variants": {
-        "paragrpo": {"f_tau": {"mean": 0.412, "lo": 0.3, "hi": 0.52}, "kappa": {"mean": 2.0, "lo": None, "hi": None},
-                     "closure": {"think": {"mean": 0.9, "lo": 0.8, "hi": 1.0}},
-                     "eval": {"parallel": {"acc_by_n": {"4": {"mean": 0.25, "lo": 0.1, "hi": 0.4}}}}},
+        "paragrpo": {
+            "f_tau": {"mean": 0.412, "lo": 0.3, "hi": 0.52},
+            "kappa": {"mean": 2.0, "lo": None, "hi": None},
+            "closure": {"think": {"mean": 0.9, "lo": 0.8, "hi": 1.0}},
+            "eval": {"parallel": {"acc_by_n": {"4": {"mean": 0.25, "lo": 0.1, "hi": 0.4}}}},
+        },
     },
     "claims": [
-        {"claim": "PARA-GRPO lifts f_tau", "paper": {"paragrpo.f_tau": 0.41}, "ours": {"paragrpo.f_tau": 0.412},
-         "holds": True, "note": "2 seeds"},
-        {"claim": "removing gamma lowers f_tau", "paper": {}, "ours": None, "holds": False,
-         "note": "not run: paragrpo_no_gamma"},
-        {"claim": "parallel beats sequential", "paper": {"parallel.VideoMME": 62.1},
-         "ours": {"parallel_minus_sequential": {"mean": 0.05, "lo": -0.02, "hi": 0.11}}, "holds": False,
-         "note": "paired"},
+        {
+            "claim": "PARA-GRPO lifts f_tau",
+            "paper": {"paragrpo.f_tau": 0.41},
+            "ours": {"paragrpo.f_tau": 0.412},
+            "holds": True,
+            "note": "2 seeds",
+        },
+        {
+            "claim": "removing gamma lowers f_tau",
+            "paper": {},
+            "ours": None,
+            "holds": False,
+            "note": "not run: paragrpo_no_gamma",
+        },
+        {
+            "claim": "parallel beats sequential",
+            "paper": {"parallel.VideoMME": 62.1},
+            "ours": {"parallel_minus_sequential": {"mean": 0.05, "lo": -0.02, "hi": 0.11}},
+            "holds": False,
+            "note": "paired",
+        },
     ],
 }
 
@@ -48,5 +65,7 @@ def test_print_summary_lists_run_claims_and_counts_the_rest() -> None:
 def test_verdict_when_nothing_holds_or_nothing_is_tested() -> None:
     from paravt.repro.table import verdict
 
-    assert verdict([{"claim": "a", "holds": False}]).startswith("this run supports 0 of the 1 paper claims it tests (")
+    assert verdict([{"claim": "a", "holds": False}]).startswith(
+        "this run supports 0 of the 1 paper claims it tests ("
+    )
     assert verdict([]) == "this run tests none of the paper's claims"

@@ -11,15 +11,23 @@ import pytest
 from paravt.repro.run import PRESETS, _train, base_config, with_config_overrides
 
 
-def test_each_stage_is_a_named_run_in_the_repro_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_stage_is_a_named_run_in_the_repro_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seen = []
-    monkeypatch.setattr("paravt.rl.loop.run_training", lambda c, kind, resume: seen.append((c, kind)))
+    monkeypatch.setattr(
+        "paravt.rl.loop.run_training", lambda c, kind, resume: seen.append((c, kind))
+    )
     out = tmp_path / "my-repro"
     cfg = base_config(out, PRESETS["micro"])
     _train(cfg, "rl", out / "paragrpo" / "seed1", "paragrpo seed 1", run_name="paragrpo/seed1")
     _train(cfg, "sft", out / "sft_strong", "SFT", run_name="sft_strong")
-    assert [(c.logging.run_name, c.logging.group, k) for c, k in seen] == \
-        [("paragrpo/seed1", "my-repro", "rl"), ("sft_strong", "my-repro", "sft")]
+    assert [(c.logging.run_name, c.logging.group, k) for c, k in seen] == [
+        ("paragrpo/seed1", "my-repro", "rl"),
+        ("sft_strong", "my-repro", "sft"),
+    ]
     assert cfg.logging.run_name is None  # the shared config is not changed by a stage
-    chosen = with_config_overrides(cfg, ["logging.group=sweep-3", "logging.loggers=[console,wandb]"])
+    chosen = with_config_overrides(
+        cfg, ["logging.group=sweep-3", "logging.loggers=[console,wandb]"]
+    )
     assert (chosen.logging.group, chosen.logging.loggers) == ("sweep-3", ["console", "wandb"])

@@ -1,5 +1,6 @@
 """Issue 27's stage checks on hand-made inputs: the cold-start calibration check (closure rates and
-<tool_code> reversion of τ = 0.7 rollouts) and the base's held-out probe, each passing and failing."""
+<tool_code> reversion of τ = 0.7 rollouts) and the base's held-out probe, each passing and
+failing."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from paravt.rewards.composite import compute_reward
 from paravt.rewards.metrics import RolloutRecord, aggregate
 
 OPTS = ("A. red", "B. blue", "C. green", "D. cyan")
-CALL = '<tool_call>{"name": "crop_video", "arguments": {"video_path": "v.mp4", "start_time": 0, "end_time": 30}}</tool_call>'
+CALL = (
+    '<tool_call>{"name": "crop_video", "arguments": {"video_path": "v.mp4", "start_time": 0, '
+    '"end_time": 30}}</tool_call>'
+)
 FULL = f"<think>\nlook\n</think>\n{CALL}"  # think closed, a closed JSON call
 NO_THINK_CALL = f"<think>\nlook and look {CALL}"  # think never closed, the call closed
 CODE = "<think>\nlook\n</think>\n<tool_code>crop_video(0, 30)</tool_code>"  # the pretraining habit
@@ -24,8 +28,15 @@ RAMBLE = "<think>\nlook at the video, I can see"  # nothing closed
 
 def _metrics(texts: list[str]) -> dict[str, float]:
     w = RewardWeights.default()
-    return aggregate([RolloutRecord(compute_reward(t, task="mcq", answer="A", weights=w, options=OPTS, prefix=""),
-                                    task="mcq") for t in texts])
+    return aggregate(
+        [
+            RolloutRecord(
+                compute_reward(t, task="mcq", answer="A", weights=w, options=OPTS, prefix=""),
+                task="mcq",
+            )
+            for t in texts
+        ]
+    )
 
 
 def test_a_fragile_cold_start_like_the_papers_passes() -> None:
@@ -34,21 +45,47 @@ def test_a_fragile_cold_start_like_the_papers_passes() -> None:
     m = _metrics(texts)
     assert (m["closed/think"], m["closed/tool_call"], m["closed/answer"]) == (0.6, 0.5, 0.3)
     out = cold_start_checks(m)
-    assert out["cold_start_closure"]["holds"] and out["cold_start_closure"]["value"]["ours"]["think"] == 60.0
-    assert out["cold_start_closure"]["value"]["paper"] == {"think": 51.8, "tool_call": 47.4, "answer": 30.1}
+    assert (
+        out["cold_start_closure"]["holds"]
+        and out["cold_start_closure"]["value"]["ours"]["think"] == 60.0
+    )
+    assert out["cold_start_closure"]["value"]["paper"] == {
+        "think": 51.8,
+        "tool_call": 47.4,
+        "answer": 30.1,
+    }
     assert out["cold_start_tool_code"] == {"value": 0.1, "want": "> 0", "holds": True}
 
 
 def test_a_robust_cold_start_without_reversion_fails() -> None:
-    out = cold_start_checks(_metrics([FULL] * 5 + [ANSWER] * 5))  # every think closed, no <tool_code>
+    out = cold_start_checks(
+        _metrics([FULL] * 5 + [ANSWER] * 5)
+    )  # every think closed, no <tool_code>
     assert not out["cold_start_closure"]["holds"] and not out["cold_start_tool_code"]["holds"]
-    assert not cold_start_checks({})["cold_start_closure"]["holds"]  # nothing measured: does not hold
+    assert not cold_start_checks({})["cold_start_closure"][
+        "holds"
+    ]  # nothing measured: does not hold
 
 
 def _clip(i: int, hit: bool) -> SFTRow:
-    e = ExtraInfo(id=f"e{i}", task="mcq", question="q", answer="A", duration=120.0, needle_start=50.0, needle_end=55.0)
+    e = ExtraInfo(
+        id=f"e{i}",
+        task="mcq",
+        question="q",
+        answer="A",
+        duration=120.0,
+        needle_start=50.0,
+        needle_end=55.0,
+    )
     target = "A full-frame red flash appears from 50.5 s to 54.5 s." if hit else NOTHING
-    return SFTRow(f"e{i}-mcq-see-{'h' if hit else 'm'}{i}", "sub", "sub", (Message("assistant", target),), ("v",), e)
+    return SFTRow(
+        f"e{i}-mcq-see-{'h' if hit else 'm'}{i}",
+        "sub",
+        "sub",
+        (Message("assistant", target),),
+        ("v",),
+        e,
+    )
 
 
 def _mcq(i: int, n: int) -> SFTRow:
@@ -57,7 +94,13 @@ def _mcq(i: int, n: int) -> SFTRow:
 
 
 def _open(i: int, n: int) -> SFTRow:
-    e = ExtraInfo(id=f"e{i}-oe", task="oe", question="What colour is the brief flash?", answer="red", duration=120.0)
+    e = ExtraInfo(
+        id=f"e{i}-oe",
+        task="oe",
+        question="What colour is the brief flash?",
+        answer="red",
+        duration=120.0,
+    )
     return SFTRow(f"e{i}-oe-ovq-n{n}", "main", "none", (Message("assistant", "red"),), ("v",), e)
 
 
@@ -65,39 +108,84 @@ def test_a_base_that_sees_passes_the_base_checks() -> None:
     rows = [_clip(i, True) for i in range(10)] + [_clip(i, False) for i in range(10)]
     rows += [_mcq(i, 64) for i in range(10)] + [_mcq(i, 4) for i in range(8)]
     rows += [_open(i, 64) for i in range(5)] + [_open(i, 4) for i in range(2)]
-    replies = (["A large digit 3 appears from 52.5 s to 54.5 s."] * 9 + ["A red flash appears at 80.5 s."]
-               + [NOTHING] * 10 + ["B"] * 9 + ["C"] + ["B"] * 2 + ["A"] * 6
-               + ["Red."] * 4 + ["green"] + ["red"] + ["blue"])  # normalised: "Red." is "red"
+    replies = (
+        ["A large digit 3 appears from 52.5 s to 54.5 s."] * 9
+        + ["A red flash appears at 80.5 s."]
+        + [NOTHING] * 10
+        + ["B"] * 9
+        + ["C"]
+        + ["B"] * 2
+        + ["A"] * 6
+        + ["Red."] * 4
+        + ["green"]
+        + ["red"]
+        + ["blue"]
+    )  # normalised: "Red." is "red"
     probe = score_probe(rows, replies)
     assert probe["clip_recall"]["rate"] == 1.0 and probe["clip_timed_right"]["rate"] == 0.9
     assert probe["clip_false_reports"]["rate"] == 0.0 and probe["mcq_chance"] == 0.25
-    assert probe["open"] == {"4": {"rate": 0.5, "hits": 1, "of": 2}, "64": {"rate": 0.8, "hits": 4, "of": 5}}
+    assert probe["open"] == {
+        "4": {"rate": 0.5, "hits": 1, "of": 2},
+        "64": {"rate": 0.8, "hits": 4, "of": 5},
+    }
     checks = base_checks(probe)
     assert all(c["holds"] for c in checks.values()), checks
 
 
 def test_a_base_that_reports_everywhere_or_guesses_fails() -> None:
     rows = [_clip(i, True) for i in range(5)] + [_clip(i, False) for i in range(5)]
-    rows += [_mcq(i, 64) for i in range(5)] + [_mcq(i, 4) for i in range(5)] + [_open(i, 64) for i in range(5)]
-    replies = ["A red flash appears from 10.5 s to 12.5 s."] * 10 + ["A"] * 5 + ["B"] * 5 + ["red flash"] * 5
+    rows += (
+        [_mcq(i, 64) for i in range(5)]
+        + [_mcq(i, 4) for i in range(5)]
+        + [_open(i, 64) for i in range(5)]
+    )
+    replies = (
+        ["A red flash appears from 10.5 s to 12.5 s."] * 10
+        + ["A"] * 5
+        + ["B"] * 5
+        + ["red flash"] * 5
+    )
     checks = base_checks(score_probe(rows, replies))
-    assert not checks["base_overview_open_at_64"]["holds"]  # "red flash" is not "red": no partial credit
+    assert not checks["base_overview_open_at_64"][
+        "holds"
+    ]  # "red flash" is not "red": no partial credit
     assert checks["base_clip_recall"]["holds"]  # it reports every hit ...
-    assert not checks["base_clip_timed_right"]["holds"] and not checks["base_clip_false_reports"]["holds"]
-    assert not checks["base_overview_mcq_at_64"]["holds"] and not checks["base_overview_mcq_at_4"]["holds"]
+    assert (
+        not checks["base_clip_timed_right"]["holds"]
+        and not checks["base_clip_false_reports"]["holds"]
+    )
+    assert (
+        not checks["base_overview_mcq_at_64"]["holds"]
+        and not checks["base_overview_mcq_at_4"]["holds"]
+    )
     assert not any(c["holds"] for c in base_checks({}).values())
 
 
 def test_the_probe_breaks_its_rates_down_by_needle_kind() -> None:
     rows = [_clip(i, True) for i in range(4)] + [_clip(i, False) for i in range(2)] + [_mcq(0, 64)]
-    rows = [replace(r, extra_info=replace(r.extra_info, needle_kind="flash" if i < 2 else "digit"))
-            for i, r in enumerate(rows)]
-    replies = ["A full-frame red flash appears from 50.5 s to 54.5 s.", NOTHING,
-               "A large digit 3 appears at 52.5 s.", "A full-frame red flash appears at 90.5 s.",
-               "A large digit 3 appears at 10.5 s.", NOTHING, "B"]
+    rows = [
+        replace(r, extra_info=replace(r.extra_info, needle_kind="flash" if i < 2 else "digit"))
+        for i, r in enumerate(rows)
+    ]
+    replies = [
+        "A full-frame red flash appears from 50.5 s to 54.5 s.",
+        NOTHING,
+        "A large digit 3 appears at 52.5 s.",
+        "A full-frame red flash appears at 90.5 s.",
+        "A large digit 3 appears at 10.5 s.",
+        NOTHING,
+        "B",
+    ]
     k = score_probe(rows, replies)["by_kind"]
-    assert k["flash"]["recall"] == {"rate": 0.5, "hits": 1, "of": 2} and k["flash"]["named_right"]["hits"] == 1
+    assert (
+        k["flash"]["recall"] == {"rate": 0.5, "hits": 1, "of": 2}
+        and k["flash"]["named_right"]["hits"] == 1
+    )
     assert k["digit"]["recall"]["rate"] == 1.0 and k["digit"]["timed_right"]["hits"] == 1
-    assert k["digit"]["named_right"] == {"rate": 0.5, "hits": 1, "of": 2}  # the red flash is named right
+    assert k["digit"]["named_right"] == {
+        "rate": 0.5,
+        "hits": 1,
+        "of": 2,
+    }  # the red flash is named right
     assert k["digit"]["false_reports"] == {"rate": 0.5, "hits": 1, "of": 2}
     assert k["digit"]["mcq_64"] == {"rate": 1.0, "hits": 1, "of": 1}

@@ -6,10 +6,24 @@ from paravt.rewards.accuracy import accuracy, mcq_accuracy, mcq_letter, token_f1
 OPTS = ["red", "blue ball", "green", "yellow"]
 
 
-@pytest.mark.parametrize("pred", [
-    "B", "(B)", "B.", "b", "B) blue ball", "B. blue ball", "The answer is B", "The answer is: (B)",
-    "Option B", "blue ball", "Blue Ball.", "I think B", "Option A is wrong, the answer is B",
-])
+@pytest.mark.parametrize(
+    "pred",
+    [
+        "B",
+        "(B)",
+        "B.",
+        "b",
+        "B) blue ball",
+        "B. blue ball",
+        "The answer is B",
+        "The answer is: (B)",
+        "Option B",
+        "blue ball",
+        "Blue Ball.",
+        "I think B",
+        "Option A is wrong, the answer is B",
+    ],
+)
 def test_mcq_reads_the_letter(pred: str) -> None:
     assert mcq_letter(pred, OPTS) == "B" and mcq_accuracy(pred, "B", OPTS) == 1.0
 
@@ -24,8 +38,18 @@ def test_mcq_gold_may_be_the_option_text_and_none_pred_is_wrong() -> None:
     assert mcq_accuracy(None, "B", OPTS) == 0.0
 
 
-@pytest.mark.parametrize("pred", ["[80, 150]", "80 - 150", "80 to 150", "from 80 s to 150 s",
-                                  "01:20 - 02:30", "between 80 seconds and 150 seconds", "[80.0,150.0]"])
+@pytest.mark.parametrize(
+    "pred",
+    [
+        "[80, 150]",
+        "80 - 150",
+        "80 to 150",
+        "from 80 s to 150 s",
+        "01:20 - 02:30",
+        "between 80 seconds and 150 seconds",
+        "[80.0,150.0]",
+    ],
+)
 def test_tvg_formats_all_read_the_same_interval(pred: str) -> None:
     # against [100, 200]: intersection 50, union 120
     assert tvg_iou(pred, "[100, 200]") == pytest.approx(50 / 120)
@@ -42,7 +66,9 @@ def test_token_f1_squad_normalisation() -> None:
     assert token_f1("The cat sat.", "a cat sat on the mat") == pytest.approx(2 / 3)
     # Counter overlap: pred "red red" vs gold "red": common 1, P = 1/2, R = 1, F1 = 2/3
     assert token_f1("red red", "red") == pytest.approx(2 / 3)
-    assert token_f1("The!", "a") == 1.0 and token_f1("", "cat") == 0.0 and token_f1(None, "cat") == 0.0
+    assert (
+        token_f1("The!", "a") == 1.0 and token_f1("", "cat") == 0.0 and token_f1(None, "cat") == 0.0
+    )
 
 
 def test_accuracy_registry_by_task() -> None:

@@ -23,12 +23,18 @@ def test_weights_from_config_are_the_papers() -> None:
 
 
 def test_base_is_capped_and_anchor_is_outside_the_cap() -> None:
-    text = "<think>\n" + TOOLS + "<tool_response>x</tool_response><think>\nred\n</think><answer>A</answer>"
+    text = (
+        "<think>\n"
+        + TOOLS
+        + "<tool_response>x</tool_response><think>\nred\n</think><answer>A</answer>"
+    )
     s = format_stats(text)
     assert base_format_reward(s) == 1.0  # 0.2 + 0.3 + 0.2 + 0.3 + 0.1 = 1.1, capped
     assert anchor_reward(s, alpha=0.4, beta=0.3, gamma=0.3) == pytest.approx(0.7)
     b = compute_reward(text, task="mcq", answer="A", weights=W, prefix="")
-    assert b.format == pytest.approx(1.0 + 0.5 * 0.7) and b.reward == pytest.approx(1 + 1.35 + 0.1 - 0.2)
+    assert b.format == pytest.approx(1.0 + 0.5 * 0.7) and b.reward == pytest.approx(
+        1 + 1.35 + 0.1 - 0.2
+    )
 
 
 def test_direct_answer_earns_no_think_first() -> None:
@@ -41,23 +47,35 @@ def test_direct_answer_earns_no_think_first() -> None:
 
 @pytest.mark.parametrize("body", ["", "   ", "\n\t"])
 def test_empty_answer_earns_no_answer_credit_and_no_flow(body: str) -> None:
-    b = compute_reward(f"I checked the overview.\n</think>\n<answer>{body}</answer>", task="mcq",
-                       answer="A", weights=W)
-    # base: think 0.2 + balanced 0.1 = 0.3; anchor: closed think 0.4, no flow (+0.3) for an empty answer
+    b = compute_reward(
+        f"I checked the overview.\n</think>\n<answer>{body}</answer>",
+        task="mcq",
+        answer="A",
+        weights=W,
+    )
+    # base: think 0.2 + balanced 0.1 = 0.3; anchor: closed think 0.4, no flow (+0.3) for an empty
+    # answer
     assert (b.format_base, b.anchor) == (pytest.approx(0.3), pytest.approx(0.4))
     assert b.format == pytest.approx(0.3 + 0.5 * 0.4) and b.closed_answer  # the tags did close
 
 
 def test_unclosed_filled_answer_keeps_the_open_credit() -> None:
-    b = compute_reward("I checked the overview.\n</think>\n<answer>A", task="mcq", answer="A", weights=W)
+    b = compute_reward(
+        "I checked the overview.\n</think>\n<answer>A", task="mcq", answer="A", weights=W
+    )
     # think 0.2 + <answer> 0.3 (filled, unclosed: no 0.2, unbalanced: no 0.1); anchor 0.4 (no flow)
     assert (b.format_base, b.anchor, b.acc) == (pytest.approx(0.5), pytest.approx(0.4), 1.0)
 
 
 def test_format_ref_is_the_default_yardstick_whatever_the_weights() -> None:
     off = RewardWeights.default(anchor_enabled=False, lambda_anchor=0.9, alpha=0.1)
-    a, b = compute_reward(GOOD, task="mcq", answer="A", weights=off), compute_reward(GOOD, task="mcq", answer="A", weights=W)
-    assert a.format == pytest.approx(0.8) and b.format == pytest.approx(1.15)  # training terms differ
+    a, b = (
+        compute_reward(GOOD, task="mcq", answer="A", weights=off),
+        compute_reward(GOOD, task="mcq", answer="A", weights=W),
+    )
+    assert a.format == pytest.approx(0.8) and b.format == pytest.approx(
+        1.15
+    )  # training terms differ
     assert a.format_ref == b.format_ref == pytest.approx(1.15)  # one yardstick
 
 
@@ -66,33 +84,61 @@ def test_default_weights_are_written_once() -> None:
 
 
 def graded(letter: str) -> str:
-    return TOOLS + f"<tool_response>[1] nothing</tool_response><think>\nred\n</think><answer>{letter}</answer>"
+    return (
+        TOOLS + "<tool_response>[1] "
+        f"nothing</tool_response><think>\nred\n</think><answer>{letter}</answer>"
+    )
 
 
-@pytest.mark.parametrize(("text", "calls", "answer", "expected"), [
-    ("Just answering.\n</think>\n<answer>A</answer>", None, "A", 0.0),  # no parseable call, even if right
-    (TOOLS, 0, "A", 0.1),  # parseable call, nothing executed, no answer
-    (graded("B"), 2, "A", 0.3),  # executed, wrong
-    (graded("A"), 2, "A", 0.8),  # executed and right: 0.3 + 0.5
-    (TOOLS + "<answer>A</answer>", 0, "A", 0.6),  # parsed, not executed, right: 0.1 + 0.5
-    (graded("A"), None, "A", 0.8),  # offline: a <tool_response> in the text counts as executed
-])
-def test_graduated_tool_reward_levels(text: str, calls: int | None, answer: str, expected: float) -> None:
-    b = compute_reward(text, task="mcq", answer=answer, weights=RewardWeights.default(tool_mode="graduated"),
-                       successful_calls=calls)
+@pytest.mark.parametrize(
+    ("text", "calls", "answer", "expected"),
+    [
+        (
+            "Just answering.\n</think>\n<answer>A</answer>",
+            None,
+            "A",
+            0.0,
+        ),  # no parseable call, even if right
+        (TOOLS, 0, "A", 0.1),  # parseable call, nothing executed, no answer
+        (graded("B"), 2, "A", 0.3),  # executed, wrong
+        (graded("A"), 2, "A", 0.8),  # executed and right: 0.3 + 0.5
+        (TOOLS + "<answer>A</answer>", 0, "A", 0.6),  # parsed, not executed, right: 0.1 + 0.5
+        (graded("A"), None, "A", 0.8),  # offline: a <tool_response> in the text counts as executed
+    ],
+)
+def test_graduated_tool_reward_levels(
+    text: str, calls: int | None, answer: str, expected: float
+) -> None:
+    b = compute_reward(
+        text,
+        task="mcq",
+        answer=answer,
+        weights=RewardWeights.default(tool_mode="graduated"),
+        successful_calls=calls,
+    )
     assert b.tool == pytest.approx(expected)
 
 
 def test_graduated_needs_only_positive_accuracy() -> None:
     s = format_stats("<think>look here</think>" + render_crop_call(0, 5))
-    assert tool_reward(s, mode="graduated", bonus=0.1, correct=False, successful_calls=1, acc=0.2) == pytest.approx(0.8)
-    assert tool_reward(s, mode="graduated", bonus=0.1, correct=False, successful_calls=1, acc=0.0) == pytest.approx(0.3)
+    assert tool_reward(
+        s, mode="graduated", bonus=0.1, correct=False, successful_calls=1, acc=0.2
+    ) == pytest.approx(0.8)
+    assert tool_reward(
+        s, mode="graduated", bonus=0.1, correct=False, successful_calls=1, acc=0.0
+    ) == pytest.approx(0.3)
 
 
 def test_tool_turn_gets_think_first_and_parse_bonus() -> None:
     b = compute_reward(TOOLS, task="mcq", answer="A", weights=W)
-    # base: think 0.2 + think_first 0.3 + balanced 0.1 = 0.6; anchor: closed 0.4 (no answer: no flow)
-    assert (b.format_base, b.anchor, b.tool, b.n_calls) == (pytest.approx(0.6), pytest.approx(0.4), 0.1, 2)
+    # base: think 0.2 + think_first 0.3 + balanced 0.1 = 0.6; anchor: closed 0.4 (no answer: no
+    # flow)
+    assert (b.format_base, b.anchor, b.tool, b.n_calls) == (
+        pytest.approx(0.6),
+        pytest.approx(0.4),
+        0.1,
+        2,
+    )
     assert b.reward == pytest.approx(0 + 0.6 + 0.5 * 0.4 + 0.1 - 0.2)
 
 
@@ -103,7 +149,9 @@ def test_without_the_prefix_the_unopened_think_earns_no_anchor() -> None:
 
 
 def test_anchor_switch_off_zeroes_the_anchor() -> None:
-    b = compute_reward("never closed", task="mcq", answer="A", weights=RewardWeights.default(anchor_enabled=False))
+    b = compute_reward(
+        "never closed", task="mcq", answer="A", weights=RewardWeights.default(anchor_enabled=False)
+    )
     assert b.anchor == 0.0 and b.format == pytest.approx(0.2)  # think content >= 10 chars only
 
 
@@ -113,16 +161,26 @@ def test_accumulative_tool_reward_counts_successful_calls_only_when_correct() ->
     right = compute_reward(text, task="mcq", answer="A", weights=w, successful_calls=3)
     wrong = compute_reward(text, task="mcq", answer="B", weights=w, successful_calls=3)
     fallback = compute_reward(text, task="mcq", answer="A", weights=w)
-    assert right.tool == pytest.approx(0.3) and wrong.tool == 0.0 and fallback.tool == pytest.approx(0.2)
-    off = compute_reward(text, task="mcq", answer="A", weights=RewardWeights.default(tool_mode="off"))
+    assert (
+        right.tool == pytest.approx(0.3)
+        and wrong.tool == 0.0
+        and fallback.tool == pytest.approx(0.2)
+    )
+    off = compute_reward(
+        text, task="mcq", answer="A", weights=RewardWeights.default(tool_mode="off")
+    )
     assert off.tool == 0.0
 
 
 def test_accumulative_threshold_for_grounding_is_iou_half() -> None:
     s = format_stats("<think>x</think>" + render_crop_call(0, 5))
-    assert tool_reward(s, mode="accumulative", bonus=0.1, correct=True, successful_calls=2) == pytest.approx(0.2)
+    assert tool_reward(
+        s, mode="accumulative", bonus=0.1, correct=True, successful_calls=2
+    ) == pytest.approx(0.2)
     w = RewardWeights.default(tool_mode="accumulative")
-    half = compute_reward(TOOLS + "<answer>[0, 10]</answer>", task="tvg", answer="[0, 20]", weights=w)
+    half = compute_reward(
+        TOOLS + "<answer>[0, 10]</answer>", task="tvg", answer="[0, 20]", weights=w
+    )
     assert half.acc == 0.5 and half.tool == pytest.approx(0.2)
 
 
@@ -139,11 +197,18 @@ def test_acc_override_replaces_the_accuracy() -> None:
 
 def test_empty_think_and_empty_call_earn_no_ordering_or_anchor() -> None:
     # found by the differential run against the authors' reward (both exploits of a forced prefix)
-    empty_think = compute_reward("</think>" + render_crop_call(0, 5), task="mcq", answer="A", weights=W)
-    # <think></think>: no think credit, no think_first, no alpha; the call still parses; balanced 0.1
+    empty_think = compute_reward(
+        "</think>" + render_crop_call(0, 5), task="mcq", answer="A", weights=W
+    )
+    # <think></think>: no think credit, no think_first, no alpha; the call still parses; balanced
+    # 0.1
     assert (empty_think.format_base, empty_think.anchor) == (pytest.approx(0.1), 0.0)
-    empty_call = compute_reward("A reasonable thought here.</think><tool_call></tool_call><answer>B</answer>",
-                                task="mcq", answer="A", weights=W)
+    empty_call = compute_reward(
+        "A reasonable thought here.</think><tool_call></tool_call><answer>B</answer>",
+        task="mcq",
+        answer="A",
+        weights=W,
+    )
     # think 0.2 + answer 0.3 + 0.2 + balanced 0.1 = 0.8: the empty call buys no think_first
     assert empty_call.format_base == pytest.approx(0.8)
 

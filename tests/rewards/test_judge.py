@@ -13,8 +13,8 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
-from raw_http import DECLARED_HUGE, RawServer, drip, endless_chunks
 from paravt.rewards.judge import JudgeItem, LLMJudge, parse_judge_reply
+from raw_http import DECLARED_HUGE, RawServer, drip, endless_chunks
 
 
 @dataclass
@@ -37,8 +37,18 @@ def make_app(state: State) -> FastAPI:
         ref = re.search(r"Reference: (.*)\n", text).group(1).lower()
         pred = re.search(r"Prediction: (.*)", text).group(1).lower()
         # a toy judge: exact -> 1, shares a word -> 0.5, else 0; "???" -> an unreadable reply
-        score = "???" if pred == "???" else "1" if pred == ref else "0.5" if set(pred.split()) & set(ref.split()) else "0"
-        return JSONResponse({"choices": [{"message": {"role": "assistant", "content": f"Score: {score}"}}]})
+        score = (
+            "???"
+            if pred == "???"
+            else "1"
+            if pred == ref
+            else "0.5"
+            if set(pred.split()) & set(ref.split())
+            else "0"
+        )
+        return JSONResponse(
+            {"choices": [{"message": {"role": "assistant", "content": f"Score: {score}"}}]}
+        )
 
     return app
 
@@ -46,7 +56,9 @@ def make_app(state: State) -> FastAPI:
 @pytest.fixture()
 def server() -> Iterator[tuple[str, State]]:
     state = State()
-    srv = uvicorn.Server(uvicorn.Config(make_app(state), host="127.0.0.1", port=0, log_level="error"))
+    srv = uvicorn.Server(
+        uvicorn.Config(make_app(state), host="127.0.0.1", port=0, log_level="error")
+    )
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -62,18 +74,28 @@ def run(url: str, items: list[JudgeItem], **kw):
     async def go():
         async with LLMJudge(url, **kw) as judge:
             return await judge.score(items)
+
     return asyncio.run(go())
 
 
-ITEMS = [JudgeItem("What flashed?", "red cat", "red cat"), JudgeItem("What flashed?", "red cat", "a red dog"),
-         JudgeItem("What flashed?", "red cat", "blue"), JudgeItem("What flashed?", "red cat", None)]
+ITEMS = [
+    JudgeItem("What flashed?", "red cat", "red cat"),
+    JudgeItem("What flashed?", "red cat", "a red dog"),
+    JudgeItem("What flashed?", "red cat", "blue"),
+    JudgeItem("What flashed?", "red cat", None),
+]
 
 
 def test_judge_scores_in_halves_and_skips_empty_predictions(server) -> None:
     url, state = server
     res = run(url, ITEMS)
     assert res.scores == (1.0, 0.5, 0.0, 0.0)
-    assert (res.stats.n, res.stats.n_judged, res.stats.n_fallback, res.stats.n_empty) == (4, 3, 0, 1)
+    assert (res.stats.n, res.stats.n_judged, res.stats.n_fallback, res.stats.n_empty) == (
+        4,
+        3,
+        0,
+        1,
+    )
     assert state.requests == 3
 
 
@@ -105,7 +127,14 @@ def test_unreadable_reply_falls_back_without_retry(server) -> None:
 
 
 def test_parse_judge_reply() -> None:
-    assert [parse_judge_reply(t) for t in ["1", "Score: 0.5", "0", "1.0.", "10", "maybe"]] == [1.0, 0.5, 0.0, 1.0, None, None]
+    assert [parse_judge_reply(t) for t in ["1", "Score: 0.5", "0", "1.0.", "10", "maybe"]] == [
+        1.0,
+        0.5,
+        0.0,
+        1.0,
+        None,
+        None,
+    ]
 
 
 def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_whole_request_deadline() -> None:
@@ -114,16 +143,22 @@ def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_whole_request_deadli
         t0 = time.monotonic()
         res = run(srv.url + "/v1", ITEMS[1:2], timeout_s=1.0, max_retries=1, backoff_s=0.01)
         took = time.monotonic() - t0
-    assert res.scores == (0.5,) and res.stats.n_fallback == 1 and res.stats.n_retries == 1  # F1, after 2 attempts
+    assert (
+        res.scores == (0.5,) and res.stats.n_fallback == 1 and res.stats.n_retries == 1
+    )  # F1, after 2 attempts
     assert 2 * 1.0 <= took < 2 * 1.0 + 1.5, took  # each attempt cut at 1 s (the body needs 300 s)
     assert srv.connections == 2
 
 
-@pytest.mark.parametrize("respond", [endless_chunks(65536), DECLARED_HUGE], ids=["streamed", "declared"])
+@pytest.mark.parametrize(
+    "respond", [endless_chunks(65536), DECLARED_HUGE], ids=["streamed", "declared"]
+)
 def test_a_reply_over_the_size_cap_falls_back_to_f1_without_retry(respond) -> None:  # noqa: ANN001
     with RawServer(respond) as srv:
         t0 = time.monotonic()
-        res = run(srv.url + "/v1", ITEMS[1:2], timeout_s=30.0, max_retries=2, max_reply_bytes=1 << 20)
+        res = run(
+            srv.url + "/v1", ITEMS[1:2], timeout_s=30.0, max_retries=2, max_reply_bytes=1 << 20
+        )
         took = time.monotonic() - t0
     assert res.scores == (0.5,) and res.stats.n_fallback == 1 and res.stats.n_retries == 0
     assert srv.connections == 1 and took < 10, took

@@ -12,18 +12,32 @@ def rec(text: str, task: str, answer: str, n: int | None, **kw) -> RolloutRecord
 
 
 def test_aggregate_matches_hand_counts() -> None:
-    tool = "Look.\n</think>" + render_crop_call(0, 5) + render_crop_call(5, 9) + "<answer>A</answer>"
+    tool = (
+        "Look.\n</think>" + render_crop_call(0, 5) + render_crop_call(5, 9) + "<answer>A</answer>"
+    )
     recs = [
-        rec("Checked it all.</think><answer>A</answer>", "mcq", "A", 4, tokens={"main": 10}),  # acc 1
+        rec(
+            "Checked it all.</think><answer>A</answer>", "mcq", "A", 4, tokens={"main": 10}
+        ),  # acc 1
         rec(tool, "mcq", "B", 8, subagent_latency_s=2.0, tokens={"main": 30}),  # acc 0, 2 calls
         rec("x</think><tool_code>crop_video(1,2)</tool_code>", "oe", "cat", 8),  # acc 0
         rec("never closed: red cat", "oe", "red cat", None),  # acc 1 (F1 of last line?)
     ]
     m = aggregate(recs)
-    assert m["n"] == 4 and m["kappa"] == pytest.approx(2 / 4) and m["skip_tool_rate"] == pytest.approx(3 / 4)
-    assert m["closed/think"] == pytest.approx(3 / 4) and m["closed/tool_call"] == pytest.approx(1 / 4)
-    assert m["closed/answer"] == pytest.approx(2 / 4) and m["tool_code_rate"] == pytest.approx(1 / 4)
-    acc4 = recs[3].breakdown.acc  # last line "never closed: red cat" vs "red cat": P 2/4, R 1 -> 2/3
+    assert (
+        m["n"] == 4
+        and m["kappa"] == pytest.approx(2 / 4)
+        and m["skip_tool_rate"] == pytest.approx(3 / 4)
+    )
+    assert m["closed/think"] == pytest.approx(3 / 4) and m["closed/tool_call"] == pytest.approx(
+        1 / 4
+    )
+    assert m["closed/answer"] == pytest.approx(2 / 4) and m["tool_code_rate"] == pytest.approx(
+        1 / 4
+    )
+    acc4 = recs[
+        3
+    ].breakdown.acc  # last line "never closed: red cat" vs "red cat": P 2/4, R 1 -> 2/3
     assert acc4 == pytest.approx(2 / 3)
     assert m["acc/task/mcq"] == pytest.approx(0.5) and m["acc/task/oe"] == pytest.approx(acc4 / 2)
     assert m["acc/n/4"] == 1.0 and m["acc/n/8"] == 0.0 and "acc/n/None" not in m
@@ -35,8 +49,12 @@ def test_aggregate_matches_hand_counts() -> None:
 def test_f_tau_is_one_yardstick_across_reward_switches() -> None:
     text = "Checked it all.</think><answer>A</answer>"
     para = RolloutRecord(compute_reward(text, task="mcq", answer="A", weights=W), "mcq")
-    vanilla = RolloutRecord(compute_reward(text, task="mcq", answer="A",
-                                           weights=RewardWeights.default(anchor_enabled=False)), "mcq")
+    vanilla = RolloutRecord(
+        compute_reward(
+            text, task="mcq", answer="A", weights=RewardWeights.default(anchor_enabled=False)
+        ),
+        "mcq",
+    )
     # the same output: same f_tau (1.15); the training format terms differ (1.15 vs 0.8)
     assert aggregate([para])["f_tau"] == aggregate([vanilla])["f_tau"] == pytest.approx(1.15)
     assert aggregate([vanilla])["reward/format"] == pytest.approx(0.8)

@@ -13,17 +13,22 @@ YES_NO = {"yes": True, "no": False}
 
 
 def doc_table() -> list[dict[str, str]]:
-    lines = (ROOT / "docs" / "rewards.md").read_text().split("## Worked examples", 1)[1].splitlines()
+    lines = (
+        (ROOT / "docs" / "rewards.md").read_text().split("## Worked examples", 1)[1].splitlines()
+    )
     rows = [ln for ln in lines if ln.startswith("| ")]
     header = [c.strip() for c in rows[0].strip("|").split("|")]
     return [dict(zip(header, (c.strip() for c in r.strip("|").split("|")))) for r in rows[1:]]
 
 
-
 @pytest.fixture(scope="module")
 def scored() -> list[dict]:
-    proc = subprocess.run([sys.executable, "-c", "from paravt.cli import app; app()", "score",
-                           "--in", str(EXAMPLES)], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", "from paravt.cli import app; app()", "score", "--in", str(EXAMPLES)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     return [json.loads(ln) for ln in proc.stdout.splitlines()]
 
@@ -42,6 +47,12 @@ def test_every_cell_matches_paravt_score(scored: list[dict], i: int) -> None:
         assert out[key] == pytest.approx(float(row[key]), abs=1e-6), key
     assert out["n_calls"] == int(row["n_calls"])
     assert out["answer"] == (None if row["answer"] == "—" else row["answer"])
-    assert out["degenerate"] is YES_NO[row["degenerate"]] and out["tool_code"] is YES_NO[row["tool_code"]]
-    assert out["closed"] == {"think": YES_NO[row["think"]], "tool_call": YES_NO[row["tool_call"]],
-                             "answer": YES_NO[row["answer_closed"]]}
+    assert (
+        out["degenerate"] is YES_NO[row["degenerate"]]
+        and out["tool_code"] is YES_NO[row["tool_code"]]
+    )
+    assert out["closed"] == {
+        "think": YES_NO[row["think"]],
+        "tool_call": YES_NO[row["tool_call"]],
+        "answer": YES_NO[row["answer_closed"]],
+    }

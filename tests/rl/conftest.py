@@ -1,13 +1,14 @@
-"""Fixtures of the trainer tests (one torch thread is set for the whole suite in tests/conftest.py)."""
+"""Fixtures of the trainer tests (one torch thread is set for the whole suite in
+tests/conftest.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pytest
+from vl_families import FAMILIES
 
 from paravt.models.hf.loading import LoadedPolicy, load_policy
-from vl_families import FAMILIES
 
 
 @pytest.fixture(scope="module")
@@ -16,6 +17,8 @@ def policy(tiny_qwen3_dir: str) -> LoadedPolicy:
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
-def family_policy(request: pytest.FixtureRequest, tiny_model_dir: Callable[..., str]) -> tuple[str, LoadedPolicy]:
+def family_policy(
+    request: pytest.FixtureRequest, tiny_model_dir: Callable[..., str]
+) -> tuple[str, LoadedPolicy]:
     """Each tiny Qwen-VL family in turn: (family, its xs policy)."""
     return request.param, load_policy(tiny_model_dir(request.param, "xs"))

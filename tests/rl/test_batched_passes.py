@@ -42,46 +42,63 @@ ATOL, RTOL = 1e-5, 1e-4
 @pytest.fixture(scope="module")
 def video_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = Path(tmp_path_factory.mktemp("batched")) / "v.mp4"
-    write_video(path, [solid(64, 64, (30 + 12 * i, 90, 200 - 10 * i)) for i in range(16)], fps=2.0)  # 8 s
+    write_video(
+        path, [solid(64, 64, (30 + 12 * i, 90, 200 - 10 * i)) for i in range(16)], fps=2.0
+    )  # 8 s
     return path
 
 
 def _frames(path: Path, family: str, n: int) -> Frames:
-    return sample_frames(path, 0.0, 8.0, nframes=n, max_pixels=64 * 64, size_factor=SIZE_FACTOR[family])
+    return sample_frames(
+        path, 0.0, 8.0, nframes=n, max_pixels=64 * 64, size_factor=SIZE_FACTOR[family]
+    )
 
 
 def _trajectory(codec: ChatCodec, frames: Frames | None, words: int, row_id: str) -> Trajectory:
     """prompt (with the video if any) | <think>\\n | sampled call | tool response | sampled answer."""
-    content = ("<video>\n" if frames is not None else "") + "What colour is the flash?" + " more" * words
-    msgs = (ChatMessage("system", "You are a helpful assistant."),
-            ChatMessage("user", content, videos=(frames,) if frames is not None else ()))
+    content = (
+        ("<video>\n" if frames is not None else "") + "What colour is the flash?" + " more" * words
+    )
+    msgs = (
+        ChatMessage("system", "You are a helpful assistant."),
+        ChatMessage("user", content, videos=(frames,) if frames is not None else ()),
+    )
     b = TrajectoryBuilder(row_id, "main", 0)
     b.add_context(codec.encode_messages(msgs).ids, (frames,) if frames is not None else ())
     b.add_context(codec.generation_prompt(THINK_PREFIX))
-    first = codec.encode_text("look" * (1 + words % 3) + "</think><tool_call>crop</tool_call>") + (codec.im_end_id,)
+    first = codec.encode_text("look" * (1 + words % 3) + "</think><tool_call>crop</tool_call>") + (
+        codec.im_end_id,
+    )
     b.add_sampled(first, [-1.0] * len(first))
     b.add_context(codec.close_turn(first))
     b.add_context(codec.encode_message(ChatMessage("tool", "[1] 00:02-00:04: a red flash")).ids)
     b.add_context(codec.generation_prompt(THINK_PREFIX))
-    second = codec.encode_text("red" + " red" * words + "</think><answer>red</answer>") + (codec.im_end_id,)
+    second = codec.encode_text("red" + " red" * words + "</think><answer>red</answer>") + (
+        codec.im_end_id,
+    )
     b.add_sampled(second, [-2.0] * len(second))
     b.add_context(codec.close_turn(second))
     return b.freeze("answer")
 
 
 def _batch(family: str, policy: LoadedPolicy, video_path: Path, media: str) -> list[Trajectory]:
-    """Four rows of different lengths; ``media``: every row has a video (4 or 8 frames), none, or mixed."""
+    """Four rows of different lengths; ``media``: every row has a video (4 or 8 frames), none, or
+    mixed."""
     codec = ChatCodec(policy.processor)
     frames = {4: _frames(video_path, family, 4), 8: _frames(video_path, family, 8)}
     pick = {"video": [4, 8, 4, 8], "text": [None] * 4, "mixed": [8, None, 4, None]}[media]
-    rows = [_trajectory(codec, None if n is None else frames[n], words, f"r{i}")
-            for i, (n, words) in enumerate(zip(pick, (0, 7, 3, 12), strict=True))]
+    rows = [
+        _trajectory(codec, None if n is None else frames[n], words, f"r{i}")
+        for i, (n, words) in enumerate(zip(pick, (0, 7, 3, 12), strict=True))
+    ]
     assert len({len(t.ids) for t in rows}) == 4  # all lengths differ: the batch is padded
     return rows
 
 
 def _grads(model: torch.nn.Module) -> list[torch.Tensor]:
-    return [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in model.parameters()]
+    return [
+        p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in model.parameters()
+    ]
 
 
 def _assert_close(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> None:
@@ -102,7 +119,12 @@ def test_plan_fills_micro_batches_longest_first_within_the_padded_budget() -> No
     # group), then 2 (2 × 5 = 10 ≤ 18, pads 2 of 10 = 0.2 ≤ 0.25)
     assert plan([5, 9, 3, 9], 18, 0.25) == [[1, 3], [0, 2]]
     assert plan([5, 9, 3, 9], 18, 0.1) == [[1, 3], [0], [2]]  # pads 0.2 > 0.1: 2 goes alone
-    assert plan([5, 9, 3, 9], 4, 1.0) == [[1], [3], [0], [2]]  # every row over the budget goes alone
+    assert plan([5, 9, 3, 9], 4, 1.0) == [
+        [1],
+        [3],
+        [0],
+        [2],
+    ]  # every row over the budget goes alone
     # no budget limit: 0 joins (pads 4 of 27 = 0.15), 2 does not (pads 10 of 36 = 0.28 > 0.25)
     assert plan([5, 9, 3, 9], 10_000, 0.25) == [[1, 3, 0], [2]]
 
@@ -114,16 +136,23 @@ def test_batched_logprobs_equal_per_sequence_forwards(family_policy, video_path,
     trajs = _batch(family, policy, video_path, media)
     suppress = vision_ids(policy.processor)
     (mb,) = micro_batches(policy.processor, trajs, 10_000)
-    assert mb.inputs["attention_mask"].shape[0] == 4 and int(mb.inputs["attention_mask"][:, -1].sum()) == 1
+    assert (
+        mb.inputs["attention_mask"].shape[0] == 4
+        and int(mb.inputs["attention_mask"][:, -1].sum()) == 1
+    )
     with torch.no_grad():
         batched = mb.split(score(policy.model, mb, temperature=0.7, suppress_ids=suppress).logprobs)
-        alone = [trajectory_logprobs(policy.model, policy.processor, trajs[r], 0.7) for r in mb.rows]
+        alone = [
+            trajectory_logprobs(policy.model, policy.processor, trajs[r], 0.7) for r in mb.rows
+        ]
     _assert_close(batched, alone)
 
 
 @pytest.mark.parametrize("media", ["video", "text", "mixed"])
 @pytest.mark.parametrize("budget", [10_000, 300])
-def test_sft_batched_gives_the_per_sequence_loss_and_gradients(family_policy, video_path, media, budget) -> None:
+def test_sft_batched_gives_the_per_sequence_loss_and_gradients(
+    family_policy, video_path, media, budget
+) -> None:
     family, policy = family_policy
     trajs = _batch(family, policy, video_path, media)
     model = copy.deepcopy(policy.model)
@@ -152,22 +181,33 @@ def test_sft_loss_counts_only_model_tokens(family_policy, video_path) -> None:
         with torch.no_grad():
             for t in ts:
                 inputs = model_inputs(policy.processor, t.ids, t.videos, t.images)
-                logp = sampling_log_softmax(policy.model(**inputs).logits[0], suppress_ids=suppress)  # L×V
-                terms += [float(logp[p - 1, t.ids[p]]) for p in range(1, len(t.ids)) if t.loss_mask[p]]
+                logp = sampling_log_softmax(
+                    policy.model(**inputs).logits[0], suppress_ids=suppress
+                )  # L×V
+                terms += [
+                    float(logp[p - 1, t.ids[p]]) for p in range(1, len(t.ids)) if t.loss_mask[p]
+                ]
         return -sum(terms) / len(terms)
 
     model = copy.deepcopy(policy.model)
     got = sft_backward(model, policy.processor, trajs).loss
     assert got == pytest.approx(hand(trajs), rel=RTOL, abs=ATOL)
     t = trajs[1]
-    obs = next(p for p in range(t.prompt_len, len(t.ids)) if t.loss_mask[p] == 0) + 3  # inside the tool turn
-    flipped = [*trajs[:1], dataclasses.replace(t, loss_mask=t.loss_mask[:obs] + (1,) + t.loss_mask[obs + 1:]),
-               *trajs[2:]]
+    obs = (
+        next(p for p in range(t.prompt_len, len(t.ids)) if t.loss_mask[p] == 0) + 3
+    )  # inside the tool turn
+    flipped = [
+        *trajs[:1],
+        dataclasses.replace(t, loss_mask=t.loss_mask[:obs] + (1,) + t.loss_mask[obs + 1 :]),
+        *trajs[2:],
+    ]
     got_flipped = sft_backward(model, policy.processor, flipped)
     assert got_flipped.n_tokens == sum(x.n_sampled for x in trajs) + 1
     assert got_flipped.loss == pytest.approx(hand(flipped), rel=RTOL, abs=ATOL)
     n = sum(x.n_sampled for x in trajs)
-    added = got_flipped.loss * (n + 1) - got * n  # the added token's own NLL (≈ log V for a random model)
+    added = (
+        got_flipped.loss * (n + 1) - got * n
+    )  # the added token's own NLL (≈ log V for a random model)
     assert added > 1.0  # control: the mask decides what counts
 
 
@@ -180,20 +220,40 @@ def _perturbed(model: torch.nn.Module, scale: float = 0.05) -> torch.nn.Module:
     return ref
 
 
-def _update(policy: LoadedPolicy, items: list[TrainItem], ref: torch.nn.Module, *, batched: bool, epochs: int,
-            budget: int = 10_000) -> tuple[UpdateStats, list[torch.Tensor], list[torch.Tensor]]:
+def _update(
+    policy: LoadedPolicy,
+    items: list[TrainItem],
+    ref: torch.nn.Module,
+    *,
+    batched: bool,
+    epochs: int,
+    budget: int = 10_000,
+) -> tuple[UpdateStats, list[torch.Tensor], list[torch.Tensor]]:
     model = copy.deepcopy(policy.model)
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
-    stats = ppo_update(model, policy.processor, opt, items, clip_eps=0.2, kl_coef=0.1, kl_kind="k3",
-                       max_grad_norm=1e9, ref_model=ref, ppo_epochs=epochs, temperature=0.7, batched=batched,
-                       micro_batch_tokens=budget)
+    stats = ppo_update(
+        model,
+        policy.processor,
+        opt,
+        items,
+        clip_eps=0.2,
+        kl_coef=0.1,
+        kl_kind="k3",
+        max_grad_norm=1e9,
+        ref_model=ref,
+        ppo_epochs=epochs,
+        temperature=0.7,
+        batched=batched,
+        micro_batch_tokens=budget,
+    )
     return stats, _grads(model), [p.detach().clone() for p in model.parameters()]
 
 
 @pytest.mark.parametrize("media", ["video", "text", "mixed"])
 @pytest.mark.parametrize("epochs", [1, 2])
-def test_grpo_update_batched_gives_the_per_sequence_loss_gradients_and_stats(family_policy, video_path, media,
-                                                                             epochs) -> None:
+def test_grpo_update_batched_gives_the_per_sequence_loss_gradients_and_stats(
+    family_policy, video_path, media, epochs
+) -> None:
     """Old logprobs from the first epoch's own forward (no separate pass), reference scored on the
     same batch: loss, KL, clip fraction, gradients and the parameters after the step all match the
     per-sequence path's separate old / reference / loss passes. Two epochs: the second one's ratios
@@ -202,7 +262,9 @@ def test_grpo_update_batched_gives_the_per_sequence_loss_gradients_and_stats(fam
     trajs = _batch(family, policy, video_path, media)
     items = [TrainItem(t, a) for t, a in zip(trajs, (1.0, -0.5, 0.25, -1.5), strict=True)]
     ref = _perturbed(policy.model)
-    b, gb, pb = _update(policy, items, ref, batched=True, epochs=epochs, budget=10_000 if epochs == 1 else 300)
+    b, gb, pb = _update(
+        policy, items, ref, batched=True, epochs=epochs, budget=10_000 if epochs == 1 else 300
+    )
     s, gs, ps = _update(policy, items, ref, batched=False, epochs=epochs)
     for name in ("loss", "policy_loss", "kl", "clip_frac", "grad_norm", "logprob_mismatch"):
         assert getattr(b, name) == pytest.approx(getattr(s, name), rel=RTOL, abs=ATOL), name
@@ -222,16 +284,25 @@ def test_update_reports_the_entropy_of_the_sampling_distribution(family_policy, 
     with torch.no_grad():
         for t in trajs:
             inputs = model_inputs(policy.processor, t.ids, t.videos, t.images)
-            logp = sampling_log_softmax(policy.model(**inputs).logits[0] / 0.7, suppress_ids=suppress)  # L×V
+            logp = sampling_log_softmax(
+                policy.model(**inputs).logits[0] / 0.7, suppress_ids=suppress
+            )  # L×V
             ents.append(token_entropy(logp[torch.tensor(sampled_positions(t)) - 1]))  # (P,)
-    stats, _, _ = _update(policy, [TrainItem(t, 1.0) for t in trajs], _perturbed(policy.model), batched=True,
-                          epochs=1)
+    stats, _, _ = _update(
+        policy, [TrainItem(t, 1.0) for t in trajs], _perturbed(policy.model), batched=True, epochs=1
+    )
     assert stats.entropy == pytest.approx(float(torch.cat(ents).mean()), rel=RTOL, abs=ATOL)
-    assert 0 < stats.entropy <= torch.log(torch.tensor(float(policy.model.config.text_config.vocab_size)))
+    assert (
+        0
+        < stats.entropy
+        <= torch.log(torch.tensor(float(policy.model.config.text_config.vocab_size)))
+    )
     assert stats.to_metrics()["entropy"] == stats.entropy
 
 
-def test_batched_update_forwards_policy_and_reference_once_per_micro_batch(family_policy, video_path) -> None:
+def test_batched_update_forwards_policy_and_reference_once_per_micro_batch(
+    family_policy, video_path
+) -> None:
     """No old-logprob pass: one policy forward and one reference forward per micro-batch (the
     per-sequence path: two policy forwards and one reference forward per trajectory)."""
     family, policy = family_policy
@@ -241,11 +312,23 @@ def test_batched_update_forwards_policy_and_reference_once_per_micro_batch(famil
     for batched in (True, False):
         model, ref = copy.deepcopy(policy.model), _perturbed(policy.model)
         calls = {"policy": 0, "ref": 0}
-        model.model.register_forward_hook(lambda *_: calls.__setitem__("policy", calls["policy"] + 1))
+        model.model.register_forward_hook(
+            lambda *_: calls.__setitem__("policy", calls["policy"] + 1)
+        )
         ref.model.register_forward_hook(lambda *_: calls.__setitem__("ref", calls["ref"] + 1))
-        ppo_update(model, policy.processor, torch.optim.SGD(model.parameters(), lr=0.0), items, clip_eps=0.2,
-                   kl_coef=0.1, kl_kind="k3", max_grad_norm=1.0, ref_model=ref, batched=batched,
-                   micro_batch_tokens=10_000)
+        ppo_update(
+            model,
+            policy.processor,
+            torch.optim.SGD(model.parameters(), lr=0.0),
+            items,
+            clip_eps=0.2,
+            kl_coef=0.1,
+            kl_kind="k3",
+            max_grad_norm=1.0,
+            ref_model=ref,
+            batched=batched,
+            micro_batch_tokens=10_000,
+        )
         counts[batched] = calls
     assert counts[True] == {"policy": 1, "ref": 1}
     assert counts[False] == {"policy": 2 * len(items), "ref": len(items)}

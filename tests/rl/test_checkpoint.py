@@ -1,4 +1,5 @@
-"""Checkpoints: atomic directories, crash leftovers ignored, overwrite, RNG and optimizer round-trip."""
+"""Checkpoints: atomic directories, crash leftovers ignored, overwrite, RNG and optimizer
+round-trip."""
 
 from __future__ import annotations
 
@@ -25,8 +26,14 @@ def _draws() -> tuple[float, float, list[float]]:
 
 
 def _save(root: Path, step: int, policy: LoadedPolicy, **state) -> Path:
-    return save_checkpoint(root, step, model=policy.model, processor=policy.processor, optimizer=None,
-                           state=dict(state))
+    return save_checkpoint(
+        root,
+        step,
+        model=policy.model,
+        processor=policy.processor,
+        optimizer=None,
+        state=dict(state),
+    )
 
 
 def test_latest_checkpoint_ignores_tmp_old_and_incomplete_dirs(tmp_path: Path, policy) -> None:
@@ -42,7 +49,9 @@ def test_latest_checkpoint_ignores_tmp_old_and_incomplete_dirs(tmp_path: Path, p
     assert latest_checkpoint(tmp_path) == tmp_path / "step_000001"
 
 
-def test_latest_checkpoint_orders_by_step_and_handles_a_missing_root(tmp_path: Path, policy) -> None:
+def test_latest_checkpoint_orders_by_step_and_handles_a_missing_root(
+    tmp_path: Path, policy
+) -> None:
     assert latest_checkpoint(tmp_path / "nothing-here") is None
     assert latest_checkpoint(tmp_path) is None
     for step in (9, 10, 2):
@@ -50,7 +59,9 @@ def test_latest_checkpoint_orders_by_step_and_handles_a_missing_root(tmp_path: P
     assert latest_checkpoint(tmp_path) == tmp_path / "step_000010"
 
 
-def test_saving_over_a_leftover_tmp_and_over_an_existing_step_keeps_the_new_state(tmp_path: Path, policy) -> None:
+def test_saving_over_a_leftover_tmp_and_over_an_existing_step_keeps_the_new_state(
+    tmp_path: Path, policy
+) -> None:
     stale = tmp_path / "step_000002.tmp"
     stale.mkdir(parents=True)
     (stale / "garbage.bin").write_bytes(b"x")
@@ -98,6 +109,7 @@ def test_rng_state_round_trips_in_memory() -> None:
 
 def test_optimizer_state_round_trip_continues_identically(tmp_path: Path, policy) -> None:
     """Two AdamW steps uninterrupted == one step, save, reload into a fresh optimizer, one step."""
+
     def step(model, opt) -> None:
         opt.zero_grad()
         sum((p.float() ** 2).sum() for p in model.parameters()).backward()
@@ -106,7 +118,9 @@ def test_optimizer_state_round_trip_continues_identically(tmp_path: Path, policy
     a = copy.deepcopy(policy.model)
     opt_a = torch.optim.AdamW(a.parameters(), lr=1e-2)
     step(a, opt_a)
-    ckpt = save_checkpoint(tmp_path, 1, model=a, processor=policy.processor, optimizer=opt_a, state={})
+    ckpt = save_checkpoint(
+        tmp_path, 1, model=a, processor=policy.processor, optimizer=opt_a, state={}
+    )
     step(a, opt_a)
 
     b = load_policy(str(ckpt / "model")).model

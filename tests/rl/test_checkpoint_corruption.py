@@ -1,4 +1,5 @@
-"""Issue 13 item 11: a corrupted latest checkpoint is skipped, named, and resume uses the previous one.
+"""Issue 13 item 11: a corrupted latest checkpoint is skipped, named, and resume uses the previous
+one.
 
 Reproduced break: a truncated ``trainer.pt`` or ``model.safetensors``, a garbage ``state.json`` or
 a deleted file in the newest checkpoint made ``--resume`` exit with a traceback.
@@ -36,24 +37,42 @@ def _weights(ckpt: Path) -> Path:
 CORRUPTIONS: dict[str, tuple[Callable[[Path], None], str]] = {
     "truncated trainer.pt": (lambda c: _truncate(c / "trainer.pt"), "trainer.pt has"),
     "truncated weights": (lambda c: _truncate(_weights(c)), ".safetensors has"),
-    "garbage state.json": (lambda c: (c / "state.json").write_text('{"step": 2, "epoch": "x"}'),
-                           "state.json"),
-    "same-size bit flip": (lambda c: (c / "trainer.pt").write_bytes(
-        bytes([b ^ 0xFF if i == 100 else b for i, b in enumerate((c / "trainer.pt").read_bytes())])),
-        "trainer.pt does not match its SHA-256"),
-    "deleted config": (lambda c: (c / "model" / "config.json").unlink(), "model/config.json is missing"),
+    "garbage state.json": (
+        lambda c: (c / "state.json").write_text('{"step": 2, "epoch": "x"}'),
+        "state.json",
+    ),
+    "same-size bit flip": (
+        lambda c: (c / "trainer.pt").write_bytes(
+            bytes(
+                [b ^ 0xFF if i == 100 else b for i, b in enumerate((c / "trainer.pt").read_bytes())]
+            )
+        ),
+        "trainer.pt does not match its SHA-256",
+    ),
+    "deleted config": (
+        lambda c: (c / "model" / "config.json").unlink(),
+        "model/config.json is missing",
+    ),
     "no marker": (lambda c: (c / MARKER).unlink(), f"no {MARKER}"),
     "garbage marker": (lambda c: (c / MARKER).write_text("[1, 2"), f"{MARKER} is unreadable"),
 }
 
 
 def _save(root: Path, step: int, policy: LoadedPolicy) -> Path:
-    return save_checkpoint(root, step, model=policy.model, processor=policy.processor, optimizer=None,
-                           state={"kind": "sft"})
+    return save_checkpoint(
+        root,
+        step,
+        model=policy.model,
+        processor=policy.processor,
+        optimizer=None,
+        state={"kind": "sft"},
+    )
 
 
 @pytest.mark.parametrize("name", list(CORRUPTIONS))
-def test_resume_walks_back_past_a_corrupted_latest_checkpoint(name: str, tmp_path: Path, policy) -> None:
+def test_resume_walks_back_past_a_corrupted_latest_checkpoint(
+    name: str, tmp_path: Path, policy
+) -> None:
     good, bad = _save(tmp_path, 1, policy), _save(tmp_path, 2, policy)
     assert verify_checkpoint(good) is None and verify_checkpoint(bad) is None
     corrupt, expected = CORRUPTIONS[name]
@@ -71,7 +90,9 @@ def test_marker_lists_every_file_and_is_written_last(tmp_path: Path, policy) -> 
     assert set(files) == on_disk and {"state.json", "trainer.pt", "model/config.json"} <= on_disk
 
 
-def test_no_checkpoint_verifies_means_start_from_scratch_with_reasons(tmp_path: Path, policy) -> None:
+def test_no_checkpoint_verifies_means_start_from_scratch_with_reasons(
+    tmp_path: Path, policy
+) -> None:
     only = _save(tmp_path, 1, policy)
     (only / "trainer.pt").unlink()
     point = resume_point(tmp_path)
@@ -79,12 +100,24 @@ def test_no_checkpoint_verifies_means_start_from_scratch_with_reasons(tmp_path: 
 
 
 def test_sft_resume_past_a_truncated_latest_checkpoint_equals_an_uninterrupted_run(
-        tmp_path: Path, synth: Path, tiny_qwen3_dir: str, caplog: pytest.LogCaptureFixture) -> None:
-    sft = {"max_steps": 6, "save_every": 2, "batch_size": 1, "warmup_steps": 2, "include_subagent_rows": False}
-    straight = run_training(_cfg(tmp_path / "a", synth / "sft.parquet", tiny_qwen3_dir, sft=sft),
-                            kind="sft", progress=False)
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    sft = {
+        "max_steps": 6,
+        "save_every": 2,
+        "batch_size": 1,
+        "warmup_steps": 2,
+        "include_subagent_rows": False,
+    }
+    straight = run_training(
+        _cfg(tmp_path / "a", synth / "sft.parquet", tiny_qwen3_dir, sft=sft),
+        kind="sft",
+        progress=False,
+    )
     cfg = _cfg(tmp_path / "b", synth / "sft.parquet", tiny_qwen3_dir, sft=sft)
-    killed = run_training(cfg, kind="sft", progress=False, stop_after=5)  # checkpoints at steps 2 and 4
+    killed = run_training(
+        cfg, kind="sft", progress=False, stop_after=5
+    )  # checkpoints at steps 2 and 4
     latest = killed / "checkpoints" / "step_000004"
     _truncate(latest / "trainer.pt")
     with caplog.at_level(logging.WARNING, logger="paravt.rl.loop"):
@@ -93,4 +126,6 @@ def test_sft_resume_past_a_truncated_latest_checkpoint_equals_an_uninterrupted_r
     assert "continuing from" in caplog.text and "step_000002" in caplog.text
     a, b = read_log(straight / "train_log.jsonl"), read_log(resumed / "train_log.jsonl")
     assert [r["step"] for r in b] == [1, 2, 3, 4, 5, 6]
-    assert [r["loss"] for r in a] == [r["loss"] for r in b]  # steps 3-6 recomputed from step 2, exactly
+    assert [r["loss"] for r in a] == [
+        r["loss"] for r in b
+    ]  # steps 3-6 recomputed from step 2, exactly

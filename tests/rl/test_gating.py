@@ -31,8 +31,13 @@ def test_values_are_identical_in_a_process_with_another_hash_seed() -> None:
     for hash_seed in ("1", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
         out = subprocess.run(
-            [sys.executable, "-c", code], input=json.dumps(ids), env=env,
-            capture_output=True, text=True, check=True, timeout=60,
+            [sys.executable, "-c", code],
+            input=json.dumps(ids),
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
         )
         str_hash, values = json.loads(out.stdout)
         salted.add(str_hash)

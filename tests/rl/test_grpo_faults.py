@@ -21,8 +21,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_trainer import _cfg, synth  # noqa: E402,F401  (the module's synth-data fixture)
 
 
-def test_one_crashing_rollout_is_dropped_and_counted_not_fatal(tmp_path: Path, synth: Path, tiny_qwen3_dir: str,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_crashing_rollout_is_dropped_and_counted_not_fatal(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real_probe, calls = episode_mod.probe, []
 
     def probe_that_breaks_once(path):

@@ -33,15 +33,27 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "out_dir": str(out), "data": str(data), "model": {"path": model},
-        "video": {"overview_nframes": 4, "overview_max_pixels": 64 * 64, "crop_max_pixels": 64 * 64,
-                  "crop_max_frames": 4},
+        "out_dir": str(out),
+        "data": str(data),
+        "model": {"path": model},
+        "video": {
+            "overview_nframes": 4,
+            "overview_max_pixels": 64 * 64,
+            "crop_max_pixels": 64 * 64,
+            "crop_max_frames": 4,
+        },
         "sampling": {"max_new_tokens": 16, "sub_max_new_tokens": 8},
         "rollout": {"max_turns": 1},
         "sft": {"batch_size": 2, "warmup_steps": 0, "save_every": 1, "max_steps": 4},
         "prior": {"batch_size": 2, "warmup_steps": 0, "save_every": 1, "steps": 3},
-        "rl": {"group_size": 2, "prompts_per_step": 1, "steps": 3, "save_every": 1, "kl_coef": 0.0,
-               "gating": {"choices": [4]}},
+        "rl": {
+            "group_size": 2,
+            "prompts_per_step": 1,
+            "steps": 3,
+            "save_every": 1,
+            "kl_coef": 0.0,
+            "gating": {"choices": [4]},
+        },
     }
     for name, values in sections.items():
         base[name] = {**base.get(name, {}), **values}
@@ -55,7 +67,8 @@ def _finite_weights(ckpt: Path) -> bool:
 
 @pytest.mark.timeout(300)
 def test_sft_with_a_huge_lr_stops_at_the_diverged_step_and_keeps_the_last_good_checkpoint(
-        tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+) -> None:
     """The issue's probe through the real CLI: the first update at lr=1e30 blows the weights up, the
     second step's loss is nan. Before: the run said done and saved an all-NaN model."""
     import yaml
@@ -63,8 +76,23 @@ def test_sft_with_a_huge_lr_stops_at_the_diverged_step_and_keeps_the_last_good_c
     out = tmp_path / "run"
     cfg = tmp_path / "sft.yaml"
     cfg.write_text(yaml.safe_dump(_cfg(out, synth / "sft.parquet", tiny_qwen3_dir)))
-    proc = subprocess.run([sys.executable, "-m", "paravt", "train", "sft", "--config", str(cfg), "--set", "sft.lr=1e30"],
-                          capture_output=True, text=True, timeout=240, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "paravt",
+            "train",
+            "sft",
+            "--config",
+            str(cfg),
+            "--set",
+            "sft.lr=1e30",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr and "done" not in proc.stdout + proc.stderr
     errors = [ln for ln in proc.stderr.splitlines() if "diverged" in ln]
@@ -73,14 +101,19 @@ def test_sft_with_a_huge_lr_stops_at_the_diverged_step_and_keeps_the_last_good_c
     assert "step_000001" in errors[0]
     assert not (out / "model").exists()  # never a saved model over a broken run
     point = resume_point(out / "checkpoints")
-    assert point.checkpoint is not None and point.checkpoint.name == "step_000001" and point.skipped == ()
+    assert (
+        point.checkpoint is not None
+        and point.checkpoint.name == "step_000001"
+        and point.skipped == ()
+    )
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step_000001"]
     assert _finite_weights(point.checkpoint)
 
 
 @pytest.mark.timeout(300)
 def test_rl_step_that_breaks_a_parameter_stops_before_its_checkpoint(
-        tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A step whose update leaves a parameter inf (simulated after the real step 2) is named with
     the parameter and rl.lr; step 2's checkpoint is never written."""
     real = GRPOTrainer.step
@@ -103,13 +136,20 @@ def test_rl_step_that_breaks_a_parameter_stops_before_its_checkpoint(
 
 
 def test_a_nan_loss_at_the_first_step_says_no_checkpoint_was_written(
-        tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(SFTTrainer, "step", lambda self, step: {"loss": math.nan, "lr": 1e-3})
     cfg = TrainConfig.model_validate(_cfg(tmp_path / "run", synth / "rl.parquet", tiny_qwen3_dir))
-    with pytest.raises(TrainingError, match=r"train prior: step 1 diverged: the loss is nan; .*no checkpoint "
-                                            r"was written before it.*prior\.lr \(this step ran at lr=0\.001\)"):
+    with pytest.raises(
+        TrainingError,
+        match=r"train prior: step 1 diverged: the loss is nan; .*no checkpoint "
+        r"was written before it.*prior\.lr \(this step ran at lr=0\.001\)",
+    ):
         run_training(cfg, kind="prior", progress=False)
-    assert not (tmp_path / "run" / "model").exists() and not (tmp_path / "run" / "checkpoints").exists()
+    assert (
+        not (tmp_path / "run" / "model").exists()
+        and not (tmp_path / "run" / "checkpoints").exists()
+    )
 
 
 def test_broken_parameters_names_only_the_non_finite_tensors(tmp_path: Path) -> None:
@@ -120,5 +160,8 @@ def test_broken_parameters_names_only_the_non_finite_tensors(tmp_path: Path) -> 
         model[1].bias[0] = math.nan
         model[0].weight[1, 2] = -math.inf
     assert broken_parameters(model) == ["0.weight", "1.bias"]
-    with pytest.raises(TrainingError, match=r"step 7 diverged: 2 parameter tensor\(s\) hold inf or nan \(first: 0.weight\)"):
+    with pytest.raises(
+        TrainingError,
+        match=r"step 7 diverged: 2 parameter tensor\(s\) hold inf or nan \(first: 0.weight\)",
+    ):
         check_step(7, {"loss": 0.5}, model, kind="sft", checkpoints=tmp_path)

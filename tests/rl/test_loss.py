@@ -135,8 +135,15 @@ def test_batch_of_8_equals_two_micro_batches_of_4_with_global_tokens() -> None:
     acc_lp = logp0.clone().requires_grad_(True)
     parts = []
     for rows in (slice(0, 4), slice(4, 8)):
-        out = grpo_loss(acc_lp[rows], old[rows], adv[rows], mask[rows], ref_logprobs=ref[rows],
-                        global_tokens=29, **kw)
+        out = grpo_loss(
+            acc_lp[rows],
+            old[rows],
+            adv[rows],
+            mask[rows],
+            ref_logprobs=ref[rows],
+            global_tokens=29,
+            **kw,
+        )
         out.loss.backward()
         parts.append(out)
     assert sum(p.loss.item() for p in parts) == pytest.approx(full.loss.item(), abs=1e-12)
@@ -144,8 +151,10 @@ def test_batch_of_8_equals_two_micro_batches_of_4_with_global_tokens() -> None:
     for name in ("clip_frac", "approx_kl", "ratio_mean", "kl"):  # metrics sum too
         assert sum(getattr(p, name) for p in parts) == pytest.approx(getattr(full, name), abs=1e-12)
     # without global_tokens each half is its own mean (12 and 17 tokens): the sum is NOT the mean
-    naive = sum(grpo_loss(logp0[r], old[r], adv[r], mask[r], ref_logprobs=ref[r], **kw).loss.item()
-                for r in (slice(0, 4), slice(4, 8)))
+    naive = sum(
+        grpo_loss(logp0[r], old[r], adv[r], mask[r], ref_logprobs=ref[r], **kw).loss.item()
+        for r in (slice(0, 4), slice(4, 8))
+    )
     assert abs(naive - full.loss.item()) > 1e-3
 
 

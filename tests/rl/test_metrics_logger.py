@@ -1,4 +1,5 @@
-"""The local trainer's metrics logger: JSONL always, TensorBoard only when ``logging.loggers`` lists it."""
+"""The local trainer's metrics logger: JSONL always, TensorBoard only when ``logging.loggers`` lists
+it."""
 
 from __future__ import annotations
 
@@ -19,10 +20,17 @@ def test_no_tensorboard_dir_unless_it_is_a_logger(tmp_path: Path) -> None:
     assert not (tmp_path / "tb").exists()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tensorboard") is None, reason="tensorboard not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensorboard") is None, reason="tensorboard not installed"
+)
 def test_tensorboard_events_when_asked(tmp_path: Path) -> None:
-    logger = MetricsLogger(tmp_path, name="r", kind="sft", config={},
-                           tracking=TrackingSettings(("console", "tensorboard")))
+    logger = MetricsLogger(
+        tmp_path,
+        name="r",
+        kind="sft",
+        config={},
+        tracking=TrackingSettings(("console", "tensorboard")),
+    )
     logger.log(1, {"loss": 0.5})
     logger.close()
     events = list((tmp_path / "tb").glob("events.out.tfevents.*"))

@@ -26,17 +26,32 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _cfg(out: Path, synth: Path, model: str, **prior: object) -> TrainConfig:
-    return TrainConfig.model_validate({
-        "out_dir": str(out), "data": str(synth / "rl.parquet"), "model": {"path": model},
-        "video": {"overview_max_pixels": 64 * 64},
-        "prior": {"steps": 8, "lr": 3e-3, "batch_size": 3, "warmup_steps": 0, "think_sentences": 3,
-                  "tool_mix": 1.0, **prior},
-    })
+    return TrainConfig.model_validate(
+        {
+            "out_dir": str(out),
+            "data": str(synth / "rl.parquet"),
+            "model": {"path": model},
+            "video": {"overview_max_pixels": 64 * 64},
+            "prior": {
+                "steps": 8,
+                "lr": 3e-3,
+                "batch_size": 3,
+                "warmup_steps": 0,
+                "think_sentences": 3,
+                "tool_mix": 1.0,
+                **prior,
+            },
+        }
+    )
 
 
-def test_prior_is_a_registered_trainer_and_lowers_the_loss(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
+def test_prior_is_a_registered_trainer_and_lowers_the_loss(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+) -> None:
     assert "prior" in TRAINERS
-    out = run_training(_cfg(tmp_path / "prior", synth, tiny_qwen3_dir), kind="prior", progress=False)
+    out = run_training(
+        _cfg(tmp_path / "prior", synth, tiny_qwen3_dir), kind="prior", progress=False
+    )
     losses = [r["loss"] for r in read_log(out / "train_log.jsonl")]
     assert len(losses) == 8
     assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3
@@ -53,10 +68,14 @@ def test_lr_scale_warms_up_then_holds_or_falls_by_cosine() -> None:
     cos = [lr_scale(s, 12, 2, "cosine", 0.1) for s in range(12)]
     assert cos[:3] == [0.5, 1.0, 1.0] and cos[-1] == pytest.approx(0.1)
     assert cos[7] == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 5 / 9)))
-    assert lr_scale(50, 12, 2, "cosine", 0.1) == pytest.approx(0.1)  # resumed past the end: the floor
+    assert lr_scale(50, 12, 2, "cosine", 0.1) == pytest.approx(
+        0.1
+    )  # resumed past the end: the floor
 
 
-def test_cli_train_prior_runs_the_configured_steps(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
+def test_cli_train_prior_runs_the_configured_steps(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+) -> None:
     cfg_path = tmp_path / "prior.yaml"
     save(_cfg(tmp_path / "run", synth, tiny_qwen3_dir, steps=2, tool_mix=0.0), cfg_path)
     res = CliRunner().invoke(app, ["train", "prior", "--config", str(cfg_path)])
@@ -64,7 +83,9 @@ def test_cli_train_prior_runs_the_configured_steps(tmp_path: Path, synth: Path, 
     assert len(read_log(tmp_path / "run" / "train_log.jsonl")) == 2
 
 
-def test_prior_on_a_file_without_prompts_is_a_clear_error(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
+def test_prior_on_a_file_without_prompts_is_a_clear_error(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+) -> None:
     cfg = _cfg(tmp_path / "bad", synth, tiny_qwen3_dir)
     cfg.data = str(synth / "sft.parquet")
     with pytest.raises(DataError, match="sft.parquet holds no prompts"):

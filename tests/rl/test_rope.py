@@ -22,17 +22,20 @@ from paravt.video import sample_frames, write_video
 from paravt.video.draw import solid
 
 
-
 @pytest.fixture(scope="module")
 def video_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = Path(tmp_path_factory.mktemp("rope")) / "v.mp4"
-    write_video(path, [solid(64, 96, (30 + 12 * i, 90, 200 - 10 * i)) for i in range(16)], fps=2.0)  # 8 s
+    write_video(
+        path, [solid(64, 96, (30 + 12 * i, 90, 200 - 10 * i)) for i in range(16)], fps=2.0
+    )  # 8 s
     return path
 
 
 @pytest.fixture(autouse=True)
 def _one_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(batch, "MAX_PAD_SHARE", 1.0)  # rows of different lengths share a micro-batch
+    monkeypatch.setattr(
+        batch, "MAX_PAD_SHARE", 1.0
+    )  # rows of different lengths share a micro-batch
 
 
 def _rows(family: str, policy: LoadedPolicy, video_path: Path, media: str) -> list[Trajectory]:
@@ -42,27 +45,44 @@ def _rows(family: str, policy: LoadedPolicy, video_path: Path, media: str) -> li
     f = SIZE_FACTOR[family]
     overview = sample_frames(video_path, 0.0, 8.0, nframes=8, max_pixels=64 * 96, size_factor=f)
     clip = sample_frames(video_path, 2.0, 4.0, nframes=3, max_pixels=64 * 96, size_factor=f)
-    vids = {"video": [(overview, clip), (clip,), (overview,)], "text": [(), (), ()],
-            "mixed": [(overview, clip), (), (clip,)]}[media]
+    vids = {
+        "video": [(overview, clip), (clip,), (overview,)],
+        "text": [(), (), ()],
+        "mixed": [(overview, clip), (), (clip,)],
+    }[media]
     rows = []
     for i, vs in enumerate(vids):
-        user = ChatMessage("user", "".join("<video>\n" for _ in vs) + "Which colour?" + " more" * (3 * i), videos=vs)
-        msgs = [ChatMessage("system", "You are a helpful assistant."), user,
-                ChatMessage("assistant", "<think>\nlook</think><answer>red" + " red" * i + "</answer>")]
+        user = ChatMessage(
+            "user",
+            "".join("<video>\n" for _ in vs) + "Which colour?" + " more" * (3 * i),
+            videos=vs,
+        )
+        msgs = [
+            ChatMessage("system", "You are a helpful assistant."),
+            user,
+            ChatMessage("assistant", "<think>\nlook</think><answer>red" + " red" * i + "</answer>"),
+        ]
         rows.append(build_sequence(msgs, codec, row_id=f"r{i}"))
     return rows
 
 
 def _model_positions(policy: LoadedPolicy, mb: batch.MicroBatch) -> torch.Tensor:
     """What the model computes itself for the padded batch (the path without ``position_ids``)."""
-    kw = {k: mb.inputs[k] for k in ("image_grid_thw", "video_grid_thw", "second_per_grid_ts") if k in mb.inputs}
-    pos, _ = policy.model.model.get_rope_index(mb.inputs["input_ids"], mm_token_type_ids=mb.inputs["mm_token_type_ids"],
-                                               **kw)
+    kw = {
+        k: mb.inputs[k]
+        for k in ("image_grid_thw", "video_grid_thw", "second_per_grid_ts")
+        if k in mb.inputs
+    }
+    pos, _ = policy.model.model.get_rope_index(
+        mb.inputs["input_ids"], mm_token_type_ids=mb.inputs["mm_token_type_ids"], **kw
+    )
     return pos
 
 
 @pytest.mark.parametrize("media", ["video", "text", "mixed"])
-def test_precomputed_positions_give_the_models_own_positions_and_logits(family_policy, video_path, media) -> None:
+def test_precomputed_positions_give_the_models_own_positions_and_logits(
+    family_policy, video_path, media
+) -> None:
     family, policy = family_policy
     rows = _rows(family, policy, video_path, media)
     (plain,) = micro_batches(policy.processor, rows, 10_000)
@@ -70,7 +90,9 @@ def test_precomputed_positions_give_the_models_own_positions_and_logits(family_p
     if media == "text":
         assert "position_ids" not in given.inputs  # no media: the model's 1-D default, as before
     else:
-        torch.testing.assert_close(given.inputs["position_ids"], _model_positions(policy, plain), atol=0, rtol=0)
+        torch.testing.assert_close(
+            given.inputs["position_ids"], _model_positions(policy, plain), atol=0, rtol=0
+        )
     with torch.no_grad():
         a = policy.model(**{k: v for k, v in plain.inputs.items() if k != "attention_mask"}).logits
         b = policy.model(**{k: v for k, v in given.inputs.items() if k != "attention_mask"}).logits
@@ -78,7 +100,9 @@ def test_precomputed_positions_give_the_models_own_positions_and_logits(family_p
 
 
 @pytest.mark.parametrize("media", ["video", "mixed"])
-def test_sft_loss_and_gradients_are_unchanged(family_policy, video_path, media, monkeypatch) -> None:
+def test_sft_loss_and_gradients_are_unchanged(
+    family_policy, video_path, media, monkeypatch
+) -> None:
     family, policy = family_policy
     rows = _rows(family, policy, video_path, media)
     model = policy.model
@@ -89,14 +113,18 @@ def test_sft_loss_and_gradients_are_unchanged(family_policy, video_path, media, 
         return out.loss, [p.grad.clone() for p in model.parameters() if p.grad is not None]
 
     given = loss_and_grads()
-    monkeypatch.setattr(batch, "batch_positions", lambda *a, **k: None)  # the model computes them again
+    monkeypatch.setattr(
+        batch, "batch_positions", lambda *a, **k: None
+    )  # the model computes them again
     plain = loss_and_grads()
     assert given[0] == plain[0]
     for x, y in zip(given[1], plain[1], strict=True):
         torch.testing.assert_close(x, y, atol=0, rtol=0)
 
 
-def test_positions_are_computed_once_per_row_and_never_in_a_forward(family_policy, video_path, monkeypatch) -> None:
+def test_positions_are_computed_once_per_row_and_never_in_a_forward(
+    family_policy, video_path, monkeypatch
+) -> None:
     family, policy = family_policy
     rows = _rows(family, policy, video_path, "video")
     calls = []
@@ -122,4 +150,3 @@ def test_a_freed_row_leaves_the_cache(family_policy, video_path) -> None:
     del rows
     gc.collect()
     assert len(rope._CACHE) <= before - 3
-

@@ -30,9 +30,26 @@ from paravt.rl.sft import build_sequence
 from paravt.video import Frames, sample_frames
 
 #: docs/ARCHITECTURE.md §6 keys every RL step must log (the report plots these).
-RL_KEYS = ("f_tau", "kappa", "acc", "kl", "loss", "clip_frac", "grad_norm", "reward/acc",
-           "reward/format", "reward/anchor", "reward/tool", "skip_tool_rate", "filter/zero_var_dropped",
-           "filter/rank_dropped", "time/rollout", "time/reward", "time/update", "lr")
+RL_KEYS = (
+    "f_tau",
+    "kappa",
+    "acc",
+    "kl",
+    "loss",
+    "clip_frac",
+    "grad_norm",
+    "reward/acc",
+    "reward/format",
+    "reward/anchor",
+    "reward/tool",
+    "skip_tool_rate",
+    "filter/zero_var_dropped",
+    "filter/rank_dropped",
+    "time/rollout",
+    "time/reward",
+    "time/update",
+    "lr",
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +61,26 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> TrainConfig:
     base: dict[str, Any] = {
-        "out_dir": str(out), "data": str(data), "model": {"path": model},
-        "video": {"overview_nframes": 6, "overview_max_pixels": 64 * 64, "crop_max_pixels": 64 * 64,
-                  "crop_max_frames": 4},
+        "out_dir": str(out),
+        "data": str(data),
+        "model": {"path": model},
+        "video": {
+            "overview_nframes": 6,
+            "overview_max_pixels": 64 * 64,
+            "crop_max_pixels": 64 * 64,
+            "crop_max_frames": 4,
+        },
         "sampling": {"max_new_tokens": 24, "sub_max_new_tokens": 12},
         "rollout": {"max_turns": 2},
         "sft": {"lr": 3e-3, "batch_size": 4, "warmup_steps": 0, "save_every": 100},
-        "rl": {"group_size": 2, "prompts_per_step": 2, "steps": 2, "lr": 1e-5, "save_every": 100,
-               "gating": {"choices": [4, 8]}},
+        "rl": {
+            "group_size": 2,
+            "prompts_per_step": 2,
+            "steps": 2,
+            "lr": 1e-5,
+            "save_every": 100,
+            "gating": {"choices": [4, 8]},
+        },
     }
     for name, values in sections.items():
         base[name] = {**base.get(name, {}), **values}
@@ -59,6 +88,7 @@ def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> Train
 
 
 # ---- SFT -------------------------------------------------------------------------------------
+
 
 def test_sft_lowers_the_loss_in_ten_steps(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
     cfg = _cfg(tmp_path / "run", synth / "sft.parquet", tiny_qwen3_dir, sft={"max_steps": 10})
@@ -76,24 +106,54 @@ def _check_the_model_carries_its_settings(model: Path, synth: Path) -> None:
     cfg, source = load_for_model(str(model))
     assert source == str(model / RUN_CONFIG) and cfg.sampling.max_new_tokens == 24
     assert cfg.video.overview_nframes == 6
-    assert load_for_model(str(model), overrides=["sampling.max_new_tokens=7"])[0].sampling.max_new_tokens == 7
+    assert (
+        load_for_model(str(model), overrides=["sampling.max_new_tokens=7"])[
+            0
+        ].sampling.max_new_tokens
+        == 7
+    )
     video = synth / "videos" / "train" / "v0000.mp4"
-    proc = subprocess.run([sys.executable, "-c", "from paravt.cli import app; app()", "infer", "--model", str(model),
-                           "--video", str(video), "--question", "What flashes?", "--json"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from paravt.cli import app; app()",
+            "infer",
+            "--model",
+            str(model),
+            "--video",
+            str(video),
+            "--question",
+            "What flashes?",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"settings: {model / RUN_CONFIG}" in proc.stderr
     out = json.loads(proc.stdout)
-    # an answer is reported only when the agent wrote one; otherwise "extracted" is what the reward reads
+    # an answer is reported only when the agent wrote one; otherwise "extracted" is what the reward
+    # reads
     assert (out["answer"] is not None) == ("<answer>" in out["turns"][-1])
     assert out["tokens"]["main_visual"] > 0 and len(out["turns"]) <= 3
 
 
-def test_sft_resume_logs_the_same_losses_as_an_uninterrupted_run(tmp_path: Path, synth: Path,
-                                                                 tiny_qwen3_dir: str) -> None:
-    sft = {"max_steps": 6, "save_every": 3, "batch_size": 1, "warmup_steps": 2, "include_subagent_rows": False}
-    straight = run_training(_cfg(tmp_path / "a", synth / "sft.parquet", tiny_qwen3_dir, sft=sft),
-                            kind="sft", progress=False)
+def test_sft_resume_logs_the_same_losses_as_an_uninterrupted_run(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+) -> None:
+    sft = {
+        "max_steps": 6,
+        "save_every": 3,
+        "batch_size": 1,
+        "warmup_steps": 2,
+        "include_subagent_rows": False,
+    }
+    straight = run_training(
+        _cfg(tmp_path / "a", synth / "sft.parquet", tiny_qwen3_dir, sft=sft),
+        kind="sft",
+        progress=False,
+    )
     cfg = _cfg(tmp_path / "b", synth / "sft.parquet", tiny_qwen3_dir, sft=sft)
     killed = run_training(cfg, kind="sft", progress=False, stop_after=3)
     assert [r["step"] for r in read_log(killed / "train_log.jsonl")] == [1, 2, 3]
@@ -113,7 +173,9 @@ def codec(tiny_qwen3_dir: str) -> ChatCodec:
 
 @pytest.fixture(scope="module")
 def frames(synth: Path) -> Frames:
-    return sample_frames(synth / "videos" / "train" / "v0000.mp4", 0.0, 10.0, nframes=4, max_pixels=64 * 64)
+    return sample_frames(
+        synth / "videos" / "train" / "v0000.mp4", 0.0, 10.0, nframes=4, max_pixels=64 * 64
+    )
 
 
 def _trace(frames: Frames) -> list[ChatMessage]:
@@ -127,14 +189,20 @@ def _trace(frames: Frames) -> list[ChatMessage]:
 
 
 def _trained_text(traj, codec: ChatCodec, bit: int) -> str:
-    return codec.decode([i for i, m in zip(traj.ids, traj.loss_mask) if m == bit], skip_special_tokens=False)
+    return codec.decode(
+        [i for i, m in zip(traj.ids, traj.loss_mask) if m == bit], skip_special_tokens=False
+    )
 
 
-def test_sft_sequence_with_masked_prefix_trains_the_rest_only(codec: ChatCodec, frames: Frames) -> None:
+def test_sft_sequence_with_masked_prefix_trains_the_rest_only(
+    codec: ChatCodec, frames: Frames
+) -> None:
     traj = build_sequence(_trace(frames), codec, mask_think_prefix=True)
     trained = _trained_text(traj, codec, 1)
-    assert trained == ("scan</think>\n<tool_call>crop</tool_call><|im_end|>"
-                       "red</think>\n<answer>red</answer><|im_end|>")
+    assert trained == (
+        "scan</think>\n<tool_call>crop</tool_call><|im_end|>"
+        "red</think>\n<answer>red</answer><|im_end|>"
+    )
     context = _trained_text(traj, codec, 0)
     assert context.count("<think>\n") == 2  # both forced prefixes are context
     assert "a red flash" in context and "What colour" in context
@@ -153,8 +221,11 @@ def test_sft_sequence_trains_the_think_tag_by_default(codec: ChatCodec, frames: 
 
 # ---- PARA-GRPO -------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
-def rl_run(tmp_path_factory: pytest.TempPathFactory, synth: Path, tiny_qwen3_dir: str) -> list[dict[str, Any]]:
+def rl_run(
+    tmp_path_factory: pytest.TempPathFactory, synth: Path, tiny_qwen3_dir: str
+) -> list[dict[str, Any]]:
     out = Path(tmp_path_factory.mktemp("rl")) / "run"
     run_training(_cfg(out, synth / "rl.parquet", tiny_qwen3_dir), kind="rl", progress=False)
     assert (out / "model" / "config.json").is_file()
@@ -171,7 +242,7 @@ def test_rl_run_logs_every_design_metric_each_step(rl_run: list[dict[str, Any]])
         dropped = row["filter/zero_var_dropped"] + row["filter/rank_dropped"]
         assert dropped + row["groups/kept"] == 2
         assert 0.0 <= row["acc"] <= 1.0 and row["kappa"] >= 0.0
-        assert any(k.startswith("acc/n/") and k[len("acc/n/"):] in ("4", "8") for k in row)
+        assert any(k.startswith("acc/n/") and k[len("acc/n/") :] in ("4", "8") for k in row)
 
 
 def test_rl_log_uses_the_contract_names_the_report_plots(rl_run: list[dict[str, Any]]) -> None:
@@ -190,38 +261,57 @@ def _one_step(tmp_path: Path, synth: Path, model: str, **sections: dict[str, Any
     return cfg, session, trainer.run_step(0).results
 
 
-def test_think_prefix_off_leaves_the_response_start_to_the_policy(tmp_path: Path, synth: Path,
-                                                                  tiny_qwen3_dir: str) -> None:
-    cfg, s, results = _one_step(tmp_path, synth, tiny_qwen3_dir, rollout={"think_prefix": False, "max_turns": 1},
-                                rl={"kl_coef": 0.0})
+def test_think_prefix_off_leaves_the_response_start_to_the_policy(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+) -> None:
+    cfg, s, results = _one_step(
+        tmp_path,
+        synth,
+        tiny_qwen3_dir,
+        rollout={"think_prefix": False, "max_turns": 1},
+        rl={"kl_coef": 0.0},
+    )
     bare = s.codec.generation_prompt("")
     assert len(results) == 4
     for r in results:
         head = r.main.ids[: r.main.prompt_len]
-        assert head[-len(bare):] == bare  # the response follows "<|im_start|>assistant\n" directly
+        assert head[-len(bare) :] == bare  # the response follows "<|im_start|>assistant\n" directly
         assert not r.completion.startswith(THINK_PREFIX)
 
 
-def test_think_prefix_on_forces_the_tag_as_context(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
-    cfg, s, results = _one_step(tmp_path, synth, tiny_qwen3_dir, rollout={"max_turns": 1}, rl={"kl_coef": 0.0})
+def test_think_prefix_on_forces_the_tag_as_context(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+) -> None:
+    cfg, s, results = _one_step(
+        tmp_path, synth, tiny_qwen3_dir, rollout={"max_turns": 1}, rl={"kl_coef": 0.0}
+    )
     forced = s.codec.generation_prompt(THINK_PREFIX)
     for r in results:
-        assert r.main.ids[r.main.prompt_len - len(forced): r.main.prompt_len] == forced
+        assert r.main.ids[r.main.prompt_len - len(forced) : r.main.prompt_len] == forced
         assert r.completion.startswith(THINK_PREFIX)
 
 
-def test_gating_off_gives_every_prompt_the_configured_overview(tmp_path: Path, synth: Path,
-                                                               tiny_qwen3_dir: str) -> None:
-    cfg, _, results = _one_step(tmp_path, synth, tiny_qwen3_dir, rollout={"max_turns": 1},
-                                rl={"kl_coef": 0.0, "gating": {"enabled": False, "choices": [4, 8]}})
+def test_gating_off_gives_every_prompt_the_configured_overview(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+) -> None:
+    cfg, _, results = _one_step(
+        tmp_path,
+        synth,
+        tiny_qwen3_dir,
+        rollout={"max_turns": 1},
+        rl={"kl_coef": 0.0, "gating": {"enabled": False, "choices": [4, 8]}},
+    )
     assert cfg.video.overview_nframes == 6  # not one of the gating choices
     assert {r.input.nframes for r in results} == {6}
     assert all(len(r.main.videos[0]) == 6 for r in results)
 
 
-def test_gating_on_draws_overviews_from_the_choices_per_group(tmp_path: Path, synth: Path,
-                                                              tiny_qwen3_dir: str) -> None:
-    _, _, results = _one_step(tmp_path, synth, tiny_qwen3_dir, rollout={"max_turns": 1}, rl={"kl_coef": 0.0})
+def test_gating_on_draws_overviews_from_the_choices_per_group(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+) -> None:
+    _, _, results = _one_step(
+        tmp_path, synth, tiny_qwen3_dir, rollout={"max_turns": 1}, rl={"kl_coef": 0.0}
+    )
     ns = [r.input.nframes for r in results]
     assert set(ns) <= {4, 8}
     assert ns[0] == ns[1] and ns[2] == ns[3]  # the G rollouts of one prompt share n

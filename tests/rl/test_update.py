@@ -22,7 +22,13 @@ from paravt.models.chat import ChatCodec
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import LoadedPolicy
 from paravt.protocol.tags import THINK_PREFIX
-from paravt.rl.update import TrainItem, UpdateStats, ppo_update, sampled_positions, trajectory_logprobs
+from paravt.rl.update import (
+    TrainItem,
+    UpdateStats,
+    ppo_update,
+    sampled_positions,
+    trajectory_logprobs,
+)
 from paravt.video import Frames, sample_frames, write_video
 from paravt.video.draw import solid
 
@@ -30,7 +36,9 @@ from paravt.video.draw import solid
 @pytest.fixture(scope="module")
 def frames(tmp_path_factory: pytest.TempPathFactory) -> Frames:
     path = Path(tmp_path_factory.mktemp("upd")) / "v.mp4"
-    write_video(path, [solid(64, 64, (30 + 12 * i, 90, 200 - 10 * i)) for i in range(16)], fps=2.0)  # 8 s
+    write_video(
+        path, [solid(64, 64, (30 + 12 * i, 90, 200 - 10 * i)) for i in range(16)], fps=2.0
+    )  # 8 s
     return sample_frames(path, 0.0, 8.0, nframes=4, max_pixels=64 * 64)
 
 
@@ -40,8 +48,10 @@ def codec(policy: LoadedPolicy) -> ChatCodec:
 
 
 def _prompt(codec: ChatCodec, frames: Frames) -> tuple[tuple[ChatMessage, ...], tuple[int, ...]]:
-    msgs = (ChatMessage("system", "You are a helpful assistant."),
-            ChatMessage("user", "<video>\nWhat colour is the flash?", videos=(frames,)))
+    msgs = (
+        ChatMessage("system", "You are a helpful assistant."),
+        ChatMessage("user", "<video>\nWhat colour is the flash?", videos=(frames,)),
+    )
     return msgs, codec.encode_messages(msgs).ids
 
 
@@ -72,20 +82,33 @@ def _observation_position(traj: Trajectory) -> int:
 def _grads_after(model, processor, items, **kw) -> tuple[UpdateStats, list[torch.Tensor]]:
     """Run ppo_update with a zero-lr SGD (parameters stay put) and return the gradients it left."""
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
-    stats = ppo_update(model, processor, opt, items, clip_eps=0.2, kl_coef=0.0, kl_kind="k3",
-                       max_grad_norm=1e9, **kw)
-    return stats, [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in model.parameters()]
+    stats = ppo_update(
+        model,
+        processor,
+        opt,
+        items,
+        clip_eps=0.2,
+        kl_coef=0.0,
+        kl_kind="k3",
+        max_grad_norm=1e9,
+        **kw,
+    )
+    return stats, [
+        p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in model.parameters()
+    ]
 
 
 def _params(model) -> list[torch.Tensor]:
     return [p.detach().clone() for p in model.parameters()]
 
 
-def test_logprob_value_at_an_observation_token_changes_neither_loss_nor_gradient(policy, codec, frames) -> None:
+def test_logprob_value_at_an_observation_token_changes_neither_loss_nor_gradient(
+    policy, codec, frames
+) -> None:
     traj = _two_turn(codec, frames)
     t = _observation_position(traj)
     assert traj.loss_mask[t] == 0
-    other = dataclasses.replace(traj, logprobs=traj.logprobs[:t] + (-7.5,) + traj.logprobs[t + 1:])
+    other = dataclasses.replace(traj, logprobs=traj.logprobs[:t] + (-7.5,) + traj.logprobs[t + 1 :])
     model = copy.deepcopy(policy.model)
     s1, g1 = _grads_after(model, policy.processor, [TrainItem(traj, 1.0)])
     s2, g2 = _grads_after(model, policy.processor, [TrainItem(other, 1.0)])
@@ -99,7 +122,9 @@ def test_loss_mask_on_an_observation_token_does_change_the_gradient(policy, code
     """Control for the test above: the mask (not the logprob value) decides what is trained."""
     traj = _two_turn(codec, frames)
     t = _observation_position(traj)
-    flipped = dataclasses.replace(traj, loss_mask=traj.loss_mask[:t] + (1,) + traj.loss_mask[t + 1:])
+    flipped = dataclasses.replace(
+        traj, loss_mask=traj.loss_mask[:t] + (1,) + traj.loss_mask[t + 1 :]
+    )
     model = copy.deepcopy(policy.model)
     s1, g1 = _grads_after(model, policy.processor, [TrainItem(traj, 1.0)])
     s2, g2 = _grads_after(model, policy.processor, [TrainItem(flipped, 1.0)])
@@ -121,10 +146,14 @@ def test_sampled_logprob_values_feed_the_mismatch_metric(policy, codec, frames) 
     s_hand, _ = _grads_after(model, policy.processor, [TrainItem(traj, 1.0)])
     hand = torch.tensor([traj.logprobs[p] for p in pos])  # -1.0 / -2.0 as written by _two_turn
     assert s_exact.logprob_mismatch < 1e-6
-    assert s_hand.logprob_mismatch == pytest.approx(float((recomputed - hand).abs().mean()), abs=1e-5)
+    assert s_hand.logprob_mismatch == pytest.approx(
+        float((recomputed - hand).abs().mean()), abs=1e-5
+    )
 
 
-def test_positive_advantage_raises_and_negative_lowers_the_sampled_logprobs(policy, codec, frames) -> None:
+def test_positive_advantage_raises_and_negative_lowers_the_sampled_logprobs(
+    policy, codec, frames
+) -> None:
     traj = _two_turn(codec, frames)
     with torch.no_grad():
         before = float(trajectory_logprobs(policy.model, policy.processor, traj).sum())
@@ -132,22 +161,38 @@ def test_positive_advantage_raises_and_negative_lowers_the_sampled_logprobs(poli
     for adv in (1.0, -1.0):
         model = copy.deepcopy(policy.model)
         opt = torch.optim.SGD(model.parameters(), lr=0.5)
-        stats = ppo_update(model, policy.processor, opt, [TrainItem(traj, adv)], clip_eps=0.2, kl_coef=0.0,
-                           kl_kind="k3", max_grad_norm=1.0)
+        stats = ppo_update(
+            model,
+            policy.processor,
+            opt,
+            [TrainItem(traj, adv)],
+            clip_eps=0.2,
+            kl_coef=0.0,
+            kl_kind="k3",
+            max_grad_norm=1.0,
+        )
         assert not stats.skipped
         with torch.no_grad():
             moved[adv] = float(trajectory_logprobs(model, policy.processor, traj).sum())
     assert moved[1.0] > before > moved[-1.0]
 
 
-def test_recomputed_logprobs_at_tau_equal_the_generators_sampling_logprobs(policy, codec, frames) -> None:
+def test_recomputed_logprobs_at_tau_equal_the_generators_sampling_logprobs(
+    policy, codec, frames
+) -> None:
     """The trainer must score sampled tokens under the distribution the generator sampled from
     (logits / τ over the vocabulary the generator allows)."""
     msgs, ids = _prompt(codec, frames)
     prompt = ids + codec.generation_prompt(THINK_PREFIX)
     gen = HFGenerator(policy)
-    req = GenRequest(prompt, msgs, (frames,), (), SamplingParams(temperature=0.7, max_new_tokens=24, seed=5),
-                     response_prefix=THINK_PREFIX)
+    req = GenRequest(
+        prompt,
+        msgs,
+        (frames,),
+        (),
+        SamplingParams(temperature=0.7, max_new_tokens=24, seed=5),
+        response_prefix=THINK_PREFIX,
+    )
     out = asyncio.run(gen.generate([req]))[0]
     assert len(out.token_ids) > 5
     b = TrajectoryBuilder("ep", "main", 0)
@@ -156,18 +201,30 @@ def test_recomputed_logprobs_at_tau_equal_the_generators_sampling_logprobs(polic
     b.add_context(codec.close_turn(out.token_ids))
     traj = b.freeze("answer")
     with torch.no_grad():
-        recomputed = trajectory_logprobs(policy.model, policy.processor, traj, temperature=0.7)  # (P,)
+        recomputed = trajectory_logprobs(
+            policy.model, policy.processor, traj, temperature=0.7
+        )  # (P,)
     diff = (recomputed - torch.tensor(out.logprobs)).abs().max()
     assert float(diff) < 1e-4, f"max |recomputed - sampled| = {float(diff):.2e}"
 
 
-def test_nan_advantage_skips_the_step_and_leaves_parameters_unchanged(policy, codec, frames) -> None:
+def test_nan_advantage_skips_the_step_and_leaves_parameters_unchanged(
+    policy, codec, frames
+) -> None:
     traj = _two_turn(codec, frames)
     model = copy.deepcopy(policy.model)
     before = _params(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
-    stats = ppo_update(model, policy.processor, opt, [TrainItem(traj, 1.0), TrainItem(traj, math.nan)],
-                       clip_eps=0.2, kl_coef=0.0, kl_kind="k3", max_grad_norm=1.0)
+    stats = ppo_update(
+        model,
+        policy.processor,
+        opt,
+        [TrainItem(traj, 1.0), TrainItem(traj, math.nan)],
+        clip_eps=0.2,
+        kl_coef=0.0,
+        kl_kind="k3",
+        max_grad_norm=1.0,
+    )
     assert stats.skipped and stats.to_metrics()["update_skipped"] == 1.0
     assert all(torch.equal(a, b) for a, b in zip(before, _params(model)))
     assert len(opt.state) == 0  # Adam never stepped: no moment buffers were created
@@ -178,14 +235,24 @@ def test_zero_advantage_without_kl_leaves_parameters_unchanged(policy, codec, fr
     model = copy.deepcopy(policy.model)
     before = _params(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
-    stats = ppo_update(model, policy.processor, opt, [TrainItem(traj, 0.0), TrainItem(traj, 0.0)],
-                       clip_eps=0.2, kl_coef=0.0, kl_kind="k3", max_grad_norm=1.0)
+    stats = ppo_update(
+        model,
+        policy.processor,
+        opt,
+        [TrainItem(traj, 0.0), TrainItem(traj, 0.0)],
+        clip_eps=0.2,
+        kl_coef=0.0,
+        kl_kind="k3",
+        max_grad_norm=1.0,
+    )
     assert not stats.skipped and stats.grad_norm == 0.0 and stats.loss == 0.0
     assert len(opt.state) > 0  # Adam did step, with zero gradients
     assert all(torch.equal(a, b) for a, b in zip(before, _params(model)))
 
 
-def test_zero_advantage_still_moves_parameters_through_kl_to_a_different_reference(policy, codec, frames) -> None:
+def test_zero_advantage_still_moves_parameters_through_kl_to_a_different_reference(
+    policy, codec, frames
+) -> None:
     traj = _two_turn(codec, frames)
     model = copy.deepcopy(policy.model)
     ref = copy.deepcopy(policy.model).eval()
@@ -195,7 +262,16 @@ def test_zero_advantage_still_moves_parameters_through_kl_to_a_different_referen
             p.add_(0.05 * torch.randn_like(p))
     before = _params(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
-    stats = ppo_update(model, policy.processor, opt, [TrainItem(traj, 0.0)], clip_eps=0.2, kl_coef=0.1,
-                       kl_kind="k3", max_grad_norm=1.0, ref_model=ref)
+    stats = ppo_update(
+        model,
+        policy.processor,
+        opt,
+        [TrainItem(traj, 0.0)],
+        clip_eps=0.2,
+        kl_coef=0.1,
+        kl_kind="k3",
+        max_grad_norm=1.0,
+        ref_model=ref,
+    )
     assert stats.kl > 0 and stats.grad_norm > 0
     assert not all(torch.equal(a, b) for a, b in zip(before, _params(model)))

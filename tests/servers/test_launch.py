@@ -19,10 +19,18 @@ from paravt.errors import ConfigError
 from paravt.servers.launch import ServeSpec, command, engine_args, engine_env, find_python
 from paravt.servers.supervise import _alive, _children, supervise
 
-SPEC = ServeSpec(model="/m", host="127.0.0.1", port=8123, engine="vllm", gpus=0, max_model_len=8192,
-                 max_videos=25, max_images=25)
+SPEC = ServeSpec(
+    model="/m",
+    host="127.0.0.1",
+    port=8123,
+    engine="vllm",
+    gpus=0,
+    max_model_len=8192,
+    max_videos=25,
+    max_images=25,
+)
 
-STAND_IN = textwrap.dedent('''
+STAND_IN = textwrap.dedent("""
     import http.server, json, subprocess, sys, time
     print("loading weights", flush=True)
     if sys.argv[1] == "fail":
@@ -39,7 +47,7 @@ STAND_IN = textwrap.dedent('''
             pass
     time.sleep(float(sys.argv[3]))
     http.server.HTTPServer(("127.0.0.1", int(sys.argv[2])), H).serve_forever()
-''')
+""")
 
 
 def _port() -> int:
@@ -53,11 +61,17 @@ def _port() -> int:
 def test_vllm_cpu_command_has_the_protocol_and_cpu_flags() -> None:
     args = engine_args(SPEC)
     joined = " ".join(args)
-    assert "--trust-request-mm-kwargs" in args and "--enforce-eager" in args and "--skip-mm-profiling" in args
+    assert (
+        "--trust-request-mm-kwargs" in args
+        and "--enforce-eager" in args
+        and "--skip-mm-profiling" in args
+    )
     assert json.loads(args[args.index("--limit-mm-per-prompt") + 1]) == {"image": 25, "video": 25}
     assert json.loads(args[args.index("--media-io-kwargs") + 1]) == {"video": {"num_frames": -1}}
     assert "--logprobs-mode processed_logprobs" in joined and "--max-model-len 8192" in joined
-    assert "--tensor-parallel-size" not in args and engine_env(SPEC)["VLLM_CPU_KVCACHE_SPACE"] == "2"
+    assert (
+        "--tensor-parallel-size" not in args and engine_env(SPEC)["VLLM_CPU_KVCACHE_SPACE"] == "2"
+    )
     assert command("/py", SPEC)[:3] == ["/py", "-m", "vllm.entrypoints.openai.api_server"]
 
 
@@ -70,7 +84,10 @@ def test_gpu_and_sglang_commands() -> None:
     sg = replace(SPEC, engine="sglang", gpus=2)
     assert command("/py", sg)[:3] == ["/py", "-m", "sglang.launch_server"]
     args = engine_args(sg)
-    assert args[args.index("--tp-size") + 1] == "2" and args[args.index("--context-length") + 1] == "8192"
+    assert (
+        args[args.index("--tp-size") + 1] == "2"
+        and args[args.index("--context-length") + 1] == "8192"
+    )
 
 
 def test_interpreter_choice(tmp_path: Path) -> None:
@@ -85,15 +102,26 @@ def test_interpreter_choice(tmp_path: Path) -> None:
         find_python("sglang", roots=(tmp_path,))
 
 
-def test_a_server_that_dies_during_startup_exits_non_zero_with_its_last_lines(tmp_path: Path) -> None:
+def test_a_server_that_dies_during_startup_exits_non_zero_with_its_last_lines(
+    tmp_path: Path,
+) -> None:
     script = tmp_path / "srv.py"
     script.write_text(STAND_IN)
     out, err = io.StringIO(), io.StringIO()
     port = _port()
-    rc = supervise([sys.executable, str(script), "fail", str(port), "0"], {}, f"http://127.0.0.1:{port}/v1",
-                   ready_timeout_s=60, out=out, err=err)
+    rc = supervise(
+        [sys.executable, str(script), "fail", str(port), "0"],
+        {},
+        f"http://127.0.0.1:{port}/v1",
+        ready_timeout_s=60,
+        out=out,
+        err=err,
+    )
     assert rc == 1 and "exited with code 3 before answering" in err.getvalue()
-    assert "  | RuntimeError: no kernel for head_dim=16" in err.getvalue() and "ready" not in out.getvalue()
+    assert (
+        "  | RuntimeError: no kernel for head_dim=16" in err.getvalue()
+        and "ready" not in out.getvalue()
+    )
 
 
 def test_a_server_that_never_answers_is_stopped_after_the_timeout(tmp_path: Path) -> None:
@@ -102,8 +130,15 @@ def test_a_server_that_never_answers_is_stopped_after_the_timeout(tmp_path: Path
     err = io.StringIO()
     port = _port()
     t0 = time.monotonic()
-    rc = supervise([sys.executable, str(script), "ok", str(port), "60"], {}, f"http://127.0.0.1:{port}/v1",
-                   ready_timeout_s=2, grace_s=2, out=io.StringIO(), err=err)
+    rc = supervise(
+        [sys.executable, str(script), "ok", str(port), "60"],
+        {},
+        f"http://127.0.0.1:{port}/v1",
+        ready_timeout_s=2,
+        grace_s=2,
+        out=io.StringIO(),
+        err=err,
+    )
     assert rc == 1 and "did not answer" in err.getvalue() and "loading weights" in err.getvalue()
     assert time.monotonic() - t0 < 20
 
@@ -117,12 +152,30 @@ def test_serve_model_prints_ready_and_stops_its_server_tree_on_sigterm(tmp_path:
     fake_python.write_text(f"#!/bin/sh\nexec {sys.executable} {script} ok {port} 0.5\n")
     fake_python.chmod(0o755)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "paravt.cli", "serve-model", "--model", "/m", "--port", str(port),
-         "--gpus", "0", "--python", str(fake_python)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+        [
+            sys.executable,
+            "-m",
+            "paravt.cli",
+            "serve-model",
+            "--model",
+            "/m",
+            "--port",
+            str(port),
+            "--gpus",
+            "0",
+            "--python",
+            str(fake_python),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     assert proc.stdout is not None
     first = proc.stdout.readline()
-    assert first.startswith("$ HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=2 " + str(fake_python) + " -m vllm.")
+    assert first.startswith(
+        "$ HF_HUB_OFFLINE=1 VLLM_CPU_KVCACHE_SPACE=2 " + str(fake_python) + " -m vllm."
+    )
     lines = []
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -140,18 +193,23 @@ def test_serve_model_prints_ready_and_stops_its_server_tree_on_sigterm(tmp_path:
 def test_torchvision_guard_is_idempotent_and_keeps_the_file_valid(tmp_path: Path) -> None:
     from paravt.servers.vllm_cpu import guard_torchvision
 
-    meta = tmp_path / "lib" / "python3.11" / "site-packages" / "torchvision" / "_meta_registrations.py"
+    meta = (
+        tmp_path / "lib" / "python3.11" / "site-packages" / "torchvision" / "_meta_registrations.py"
+    )
     meta.parent.mkdir(parents=True)
-    meta.write_text('import torch\n\n@torch.library.register_fake("torchvision::nms")\ndef meta_nms(d, s, t):\n'
-                    '    return d\n\n\n@torch.library.register_fake("torchvision::qnms")\ndef meta_qnms(d, s, t):\n'
-                    '    return d\n')
+    meta.write_text(
+        'import torch\n\n@torch.library.register_fake("torchvision::nms")\ndef meta_nms(d, s, t):\n'
+        '    return d\n\n\n@torch.library.register_fake("torchvision::qnms")\ndef meta_qnms(d, '
+        "s, t):\n"
+        "    return d\n"
+    )
     assert guard_torchvision(tmp_path) == [meta] and guard_torchvision(tmp_path) == []
     text = meta.read_text()
     assert text.count("if torchvision.extension._has_ops() else (lambda fn: fn))") == 2
     compile(text, str(meta), "exec")
 
 
-KEYED_STAND_IN = textwrap.dedent('''
+KEYED_STAND_IN = textwrap.dedent("""
     import http.server, json, os, sys
     key = os.environ.get("VLLM_API_KEY")  # vLLM's own spelling of --api-key
     if not key or key in " ".join(sys.argv):
@@ -167,12 +225,15 @@ KEYED_STAND_IN = textwrap.dedent('''
         def log_message(self, *a):
             pass
     http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-''')
+""")
 
 
-def test_serve_model_passes_its_key_to_the_engine_out_of_argv_and_never_prints_it(tmp_path: Path) -> None:
+def test_serve_model_passes_its_key_to_the_engine_out_of_argv_and_never_prints_it(
+    tmp_path: Path,
+) -> None:
     """Issue 34 item 7: --api-key-file reaches vLLM as VLLM_API_KEY (not on the command line), the
-    readiness poll sends it, and neither the printed command nor any line of the engine's log shows it."""
+    readiness poll sends it, and neither the printed command nor any line of the engine's log shows
+    it."""
     key = "sk-" + "m" * 40
     (tmp_path / "model.key").write_text(key + "\n")
     script = tmp_path / "srv.py"
@@ -182,9 +243,29 @@ def test_serve_model_passes_its_key_to_the_engine_out_of_argv_and_never_prints_i
     fake_python.write_text(f"#!/bin/sh\nexec {sys.executable} {script} {port}\n")
     fake_python.chmod(0o755)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "paravt.cli", "serve-model", "--model", "/m", "--port", str(port), "--gpus", "0",
-         "--python", str(fake_python), "--api-key-file", str(tmp_path / "model.key"), "--ready-timeout", "60"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+        [
+            sys.executable,
+            "-m",
+            "paravt.cli",
+            "serve-model",
+            "--model",
+            "/m",
+            "--port",
+            str(port),
+            "--gpus",
+            "0",
+            "--python",
+            str(fake_python),
+            "--api-key-file",
+            str(tmp_path / "model.key"),
+            "--ready-timeout",
+            "60",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     assert proc.stdout is not None
     lines = [proc.stdout.readline()]
     deadline = time.monotonic() + 60
@@ -198,14 +279,30 @@ def test_serve_model_passes_its_key_to_the_engine_out_of_argv_and_never_prints_i
     assert "server args: api_key='<api key>'" in shown  # the engine's own log line, masked
 
 
-def test_serve_model_keys_on_the_engine_side_and_refuses_a_wide_bind_without_one(tmp_path: Path) -> None:
+def test_serve_model_keys_on_the_engine_side_and_refuses_a_wide_bind_without_one(
+    tmp_path: Path,
+) -> None:
     keyed = ServeSpec(**{**SPEC.__dict__, "api_key": "sk-" + "n" * 40})
-    assert engine_env(keyed)["VLLM_API_KEY"] == keyed.api_key and keyed.api_key not in " ".join(engine_args(keyed))
+    assert engine_env(keyed)["VLLM_API_KEY"] == keyed.api_key and keyed.api_key not in " ".join(
+        engine_args(keyed)
+    )
     sglang = ServeSpec(**{**keyed.__dict__, "engine": "sglang"})
     args = engine_args(sglang)
-    assert args[args.index("--api-key") + 1] == keyed.api_key and "VLLM_API_KEY" not in engine_env(sglang)
+    assert args[args.index("--api-key") + 1] == keyed.api_key and "VLLM_API_KEY" not in engine_env(
+        sglang
+    )
     assert keyed.api_key not in repr(keyed) and "--api-key" not in engine_args(SPEC)
-    res = subprocess.run([sys.executable, "-m", "paravt.cli", "serve-model", "--model", "/m", "--host", "0.0.0.0"],
-                         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    res = subprocess.run(
+        [sys.executable, "-m", "paravt.cli", "serve-model", "--model", "/m", "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     lines = res.stderr.strip().splitlines()
-    assert res.returncode == 2 and len(lines) == 1 and "beyond loopback" in lines[0] and "--api-key-file" in lines[0]
+    assert (
+        res.returncode == 2
+        and len(lines) == 1
+        and "beyond loopback" in lines[0]
+        and "--api-key-file" in lines[0]
+    )

@@ -52,10 +52,28 @@ class Served:
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "paravt.cli", "serve-model", "--model", model_dir, "--port", str(self.port),
-             "--gpus", "0", "--python", python, "--ready-timeout", "600"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)})
+            [
+                sys.executable,
+                "-m",
+                "paravt.cli",
+                "serve-model",
+                "--model",
+                model_dir,
+                "--port",
+                str(self.port),
+                "--gpus",
+                "0",
+                "--python",
+                python,
+                "--ready-timeout",
+                "600",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         self.ready = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -102,22 +120,34 @@ def _client(srv: Served, codec: ChatCodec) -> OpenAIGenerator:
 
 def _overview(codec: ChatCodec, video: str) -> GenRequest:
     info = probe(video)
-    frames = sample_frames(video, 0.0, info.duration, nframes=16, max_pixels=64 * 64, size_factor=32)
-    msgs = (ChatMessage("system", prompts.system_prompt("parallel", ())),
-            ChatMessage("user", "<video>\nWhat colour is the flash?", videos=(frames,)))
+    frames = sample_frames(
+        video, 0.0, info.duration, nframes=16, max_pixels=64 * 64, size_factor=32
+    )
+    msgs = (
+        ChatMessage("system", prompts.system_prompt("parallel", ())),
+        ChatMessage("user", "<video>\nWhat colour is the flash?", videos=(frames,)),
+    )
     ids = codec.encode_messages(msgs).ids + codec.generation_prompt(tags.THINK_PREFIX)
     return GenRequest(ids, msgs, (frames,), (), SAMPLING, response_prefix=tags.THINK_PREFIX)
 
 
-def test_overview_prompt_ids_sampled_ids_and_logprobs_come_from_the_server(served: Served, synth: Path) -> None:
+def test_overview_prompt_ids_sampled_ids_and_logprobs_come_from_the_server(
+    served: Served, synth: Path
+) -> None:
     codec = ChatCodec(load_processor(served.dir))
     req = _overview(codec, _video(synth))
     client = _client(served, codec)
     out = asyncio.run(client.generate([req]))[0]
-    assert out.error is None and out.metrics["prompt_ids_match"] == 1.0 and out.metrics["server_token_ids"] == 1.0
+    assert (
+        out.error is None
+        and out.metrics["prompt_ids_match"] == 1.0
+        and out.metrics["server_token_ids"] == 1.0
+    )
     assert sum(1 for i in req.prompt_ids if i in codec.vision_token_ids) > 16  # the video is in it
     assert out.metrics["logprobs_from_server"] == 1.0 and all(lp < 0 for lp in out.logprobs)
-    assert not set(out.token_ids) & set(codec.vision_token_ids)  # suppressed, as the hf backend does
+    assert not set(out.token_ids) & set(
+        codec.vision_token_ids
+    )  # suppressed, as the hf backend does
     # a turn that ends with the stop token (pushed by a logit bias): its logprob is kept
     body = chat_payload(req, client.model or "", suppress_ids=client.suppress_ids)
     body["logit_bias"][str(codec.im_end_id)] = 6.0
@@ -149,41 +179,108 @@ class ForcedFirstTurn:
         await self.inner.aclose()
 
 
-def test_parallel_episode_with_subagents_and_a_tool_turn_is_token_exact(served: Served, synth: Path) -> None:
+def test_parallel_episode_with_subagents_and_a_tool_turn_is_token_exact(
+    served: Served, synth: Path
+) -> None:
     codec = ChatCodec(load_processor(served.dir))
     client = _client(served, codec)
-    call = "I need to look closer.\n</think>\n" + tags.render_crop_call(0.0, 2.0) + tags.render_crop_call(2.0, 4.0)
+    call = (
+        "I need to look closer.\n</think>\n"
+        + tags.render_crop_call(0.0, 2.0)
+        + tags.render_crop_call(2.0, 4.0)
+    )
     gen = ForcedFirstTurn(client, codec, call)
-    settings = EpisodeSettings(mode="parallel", max_turns=2, overview_max_pixels=64 * 64, crop_max_pixels=64 * 64,
-                               crop_max_frames=4, sampling=SAMPLING, sub_sampling=SAMPLING)
+    settings = EpisodeSettings(
+        mode="parallel",
+        max_turns=2,
+        overview_max_pixels=64 * 64,
+        crop_max_pixels=64 * 64,
+        crop_max_frames=4,
+        sampling=SAMPLING,
+        sub_sampling=SAMPLING,
+    )
     inp = EpisodeInput("e0", _video(synth), "What colour is the flash?", "oe", "red", None, 8)
     t0 = time.perf_counter()
-    res = asyncio.run(run_episode(inp, generator=gen, codec=codec, settings=settings, episode_id="real"))
+    res = asyncio.run(
+        run_episode(inp, generator=gen, codec=codec, settings=settings, episode_id="real")
+    )
     took = time.perf_counter() - t0
-    assert res.error is None and res.n_successful_calls == 2 and len(res.subs) == 2 and len(res.main.turns) == 2
+    assert (
+        res.error is None
+        and res.n_successful_calls == 2
+        and len(res.subs) == 2
+        and len(res.main.turns) == 2
+    )
     c = client.counters
-    assert c.responses == 3 and c.with_token_ids == 3  # two sub-agents + the main turn after the tool turn
+    assert (
+        c.responses == 3 and c.with_token_ids == 3
+    )  # two sub-agents + the main turn after the tool turn
     assert c.prompt_checked == 3 and c.prompt_mismatch == 0, c
     sampled = [lp for t in res.subs for lp, m in zip(t.logprobs, t.loss_mask) if m]
     last = res.main.turns[-1].n_generated_tokens  # the second main turn, sampled by vLLM
     main_sampled = [lp for lp, m in zip(res.main.logprobs, res.main.loss_mask) if m][-last:]
-    assert len(sampled) > 0 and all(lp < 0 for lp in sampled) and last > 0 and all(lp < 0 for lp in main_sampled)
+    assert (
+        len(sampled) > 0
+        and all(lp < 0 for lp in sampled)
+        and last > 0
+        and all(lp < 0 for lp in main_sampled)
+    )
     print(f"\n[{Path(served.dir).name}] parallel episode through vLLM: {took:.2f} s, counters {c}")
 
 
 def test_infer_and_eval_take_a_v1_url(served: Served, synth: Path, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cli = [sys.executable, "-m", "paravt.cli"]
-    infer = subprocess.run([*cli, "infer", "--model", served.url, "--processor", served.dir, "--video", _video(synth),
-                            "--question", "What colour is the flash?", "--max-new-tokens", "24", "--json"],
-                           capture_output=True, text=True, env=env, timeout=300)
+    infer = subprocess.run(
+        [
+            *cli,
+            "infer",
+            "--model",
+            served.url,
+            "--processor",
+            served.dir,
+            "--video",
+            _video(synth),
+            "--question",
+            "What colour is the flash?",
+            "--max-new-tokens",
+            "24",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert infer.returncode == 0, infer.stderr[-2000:]
     episode = json.loads(infer.stdout)
     assert episode["error"] is None and episode["tokens"]["generated"] > 0 and episode["turns"]
-    ev = subprocess.run([*cli, "eval", "--model", served.url + "/", "--processor", served.dir,
-                         "--data", str(synth / "eval.parquet"), "--mode", "parallel", "--limit", "2", "--nframes", "8",
-                         "--max-new-tokens", "24", "--out", str(tmp_path / "ev")],
-                        capture_output=True, text=True, env=env, timeout=300)
+    ev = subprocess.run(
+        [
+            *cli,
+            "eval",
+            "--model",
+            served.url + "/",
+            "--processor",
+            served.dir,
+            "--data",
+            str(synth / "eval.parquet"),
+            "--mode",
+            "parallel",
+            "--limit",
+            "2",
+            "--nframes",
+            "8",
+            "--max-new-tokens",
+            "24",
+            "--out",
+            str(tmp_path / "ev"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert ev.returncode == 0, ev.stderr[-2000:]
     metrics = json.loads((tmp_path / "ev" / "metrics.json").read_text())
     server = metrics["server"]
@@ -197,13 +294,41 @@ def test_distill_talks_to_a_served_teacher(served: Served, synth: Path, tmp_path
     teacher writes no valid trace), no teacher errors, tokens counted."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = tmp_path / "distilled"
-    proc = subprocess.run([sys.executable, "-m", "paravt.cli", "data", "distill", "--data", str(synth / "rl.parquet"),
-                           "--root", str(synth), "--teacher", served.url, "--teacher-model", served.dir,
-                           "--limit", "2", "--workers", "2", "--out", str(out), "--json"],
-                          capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "paravt.cli",
+            "data",
+            "distill",
+            "--data",
+            str(synth / "rl.parquet"),
+            "--root",
+            str(synth),
+            "--teacher",
+            served.url,
+            "--teacher-model",
+            served.dir,
+            "--limit",
+            "2",
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads((out / "report.json").read_text())
     assert report["requested"] == 2 and report["finished"] == 2 and report["errored"] == 0
     assert report["teacher_errors"] == {"primary": 0, "fallback": 0}
-    assert report["requests"] >= 2 and report["tokens"]["prompt"] > 0 and report["tokens"]["completion"] > 0
+    assert (
+        report["requests"] >= 2
+        and report["tokens"]["prompt"] > 0
+        and report["tokens"]["completion"] > 0
+    )
     assert report["accepted"] + sum(report["rejected"].values()) == 2

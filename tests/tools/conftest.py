@@ -31,7 +31,11 @@ def video(tmp_path_factory: pytest.TempPathFactory) -> str:
 def make_ctx(video: str) -> Callable[..., ToolContext]:
     info = probe(video)
 
-    def make(episode_id: str = "ep-0", budget: VisualBudget | None = None, **kw: Any) -> ToolContext:
-        return ToolContext(episode_id=episode_id, video=video, info=info, budget=budget or VisualBudget(), **kw)
+    def make(
+        episode_id: str = "ep-0", budget: VisualBudget | None = None, **kw: Any
+    ) -> ToolContext:
+        return ToolContext(
+            episode_id=episode_id, video=video, info=info, budget=budget or VisualBudget(), **kw
+        )
 
     return make

@@ -54,8 +54,9 @@ def big(megabytes: float) -> str:
 @server.tool()
 async def big_streamed(megabytes: float, ctx: Context) -> str:
     """As ``big``, after a notification: over streamable HTTP the reply comes as an SSE stream."""
-    await ctx.session.send_notification(types.ToolListChangedNotification(),
-                                        related_request_id=ctx.request_id)
+    await ctx.session.send_notification(
+        types.ToolListChangedNotification(), related_request_id=ctx.request_id
+    )
     return "x" * int(megabytes * 1_000_000)
 
 

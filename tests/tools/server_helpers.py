@@ -18,10 +18,17 @@ class ServerThread:
         self.sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         cfg = app.state.config
-        config = uvicorn_config(app, header_timeout_s=cfg.header_timeout_s, max_connections=cfg.max_connections,
-                                lifespan="on", timeout_keep_alive=30)
+        config = uvicorn_config(
+            app,
+            header_timeout_s=cfg.header_timeout_s,
+            max_connections=cfg.max_connections,
+            lifespan="on",
+            timeout_keep_alive=30,
+        )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
 
     def __enter__(self) -> ServerThread:
         self.thread.start()

@@ -13,8 +13,11 @@ def test_frame_select_caps_frames_by_fps_and_the_per_call_and_episode_budgets(ma
     ts = build_toolset(["frame_select"])
 
     def select(start, end, n):
-        (obs,) = asyncio.run(ts.run_calls(ctx, [call("frame_select", start_time=start, end_time=end,
-                                                     nframes=n, resize=0.5)]))
+        (obs,) = asyncio.run(
+            ts.run_calls(
+                ctx, [call("frame_select", start_time=start, end_time=end, nframes=n, resize=0.5)]
+            )
+        )
         return obs
 
     # call 1: 10 asked over 40 s (fps cap 40); per call 100,000 // 15,360 = 6 → 6 frames = 92,160 px
@@ -22,7 +25,9 @@ def test_frame_select_caps_frames_by_fps_and_the_per_call_and_episode_budgets(ma
     assert a.ok and a.delivery == "inline" and len(a.frames) == 6
     assert (a.frames.height, a.frames.width) == (96, 160)
     assert budget.used_pixels == 92_160
-    assert "used 92,160 of 200,000 px this episode, 107,840 px left" in a.text and "asked 10" in a.text
+    assert (
+        "used 92,160 of 200,000 px this episode, 107,840 px left" in a.text and "asked 10" in a.text
+    )
     # call 2: 8 asked over [0, 5] → 1 fps cap → 5 frames = 76,800 px → used 168,960
     b = select(0, 5, 8)
     assert len(b.frames) == 5 and budget.used_pixels == 168_960
@@ -31,14 +36,20 @@ def test_frame_select_caps_frames_by_fps_and_the_per_call_and_episode_budgets(ma
     assert len(c.frames) == 2 and budget.used_pixels == 199_680 and "320 px left" in c.text
     # call 4: not one frame fits → error, nothing charged
     d = select(10, 30, 1)
-    assert not d.ok and "exceeds the visual budget: 320 px left" in d.error and budget.used_pixels == 199_680
+    assert (
+        not d.ok
+        and "exceeds the visual budget: 320 px left" in d.error
+        and budget.used_pixels == 199_680
+    )
     assert budget.calls == 3
 
 
 def test_frame_select_rejects_a_resize_outside_zero_to_one(make_ctx):
     ts = build_toolset(["frame_select"])
     ctx = make_ctx()
-    (obs,) = asyncio.run(ts.run_calls(ctx, [call("frame_select", start_time=0, end_time=4, nframes=2, resize=2)]))
+    (obs,) = asyncio.run(
+        ts.run_calls(ctx, [call("frame_select", start_time=0, end_time=4, nframes=2, resize=2)])
+    )
     assert not obs.ok and "resize=2 is outside (0, 1]" in obs.error and ctx.budget.used_pixels == 0
 
 
@@ -49,9 +60,15 @@ def test_concurrent_frame_selects_of_one_turn_are_charged_in_call_order(make_ctx
     one = 224 * 320
     budget = VisualBudget(per_call_pixels=10 * one, per_episode_pixels=4 * one)
     ctx = make_ctx(budget=budget)
-    obs = asyncio.run(build_toolset(["frame_select"]).run_calls(ctx, [
-        call("frame_select", start_time=0, end_time=10, nframes=3),
-        call("frame_select", index=1, start_time=20, end_time=30, nframes=3)]))
+    obs = asyncio.run(
+        build_toolset(["frame_select"]).run_calls(
+            ctx,
+            [
+                call("frame_select", start_time=0, end_time=10, nframes=3),
+                call("frame_select", index=1, start_time=20, end_time=30, nframes=3),
+            ],
+        )
+    )
     assert [len(o.frames) for o in obs] == [3, 1]
     assert (obs[0].frames.height, obs[0].frames.width) == (224, 320)
     assert budget.used_pixels == 4 * one

@@ -21,8 +21,14 @@ async def _serve(responses, *, close_after=None):
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = next((int(h.split(b":")[1]) for h in head.split(b"\r\n")
-                               if h.lower().startswith(b"content-length")), 0)
+                length = next(
+                    (
+                        int(h.split(b":")[1])
+                        for h in head.split(b"\r\n")
+                        if h.lower().startswith(b"content-length")
+                    ),
+                    0,
+                )
                 await reader.readexactly(length)
                 stats["requests"] += 1
                 writer.write(queue.pop(0))
@@ -72,7 +78,9 @@ def test_a_connection_closed_by_the_server_while_idle_is_replaced():
 
 
 def test_chunked_and_close_delimited_bodies_are_read_whole():
-    chunked = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=1\r\nde\r\n0\r\n\r\n"
+    chunked = (
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=1\r\nde\r\n0\r\n\r\n"
+    )
     closing = b"HTTP/1.1 503 Service Unavailable\r\nconnection: close\r\n\r\nbusy"
 
     async def go():
@@ -89,8 +97,14 @@ def test_chunked_and_close_delimited_bodies_are_read_whole():
     assert (b.status_code, b.text) == (503, "busy")
 
 
-@pytest.mark.parametrize("reply", [b"garbage\r\n\r\n", b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nshort",
-                                   b"HTTP/1.1 200 OK\r\ncontent-length: -4\r\n\r\n"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"garbage\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nshort",
+        b"HTTP/1.1 200 OK\r\ncontent-length: -4\r\n\r\n",
+    ],
+)
 def test_a_malformed_or_truncated_response_is_a_pool_error(reply):
     async def go():
         server, url, _ = await _serve([reply], close_after=1)

@@ -18,7 +18,6 @@ from pathlib import Path
 import httpx
 import pytest
 from server_helpers import ServerThread
-from tool_helpers import call
 
 from paravt.config import ToolServerConfig
 from paravt.errors import ToolCallError
@@ -30,7 +29,9 @@ from paravt.tools.sandbox.runtime import SandboxRuntime
 from paravt.tools.server.app import create_app
 from paravt.tools.server.wire import context_to_wire
 
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed"
+)
 LIMITS = SandboxLimits(wall_s=5.0, memory_bytes=1 << 30)
 
 
@@ -63,7 +64,11 @@ def runtimes_alive(marker: str) -> int:
     def is_runner(argv: list[str]) -> bool:
         return len(argv) >= 4 and argv[1:3] == ["-I", str(RUNNER)] and marker in argv[3]
 
-    return sum(1 for argv, ppid in procs.values() if is_runner(argv) and not is_runner(procs.get(ppid, ([], 0))[0]))
+    return sum(
+        1
+        for argv, ppid in procs.values()
+        if is_runner(argv) and not is_runner(procs.get(ppid, ([], 0))[0])
+    )
 
 
 class PeakCounter:
@@ -90,8 +95,12 @@ class PeakCounter:
 def _item(make_ctx, video: str, session: str, trajectory: str, code: str) -> dict:
     ctx = make_ctx(episode_id=trajectory)
     ctx.video = video
-    return {"session": session, "trajectory_id": trajectory, "context": context_to_wire(ctx),
-            "calls": [{"name": "python", "arguments": {"code": code}, "error": None}]}
+    return {
+        "session": session,
+        "trajectory_id": trajectory,
+        "context": context_to_wire(ctx),
+        "calls": [{"name": "python", "arguments": {"code": code}, "error": None}],
+    }
 
 
 def _batch(url: str, items: list[dict]) -> list[dict]:
@@ -108,10 +117,18 @@ def test_a_file_that_is_not_a_video_is_never_bound(make_ctx, root) -> None:
     app = create_app(["python", "crop_video"], ToolServerConfig(video_roots=[str(r)]))
     read = "print(open(video._path).read())"
     with ServerThread(app) as srv:
-        (secret,) = _batch(srv.url, [_item(make_ctx, str(r / "credentials.env"), "s" * 32, "t-secret", read)])
-        (clip,) = _batch(srv.url, [_item(make_ctx, str(r / name), "s" * 32, "t-clip", "print(video.info['fps'])")])
+        (secret,) = _batch(
+            srv.url, [_item(make_ctx, str(r / "credentials.env"), "s" * 32, "t-secret", read)]
+        )
+        (clip,) = _batch(
+            srv.url,
+            [_item(make_ctx, str(r / name), "s" * 32, "t-clip", "print(video.info['fps'])")],
+        )
     assert "hunter2" not in str(secret) and secret["error"] is not None
-    assert "binds only the episode's video" in secret["error"] and "cannot be opened as a video" in secret["error"]
+    assert (
+        "binds only the episode's video" in secret["error"]
+        and "cannot be opened as a video" in secret["error"]
+    )
     assert clip["error"] is None and clip["text"] == "2.0"
 
 
@@ -122,17 +139,28 @@ def test_max_runtimes_holds_under_a_burst_of_new_trajectories(make_ctx, root) ->
     exceeded the cap (25 of 16 at full scale); now never more than 4, and every call answers."""
     r, name = root
     cap = 4
-    app = create_app(["python"], ToolServerConfig(video_roots=[str(r)], max_runtimes=cap, idle_ttl_s=60))
+    app = create_app(
+        ["python"], ToolServerConfig(video_roots=[str(r)], max_runtimes=cap, idle_ttl_s=60)
+    )
     video = str(r / name)
     with ServerThread(app) as srv, PeakCounter(name) as peak:
-        idle = _batch(srv.url, [_item(make_ctx, video, "i" * 32, f"idle-{k}", "v = 1") for k in range(cap)])
+        idle = _batch(
+            srv.url, [_item(make_ctx, video, "i" * 32, f"idle-{k}", "v = 1") for k in range(cap)]
+        )
         assert all(o["error"] is None for o in idle) and runtimes_alive(name) == cap
 
         async def burst() -> list[list[dict]]:
             sessions = [c * 32 for c in "abc"]
-            return await asyncio.gather(*(asyncio.to_thread(
-                _batch, srv.url, [_item(make_ctx, video, s, f"new-{k}", "print(7 * 6)") for k in range(cap)])
-                for s in sessions))
+            return await asyncio.gather(
+                *(
+                    asyncio.to_thread(
+                        _batch,
+                        srv.url,
+                        [_item(make_ctx, video, s, f"new-{k}", "print(7 * 6)") for k in range(cap)],
+                    )
+                    for s in sessions
+                )
+            )
 
         t0 = time.monotonic()
         answers = [o for batch in asyncio.run(burst()) for o in batch]
@@ -158,7 +186,9 @@ def test_an_owner_holding_every_runtime_busy_cannot_starve_another(make_ctx, roo
         for c in ctxs:
             c.video = str(r / name)
         await asyncio.gather(*(tool.run(c, {"code": "x = 1"}) for c in ctxs))
-        sleeping = [asyncio.ensure_future(tool.run(c, {"code": "import time; time.sleep(4)"})) for c in ctxs]
+        sleeping = [
+            asyncio.ensure_future(tool.run(c, {"code": "import time; time.sleep(4)"})) for c in ctxs
+        ]
         await asyncio.sleep(0.5)
         b = make_ctx(episode_id="B/0")
         b.video = str(r / name)
@@ -183,13 +213,17 @@ def test_every_mode_imports_the_one_preload_list(mode: str) -> None:
     drop, so the list is imported before it)."""
     if shutil.which(mode) is None or (mode == "unshare" and os.getuid() != 0):
         pytest.skip(f"needs {mode}" + (" as root" if mode == "unshare" else ""))
-    code = ("import importlib\nbad = []\nfor m in %r:\n    try:\n        importlib.import_module(m)\n"
-            "    except Exception as e:\n        bad.append(m)\nprint(bad)") % (PRELOAD,)
+    code = (
+        "import importlib\nbad = []\nfor m in %r:\n    try:\n        importlib.import_module(m)\n"
+        "    except Exception as e:\n        bad.append(m)\nprint(bad)"
+    ) % (PRELOAD,)
 
     async def main() -> tuple[object, object]:
         rt = SandboxRuntime(None, LIMITS, mode=mode, weak_isolation=True)
         try:
-            return await rt.run(code), await rt.run("import glob, fnmatch; print(glob.escape('a*'))")
+            return await rt.run(code), await rt.run(
+                "import glob, fnmatch; print(glob.escape('a*'))"
+            )
         finally:
             await rt.close()
 
@@ -200,12 +234,32 @@ def test_every_mode_imports_the_one_preload_list(mode: str) -> None:
 
 #: Standard-library modules an honest script may import that the weak mode's old list missed
 #: (the audit of issue 28 item 10 found each failing with ModuleNotFoundError there).
-BEYOND_THE_LIST = ("argparse", "zipfile", "tarfile", "sqlite3", "xml.etree.ElementTree", "email.mime.text",
-                   "subprocess", "asyncio", "concurrent.futures", "multiprocessing", "configparser", "tomllib",
-                   "gettext", "sched", "encodings.cp1252", "urllib.request", "http.client", "logging.handlers")
-_FAILING = ("import importlib, sys\nbad = []\nfor m in sorted(sys.stdlib_module_names) + %r:\n"
-            "    if m.startswith('_') or m in %r:\n        continue\n    try:\n        importlib.import_module(m)\n"
-            "    except BaseException:\n        bad.append(m)\nprint(' '.join(bad))")
+BEYOND_THE_LIST = (
+    "argparse",
+    "zipfile",
+    "tarfile",
+    "sqlite3",
+    "xml.etree.ElementTree",
+    "email.mime.text",
+    "subprocess",
+    "asyncio",
+    "concurrent.futures",
+    "multiprocessing",
+    "configparser",
+    "tomllib",
+    "gettext",
+    "sched",
+    "encodings.cp1252",
+    "urllib.request",
+    "http.client",
+    "logging.handlers",
+)
+_FAILING = (
+    "import importlib, sys\nbad = []\nfor m in sorted(sys.stdlib_module_names) + %r:\n"
+    "    if m.startswith('_') or m in %r:\n        continue\n    try:\n        "
+    "importlib.import_module(m)\n"
+    "    except BaseException:\n        bad.append(m)\nprint(' '.join(bad))"
+)
 
 
 def test_the_weak_mode_imports_the_standard_library_like_bubblewrap() -> None:
@@ -302,7 +356,9 @@ def test_a_close_still_running_stays_counted_when_its_successor_is_cancelled_or_
         await asyncio.sleep(0.01)
         assert not pool.has("b") and not released.done()  # b's close includes the victim's
         c = pool.admit("c", "v.mp4", _FakeRuntime)  # type: ignore[arg-type]
-        assert c.after is not None and not c.after.done() and not victim.closed  # c waits for the victim
+        assert (
+            c.after is not None and not c.after.done() and not victim.closed
+        )  # c waits for the victim
         victim.gate.set()
         await c.wait_predecessor()
         await released
@@ -389,7 +445,9 @@ def test_close_returns_only_once_every_process_of_the_sandbox_is_gone() -> None:
     """close() waited for stdout's EOF, which the runner's worker never held: as the PID namespace
     was torn down, the worker often still ran when close returned (the pool then admitted a
     successor beside it). Now close waits for every process of the sandbox."""
-    limits = dataclasses.replace(LIMITS, memory_bytes=LIMITS.memory_bytes + random.randrange(1, 1 << 20))
+    limits = dataclasses.replace(
+        LIMITS, memory_bytes=LIMITS.memory_bytes + random.randrange(1, 1 << 20)
+    )
     marker = f'"memory_bytes": {limits.memory_bytes}'.encode()  # in the sandbox's argv (its config)
 
     def left() -> list[str]:
@@ -413,7 +471,9 @@ def test_close_returns_only_once_every_process_of_the_sandbox_is_gone() -> None:
 
 
 @needs_bwrap
-def test_a_sandbox_slow_to_exit_counts_until_it_exits_and_no_wait_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_sandbox_slow_to_exit_counts_until_it_exits_and_no_wait_hangs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A sandbox still alive when a bounded close gives up (`_CLOSE_WAIT_S`: a loaded host, or a
     ``setsid`` escapee in the rlimits mode) was dropped as if gone: the pool started its
     successor, and the runtime its own restart, beside it. Now `exited` (what the pool counts)
@@ -455,7 +515,10 @@ def test_a_sandbox_that_dies_between_calls_is_reaped_before_its_restart() -> Non
     """The model's code can kill its own supervisor after its call returned; the next call found
     the runtime dead and started a new sandbox over the old one's life pipe: one fd leaked per
     death (13 → 17 after 4). Now the dead sandbox is closed first: the fd count stays flat."""
-    code = "import os, threading\nthreading.Timer(0.2, lambda: os.kill(os.getppid(), 9)).start()\nprint('ok')"
+    code = (
+        "import os, threading\nthreading.Timer(0.2, lambda: os.kill(os.getppid(), "
+        "9)).start()\nprint('ok')"
+    )
 
     def fds() -> int:
         return len(os.listdir("/proc/self/fd"))

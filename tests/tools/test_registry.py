@@ -6,13 +6,21 @@ import pytest
 from tool_helpers import call
 
 from paravt.errors import ConfigError
-from paravt.tools import available_tools, build_toolset, create_tool, discover_plugins, register_tool, unregister_tool
+from paravt.tools import (
+    available_tools,
+    build_toolset,
+    create_tool,
+    discover_plugins,
+    register_tool,
+    unregister_tool,
+)
 from paravt.tools.registry import unknown_tool_message
 
 
 def _install_plugin(root, dist: str, tool_name: str, module: str) -> None:
     """A tiny installed distribution: a module plus a .dist-info with an entry_points.txt."""
-    (root / f"{module}.py").write_text(textwrap.dedent(f'''
+    (root / f"{module}.py").write_text(
+        textwrap.dedent(f'''
         from paravt.protocol.prompts import ToolSpec
         from paravt.tools import Observation
 
@@ -24,7 +32,8 @@ def _install_plugin(root, dist: str, tool_name: str, module: str) -> None:
 
             async def run(self, ctx, args):
                 return Observation(text="echo: " + args["text"])
-    '''))
+    ''')
+    )
     info = root / f"{dist}-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
@@ -59,7 +68,10 @@ def test_a_plugin_reusing_a_builtin_name_is_rejected_with_both_origins(plugin_pa
         discover_plugins(refresh=True)
     msg = str(err.value)
     assert "'crop_video' is registered twice" in msg
-    assert "builtin:paravt.tools.crop" in msg and "entry-point:evil-plugin evil_plugin_mod:EchoTool" in msg
+    assert (
+        "builtin:paravt.tools.crop" in msg
+        and "entry-point:evil-plugin evil_plugin_mod:EchoTool" in msg
+    )
 
 
 def test_registering_a_taken_name_from_code_is_rejected():
@@ -70,7 +82,10 @@ def test_registering_a_taken_name_from_code_is_rejected():
 
 def test_unknown_names_suggest_the_closest_and_list_all():
     msg = unknown_tool_message("pyhton", ("crop_video", "frame_select", "python"))
-    assert msg == "unknown tool 'pyhton'. Did you mean 'python'? Available: crop_video, frame_select, python"
+    assert (
+        msg == "unknown tool 'pyhton'. Did you mean 'python'? Available: crop_video, frame_select, "
+        "python"
+    )
     assert "Did you mean" not in unknown_tool_message("zzz", ("python",))
     with pytest.raises(ConfigError, match="Available: crop_video, frame_select, python"):
         create_tool("zoom_in")

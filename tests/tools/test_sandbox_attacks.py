@@ -7,26 +7,29 @@ serving afterwards.
 import asyncio
 import contextlib
 import os
-import signal
 import shutil
+import signal
 import time
 from pathlib import Path
 
 import pytest
 from tool_helpers import call
 
-from paravt.tools import build_toolset
 from paravt.errors import ToolCallError
+from paravt.tools import build_toolset
 from paravt.tools.sandbox import pool as pool_module
 from paravt.tools.sandbox import runtime as runtime_module
 from paravt.tools.sandbox.pool import RuntimePool
 from paravt.tools.sandbox.runtime import SandboxLimits, SandboxRuntime
 
 LIMITS = SandboxLimits(wall_s=3.0, memory_bytes=1 << 30)
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None,
-                                 reason="bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap")
-needs_root_unshare = pytest.mark.skipif(shutil.which("unshare") is None or os.getuid() != 0,
-                                        reason="needs util-linux unshare as root")
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None,
+    reason="bubblewrap (bwrap) is not installed: apt-get install -y bubblewrap",
+)
+needs_root_unshare = pytest.mark.skipif(
+    shutil.which("unshare") is None or os.getuid() != 0, reason="needs util-linux unshare as root"
+)
 
 NESTED_USERNS = """
 import ctypes, os
@@ -81,11 +84,20 @@ def _session(*codes: str, episode: str = "ep-attack", video_ctx=None):
 
 @needs_bwrap
 def test_no_nested_user_namespace_so_no_private_tmpfs_beyond_the_memory_cap(make_ctx):
-    nested, tmp, shm, dev = _session(NESTED_USERNS, FILL.format(path="/tmp/big"), FILL.format(path="/dev/shm/big"),
-                                     FILL.format(path="/dev/big"), video_ctx=make_ctx())
+    nested, tmp, shm, dev = _session(
+        NESTED_USERNS,
+        FILL.format(path="/tmp/big"),
+        FILL.format(path="/dev/shm/big"),
+        FILL.format(path="/dev/big"),
+        video_ctx=make_ctx(),
+    )
     rc, reason = nested.text.split(" ", 1)
-    assert rc == "-1" and "mount" not in nested.text, nested.text  # was: 0, then mount 0 (a 1 GiB tmpfs)
-    assert tmp.text.splitlines()[0].startswith("OSError 28") and int(tmp.text.splitlines()[-1]) <= 64
+    assert rc == "-1" and "mount" not in nested.text, (
+        nested.text
+    )  # was: 0, then mount 0 (a 1 GiB tmpfs)
+    assert (
+        tmp.text.splitlines()[0].startswith("OSError 28") and int(tmp.text.splitlines()[-1]) <= 64
+    )
     assert shm.text.splitlines()[-1] == "0" and dev.text.splitlines()[-1] == "0"  # read-only /dev
 
 
@@ -139,13 +151,15 @@ def test_python_refuses_to_start_without_bubblewrap_unless_weak_isolation_is_cho
 @needs_root_unshare
 def test_the_unshare_fallback_kills_a_setsid_grandchild_and_never_hangs():
     marker = "313.25"
-    code = ("import os\n"
-            "for fd in range(3, 8):\n"  # the grandchild keeps the protocol pipes open
-            "    try:\n        os.set_inheritable(fd, True)\n    except OSError:\n        pass\n"
-            "if os.fork() == 0:\n"
-            "    os.setsid()\n"
-            f"    os.execv('/usr/bin/sleep', ['sleep', '{marker}'])\n"
-            "while True:\n    pass")
+    code = (
+        "import os\n"
+        "for fd in range(3, 8):\n"  # the grandchild keeps the protocol pipes open
+        "    try:\n        os.set_inheritable(fd, True)\n    except OSError:\n        pass\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        f"    os.execv('/usr/bin/sleep', ['sleep', '{marker}'])\n"
+        "while True:\n    pass"
+    )
 
     async def main():
         rt = SandboxRuntime(None, LIMITS, mode="unshare", weak_isolation=True)
@@ -169,13 +183,18 @@ def test_the_unshare_fallback_has_a_private_pid_namespace():
     async def main():
         rt = SandboxRuntime(None, LIMITS, mode="unshare", weak_isolation=True)
         try:
-            return await rt.run("import os\nprint(os.getpid(), len([p for p in os.listdir('/proc') if p.isdigit()]))")
+            return await rt.run(
+                "import os\nprint(os.getpid(), len([p for p in os.listdir('/proc') if "
+                "p.isdigit()]))"
+            )
         finally:
             await rt.close()
 
     res = asyncio.run(main())
     pid, visible = map(int, res.stdout.split())
-    assert res.ok and pid <= 3 and visible <= 3  # pid 1 supervisor, 2 the worker; host processes invisible
+    assert (
+        res.ok and pid <= 3 and visible <= 3
+    )  # pid 1 supervisor, 2 the worker; host processes invisible
 
 
 def _cmdline(p: Path) -> str:
@@ -185,13 +204,18 @@ def _cmdline(p: Path) -> str:
         return ""
 
 
-def test_the_in_process_python_tool_refuses_a_weak_sandbox_per_call_unless_the_rollout_opts_in(make_ctx):
+def test_the_in_process_python_tool_refuses_a_weak_sandbox_per_call_unless_the_rollout_opts_in(
+    make_ctx,
+):
     from paravt.config import TrainConfig
 
     assert TrainConfig().rollout.python_weak_isolation is False  # the default refuses
 
     async def main(weak: bool):
-        ts = build_toolset(["python"], options={"python": {"mode": "rlimits", "weak_isolation": weak, "limits": LIMITS}})
+        ts = build_toolset(
+            ["python"],
+            options={"python": {"mode": "rlimits", "weak_isolation": weak, "limits": LIMITS}},
+        )
         ctx = make_ctx(episode_id=f"weak-{weak}")
         (obs,) = await ts.run_calls(ctx, [call("python", code="print(6 * 7)")])
         await ts.finish(ctx)
@@ -199,7 +223,10 @@ def test_the_in_process_python_tool_refuses_a_weak_sandbox_per_call_unless_the_r
         return obs
 
     refused, allowed = asyncio.run(main(False)), asyncio.run(main(True))
-    assert not refused.ok and "refuses to run without bubblewrap (isolation here: rlimits)" in refused.error
+    assert (
+        not refused.ok
+        and "refuses to run without bubblewrap (isolation here: rlimits)" in refused.error
+    )
     assert allowed.ok and allowed.text == "42"
 
 
@@ -208,7 +235,9 @@ def test_the_python_tool_binds_only_a_regular_file_even_in_process(make_ctx):
         ts = build_toolset(["python"], options={"python": {"limits": LIMITS}})
         ctx = make_ctx(episode_id="root-bind")
         ctx.video = "/"
-        (obs,) = await ts.run_calls(ctx, [call("python", code="import os; print(os.listdir('/video'))")])
+        (obs,) = await ts.run_calls(
+            ctx, [call("python", code="import os; print(os.listdir('/video'))")]
+        )
         active = ts.tools["python"].active_runtimes
         await ts.aclose()
         return obs, active
@@ -218,20 +247,24 @@ def test_the_python_tool_binds_only_a_regular_file_even_in_process(make_ctx):
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="the rlimits mode drops to a sandbox uid only as root")
-def test_a_setsid_escapee_of_the_rlimits_mode_blocks_no_close_and_keeps_its_runtime_counted(monkeypatch):
+def test_a_setsid_escapee_of_the_rlimits_mode_blocks_no_close_and_keeps_its_runtime_counted(
+    monkeypatch,
+):
     """The rlimits mode has no PID namespace: a ``setsid`` grandchild outlives the kill, holding
     the sandbox's life pipe. Every wait stays bounded (close, the episode's release of the pool,
     the restart, which is refused), while `exited` (what the pool counts) waits for the escapee."""
     monkeypatch.setattr(runtime_module, "_CLOSE_WAIT_S", 0.5)
     monkeypatch.setattr(pool_module, "WAIT_S", 1.0)
     marker = "271.75"
-    code = ("import os, sys\n"
-            "if os.fork() == 0:\n"
-            "    os.setsid()\n"
-            "    if os.fork() == 0:\n"
-            f"        os.execv('/usr/bin/sleep', ['sleep', '{marker}'])\n"
-            "    os._exit(0)\n"
-            "os.wait()\nprint('forked')")
+    code = (
+        "import os, sys\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        f"        os.execv('/usr/bin/sleep', ['sleep', '{marker}'])\n"
+        "    os._exit(0)\n"
+        "os.wait()\nprint('forked')"
+    )
 
     async def main():
         pool = RuntimePool(max_runtimes=1, idle_ttl_s=60)
@@ -245,8 +278,11 @@ def test_a_setsid_escapee_of_the_rlimits_mode_blocks_no_close_and_keeps_its_runt
         gone = asyncio.ensure_future(rt.exited())
         await asyncio.sleep(0.2)
         counted = not gone.done()
-        # max_runtimes=1: the escapee is still counted, so the next episode's runtime waits for it (bounded)
-        nxt = pool.admit("e/2", "v", lambda: SandboxRuntime(None, LIMITS, mode="rlimits", weak_isolation=True))
+        # max_runtimes=1: the escapee is still counted, so the next episode's runtime waits for it
+        # (bounded)
+        nxt = pool.admit(
+            "e/2", "v", lambda: SandboxRuntime(None, LIMITS, mode="rlimits", weak_isolation=True)
+        )
         with pytest.raises(ToolCallError, match="still exiting"):
             await nxt.wait_predecessor()
         pool.done(nxt)

@@ -12,21 +12,29 @@ from tool_helpers import call
 from paravt.config import ToolServerConfig
 from paravt.protocol.prompts import ToolSpec
 from paravt.tools import Observation, VisualBudget, build_toolset, register_tool, unregister_tool
-from paravt.tools.server.client import RemoteToolSet
 from paravt.tools.server.app import create_app
+from paravt.tools.server.client import RemoteToolSet
 from paravt.video import clear_cache
 
 
 def _mixed_batch():
-    return [call("crop_video", start_time=30, end_time=100), call("frame_select", index=1, start_time=0,
-                                                                     end_time=10, nframes=4, resize=0.5),
-            call("crop_video", index=2, start_time=50, end_time=60), call("zoom", index=3, factor=2),
-            call("frame_select", index=4, start_time=12.5, end_time=19.25, nframes=3)]
+    return [
+        call("crop_video", start_time=30, end_time=100),
+        call("frame_select", index=1, start_time=0, end_time=10, nframes=4, resize=0.5),
+        call("crop_video", index=2, start_time=50, end_time=60),
+        call("zoom", index=3, factor=2),
+        call("frame_select", index=4, start_time=12.5, end_time=19.25, nframes=3),
+    ]
 
 
 def _assert_same(a: Observation, b: Observation) -> None:
-    assert (a.text, a.window, a.error, a.delivery, dict(a.metrics)) == (b.text, b.window, b.error, b.delivery,
-                                                                       dict(b.metrics))
+    assert (a.text, a.window, a.error, a.delivery, dict(a.metrics)) == (
+        b.text,
+        b.window,
+        b.error,
+        b.delivery,
+        dict(b.metrics),
+    )
     assert (a.frames is None) == (b.frames is None)
     if a.frames is not None:
         assert a.frames.array.dtype == b.frames.array.dtype == np.uint8
@@ -47,7 +55,9 @@ def test_local_and_remote_toolsets_give_identical_observations_and_budgets(make_
     with ServerThread(create_app(names, _cfg(video))) as srv:
         remote_ts = build_toolset(names, server_url=srv.url)
         assert isinstance(remote_ts, RemoteToolSet) and [s.name for s in remote_ts.specs] == names
-        remote_ctx = make_ctx(episode_id="t-remote", budget=VisualBudget(per_episode_pixels=150_000))
+        remote_ctx = make_ctx(
+            episode_id="t-remote", budget=VisualBudget(per_episode_pixels=150_000)
+        )
 
         async def go(ctx):
             try:
@@ -56,13 +66,16 @@ def test_local_and_remote_toolsets_give_identical_observations_and_budgets(make_
                 await remote_ts.aclose()
 
         remote = asyncio.run(go(remote_ctx))
-        again = asyncio.run(go(make_ctx(episode_id="t-again")))  # a new event loop: a new client pool
+        again = asyncio.run(
+            go(make_ctx(episode_id="t-again"))
+        )  # a new event loop: a new client pool
     assert [o.ok for o in local] == [True, True, False, False, True]
     for a, b in zip(local, remote):
         _assert_same(a, b)
     assert again[0].ok and again[0].frames.array.tobytes() == local[0].frames.array.tobytes()
-    assert remote_ctx.budget == VisualBudget(per_episode_pixels=150_000, used_pixels=local_ctx.budget.used_pixels,
-                                             calls=2)
+    assert remote_ctx.budget == VisualBudget(
+        per_episode_pixels=150_000, used_pixels=local_ctx.budget.used_pixels, calls=2
+    )
     # select 1: 4 × 15,360 px (resize 0.5 → 96×160) = 61,440; 88,560 px left, so select 2 (resize 1
     # → 224×320 = 71,680 px per frame) gets 88,560 // 71,680 = 1 frame of the 3 asked
     assert local_ctx.budget.used_pixels == 61_440 + 71_680
@@ -86,7 +99,9 @@ def sleepy():
     unregister_tool("sleepy")
 
 
-def test_a_request_over_its_timeout_gets_a_timeout_error_and_frees_its_slot(make_ctx, video, sleepy):
+def test_a_request_over_its_timeout_gets_a_timeout_error_and_frees_its_slot(
+    make_ctx, video, sleepy
+):
     app = create_app(["sleepy"], _cfg(video, max_concurrency=1, request_timeout_s=0.5))
     with ServerThread(app) as srv:
         ts = RemoteToolSet(srv.url, ["sleepy"])
@@ -104,23 +119,39 @@ def test_a_request_over_its_timeout_gets_a_timeout_error_and_frees_its_slot(make
         health = httpx.get(srv.url + "/health").json()
     assert slow.error == "tool server error 504: request timed out after 0.5 s" and slow_s < 3.0
     assert fast.ok and fast.text == "awake" and fast_s < 2.0  # the only slot was freed
-    assert "paravt_tool_request_timeouts_total 1" in metrics and "paravt_tool_requests_total 2" in metrics
+    assert (
+        "paravt_tool_request_timeouts_total 1" in metrics
+        and "paravt_tool_requests_total 2" in metrics
+    )
     assert 'paravt_tool_calls_total{outcome="ok",tool="sleepy"} 1' in metrics
     assert health["inflight"] == 0 and health["max_concurrency"] == 1
 
 
 def test_tool_server_serves_a_concurrent_loopback_load_without_errors(make_ctx, video):
     n_requests, concurrency = 240, 32
-    with ServerThread(create_app(["crop_video", "frame_select"], _cfg(video, max_concurrency=16))) as srv:
+    with ServerThread(
+        create_app(["crop_video", "frame_select"], _cfg(video, max_concurrency=16))
+    ) as srv:
         ts = RemoteToolSet(srv.url, ["crop_video", "frame_select"])
 
         async def client(k: int, out: list) -> None:
             for i in range(k, n_requests, concurrency):
                 ctx = make_ctx(episode_id=f"load-{i}", crop_max_frames=4, crop_max_pixels=64 * 64)
                 t0 = time.perf_counter()
-                obs = await ts.run_calls(ctx, [call("crop_video", start_time=i % 30, end_time=i % 30 + 8),
-                                               call("frame_select", index=1, start_time=0, end_time=4,
-                                                    nframes=2, resize=0.25)])
+                obs = await ts.run_calls(
+                    ctx,
+                    [
+                        call("crop_video", start_time=i % 30, end_time=i % 30 + 8),
+                        call(
+                            "frame_select",
+                            index=1,
+                            start_time=0,
+                            end_time=4,
+                            nframes=2,
+                            resize=0.25,
+                        ),
+                    ],
+                )
                 out.append((time.perf_counter() - t0, obs))
 
         async def go():
@@ -133,14 +164,19 @@ def test_tool_server_serves_a_concurrent_loopback_load_without_errors(make_ctx, 
         metrics = httpx.get(srv.url + "/metrics").text
     errors = [o.error for _, obs in results for o in obs if not o.ok]
     assert len(results) == n_requests and errors == []
-    assert all(len(obs[0].frames) == 4 and obs[0].frames.height * obs[0].frames.width <= 64 * 64 for _, obs in results)
+    assert all(
+        len(obs[0].frames) == 4 and obs[0].frames.height * obs[0].frames.width <= 64 * 64
+        for _, obs in results
+    )
     assert f"paravt_tool_requests_total {n_requests}" in metrics
-    assert f'paravt_tool_request_latency_seconds_count {n_requests}' in metrics
+    assert f"paravt_tool_request_latency_seconds_count {n_requests}" in metrics
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 def test_python_state_is_per_trajectory_and_released_by_finish_or_idle_ttl(make_ctx, video):
-    app = create_app(["python"], _cfg(video, idle_ttl_s=3.0))  # generous: a sandbox start takes ~1 s on a busy machine
+    app = create_app(
+        ["python"], _cfg(video, idle_ttl_s=3.0)
+    )  # generous: a sandbox start takes ~1 s on a busy machine
     tool = app.state.toolset.tools["python"]
     with ServerThread(app) as srv:
         ts = RemoteToolSet(srv.url, ["python"])

@@ -18,11 +18,13 @@ from tool_helpers import call
 from paravt.config import ToolServerConfig
 from paravt.errors import ConfigError
 from paravt.tools import VisualBudget
-from paravt.tools.server.client import RemoteToolSet
 from paravt.tools.server.app import create_app
+from paravt.tools.server.client import RemoteToolSet
 from paravt.tools.server.wire import context_to_wire
 
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed"
+)
 
 
 @pytest.fixture
@@ -36,8 +38,12 @@ def root(tmp_path: Path, video: str) -> Path:
 
 
 def _item(ctx, calls, session="s" * 32):
-    return {"session": session, "trajectory_id": ctx.episode_id, "context": context_to_wire(ctx),
-            "calls": [{"name": c.name, "arguments": c.arguments, "error": None} for c in calls]}
+    return {
+        "session": session,
+        "trajectory_id": ctx.episode_id,
+        "context": context_to_wire(ctx),
+        "calls": [{"name": c.name, "arguments": c.arguments, "error": None} for c in calls],
+    }
 
 
 def _post(url, ctx, calls, **kw):
@@ -57,25 +63,43 @@ def _crop_errors(url, make_ctx, paths):
     return errors
 
 
-def test_files_outside_the_video_roots_are_refused_with_one_text_that_reveals_nothing(make_ctx, video, root, tmp_path):
-    secret = tmp_path / "private" / "secret.mp4"  # a real, decodable video, root-only, outside the root
+def test_files_outside_the_video_roots_are_refused_with_one_text_that_reveals_nothing(
+    make_ctx, video, root, tmp_path
+):
+    secret = (
+        tmp_path / "private" / "secret.mp4"
+    )  # a real, decodable video, root-only, outside the root
     secret.parent.mkdir()
     shutil.copy(video, secret)
     secret.chmod(0o600)
     (root / "link.mp4").symlink_to(secret)  # a symlink inside the root pointing out of it
     (root / "sub").mkdir()
-    outside = [str(secret), "/etc/shadow", "/etc/passwd", "/nonexistent/x.mp4", str(root / "link.mp4"),
-               f"{root}/../../../../etc/passwd", f"{root}/../private/secret.mp4", str(root / "sub"), "/",
-               str(root / "missing.mp4")]
+    outside = [
+        str(secret),
+        "/etc/shadow",
+        "/etc/passwd",
+        "/nonexistent/x.mp4",
+        str(root / "link.mp4"),
+        f"{root}/../../../../etc/passwd",
+        f"{root}/../private/secret.mp4",
+        str(root / "sub"),
+        "/",
+        str(root / "missing.mp4"),
+    ]
     with ServerThread(create_app(["crop_video"], ToolServerConfig(video_roots=[str(root)]))) as srv:
         errors = _crop_errors(srv.url, make_ctx, outside)
-        (ok,) = _post(srv.url, _ctx_at(make_ctx, str(root / "sub" / ".." / "clip.mp4")),
-                      [call("crop_video", start_time=0, end_time=5)]).json()["results"][0]["observations"]
+        (ok,) = _post(
+            srv.url,
+            _ctx_at(make_ctx, str(root / "sub" / ".." / "clip.mp4")),
+            [call("crop_video", start_time=0, end_time=5)],
+        ).json()["results"][0]["observations"]
     assert len(set(errors.values())) == 1, errors  # existence, type and size are indistinguishable
     text = next(iter(errors.values()))
     assert "not a readable regular file under the tool server's video roots" in text
     assert "bytes" not in text and "631" not in text and "No such file" not in text
-    assert ok["error"] is None and len(ok["frames"]["shape"]) == 4  # a path inside the root still works
+    assert (
+        ok["error"] is None and len(ok["frames"]["shape"]) == 4
+    )  # a path inside the root still works
 
 
 def _ctx_at(make_ctx, path):
@@ -87,42 +111,69 @@ def _ctx_at(make_ctx, path):
 def test_the_python_tool_never_binds_a_client_path_outside_the_roots(make_ctx, root):
     # weak isolation only so that the server starts on a machine without bubblewrap: the video is
     # refused before any runtime exists
-    app = create_app(["python"], ToolServerConfig(video_roots=[str(root)], python_weak_isolation=True))
+    app = create_app(
+        ["python"], ToolServerConfig(video_roots=[str(root)], python_weak_isolation=True)
+    )
     with ServerThread(app) as srv:
-        resp = _post(srv.url, _ctx_at(make_ctx, "/"), [call("python", code="print(open('/video/etc/passwd').read())")])
+        resp = _post(
+            srv.url,
+            _ctx_at(make_ctx, "/"),
+            [call("python", code="print(open('/video/etc/passwd').read())")],
+        )
         active = app.state.toolset.tools["python"].active_runtimes
     (obs,) = resp.json()["results"][0]["observations"]
     assert "root:" not in obs["text"] and "video roots" in obs["error"] and active == 0
 
 
 def test_client_sent_caps_and_budgets_are_clamped_to_the_servers(make_ctx, root):
-    cfg = ToolServerConfig(video_roots=[str(root)], max_crop_frames=4, max_crop_pixels=64 * 64,
-                           max_call_pixels=100_000, max_episode_pixels=150_000)
-    greedy = VisualBudget(per_call_pixels=10**12, per_episode_pixels=10**12, used_pixels=-10**9)
+    cfg = ToolServerConfig(
+        video_roots=[str(root)],
+        max_crop_frames=4,
+        max_crop_pixels=64 * 64,
+        max_call_pixels=100_000,
+        max_episode_pixels=150_000,
+    )
+    greedy = VisualBudget(per_call_pixels=10**12, per_episode_pixels=10**12, used_pixels=-(10**9))
     ctx = _ctx_at(make_ctx, str(root / "clip.mp4"))
     ctx.crop_max_frames, ctx.crop_fps, ctx.crop_max_pixels, ctx.size_factor = 299, 30.0, 10**8, 4096
     ctx.budget = greedy
     with ServerThread(create_app(["crop_video", "frame_select"], cfg)) as srv:
-        res = _post(srv.url, ctx, [call("crop_video", start_time=0, end_time=40),
-                                   call("frame_select", index=1, start_time=0, end_time=40, nframes=40)]).json()
+        res = _post(
+            srv.url,
+            ctx,
+            [
+                call("crop_video", start_time=0, end_time=40),
+                call("frame_select", index=1, start_time=0, end_time=40, nframes=40),
+            ],
+        ).json()
     crop, select = res["results"][0]["observations"]
     t, h, w, _ = crop["frames"]["shape"]
     assert t == 4 and h * w <= 64 * 64  # not 299 frames of 10^8 px
     t2, h2, w2, _ = select["frames"]["shape"]
     assert t2 * h2 * w2 <= 100_000
     assert res["results"][0]["budget"]["per_episode_pixels"] == 150_000
-    assert 0 < res["results"][0]["budget"]["used_pixels"] <= 100_000  # the negative start was reset to 0
+    assert (
+        0 < res["results"][0]["budget"]["used_pixels"] <= 100_000
+    )  # the negative start was reset to 0
 
 
 def test_too_many_calls_items_or_bytes_get_413_naming_the_limit(make_ctx, root):
-    cfg = ToolServerConfig(video_roots=[str(root)], max_calls_per_request=4, max_items_per_request=2,
-                           max_body_bytes=64 << 10)
+    cfg = ToolServerConfig(
+        video_roots=[str(root)],
+        max_calls_per_request=4,
+        max_items_per_request=2,
+        max_body_bytes=64 << 10,
+    )
     ctx = _ctx_at(make_ctx, str(root / "clip.mp4"))
     crop = call("crop_video", start_time=0, end_time=2)
     with ServerThread(create_app(["crop_video"], cfg)) as srv:
         calls = _post(srv.url, ctx, [crop] * 5)
-        items = httpx.post(srv.url + "/v1/batch", json={"items": [_item(ctx, [crop])] * 3}, timeout=30)
-        big = _post(srv.url, ctx, [call("crop_video", start_time=0, end_time=2, pad="x" * (1 << 20))])
+        items = httpx.post(
+            srv.url + "/v1/batch", json={"items": [_item(ctx, [crop])] * 3}, timeout=30
+        )
+        big = _post(
+            srv.url, ctx, [call("crop_video", start_time=0, end_time=2, pad="x" * (1 << 20))]
+        )
 
         def chunks():  # no Content-Length: the size is counted while reading
             for _ in range(100):
@@ -134,7 +185,9 @@ def test_too_many_calls_items_or_bytes_get_413_naming_the_limit(make_ctx, root):
     assert items.status_code == 413 and "max_items_per_request=2" in items.json()["error"]
     assert big.status_code == 413 and "max_body_bytes=65536" in big.json()["error"]
     assert chunked.status_code == 413 and "max_body_bytes=65536" in chunked.json()["error"]
-    assert fine.status_code == 200 and all(o["error"] is None for o in fine.json()["results"][0]["observations"])
+    assert fine.status_code == 200 and all(
+        o["error"] is None for o in fine.json()["results"][0]["observations"]
+    )
 
 
 def _read_all(sock: socket.socket, limit_s: float) -> tuple[bytes, float]:
@@ -144,7 +197,7 @@ def _read_all(sock: socket.socket, limit_s: float) -> tuple[bytes, float]:
     try:
         while chunk := sock.recv(65536):
             data += chunk
-    except (socket.timeout, ConnectionResetError):
+    except (TimeoutError, ConnectionResetError):
         pass
     return data, time.monotonic() - t0
 
@@ -166,17 +219,23 @@ def test_slow_loris_headers_and_bodies_are_cut_off_with_408(root):
         trickled, _ = _read_all(trickle, 3)
         idle_got, _ = _read_all(idle, 3)
         body = socket.create_connection(("127.0.0.1", port))
-        body.sendall(b"POST /v1/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     b"Content-Length: 1000\r\n\r\n{\"items\": [")
+        body.sendall(
+            b"POST /v1/batch HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 1000\r\n\r\n{"items": ['
+        )
         body_got, body_s = _read_all(body, 5)
-        kept = socket.create_connection(("127.0.0.1", port))  # a keep-alive client, idle after its answer
+        kept = socket.create_connection(
+            ("127.0.0.1", port)
+        )  # a keep-alive client, idle after its answer
         kept.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         kept_got, kept_s = _read_all(kept, 4)
         health = httpx.get(srv.url + "/health", timeout=5)
     for got in (trickled, idle_got):
         assert got.startswith(b"HTTP/1.1 408") and b"header_timeout_s=1" in got
     assert body_got.startswith(b"HTTP/1.1 408") and b"body_timeout_s=1" in body_got and body_s < 4
-    assert kept_got.startswith(b"HTTP/1.1 200") and b"408" not in kept_got and kept_s < 3  # closed quietly
+    assert (
+        kept_got.startswith(b"HTTP/1.1 200") and b"408" not in kept_got and kept_s < 3
+    )  # closed quietly
     assert health.status_code == 200  # the server kept serving
 
 
@@ -198,16 +257,25 @@ def test_requests_without_a_session_nonce_are_rejected(make_ctx, root):
     ctx = _ctx_at(make_ctx, str(root / "clip.mp4"))
     item = _item(ctx, [call("crop_video", start_time=0, end_time=2)])
     with ServerThread(create_app(["crop_video"], ToolServerConfig(video_roots=[str(root)]))) as srv:
-        missing = httpx.post(srv.url + "/v1/batch", json={"items": [{k: v for k, v in item.items() if k != "session"}]})
+        missing = httpx.post(
+            srv.url + "/v1/batch",
+            json={"items": [{k: v for k, v in item.items() if k != "session"}]},
+        )
         short = httpx.post(srv.url + "/v1/batch", json={"items": [dict(item, session="s3")]})
     assert missing.status_code == 422 and short.status_code == 422
 
 
-def test_python_without_bubblewrap_is_refused_at_startup_unless_weak_isolation_is_chosen(monkeypatch, root):
-    monkeypatch.setattr("paravt.tools.server.app.isolation_mode", lambda: "unshare")  # a host without bwrap
+def test_python_without_bubblewrap_is_refused_at_startup_unless_weak_isolation_is_chosen(
+    monkeypatch, root
+):
+    monkeypatch.setattr(
+        "paravt.tools.server.app.isolation_mode", lambda: "unshare"
+    )  # a host without bwrap
     with pytest.raises(ConfigError, match="refuses to run without bubblewrap"):
         create_app(["python"], ToolServerConfig(video_roots=[str(root)]))
-    app = create_app(["python"], ToolServerConfig(video_roots=[str(root)], python_weak_isolation=True))
+    app = create_app(
+        ["python"], ToolServerConfig(video_roots=[str(root)], python_weak_isolation=True)
+    )
     assert app.state.toolset.tools["python"].weak_isolation
 
 
@@ -223,7 +291,9 @@ def test_two_callers_reusing_a_trajectory_id_never_share_a_python_runtime(make_c
 
         async def go():
             await a.run_calls(ctx_a, [call("python", code="secret = 'A-only'")])
-            (seen,) = await b.run_calls(ctx_b, [call("python", code="print(globals().get('secret'), video._path)")])
+            (seen,) = await b.run_calls(
+                ctx_b, [call("python", code="print(globals().get('secret'), video._path)")]
+            )
             (mine,) = await a.run_calls(ctx_a, [call("python", code="print(secret, video._path)")])
             ctx_a2 = _ctx_at(make_ctx, str(other))
             ctx_a2.episode_id = "s3-e0"

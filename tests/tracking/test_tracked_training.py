@@ -22,8 +22,12 @@ from paravt.jsonl import read_jsonl  # noqa: E402
 from paravt.rl.loop import run_training  # noqa: E402
 from paravt.tracking import attach_report, read_state  # noqa: E402
 
-TRACKED = {"loggers": ["jsonl", "wandb", "mlflow"], "wandb_mode": "offline", "project": "paravt-test",
-           "group": "g1"}
+TRACKED = {
+    "loggers": ["jsonl", "wandb", "mlflow"],
+    "wandb_mode": "offline",
+    "project": "paravt-test",
+    "group": "g1",
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +39,35 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> TrainConfig:
     base: dict[str, Any] = {
-        "out_dir": str(out), "data": str(data), "model": {"path": model}, "logging": TRACKED,
-        "video": {"overview_nframes": 4, "overview_max_pixels": 64 * 64, "crop_max_pixels": 64 * 64,
-                  "crop_max_frames": 2},
+        "out_dir": str(out),
+        "data": str(data),
+        "model": {"path": model},
+        "logging": TRACKED,
+        "video": {
+            "overview_nframes": 4,
+            "overview_max_pixels": 64 * 64,
+            "crop_max_pixels": 64 * 64,
+            "crop_max_frames": 2,
+        },
         "sampling": {"max_new_tokens": 16, "sub_max_new_tokens": 8},
         "rollout": {"max_turns": 1},
-        "sft": {"lr": 1e-3, "batch_size": 1, "warmup_steps": 0, "save_every": 100, "max_steps": 2,
-                "include_subagent_rows": False},
-        "rl": {"group_size": 2, "prompts_per_step": 1, "steps": 1, "lr": 1e-5, "save_every": 100,
-               "drop_zero_variance": False, "log_rollouts": 2},
+        "sft": {
+            "lr": 1e-3,
+            "batch_size": 1,
+            "warmup_steps": 0,
+            "save_every": 100,
+            "max_steps": 2,
+            "include_subagent_rows": False,
+        },
+        "rl": {
+            "group_size": 2,
+            "prompts_per_step": 1,
+            "steps": 1,
+            "lr": 1e-5,
+            "save_every": 100,
+            "drop_zero_variance": False,
+            "log_rollouts": 2,
+        },
     }
     for name, values in sections.items():
         base[name] = {**base.get(name, {}), **values}
@@ -64,24 +88,40 @@ def _steps(client: Any, run_id: str, key: str) -> list[int]:
     return sorted(m.step for m in client.get_metric_history(run_id, key))
 
 
-def test_sft_run_reaches_wandb_and_mlflow_with_its_config(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
-    run = run_training(_cfg(tmp_path / "sft-a", synth / "sft.parquet", tiny_qwen3_dir), kind="sft", progress=False)
+def test_sft_run_reaches_wandb_and_mlflow_with_its_config(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+) -> None:
+    run = run_training(
+        _cfg(tmp_path / "sft-a", synth / "sft.parquet", tiny_qwen3_dir), kind="sft", progress=False
+    )
     logged = read_jsonl(run / "train_log.jsonl")
     assert [r["step"] for r in logged] == [1, 2]
     # MLflow: one run named after the directory, in the group, with the resolved config as params
     (mr,) = _mlflow_runs(run)
     client = _mlflow(run)
-    assert mr.info.run_name == "sft-a" and mr.data.tags["paravt.group"] == "g1" and mr.info.status == "FINISHED"
-    assert mr.data.params["sft.max_steps"] == "2" and mr.data.params["logging.wandb_mode"] == "offline"
+    assert (
+        mr.info.run_name == "sft-a"
+        and mr.data.tags["paravt.group"] == "g1"
+        and mr.info.status == "FINISHED"
+    )
+    assert (
+        mr.data.params["sft.max_steps"] == "2" and mr.data.params["logging.wandb_mode"] == "offline"
+    )
     for key in ("loss", "lr", "time/step"):
         assert _steps(client, mr.info.run_id, key) == [1, 2], key
-    assert [m.value for m in sorted(client.get_metric_history(mr.info.run_id, "loss"), key=lambda m: m.step)] == \
-        pytest.approx([r["loss"] for r in logged])
+    assert [
+        m.value
+        for m in sorted(client.get_metric_history(mr.info.run_id, "loss"), key=lambda m: m.step)
+    ] == pytest.approx([r["loss"] for r in logged])
     # wandb: one offline run, same id as tracking.json, project / name / group, every step's keys
     (wfile,) = offline_runs(run)
     rec = run_record(wfile)
-    assert (rec.run_id, rec.project, rec.display_name, rec.run_group) == \
-        (read_state(run)["wandb"]["id"], "paravt-test", "sft-a", "g1")
+    assert (rec.run_id, rec.project, rec.display_name, rec.run_group) == (
+        read_state(run)["wandb"]["id"],
+        "paravt-test",
+        "sft-a",
+        "g1",
+    )
     config = {i.key: json.loads(i.value_json) for i in rec.config.update}
     assert config["sft"]["max_steps"] == 2 and config["logging"]["group"] == "g1"
     rows = history(wfile)
@@ -91,7 +131,9 @@ def test_sft_run_reaches_wandb_and_mlflow_with_its_config(tmp_path: Path, synth:
     # the report, attached at the end: an MLflow artifact and a wandb artifact of the same run
     report = tmp_path / "report.html"
     report.write_text("<html>report</html>")
-    assert sorted(attach_report([run], report)) == sorted([f"wandb:{rec.run_id}", f"mlflow:{mr.info.run_id}"])
+    assert sorted(attach_report([run], report)) == sorted(
+        [f"wandb:{rec.run_id}", f"mlflow:{mr.info.run_id}"]
+    )
     assert "report.html" in [a.path for a in client.list_artifacts(mr.info.run_id)]
     files = offline_runs(run)
     assert len(files) == 2 and run_record(files[1]).run_id == rec.run_id
@@ -99,7 +141,9 @@ def test_sft_run_reaches_wandb_and_mlflow_with_its_config(tmp_path: Path, synth:
 
 
 def test_rl_step_logs_the_rollouts_table(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
-    run = run_training(_cfg(tmp_path / "rl", synth / "rl.parquet", tiny_qwen3_dir), kind="rl", progress=False)
+    run = run_training(
+        _cfg(tmp_path / "rl", synth / "rl.parquet", tiny_qwen3_dir), kind="rl", progress=False
+    )
     sampled = read_jsonl(run / "rollouts.jsonl")
     assert sampled and {r["step"] for r in sampled} == {1}
     # wandb: step 1 holds the metrics and a table whose rows are the sampled rollouts
@@ -110,25 +154,41 @@ def test_rl_step_logs_the_rollouts_table(tmp_path: Path, synth: Path, tiny_qwen3
     table = json.loads((wfile.parent / "files" / row["rollouts/path"]).read_text())
     cols = table["columns"]
     assert {"completion", "advantage", "reward", "tag/closed_answer", "term/acc"} <= set(cols)
-    assert [r[cols.index("completion")] for r in table["data"]] == [r["completion"] for r in sampled]
+    assert [r[cols.index("completion")] for r in table["data"]] == [
+        r["completion"] for r in sampled
+    ]
     # MLflow: the same table as an artifact of step 1, the metrics at step 1
     (mr,) = _mlflow_runs(run)
     client = _mlflow(run)
     assert _steps(client, mr.info.run_id, "reward/mean") == [1]
-    path = client.download_artifacts(mr.info.run_id, "rollouts/step_000001.json", str(tmp_path / "dl"))
+    path = client.download_artifacts(
+        mr.info.run_id, "rollouts/step_000001.json", str(tmp_path / "dl")
+    )
     saved = json.loads(Path(path).read_text())
-    assert [r[saved["columns"].index("advantage")] for r in saved["data"]] == [r["advantage"] for r in sampled]
+    assert [r[saved["columns"].index("advantage")] for r in saved["data"]] == [
+        r["advantage"] for r in sampled
+    ]
 
 
-def test_killed_and_resumed_run_is_one_tracker_run_without_a_step_twice(tmp_path: Path, synth: Path,
-                                                                         tiny_qwen3_dir: str) -> None:
-    cfg = _cfg(tmp_path / "sft-k", synth / "sft.parquet", tiny_qwen3_dir, sft={"max_steps": 4, "save_every": 2})
-    run_training(cfg, kind="sft", progress=False, stop_after=3)  # dies after step 3, its checkpoint is step 2
+def test_killed_and_resumed_run_is_one_tracker_run_without_a_step_twice(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+) -> None:
+    cfg = _cfg(
+        tmp_path / "sft-k",
+        synth / "sft.parquet",
+        tiny_qwen3_dir,
+        sft={"max_steps": 4, "save_every": 2},
+    )
+    run_training(
+        cfg, kind="sft", progress=False, stop_after=3
+    )  # dies after step 3, its checkpoint is step 2
     run = run_training(cfg, kind="sft", progress=False, resume=True)  # re-runs step 3, then 4
     assert [r["step"] for r in read_jsonl(run / "train_log.jsonl")] == [1, 2, 3, 4]
     (mr,) = _mlflow_runs(run)  # ONE MLflow run
     assert _steps(_mlflow(run), mr.info.run_id, "loss") == [1, 2, 3, 4]
     files = offline_runs(run)  # one offline directory per process, all the SAME wandb run
-    assert len(files) == 2 and {run_record(f).run_id for f in files} == {read_state(run)["wandb"]["id"]}
+    assert len(files) == 2 and {run_record(f).run_id for f in files} == {
+        read_state(run)["wandb"]["id"]
+    }
     steps = [r["_step"] for f in files for r in history(f)]
     assert steps == [1, 2, 3, 4]

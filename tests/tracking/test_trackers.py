@@ -20,18 +20,26 @@ from paravt.tracking.table import rollout_table
 
 
 @pytest.mark.parametrize("logger", sorted(PACKAGES))
-def test_missing_tracker_package_is_one_line_naming_the_extra(logger: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_tracker_package_is_one_line_naming_the_extra(
+    logger: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, PACKAGES[logger], None)  # `import` raises ImportError
     with pytest.raises(ConfigError) as err:
         require_all(["console", "jsonl", logger])
     msg = str(err.value)
-    assert "\n" not in msg and f"lists {logger!r}" in msg and "pip install 'paravt[tracking]'" in msg
+    assert (
+        "\n" not in msg and f"lists {logger!r}" in msg and "pip install 'paravt[tracking]'" in msg
+    )
 
 
-def test_a_tracker_is_imported_only_when_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tracker_is_imported_only_when_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for module in PACKAGES.values():
         monkeypatch.setitem(sys.modules, module, None)
-    logger = MetricsLogger(tmp_path, name="r", kind="sft", config={}, tracking=TrackingSettings(("console", "jsonl")))
+    logger = MetricsLogger(
+        tmp_path, name="r", kind="sft", config={}, tracking=TrackingSettings(("console", "jsonl"))
+    )
     logger.log(1, {"loss": 0.5})
     logger.close()
     assert not (tmp_path / "tracking.json").exists() and not (tmp_path / "wandb").exists()
@@ -42,16 +50,37 @@ def test_cli_names_the_missing_tracker_before_a_model_loads(tmp_path: Path) -> N
     does not exist, so had the model been loaded first the error would be about it."""
     from paravt.data.schema import ExtraInfo, Message, SFTRow, write_rows
 
-    extra = ExtraInfo(id="v1", task="mcq", question="Which?", answer="B", duration=8.0, options=("A. x", "B. y"))
-    write_rows(tmp_path / "sft.parquet", [SFTRow("v1", "main", "parallel", (Message("user", "Which?"),
-                                                 Message("assistant", "<answer>B</answer>")), (), extra)])
+    extra = ExtraInfo(
+        id="v1", task="mcq", question="Which?", answer="B", duration=8.0, options=("A. x", "B. y")
+    )
+    write_rows(
+        tmp_path / "sft.parquet",
+        [
+            SFTRow(
+                "v1",
+                "main",
+                "parallel",
+                (Message("user", "Which?"), Message("assistant", "<answer>B</answer>")),
+                (),
+                extra,
+            )
+        ],
+    )
     (tmp_path / "model").mkdir()
-    (tmp_path / "c.yaml").write_text(f"data: {tmp_path / 'sft.parquet'}\nout_dir: {tmp_path / 'run'}\n"
-                                     f"model:\n  path: {tmp_path / 'model'}\nlogging:\n  loggers: [console, mlflow]\n")
-    code = ("import sys; sys.modules['mlflow'] = None; sys.argv = ['paravt'] + sys.argv[1:]; "
-            "from paravt.cli import main; main()")
-    proc = subprocess.run([sys.executable, "-c", code, "train", "sft", "--config", str(tmp_path / "c.yaml")],
-                          capture_output=True, text=True, timeout=120)
+    (tmp_path / "c.yaml").write_text(
+        f"data: {tmp_path / 'sft.parquet'}\nout_dir: {tmp_path / 'run'}\n"
+        f"model:\n  path: {tmp_path / 'model'}\nlogging:\n  loggers: [console, mlflow]\n"
+    )
+    code = (
+        "import sys; sys.modules['mlflow'] = None; sys.argv = ['paravt'] + sys.argv[1:]; "
+        "from paravt.cli import main; main()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "train", "sft", "--config", str(tmp_path / "c.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and "mlflow" in lines[0] and "paravt[tracking]" in lines[0], proc.stderr
@@ -87,22 +116,48 @@ def test_resumed_run_skips_the_steps_its_trackers_hold(tmp_path: Path) -> None:
         t.log(step, {"loss": 1.0})
     t.close()
     assert rec.steps == [6] and rec.closed == [True]
-    assert Trackers.open(tmp_path, TrackingSettings(()), config=None, resume=False).logged_through == 0
+    assert (
+        Trackers.open(tmp_path, TrackingSettings(()), config=None, resume=False).logged_through == 0
+    )
     assert not (tmp_path / "tracking.json").exists()  # a fresh run keeps no stale tracker ids
 
 
 def test_rollouts_table_is_flat_with_a_column_per_term_and_tag() -> None:
-    rows = [{"step": 2, "picked": "random", "completion": "<think>x</think>", "reward": 0.5, "advantage": -1.0,
-             "terms": {"acc": 1.0, "format": 0.0}, "tags": {"closed_answer": False, "n_calls": 2},
-             "calls": [{}, {}]},
-            {"step": 2, "picked": "tool_code", "completion": "y", "reward": float("nan"), "advantage": None,
-             "terms": {"acc": 0.0, "tool": 0.2}, "tags": {"closed_answer": True, "n_calls": 0}}]
+    rows = [
+        {
+            "step": 2,
+            "picked": "random",
+            "completion": "<think>x</think>",
+            "reward": 0.5,
+            "advantage": -1.0,
+            "terms": {"acc": 1.0, "format": 0.0},
+            "tags": {"closed_answer": False, "n_calls": 2},
+            "calls": [{}, {}],
+        },
+        {
+            "step": 2,
+            "picked": "tool_code",
+            "completion": "y",
+            "reward": float("nan"),
+            "advantage": None,
+            "terms": {"acc": 0.0, "tool": 0.2},
+            "tags": {"closed_answer": True, "n_calls": 0},
+        },
+    ]
     cols, data = rollout_table(rows)
     assert cols[-4:] == ["term/acc", "term/format", "term/tool", "tag/closed_answer"]
     first, second = (dict(zip(cols, r, strict=True)) for r in data)
-    assert (first["completion"], first["advantage"], first["n_calls"], first["term/tool"]) == \
-        ("<think>x</think>", -1.0, 2, None)
-    assert second["reward"] is None and second["tag/closed_answer"] is True and second["term/format"] is None
+    assert (first["completion"], first["advantage"], first["n_calls"], first["term/tool"]) == (
+        "<think>x</think>",
+        -1.0,
+        2,
+        None,
+    )
+    assert (
+        second["reward"] is None
+        and second["tag/closed_answer"] is True
+        and second["term/format"] is None
+    )
 
 
 def test_mlflow_run_continues_by_its_id_and_keeps_one_run(tmp_path: Path) -> None:
@@ -118,8 +173,15 @@ def test_mlflow_run_continues_by_its_id_and_keeps_one_run(tmp_path: Path) -> Non
     t.close()
     client = mlflow.MlflowClient(read_state(tmp_path)["mlflow"]["tracking_uri"])
     (run,) = client.search_runs([client.get_experiment_by_name("p").experiment_id])
-    assert run.info.run_id == run_id and run.info.status == "FINISHED" and run.data.params["rl.lr"] == "1e-05"
-    assert sorted((m.step, m.value) for m in client.get_metric_history(run_id, "loss")) == [(1, 2.0), (2, 1.0)]
+    assert (
+        run.info.run_id == run_id
+        and run.info.status == "FINISHED"
+        and run.data.params["rl.lr"] == "1e-05"
+    )
+    assert sorted((m.step, m.value) for m in client.get_metric_history(run_id, "loss")) == [
+        (1, 2.0),
+        (2, 1.0),
+    ]
     assert set(run.data.metrics) == {"loss"}
 
 
@@ -147,16 +209,21 @@ def test_require_returns_the_module_when_installed() -> None:
     assert require("wandb").__name__ == "wandb"
 
 
-def test_wandb_that_cannot_start_is_one_line_with_the_offline_fix(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wandb_that_cannot_start_is_one_line_with_the_offline_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     wandb = pytest.importorskip("wandb")
 
     def no_login(**kwargs):
-        raise wandb.errors.UsageError("api_key not configured (no-tty). call wandb.login(key=[your_api_key])\nmore")
+        raise wandb.errors.UsageError(
+            "api_key not configured (no-tty). call wandb.login(key=[your_api_key])\nmore"
+        )
 
     monkeypatch.setattr(wandb, "init", no_login)
     with pytest.raises(ConfigError) as err:
         Trackers.open(tmp_path, TrackingSettings(("wandb",)), config={}, resume=False)
     msg = str(err.value)
-    assert "\n" not in msg and "api_key not configured" in msg and "logging.wandb_mode=offline" in msg
+    assert (
+        "\n" not in msg and "api_key not configured" in msg and "logging.wandb_mode=offline" in msg
+    )
     assert not (tmp_path / "tracking.json").exists()

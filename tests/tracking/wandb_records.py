@@ -26,10 +26,10 @@ def records(path: Path) -> Iterator[Any]:
         if left < HEADER:
             pos += left
             continue
-        _crc, n, kind = struct.unpack("<IHB", data[pos:pos + HEADER])
+        _crc, n, kind = struct.unpack("<IHB", data[pos : pos + HEADER])
         if kind == 0 and n == 0:
             break
-        buf += data[pos + HEADER:pos + HEADER + n]
+        buf += data[pos + HEADER : pos + HEADER + n]
         pos += HEADER + n
         if kind in (1, 4):
             rec = pb.Record()
@@ -39,7 +39,8 @@ def records(path: Path) -> Iterator[Any]:
 
 
 def offline_runs(root: Path) -> list[Path]:
-    """The ``run-*.wandb`` files under ``root/wandb`` (one per process that logged), oldest first."""
+    """The ``run-*.wandb`` files under ``root/wandb`` (one per process that logged), oldest
+    first."""
     return sorted((root / "wandb").glob("offline-run-*/run-*.wandb"))
 
 
@@ -48,7 +49,12 @@ def history(path: Path) -> list[dict[str, Any]]:
     rows = []
     for r in records(path):
         if r.WhichOneof("record_type") == "history":
-            rows.append({(i.key or "/".join(i.nested_key)): json.loads(i.value_json) for i in r.history.item})
+            rows.append(
+                {
+                    (i.key or "/".join(i.nested_key)): json.loads(i.value_json)
+                    for i in r.history.item
+                }
+            )
     return rows
 
 
@@ -57,4 +63,8 @@ def run_record(path: Path) -> Any:
 
 
 def artifacts(path: Path) -> list[tuple[str, str]]:
-    return [(r.artifact.name, r.artifact.type) for r in records(path) if r.WhichOneof("record_type") == "artifact"]
+    return [
+        (r.artifact.name, r.artifact.type)
+        for r in records(path)
+        if r.WhichOneof("record_type") == "artifact"
+    ]

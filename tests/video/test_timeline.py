@@ -9,7 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from paravt.video import cache, clear_cache, decode_stats, draw, frames_at, probe, sample_frames, write_video
+from paravt.video import (
+    cache,
+    clear_cache,
+    decode_stats,
+    draw,
+    frames_at,
+    probe,
+    sample_frames,
+    write_video,
+)
 from paravt.video import timeline as tl_mod
 from paravt.video.budget import target_times
 
@@ -40,7 +49,9 @@ def _requests(duration: float, rng: np.random.Generator) -> list[list[float]]:
 
 
 @pytest.mark.parametrize("name", ["bframes_video", "vfr_video", "offset_audio_video", "long_video"])
-def test_whole_path_returns_the_windowed_decoders_frames(name: str, request: pytest.FixtureRequest) -> None:
+def test_whole_path_returns_the_windowed_decoders_frames(
+    name: str, request: pytest.FixtureRequest
+) -> None:
     path, _ = request.getfixturevalue(name)
     duration = probe(path).duration
     for times in _requests(duration, np.random.default_rng(3)):
@@ -51,7 +62,9 @@ def test_whole_path_returns_the_windowed_decoders_frames(name: str, request: pyt
 
 
 @pytest.mark.parametrize("degrees", [90, 270])
-def test_whole_path_turns_frames_upright_like_the_windowed_one(degrees: int, tmp_path: Path) -> None:
+def test_whole_path_turns_frames_upright_like_the_windowed_one(
+    degrees: int, tmp_path: Path
+) -> None:
     frames = [draw.solid(32, 64, (250, 20, 20)) for _ in range(6)]
     for img in frames:
         img[:16, :32] = (20, 250, 20)
@@ -74,15 +87,22 @@ def test_clips_and_overviews_of_a_video_share_one_decode(long_video) -> None:
     assert stats.containers_opened == 1
     assert stats.passes == 1  # the decoded frames stayed: later requests only convert
     assert stats.frame_hits > 0
-    repeat_clip = frames_at(path, list(clip.timestamps[::2]), whole=True)  # every frame converted already
+    repeat_clip = frames_at(
+        path, list(clip.timestamps[::2]), whole=True
+    )  # every frame converted already
     assert decode_stats().passes == stats.passes
     assert decode_stats().converted_frames == stats.converted_frames
-    assert [draw.read_barcode(a) for a in repeat_clip.array] == [draw.read_barcode(a) for a in clip.array[::2]]
+    assert [draw.read_barcode(a) for a in repeat_clip.array] == [
+        draw.read_barcode(a) for a in clip.array[::2]
+    ]
     assert [draw.read_barcode(a) for a in overview.array] == [
-        min(range(600), key=lambda i: (abs(times[i] - t), i)) for t in target_times(0.0, 24.0, 16)]
+        min(range(600), key=lambda i: (abs(times[i] - t), i)) for t in target_times(0.0, 24.0, 16)
+    ]
 
 
-def test_frame_cache_stays_within_its_byte_budget(long_video, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_frame_cache_stays_within_its_byte_budget(
+    long_video, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, _ = long_video
     frame_bytes = 48 * 64 * 3
     monkeypatch.setattr(cache, "FRAMES", cache.ByteCache(10 * frame_bytes))
@@ -92,7 +112,9 @@ def test_frame_cache_stays_within_its_byte_budget(long_video, monkeypatch: pytes
     np.testing.assert_array_equal(got.array, sample_frames(path, 0.0, 24.0, nframes=30).array)
 
 
-def test_video_too_large_to_decode_whole_is_read_by_windows(long_video, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_video_too_large_to_decode_whole_is_read_by_windows(
+    long_video, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path, _ = long_video
     monkeypatch.setattr(tl_mod, "WHOLE_MAX_PIXELS", 600 * 48 * 64 - 1)
     sample_frames(path, 20.0, 21.0, nframes=4, whole=True)
@@ -102,8 +124,12 @@ def test_video_too_large_to_decode_whole_is_read_by_windows(long_video, monkeypa
 
 def test_target_far_past_the_last_frame_falls_back(tmp_path: Path) -> None:
     times = [0.0, 0.5, 1.0, 1.5, 2.0, 9.0, 9.5]  # header duration 3.5 s, last frame at 9.5 s
-    path = write_video(tmp_path / "vfr.mp4", [draw.solid(32, 32, (20 * i, 90, 90)) for i in range(7)], fps=2.0,
-                       timestamps=times)
+    path = write_video(
+        tmp_path / "vfr.mp4",
+        [draw.solid(32, 32, (20 * i, 90, 90)) for i in range(7)],
+        fps=2.0,
+        timestamps=times,
+    )
     windowed, whole = _both(path, [9.0, 9.5])
     np.testing.assert_array_equal(whole.array, windowed.array)  # type: ignore[attr-defined]
     timeline = cache.TIMELINES.get(cache.file_key(path))

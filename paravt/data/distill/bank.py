@@ -39,8 +39,13 @@ class BM25:
         out = []
         for tf, dl in zip(self.tfs, self.lens):
             norm = self.k1 * (1 - self.b + self.b * dl / self.avgdl) if self.avgdl else self.k1
-            out.append(sum(self.idf.get(t, 0.0) * tf[t] * (self.k1 + 1) / (tf[t] + norm)
-                           for t in set(query) if t in tf))
+            out.append(
+                sum(
+                    self.idf.get(t, 0.0) * tf[t] * (self.k1 + 1) / (tf[t] + norm)
+                    for t in set(query)
+                    if t in tf
+                )
+            )
         return out
 
 
@@ -53,8 +58,13 @@ class Experience:
     answer: str
 
     def as_example(self) -> str:
-        steps = "; ".join(f"frame_select({json.dumps(c, sort_keys=True)})" for c in self.calls) or "no tool call"
-        return f"Question: {self.question}\nPlan: {self.plan}\nCalls: {steps}\nAnswer: {self.answer}"
+        steps = (
+            "; ".join(f"frame_select({json.dumps(c, sort_keys=True)})" for c in self.calls)
+            or "no tool call"
+        )
+        return (
+            f"Question: {self.question}\nPlan: {self.plan}\nCalls: {steps}\nAnswer: {self.answer}"
+        )
 
 
 class ExperienceBank:
@@ -62,7 +72,9 @@ class ExperienceBank:
         self.path = Path(path)
         self.items: list[Experience] = []
         for d in read_jsonl(self.path):  # missing file: empty; a cut-off last line: skipped
-            self.items.append(Experience(d["question"], d["task"], d["plan"], tuple(d["calls"]), d["answer"]))
+            self.items.append(
+                Experience(d["question"], d["task"], d["plan"], tuple(d["calls"]), d["answer"])
+            )
 
     def add(self, exp: Experience) -> None:
         self.items.append(exp)

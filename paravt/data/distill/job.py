@@ -26,9 +26,11 @@ from paravt.video.types import Frames, VideoInfo
 
 CLEANUP_PROMPT = (
     "Rewrite the text below so that it follows this format exactly: first <think>...</think>, then "
-    "either tool calls, each as <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call> with "
-    "strict JSON, or one <answer>...</answer>. Keep the content; change only the format. Output only "
-    "the rewritten text.\n\n")
+    'either tool calls, each as <tool_call>{"name": ..., "arguments": {...}}</tool_call> with '
+    "strict JSON, or one <answer>...</answer>. Keep the content; change only the format. Output "
+    "only "
+    "the rewritten text.\n\n"
+)
 
 
 class TeacherGaveUp(Exception):
@@ -78,7 +80,9 @@ class RowJob:
         return self.row.extra_info
 
 
-async def open_job(row: Row, root: str | Path, *, overview_max_pixels: int, size_factor: int) -> RowJob:
+async def open_job(
+    row: Row, root: str | Path, *, overview_max_pixels: int, size_factor: int
+) -> RowJob:
     if not row.videos:
         raise DataError(f"row {row.id} has no video; distillation needs one video per row")
     rel = row.videos[0]
@@ -87,15 +91,30 @@ async def open_job(row: Row, root: str | Path, *, overview_max_pixels: int, size
     n = row.extra_info.nframes
     overview = None
     if n > 0:
-        overview = await asyncio.to_thread(sample_frames, path, 0.0, info.duration, nframes=n,
-                                           max_pixels=overview_max_pixels, size_factor=size_factor)
+        overview = await asyncio.to_thread(
+            sample_frames,
+            path,
+            0.0,
+            info.duration,
+            nframes=n,
+            max_pixels=overview_max_pixels,
+            size_factor=size_factor,
+        )
     return RowJob(row, rel, str(path), info, overview)
 
 
-def tool_context(job: RowJob, *, crop_max_frames: int, crop_fps: float, crop_max_pixels: int,
-                 size_factor: int) -> ToolContext:
-    return ToolContext(episode_id=job.row.id, video=job.video, info=job.info, crop_max_frames=crop_max_frames,
-                       crop_fps=crop_fps, crop_max_pixels=crop_max_pixels, size_factor=size_factor)
+def tool_context(
+    job: RowJob, *, crop_max_frames: int, crop_fps: float, crop_max_pixels: int, size_factor: int
+) -> ToolContext:
+    return ToolContext(
+        episode_id=job.row.id,
+        video=job.video,
+        info=job.info,
+        crop_max_frames=crop_max_frames,
+        crop_fps=crop_fps,
+        crop_max_pixels=crop_max_pixels,
+        size_factor=size_factor,
+    )
 
 
 def result_line(obs: Observation, start: float, end: float) -> str:
@@ -106,16 +125,28 @@ def result_line(obs: Observation, start: float, end: float) -> str:
 
 def split_marker(text: str, part: VideoPart) -> tuple[Part, ...]:
     before, _, after = text.partition("<video>")
-    return tuple(p for p in (TextPart(before) if before else None, part, TextPart(after) if after else None) if p)
+    return tuple(
+        p
+        for p in (TextPart(before) if before else None, part, TextPart(after) if after else None)
+        if p
+    )
 
 
 def observation_message(line: str, frames: Frames | None) -> ChatMsg:
     text = f"{T.TOOL_RESPONSE_OPEN}\n{line}\n{T.TOOL_RESPONSE_CLOSE}"
-    return {"role": "user", "content": content(text, (frames,) if frames is not None and "<video>" in text else ())}
+    return {
+        "role": "user",
+        "content": content(text, (frames,) if frames is not None and "<video>" in text else ()),
+    }
 
 
-async def ask(teacher: TeacherClient, messages: list[ChatMsg], tally: RowCounters, *, max_tokens: int | None = None
-              ) -> TeacherReply:
+async def ask(
+    teacher: TeacherClient,
+    messages: list[ChatMsg],
+    tally: RowCounters,
+    *,
+    max_tokens: int | None = None,
+) -> TeacherReply:
     reply = await teacher.chat(messages, max_tokens=max_tokens)
     tally.add(reply)
     if not reply.ok:
@@ -123,13 +154,21 @@ async def ask(teacher: TeacherClient, messages: list[ChatMsg], tally: RowCounter
     return reply
 
 
-async def teacher_turn(teacher: TeacherClient, messages: list[ChatMsg], tools: frozenset[str], tally: RowCounters,
-                       *, llm_cleanup: bool) -> RepairedTurn:
+async def teacher_turn(
+    teacher: TeacherClient,
+    messages: list[ChatMsg],
+    tools: frozenset[str],
+    tally: RowCounters,
+    *,
+    llm_cleanup: bool,
+) -> RepairedTurn:
     """One teacher turn, repaired; an unrepairable one goes through the LLM cleanup once."""
     reply = await ask(teacher, messages, tally)
     turn = repair_turn(reply.text, tools)
     if turn.error is not None and llm_cleanup:
-        fixed = await ask(teacher, [{"role": "user", "content": CLEANUP_PROMPT + reply.text}], tally)
+        fixed = await ask(
+            teacher, [{"role": "user", "content": CLEANUP_PROMPT + reply.text}], tally
+        )
         turn = repair_turn(fixed.text, tools)
         if turn.error is None:
             tally.repairs["llm_cleanup"] += 1

@@ -35,9 +35,12 @@ GLOBAL_SHARE = 0.9
 MIN_GLOBAL_RESIZE = 0.5
 GLOBAL_FACTOR = 3
 FOUND_NOTHING_RE = re.compile(
-    r"\b(nothing|not (?:found|visible|seen|see|clear|sure)|no (?:relevant|sign|evidence|such|clear)|"
+    r"\b(nothing|not (?:found|visible|seen|see|clear|sure)|no "
+    r"(?:relevant|sign|evidence|such|clear)|"
     r"did(?:n't| not) (?:see|find|show)|can(?:no|')t (?:see|find|tell)|cannot (?:see|find|tell)|"
-    r"unclear|too (?:small|blurry|low))\b", re.I)
+    r"unclear|too (?:small|blurry|low))\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,12 @@ class FrameCall:
         return self.nframes * self.resize
 
     def arguments(self) -> dict[str, float | int]:
-        return {"start_time": self.start, "end_time": self.end, "nframes": self.nframes, "resize": self.resize}
+        return {
+            "start_time": self.start,
+            "end_time": self.end,
+            "nframes": self.nframes,
+            "resize": self.resize,
+        }
 
 
 @dataclass(frozen=True)
@@ -81,18 +89,30 @@ def _fps_cap(c: FrameCall) -> int:
     return max(1, math.floor(c.length * MAX_FPS + 1e-9))
 
 
-def reflect(proposal: FrameCall, history: Sequence[FrameCall], *, duration: float, think: str = "",
-            max_resize: float = 1.0) -> Reflection:
+def reflect(
+    proposal: FrameCall,
+    history: Sequence[FrameCall],
+    *,
+    duration: float,
+    think: str = "",
+    max_resize: float = 1.0,
+) -> Reflection:
     """The corrected call and the rules that fired (see the module docstring)."""
     c, fired = proposal, []
     prev = history[-1] if history else None
     if prev is not None and is_global(prev, duration) and FOUND_NOTHING_RE.search(think or ""):
-        new = FrameCall(0.0, float(duration), max(c.nframes, GLOBAL_FACTOR * prev.nframes),
-                        max(c.resize, prev.resize, MIN_GLOBAL_RESIZE))
+        new = FrameCall(
+            0.0,
+            float(duration),
+            max(c.nframes, GLOBAL_FACTOR * prev.nframes),
+            max(c.resize, prev.resize, MIN_GLOBAL_RESIZE),
+        )
         if new != c:
             c = new
             fired.append("global_miss")
-    if c.fps >= DENSE_FPS and any(h.fps >= DENSE_FPS and _overlap(h, c) >= 0.5 * c.length for h in history):
+    if c.fps >= DENSE_FPS and any(
+        h.fps >= DENSE_FPS and _overlap(h, c) >= 0.5 * c.length for h in history
+    ):
         half = c.length
         s, e = max(0.0, c.start - half / 2), min(float(duration), c.end + half / 2)
         if (s, e) != (c.start, c.end):

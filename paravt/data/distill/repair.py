@@ -39,8 +39,12 @@ from paravt.protocol import tags as T
 from paravt.protocol.parser import parse_calls
 
 PLACEHOLDER_THINK = "I will look at the video to answer the question."
-_THINK_RE = re.compile(re.escape(T.THINK_OPEN) + r"(.*?)(?:" + re.escape(T.THINK_CLOSE) + r"|(?=<[a-z_]+>)|\Z)", re.S)
-_ANSWER_RE = re.compile(re.escape(T.ANSWER_OPEN) + r"(.*?)(" + re.escape(T.ANSWER_CLOSE) + r"|\Z)", re.S)
+_THINK_RE = re.compile(
+    re.escape(T.THINK_OPEN) + r"(.*?)(?:" + re.escape(T.THINK_CLOSE) + r"|(?=<[a-z_]+>)|\Z)", re.S
+)
+_ANSWER_RE = re.compile(
+    re.escape(T.ANSWER_OPEN) + r"(.*?)(" + re.escape(T.ANSWER_CLOSE) + r"|\Z)", re.S
+)
 _BLOCK_RE = re.compile(r"<(tool_call|tool_code)>.*?(?:</\1>|(?=<[a-z_/]+>)|\Z)", re.S)
 _FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.S)
 _TRAILING_RE = re.compile(r",(\s*[}\]])")
@@ -64,7 +68,9 @@ class RepairedTurn:
     def render(self) -> str:
         """The canonical assistant text (with its leading ``<think>\\n``, as rows store it)."""
         if self.calls:
-            return T.render_tool_turn(self.think, [T.render_tool_call(c.name, c.arguments) for c in self.calls])
+            return T.render_tool_turn(
+                self.think, [T.render_tool_call(c.name, c.arguments) for c in self.calls]
+            )
         return T.render_answer(self.think, self.answer or "")
 
 
@@ -97,7 +103,9 @@ def repair_turn(text: str, tools: frozenset[str] | set[str]) -> RepairedTurn:
         if not think and not calls and answer_m is None:
             pass  # the prose is the answer (below)
         elif not think:
-            first = min([m.start() for m in (_BLOCK_RE.search(text_wo_think), answer_m) if m is not None])
+            first = min(
+                [m.start() for m in (_BLOCK_RE.search(text_wo_think), answer_m) if m is not None]
+            )
             think = _ANY_TAG_RE.sub(" ", text_wo_think[:first]).strip()
             changes.append("prose_think" if think else "prose")
         else:
@@ -114,16 +122,18 @@ def repair_turn(text: str, tools: frozenset[str] | set[str]) -> RepairedTurn:
         lines = [ln.strip() for ln in _ANY_TAG_RE.sub("\n", outside).splitlines() if ln.strip()]
         answer = lines[-1] if lines else ""
         changes.append("answer_untagged")
-    return RepairedTurn(_clean_think(think, changes), tuple(calls), answer, tuple(dict.fromkeys(changes)))
+    return RepairedTurn(
+        _clean_think(think, changes), tuple(calls), answer, tuple(dict.fromkeys(changes))
+    )
 
 
 def _think(text: str, changes: list[str]) -> tuple[str, str]:
     m = _THINK_RE.search(text)
     if m is None:
         return "", text
-    if not text[m.end() - len(T.THINK_CLOSE):m.end()] == T.THINK_CLOSE:
+    if not text[m.end() - len(T.THINK_CLOSE) : m.end()] == T.THINK_CLOSE:
         changes.append("unclosed_think")
-    return m.group(1).strip(), text[:m.start()] + " " + text[m.end():]
+    return m.group(1).strip(), text[: m.start()] + " " + text[m.end() :]
 
 
 def _clean_think(think: str, changes: list[str]) -> str:
@@ -139,15 +149,20 @@ def _clean_think(think: str, changes: list[str]) -> str:
 
 def _wrap_untagged(text: str, tools: frozenset[str] | set[str], changes: list[str]) -> str:
     names = "|".join(re.escape(t) for t in sorted(tools))
-    line_re = re.compile(r"^\s*(?:`{1,3})?\s*(\{.*\"name\".*\}|(?:print\s*\(\s*)?(?:" + names + r")\s*\(.*\)\s*\)?)"
-                         r"\s*(?:`{1,3})?\s*$", re.M)
+    line_re = re.compile(
+        r"^\s*(?:`{1,3})?\s*(\{.*\"name\".*\}|(?:print\s*\(\s*)?(?:" + names + r")\s*\(.*\)\s*\)?)"
+        r"\s*(?:`{1,3})?\s*$",
+        re.M,
+    )
     if not names or not line_re.search(text):
         return text
     changes.append("untagged_call")
     return line_re.sub(lambda m: f"{T.TOOL_CALL_OPEN}{m.group(1)}{T.TOOL_CALL_CLOSE}", text)
 
 
-def _calls(text: str, tools: frozenset[str] | set[str], changes: list[str]) -> tuple[list[CanonicalCall], str | None]:
+def _calls(
+    text: str, tools: frozenset[str] | set[str], changes: list[str]
+) -> tuple[list[CanonicalCall], str | None]:
     calls: list[CanonicalCall] = []
     for c in parse_calls(text, execute_tool_code=True).calls:
         unclosed = not c.closed

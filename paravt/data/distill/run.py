@@ -9,7 +9,8 @@ the produced rows as records) as soon as it ends, through `paravt.jsonl` (a line
 run is ended first, so the next row is kept; the torn row runs again); one run writes ``out`` at
 a time (`paravt.runlock`); a new run skips ids whose status is
 ``accepted`` or ``rejected``; rows that ended in an ERROR (both teachers' requests failed, or an
-unexpected exception, logged with its traceback) are tried again. ``sft.parquet`` and ``report.json`` are rebuilt from the whole progress file at the end
+unexpected exception, logged with its traceback) are tried again. ``sft.parquet`` and
+``report.json`` are rebuilt from the whole progress file at the end
 of every run, so they always describe everything done so far. At most ``workers`` rows run
 concurrently; a rich progress bar goes to stderr.
 """
@@ -26,19 +27,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from paravt import runlock
 from paravt.config import DistillConfig
 from paravt.data.distill.bank import ExperienceBank
 from paravt.data.distill.eva_pipeline import EvaSettings, distill_eva
 from paravt.data.distill.job import Outcome, RowCounters, TeacherGaveUp, open_job
 from paravt.data.distill.paravt_pipeline import ParavtSettings, distill_paravt
 from paravt.data.distill.teacher import Endpoint, TeacherClient
-from paravt import runlock
 from paravt.data.schema import Row, row_from_record, row_to_record, write_rows
 from paravt.errors import ParavtError, VideoError
 from paravt.jsonl import append_jsonl, read_jsonl
 
 log = logging.getLogger(__name__)
-PROGRESS, SFT, REPORT, BANK = "progress.jsonl", "sft.parquet", "report.json", "experience_bank.jsonl"
+PROGRESS, SFT, REPORT, BANK = (
+    "progress.jsonl",
+    "sft.parquet",
+    "report.json",
+    "experience_bank.jsonl",
+)
 
 
 @dataclass(frozen=True)
@@ -51,8 +57,15 @@ class Endpoints:
 def _client(ep: Endpoint | None, cfg: DistillConfig) -> TeacherClient | None:
     if ep is None:
         return None
-    return TeacherClient(ep, timeout_s=cfg.request_timeout_s, max_retries=cfg.max_retries, backoff_s=cfg.backoff_s,
-                         temperature=cfg.temperature, max_tokens=cfg.max_tokens, max_reply_bytes=cfg.max_reply_bytes)
+    return TeacherClient(
+        ep,
+        timeout_s=cfg.request_timeout_s,
+        max_retries=cfg.max_retries,
+        backoff_s=cfg.backoff_s,
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+        max_reply_bytes=cfg.max_reply_bytes,
+    )
 
 
 def _finished(path: Path) -> set[str]:
@@ -73,8 +86,12 @@ class _Runner:
         rec: dict[str, Any] = {"id": row.id, "fallback_used": False, "errors": {}, "refusals": {}}
         tallies: list[RowCounters] = []
         try:
-            job = await open_job(row, self.root, overview_max_pixels=self.cfg.overview_max_pixels,
-                                 size_factor=self.cfg.size_factor)
+            job = await open_job(
+                row,
+                self.root,
+                overview_max_pixels=self.cfg.overview_max_pixels,
+                size_factor=self.cfg.size_factor,
+            )
         except (ParavtError, VideoError, OSError) as err:
             return self._done(rec, Outcome(reason="video_error", detail=str(err)), tallies, t0)
         outcome: Outcome | None = None
@@ -90,7 +107,9 @@ class _Runner:
             except TeacherGaveUp as gave_up:
                 kind = "refusals" if gave_up.reply.error is None else "errors"
                 rec[kind][name] = rec[kind].get(name, 0) + 1
-                outcome = Outcome(reason="refused" if kind == "refusals" else "teacher_error", detail=str(gave_up))
+                outcome = Outcome(
+                    reason="refused" if kind == "refusals" else "teacher_error", detail=str(gave_up)
+                )
             except Exception as exc:  # noqa: BLE001 - one row's bug must not end a long run
                 log.exception("distilling row %s failed", row.id)
                 outcome = Outcome(reason="internal_error", detail=f"{type(exc).__name__}: {exc}")
@@ -101,15 +120,27 @@ class _Runner:
     async def _pipeline(self, job: Any, client: TeacherClient, tally: RowCounters) -> Outcome:
         c = self.cfg
         if c.pipeline == "eva":
-            s = EvaSettings(max_turns=c.max_turns, size_factor=c.size_factor, keep_incorrect=c.keep_incorrect,
-                            llm_cleanup=c.llm_cleanup, top_k=c.bank_top_k)
+            s = EvaSettings(
+                max_turns=c.max_turns,
+                size_factor=c.size_factor,
+                keep_incorrect=c.keep_incorrect,
+                llm_cleanup=c.llm_cleanup,
+                top_k=c.bank_top_k,
+            )
             return await distill_eva(job, client, s, tally, self.bank, self.reflector)
-        s2 = ParavtSettings(max_turns=c.max_turns, crop_max_frames=c.crop_max_frames,
-                            crop_max_pixels=c.crop_max_pixels, size_factor=c.size_factor,
-                            keep_incorrect=c.keep_incorrect, llm_cleanup=c.llm_cleanup)
+        s2 = ParavtSettings(
+            max_turns=c.max_turns,
+            crop_max_frames=c.crop_max_frames,
+            crop_max_pixels=c.crop_max_pixels,
+            size_factor=c.size_factor,
+            keep_incorrect=c.keep_incorrect,
+            llm_cleanup=c.llm_cleanup,
+        )
         return await distill_paravt(job, client, s2, tally)
 
-    def _done(self, rec: dict[str, Any], o: Outcome, tallies: Sequence[RowCounters], t0: float) -> dict[str, Any]:
+    def _done(
+        self, rec: dict[str, Any], o: Outcome, tallies: Sequence[RowCounters], t0: float
+    ) -> dict[str, Any]:
         retry = o.reason in ("teacher_error", "internal_error")  # tried again by the next run
         status = "accepted" if o.reason is None else "error" if retry else "rejected"
         repairs: Counter = Counter()
@@ -117,12 +148,20 @@ class _Runner:
         for t in tallies:
             repairs.update(t.repairs)
             reflector.update(t.reflector)
-        rec.update(status=status, reason=o.reason, detail=o.detail[:300], seconds=round(time.perf_counter() - t0, 3),
-                   repairs=dict(repairs), reflector=dict(reflector), merges=sum(t.merges for t in tallies),
-                   requests=sum(t.requests for t in tallies), retries=sum(t.retries for t in tallies),
-                   prompt_tokens=sum(t.prompt_tokens for t in tallies),
-                   completion_tokens=sum(t.completion_tokens for t in tallies),
-                   rows=[row_to_record(r) for r in o.rows])
+        rec.update(
+            status=status,
+            reason=o.reason,
+            detail=o.detail[:300],
+            seconds=round(time.perf_counter() - t0, 3),
+            repairs=dict(repairs),
+            reflector=dict(reflector),
+            merges=sum(t.merges for t in tallies),
+            requests=sum(t.requests for t in tallies),
+            retries=sum(t.retries for t in tallies),
+            prompt_tokens=sum(t.prompt_tokens for t in tallies),
+            completion_tokens=sum(t.completion_tokens for t in tallies),
+            rows=[row_to_record(r) for r in o.rows],
+        )
         return rec
 
     async def aclose(self) -> None:
@@ -131,19 +170,42 @@ class _Runner:
                 await c.aclose()
 
 
-async def distill(rows: Sequence[Row], *, root: str, out_dir: str | Path, cfg: DistillConfig, endpoints: Endpoints,
-                  progress: bool = True, data_errors: dict[str, Any] | None = None) -> dict[str, Any]:
+async def distill(
+    rows: Sequence[Row],
+    *,
+    root: str,
+    out_dir: str | Path,
+    cfg: DistillConfig,
+    endpoints: Endpoints,
+    progress: bool = True,
+    data_errors: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Distill ``rows`` into ``out_dir`` (see the module docstring); returns the report, which lists
     ``data_errors`` (the input's error rows, `paravt.data.screen`: never sent to a teacher). One
     run per ``out_dir`` at a time (`paravt.runlock`: a second one raises `OutputLocked` naming the
     first)."""
     with runlock.hold(out_dir, "paravt data distill"):
-        return await _distill(rows, root=root, out=Path(out_dir), cfg=cfg, endpoints=endpoints,
-                              progress=progress, data_errors=data_errors)
+        return await _distill(
+            rows,
+            root=root,
+            out=Path(out_dir),
+            cfg=cfg,
+            endpoints=endpoints,
+            progress=progress,
+            data_errors=data_errors,
+        )
 
 
-async def _distill(rows: Sequence[Row], *, root: str, out: Path, cfg: DistillConfig, endpoints: Endpoints,
-                   progress: bool, data_errors: dict[str, Any] | None) -> dict[str, Any]:
+async def _distill(
+    rows: Sequence[Row],
+    *,
+    root: str,
+    out: Path,
+    cfg: DistillConfig,
+    endpoints: Endpoints,
+    progress: bool,
+    data_errors: dict[str, Any] | None,
+) -> dict[str, Any]:
     prog = out / PROGRESS
     done = _finished(prog)
     todo = [r for r in rows if r.id not in done]
@@ -156,7 +218,9 @@ async def _distill(rows: Sequence[Row], *, root: str, out: Path, cfg: DistillCon
         async with sem:
             rec = await runner.one(row)
         async with runner.lock:
-            append_jsonl(prog, [rec])  # a line torn by a killed run is ended first: this row stays whole
+            append_jsonl(
+                prog, [rec]
+            )  # a line torn by a killed run is ended first: this row stays whole
         if bar is not None:
             bar[0].advance(bar[1])
 
@@ -168,8 +232,14 @@ async def _distill(rows: Sequence[Row], *, root: str, out: Path, cfg: DistillCon
         if bar is not None:
             bar[0].stop()
         await runner.aclose()
-    return finalize(out, requested=len(rows), skipped=len(rows) - len(todo), wall_s=time.perf_counter() - t0,
-                    pipeline=cfg.pipeline, data_errors=data_errors)
+    return finalize(
+        out,
+        requested=len(rows),
+        skipped=len(rows) - len(todo),
+        wall_s=time.perf_counter() - t0,
+        pipeline=cfg.pipeline,
+        data_errors=data_errors,
+    )
 
 
 def _bar(enabled: bool, total: int) -> tuple[Any, Any] | None:
@@ -184,33 +254,58 @@ def _bar(enabled: bool, total: int) -> tuple[Any, Any] | None:
         TimeRemainingColumn,
     )
 
-    p = Progress(TextColumn("distill"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                 console=Console(stderr=True))  # progress on stderr: stdout keeps the report
+    p = Progress(
+        TextColumn("distill"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+    )  # progress on stderr: stdout keeps the report
     return p, p.add_task("rows", total=total)
 
 
 def _teacher_usage(recs: list[dict[str, Any]]) -> dict[str, Any]:
     """The teacher's refusals, errors, requests, retries and tokens over every attempt (a retried
     row's failed run spent tokens too)."""
+
     def sum_(key: str) -> int:
         return sum(int(r.get(key, 0)) for r in recs)
 
     return {
-        "refusals": {k: sum(r["refusals"].get(k, 0) for r in recs) for k in ("primary", "fallback")},
-        "teacher_errors": {k: sum(r["errors"].get(k, 0) for r in recs) for k in ("primary", "fallback")},
-        "requests": sum_("requests"), "retries": sum_("retries"),
-        "tokens": {"prompt": sum_("prompt_tokens"), "completion": sum_("completion_tokens"),
-                   "total": sum_("prompt_tokens") + sum_("completion_tokens")},
+        "refusals": {
+            k: sum(r["refusals"].get(k, 0) for r in recs) for k in ("primary", "fallback")
+        },
+        "teacher_errors": {
+            k: sum(r["errors"].get(k, 0) for r in recs) for k in ("primary", "fallback")
+        },
+        "requests": sum_("requests"),
+        "retries": sum_("retries"),
+        "tokens": {
+            "prompt": sum_("prompt_tokens"),
+            "completion": sum_("completion_tokens"),
+            "total": sum_("prompt_tokens") + sum_("completion_tokens"),
+        },
     }
 
 
-def finalize(out: Path, *, requested: int, skipped: int, wall_s: float, pipeline: str,
-             data_errors: dict[str, Any] | None = None) -> dict[str, Any]:
+def finalize(
+    out: Path,
+    *,
+    requested: int,
+    skipped: int,
+    wall_s: float,
+    pipeline: str,
+    data_errors: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Rebuild ``sft.parquet`` and ``report.json`` from the progress file (latest record per id)."""
     recs = read_jsonl(out / PROGRESS)  # a line cut by a killed run is skipped (that row re-runs)
     latest = {r["id"]: r for r in recs}
-    rows = [row_from_record(d, f"progress {d['id']}") for r in latest.values() if r["status"] == "accepted"
-            for d in r["rows"]]
+    rows = [
+        row_from_record(d, f"progress {d['id']}")
+        for r in latest.values()
+        if r["status"] == "accepted"
+        for d in r["rows"]
+    ]
     write_rows(out / SFT, rows)
     ended = list(latest.values())
     repairs: Counter = Counter()
@@ -220,13 +315,19 @@ def finalize(out: Path, *, requested: int, skipped: int, wall_s: float, pipeline
         reflector.update(r.get("reflector", {}))
     seconds = [r["seconds"] for r in recs]
     report = {
-        "pipeline": pipeline, "requested": requested, "skipped_finished": skipped, "finished": len(ended),
+        "pipeline": pipeline,
+        "requested": requested,
+        "skipped_finished": skipped,
+        "finished": len(ended),
         "accepted": sum(r["status"] == "accepted" for r in ended),
-        "rejected": dict(sorted(Counter(r["reason"] for r in ended if r["status"] == "rejected").items())),
+        "rejected": dict(
+            sorted(Counter(r["reason"] for r in ended if r["status"] == "rejected").items())
+        ),
         "errored": sum(r["status"] == "error" for r in ended),
         "fallback_used": sum(bool(r["fallback_used"]) for r in ended),
         "repaired": sum(bool(r.get("repairs")) for r in ended if r["status"] == "accepted"),
-        "repairs": dict(sorted(repairs.items())), "reflector": dict(sorted(reflector.items())),
+        "repairs": dict(sorted(repairs.items())),
+        "reflector": dict(sorted(reflector.items())),
         **_teacher_usage(recs),
         "merges": sum(r.get("merges", 0) for r in ended if r["status"] == "accepted"),
         "rows_written": dict(Counter(f"{x.kind}/{x.mode}" for x in rows)),

@@ -46,7 +46,9 @@ ChatMsg = dict[str, Any]
 
 _REFUSAL_RE = re.compile(
     r"^\W*(i'?m sorry|i am sorry|sorry,|i can(?:no|')t (?:help|assist|comply|provide|answer)|"
-    r"i cannot (?:help|assist|comply|provide|answer)|i(?: am|'m) (?:unable|not able) to|as an ai)", re.I)
+    r"i cannot (?:help|assist|comply|provide|answer)|i(?: am|'m) (?:unable|not able) to|as an ai)",
+    re.I,
+)
 _TAG_RE = re.compile(r"<(?:think|tool_call|tool_code|answer)>")
 
 
@@ -60,7 +62,9 @@ class Endpoint:
 
     @property
     def chat_url(self) -> str:
-        return api_base(self.url) + "/chat/completions"  # the backend's and the judge's URL convention
+        return (
+            api_base(self.url) + "/chat/completions"
+        )  # the backend's and the judge's URL convention
 
 
 @dataclass(frozen=True)
@@ -130,9 +134,17 @@ def content(text: str, videos: Sequence[Frames] = ()) -> str | list[Part]:
 class TeacherClient:
     """One endpoint; safe to share between concurrent rows (one httpx client per event loop)."""
 
-    def __init__(self, endpoint: Endpoint, *, timeout_s: float = 120.0, max_retries: int = 4,
-                 backoff_s: float = 1.0, temperature: float = 0.0, max_tokens: int = 1024,
-                 max_reply_bytes: int = 4 << 20) -> None:
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        *,
+        timeout_s: float = 120.0,
+        max_retries: int = 4,
+        backoff_s: float = 1.0,
+        temperature: float = 0.0,
+        max_tokens: int = 1024,
+        max_reply_bytes: int = 4 << 20,
+    ) -> None:
         self.endpoint = endpoint
         self.timeout_s = timeout_s
         self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s)
@@ -142,7 +154,11 @@ class TeacherClient:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            headers = {"Authorization": f"Bearer {self.endpoint.api_key}"} if self.endpoint.api_key else {}
+            headers = (
+                {"Authorization": f"Bearer {self.endpoint.api_key}"}
+                if self.endpoint.api_key
+                else {}
+            )
             self._client = httpx.AsyncClient(timeout=self.timeout_s, headers=headers)
         return self._client
 
@@ -151,15 +167,32 @@ class TeacherClient:
             await self._client.aclose()
             self._client = None
 
-    async def chat(self, messages: Sequence[ChatMsg], *, max_tokens: int | None = None) -> TeacherReply:
-        body = {"model": self.endpoint.model, "messages": list(messages), "temperature": self.temperature,
-                "max_tokens": max_tokens or self.max_tokens, "stream": False}
-        out = await send(self._http(), "POST", self.endpoint.chat_url, json=body, policy=self.retry,
-                         timeout_s=self.timeout_s, max_bytes=self.max_reply_bytes)
+    async def chat(
+        self, messages: Sequence[ChatMsg], *, max_tokens: int | None = None
+    ) -> TeacherReply:
+        body = {
+            "model": self.endpoint.model,
+            "messages": list(messages),
+            "temperature": self.temperature,
+            "max_tokens": max_tokens or self.max_tokens,
+            "stream": False,
+        }
+        out = await send(
+            self._http(),
+            "POST",
+            self.endpoint.chat_url,
+            json=body,
+            policy=self.retry,
+            timeout_s=self.timeout_s,
+            max_bytes=self.max_reply_bytes,
+        )
         if out.reply is None:
-            fix = ("raise distill.max_reply_bytes or lower distill.max_tokens" if out.too_large else
-                   "check that the teacher URL is an OpenAI-compatible chat completions server; "
-                   "distill.request_timeout_s and distill.max_retries bound the waiting")
+            fix = (
+                "raise distill.max_reply_bytes or lower distill.max_tokens"
+                if out.too_large
+                else "check that the teacher URL is an OpenAI-compatible chat completions server; "
+                "distill.request_timeout_s and distill.max_retries bound the waiting"
+            )
             return TeacherReply("", error=f"{out.error}; {fix}", retries=out.retries)
         if out.reply.status != 200:
             why = f"HTTP {out.reply.status}: {out.reply.head(300)}"
@@ -174,15 +207,30 @@ def _parse(resp: Reply, attempt: int) -> TeacherReply:
         text = choice["message"].get("content") or ""
         finish = choice.get("finish_reason")
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
-        return TeacherReply("", error=f"malformed chat completion ({err!r}): {resp.head(200)}", retries=attempt)
+        return TeacherReply(
+            "", error=f"malformed chat completion ({err!r}): {resp.head(200)}", retries=attempt
+        )
     usage = data.get("usage") or {}
-    counts = [_token_count(usage, k) for k in ("prompt_tokens", "completion_tokens")] if isinstance(usage, dict) else []
+    counts = (
+        [_token_count(usage, k) for k in ("prompt_tokens", "completion_tokens")]
+        if isinstance(usage, dict)
+        else []
+    )
     if len(counts) != 2 or None in counts:
-        return TeacherReply("", error=f"malformed chat completion: usage {str(usage)[:120]} is not "
-                            "{prompt_tokens: int, completion_tokens: int}; the server must report token counts "
-                            "as non-negative integers (or leave usage out)", retries=attempt)
-    return TeacherReply(str(text), refused=is_refusal(str(text), finish),
-                        prompt_tokens=counts[0] or 0, completion_tokens=counts[1] or 0, retries=attempt)
+        return TeacherReply(
+            "",
+            error=f"malformed chat completion: usage {str(usage)[:120]} is not "
+            "{prompt_tokens: int, completion_tokens: int}; the server must report token counts "
+            "as non-negative integers (or leave usage out)",
+            retries=attempt,
+        )
+    return TeacherReply(
+        str(text),
+        refused=is_refusal(str(text), finish),
+        prompt_tokens=counts[0] or 0,
+        completion_tokens=counts[1] or 0,
+        retries=attempt,
+    )
 
 
 def _token_count(usage: dict[str, Any], key: str) -> int | None:

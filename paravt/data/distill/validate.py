@@ -30,7 +30,9 @@ class Verdict:
     score: float | None = None  # accuracy against the gold (None when not scored)
 
 
-def window_reason(start: float, end: float, duration: float, tol_s: float = WINDOW_TOL_S) -> str | None:
+def window_reason(
+    start: float, end: float, duration: float, tol_s: float = WINDOW_TOL_S
+) -> str | None:
     if start >= end:
         return "start_ge_end"
     if start < -tol_s or end > duration + tol_s:
@@ -47,8 +49,14 @@ def canonical_answer(answer: str, task: str, options: Sequence[str] | None) -> s
     return answer
 
 
-def answer_verdict(answer: str | None, *, task: str, gold: str, options: Sequence[str] | None,
-                   keep_incorrect: bool = False) -> Verdict:
+def answer_verdict(
+    answer: str | None,
+    *,
+    task: str,
+    gold: str,
+    options: Sequence[str] | None,
+    keep_incorrect: bool = False,
+) -> Verdict:
     if answer is None or not answer.strip():
         return Verdict("empty_answer")
     score = accuracy(task, answer, gold, options)
@@ -57,12 +65,22 @@ def answer_verdict(answer: str | None, *, task: str, gold: str, options: Sequenc
     return Verdict(None, score)
 
 
-def validate_trace(windows: Sequence[tuple[float, float]], answer: str | None, *, duration: float, task: str,
-                   gold: str, options: Sequence[str] | None = None, keep_incorrect: bool = False) -> Verdict:
+def validate_trace(
+    windows: Sequence[tuple[float, float]],
+    answer: str | None,
+    *,
+    duration: float,
+    task: str,
+    gold: str,
+    options: Sequence[str] | None = None,
+    keep_incorrect: bool = False,
+) -> Verdict:
     """The whole rule list over a finished trace (the pipelines apply the window rule per call as
     the teacher makes it, to stop early, and the answer rule at the end)."""
     for s, e in windows:
         why = window_reason(s, e, duration)
         if why is not None:
             return Verdict(why)
-    return answer_verdict(answer, task=task, gold=gold, options=options, keep_incorrect=keep_incorrect)
+    return answer_verdict(
+        answer, task=task, gold=gold, options=options, keep_incorrect=keep_incorrect
+    )

@@ -55,7 +55,9 @@ def clip_counts(kinds: Sequence[str], clips: int = CLIPS_PER_VIDEO) -> dict[str,
     return {k: max(1, round(clips * top / c)) for k, c in count.items()}
 
 
-def _random_clip(spec: VideoSpec, rng: np.random.Generator, hit: bool, tries: int = 50) -> Window | None:
+def _random_clip(
+    spec: VideoSpec, rng: np.random.Generator, hit: bool, tries: int = 50
+) -> Window | None:
     lo, hi = CLIP_LEN_S
     for _ in range(tries):
         length = int(rng.integers(lo, min(hi, spec.duration) + 1))
@@ -73,7 +75,9 @@ def _random_clip(spec: VideoSpec, rng: np.random.Generator, hit: bool, tries: in
     return None
 
 
-def clip_windows(spec: VideoSpec, rng: np.random.Generator, hits: int) -> tuple[list[Window], list[Window]]:
+def clip_windows(
+    spec: VideoSpec, rng: np.random.Generator, hits: int
+) -> tuple[list[Window], list[Window]]:
     """``hits`` hit windows and as many miss windows: the crop plan's own windows first (what a
     sub-agent sees at inference), then random clips."""
     plan = list(plan_windows(spec.duration))
@@ -84,32 +88,47 @@ def clip_windows(spec: VideoSpec, rng: np.random.Generator, hits: int) -> tuple[
         while len(found) < hits:
             w = _random_clip(spec, rng, want)
             if w is None:
-                raise DataError(f"{spec.name}: no {'hit' if want else 'miss'} clip of {CLIP_LEN_S} s found; "
-                                "the video is too short for the base's clips (raise min_duration)")
+                raise DataError(
+                    f"{spec.name}: no {'hit' if want else 'miss'} clip of {CLIP_LEN_S} s found; "
+                    "the video is too short for the base's clips (raise min_duration)"
+                )
             found.append(w)
     return hit, miss
 
 
-def _clip_row(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, w: Window, rid: str) -> SFTRow:
+def _clip_row(
+    spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, w: Window, rid: str
+) -> SFTRow:
     from paravt.data.synth.oracle import _split_marker
     from paravt.protocol import prompts
 
     text = prompts.subagent_user_prompt(q.question, w.start, w.end)
     part = VideoPart(rel, w.start, w.end, crop_nframes(w.start, w.end))
-    msgs = (Message("system", prompts.subagent_system_prompt()), Message("user", _split_marker(text, part)),
-            Message("assistant", describe_clip(spec, w.start, w.end, w.nframes)))
+    msgs = (
+        Message("system", prompts.subagent_system_prompt()),
+        Message("user", _split_marker(text, part)),
+        Message("assistant", describe_clip(spec, w.start, w.end, w.nframes)),
+    )
     return SFTRow(rid, "sub", "sub", msgs, (rel,), extra)
 
 
-def perception_rows(spec: VideoSpec, rel: str, questions: Sequence[Question], extras: Sequence[ExtraInfo],
-                    rng: np.random.Generator, hits: int) -> list[SFTRow]:
+def perception_rows(
+    spec: VideoSpec,
+    rel: str,
+    questions: Sequence[Question],
+    extras: Sequence[ExtraInfo],
+    rng: np.random.Generator,
+    hits: int,
+) -> list[SFTRow]:
     """``hits`` hit clips and ``hits`` miss clips of one video (questions cycled)."""
     hit, miss = clip_windows(spec, rng, hits)
     out = []
     for tag, wins in (("h", hit), ("m", miss)):
         for j, w in enumerate(wins):
             k = j % len(questions)
-            out.append(_clip_row(spec, rel, questions[k], extras[k], w, f"{extras[k].id}{SEE}{tag}{j}"))
+            out.append(
+                _clip_row(spec, rel, questions[k], extras[k], w, f"{extras[k].id}{SEE}{tag}{j}")
+            )
     return out
 
 
@@ -119,11 +138,19 @@ def overview_row(rel: str, extra: ExtraInfo, n: int, suffix: str = "") -> SFTRow
 
     part = VideoPart(rel, 0.0, float(extra.duration), n)
     user = Message("user", _split_marker(overview_prompt(extra.question, extra.options), part))
-    return SFTRow(f"{extra.id}{OVQ}n{n}{suffix}", "main", "none", (user, Message("assistant", extra.answer)),
-                  (rel,), extra)
+    return SFTRow(
+        f"{extra.id}{OVQ}n{n}{suffix}",
+        "main",
+        "none",
+        (user, Message("assistant", extra.answer)),
+        (rel,),
+        extra,
+    )
 
 
-def mcq_variants(spec: VideoSpec, extra: ExtraInfo, rng: np.random.Generator, k: int) -> list[ExtraInfo]:
+def mcq_variants(
+    spec: VideoSpec, extra: ExtraInfo, rng: np.random.Generator, k: int
+) -> list[ExtraInfo]:
     """``k - 1`` more versions of an MCQ: the same needle, fresh distractors and option order."""
     from paravt.data.synth.questions import mcq
 
@@ -134,14 +161,22 @@ def mcq_variants(spec: VideoSpec, extra: ExtraInfo, rng: np.random.Generator, k:
     return out
 
 
-def overview_rows(spec: VideoSpec, rel: str, extras: Sequence[ExtraInfo], rng: np.random.Generator,
-                  mcq_versions: int = MCQ_VARIANTS) -> list[SFTRow]:
+def overview_rows(
+    spec: VideoSpec,
+    rel: str,
+    extras: Sequence[ExtraInfo],
+    rng: np.random.Generator,
+    mcq_versions: int = MCQ_VARIANTS,
+) -> list[SFTRow]:
     """Each question at n = 64 and at one smaller n of ``OVERVIEW_NS``; the MCQ at n = 64 also in
     ``mcq_versions - 1`` more versions (``mcq_variants``)."""
     rows = [overview_row(rel, e, n) for e in extras for n in (64, int(rng.choice(OVERVIEW_NS)))]
     for e in extras:
         if e.task == "mcq":
-            rows += [overview_row(rel, v, 64, f"v{j}") for j, v in enumerate(mcq_variants(spec, e, rng, mcq_versions), 1)]
+            rows += [
+                overview_row(rel, v, 64, f"v{j}")
+                for j, v in enumerate(mcq_variants(spec, e, rng, mcq_versions), 1)
+            ]
     return rows
 
 
@@ -151,23 +186,44 @@ def is_base_row(row: Row) -> bool:
     return isinstance(row, SFTRow) and (SEE in row.id or OVQ in row.id or READ in row.id)
 
 
-def prior_traces(rows: Sequence[Row], *, tool_mix: float, think_sentences: int, seed: int = 0,
-                 max_calls: int = 2, copies: int = 1) -> list[SFTRow]:
+def prior_traces(
+    rows: Sequence[Row],
+    *,
+    tool_mix: float,
+    think_sentences: int,
+    seed: int = 0,
+    max_calls: int = 2,
+    copies: int = 1,
+) -> list[SFTRow]:
     """The base stage's training traces from a ``base.parquet`` (perception and overview rows as
-    they are, the prompts turned into habit traces) or from an ``rl.parquet`` (habit traces only)."""
+    they are, the prompts turned into habit traces) or from an ``rl.parquet`` (habit traces
+    only)."""
     from paravt.data.synth.prior import prior_rows
 
     prompts = [r for r in rows if isinstance(r, RLRow)]
     if not prompts:
-        raise DataError("the base stage's data holds no prompt (kind=rl) rows; point `data` at a "
-                        "ParaVT-Synth base.parquet (or rl.parquet)")
+        raise DataError(
+            "the base stage's data holds no prompt (kind=rl) rows; point `data` at a "
+            "ParaVT-Synth base.parquet (or rl.parquet)"
+        )
     fixed = [r for r in rows if is_base_row(r)]
-    return fixed + prior_rows(prompts, tool_mix=tool_mix, think_sentences=think_sentences, seed=seed,
-                              max_calls=max_calls, copies=copies)
+    return fixed + prior_rows(
+        prompts,
+        tool_mix=tool_mix,
+        think_sentences=think_sentences,
+        seed=seed,
+        max_calls=max_calls,
+        copies=copies,
+    )
 
 
-def probe_rows(spec: VideoSpec, rel: str, questions: Sequence[Question], extras: Sequence[ExtraInfo],
-               rng: np.random.Generator) -> list[SFTRow]:
+def probe_rows(
+    spec: VideoSpec,
+    rel: str,
+    questions: Sequence[Question],
+    extras: Sequence[ExtraInfo],
+    rng: np.random.Generator,
+) -> list[SFTRow]:
     """A held-out video's probe rows: ``CLIPS_PER_VIDEO`` hit clips (the crop plan's hit windows
     first) and as many misses, and its MCQ and open question at n = 4 and 64 (the assistant message
     is the target)."""
@@ -180,8 +236,15 @@ def _question(e: ExtraInfo) -> Question:
     return Question(e.task, e.question, e.answer, tuple(e.options) if e.options else None)
 
 
-def video_rows(spec: VideoSpec, rel: str, prompts: Sequence[RLRow], rng: np.random.Generator, hits: int,
-               *, held_out: bool = False) -> list[Row]:
+def video_rows(
+    spec: VideoSpec,
+    rel: str,
+    prompts: Sequence[RLRow],
+    rng: np.random.Generator,
+    hits: int,
+    *,
+    held_out: bool = False,
+) -> list[Row]:
     """One video's rows: for training, its perception clips, overview QA and prompts; for a
     held-out video (``held_out``), its probe rows (``probe_rows``)."""
     extras = [p.extra_info for p in prompts]
@@ -190,6 +253,12 @@ def video_rows(spec: VideoSpec, rel: str, prompts: Sequence[RLRow], rng: np.rand
         return list(probe_rows(spec, rel, questions, extras, rng))
     from paravt.data.synth.drills import drill_rows
 
-    oe = next((e for e in extras if e.task == "oe"), extras[0])  # its question names no colour or digit
-    return [*perception_rows(spec, rel, questions, extras, rng, hits), *overview_rows(spec, rel, extras, rng),
-            *drill_rows(oe, rng, (spec.needle.kind,), DRILLS_PER_VIDEO), *prompts]
+    oe = next(
+        (e for e in extras if e.task == "oe"), extras[0]
+    )  # its question names no colour or digit
+    return [
+        *perception_rows(spec, rel, questions, extras, rng, hits),
+        *overview_rows(spec, rel, extras, rng),
+        *drill_rows(oe, rng, (spec.needle.kind,), DRILLS_PER_VIDEO),
+        *prompts,
+    ]

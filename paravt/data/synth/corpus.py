@@ -25,9 +25,21 @@ import numpy as np
 from paravt.protocol import prompts
 from paravt.protocol import tags as T
 
-_TAGS_RE = re.compile("|".join(re.escape(t) for t in (
-    *T.ALL_TAGS, "<video>", "<image>", "<|endoftext|>", "<|vision_start|>", "<|vision_end|>",
-    "<|image_pad|>", "<|video_pad|>")))
+_TAGS_RE = re.compile(
+    "|".join(
+        re.escape(t)
+        for t in (
+            *T.ALL_TAGS,
+            "<video>",
+            "<image>",
+            "<|endoftext|>",
+            "<|vision_start|>",
+            "<|vision_end|>",
+            "<|image_pad|>",
+            "<|video_pad|>",
+        )
+    )
+)
 
 
 @lru_cache(maxsize=4)
@@ -58,8 +70,13 @@ def _texts(n_videos: int, seed: int) -> Iterator[str]:
 
 
 def _prompt_texts() -> Iterator[str]:
-    tool_sets = ((), (prompts.CROP_VIDEO_SPEC,), (prompts.FRAME_SELECT_SPEC,), (prompts.PYTHON_SPEC,),
-                 (prompts.CROP_VIDEO_SPEC, prompts.FRAME_SELECT_SPEC, prompts.PYTHON_SPEC))
+    tool_sets = (
+        (),
+        (prompts.CROP_VIDEO_SPEC,),
+        (prompts.FRAME_SELECT_SPEC,),
+        (prompts.PYTHON_SPEC,),
+        (prompts.CROP_VIDEO_SPEC, prompts.FRAME_SELECT_SPEC, prompts.PYTHON_SPEC),
+    )
     for mode in ("parallel", "sequential", "eva"):
         for tools in tool_sets:
             for k in range(1, 9):
@@ -82,19 +99,38 @@ def _trace_texts(n_videos: int, seed: int) -> Iterator[str]:
         rel = f"videos/train/{spec.name}.mp4"
         for q in questions_for(spec.needle, rng):
             n = int(rng.choice(OVERVIEW_NS))
-            extra = ExtraInfo(id=f"{spec.name}-{q.task}", task=q.task, question=q.question, answer=q.answer,
-                              duration=float(spec.duration), options=q.options, nframes=n,
-                              needle_start=float(spec.needle.start), needle_end=float(spec.needle.end),
-                              needle_kind=spec.needle.kind)
+            extra = ExtraInfo(
+                id=f"{spec.name}-{q.task}",
+                task=q.task,
+                question=q.question,
+                answer=q.answer,
+                duration=float(spec.duration),
+                options=q.options,
+                nframes=n,
+                needle_start=float(spec.needle.start),
+                needle_end=float(spec.needle.end),
+                needle_kind=spec.needle.kind,
+            )
             row, windows = oracle.parallel_trace(spec, rel, q, extra)
-            rows = [row, *(oracle.sub_row(spec, rel, q, extra, w, j + 1) for j, w in enumerate(windows))]
-            rows += [r for r in (oracle.sequential_trace(spec, rel, q, extra),
-                                 oracle.direct_trace(spec, rel, q, extra)) if r is not None]
+            rows = [
+                row,
+                *(oracle.sub_row(spec, rel, q, extra, w, j + 1) for j, w in enumerate(windows)),
+            ]
+            rows += [
+                r
+                for r in (
+                    oracle.sequential_trace(spec, rel, q, extra),
+                    oracle.direct_trace(spec, rel, q, extra),
+                )
+                if r is not None
+            ]
             for r in rows:
                 yield from (m.text for m in r.messages if m.role != "system")
             prompt = RLRow(extra.id, row.messages[:2], (rel,), extra)
             for tool in (True, False):
                 trace = prior_trace(prompt, rng, tool=tool, think_sentences=int(rng.integers(2, 7)))
                 yield from (m.text for m in trace.messages[2:])
-            yield prompts.sequential_observation_text(float(spec.needle.start), float(spec.needle.end))
+            yield prompts.sequential_observation_text(
+                float(spec.needle.start), float(spec.needle.end)
+            )
             yield f"error: video unavailable: {spec.name}.mp4"

@@ -30,7 +30,11 @@ from paravt.data.synth.scenes import Needle, draw_needle
 
 READ = "-read-"
 PATCHES = 8  # a 16-frame crop in Qwen3-VL's temporal patches of 2
-FILLERS = ("grey", "a grey scene", "two dark shapes on grey")  # what a patch without the needle shows
+FILLERS = (
+    "grey",
+    "a grey scene",
+    "two dark shapes on grey",
+)  # what a patch without the needle shows
 
 
 def stamp_drill(rid: str, extra: ExtraInfo, needle: Needle, rng: np.random.Generator) -> SFTRow:
@@ -44,14 +48,23 @@ def stamp_drill(rid: str, extra: ExtraInfo, needle: Needle, rng: np.random.Gener
     if rng.random() < 0.5:
         first = int(rng.integers(0, PATCHES))
         last = min(PATCHES - 1, first + int(rng.integers(0, 4)))
-        shown[first:last + 1] = [True] * (last - first + 1)
+        shown[first : last + 1] = [True] * (last - first + 1)
     filler = str(rng.choice(FILLERS))
-    lines = "\n".join(f"<{stamp_text(t)} seconds> {needle.description if s else filler}" for t, s in zip(stamps, shown))
+    lines = "\n".join(
+        f"<{stamp_text(t)} seconds> {needle.description if s else filler}"
+        for t, s in zip(stamps, shown)
+    )
     start, end = stamps[0] - step / 2, stamps[-1] + step / 2
-    text = prompts.subagent_user_prompt(extra.question, start, end).replace("<video>", f"[the clip, in words]\n{lines}")
+    text = prompts.subagent_user_prompt(extra.question, start, end).replace(
+        "<video>", f"[the clip, in words]\n{lines}"
+    )
     hit = [stamp_text(t) for t, s in zip(stamps, shown) if s]
     answer = sighting(needle, hit[0], hit[-1]) if hit else NOTHING
-    msgs = (Message("system", prompts.subagent_system_prompt()), Message("user", text), Message("assistant", answer))
+    msgs = (
+        Message("system", prompts.subagent_system_prompt()),
+        Message("user", text),
+        Message("assistant", answer),
+    )
     return SFTRow(rid, "sub", "sub", msgs, (), extra)
 
 
@@ -60,12 +73,18 @@ def option_drill(rid: str, extra: ExtraInfo, needle: Needle, rng: np.random.Gene
     from paravt.data.synth.questions import mcq, overview_prompt
 
     q = mcq(needle, rng)
-    user = f"The clip shows {needle.description}.\n" + overview_prompt(q.question, q.options).replace("<video>\n", "")
+    user = f"The clip shows {needle.description}.\n" + overview_prompt(
+        q.question, q.options
+    ).replace("<video>\n", "")
     assert q.answer in LETTERS
-    return SFTRow(rid, "main", "none", (Message("user", user), Message("assistant", q.answer)), (), extra)
+    return SFTRow(
+        rid, "main", "none", (Message("user", user), Message("assistant", q.answer)), (), extra
+    )
 
 
-def drill_rows(extra: ExtraInfo, rng: np.random.Generator, kinds: tuple[str, ...], per_kind: int) -> list[SFTRow]:
+def drill_rows(
+    extra: ExtraInfo, rng: np.random.Generator, kinds: tuple[str, ...], per_kind: int
+) -> list[SFTRow]:
     """``per_kind`` stamp drills and as many option drills, their needles drawn from ``kinds``."""
     out = []
     for j in range(per_kind):

@@ -27,19 +27,37 @@ class Manifest:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
 
 
-def manifest_counts(train: list[VideoSpec], evals: list[VideoSpec], sft: list[Row], rl: list[Row], ev: list[Row],
-            base_rows: list[Row]) -> dict[str, Any]:
+def manifest_counts(
+    train: list[VideoSpec],
+    evals: list[VideoSpec],
+    sft: list[Row],
+    rl: list[Row],
+    ev: list[Row],
+    base_rows: list[Row],
+) -> dict[str, Any]:
     """The manifest's counts: videos, rows by kind and mode, tasks, needles, parallel calls."""
     return {
         "videos": {"train": len(train), "eval": len(evals)},
         "sft": dict(sorted(Counter(f"{r.kind}/{r.mode}" for r in sft).items())),
-        "sft_total": len(sft), "rl": len(rl), "eval": len(ev),
+        "sft_total": len(sft),
+        "rl": len(rl),
+        "eval": len(ev),
         "tasks": dict(sorted(Counter(r.extra_info.task for r in rl).items())),
         "needle_kinds": dict(sorted(Counter(s.needle.kind for s in train).items())),
         "base": dict(sorted(Counter(base_kind(r.id) for r in base_rows).items())),
-        "parallel_calls": dict(sorted(Counter(
-            str(sum(m.text.count("<tool_call>") for m in r.messages if m.role == "assistant")) for r in sft
-            if r.kind == "main" and r.mode == "parallel").items())),
+        "parallel_calls": dict(
+            sorted(
+                Counter(
+                    str(
+                        sum(
+                            m.text.count("<tool_call>") for m in r.messages if m.role == "assistant"
+                        )
+                    )
+                    for r in sft
+                    if r.kind == "main" and r.mode == "parallel"
+                ).items()
+            )
+        ),
     }
 
 
@@ -59,13 +77,23 @@ def _needle_stats(extras: list[ExtraInfo], specs: list[VideoSpec]) -> dict[str, 
     for n in OVERVIEW_NS:
         miss = [bool(e.tool_necessary_at_n and e.tool_necessary_at_n[n]) for e in extras]
         approx = [min(1.0, n * (s.needle.end - s.needle.start) / s.duration) for s in specs]
-        out[str(n)] = {"tool_necessary_share": round(float(np.mean(miss)), 4) if miss else None,
-                       "approx_catch_prob": round(float(np.mean(approx)), 4) if approx else None}
+        out[str(n)] = {
+            "tool_necessary_share": round(float(np.mean(miss)), 4) if miss else None,
+            "approx_catch_prob": round(float(np.mean(approx)), 4) if approx else None,
+        }
     return out
 
 
-def needle_shares(train: list[VideoSpec], evals: list[VideoSpec], rl: list[Row], ev: list[Row]) -> dict[str, Any]:
+def needle_shares(
+    train: list[VideoSpec], evals: list[VideoSpec], rl: list[Row], ev: list[Row]
+) -> dict[str, Any]:
     """Per overview n, the share of the RL and the eval prompts whose needle that overview misses
     (three prompts per video)."""
-    return {"train_prompts": _needle_stats([r.extra_info for r in rl], [s for s in train for _ in range(3)]),
-            "eval_prompts": _needle_stats([r.extra_info for r in ev], [s for s in evals for _ in range(3)])}
+    return {
+        "train_prompts": _needle_stats(
+            [r.extra_info for r in rl], [s for s in train for _ in range(3)]
+        ),
+        "eval_prompts": _needle_stats(
+            [r.extra_info for r in ev], [s for s in evals for _ in range(3)]
+        ),
+    }

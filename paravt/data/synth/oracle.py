@@ -15,7 +15,8 @@ fits K_max = 8 and always covers the WHOLE video (no guess about "the plausible 
 The builder asserts, per trace, that some window's sampled frames really show the needle.
 
 Sequential trace (mode ``sequential``): one call per turn, windows in time order, the cropped
-frames shown in the tool turn as the episode composes it (`sequential_tool_body`); it stops at the first window showing the needle. Only written when
+frames shown in the tool turn as the episode composes it (`sequential_tool_body`); it stops at the
+first window showing the needle. Only written when
 that takes at most ``seq_max_calls`` calls (default 2, so the trace fits max_turns = 3).
 
 Direct trace (mode ``none``): no tools, written only when the overview shows the needle.
@@ -31,10 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from paravt.data.schema import ExtraInfo, Message, Part, SFTRow, TextPart, VideoPart
 from paravt.data.synth.perception import NOTHING, describe_clip
 from paravt.data.synth.questions import Question, fmt_seconds
 from paravt.data.synth.scenes import VideoSpec, overview_indices
-from paravt.data.schema import ExtraInfo, Message, Part, SFTRow, TextPart, VideoPart
 from paravt.errors import DataError
 from paravt.protocol.tags import (
     render_answer,
@@ -63,18 +64,24 @@ class Window:
         return crop_nframes(self.start, self.end)
 
 
-def crop_nframes(start: float, end: float, fps: float = CROP_FPS, max_frames: int = CROP_MAX_FRAMES) -> int:
+def crop_nframes(
+    start: float, end: float, fps: float = CROP_FPS, max_frames: int = CROP_MAX_FRAMES
+) -> int:
     """Frames a sub-agent sees of [start, end] (`paravt.video.frame_count` with the crop tool's
     fps and max_frames, docs/ARCHITECTURE.md §2)."""
     return frame_count(start, end, nframes=None, fps=fps, max_frames=max_frames)
 
 
-def plan_windows(duration: float, *, max_window: float = MAX_WINDOW_S, k_max: int = 8) -> tuple[Window, ...]:
+def plan_windows(
+    duration: float, *, max_window: float = MAX_WINDOW_S, k_max: int = 8
+) -> tuple[Window, ...]:
     """K = max(2, ceil(D / max_window)) equal windows with whole-second bounds covering [0, D]."""
     k = max(2, math.ceil(duration / max_window))
     if k > k_max:
-        raise DataError(f"a {duration} s video needs {k} windows of ≤ {max_window} s but k_max={k_max}; "
-                        "shorten the videos or raise k_max")
+        raise DataError(
+            f"a {duration} s video needs {k} windows of ≤ {max_window} s but k_max={k_max}; "
+            "shorten the videos or raise k_max"
+        )
     bounds = [round(j * duration / k) for j in range(k + 1)]
     return tuple(Window(float(a), float(b)) for a, b in zip(bounds, bounds[1:]))
 
@@ -88,18 +95,32 @@ def sub_summary(spec: VideoSpec, w: Window) -> str:
 
 def _split_marker(text: str, part: VideoPart) -> tuple[Part, ...]:
     if text.count("<video>") != 1:
-        raise DataError(f"prompt text must hold exactly one <video> marker, got {text.count('<video>')}")
+        raise DataError(
+            f"prompt text must hold exactly one <video> marker, got {text.count('<video>')}"
+        )
     before, after = text.split("<video>")
-    return tuple(p for p in (TextPart(before) if before else None, part, TextPart(after) if after else None) if p)
+    return tuple(
+        p
+        for p in (TextPart(before) if before else None, part, TextPart(after) if after else None)
+        if p
+    )
 
 
-def main_prompt(spec: VideoSpec, rel: str, q: Question, nframes: int, mode: str) -> tuple[Message, Message]:
+def main_prompt(
+    spec: VideoSpec, rel: str, q: Question, nframes: int, mode: str
+) -> tuple[Message, Message]:
     from paravt.protocol import prompts
 
     tools = () if mode == "none" else (prompts.CROP_VIDEO_SPEC,)
     system = Message("system", prompts.system_prompt(mode, tools))  # type: ignore[arg-type]
-    text = prompts.user_prompt(q.question, q.options, duration=float(spec.duration), nframes=nframes,
-                               fps=float(spec.fps), size=(spec.width, spec.height))
+    text = prompts.user_prompt(
+        q.question,
+        q.options,
+        duration=float(spec.duration),
+        nframes=nframes,
+        fps=float(spec.fps),
+        size=(spec.width, spec.height),
+    )
     user = Message("user", _split_marker(text, VideoPart(rel, 0.0, float(spec.duration), nframes)))
     return system, user
 
@@ -114,19 +135,24 @@ def overview_hit_time(spec: VideoSpec, n: int) -> float | None:
 #: question, so the answer that comes after the think looks up a sentence of its own turn instead of
 #: the question far behind it (measured: a 150-step cold start without it answered 48 of 48 open and
 #: MCQ questions in the [start, end] form, docs/repro.md).
-ASKS = {"mcq": "The question asks for the option letter.", "oe": "The question asks for the colour.",
-        "tvg": "The question asks for the time span."}
+ASKS = {
+    "mcq": "The question asks for the option letter.",
+    "oe": "The question asks for the colour.",
+    "tvg": "The question asks for the time span.",
+}
 
 
 def asks(q: Question, spec: VideoSpec) -> str:
-    """The think's first sentence for ``q`` (an open question about a digit or shape asks for the event)."""
+    """The think's first sentence for ``q`` (an open question about a digit or shape asks for the
+    event)."""
     if q.task == "oe" and spec.needle.kind != "flash":
         return "The question asks for the event."
     return ASKS[q.task]
 
 
 def _answer_think(spec: VideoSpec, q: Question, seen: str) -> str:
-    """The final think: what was asked, what was seen (``seen``, one sentence), and the step from it to
+    """The final think: what was asked, what was seen (``seen``, one sentence), and the step from it
+    to
     the answer: the option naming the needle for an MCQ, the colour (or label) for an open question,
     nothing more for a time span (the answer is the span)."""
     if q.task == "mcq" and q.options:
@@ -139,41 +165,65 @@ def _answer_think(spec: VideoSpec, q: Question, seen: str) -> str:
     return f"{asks(q, spec)} {seen}{step}"
 
 
-def parallel_trace(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo) -> tuple[SFTRow, tuple[Window, ...]]:
+def parallel_trace(
+    spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo
+) -> tuple[SFTRow, tuple[Window, ...]]:
     """The oracle's parallel-mode trace at ``extra.nframes``; returns the row and the windows called
     (empty when the overview suffices)."""
     system, user = main_prompt(spec, rel, q, extra.nframes, "parallel")
     t = overview_hit_time(spec, extra.nframes)
     if t is not None:
-        think = _answer_think(spec, q, f"The overview shows {spec.needle.description} at {fmt_seconds(t)} s.")
+        think = _answer_think(
+            spec, q, f"The overview shows {spec.needle.description} at {fmt_seconds(t)} s."
+        )
         msgs = (system, user, Message("assistant", render_answer(think, q.answer)))
         return SFTRow(f"{extra.id}-par", "main", "parallel", msgs, (rel,), extra), ()
     windows = plan_windows(spec.duration)
     calls = [render_crop_call(w.start, w.end) for w in windows]
-    think1 = f"{asks(q, spec)} The overview shows no brief event. I will search {len(windows)} windows in parallel."
+    think1 = (
+        f"{asks(q, spec)} The overview shows no brief event. I will search {len(windows)} "
+        "windows in parallel."
+    )
     summaries = [sub_summary(spec, w) for w in windows]
     found = [i for i, s in enumerate(summaries) if s != NOTHING]
     if not found:
-        raise DataError(f"{spec.name}: no window shows the needle at {spec.needle}; the window plan is wrong")
-    lines = [render_result_line(i + 1, w.start, w.end, s) for i, (w, s) in enumerate(zip(windows, summaries))]
-    think2 = _answer_think(spec, q, " ".join(f"Window [{i + 1}] reports: {summaries[i]}" for i in found))
-    msgs = (system, user, Message("assistant", render_tool_turn(think1, calls)),
-            Message("tool", render_tool_response_body(lines)), Message("assistant", render_answer(think2, q.answer)))
+        raise DataError(
+            f"{spec.name}: no window shows the needle at {spec.needle}; the window plan is wrong"
+        )
+    lines = [
+        render_result_line(i + 1, w.start, w.end, s)
+        for i, (w, s) in enumerate(zip(windows, summaries))
+    ]
+    think2 = _answer_think(
+        spec, q, " ".join(f"Window [{i + 1}] reports: {summaries[i]}" for i in found)
+    )
+    msgs = (
+        system,
+        user,
+        Message("assistant", render_tool_turn(think1, calls)),
+        Message("tool", render_tool_response_body(lines)),
+        Message("assistant", render_answer(think2, q.answer)),
+    )
     return SFTRow(f"{extra.id}-par", "main", "parallel", msgs, (rel,), extra), windows
 
 
 def direct_trace(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo) -> SFTRow | None:
-    """Direct-answer trace (no tools), only when the overview at ``extra.nframes`` shows the needle."""
+    """Direct-answer trace (no tools), only when the overview at ``extra.nframes`` shows the
+    needle."""
     t = overview_hit_time(spec, extra.nframes)
     if t is None:
         return None
     system, user = main_prompt(spec, rel, q, extra.nframes, "none")
-    think = _answer_think(spec, q, f"The overview shows {spec.needle.description} at {fmt_seconds(t)} s.")
+    think = _answer_think(
+        spec, q, f"The overview shows {spec.needle.description} at {fmt_seconds(t)} s."
+    )
     msgs = (system, user, Message("assistant", render_answer(think, q.answer)))
     return SFTRow(f"{extra.id}-dir", "main", "none", msgs, (rel,), extra)
 
 
-def sequential_trace(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, *, seq_max_calls: int = 2) -> SFTRow | None:
+def sequential_trace(
+    spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, *, seq_max_calls: int = 2
+) -> SFTRow | None:
     """One call per turn in time order until a window shows the needle (None if that needs more
     than ``seq_max_calls`` calls, or if the overview already shows it)."""
     if overview_hit_time(spec, extra.nframes) is not None:
@@ -185,9 +235,15 @@ def sequential_trace(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, *
     system, user = main_prompt(spec, rel, q, extra.nframes, "sequential")
     msgs: list[Message] = [system, user]
     for i, w in enumerate(windows[: first + 1]):
-        think = (f"{asks(q, spec)} The overview shows no brief event. I will check the video window by window."
-                 if i == 0 else "Nothing brief appeared there. I will check the next window.")
-        msgs.append(Message("assistant", render_tool_turn(think, [render_crop_call(w.start, w.end)])))
+        think = (
+            f"{asks(q, spec)} The overview shows no brief event. I will check the video window "
+            "by window."
+            if i == 0
+            else "Nothing brief appeared there. I will check the next window."
+        )
+        msgs.append(
+            Message("assistant", render_tool_turn(think, [render_crop_call(w.start, w.end)]))
+        )
         part = VideoPart(rel, w.start, w.end, w.nframes)
         msgs.append(Message("tool", _split_marker(sequential_tool_body(spec, w), part)))
     think = _answer_think(spec, q, f"The last window shows it: {sub_summary(spec, windows[first])}")
@@ -195,24 +251,31 @@ def sequential_trace(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, *
     return SFTRow(f"{extra.id}-seq", "main", "sequential", tuple(msgs), (rel,), extra)
 
 
-def sequential_tool_body(spec: VideoSpec, w: Window, *, crop_max_pixels: int = CROP_MAX_PIXELS,
-                         size_factor: int = 32) -> str:
+def sequential_tool_body(
+    spec: VideoSpec, w: Window, *, crop_max_pixels: int = CROP_MAX_PIXELS, size_factor: int = 32
+) -> str:
     """The sequential-mode tool turn for one crop exactly as the episode composes it: one result
     line ``[1] MM:SS–MM:SS: <crop tool text> <video>`` (the crop tool's `window_text`)."""
     from paravt.tools.base import window_text
 
     h, w_px = smart_resize(spec.height, spec.width, max_pixels=crop_max_pixels, factor=size_factor)
-    frames = Frames(np.zeros((w.nframes, h, w_px, 3), np.uint8), tuple(0.0 for _ in range(w.nframes)))
+    frames = Frames(
+        np.zeros((w.nframes, h, w_px, 3), np.uint8), tuple(0.0 for _ in range(w.nframes))
+    )
     body = with_media_marker(window_text(frames, w.start, w.end))
     return render_tool_response_body([render_result_line(1, w.start, w.end, body)])
 
 
-def sub_row(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, w: Window, index: int) -> SFTRow:
+def sub_row(
+    spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, w: Window, index: int
+) -> SFTRow:
     """A sub-agent training row: system + user(question + window video) → the summary."""
     from paravt.protocol import prompts
 
     text = prompts.subagent_user_prompt(q.question, w.start, w.end)
-    msgs = (Message("system", prompts.subagent_system_prompt()),
-            Message("user", _split_marker(text, VideoPart(rel, w.start, w.end, w.nframes))),
-            Message("assistant", sub_summary(spec, w)))
+    msgs = (
+        Message("system", prompts.subagent_system_prompt()),
+        Message("user", _split_marker(text, VideoPart(rel, w.start, w.end, w.nframes))),
+        Message("assistant", sub_summary(spec, w)),
+    )
     return SFTRow(f"{extra.id}-sub{index}", "sub", "sub", msgs, (rel,), extra)

@@ -18,12 +18,15 @@ from collections.abc import Sequence
 
 from paravt.data.synth.scenes import Needle, VideoSpec, window_indices
 
-TEMPORAL_PATCH = 2  # tiny Qwen3-VL / Qwen2.5-VL vision config (paravt.data.synth.tiny): temporal_patch_size
+TEMPORAL_PATCH = (
+    2  # tiny Qwen3-VL / Qwen2.5-VL vision config (paravt.data.synth.tiny): temporal_patch_size
+)
 NOTHING = "Nothing brief appears in this window."
 
 
 def patch_stamps(times: Sequence[float], patch: int = TEMPORAL_PATCH) -> list[float]:
-    """The per-patch stamps of frames at ``times`` (the last time repeated to fill the last patch)."""
+    """The per-patch stamps of frames at ``times`` (the last time repeated to fill the last
+    patch)."""
     ts = list(times)
     if not ts:
         return []
@@ -36,14 +39,19 @@ def stamp_text(t: float) -> str:
     return f"{t:.1f}"
 
 
-def needle_stamps(spec: VideoSpec, start: float, end: float, nframes: int,
-                  patch: int = TEMPORAL_PATCH) -> tuple[float, ...]:
+def needle_stamps(
+    spec: VideoSpec, start: float, end: float, nframes: int, patch: int = TEMPORAL_PATCH
+) -> tuple[float, ...]:
     """Stamps of the patches of clip [start, end] that hold at least one needle frame."""
     idx = list(window_indices(spec, start, end, nframes))
     idx += [idx[-1]] * (-len(idx) % patch)
     needle = set(spec.needle_frames())
     stamps = patch_stamps([k / spec.fps for k in idx], patch)
-    return tuple(s for j, s in enumerate(stamps) if any(k in needle for k in idx[j * patch:(j + 1) * patch]))
+    return tuple(
+        s
+        for j, s in enumerate(stamps)
+        if any(k in needle for k in idx[j * patch : (j + 1) * patch])
+    )
 
 
 def describe_clip(spec: VideoSpec, start: float, end: float, nframes: int) -> str:
@@ -57,4 +65,8 @@ def describe_clip(spec: VideoSpec, start: float, end: float, nframes: int) -> st
 def sighting(needle: Needle, first: str, last: str) -> str:
     """The description's sentence for a needle seen from stamp ``first`` to stamp ``last``."""
     what = needle.description[0].upper() + needle.description[1:]
-    return f"{what} appears at {first} s." if first == last else f"{what} appears from {first} s to {last} s."
+    return (
+        f"{what} appears at {first} s."
+        if first == last
+        else f"{what} appears from {first} s to {last} s."
+    )

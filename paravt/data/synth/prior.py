@@ -23,9 +23,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from paravt.data.schema import ExtraInfo, Message, RLRow, SFTRow
 from paravt.data.synth.oracle import NOTHING, plan_windows
 from paravt.data.synth.questions import fmt_seconds
-from paravt.data.schema import ExtraInfo, Message, RLRow, SFTRow
 from paravt.errors import DataError
 from paravt.protocol.tags import THINK_CLOSE, THINK_OPEN, TOOL_CODE_CLOSE, TOOL_CODE_OPEN
 
@@ -57,7 +57,9 @@ def long_think(rng: np.random.Generator, sentences: int, tail: str = "") -> str:
 
 def _window_text(e: ExtraInfo, start: float, end: float) -> str:
     if e.needle_start is None or e.needle_end is None:
-        raise DataError(f"{e.id}: a prior tool trace needs the needle times (needle_start/needle_end)")
+        raise DataError(
+            f"{e.id}: a prior tool trace needs the needle times (needle_start/needle_end)"
+        )
     s, t = max(e.needle_start, start), min(e.needle_end, end)
     if s >= t:
         return NOTHING
@@ -65,15 +67,18 @@ def _window_text(e: ExtraInfo, start: float, end: float) -> str:
     return f"A brief {kind} event appears from {fmt_seconds(s)} s to {fmt_seconds(t)} s."
 
 
-def prior_trace(row: RLRow, rng: np.random.Generator, *, tool: bool, think_sentences: int,
-                max_calls: int = 2) -> SFTRow:
+def prior_trace(
+    row: RLRow, rng: np.random.Generator, *, tool: bool, think_sentences: int, max_calls: int = 2
+) -> SFTRow:
     """The pretraining-style trace of one prompt (see the module docstring)."""
     e = row.extra_info
     prompt = tuple(m for m in row.messages if m.role in ("system", "user"))
     msgs: list[Message] = list(prompt)
     if tool:
         for w in plan_windows(e.duration)[:max_calls]:
-            think = long_think(rng, think_sentences, f"I will crop {_num(w.start)} to {_num(w.end)} s.")
+            think = long_think(
+                rng, think_sentences, f"I will crop {_num(w.start)} to {_num(w.end)} s."
+            )
             msgs.append(Message("assistant", think + tool_code_call(w.start, w.end)))
             body = _window_text(e, w.start, w.end)
             msgs.append(Message("tool", body))
@@ -84,10 +89,18 @@ def prior_trace(row: RLRow, rng: np.random.Generator, *, tool: bool, think_sente
     return SFTRow(f"{row.id}-prior", "main", mode, tuple(msgs), row.videos, e)
 
 
-def prior_rows(rows: Sequence[RLRow], *, tool_mix: float, think_sentences: int, seed: int = 0,
-               max_calls: int = 2, copies: int = 1) -> list[SFTRow]:
+def prior_rows(
+    rows: Sequence[RLRow],
+    *,
+    tool_mix: float,
+    think_sentences: int,
+    seed: int = 0,
+    max_calls: int = 2,
+    copies: int = 1,
+) -> list[SFTRow]:
     """``copies`` prior traces per prompt (each with its own filler draws); a trace gets the tool
-    habit with probability ``tool_mix``. The first copy of a prompt is the trace ``copies=1`` gives."""
+    habit with probability ``tool_mix``. The first copy of a prompt is the trace ``copies=1``
+    gives."""
     if not 0.0 <= tool_mix <= 1.0:
         raise DataError(f"tool_mix={tool_mix} must lie in [0, 1]")
     if copies < 1:
@@ -97,6 +110,8 @@ def prior_rows(rows: Sequence[RLRow], *, tool_mix: float, think_sentences: int, 
         for c in range(copies):
             rng = np.random.default_rng([seed, i] if c == 0 else [seed, i, c])
             tool = bool(rng.random() < tool_mix)
-            trace = prior_trace(row, rng, tool=tool, think_sentences=think_sentences, max_calls=max_calls)
+            trace = prior_trace(
+                row, rng, tool=tool, think_sentences=think_sentences, max_calls=max_calls
+            )
             out.append(trace if c == 0 else replace(trace, id=f"{trace.id}{c}"))
     return out

@@ -66,16 +66,24 @@ def mcq(needle: Needle, rng: np.random.Generator) -> Question:
 
 
 def tvg(needle: Needle) -> Question:
-    what = {"flash": f"the {needle.color} flash", "digit": f"the digit {needle.digit}",
-            "shape": f"the {needle.color} {needle.shape}"}[needle.kind]
-    return Question("tvg", f"When does {what} appear? Answer with [start, end] in seconds.",
-                    span_text(needle.start, needle.end))
+    what = {
+        "flash": f"the {needle.color} flash",
+        "digit": f"the digit {needle.digit}",
+        "shape": f"the {needle.color} {needle.shape}",
+    }[needle.kind]
+    return Question(
+        "tvg",
+        f"When does {what} appear? Answer with [start, end] in seconds.",
+        span_text(needle.start, needle.end),
+    )
 
 
 def oe(needle: Needle) -> Question:
     if needle.kind == "flash":
         return Question("oe", "What colour is the brief flash? Answer with one word.", needle.color)
-    return Question("oe", "What brief event appears in the video? Answer in a few words.", needle.label)
+    return Question(
+        "oe", "What brief event appears in the video? Answer in a few words.", needle.label
+    )
 
 
 def overview_prompt(question: str, options: Sequence[str] | None) -> str:

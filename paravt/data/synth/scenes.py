@@ -1,4 +1,5 @@
-"""ParaVT-Synth video design (docs/ARCHITECTURE.md §9): pure functions from a seed to a video spec and frames.
+"""ParaVT-Synth video design (docs/ARCHITECTURE.md §9): pure functions from a seed to a video spec
+and frames.
 
 A video is D ∈ [60, 300] whole seconds at 1 or 2 fps, 64×64 px. The background changes scene
 every 20–60 s (a muted colour with two slowly moving muted shapes). One "needle" of 3–8 whole
@@ -29,8 +30,14 @@ SHAPES: tuple[str, ...] = ("circle", "square", "cross")
 NEEDLE_COLORS: tuple[str, ...] = ("red", "green", "blue", "yellow", "cyan", "magenta", "orange")
 # Muted (low-saturation, mid-brightness) backgrounds: far from every saturated needle colour.
 MUTED: tuple[tuple[int, int, int], ...] = (
-    (96, 96, 104), (110, 100, 90), (90, 105, 95), (100, 92, 110), (120, 115, 100),
-    (85, 95, 110), (105, 110, 115), (115, 100, 105),
+    (96, 96, 104),
+    (110, 100, 90),
+    (90, 105, 95),
+    (100, 92, 110),
+    (120, 115, 100),
+    (85, 95, 110),
+    (105, 110, 115),
+    (115, 100, 105),
 )
 
 
@@ -100,9 +107,16 @@ class VideoSpec:
         return range(first, min(last, self.num_frames))
 
 
-def make_spec(name: str, rng: np.random.Generator, *, min_duration: int = 60, max_duration: int = 300,
-              size: tuple[int, int] = (64, 64), needle_len: tuple[int, int] = (3, 8),
-              needle_kinds: Sequence[str] = NEEDLE_KINDS) -> VideoSpec:
+def make_spec(
+    name: str,
+    rng: np.random.Generator,
+    *,
+    min_duration: int = 60,
+    max_duration: int = 300,
+    size: tuple[int, int] = (64, 64),
+    needle_len: tuple[int, int] = (3, 8),
+    needle_kinds: Sequence[str] = NEEDLE_KINDS,
+) -> VideoSpec:
     """Draw one video design from ``rng`` (all randomness of a video comes from here); its needle
     is of one of ``needle_kinds`` (all three by default)."""
     duration = int(rng.integers(min_duration, max_duration + 1))
@@ -111,7 +125,9 @@ def make_spec(name: str, rng: np.random.Generator, *, min_duration: int = 60, ma
     scenes = _make_scenes(rng, duration, w, h)
     length = int(rng.integers(needle_len[0], needle_len[1] + 1))
     start = int(rng.integers(2, duration - length - 2 + 1))
-    return VideoSpec(name, duration, fps, w, h, scenes, draw_needle(rng, needle_kinds, start, start + length))
+    return VideoSpec(
+        name, duration, fps, w, h, scenes, draw_needle(rng, needle_kinds, start, start + length)
+    )
 
 
 def draw_needle(rng: np.random.Generator, kinds: Sequence[str], start: float, end: float) -> Needle:
@@ -145,9 +161,15 @@ def _make_scenes(rng: np.random.Generator, duration: int, w: int, h: int) -> tup
 def _make_mover(rng: np.random.Generator, w: int, h: int) -> Mover:
     base = MUTED[int(rng.integers(0, len(MUTED)))]
     rgb = tuple(int(min(255, c * 0.6)) for c in base)  # a darker muted tone
-    return Mover(str(rng.choice(["circle", "rect"])), rgb, float(rng.uniform(0, w)),  # type: ignore[arg-type]
-                 float(rng.uniform(0, h)), float(rng.uniform(-4, 4)), float(rng.uniform(-4, 4)),
-                 float(rng.uniform(4, 9)))
+    return Mover(
+        str(rng.choice(["circle", "rect"])),
+        rgb,
+        float(rng.uniform(0, w)),  # type: ignore[arg-type]
+        float(rng.uniform(0, h)),
+        float(rng.uniform(-4, 4)),
+        float(rng.uniform(-4, 4)),
+        float(rng.uniform(4, 9)),
+    )
 
 
 def _bounce(p: float, size: int) -> float:
@@ -210,7 +232,9 @@ def nearest_frame(t: float, fps: int, num_frames: int) -> int:
 def window_indices(spec: VideoSpec, start: float, end: float, nframes: int) -> tuple[int, ...]:
     """Frames that ``sample_frames(path, start, end, nframes=nframes)`` returns for this video
     (targets from `paravt.video.target_times`: t_i = start + (i + 0.5)·(end − start)/n)."""
-    return tuple(nearest_frame(t, spec.fps, spec.num_frames) for t in target_times(start, end, nframes))
+    return tuple(
+        nearest_frame(t, spec.fps, spec.num_frames) for t in target_times(start, end, nframes)
+    )
 
 
 def overview_indices(spec: VideoSpec, n: int) -> tuple[int, ...]:

@@ -18,8 +18,8 @@ from typing import Literal
 import torch
 
 from paravt.config import ModelFamily
-from paravt.errors import ModelError
 from paravt.data.synth.corpus import protocol_corpus
+from paravt.errors import ModelError
 from paravt.models.tokenizer import chat_template, train_tokenizer
 
 Family = ModelFamily
@@ -66,18 +66,29 @@ def _mrope_section(head_dim: int) -> list[int]:
 
 
 def _token_ids(tok) -> dict[str, int]:  # noqa: ANN001 - a PreTrainedTokenizerFast
-    ids = {n: tok.convert_tokens_to_ids(t) for n, t in (
-        ("image_token_id", "<|image_pad|>"), ("video_token_id", "<|video_pad|>"),
-        ("vision_start_token_id", "<|vision_start|>"), ("vision_end_token_id", "<|vision_end|>"))}
+    ids = {
+        n: tok.convert_tokens_to_ids(t)
+        for n, t in (
+            ("image_token_id", "<|image_pad|>"),
+            ("video_token_id", "<|video_pad|>"),
+            ("vision_start_token_id", "<|vision_start|>"),
+            ("vision_end_token_id", "<|vision_end|>"),
+        )
+    }
     return ids
 
 
 def _text_kwargs(spec: TinySpec, vocab: int, tok) -> dict:  # noqa: ANN001
     head_dim = spec.hidden // spec.heads
     return dict(
-        vocab_size=vocab, hidden_size=spec.hidden, intermediate_size=spec.hidden * 3,
-        num_hidden_layers=spec.layers, num_attention_heads=spec.heads,
-        num_key_value_heads=spec.kv_heads, head_dim=head_dim, max_position_embeddings=32768,
+        vocab_size=vocab,
+        hidden_size=spec.hidden,
+        intermediate_size=spec.hidden * 3,
+        num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads,
+        num_key_value_heads=spec.kv_heads,
+        head_dim=head_dim,
+        max_position_embeddings=32768,
         bos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
         eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
         pad_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
@@ -88,22 +99,45 @@ def _build_model(family: str, spec: TinySpec, tok) -> torch.nn.Module:  # noqa: 
     vocab = len(tok)
     text = _text_kwargs(spec, vocab, tok)
     mrope = _mrope_section(text["head_dim"])
-    vis = dict(depth=spec.vision_depth, hidden_size=spec.vision_hidden,
-               intermediate_size=spec.vision_hidden * 2, num_heads=2, out_hidden_size=spec.hidden)
+    vis = dict(
+        depth=spec.vision_depth,
+        hidden_size=spec.vision_hidden,
+        intermediate_size=spec.vision_hidden * 2,
+        num_heads=2,
+        out_hidden_size=spec.hidden,
+    )
     if family == "qwen2_5_vl":
         from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
-        text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope}
-        vis.update(patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
-                   fullatt_block_indexes=[spec.vision_depth - 1])
+        text["rope_parameters"] = {
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "mrope_section": mrope,
+        }
+        vis.update(
+            patch_size=14,
+            spatial_merge_size=2,
+            temporal_patch_size=2,
+            window_size=56,
+            fullatt_block_indexes=[spec.vision_depth - 1],
+        )
         cfg = Qwen2_5_VLConfig(text_config=text, vision_config=vis, **_token_ids(tok))
         return Qwen2_5_VLForConditionalGeneration(cfg)
     from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
 
-    text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope,
-                               "mrope_interleaved": True}
-    vis.update(patch_size=16, spatial_merge_size=2, temporal_patch_size=2,
-               num_position_embeddings=64, deepstack_visual_indexes=[0])
+    text["rope_parameters"] = {
+        "rope_type": "default",
+        "rope_theta": 10000.0,
+        "mrope_section": mrope,
+        "mrope_interleaved": True,
+    }
+    vis.update(
+        patch_size=16,
+        spatial_merge_size=2,
+        temporal_patch_size=2,
+        num_position_embeddings=64,
+        deepstack_visual_indexes=[0],
+    )
     cfg = Qwen3VLConfig(text_config=text, vision_config=vis, **_token_ids(tok))
     return Qwen3VLForConditionalGeneration(cfg)
 
@@ -117,21 +151,30 @@ def _build_processor(family: str, tok):  # noqa: ANN001, ANN202
 
         size = {"shortest_edge": 28 * 28, "longest_edge": 28 * 28 * 4096}
         return Qwen2_5_VLProcessor(
-            image_processor=Qwen2VLImageProcessor(size=size), tokenizer=tok,
-            video_processor=Qwen2VLVideoProcessor(size=size), chat_template=tok.chat_template)
+            image_processor=Qwen2VLImageProcessor(size=size),
+            tokenizer=tok,
+            video_processor=Qwen2VLVideoProcessor(size=size),
+            chat_template=tok.chat_template,
+        )
     from transformers import Qwen2VLImageProcessor, Qwen3VLProcessor, Qwen3VLVideoProcessor
 
     return Qwen3VLProcessor(
         image_processor=Qwen2VLImageProcessor(
-            patch_size=16, merge_size=2, size={"shortest_edge": 32 * 32, "longest_edge": 32 * 32 * 4096}),
+            patch_size=16,
+            merge_size=2,
+            size={"shortest_edge": 32 * 32, "longest_edge": 32 * 32 * 4096},
+        ),
         tokenizer=tok,
         video_processor=Qwen3VLVideoProcessor(
-            size={"shortest_edge": 32 * 32 * 2, "longest_edge": 32 * 32 * 2 * 65536}),
-        chat_template=tok.chat_template)
+            size={"shortest_edge": 32 * 32 * 2, "longest_edge": 32 * 32 * 2 * 65536}
+        ),
+        chat_template=tok.chat_template,
+    )
 
 
-def build_tiny(family: str, size: str, out_dir: str | Path, *, seed: int = 0,
-               tokenizer: str = "protocol") -> TinyBuild:
+def build_tiny(
+    family: str, size: str, out_dir: str | Path, *, seed: int = 0, tokenizer: str = "protocol"
+) -> TinyBuild:
     """Build, save and describe a random tiny model of ``family`` at ``size`` (offline), its
     tokenizer of kind ``tokenizer`` (`paravt.models.tokenizer.TOKENIZER_KINDS`)."""
     if family not in FAMILIES:
@@ -139,8 +182,9 @@ def build_tiny(family: str, size: str, out_dir: str | Path, *, seed: int = 0,
     if size not in SIZES:
         raise ModelError(f"unknown tiny size {size!r}; use one of {', '.join(SIZES)}")
     torch.manual_seed(seed)
-    tok = train_tokenizer(tokenizer, corpus=protocol_corpus(seed=seed) if tokenizer == "protocol" else (),
-                          seed=seed)
+    tok = train_tokenizer(
+        tokenizer, corpus=protocol_corpus(seed=seed) if tokenizer == "protocol" else (), seed=seed
+    )
     model = _build_model(family, SIZES[size], tok)
     processor = _build_processor(family, tok)
     out = Path(out_dir)
@@ -150,5 +194,11 @@ def build_tiny(family: str, size: str, out_dir: str | Path, *, seed: int = 0,
     model.save_pretrained(out)
     processor.save_pretrained(out)
     n_params = sum(p.numel() for p in model.parameters())
-    return TinyBuild(path=str(out), family=family, size=size, num_params=n_params, vocab_size=len(tok),
-                     tokenizer=tokenizer)
+    return TinyBuild(
+        path=str(out),
+        family=family,
+        size=size,
+        num_params=n_params,
+        vocab_size=len(tok),
+        tokenizer=tokenizer,
+    )

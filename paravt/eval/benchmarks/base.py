@@ -49,9 +49,19 @@ class EvalSample:
         """The episode's input; the benchmark's own grouping keys stay in ``meta``."""
         from paravt.agent import EpisodeInput
 
-        return EpisodeInput(id=self.id, video=self.video, question=self.question, task=self.task,
-                            answer=self.answer, options=self.options, nframes=nframes, meta=dict(self.meta),
-                            subset=self.subset, duration=self.duration, benchmark=self.benchmark)
+        return EpisodeInput(
+            id=self.id,
+            video=self.video,
+            question=self.question,
+            task=self.task,
+            answer=self.answer,
+            options=self.options,
+            nframes=nframes,
+            meta=dict(self.meta),
+            subset=self.subset,
+            duration=self.duration,
+            benchmark=self.benchmark,
+        )
 
 
 @dataclass(frozen=True)
@@ -80,8 +90,9 @@ class LmmsRule(Protocol):
     already (lmms-eval's default); ``item_id`` and ``seed`` seed a random fallback where the
     task has one."""
 
-    def __call__(self, text: str, answer: str, options: Sequence[str] | None, *, item_id: str,
-                 seed: int) -> Scored: ...
+    def __call__(
+        self, text: str, answer: str, options: Sequence[str] | None, *, item_id: str, seed: int
+    ) -> Scored: ...
 
 
 @dataclass(frozen=True)
@@ -93,7 +104,8 @@ class Table1Column:
     paper: Mapping[str, float] = field(default_factory=dict)
 
 
-#: [paper] the models of ParaVT Table 1's quoted rows (PAPER.md "ParaVT — results to compare against").
+# : [paper] the models of ParaVT Table 1's quoted rows (PAPER.md "ParaVT — results to compare
+# against").
 TABLE1_MODELS: tuple[str, ...] = ("Qwen3-VL-8B", "ParaVT-8B")
 
 
@@ -120,7 +132,9 @@ class Benchmark:
     shares_dir_of: str = ""
 
 
-def letter_rule(text: str, answer: str, options: Sequence[str] | None, *, item_id: str, seed: int) -> Scored:
+def letter_rule(
+    text: str, answer: str, options: Sequence[str] | None, *, item_id: str, seed: int
+) -> Scored:
     """lmms-eval's MCQ letter extraction, exact (case-sensitive) match (LVBench, MLVU)."""
     pred = L.extract_mcq_answer(text, L.MCQ_ABCD)
     return Scored(pred, float(pred == answer))
@@ -136,11 +150,12 @@ def pct(xs: Sequence[float]) -> float | None:
 
 
 def by_group(items: Sequence[ScoredItem], group: str) -> dict[str, dict[str, float | int | None]]:
-    """``{value: {"n", "acc"}}`` over the items' ``group`` (an item with several values counts in each)."""
+    """``{value: {"n", "acc"}}`` over the items' ``group`` (an item with several values counts in
+    each)."""
     buckets: dict[str, list[float]] = {}
     for it in items:
         vals = it.groups.get(group)
-        for v in ((vals,) if isinstance(vals, str) else (vals or ())):
+        for v in (vals,) if isinstance(vals, str) else (vals or ()):
             buckets.setdefault(str(v), []).append(it.scored.score)
     return {k: {"n": len(v), "acc": pct(v)} for k, v in sorted(buckets.items())}
 
@@ -156,7 +171,8 @@ def fmt_interval(a: float, b: float) -> str:
 
 
 def option_letters(options: Sequence[str] | None) -> list[str]:
-    """The letters of ``options`` ("A. x" / "(A) x" → A; unlettered options get A, B, … by place)."""
+    """The letters of ``options`` ("A. x" / "(A) x" → A; unlettered options get A, B, … by
+    place)."""
     out = []
     for i, o in enumerate(options or ()):
         m = _OPTION.match(str(o).strip())
@@ -165,5 +181,7 @@ def option_letters(options: Sequence[str] | None) -> list[str]:
 
 
 def option_texts(options: Sequence[str] | None) -> dict[str, str]:
-    return {letter: _OPTION.sub("", str(o).strip(), count=1)
-            for letter, o in zip(option_letters(options), options or (), strict=True)}
+    return {
+        letter: _OPTION.sub("", str(o).strip(), count=1)
+        for letter, o in zip(option_letters(options), options or (), strict=True)
+    }

@@ -23,12 +23,17 @@ import string
 from collections.abc import Sequence
 
 #: lmms-eval's CLI default ``--reasoning_tags`` (applied before every task's scorer).
-DEFAULT_REASONING_TAGS: tuple[tuple[str, str], ...] = (("<think>", "</think>"), ("<analysis>", "</analysis>"))
+DEFAULT_REASONING_TAGS: tuple[tuple[str, str], ...] = (
+    ("<think>", "</think>"),
+    ("<analysis>", "</analysis>"),
+)
 MCQ_ABCD: tuple[str, ...] = ("A", "B", "C", "D")
 _MCQ_DEFAULT: tuple[str, ...] = ("A", "B", "C", "D", "E", "F", "G", "H")
 
 
-def strip_reasoning_tags(text: str, pairs: Sequence[tuple[str, str]] = DEFAULT_REASONING_TAGS) -> str:
+def strip_reasoning_tags(
+    text: str, pairs: Sequence[tuple[str, str]] = DEFAULT_REASONING_TAGS
+) -> str:
     """Remove every closed ``open…close`` block, pair by pair; when only a close tag is left (the
     template pre-filled the open tag), keep what follows the LAST close tag. An open tag that is
     never closed stays, with all its text. Case-sensitive. Result stripped."""
@@ -39,7 +44,7 @@ def strip_reasoning_tags(text: str, pairs: Sequence[tuple[str, str]] = DEFAULT_R
             j = out.find(close_tag, i)
             if j == -1:  # the only close tags come before the first open tag
                 break
-            out = out[:i] + out[j + len(close_tag):]
+            out = out[:i] + out[j + len(close_tag) :]
         if close_tag in out and open_tag not in out:
             out = out.rsplit(close_tag, 1)[-1]
     return out.strip()
@@ -48,16 +53,53 @@ def strip_reasoning_tags(text: str, pairs: Sequence[tuple[str, str]] = DEFAULT_R
 # --------------------------------------------------------------------------------- MCQ ranking
 
 _PHRASES: tuple[str, ...] = (
-    "the answer is", "answer is", "the correct answer is", "correct answer is", "the best answer is",
-    "best answer is", "the correct option is", "correct option is", "the best option is", "best option is",
-    "the choice is", "choice is", "the correct choice is", "correct choice is", "i choose", "i select",
-    "i pick", "my answer is", "my choice is", "옵션", "정답은", "답은", "답:", "答案是", "答案为", "选", "答えは",
+    "the answer is",
+    "answer is",
+    "the correct answer is",
+    "correct answer is",
+    "the best answer is",
+    "best answer is",
+    "the correct option is",
+    "correct option is",
+    "the best option is",
+    "best option is",
+    "the choice is",
+    "choice is",
+    "the correct choice is",
+    "correct choice is",
+    "i choose",
+    "i select",
+    "i pick",
+    "my answer is",
+    "my choice is",
+    "옵션",
+    "정답은",
+    "답은",
+    "답:",
+    "答案是",
+    "答案为",
+    "选",
+    "答えは",
 )
 #: Format → rank; a higher rank wins, then the later position within the text.
-_RANK = {"start": 10, "end": 9, "phrase": 7, "parentheses": 6, "period": 5, "colon": 4,
-         "right_paren": 3, "space": 2, "fallback": 0}
-_SUFFIXED = (("({})", "parentheses"), ("{}.", "period"), ("{}:", "colon"), ("{})", "right_paren"),
-             ("{} ", "space"))
+_RANK = {
+    "start": 10,
+    "end": 9,
+    "phrase": 7,
+    "parentheses": 6,
+    "period": 5,
+    "colon": 4,
+    "right_paren": 3,
+    "space": 2,
+    "fallback": 0,
+}
+_SUFFIXED = (
+    ("({})", "parentheses"),
+    ("{}.", "period"),
+    ("{}:", "colon"),
+    ("{})", "right_paren"),
+    ("{} ", "space"),
+)
 
 
 def extract_mcq_answer(response: str, choices: Sequence[str] = _MCQ_DEFAULT) -> str:
@@ -106,12 +148,22 @@ def extract_mcq_answer(response: str, choices: Sequence[str] = _MCQ_DEFAULT) -> 
 
 # ------------------------------------------------------------------------------ LongVideoBench
 
-_LVB_PREFIXES = ("The best answer is", "The correct answer is", "The answer is", "The answer",
-                 "The best option is", "The correct option is", "Best answer:", "Best option:")
+_LVB_PREFIXES = (
+    "The best answer is",
+    "The correct answer is",
+    "The answer is",
+    "The answer",
+    "The best option is",
+    "The correct option is",
+    "Best answer:",
+    "Best option:",
+)
 _LVB_LETTER = re.compile(r"[ABCDE]")
 
 
-def parse_lvb_response(response: str, choices: Sequence[str], rng: random.Random) -> tuple[str, bool]:
+def parse_lvb_response(
+    response: str, choices: Sequence[str], rng: random.Random
+) -> tuple[str, bool]:
     """LongVideoBench's parser: ``(letter, was_random)``.
 
     The answer prefixes are deleted (case-sensitive, in order), then the FIRST capital A-E
@@ -154,7 +206,11 @@ def mmvu_mcq_correct(prediction: str, answer: str, choices: dict[str, str]) -> b
         if text in low:
             return True
         if ans.upper() in pred.upper():
-            words = [w.strip(string.punctuation) for w in text.split() if len(w.strip(string.punctuation)) > 2]
+            words = [
+                w.strip(string.punctuation)
+                for w in text.split()
+                if len(w.strip(string.punctuation)) > 2
+            ]
             if any(w in low for w in words):
                 return True
     return False
@@ -188,7 +244,9 @@ def _pairs(values: list[float]) -> list[tuple[float, float]]:
     return [(values[i], values[i + 1]) for i in range(0, len(values) // 2 * 2, 2)]
 
 
-def _first_ranges(sentences: list[str], pattern: re.Pattern[str], conv) -> list[tuple[float, float]]:
+def _first_ranges(
+    sentences: list[str], pattern: re.Pattern[str], conv
+) -> list[tuple[float, float]]:
     for s in sentences:
         hits = pattern.findall(s)
         if hits:
@@ -209,7 +267,9 @@ def extract_time(paragraph: str) -> list[list[float]]:
     text = paragraph.lower().replace(_EXAMPLE, "").replace("to", "-")
     sentences = re.split(r"[!?\n]", text)
     cands = [s for s in sentences if any(k in s for k in _TVG_KEYWORDS)] or sentences
-    stamps = _first_ranges(cands, _CLOCK_RANGE, _clock_seconds) or _first_ranges(cands, _NUM_RANGE, float)
+    stamps = _first_ranges(cands, _CLOCK_RANGE, _clock_seconds) or _first_ranges(
+        cands, _NUM_RANGE, float
+    )
     if not stamps:
         stamps = _pairs([_clock_seconds(t) for s in cands for t in _CLOCK.findall(s)])
     if not stamps:

@@ -25,8 +25,10 @@ def need(root: Path, name: str, candidates: Sequence[str]) -> Path:
     """`first`, or a `DataError` naming what was looked for."""
     p = first(root, candidates)
     if p is None:
-        raise DataError(f"{name}: no annotation file under {root} (looked for {', '.join(candidates)}); "
-                        "download the benchmark's annotations into that directory")
+        raise DataError(
+            f"{name}: no annotation file under {root} (looked for {', '.join(candidates)}); "
+            "download the benchmark's annotations into that directory"
+        )
     return p
 
 

@@ -16,18 +16,35 @@ from statistics import fmean
 
 from paravt.errors import DataError
 from paravt.eval.benchmarks.base import (
-    Benchmark, EvalSample, Groups, ScoredItem, by_group, letter_rule, pct, table1_column,
+    Benchmark,
+    EvalSample,
+    Groups,
+    ScoredItem,
+    by_group,
+    letter_rule,
+    pct,
+    table1_column,
 )
 from paravt.eval.benchmarks.loading import LETTERS, first, lettered, video_path
 
 #: lmms-eval's ``mlvu_dev`` task-type set (the macro average divides by its size).
-MLVU_TASK_TYPES: tuple[str, ...] = ("anomaly_reco", "count", "ego", "needle", "order", "plotQA", "topic_reasoning")
+MLVU_TASK_TYPES: tuple[str, ...] = (
+    "anomaly_reco",
+    "count",
+    "ego",
+    "needle",
+    "order",
+    "plotQA",
+    "topic_reasoning",
+)
 
 
 def load_mlvu(root: Path) -> list[EvalSample]:
     jdir = first(root, ["json", "MLVU/json"])
     if jdir is None or not any(jdir.glob("*.json")):
-        raise DataError(f"mlvu: no json/*.json under {root}; download MLVU (json/ and video/) into it")
+        raise DataError(
+            f"mlvu: no json/*.json under {root}; download MLVU (json/ and video/) into it"
+        )
     out = []
     for ann in sorted(jdir.glob("*.json")):
         for i, r in enumerate(json.loads(ann.read_text())):
@@ -36,13 +53,25 @@ def load_mlvu(root: Path) -> list[EvalSample]:
                 continue  # generation tasks (summary, sub-scene captioning) are not MCQ
             cands = [str(c) for c in cands]
             if str(r["answer"]) not in cands:
-                raise DataError(f"mlvu {ann.name} item {i}: answer {r['answer']!r} is not among candidates {cands}")
-            out.append(EvalSample(
-                id=f"{ann.stem}-{i}", benchmark="mlvu",
-                video=str(video_path(jdir.parent, [f"video/{ann.stem}", "video"], str(r["video"]))),
-                question=str(r["question"]), task="mcq", answer=LETTERS[cands.index(str(r["answer"]))],
-                options=lettered(cands), duration=float(r["duration"]) if r.get("duration") else None,
-                subset=str(r.get("question_type", ann.stem))))
+                raise DataError(
+                    f"mlvu {ann.name} item {i}: answer {r['answer']!r} is not among candidates "
+                    f"{cands}"
+                )
+            out.append(
+                EvalSample(
+                    id=f"{ann.stem}-{i}",
+                    benchmark="mlvu",
+                    video=str(
+                        video_path(jdir.parent, [f"video/{ann.stem}", "video"], str(r["video"]))
+                    ),
+                    question=str(r["question"]),
+                    task="mcq",
+                    answer=LETTERS[cands.index(str(r["answer"]))],
+                    options=lettered(cands),
+                    duration=float(r["duration"]) if r.get("duration") else None,
+                    subset=str(r.get("question_type", ann.stem)),
+                )
+            )
     return out
 
 
@@ -55,9 +84,15 @@ def groups(s: EvalSample) -> Groups:
 def aggregate(items: Sequence[ScoredItem]) -> dict[str, object]:
     per = by_group(items, "task_type")
     macro = [(per.get(t) or {}).get("acc") or 0.0 for t in MLVU_TASK_TYPES]
-    return {"by_task_type": per, "micro": pct([it.scored.score for it in items]),
-            "missing_task_types": [t for t in MLVU_TASK_TYPES if t not in per],
-            "headline": fmean(macro), "headline_metric": "macro acc over task types"}
+    return {
+        "by_task_type": per,
+        "micro": pct([it.scored.score for it in items]),
+        "missing_task_types": [t for t in MLVU_TASK_TYPES if t not in per],
+        "headline": fmean(macro),
+        "headline_metric": "macro acc over task types",
+    }
 
 
-MLVU = Benchmark("mlvu", load_mlvu, letter_rule, aggregate, groups, table1=table1_column("MLVU", 58.3, 65.0))
+MLVU = Benchmark(
+    "mlvu", load_mlvu, letter_rule, aggregate, groups, table1=table1_column("MLVU", 58.3, 65.0)
+)

@@ -2,7 +2,8 @@
 
 Protocol (docs/eval.md; defaults in ``EvalConfig``): the overview is the video at
 ``benchmark_fps`` (1 fps) uniformly subsampled to at most the overview budget
-``video.overview_nframes`` (64) frames, all of them when fewer (``paravt.video.overview_count``); ``benchmark_max_pixels`` (224×224) per frame; greedy decoding; the tool
+``video.overview_nframes`` (64) frames, all of them when fewer (``paravt.video.overview_count``);
+``benchmark_max_pixels`` (224×224) per frame; greedy decoding; the tool
 limits of the config. Prompt classes [paper §C]: ``agentic`` runs the tool prompt in the dispatch
 mode(s) given (parallel by default); ``reasoning`` the think/answer prompt without tools (mode
 ``none``); ``direct`` the question alone, no system prompt, no think prefix (mode ``none``).
@@ -50,8 +51,14 @@ class Protocol:
     seed: int = 0  # LongVideoBench's random fallback
 
     def describe(self) -> dict[str, Any]:
-        return {"fps": self.fps, "max_frames": self.max_frames, "max_pixels": self.max_pixels,
-                "prompt_class": self.prompt_class, "scoring": self.scoring, "decoding": "greedy"}
+        return {
+            "fps": self.fps,
+            "max_frames": self.max_frames,
+            "max_pixels": self.max_pixels,
+            "prompt_class": self.prompt_class,
+            "scoring": self.scoring,
+            "decoding": "greedy",
+        }
 
 
 def episode_inputs(samples: Sequence[EvalSample], proto: Protocol) -> list[EpisodeInput]:
@@ -63,15 +70,23 @@ def episode_inputs(samples: Sequence[EvalSample], proto: Protocol) -> list[Episo
             duration = probe(s.video).duration
         except VideoError:
             duration = float(proto.max_frames) / proto.fps
-        out.append(s.to_episode_input(nframes=overview_count(proto.max_frames, duration, proto.fps)))
+        out.append(
+            s.to_episode_input(nframes=overview_count(proto.max_frames, duration, proto.fps))
+        )
     return out
 
 
-def class_settings(base: EpisodeSettings, proto: Protocol, modes: Sequence[str]) -> tuple[EpisodeSettings, list[str]]:
+def class_settings(
+    base: EpisodeSettings, proto: Protocol, modes: Sequence[str]
+) -> tuple[EpisodeSettings, list[str]]:
     """Episode settings and dispatch modes of the prompt class (greedy; overview pixels of the
     protocol; everything else, tool limits included, from ``base``)."""
-    s = replace(base, overview_max_pixels=proto.max_pixels, sampling=replace(base.sampling, temperature=0.0),
-                sub_sampling=replace(base.sub_sampling, temperature=0.0))
+    s = replace(
+        base,
+        overview_max_pixels=proto.max_pixels,
+        sampling=replace(base.sampling, temperature=0.0),
+        sub_sampling=replace(base.sub_sampling, temperature=0.0),
+    )
     if proto.prompt_class == "agentic":
         tool_modes = [m for m in modes if m != "none"] or ["parallel"]
         return replace(s, system_prompt=True), tool_modes
@@ -88,7 +103,8 @@ def bench_dir(out: Path, bench: str, proto: Protocol) -> Path:
 
 
 def groups_of(s: EvalSample) -> Groups:
-    """What the benchmark's aggregation groups a sample by (lmms-eval's keys; ``Benchmark.groups``)."""
+    """What the benchmark's aggregation groups a sample by (lmms-eval's keys;
+    ``Benchmark.groups``)."""
     return get_benchmark(s.benchmark).groups(s)
 
 
@@ -104,8 +120,13 @@ def row_failed(row: ResultRow) -> bool:
     return row.end_reason == "error" or (row.nframes > 0 and row.tokens.main_visual == 0)
 
 
-def score_rows(bench: str, rows: Sequence[ResultRow], samples: Mapping[str, EvalSample], scoring: Scoring,
-               seed: int = 0) -> list[ScoredItem]:
+def score_rows(
+    bench: str,
+    rows: Sequence[ResultRow],
+    samples: Mapping[str, EvalSample],
+    scoring: Scoring,
+    seed: int = 0,
+) -> list[ScoredItem]:
     """Each row scored under ``scoring``; failed rows score 0."""
     content_key = get_benchmark(bench).content_key
     items = []
@@ -117,8 +138,12 @@ def score_rows(bench: str, rows: Sequence[ResultRow], samples: Mapping[str, Eval
         elif scoring == "lmms":
             sc = score_lmms(bench, final_response(r), r.answer, r.options, item_id=r.id, seed=seed)
         else:  # our extraction on the whole main-agent completion (what the training reward reads)
-            sc = score_paravt(bench, join_turns([t.text for t in r.transcript if t.role == "assistant"]),
-                              r.answer, r.options)
+            sc = score_paravt(
+                bench,
+                join_turns([t.text for t in r.transcript if t.role == "assistant"]),
+                r.answer,
+                r.options,
+            )
         key = f"{Path(r.video).name}>>>{r.question}>>>{r.answer}" if content_key else r.id
         items.append(ScoredItem(r.id, sc, groups_of(s) if s else {}, key=key, error=failed))
     return items
@@ -133,28 +158,50 @@ def _usage(rows: Sequence[ResultRow]) -> dict[str, Any]:
         "tool_use_rate": fmean(1.0 if r.n_calls else 0.0 for r in rows),
         "calls_per_question": fmean(r.n_calls for r in rows),
         "tokens_per_question": tokens,
-        "errors": {"video": sum(1 for r in rows if r.end_reason != "error" and row_failed(r)),
-                   "backend": sum(1 for r in rows if r.end_reason == "error")},
+        "errors": {
+            "video": sum(1 for r in rows if r.end_reason != "error" and row_failed(r)),
+            "backend": sum(1 for r in rows if r.end_reason == "error"),
+        },
     }
 
 
-def benchmark_section(bench: str, rows: Sequence[ResultRow], samples: Mapping[str, EvalSample],
-                      proto: Protocol) -> dict[str, Any]:
+def benchmark_section(
+    bench: str, rows: Sequence[ResultRow], samples: Mapping[str, EvalSample], proto: Protocol
+) -> dict[str, Any]:
     """``{mode: {"headline", "headline_metric", "scoring", "lmms", "paravt", usage…}}``."""
     out: dict[str, Any] = {}
     for mode in sorted({r.mode for r in rows}):
         mrows = [r for r in rows if r.mode == mode]
-        both = {sc: aggregate(bench, score_rows(bench, mrows, samples, sc, proto.seed)) for sc in ("lmms", "paravt")}
+        both = {
+            sc: aggregate(bench, score_rows(bench, mrows, samples, sc, proto.seed))
+            for sc in ("lmms", "paravt")
+        }
         head = both[proto.scoring]
-        out[mode] = {"headline": head["headline"], "headline_metric": head["headline_metric"],
-                     "scoring": proto.scoring, "scorings_differ": both["lmms"]["headline"] != both["paravt"]["headline"],
-                     **both, **_usage(mrows)}
+        out[mode] = {
+            "headline": head["headline"],
+            "headline_metric": head["headline_metric"],
+            "scoring": proto.scoring,
+            "scorings_differ": both["lmms"]["headline"] != both["paravt"]["headline"],
+            **both,
+            **_usage(mrows),
+        }
     return out
 
 
-def run_benchmark(bench: str, root: Path, *, backend: Any, base: EpisodeSettings, proto: Protocol,
-                  modes: Sequence[str], out: Path, limit: int | None = None, workers: int = 4,
-                  weights: Any = None, progress: bool = True) -> dict[str, Any]:
+def run_benchmark(
+    bench: str,
+    root: Path,
+    *,
+    backend: Any,
+    base: EpisodeSettings,
+    proto: Protocol,
+    modes: Sequence[str],
+    out: Path,
+    limit: int | None = None,
+    workers: int = 4,
+    weights: Any = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Load ``bench`` from ``root``, run it through `paravt.eval.runner.evaluate` and write its
     ``metrics.json`` with the ``benchmark`` section added; return those metrics."""
     from paravt.eval.runner import evaluate
@@ -162,12 +209,24 @@ def run_benchmark(bench: str, root: Path, *, backend: Any, base: EpisodeSettings
     samples = load_benchmark(bench, root, limit=limit)
     settings, run_modes = class_settings(base, proto, modes)
     d = bench_dir(out, bench, proto)
-    metrics = evaluate(episode_inputs(samples, proto), backend, settings, modes=run_modes, out=d,
-                       workers=workers, weights=weights, progress=progress)
+    metrics = evaluate(
+        episode_inputs(samples, proto),
+        backend,
+        settings,
+        modes=run_modes,
+        out=d,
+        workers=workers,
+        weights=weights,
+        progress=progress,
+    )
     by_id = {s.id: s for s in samples}
     rows = [r for r in load_results(d / "results.jsonl") if r.id in by_id]
-    metrics["benchmark"] = {"name": bench, "root": str(root), "protocol": proto.describe(),
-                            "by_mode": benchmark_section(bench, rows, by_id, proto)}
+    metrics["benchmark"] = {
+        "name": bench,
+        "root": str(root),
+        "protocol": proto.describe(),
+        "by_mode": benchmark_section(bench, rows, by_id, proto),
+    }
     (d / "metrics.json").write_text(json.dumps(metrics, indent=1, default=float))
     return metrics
 

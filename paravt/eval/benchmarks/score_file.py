@@ -1,4 +1,5 @@
-"""`paravt score --benchmark NAME --in F.jsonl`: score completions by that benchmark's lmms-eval rule.
+"""`paravt score --benchmark NAME --in F.jsonl`: score completions by that benchmark's lmms-eval
+rule.
 
 Input line: ``{"completion": str, "answer": str, "options": [str]?, "task_type": str?, "id": str?}``
 (``answer``: the option letter, or ``"[start, end]"`` seconds for charades_sta). Output, one line
@@ -25,15 +26,23 @@ def _parse(line: str) -> dict[str, Any]:
     return row
 
 
-def score_lines(bench: str, lines: Iterable[str], scoring: Scoring = "lmms") -> list[dict[str, Any]]:
+def score_lines(
+    bench: str, lines: Iterable[str], scoring: Scoring = "lmms"
+) -> list[dict[str, Any]]:
     """One output object per non-blank input line (see the module doc)."""
     check_benchmark(bench)
     out: list[dict[str, Any]] = []
     for n, line in enumerate(x for x in lines if x.strip()):
         try:
             row = _parse(line)
-            sc = score_response(bench, row["completion"], row["answer"], row.get("options"), scoring=scoring,
-                                item_id=str(row.get("id", n)))
+            sc = score_response(
+                bench,
+                row["completion"],
+                row["answer"],
+                row.get("options"),
+                scoring=scoring,
+                item_id=str(row.get("id", n)),
+            )
         except DataError as exc:
             out.append({"error": str(exc)})
             continue

@@ -27,9 +27,15 @@ from paravt.protocol.answer import extract_answer
 from paravt.rewards.accuracy import mcq_accuracy, mcq_letter, parse_interval, tvg_iou
 
 
-
-def score_lmms(bench: str, response: str, answer: str, options: Sequence[str] | None = None, *,
-               item_id: str = "", seed: int = 0) -> Scored:
+def score_lmms(
+    bench: str,
+    response: str,
+    answer: str,
+    options: Sequence[str] | None = None,
+    *,
+    item_id: str = "",
+    seed: int = 0,
+) -> Scored:
     """lmms-eval's score of ``response`` for benchmark ``bench`` (reasoning tags stripped first).
     A random fallback (LongVideoBench's) draws from a generator seeded by (``seed``,
     ``item_id``), so a resumed or reordered run draws the same letter for the same item."""
@@ -49,8 +55,11 @@ def paravt_pred(bench: str, answer_text: str | None, options: Sequence[str] | No
     return mcq_letter(answer_text, options) or ""
 
 
-def score_paravt(bench: str, response: str, answer: str, options: Sequence[str] | None = None) -> Scored:
-    """Our protocol's score: the ``<answer>`` content (docs/ARCHITECTURE.md §2 extraction), then option-letter
+def score_paravt(
+    bench: str, response: str, answer: str, options: Sequence[str] | None = None
+) -> Scored:
+    """Our protocol's score: the ``<answer>`` content (docs/ARCHITECTURE.md §2 extraction), then
+    option-letter
     match, temporal IoU or yes/no match (`paravt.rewards.accuracy`)."""
     ans = extract_answer(response or "")
     pred = paravt_pred(bench, ans, options)
@@ -61,8 +70,16 @@ def score_paravt(bench: str, response: str, answer: str, options: Sequence[str] 
     return Scored(pred, score)
 
 
-def score_response(bench: str, response: str, answer: str, options: Sequence[str] | None = None, *,
-                   scoring: Scoring = "lmms", item_id: str = "", seed: int = 0) -> Scored:
+def score_response(
+    bench: str,
+    response: str,
+    answer: str,
+    options: Sequence[str] | None = None,
+    *,
+    scoring: Scoring = "lmms",
+    item_id: str = "",
+    seed: int = 0,
+) -> Scored:
     if scoring == "lmms":
         return score_lmms(bench, response, answer, options, item_id=item_id, seed=seed)
     if scoring == "paravt":
@@ -74,6 +91,9 @@ def aggregate(bench: str, items: Sequence[ScoredItem]) -> dict[str, object]:
     """``{"n", "errors", "random_fallbacks", "headline", "headline_metric", …the benchmark's
     breakdowns}``; headline in percent."""
     agg = get_benchmark(bench).aggregate
-    out: dict[str, object] = {"n": len(items), "errors": sum(it.error for it in items),
-                              "random_fallbacks": sum(it.scored.random for it in items)}
+    out: dict[str, object] = {
+        "n": len(items),
+        "errors": sum(it.error for it in items),
+        "random_fallbacks": sum(it.scored.random for it in items),
+    }
     return {**out, **agg(items)}

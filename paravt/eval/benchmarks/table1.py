@@ -25,7 +25,8 @@ QUOTED = "paper (quoted)"
 
 
 def columns() -> tuple[tuple[str, str], ...]:
-    """(benchmark, column title) of every registered benchmark with a Table 1 column, in registry order."""
+    """(benchmark, column title) of every registered benchmark with a Table 1 column, in registry
+    order."""
     return tuple((b.name, b.table1.title) for b in REGISTRY.values() if b.table1 is not None)
 
 
@@ -33,7 +34,9 @@ def columns() -> tuple[tuple[str, str], ...]:
 class Table1Row:
     label: str
     source: str  # "measured" | "paper (quoted)"
-    values: dict[str, Any]  # float | None; a measured file's value as found (`num` shows a non-number as malformed)
+    values: dict[
+        str, Any
+    ]  # float | None; a measured file's value as found (`num` shows a non-number as malformed)
     n: dict[str, Any] = field(default_factory=dict)  # questions behind each measured value (an int)
     scoring: str = ""
 
@@ -43,7 +46,7 @@ def paper_rows() -> list[Table1Row]:
     benchmark's ``table1`` column; PAPER.md "ParaVT — results to compare against")."""
     values: dict[str, dict[str, float | None]] = {}
     for b in REGISTRY.values():
-        for model, v in (b.table1.paper.items() if b.table1 is not None else ()):
+        for model, v in b.table1.paper.items() if b.table1 is not None else ():
             values.setdefault(model, {})[b.name] = v
     return [Table1Row(model, QUOTED, v) for model, v in values.items()]
 
@@ -70,8 +73,12 @@ def measured_rows(metrics_files: Sequence[Path]) -> list[Table1Row]:
             if not isinstance(d, dict):
                 continue
             key = (run, pc, str(mode), str(d.get("scoring", "")))
-            row = rows.setdefault(key, Table1Row(f"{run} · {pc} · {mode}", "measured", {}, {}, key[3]))
-            row.values[str(bench.get("name"))] = d.get("headline")  # rendered by `num`: malformed if not a number
+            row = rows.setdefault(
+                key, Table1Row(f"{run} · {pc} · {mode}", "measured", {}, {}, key[3])
+            )
+            row.values[str(bench.get("name"))] = d.get(
+                "headline"
+            )  # rendered by `num`: malformed if not a number
             row.n[str(bench.get("name"))] = _obj(d.get(str(d.get("scoring", "lmms")))).get("n", 0)
     return list(rows.values())
 
@@ -87,14 +94,24 @@ def table1_rows(metrics_files: Sequence[Path]) -> list[Table1Row]:
 
 def table1_html(rows: Sequence[Table1Row]) -> str:
     if not any(r.source == "measured" for r in rows):
-        note = '<p class="muted">No benchmark runs found (run paravt eval --benchmark); paper rows only.</p>'
+        note = (
+            '<p class="muted">No benchmark runs found (run paravt eval --benchmark); paper '
+            "rows only.</p>"
+        )
     else:
-        note = ('<p class="muted">Measured cells: headline in the paper\'s units under the run\'s scoring '
-                '(lmms = lmms-eval task rules), with the number of questions. Paper rows are quoted from '
-                'ParaVT Table 1 (64-frame protocol), not measured.</p>')
+        note = (
+            "<p class=\"muted\">Measured cells: headline in the paper's units under the run's "
+            "scoring "
+            "(lmms = lmms-eval task rules), with the number of questions. Paper rows are quoted "
+            "from "
+            "ParaVT Table 1 (64-frame protocol), not measured.</p>"
+        )
     cols = columns()
-    head = "<tr><th class='l'>model / run</th><th class='l'>source</th>" + "".join(
-        f"<th>{html.escape(t)}</th>" for _, t in cols) + "</tr>"
+    head = (
+        "<tr><th class='l'>model / run</th><th class='l'>source</th>"
+        + "".join(f"<th>{html.escape(t)}</th>" for _, t in cols)
+        + "</tr>"
+    )
     body = []
     for r in rows:
         cells = []
@@ -102,6 +119,9 @@ def table1_html(rows: Sequence[Table1Row]) -> str:
             n = f" <span class='muted'>(n={num(r.n[k])})</span>" if k in r.n else ""
             cells.append(f"<td>{num(r.values.get(k), 1)}{n}</td>")
         src = r.source + (f", {r.scoring}" if r.scoring else "")
-        body.append(f"<tr><td class='l'>{esc(r.label)}</td><td class='l'>{esc(src)}</td>"
-                    + "".join(cells) + "</tr>")
+        body.append(
+            f"<tr><td class='l'>{esc(r.label)}</td><td class='l'>{esc(src)}</td>"
+            + "".join(cells)
+            + "</tr>"
+        )
     return f'<table id="table1">{head}{"".join(body)}</table>{note}'

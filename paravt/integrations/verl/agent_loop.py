@@ -67,9 +67,12 @@ def _toolset(rollout_json: str) -> Any:
 
 
 def rollout_toolset(cfg: TrainConfig) -> Any:
-    """The loop's tools, from the ONE tool builder of every engine (`paravt.agent.backend.open_tools`:
-    in-process, or through ``rollout.tool_server_url`` with the key of ``rollout.tool_server_key_file``,
-    a file every node reads; docs/tools.md, "Who may call"); one per worker process and rollout section."""
+    """The loop's tools, from the ONE tool builder of every engine
+    (`paravt.agent.backend.open_tools`:
+    in-process, or through ``rollout.tool_server_url`` with the key of
+    ``rollout.tool_server_key_file``,
+    a file every node reads; docs/tools.md, "Who may call"); one per worker process and rollout
+    section."""
     return _toolset(cfg.rollout.model_dump_json())
 
 
@@ -82,14 +85,20 @@ def gating_epoch(global_steps: Any, steps_per_epoch: int) -> int:
     return max(0, step - 1) // max(1, steps_per_epoch)
 
 
-def trajectory_output(traj: Trajectory, *, reward: RewardBreakdown | None, n_frames: int,
-                      latency_s: float) -> AgentLoopOutput:
+def trajectory_output(
+    traj: Trajectory, *, reward: RewardBreakdown | None, n_frames: int, latency_s: float
+) -> AgentLoopOutput:
     """One verl row of a trajectory (reward only on the main one)."""
     p = traj.prompt_len
     mm = verl_multi_modal_data(traj.videos, traj.images)
-    extra: dict[str, Any] = {"turn_scores": [], "tool_rewards": [], "paravt_role": traj.role,
-                             "paravt_index": traj.index, "paravt_nframes": n_frames,
-                             "paravt_end_reason": traj.end_reason}
+    extra: dict[str, Any] = {
+        "turn_scores": [],
+        "tool_rewards": [],
+        "paravt_role": traj.role,
+        "paravt_index": traj.index,
+        "paravt_nframes": n_frames,
+        "paravt_end_reason": traj.end_reason,
+    }
     if reward is not None:
         extra["reward_extra_info"] = reward.scalars()
     return AgentLoopOutput(
@@ -106,11 +115,16 @@ def trajectory_output(traj: Trajectory, *, reward: RewardBreakdown | None, n_fra
     )
 
 
-def episode_outputs(result: EpisodeResult, reward: RewardBreakdown, *, train_subagents: bool) -> list[AgentLoopOutput]:
+def episode_outputs(
+    result: EpisodeResult, reward: RewardBreakdown, *, train_subagents: bool
+) -> list[AgentLoopOutput]:
     """Sub-agent rows in call order, then the main row (LAST: verl reads the reward from it)."""
     n = result.input.nframes
-    subs = [trajectory_output(s, reward=None, n_frames=n, latency_s=0.0)
-            for s in result.subs if train_subagents and s.n_sampled > 0]
+    subs = [
+        trajectory_output(s, reward=None, n_frames=n, latency_s=0.0)
+        for s in result.subs
+        if train_subagents and s.n_sampled > 0
+    ]
     main = trajectory_output(result.main, reward=reward, n_frames=n, latency_s=result.latency_s)
     return [*subs, main]
 
@@ -119,7 +133,9 @@ def episode_outputs(result: EpisodeResult, reward: RewardBreakdown, *, train_sub
 class ParavtAgentLoop(AgentLoopBase):
     """Runs one paravt Episode per verl session (see the module docstring)."""
 
-    def __init__(self, *args: Any, paravt_config: str | None = None, steps_per_epoch: int = 1, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, paravt_config: str | None = None, steps_per_epoch: int = 1, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.cfg = _load_config(paravt_config)
         self.steps_per_epoch = int(steps_per_epoch)
@@ -128,31 +144,55 @@ class ParavtAgentLoop(AgentLoopBase):
         self.tools = rollout_toolset(self.cfg)
 
     def _settings(self, sampling_params: dict[str, Any]) -> EpisodeSettings:
-        base = EpisodeSettings.from_config(self.cfg, temperature=float(sampling_params.get("temperature", self.cfg.sampling.temperature)))
+        base = EpisodeSettings.from_config(
+            self.cfg,
+            temperature=float(sampling_params.get("temperature", self.cfg.sampling.temperature)),
+        )
         top_p = float(sampling_params.get("top_p", base.sampling.top_p))
-        return replace(base, sampling=replace(base.sampling, top_p=top_p),
-                       sub_sampling=replace(base.sub_sampling, top_p=top_p))
+        return replace(
+            base,
+            sampling=replace(base.sampling, top_p=top_p),
+            sub_sampling=replace(base.sub_sampling, top_p=top_p),
+        )
 
     def episode_input(self, extra_info: dict[str, Any], global_steps: Any) -> EpisodeInput:
         epoch = gating_epoch(global_steps, self.steps_per_epoch)
-        return from_extra_info(extra_info, overview_budget(self.cfg, epoch, str(extra_info.get("id"))))
+        return from_extra_info(
+            extra_info, overview_budget(self.cfg, epoch, str(extra_info.get("id")))
+        )
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
         t0 = time.perf_counter()
         inp = self.episode_input(dict(kwargs["extra_info"]), kwargs.get("global_steps"))
         episode_id = f"{kwargs.get('uid', uuid.uuid4().hex[:8])}-{kwargs.get('session_id', 0)}"
-        base = {k: sampling_params[k] for k in ("top_k", "repetition_penalty") if k in sampling_params}
-        generator = VerlServerGenerator(self.server_manager, self.codec, request_id=uuid.uuid4().hex,
-                                        backend=str(self.rollout_config.name), base_params=base)
-        result = await run_episode(inp, generator=generator, codec=self.codec,
-                                   settings=self._settings(sampling_params), episode_id=episode_id, tools=self.tools)
+        base = {
+            k: sampling_params[k] for k in ("top_k", "repetition_penalty") if k in sampling_params
+        }
+        generator = VerlServerGenerator(
+            self.server_manager,
+            self.codec,
+            request_id=uuid.uuid4().hex,
+            backend=str(self.rollout_config.name),
+            base_params=base,
+        )
+        result = await run_episode(
+            inp,
+            generator=generator,
+            codec=self.codec,
+            settings=self._settings(sampling_params),
+            episode_id=episode_id,
+            tools=self.tools,
+        )
         r = self.cfg.reward  # same reward as the local trainer: the LLM judge when configured
-        (override,), _ = await judge_overrides([result], url=r.judge_url, model=r.judge_model,
-                                               timeout_s=r.judge_timeout_s)
+        (override,), _ = await judge_overrides(
+            [result], url=r.judge_url, model=r.judge_model, timeout_s=r.judge_timeout_s
+        )
         reward = episode_reward(result, self.weights, override)
         outputs = episode_outputs(result, reward, train_subagents=self.cfg.rollout.train_subagents)
         # a turn's calls share one dispatch: count each turn's latency once
-        outputs[-1].metrics.tool_calls = float(sum({c.turn: c.latency_s for c in result.calls}.values()))
+        outputs[-1].metrics.tool_calls = float(
+            sum({c.turn: c.latency_s for c in result.calls}.values())
+        )
         outputs[-1].metrics.generate_sequences = time.perf_counter() - t0
         return outputs
 

@@ -19,8 +19,9 @@ from paravt.errors import DataError
 DATA_SOURCE = "paravt"
 
 
-def verl_record(row: Any, data_root: str | Path, index: int, agent_name: str,
-                think_prefix: bool = True) -> dict[str, Any]:
+def verl_record(
+    row: Any, data_root: str | Path, index: int, agent_name: str, think_prefix: bool = True
+) -> dict[str, Any]:
     """One verl record of an ``RLRow`` (``paravt.data.schema``). ``think_prefix`` is the run's
     ``rollout.think_prefix``: the reward entry prepends the forced prefix only when it is on."""
     e = row.extra_info
@@ -29,11 +30,21 @@ def verl_record(row: Any, data_root: str | Path, index: int, agent_name: str,
     video = Path(row.videos[0])
     video = video if video.is_absolute() else (Path(data_root) / video).resolve()
     extra = {
-        "index": index, "id": e.id or row.id, "video": str(video), "question": e.question,
-        "task": e.task, "answer": e.answer, "options": list(e.options) if e.options else None,
-        "nframes": e.nframes, "subset": e.subset, "duration": e.duration,
-        "tool_necessary_at_n": ({str(k): v for k, v in e.tool_necessary_at_n.items()}
-                                if e.tool_necessary_at_n is not None else None),
+        "index": index,
+        "id": e.id or row.id,
+        "video": str(video),
+        "question": e.question,
+        "task": e.task,
+        "answer": e.answer,
+        "options": list(e.options) if e.options else None,
+        "nframes": e.nframes,
+        "subset": e.subset,
+        "duration": e.duration,
+        "tool_necessary_at_n": (
+            {str(k): v for k, v in e.tool_necessary_at_n.items()}
+            if e.tool_necessary_at_n is not None
+            else None
+        ),
         "think_prefix": think_prefix,
     }
     return {
@@ -45,8 +56,15 @@ def verl_record(row: Any, data_root: str | Path, index: int, agent_name: str,
     }
 
 
-def write_verl_parquet(src: str | Path, out: str | Path, *, agent_name: str, data_root: str | Path | None = None,
-                       think_prefix: bool = True, max_row_bytes: int | None = None) -> int:
+def write_verl_parquet(
+    src: str | Path,
+    out: str | Path,
+    *,
+    agent_name: str,
+    data_root: str | Path | None = None,
+    think_prefix: bool = True,
+    max_row_bytes: int | None = None,
+) -> int:
     """Convert ``src``'s usable prompt rows (``kind == "rl"``, screened by `paravt.data.screen`:
     error rows are left out, each cause warned once) to verl's layout; returns the row count."""
     import pyarrow as pa
@@ -64,5 +82,3 @@ def write_verl_parquet(src: str | Path, out: str | Path, *, agent_name: str, dat
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(records), str(out))
     return len(records)
-
-

@@ -39,7 +39,9 @@ def verl_image(frames: Frames) -> Any:
     return Image.fromarray(frames.array[0])
 
 
-def verl_multi_modal_data(videos: Sequence[Frames], images: Sequence[Frames]) -> dict[str, list[Any]]:
+def verl_multi_modal_data(
+    videos: Sequence[Frames], images: Sequence[Frames]
+) -> dict[str, list[Any]]:
     """``AgentLoopOutput.multi_modal_data`` (verl recomputes pixel values from it for training)."""
     data: dict[str, list[Any]] = {}
     if videos:
@@ -52,8 +54,15 @@ def verl_multi_modal_data(videos: Sequence[Frames], images: Sequence[Frames]) ->
 class VerlServerGenerator:
     """``paravt.models.base.Generator`` backed by ``AgentLoopBase.server_manager``."""
 
-    def __init__(self, server_manager: Any, codec: ChatCodec, *, request_id: str,
-                 backend: str = "vllm", base_params: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        server_manager: Any,
+        codec: ChatCodec,
+        *,
+        request_id: str,
+        backend: str = "vllm",
+        base_params: dict[str, Any] | None = None,
+    ) -> None:
         self.server = server_manager
         self.codec = codec
         self.request_id = request_id
@@ -68,8 +77,13 @@ class VerlServerGenerator:
 
     def _params(self, req: GenRequest) -> dict[str, Any]:
         s = req.sampling
-        params = {**self.base_params, "temperature": s.temperature, "top_p": s.top_p,
-                  "max_tokens": s.max_new_tokens, "logprobs": True}
+        params = {
+            **self.base_params,
+            "temperature": s.temperature,
+            "top_p": s.top_p,
+            "max_tokens": s.max_new_tokens,
+            "logprobs": True,
+        }
         if s.temperature == 0:
             params.update(top_p=1.0, top_k=-1)
         return params
@@ -83,7 +97,10 @@ class VerlServerGenerator:
             kw["mm_processor_kwargs"] = dict(MM_PROCESSOR_KWARGS)
             if self.backend == "sglang":
                 feats = media_features(self.codec.processor, req.videos, ())
-                payload = {"format": "processor_output", **{k: v for k, v in feats.items() if "video" in k or k == "second_per_grid_ts"}}
+                payload = {
+                    "format": "processor_output",
+                    **{k: v for k, v in feats.items() if "video" in k or k == "second_per_grid_ts"},
+                }
                 kw["mm_processor_output"] = [payload]
         return kw
 
@@ -92,8 +109,11 @@ class VerlServerGenerator:
         params = self._params(req)
         try:
             out = await self.server.generate(
-                request_id=self.request_id, prompt_ids=list(req.prompt_ids), sampling_params=params,
-                **self._media(req))
+                request_id=self.request_id,
+                prompt_ids=list(req.prompt_ids),
+                sampling_params=params,
+                **self._media(req),
+            )
         except Exception as err:  # noqa: BLE001 - one failed request is data for its episode
             return GenOutput((), (), "", "error", error=f"{type(err).__name__}: {err}")
         ids = tuple(int(t) for t in out.token_ids)
@@ -106,5 +126,10 @@ class VerlServerGenerator:
             reason = "length"
         else:
             reason = "stop"
-        return GenOutput(ids, lps[: len(ids)], self.codec.decode(ids), reason,
-                         metrics={"latency_s": time.perf_counter() - t0})
+        return GenOutput(
+            ids,
+            lps[: len(ids)],
+            self.codec.decode(ids),
+            reason,
+            metrics={"latency_s": time.perf_counter() - t0},
+        )

@@ -43,8 +43,13 @@ DUAL_CLIP_OFF = 1.0e9
 
 #: ``logging.loggers`` → verl's ``trainer.logger`` names (the ONE logger list of both trainers);
 #: our always-on ``jsonl`` is verl's ``file`` logger.
-VERL_LOGGERS = {"console": "console", "jsonl": "file", "tensorboard": "tensorboard", "wandb": "wandb",
-                "mlflow": "mlflow"}
+VERL_LOGGERS = {
+    "console": "console",
+    "jsonl": "file",
+    "tensorboard": "tensorboard",
+    "wandb": "wandb",
+    "mlflow": "mlflow",
+}
 
 
 def verl_loggers(loggers: list[str]) -> list[str]:
@@ -65,7 +70,9 @@ def tracker_env(cfg: TrainConfig, run_dir: str | Path) -> dict[str, str]:
         env |= {"WANDB_RUN_GROUP": lg.group} if lg.group else {}
         env |= {"WANDB_ENTITY": lg.wandb_entity} if lg.wandb_entity else {}
     if "mlflow" in lg.loggers:
-        env["MLFLOW_TRACKING_URI"] = lg.mlflow_tracking_uri or f"sqlite:///{d / 'mlruns' / 'mlflow.db'}"
+        env["MLFLOW_TRACKING_URI"] = (
+            lg.mlflow_tracking_uri or f"sqlite:///{d / 'mlruns' / 'mlflow.db'}"
+        )
     return env
 
 
@@ -87,22 +94,31 @@ def run_files(run_dir: str | Path) -> dict[str, Path]:
     }
 
 
-def render_agent_loop_config(cfg: TrainConfig, verl: VerlConfig, run_dir: str | Path) -> list[dict[str, Any]]:
+def render_agent_loop_config(
+    cfg: TrainConfig, verl: VerlConfig, run_dir: str | Path
+) -> list[dict[str, Any]]:
     """verl's agent-loop registry file: one entry instantiating our loop with its settings."""
     files = run_files(run_dir)
-    return [{
-        "name": AGENT_NAME,
-        "_target_": AGENT_LOOP_TARGET,
-        "paravt_config": str(files["train_config"]),
-        "steps_per_epoch": verl.steps_per_epoch,
-    }]
+    return [
+        {
+            "name": AGENT_NAME,
+            "_target_": AGENT_LOOP_TARGET,
+            "paravt_config": str(files["train_config"]),
+            "steps_per_epoch": verl.steps_per_epoch,
+        }
+    ]
 
 
 def optimiser(rl: RLConfig) -> dict[str, Any]:
     """actor.optim: the local trainer's optimiser (paravt.rl.session: torch.optim.AdamW with these
     settings); verl's own defaults (weight decay 0.01) are never used."""
-    return {"optimizer": "AdamW", "optimizer_impl": "torch.optim", "lr": rl.lr,
-            "weight_decay": rl.weight_decay, "betas": list(rl.adam_betas)}
+    return {
+        "optimizer": "AdamW",
+        "optimizer_impl": "torch.optim",
+        "lr": rl.lr,
+        "weight_decay": rl.weight_decay,
+        "betas": list(rl.adam_betas),
+    }
 
 
 def _actor(cfg: TrainConfig, verl: VerlConfig) -> dict[str, Any]:
@@ -124,7 +140,10 @@ def _actor(cfg: TrainConfig, verl: VerlConfig) -> dict[str, Any]:
         "kl_loss_coef": rl.kl_coef,
         "kl_loss_type": KL_TYPES[rl.kl_estimator],
         "grad_clip": rl.max_grad_norm,
-        "fsdp_config": {"param_offload": verl.param_offload, "optimizer_offload": verl.optimizer_offload},
+        "fsdp_config": {
+            "param_offload": verl.param_offload,
+            "optimizer_offload": verl.optimizer_offload,
+        },
     }
 
 
@@ -144,13 +163,21 @@ def _rollout(cfg: TrainConfig, verl: VerlConfig, run_dir: str | Path) -> dict[st
         "max_num_seqs": verl.max_num_seqs,
         "log_prob_micro_batch_size_per_gpu": verl.micro_batch_size_per_gpu,
         "calculate_log_probs": True,
-        "multi_turn": {"enable": True, "max_assistant_turns": r.max_turns, "max_parallel_calls": r.k_max},
+        "multi_turn": {
+            "enable": True,
+            "max_assistant_turns": r.max_turns,
+            "max_parallel_calls": r.k_max,
+        },
         "agent": {
             "default_agent_loop": AGENT_NAME,
             "agent_loop_config_path": str(run_files(run_dir)["agent_loop"]),
             "num_workers": verl.agent_workers,
         },
-        "val_kwargs": {"temperature": cfg.eval.temperature, "n": 1, "do_sample": cfg.eval.temperature > 0},
+        "val_kwargs": {
+            "temperature": cfg.eval.temperature,
+            "n": 1,
+            "do_sample": cfg.eval.temperature > 0,
+        },
     }
 
 
@@ -194,7 +221,9 @@ def render_verl_config(cfg: TrainConfig, *, run_dir: str | Path | None = None) -
             "gamma": 1.0,
             "lam": 1.0,
         },
-        "reward": {"custom_reward_function": {"path": reward_module_path(), "name": "compute_score"}},
+        "reward": {
+            "custom_reward_function": {"path": reward_module_path(), "name": "compute_score"}
+        },
         "trainer": {
             "use_v1": True,
             "nnodes": verl.nnodes,

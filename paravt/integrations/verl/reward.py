@@ -18,9 +18,15 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Mapping[str, Any] | None = None,
-                  **kwargs: Any) -> dict[str, Any]:
-    """``{"score": R, <every term of TERMS>, "format", "format_ref", "n_calls", "degenerate"}`` (verl logs every key)."""
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """``{"score": R, <every term of TERMS>, "format", "format_ref", "n_calls", "degenerate"}``
+    (verl logs every key)."""
     from paravt.config import RewardConfig, validate
     from paravt.protocol.tags import THINK_PREFIX, with_prefix
     from paravt.rewards import RewardWeights, compute_reward
@@ -29,9 +35,17 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
     task = str(info.get("task", "mcq"))
     options = info.get("options")
     options = tuple(options) if options is not None and len(options) else None
-    weights = RewardWeights.from_config(validate(RewardConfig, dict(info.get("reward") or {}), "extra_info.reward"))
+    weights = RewardWeights.from_config(
+        validate(RewardConfig, dict(info.get("reward") or {}), "extra_info.reward")
+    )
     answer = info.get("answer", ground_truth)
     prefix = THINK_PREFIX if bool(info.get("think_prefix", True)) else ""
-    b = compute_reward(with_prefix(prefix, solution_str or ""), task=task, answer=answer, options=options,
-                       prefix="", weights=weights)
+    b = compute_reward(
+        with_prefix(prefix, solution_str or ""),
+        task=task,
+        answer=answer,
+        options=options,
+        prefix="",
+        weights=weights,
+    )
     return {"score": float(b.reward), **b.scalars(), "degenerate": bool(b.degenerate)}

@@ -2,7 +2,8 @@
 
 Requests wait ``window_s`` for others (the sub-agents of a turn, the G rollouts of a group, the
 episodes of an eval); the batch is split by ``chunker`` into the groups that can run together and
-each group is served by ``serve``, a blocking function run in a worker thread (``asyncio.to_thread``)
+each group is served by ``serve``, a blocking function run in a worker thread
+(``asyncio.to_thread``)
 so that the event loop stays free. Batches of one queue never run concurrently. A ``serve`` or
 ``chunker`` that raises (or answers too few rows) ends its batch: every row not answered yet gets
 a ``finish_reason="error"`` output, so no request is left waiting. Used by
@@ -46,15 +47,20 @@ def one_chunk(batch: list[GenRequest]) -> list[list[int]]:
 
 @dataclass(frozen=True)
 class BatcherStats:
-    """What a queue has served so far: how full its batches were and how long the engine was busy."""
+    """What a queue has served so far: how full its batches were and how long the engine was
+    busy."""
 
     batches: int  # serve calls
     rows: int  # requests they answered
     busy_s: float  # seconds inside serve
 
     def to_json(self) -> dict[str, float]:
-        return {"batches": self.batches, "rows": self.rows, "busy_s": self.busy_s,
-                "rows_per_batch": self.rows / self.batches if self.batches else 0.0}
+        return {
+            "batches": self.batches,
+            "rows": self.rows,
+            "busy_s": self.busy_s,
+            "rows_per_batch": self.rows / self.batches if self.batches else 0.0,
+        }
 
 
 @dataclass(frozen=True)
@@ -67,8 +73,11 @@ class DecodeStats:
     rows: int
 
     def to_json(self) -> dict[str, float]:
-        return {"forwards": self.forwards, "rows": self.rows,
-                "rows_per_forward": self.rows / self.forwards if self.forwards else 0.0}
+        return {
+            "forwards": self.forwards,
+            "rows": self.rows,
+            "rows_per_forward": self.rows / self.forwards if self.forwards else 0.0,
+        }
 
 
 class Batcher:

@@ -59,10 +59,13 @@ class Engine(Protocol):
 
     def chunks(self, batch: list[GenRequest]) -> list[list[int]]: ...
 
+
 Pending = tuple[GenRequest, "asyncio.Future[GenOutput]", asyncio.AbstractEventLoop]
 
 
-def _deliver(fut: asyncio.Future[GenOutput], loop: asyncio.AbstractEventLoop, out: GenOutput) -> None:
+def _deliver(
+    fut: asyncio.Future[GenOutput], loop: asyncio.AbstractEventLoop, out: GenOutput
+) -> None:
     def put() -> None:
         if not fut.done():
             fut.set_result(out)
@@ -106,7 +109,9 @@ class ContinuousScheduler:
             await task
 
     async def _run(self) -> None:
-        await asyncio.sleep(self.window_s)  # an idle engine lets a burst (K sub-agents, G rollouts) gather
+        await asyncio.sleep(
+            self.window_s
+        )  # an idle engine lets a burst (K sub-agents, G rollouts) gather
         await asyncio.to_thread(self._drive)
 
     def _drive(self) -> None:
@@ -131,7 +136,9 @@ class ContinuousScheduler:
             waiting, self._pending, self._running = self._pending, [], False
         for row in self.live.rows:
             row.deliver(error_output(f"engine failed: {why}", time.perf_counter() - row.t0))
-        self.live = LiveBatch(self.engine.model, self.engine.codec.vision_token_ids, self.engine.codec.stop_token_ids)
+        self.live = LiveBatch(
+            self.engine.model, self.engine.codec.vision_token_ids, self.engine.codec.stop_token_ids
+        )
         for _, fut, loop in waiting:
             _deliver(fut, loop, error_output(f"engine failed: {why}"))
 
@@ -152,7 +159,9 @@ class ContinuousScheduler:
             try:
                 self._prefill(joins)
             except Exception:  # noqa: BLE001 - served by the batch path (row by row on failure)
-                for (_, fut, loop), out in zip(joins, self.engine.run_batch([p[0] for p in joins]), strict=True):
+                for (_, fut, loop), out in zip(
+                    joins, self.engine.run_batch([p[0] for p in joins]), strict=True
+                ):
                     _deliver(fut, loop, out)
 
     @torch.no_grad()
@@ -167,10 +176,22 @@ class ContinuousScheduler:
         cache = kw["past_key_values"]
         if not plain_layers(cache):
             raise ValueError("a sliding-window cache cannot be merged")
-        rows = [Row(req, _deliverer(fut, loop), prep.media[i], prep.prefill_tokens[i], prep.prefill_rows, t0,
-                    _row_generator(req)) for i, (req, fut, loop) in enumerate(joins)]
+        rows = [
+            Row(
+                req,
+                _deliverer(fut, loop),
+                prep.media[i],
+                prep.prefill_tokens[i],
+                prep.prefill_rows,
+                t0,
+                _row_generator(req),
+            )
+            for i, (req, fut, loop) in enumerate(joins)
+        ]
         pos = kw["position_ids"]
-        self.live.add(rows, cache, kw["attention_mask"][:, :-1], kw["input_ids"][:, -1], pos[..., -1])
+        self.live.add(
+            rows, cache, kw["attention_mask"][:, :-1], kw["input_ids"][:, -1], pos[..., -1]
+        )
 
     def _step(self) -> None:
         n = len(self.live)
@@ -189,15 +210,26 @@ class ContinuousScheduler:
     def _fail_live(self, why: str) -> None:
         for row in self.live.rows:
             row.deliver(error_output(f"engine failed: {why}", time.perf_counter() - row.t0))
-        self.live = LiveBatch(self.engine.model, self.engine.codec.vision_token_ids, self.engine.codec.stop_token_ids)
+        self.live = LiveBatch(
+            self.engine.model, self.engine.codec.vision_token_ids, self.engine.codec.stop_token_ids
+        )
 
     def _output(self, row: Row) -> GenOutput:
         tokens = row.tokens
         finish = "stop" if tokens and tokens[-1] in self.live.stops else "length"
-        metrics = {"latency_s": time.perf_counter() - row.t0, "batch_size": row.live_rows / max(1, len(tokens)),
-                   "prefill_rows": float(row.prefill_rows), "prefill_tokens": float(row.prefill_tokens)}
-        return GenOutput(token_ids=tuple(tokens), logprobs=tuple(row.logps), text=self.engine.codec.decode(tokens),
-                         finish_reason=finish, metrics=metrics)
+        metrics = {
+            "latency_s": time.perf_counter() - row.t0,
+            "batch_size": row.live_rows / max(1, len(tokens)),
+            "prefill_rows": float(row.prefill_rows),
+            "prefill_tokens": float(row.prefill_tokens),
+        }
+        return GenOutput(
+            token_ids=tuple(tokens),
+            logprobs=tuple(row.logps),
+            text=self.engine.codec.decode(tokens),
+            finish_reason=finish,
+            metrics=metrics,
+        )
 
 
 def _deliverer(fut: asyncio.Future[GenOutput], loop: asyncio.AbstractEventLoop) -> Any:

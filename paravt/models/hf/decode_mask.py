@@ -28,25 +28,50 @@ import torch
 NAME = "paravt_sdpa"
 
 
-def decode_step_mask(batch_size: int, q_length: int, kv_length: int, q_offset: Any = 0, kv_offset: int = 0,
-                     mask_function: Any = None, attention_mask: torch.Tensor | None = None,
-                     local_size: int | None = None, allow_is_causal_skip: bool = True, **kwargs: Any
-                     ) -> torch.Tensor | None:
+def decode_step_mask(
+    batch_size: int,
+    q_length: int,
+    kv_length: int,
+    q_offset: Any = 0,
+    kv_offset: int = 0,
+    mask_function: Any = None,
+    attention_mask: torch.Tensor | None = None,
+    local_size: int | None = None,
+    allow_is_causal_skip: bool = True,
+    **kwargs: Any,
+) -> torch.Tensor | None:
     """``sdpa_mask``'s result; computed in one op for a decode step, by ``sdpa_mask`` otherwise."""
     from transformers.masking_utils import causal_mask_function, sdpa_mask
 
     mask_function = causal_mask_function if mask_function is None else mask_function
     tracing = torch.compiler.is_compiling() or torch.jit.is_tracing()
-    decode_step = (not tracing and q_length == 1 and kv_offset == 0 and local_size is None
-                   and allow_is_causal_skip and mask_function is causal_mask_function
-                   and attention_mask is not None and attention_mask.dim() == 2
-                   and attention_mask.dtype == torch.bool and attention_mask.shape == (batch_size, kv_length)
-                   and int(q_offset) == kv_length - 1)
+    decode_step = (
+        not tracing
+        and q_length == 1
+        and kv_offset == 0
+        and local_size is None
+        and allow_is_causal_skip
+        and mask_function is causal_mask_function
+        and attention_mask is not None
+        and attention_mask.dim() == 2
+        and attention_mask.dtype == torch.bool
+        and attention_mask.shape == (batch_size, kv_length)
+        and int(q_offset) == kv_length - 1
+    )
     if decode_step:
         return None if bool(attention_mask.all()) else attention_mask[:, None, None, :]  # B×1×1×L
-    return sdpa_mask(batch_size, q_length, kv_length, q_offset, kv_offset, mask_function=mask_function,
-                     attention_mask=attention_mask, local_size=local_size,
-                     allow_is_causal_skip=allow_is_causal_skip, **kwargs)
+    return sdpa_mask(
+        batch_size,
+        q_length,
+        kv_length,
+        q_offset,
+        kv_offset,
+        mask_function=mask_function,
+        attention_mask=attention_mask,
+        local_size=local_size,
+        allow_is_causal_skip=allow_is_causal_skip,
+        **kwargs,
+    )
 
 
 def register() -> str:

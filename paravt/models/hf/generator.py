@@ -36,7 +36,8 @@
   tower, prompt) with that many torch threads and its decode steps with the caller's count
   (process-wide ``torch.set_num_threads``, restored after the batch). The torch work runs in a
   worker thread (``paravt.models.hf.batching``) so the event loop stays free; batches never run
-  concurrently. Both cores of a CPU: ``paravt.models.hf.replicas`` (policy copies in worker processes).
+  concurrently. Both cores of a CPU: ``paravt.models.hf.replicas`` (policy copies in worker
+  processes).
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
 from paravt.models.base import GenOutput, GenRequest, error_output
+from paravt.models.chat import ChatCodec
 from paravt.models.hf.batching import Batcher, DecodeStats, prefill_threads
 from paravt.models.hf.continuous import ContinuousScheduler
-from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import LoadedPolicy
 from paravt.models.hf.prefill import Prefiller
 
@@ -106,18 +107,34 @@ class _DecodeThreads(LogitsProcessor):
 class HFGenerator:
     """Batched local generation with a transformers model (see the module docstring)."""
 
-    def __init__(self, policy: LoadedPolicy, *, max_batch: int = 16, window_s: float = 0.005,
-                 share_prefill: bool = True, turn_cache_entries: int = 32, prefill_threads: int | None = None,
-                 continuous: bool = False, max_live_rows: int = 64) -> None:
+    def __init__(
+        self,
+        policy: LoadedPolicy,
+        *,
+        max_batch: int = 16,
+        window_s: float = 0.005,
+        share_prefill: bool = True,
+        turn_cache_entries: int = 32,
+        prefill_threads: int | None = None,
+        continuous: bool = False,
+        max_live_rows: int = 64,
+    ) -> None:
         self.policy = policy
         self.model = policy.model
         self.codec = ChatCodec(policy.processor, policy.family)
         # share_prefill=False / turn_cache_entries=0 only to measure or test the sharing against
-        self.prefiller = Prefiller(self.model, policy.processor, pad_id=self.codec.pad_id,
-                                   vision_ids=self.codec.vision_token_ids, share=share_prefill,
-                                   turn_entries=turn_cache_entries)
+        self.prefiller = Prefiller(
+            self.model,
+            policy.processor,
+            pad_id=self.codec.pad_id,
+            vision_ids=self.codec.vision_token_ids,
+            share=share_prefill,
+            turn_entries=turn_cache_entries,
+        )
         self.max_batch = max_batch
-        self.prefill_threads = prefill_threads  # torch threads for the prefill only (None: unchanged)
+        self.prefill_threads = (
+            prefill_threads  # torch threads for the prefill only (None: unchanged)
+        )
         self._queue = Batcher(self.run_batch, window_s=window_s, chunker=self.chunks)
         self._gen_configs: dict[tuple[tuple[str, Any], ...], GenerationConfig] = {}
         self._decoded = (0, 0)  # token-producing forwards, rows they advanced (the batch path)
@@ -148,7 +165,11 @@ class HFGenerator:
         groups: dict[tuple[float, float], list[int]] = {}
         for i, r in enumerate(batch):
             groups.setdefault((r.sampling.temperature, r.sampling.top_p), []).append(i)
-        return [g[i:i + self.max_batch] for g in groups.values() for i in range(0, len(g), self.max_batch)]
+        return [
+            g[i : i + self.max_batch]
+            for g in groups.values()
+            for i in range(0, len(g), self.max_batch)
+        ]
 
     # ---- blocking part (worker thread) -----------------------------------------------------
     def run_batch(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
@@ -163,7 +184,9 @@ class HFGenerator:
             return [self.run_batch([r])[0] for r in requests]
 
     @torch.no_grad()
-    def _generate_batch(self, requests: Sequence[GenRequest], t0: float, decode_threads: int) -> list[GenOutput]:
+    def _generate_batch(
+        self, requests: Sequence[GenRequest], t0: float, decode_threads: int
+    ) -> list[GenOutput]:
         device = next(self.model.parameters()).device
         prep = self.prefiller.prepare(requests, device)
         inputs = prep.kwargs
@@ -182,7 +205,9 @@ class HFGenerator:
             kwargs["logits_processor"] = LogitsProcessorList([row_sampler])
         kwargs["generation_config"] = self._generation_config(tuple(sorted(params.items())))
         if self.prefill_threads:  # back to the caller's thread count once the prefill is done
-            kwargs.setdefault("logits_processor", LogitsProcessorList()).append(_DecodeThreads(decode_threads))
+            kwargs.setdefault("logits_processor", LogitsProcessorList()).append(
+                _DecodeThreads(decode_threads)
+            )
         seed = _batch_seed(requests) if sample and row_sampler is None else None
         if seed is None:  # unseeded: draw from (and advance) the global RNG, never replay it
             out = self.model.generate(**inputs, **kwargs)
@@ -192,14 +217,27 @@ class HFGenerator:
                 out = self.model.generate(**inputs, **kwargs)
         width = inputs["input_ids"].shape[1]
         new = out.sequences[:, width:]  # B×N
-        scores = row_sampler.clean_logprobs() if row_sampler is not None else torch.stack(out.scores, dim=1)
+        scores = (
+            row_sampler.clean_logprobs()
+            if row_sampler is not None
+            else torch.stack(out.scores, dim=1)
+        )
         logp = torch.log_softmax(scores.float(), dim=-1)  # B×N×V
         tok_logp = logp.gather(-1, new[..., None])[..., 0]  # B×N
-        metrics = {"latency_s": time.perf_counter() - t0, "batch_size": float(len(requests)),
-                   "prefill_rows": float(prep.prefill_rows)}
-        outs = [self._row_output(new[i], tok_logp[i], r.sampling.max_new_tokens,
-                                 {**metrics, "prefill_tokens": float(prep.prefill_tokens[i])})
-                for i, r in enumerate(requests)]
+        metrics = {
+            "latency_s": time.perf_counter() - t0,
+            "batch_size": float(len(requests)),
+            "prefill_rows": float(prep.prefill_rows),
+        }
+        outs = [
+            self._row_output(
+                new[i],
+                tok_logp[i],
+                r.sampling.max_new_tokens,
+                {**metrics, "prefill_tokens": float(prep.prefill_tokens[i])},
+            )
+            for i, r in enumerate(requests)
+        ]
         self.prefiller.keep(requests, prep, out.past_key_values, width, [o.token_ids for o in outs])
         forwards, rows = self._decoded  # a row is live until its stop token or its own limit
         self._decoded = (forwards + new.shape[1], rows + sum(len(o.token_ids) for o in outs))
@@ -213,19 +251,28 @@ class HFGenerator:
             if len(self._gen_configs) >= 64:
                 self._gen_configs.clear()
             self._gen_configs[params] = GenerationConfig(
-                **dict(params), repetition_penalty=1.0, eos_token_id=list(self.codec.stop_token_ids),
-                pad_token_id=self.codec.pad_id, suppress_tokens=list(self.codec.vision_token_ids),
-                output_scores=True, return_dict_in_generate=True)
+                **dict(params),
+                repetition_penalty=1.0,
+                eos_token_id=list(self.codec.stop_token_ids),
+                pad_token_id=self.codec.pad_id,
+                suppress_tokens=list(self.codec.vision_token_ids),
+                output_scores=True,
+                return_dict_in_generate=True,
+            )
         return self._gen_configs[params]
 
-    def _row_output(self, ids: torch.Tensor, logps: torch.Tensor, max_new: int,
-                    metrics: dict[str, float]) -> GenOutput:
+    def _row_output(
+        self, ids: torch.Tensor, logps: torch.Tensor, max_new: int, metrics: dict[str, float]
+    ) -> GenOutput:
         tokens = ids.tolist()[:max_new]
         stops = set(self.codec.stop_token_ids)
         end = next((i + 1 for i, t in enumerate(tokens) if t in stops), None)
         finish = "stop" if end is not None else "length"
         tokens = tokens[:end] if end is not None else tokens
         return GenOutput(
-            token_ids=tuple(tokens), logprobs=tuple(float(x) for x in logps[: len(tokens)].tolist()),
-            text=self.codec.decode(tokens), finish_reason=finish,
-            metrics=metrics)
+            token_ids=tuple(tokens),
+            logprobs=tuple(float(x) for x in logps[: len(tokens)].tolist()),
+            text=self.codec.decode(tokens),
+            finish_reason=finish,
+            metrics=metrics,
+        )

@@ -77,12 +77,21 @@ class LiveBatch:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def add(self, rows: list[Row], cache: Any, mask: torch.Tensor, ids: torch.Tensor, pos: torch.Tensor) -> None:
-        """Merge prefilled rows (their cache over the prompt but its last token, which is ``ids``)."""
+    def add(
+        self, rows: list[Row], cache: Any, mask: torch.Tensor, ids: torch.Tensor, pos: torch.Tensor
+    ) -> None:
+        """Merge prefilled rows (their cache over the prompt but its last token, which is
+        ``ids``)."""
         from transformers.cache_utils import DynamicCache
 
         if not self.rows:
-            self.rows, self.cache, self.mask, self.next_ids, self.next_pos = list(rows), cache, mask, ids, pos
+            self.rows, self.cache, self.mask, self.next_ids, self.next_pos = (
+                list(rows),
+                cache,
+                mask,
+                ids,
+                pos,
+            )
             return
         assert self.mask is not None and self.next_ids is not None and self.next_pos is not None
         width = max(self.mask.shape[1], mask.shape[1])
@@ -103,13 +112,21 @@ class LiveBatch:
         asked for it, ``GenRequest.keep_kv``) have left the batch."""
         assert self.mask is not None and self.next_ids is not None and self.next_pos is not None
         mask = torch.cat([self.mask, self.mask.new_ones((len(self.rows), 1))], dim=1)
-        out = self.model(input_ids=self.next_ids[:, None], attention_mask=mask, position_ids=self.next_pos[..., None],
-                         past_key_values=self.cache, use_cache=True, logits_to_keep=1)
+        out = self.model(
+            input_ids=self.next_ids[:, None],
+            attention_mask=mask,
+            position_ids=self.next_pos[..., None],
+            past_key_values=self.cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         self.cache, self.mask = out.past_key_values, mask
         tokens, logps = self._sample(out.logits[:, -1, :])
         self.next_ids, self.next_pos = tokens.to(self.next_ids.device), self.next_pos + 1
         finished: list[int] = []
-        for i, (row, tok, lp) in enumerate(zip(self.rows, tokens.tolist(), logps.tolist(), strict=True)):
+        for i, (row, tok, lp) in enumerate(
+            zip(self.rows, tokens.tolist(), logps.tolist(), strict=True)
+        ):
             row.tokens.append(tok)
             row.logps.append(lp)
             row.live_rows += len(self.rows)

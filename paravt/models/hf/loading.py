@@ -35,7 +35,8 @@ def family_of(model_type: str) -> str:
     if model_type not in _FAMILIES:
         raise ModelError(
             f"model_type {model_type!r} is not supported; paravt handles {', '.join(_FAMILIES)} "
-            "(Qwen2.5-VL / Qwen3-VL checkpoints)")
+            "(Qwen2.5-VL / Qwen3-VL checkpoints)"
+        )
     return _FAMILIES[model_type]
 
 
@@ -46,8 +47,10 @@ def load_processor(path: str) -> Any:
         return AutoProcessor.from_pretrained(path, local_files_only=True)
     except (OSError, ValueError) as err:
         raise ModelError(
-            f"cannot load a processor from {path!r}: {err}. Pass a local checkpoint directory (e.g. "
-            "one written by `paravt model tiny`) or a hub id already in the local HF cache") from None
+            f"cannot load a processor from {path!r}: {err}. Pass a local checkpoint directory "
+            "(e.g. "
+            "one written by `paravt model tiny`) or a hub id already in the local HF cache"
+        ) from None
 
 
 def accelerator_attention(device: str | torch.device) -> None:
@@ -74,13 +77,20 @@ def load_policy(path: str, *, device: str = "cpu", dtype: str = "float32") -> Lo
     except (OSError, ValueError) as err:
         raise ModelError(
             f"cannot load a model config from {path!r}: {err}. Build one with `paravt model tiny "
-            "--out DIR` or download the checkpoint into the HF cache first") from None
+            "--out DIR` or download the checkpoint into the HF cache first"
+        ) from None
     family = family_of(config.model_type)
     processor = load_processor(path)
     model = AutoModelForImageTextToText.from_pretrained(
-        path, local_files_only=True, dtype=_DTYPES[dtype])
+        path, local_files_only=True, dtype=_DTYPES[dtype]
+    )
     accelerator_attention(device)
     model.to(device).eval()
     use_decode_mask(model)  # a one-op mask for padded decode steps; bit-identical (decode_mask)
-    return LoadedPolicy(model=model, processor=processor, tokenizer=processor.tokenizer,
-                        family=family, path=str(path))
+    return LoadedPolicy(
+        model=model,
+        processor=processor,
+        tokenizer=processor.tokenizer,
+        family=family,
+        path=str(path),
+    )

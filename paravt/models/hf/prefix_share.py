@@ -47,8 +47,10 @@ def _media_digest(frames: Frames, memo: dict[int, tuple[Any, ...]]) -> tuple[Any
     return memo[key]
 
 
-def share_plan(requests: Sequence[GenRequest], media: Sequence[tuple[tuple[Any, ...], tuple[Any, ...]]] | None = None
-               ) -> tuple[list[int], list[int]] | None:
+def share_plan(
+    requests: Sequence[GenRequest],
+    media: Sequence[tuple[tuple[Any, ...], tuple[Any, ...]]] | None = None,
+) -> tuple[list[int], list[int]] | None:
     """(first row of each distinct prompt, index of each row's distinct prompt), or None when no
     two rows share their prompt (token ids and media). ``media``: the rows' ``media_key`` when the
     caller has them already (the frames are then not hashed again)."""
@@ -67,9 +69,14 @@ def share_plan(requests: Sequence[GenRequest], media: Sequence[tuple[tuple[Any, 
     return (firsts, index) if len(firsts) < len(requests) else None
 
 
-def media_key(req: GenRequest, memo: dict[int, tuple[Any, ...]]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+def media_key(
+    req: GenRequest, memo: dict[int, tuple[Any, ...]]
+) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """Content keys of a request's (videos, images)."""
-    return (tuple(_media_digest(v, memo) for v in req.videos), tuple(_media_digest(im, memo) for im in req.images))
+    return (
+        tuple(_media_digest(v, memo) for v in req.videos),
+        tuple(_media_digest(im, memo) for im in req.images),
+    )
 
 
 RowKV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: (keys, values), each 1×H×T×D
@@ -77,7 +84,10 @@ RowKV = list[tuple[torch.Tensor, torch.Tensor]]  # per layer: (keys, values), ea
 
 def row_kv(cache: Any, row: int, start: int, stop: int) -> RowKV:
     """Columns [start, stop) of one row of a cache, per layer."""
-    return [(layer.keys[row:row + 1, :, start:stop], layer.values[row:row + 1, :, start:stop]) for layer in cache.layers]
+    return [
+        (layer.keys[row : row + 1, :, start:stop], layer.values[row : row + 1, :, start:stop])
+        for layer in cache.layers
+    ]
 
 
 def plain_layers(cache: Any) -> bool:
@@ -97,11 +107,13 @@ def assemble(model: Any, rows: Sequence[RowKV], width: int) -> Any:
     for li in range(len(rows[0])):
         k0 = rows[0][li][0]
         keys = k0.new_zeros((len(rows), k0.shape[1], width, k0.shape[3]))  # B×H×W×D
-        values = rows[0][li][1].new_zeros((len(rows), rows[0][li][1].shape[1], width, rows[0][li][1].shape[3]))
+        values = rows[0][li][1].new_zeros(
+            (len(rows), rows[0][li][1].shape[1], width, rows[0][li][1].shape[3])
+        )
         for b, kv in enumerate(rows):
             n = kv[li][0].shape[2]
-            keys[b, :, width - n:] = kv[li][0][0]
-            values[b, :, width - n:] = kv[li][1][0]
+            keys[b, :, width - n :] = kv[li][0][0]
+            values[b, :, width - n :] = kv[li][1][0]
         cache.update(keys, values, li)
     return cache
 
@@ -117,20 +129,34 @@ def position_cols(positions: torch.Tensor, rows: torch.Tensor | slice, cols: sli
 
 
 @torch.no_grad()
-def prefill_rows(model: Any, inputs: dict[str, torch.Tensor], positions: torch.Tensor) -> tuple[Any, list[int]]:
+def prefill_rows(
+    model: Any, inputs: dict[str, torch.Tensor], positions: torch.Tensor
+) -> tuple[Any, list[int]]:
     """Prefill all tokens but the last of left-padded prompts; (cache, prompt lengths)."""
     ids, mask, mm = (inputs[k] for k in _TEXT_KEYS)  # U×L each
     media = {k: v for k, v in inputs.items() if k not in _TEXT_KEYS}
-    out = model(input_ids=ids[:, :-1], attention_mask=mask[:, :-1], mm_token_type_ids=mm[:, :-1],
-                position_ids=position_cols(positions, slice(None), slice(None, -1)), use_cache=True, logits_to_keep=1,
-                **media)
+    out = model(
+        input_ids=ids[:, :-1],
+        attention_mask=mask[:, :-1],
+        mm_token_type_ids=mm[:, :-1],
+        position_ids=position_cols(positions, slice(None), slice(None, -1)),
+        use_cache=True,
+        logits_to_keep=1,
+        **media,
+    )
     return out.past_key_values, [int(x) for x in mask.sum(-1).tolist()]
 
 
-def generate_kwargs(inputs: dict[str, torch.Tensor], positions: torch.Tensor, index: Sequence[int],
-                    cache: Any) -> dict[str, Any]:
+def generate_kwargs(
+    inputs: dict[str, torch.Tensor], positions: torch.Tensor, index: Sequence[int], cache: Any
+) -> dict[str, Any]:
     """``generate`` keyword arguments for all rows (row i = distinct prompt ``index[i]``)."""
     ids, mask, mm = (inputs[k] for k in _TEXT_KEYS)
     rows = torch.tensor(list(index), dtype=torch.long, device=ids.device)  # B
-    return {"input_ids": ids[rows], "attention_mask": mask[rows], "mm_token_type_ids": mm[rows],
-            "position_ids": positions.index_select(positions.dim() - 2, rows), "past_key_values": cache}
+    return {
+        "input_ids": ids[rows],
+        "attention_mask": mask[rows],
+        "mm_token_type_ids": mm[rows],
+        "position_ids": positions.index_select(positions.dim() - 2, rows),
+        "past_key_values": cache,
+    }

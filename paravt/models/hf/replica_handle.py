@@ -25,16 +25,25 @@ from paravt.models.hf.turn_cache import weights_version
 
 _START_TIMEOUT_S = 300.0
 _MAX_RESTARTS = 2
-DEFAULT_TIMEOUT_S: float = ModelConfig.model_fields["replica_timeout_s"].default  # written once, in config
+DEFAULT_TIMEOUT_S: float = ModelConfig.model_fields[
+    "replica_timeout_s"
+].default  # written once, in config
 DEFAULT_MAX_REPLY_BYTES_PER_ROW = 16 << 20
 
 
 class Replica:
     """One worker process and the queue of requests it serves."""
 
-    def __init__(self, index: int, spec: WorkerSpec, model: Any, window_s: float, *,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, max_reply_bytes_per_row: int = DEFAULT_MAX_REPLY_BYTES_PER_ROW
-                 ) -> None:
+    def __init__(
+        self,
+        index: int,
+        spec: WorkerSpec,
+        model: Any,
+        window_s: float,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_reply_bytes_per_row: int = DEFAULT_MAX_REPLY_BYTES_PER_ROW,
+    ) -> None:
         self.index, self.model, self.spec = index, model, spec
         self.timeout_s, self.max_reply_bytes_per_row = timeout_s, max_reply_bytes_per_row
         self.down: str | None = None
@@ -53,21 +62,30 @@ class Replica:
         """Start a worker process; its end of the pipe and the process."""
         ctx = mp.get_context("spawn")
         conn, child = ctx.Pipe()
-        proc = ctx.Process(target=serve, args=(child, self.spec), daemon=True, name=f"paravt-replica-{self.index}")
+        proc = ctx.Process(
+            target=serve, args=(child, self.spec), daemon=True, name=f"paravt-replica-{self.index}"
+        )
         proc.start()
         child.close()
         return conn, proc
 
     def call(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
-        """Blocking round trip (in the queue's worker thread) within ``timeout_s``; never raises. Rows
-        the worker did not answer, or that came while it was (re)starting, carry ``metrics["replica_lost"]``
+        """Blocking round trip (in the queue's worker thread) within ``timeout_s``; never raises.
+        Rows
+        the worker did not answer, or that came while it was (re)starting, carry
+        ``metrics["replica_lost"]``
         (the caller serves them elsewhere); rows whose reply was over the cap are plain errors."""
         t0 = time.perf_counter()
         with self._pipe:
             if not self.ready and self.down is None:
                 self._take_ready()
             if self.down is not None or not self.ready:
-                return [lost_output(self.down or f"replica {self.index} is still starting (restarted)", t0) for _ in requests]
+                return [
+                    lost_output(
+                        self.down or f"replica {self.index} is still starting (restarted)", t0
+                    )
+                    for _ in requests
+                ]
             watchdog = Watchdog(self.timeout_s, self.proc.kill)
             try:
                 outs = self._round_trip(requests, t0)
@@ -78,20 +96,35 @@ class Replica:
                 return [lost_output(self.down or "replica is down", t0) for _ in requests]
             finally:
                 watchdog.stop()
-            if watchdog.stop() and self.down is None:  # fired after the reply was read: the reply stands
-                self._restart(f"killed at its {self.timeout_s:g} s deadline just after it answered", [], t0)
+            if (
+                watchdog.stop() and self.down is None
+            ):  # fired after the reply was read: the reply stands
+                self._restart(
+                    f"killed at its {self.timeout_s:g} s deadline just after it answered", [], t0
+                )
             return outs
 
-    def _pipe_failed(self, err: Exception, requests: Sequence[GenRequest], t0: float, hung: bool) -> list[GenOutput]:
+    def _pipe_failed(
+        self, err: Exception, requests: Sequence[GenRequest], t0: float, hung: bool
+    ) -> list[GenOutput]:
         if hung:
-            return self._restart(f"no answer within {self.timeout_s:g} s (model.replica_timeout_s); killed",
-                                 requests, t0)
+            return self._restart(
+                f"no answer within {self.timeout_s:g} s (model.replica_timeout_s); killed",
+                requests,
+                t0,
+            )
         if isinstance(err, OSError) and "bad message length" in str(err):
             cap = self.max_reply_bytes_per_row * len(requests)
             self._restart(f"a reply over {cap:,} bytes", [], t0)
-            return [error_output(f"replica {self.index}'s reply for {len(requests)} rows exceeds "
-                                 f"{cap:,} bytes ({self.max_reply_bytes_per_row:,} per row); lower "
-                                 "max_new_tokens", time.perf_counter() - t0) for _ in requests]
+            return [
+                error_output(
+                    f"replica {self.index}'s reply for {len(requests)} rows exceeds "
+                    f"{cap:,} bytes ({self.max_reply_bytes_per_row:,} per row); lower "
+                    "max_new_tokens",
+                    time.perf_counter() - t0,
+                )
+                for _ in requests
+            ]
         self._drop(self._exit_reason(err))
         return [lost_output(self.down or "replica is down", t0) for _ in requests]
 
@@ -119,15 +152,21 @@ class Replica:
             self._drop(f"{why} (after {self.restarts} restarts)")
         else:
             self.restarts += 1
-            print(f"paravt: replica {self.index}: {why}; restarting it ({self.restarts}/{_MAX_RESTARTS}); "
-                  "its rows are served by this process", file=sys.stderr)
+            print(
+                f"paravt: replica {self.index}: {why}; restarting it "
+                f"({self.restarts}/{_MAX_RESTARTS}); "
+                "its rows are served by this process",
+                file=sys.stderr,
+            )
             self._spawn()
         return [lost_output(f"replica {self.index}: {why}", t0) for _ in requests]
 
     def _exit_reason(self, err: BaseException) -> str:
         self.proc.join(timeout=1.0)
         if self.proc.exitcode is not None:
-            return f"its process exited with code {self.proc.exitcode} (its stderr has the traceback)"
+            return (
+                f"its process exited with code {self.proc.exitcode} (its stderr has the traceback)"
+            )
         return f"{type(err).__name__} on the pipe: {err}"
 
     def serving(self) -> bool:
@@ -142,7 +181,8 @@ class Replica:
         return self.ready and self.down is None
 
     def _take_ready(self) -> None:
-        """The worker's "ready" if sent (never waits); no "ready" within ``_START_TIMEOUT_S``: dropped."""
+        """The worker's "ready" if sent (never waits); no "ready" within ``_START_TIMEOUT_S``:
+        dropped."""
         if not self.conn.poll(0):
             if time.monotonic() - self.started_at > _START_TIMEOUT_S:
                 self._drop(f"no answer within {_START_TIMEOUT_S:g} s of starting")
@@ -167,7 +207,9 @@ class Replica:
     def close(self) -> None:
         if self.down is None:
             self.down = f"replica {self.index} was closed"
-        if self.proc.is_alive() and self.ready and self._pipe.acquire(timeout=1.0):  # else: mid-batch
+        if (
+            self.proc.is_alive() and self.ready and self._pipe.acquire(timeout=1.0)
+        ):  # else: mid-batch
             try:
                 self.conn.send(None)
             except OSError:
@@ -178,7 +220,9 @@ class Replica:
         if self.proc.is_alive():
             self.proc.terminate()
             self.proc.join(timeout=10)
-        if self.proc.is_alive():  # stopped or hung: SIGTERM waits; multiprocessing's exit would join forever
+        if (
+            self.proc.is_alive()
+        ):  # stopped or hung: SIGTERM waits; multiprocessing's exit would join forever
             self.proc.kill()
             self.proc.join(timeout=10)
         self.conn.close()

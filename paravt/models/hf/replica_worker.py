@@ -29,7 +29,9 @@ Packed = dict[str, tuple[str, tuple[int, ...], np.ndarray]]  # name: (dtype, sha
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    path: str  # checkpoint directory the replica loads (its weights are then synced from the parent)
+    path: (
+        str  # checkpoint directory the replica loads (its weights are then synced from the parent)
+    )
     device: str
     dtype: str
     threads: int  # torch intra-op threads of the process
@@ -44,14 +46,20 @@ def pack_weights(model: Any) -> Packed:
     out: Packed = {}
     for name, t in model.state_dict().items():
         flat = t.detach().to("cpu").contiguous().reshape(-1)
-        out[name] = (str(t.dtype).removeprefix("torch."), tuple(t.shape), flat.view(torch.uint8).numpy().copy())
+        out[name] = (
+            str(t.dtype).removeprefix("torch."),
+            tuple(t.shape),
+            flat.view(torch.uint8).numpy().copy(),
+        )
     return out
 
 
 def load_packed(model: Any, packed: Packed) -> None:
     device = next(model.parameters()).device
-    state = {name: torch.from_numpy(raw).view(getattr(torch, dtype)).reshape(shape).to(device)
-             for name, (dtype, shape, raw) in packed.items()}
+    state = {
+        name: torch.from_numpy(raw).view(getattr(torch, dtype)).reshape(shape).to(device)
+        for name, (dtype, shape, raw) in packed.items()
+    }
     model.load_state_dict(state, strict=True)
 
 
@@ -60,14 +68,21 @@ def serve(conn: Connection, spec: WorkerSpec) -> None:
     torch.set_num_threads(spec.threads)
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # a worker's load bars would interleave with the parent's rich output
+    # a worker's load bars would interleave with the parent's rich output
+    hf_logging.disable_progress_bar()
     try:
         from paravt.models.hf.generator import HFGenerator
         from paravt.models.hf.loading import load_policy
 
         policy = load_policy(spec.path, device=spec.device, dtype=spec.dtype)
-        gen = HFGenerator(policy, max_batch=spec.max_batch, window_s=0.0, share_prefill=spec.share_prefill,
-                          turn_cache_entries=spec.turn_cache_entries, prefill_threads=spec.prefill_threads)
+        gen = HFGenerator(
+            policy,
+            max_batch=spec.max_batch,
+            window_s=0.0,
+            share_prefill=spec.share_prefill,
+            turn_cache_entries=spec.turn_cache_entries,
+            prefill_threads=spec.prefill_threads,
+        )
     except Exception as err:  # noqa: BLE001 - reported to the parent, which serves without this replica
         conn.send(("failed", f"{type(err).__name__}: {err}"))
         return

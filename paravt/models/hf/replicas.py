@@ -27,7 +27,8 @@ Failures: a worker that cannot load or dies is dropped, with one line on stderr;
 (and every later one) are served by the remaining engines. Every round trip has a deadline
 (``timeout_s``, ``model.replica_timeout_s``): a worker that does not answer in time (hung,
 SIGSTOPped) is SIGKILLed by a watchdog and started again (at most ``_MAX_RESTARTS`` times, then
-dropped: ``paravt.models.hf.replica_handle``); its rows, and batches queued for it while the new worker starts, are served by this
+dropped: ``paravt.models.hf.replica_handle``); its rows, and batches queued for it while the new
+worker starts, are served by this
 process, never waited for (a worker not started within ``_START_TIMEOUT_S`` is dropped). A
 watchdog firing just after the reply was read keeps the reply and restarts the worker it killed.
 A reply is read with a size cap (``max_reply_bytes_per_row`` × rows): one over it becomes an
@@ -51,7 +52,11 @@ from paravt.errors import ModelError
 from paravt.models.base import GenOutput, GenRequest
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import LoadedPolicy
-from paravt.models.hf.replica_handle import DEFAULT_MAX_REPLY_BYTES_PER_ROW, DEFAULT_TIMEOUT_S, Replica
+from paravt.models.hf.replica_handle import (
+    DEFAULT_MAX_REPLY_BYTES_PER_ROW,
+    DEFAULT_TIMEOUT_S,
+    Replica,
+)
 from paravt.models.hf.replica_worker import WorkerSpec
 
 DEFAULT_CONTINUOUS: bool = ModelConfig.model_fields["continuous_batching"].default
@@ -63,7 +68,9 @@ class Affinity:
 
     def __init__(self, max_entries: int) -> None:
         self.max_entries = max_entries
-        self._kept: OrderedDict[tuple[int, ...], int] = OrderedDict()  # prompt + sampled[:-1] -> engine
+        self._kept: OrderedDict[tuple[int, ...], int] = (
+            OrderedDict()
+        )  # prompt + sampled[:-1] -> engine
 
     def engine_for(self, req: GenRequest) -> int | None:
         best: tuple[int, int] | None = None  # (length, engine)
@@ -75,12 +82,15 @@ class Affinity:
     @staticmethod
     def _starts(req: GenRequest, ids: tuple[int, ...]) -> bool:
         p = req.prompt_ids
-        return 0 < len(ids) < len(p) and p[len(ids) - 1] == ids[-1] and p[:len(ids)] == ids
+        return 0 < len(ids) < len(p) and p[len(ids) - 1] == ids[-1] and p[: len(ids)] == ids
 
     def record(self, req: GenRequest, out: GenOutput, engine: int) -> None:
-        """After ``engine`` served ``req``: the row it continued is consumed, the new one is kept."""
+        """After ``engine`` served ``req``: the row it continued is consumed, the new one is
+        kept."""
         if (prev := self.engine_for(req)) is not None and prev == engine:
-            self._kept = OrderedDict((k, e) for k, e in self._kept.items() if not self._starts(req, k))
+            self._kept = OrderedDict(
+                (k, e) for k, e in self._kept.items() if not self._starts(req, k)
+            )
         if req.keep_kv and out.token_ids and out.finish_reason != "error":
             self._kept[req.prompt_ids + tuple(out.token_ids[:-1])] = engine
             while len(self._kept) > self.max_entries:
@@ -88,36 +98,78 @@ class Affinity:
 
 
 def _check_replicas(policy: LoadedPolicy, replicas: int) -> None:
-    """`ModelError` unless ``replicas`` ≥ 2 copies of a policy on the CPU, loaded from a directory."""
+    """`ModelError` unless ``replicas`` ≥ 2 copies of a policy on the CPU, loaded from a
+    directory."""
     if replicas < 2:
-        raise ModelError(f"replicas={replicas}: a ReplicaGenerator needs at least 2 (1 is HFGenerator)")
+        raise ModelError(
+            f"replicas={replicas}: a ReplicaGenerator needs at least 2 (1 is HFGenerator)"
+        )
     device = next(policy.model.parameters()).device
     if device.type != "cpu":
-        raise ModelError(f"replicas={replicas} on {device}: replicas are for CPUs; use one process on an "
-                         "accelerator (a batch of K rows costs about one row there)")
+        raise ModelError(
+            f"replicas={replicas} on {device}: replicas are for CPUs; use one process on an "
+            "accelerator (a batch of K rows costs about one row there)"
+        )
     if not policy.path:
-        raise ModelError("replicas need the policy's checkpoint directory (LoadedPolicy.path) to start from")
+        raise ModelError(
+            "replicas need the policy's checkpoint directory (LoadedPolicy.path) to start from"
+        )
 
 
 class ReplicaGenerator:
     """``Generator`` over this process's ``HFGenerator`` and N − 1 replica processes."""
 
-    def __init__(self, policy: LoadedPolicy, replicas: int, *, max_batch: int = 16, window_s: float = 0.005,
-                 timeout_s: float = DEFAULT_TIMEOUT_S, max_reply_bytes_per_row: int = DEFAULT_MAX_REPLY_BYTES_PER_ROW,
-                 share_prefill: bool = True, turn_cache_entries: int = 32, prefill_threads: int | None = None,
-                 continuous: bool = False) -> None:
+    def __init__(
+        self,
+        policy: LoadedPolicy,
+        replicas: int,
+        *,
+        max_batch: int = 16,
+        window_s: float = 0.005,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_reply_bytes_per_row: int = DEFAULT_MAX_REPLY_BYTES_PER_ROW,
+        share_prefill: bool = True,
+        turn_cache_entries: int = 32,
+        prefill_threads: int | None = None,
+        continuous: bool = False,
+    ) -> None:
         _check_replicas(policy, replicas)
-        self.local = HFGenerator(policy, max_batch=max_batch, window_s=window_s, share_prefill=share_prefill,
-                                 turn_cache_entries=turn_cache_entries, prefill_threads=prefill_threads,
-                                 continuous=continuous)  # workers: the batch path (a batch per round trip)
+        self.local = HFGenerator(
+            policy,
+            max_batch=max_batch,
+            window_s=window_s,
+            share_prefill=share_prefill,
+            turn_cache_entries=turn_cache_entries,
+            prefill_threads=prefill_threads,
+            continuous=continuous,
+        )  # workers: the batch path (a batch per round trip)
         self.policy, self.model, self.codec = policy, policy.model, self.local.codec
         self.prefill_threads = prefill_threads
         dtype = str(next(policy.model.parameters()).dtype).removeprefix("torch.")
-        spec = WorkerSpec(policy.path, "cpu", dtype, max(1, torch.get_num_threads() // replicas), prefill_threads,
-                          max_batch, share_prefill, turn_cache_entries)
-        self.remotes = [Replica(i, spec, policy.model, window_s, timeout_s=timeout_s,
-                                 max_reply_bytes_per_row=max_reply_bytes_per_row) for i in range(1, replicas)]
-        self._finalizer = weakref.finalize(self, _close_all, self.remotes)  # workers end with this object
+        spec = WorkerSpec(
+            policy.path,
+            "cpu",
+            dtype,
+            max(1, torch.get_num_threads() // replicas),
+            prefill_threads,
+            max_batch,
+            share_prefill,
+            turn_cache_entries,
+        )
+        self.remotes = [
+            Replica(
+                i,
+                spec,
+                policy.model,
+                window_s,
+                timeout_s=timeout_s,
+                max_reply_bytes_per_row=max_reply_bytes_per_row,
+            )
+            for i in range(1, replicas)
+        ]
+        self._finalizer = weakref.finalize(
+            self, _close_all, self.remotes
+        )  # workers end with this object
         self._in_flight = [0] * replicas
         self.affinity = Affinity(turn_cache_entries * replicas)
 
@@ -144,7 +196,9 @@ class ReplicaGenerator:
         for e, idx in rows.items():  # counted now: the next call's routing must see these rows
             self._in_flight[e] += len(idx)
         try:
-            done = await asyncio.gather(*(self._serve(e, [requests[i] for i in idx]) for e, idx in rows.items()))
+            done = await asyncio.gather(
+                *(self._serve(e, [requests[i] for i in idx]) for e, idx in rows.items())
+            )
         finally:  # also when cancelled before a task started
             for e, idx in rows.items():
                 self._in_flight[e] -= len(idx)
@@ -161,7 +215,9 @@ class ReplicaGenerator:
             outs = await self.remotes[engine - 1].queue.generate(requests)
             lost = [i for i, o in enumerate(outs) if o.metrics.get("replica_lost")]
             if lost:  # the worker died, hung or is down: those rows are served here instead
-                again = dict(zip(lost, await self._serve(0, [requests[i] for i in lost]), strict=True))
+                again = dict(
+                    zip(lost, await self._serve(0, [requests[i] for i in lost]), strict=True)
+                )
                 for req, out in zip(requests, outs, strict=True):
                     if not out.metrics.get("replica_lost"):
                         out.metrics["replica"] = float(engine)
@@ -202,12 +258,22 @@ def _close_all(remotes: list[Replica]) -> None:
         r.close()
 
 
-def hf_generator(policy: LoadedPolicy, *, replicas: int = 1, prefill_threads: int | None = None,
-                 replica_timeout_s: float = DEFAULT_TIMEOUT_S, continuous: bool = DEFAULT_CONTINUOUS
-                 ) -> HFGenerator | ReplicaGenerator:
+def hf_generator(
+    policy: LoadedPolicy,
+    *,
+    replicas: int = 1,
+    prefill_threads: int | None = None,
+    replica_timeout_s: float = DEFAULT_TIMEOUT_S,
+    continuous: bool = DEFAULT_CONTINUOUS,
+) -> HFGenerator | ReplicaGenerator:
     """The hf backend of ``ModelConfig``: one process (``replicas=1``) or N replica processes;
     ``continuous``: this process's engine batches step by step (``paravt.models.hf.continuous``)."""
     if replicas == 1:
         return HFGenerator(policy, prefill_threads=prefill_threads, continuous=continuous)
-    return ReplicaGenerator(policy, replicas, prefill_threads=prefill_threads, timeout_s=replica_timeout_s,
-                            continuous=continuous)
+    return ReplicaGenerator(
+        policy,
+        replicas,
+        prefill_threads=prefill_threads,
+        timeout_s=replica_timeout_s,
+        continuous=continuous,
+    )

@@ -13,7 +13,8 @@ prefill; the cached keys were rotated with those same positions when they were c
 
 Weights: the cache records ``weights_version`` (the parameters' version counters and storage
 addresses); an update through autograd-visible in-place ops (the default torch optimizers, a
-``load_state_dict``) or a replaced parameter (``param.data = ...``, ``load_state_dict(assign=True)``,
+``load_state_dict``) or a replaced parameter (``param.data = ...``,
+``load_state_dict(assign=True)``,
 ``.to()``) changes it and drops every entry, so a cache is never reused across a policy update.
 Not seen: writes through ``param.data`` in place and fused optimizers (``AdamW(fused=True)``),
 which bypass the counters; the trainers here use neither.
@@ -29,8 +30,8 @@ from typing import Any
 import torch
 
 from paravt.models.base import GenRequest
-from paravt.models.media import batch_inputs
 from paravt.models.hf.prefix_share import RowKV, position_cols, row_kv
+from paravt.models.media import batch_inputs
 
 MediaKey = tuple[tuple[Any, ...], tuple[Any, ...]]
 
@@ -75,8 +76,13 @@ class TurnCache:
         n = len(req.prompt_ids)
         for key, e in self._entries.items():
             k = len(e.ids)
-            if (k < n and (best is None or k > len(best[1].ids)) and req.prompt_ids[:k] == e.ids
-                    and media[0][:len(e.media[0])] == e.media[0] and media[1][:len(e.media[1])] == e.media[1]):
+            if (
+                k < n
+                and (best is None or k > len(best[1].ids))
+                and req.prompt_ids[:k] == e.ids
+                and media[0][: len(e.media[0])] == e.media[0]
+                and media[1][: len(e.media[1])] == e.media[1]
+            ):
                 best = (key, e)
         if best is None:
             return None
@@ -91,10 +97,17 @@ class TurnCache:
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
 
-    def store_rows(self, requests: Sequence[GenRequest], media: Sequence[MediaKey], cache: Any, width: int,
-                   sampled: Sequence[Sequence[int]]) -> None:
+    def store_rows(
+        self,
+        requests: Sequence[GenRequest],
+        media: Sequence[MediaKey],
+        cache: Any,
+        width: int,
+        sampled: Sequence[Sequence[int]],
+    ) -> None:
         """Keep the rows that ask for it (``keep_kv``): prompt + sampled tokens but the last, cut
-        (copied) out of the cache ``generate`` returned (``width`` = its left-padded prompt width)."""
+        (copied) out of the cache ``generate`` returned (``width`` = its left-padded prompt
+        width)."""
         for i, (req, mk, toks) in enumerate(zip(requests, media, sampled)):
             start, stop = width - len(req.prompt_ids), width + len(toks) - 1
             if req.keep_kv and toks and stop <= cache.layers[0].keys.shape[2]:
@@ -103,8 +116,18 @@ class TurnCache:
 
 
 @torch.no_grad()
-def continue_row(model: Any, processor: Any, entry: Entry, req: GenRequest, positions: torch.Tensor, row: int,
-                 width: int, *, pad_id: int, device: torch.device) -> RowKV:
+def continue_row(
+    model: Any,
+    processor: Any,
+    entry: Entry,
+    req: GenRequest,
+    positions: torch.Tensor,
+    row: int,
+    width: int,
+    *,
+    pad_id: int,
+    device: torch.device,
+) -> RowKV:
     """The row's cache over its prompt but the last token: the entry's columns plus a forward of
     the new tokens (their media through the vision tower) on top of them. ``positions`` are the
     full prompts' positions (``prompt_positions``) of a batch ``width`` wide; ``row`` is this
@@ -114,15 +137,32 @@ def continue_row(model: Any, processor: Any, entry: Entry, req: GenRequest, posi
     p, n = len(entry.ids), len(req.prompt_ids)
     if p == n - 1:
         return entry.kv
-    new = batch_inputs(processor, [(req.prompt_ids[p:n - 1], req.videos[len(entry.media[0]):],
-                                    req.images[len(entry.media[1]):])], pad_id=pad_id, device=device)
+    new = batch_inputs(
+        processor,
+        [
+            (
+                req.prompt_ids[p : n - 1],
+                req.videos[len(entry.media[0]) :],
+                req.images[len(entry.media[1]) :],
+            )
+        ],
+        pad_id=pad_id,
+        device=device,
+    )
     cache = DynamicCache(config=model.config)
     for li, (k, v) in enumerate(entry.kv):
         cache.update(k, v, li)
     text = ("input_ids", "attention_mask", "mm_token_type_ids")
     media = {k: v for k, v in new.items() if k not in text}
     cols = slice(width - n + p, width - 1)
-    model(input_ids=new["input_ids"], attention_mask=torch.ones((1, n - 1), dtype=torch.long, device=device),
-          mm_token_type_ids=new["mm_token_type_ids"], position_ids=position_cols(positions, slice(row, row + 1), cols),
-          past_key_values=cache, use_cache=True, logits_to_keep=1, **media)
+    model(
+        input_ids=new["input_ids"],
+        attention_mask=torch.ones((1, n - 1), dtype=torch.long, device=device),
+        mm_token_type_ids=new["mm_token_type_ids"],
+        position_ids=position_cols(positions, slice(row, row + 1), cols),
+        past_key_values=cache,
+        use_cache=True,
+        logits_to_keep=1,
+        **media,
+    )
     return row_kv(cache, 0, 0, n - 1)

@@ -2,7 +2,8 @@
 (vLLM, SGLang) — the chat backend: it reads ``GenRequest.messages``, not ``prompt_ids``.
 
 What the server sees (media layout, token-id request, forced prefix) is built by
-``paravt.models.openai.payload``; ``base_url`` may end with ``/v1`` or not (``paravt.models.openai.urls``).
+``paravt.models.openai.payload``; ``base_url`` may end with ``/v1`` or not
+(``paravt.models.openai.urls``).
 
 Tokens:
 - A server that returns token ids (vLLM with ``return_token_ids``): the sampled ids ARE the
@@ -16,7 +17,8 @@ Tokens:
   (re-tokenised text is not the sampled sequence); a one-line note says so once per generator.
 - Logprobs come from the server's ``logprobs.content`` when it holds exactly one entry per
   returned id (entries include the stop token); a re-tokenised response whose entries miss only
-  the stop token gets 0.0 for it; otherwise all are 0.0 and ``metrics["logprobs_from_server"] == 0``.
+  the stop token gets 0.0 for it; otherwise all are 0.0 and ``metrics["logprobs_from_server"] ==
+  0``.
 Reliability: at most ``max_concurrency`` requests in flight; each HTTP exchange follows the ONE
 policy of the OpenAI-compatible clients (``paravt.models.openai.retry``): a WHOLE-request deadline
 of ``timeout_s`` (a server that drips one byte a second is cut at ``timeout_s``), a reply cap of
@@ -73,10 +75,20 @@ def _first_difference(a: Sequence[int], b: Sequence[int]) -> int:
 class OpenAIGenerator:
     """Generator over an OpenAI-compatible chat server (see the module docstring)."""
 
-    def __init__(self, base_url: str, *, model: str | None = None, timeout_s: float = 120.0,
-                 max_retries: int = 3, max_concurrency: int = 16, tokenizer: Any,
-                 backoff_s: float = 0.5, image_format: str = "jpeg",
-                 max_reply_bytes: int = 32 << 20, api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        timeout_s: float = 120.0,
+        max_retries: int = 3,
+        max_concurrency: int = 16,
+        tokenizer: Any,
+        backoff_s: float = 0.5,
+        image_format: str = "jpeg",
+        max_reply_bytes: int = 32 << 20,
+        api_key: str | None = None,
+    ) -> None:
         self.base_url = api_base(base_url)
         # sent as a Bearer token (vLLM / SGLang --api-key); never part of a message or a log line
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -102,8 +114,9 @@ class OpenAIGenerator:
         if self._loop is not loop:
             self._loop = loop
             self._sem = asyncio.Semaphore(self.max_concurrency)
-            self._client = httpx.AsyncClient(base_url=self.base_url + "/", timeout=self.timeout_s,
-                                             headers=self._headers)
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url + "/", timeout=self.timeout_s, headers=self._headers
+            )
 
     def _http(self) -> httpx.AsyncClient:
         assert self._client is not None
@@ -121,18 +134,34 @@ class OpenAIGenerator:
     async def _get_json(self, method: str, path: str, **kw: Any) -> tuple[Any, int]:
         """One HTTP exchange under the retry policy: (the JSON answer, attempts made); raises
         ``_Fatal`` (never an httpx error)."""
-        out = await send(self._http(), method, path, policy=self.retry, timeout_s=self.timeout_s,
-                         max_bytes=self.max_reply_bytes, **kw)
+        out = await send(
+            self._http(),
+            method,
+            path,
+            policy=self.retry,
+            timeout_s=self.timeout_s,
+            max_bytes=self.max_reply_bytes,
+            **kw,
+        )
         if out.reply is None:
-            hint = ("; lower sampling.max_new_tokens (the cap is OpenAIGenerator's max_reply_bytes, "
-                    "32 MiB by default)") if out.too_large else ""
+            hint = (
+                (
+                    "; lower sampling.max_new_tokens (the cap is OpenAIGenerator's "
+                    "max_reply_bytes, "
+                    "32 MiB by default)"
+                )
+                if out.too_large
+                else ""
+            )
             raise _Fatal(f"{out.error}{hint}")
         if out.reply.status != 200:
             raise _Fatal(f"HTTP {out.reply.status} from {out.reply.url}: {out.reply.head(300)}")
         try:
             return out.reply.json(), out.attempts
         except ValueError:
-            raise _Fatal(f"{path}: the server's answer is not JSON: {out.reply.head(200)!r}") from None
+            raise _Fatal(
+                f"{path}: the server's answer is not JSON: {out.reply.head(200)!r}"
+            ) from None
 
     async def _model_name(self) -> str:
         if self.model is None:
@@ -147,7 +176,9 @@ class OpenAIGenerator:
         t0 = time.perf_counter()
         async with self._sem:
             try:
-                body = chat_payload(req, await self._model_name(), self.image_format, self.suppress_ids)
+                body = chat_payload(
+                    req, await self._model_name(), self.image_format, self.suppress_ids
+                )
                 data, attempts = await self._post(body)
                 return self._parse(data, req, time.perf_counter() - t0, attempts)
             except _Fatal as err:
@@ -161,12 +192,17 @@ class OpenAIGenerator:
         try:
             return await self._get_json("POST", "chat/completions", json=body)
         except _Fatal as err:
-            rejected = str(err).startswith(("HTTP 400", "HTTP 422")) and any(k in str(err) for k in VLLM_EXTRAS)
+            rejected = str(err).startswith(("HTTP 400", "HTTP 422")) and any(
+                k in str(err) for k in VLLM_EXTRAS
+            )
             if not rejected:
                 raise
         self._plain = True
-        log.warning("%s rejects vLLM's request fields (%s): sending plain OpenAI requests from now on",
-                    self.base_url, ", ".join(VLLM_EXTRAS))
+        log.warning(
+            "%s rejects vLLM's request fields (%s): sending plain OpenAI requests from now on",
+            self.base_url,
+            ", ".join(VLLM_EXTRAS),
+        )
         return await self._get_json("POST", "chat/completions", json=strip_extras(body))
 
     def _parse(self, data: Any, req: GenRequest, latency: float, attempts: int) -> GenOutput:
@@ -179,13 +215,17 @@ class OpenAIGenerator:
             token_ids = choice.get("token_ids")
             ids = None if token_ids is None else [int(t) for t in token_ids]
         except (KeyError, IndexError, TypeError, ValueError) as err:
-            raise _Fatal(f"malformed chat completion response ({err!r}): {str(data)[:300]}") from None
+            raise _Fatal(
+                f"malformed chat completion response ({err!r}): {str(data)[:300]}"
+            ) from None
         finish = "stop" if reason == "stop" else "length"
         self.counters.responses += 1
         if ids is not None:
             self.counters.with_token_ids += 1
             if finish == "stop" and (not ids or ids[-1] != self.im_end_id):
-                ids.append(self.im_end_id)  # a server that strips the stop id; its logprob is unknown
+                ids.append(
+                    self.im_end_id
+                )  # a server that strips the stop id; its logprob is unknown
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
         else:
             self._note_no_ids()
@@ -194,18 +234,31 @@ class OpenAIGenerator:
             if finish == "stop":
                 ids.append(self.im_end_id)
         lps, from_server = self._logprobs(ids, server_lps, finish)
-        metrics = {"latency_s": latency, "attempts": float(attempts), "logprobs_from_server": float(from_server),
-                   "server_token_ids": float(token_ids is not None)}
+        metrics = {
+            "latency_s": latency,
+            "attempts": float(attempts),
+            "logprobs_from_server": float(from_server),
+            "server_token_ids": float(token_ids is not None),
+        }
         match = self._check_prompt(data.get("prompt_token_ids"), req.prompt_ids)
         if match is not None:
             metrics["prompt_ids_match"] = float(match)
-        return GenOutput(token_ids=tuple(ids), logprobs=tuple(lps), text=text, finish_reason=finish,
-                         metrics=metrics)
+        return GenOutput(
+            token_ids=tuple(ids),
+            logprobs=tuple(lps),
+            text=text,
+            finish_reason=finish,
+            metrics=metrics,
+        )
 
-    def _logprobs(self, ids: Sequence[int], server: list[float], finish: str) -> tuple[list[float], bool]:
+    def _logprobs(
+        self, ids: Sequence[int], server: list[float], finish: str
+    ) -> tuple[list[float], bool]:
         if ids and len(server) == len(ids):
             return server, True
-        if ids and finish == "stop" and len(server) == len(ids) - 1:  # entries without the stop token
+        if (
+            ids and finish == "stop" and len(server) == len(ids) - 1
+        ):  # entries without the stop token
             return [*server, 0.0], True
         self.counters.logprobs_missing += 1
         return [0.0] * len(ids), False
@@ -218,14 +271,24 @@ class OpenAIGenerator:
             return True
         self.counters.prompt_mismatch += 1
         at = _first_difference(server_ids, ours)
-        log.warning("the server's prompt ids differ from the trajectory's (%d vs %d tokens, first difference at "
-                    "%d; %d of %d prompts differ so far): this turn's trajectory is not what the sampler saw",
-                    len(server_ids), len(ours), at, self.counters.prompt_mismatch, self.counters.prompt_checked)
+        log.warning(
+            "the server's prompt ids differ from the trajectory's (%d vs %d tokens, first "
+            "difference at "
+            "%d; %d of %d prompts differ so far): this turn's trajectory is not what the sampler "
+            "saw",
+            len(server_ids),
+            len(ours),
+            at,
+            self.counters.prompt_mismatch,
+            self.counters.prompt_checked,
+        )
         return False
 
     def _note_no_ids(self) -> None:
         if not self._noted_no_ids:
             self._noted_no_ids = True
-            log.warning("%s returns no token ids: its responses are re-tokenised text, fine for eval but "
-                        "not trainable (serve with vLLM, which returns them with return_token_ids)",
-                        self.base_url)
+            log.warning(
+                "%s returns no token ids: its responses are re-tokenised text, fine for eval but "
+                "not trainable (serve with vLLM, which returns them with return_token_ids)",
+                self.base_url,
+            )

@@ -67,8 +67,13 @@ def video_data_url(frames: Frames, image_format: str = "jpeg") -> str:
 def video_io_kwargs(frames: Frames) -> dict[str, Any]:
     """vLLM's per-request video kwargs reproducing ``paravt.models.media.video_metadata``."""
     meta = video_metadata(frames)
-    return {"num_frames": -1, "fps": float(meta.fps), "frames_indices": [int(i) for i in meta.frames_indices],
-            "total_num_frames": int(meta.total_num_frames), "duration": float(meta.duration)}
+    return {
+        "num_frames": -1,
+        "fps": float(meta.fps),
+        "frames_indices": [int(i) for i in meta.frames_indices],
+        "total_num_frames": int(meta.total_num_frames),
+        "duration": float(meta.duration),
+    }
 
 
 def media_io_kwargs(videos: Sequence[Frames]) -> dict[str, Any] | None:
@@ -88,16 +93,27 @@ def message_parts(msg: ChatMessage, image_format: str = "jpeg") -> list[dict[str
     parts: list[dict[str, Any]] = []
     for piece in _MARKER_RE.split(msg.content):
         if piece == "<video>":
-            parts.append({"type": "video_url", "video_url": {"url": video_data_url(next(videos), image_format)}})
+            parts.append(
+                {
+                    "type": "video_url",
+                    "video_url": {"url": video_data_url(next(videos), image_format)},
+                }
+            )
         elif piece == "<image>":
-            parts.append({"type": "image_url", "image_url": {"url": data_url(next(images).array[0], image_format)}})
+            parts.append(
+                {
+                    "type": "image_url",
+                    "image_url": {"url": data_url(next(images).array[0], image_format)},
+                }
+            )
         elif piece:
             parts.append({"type": "text", "text": piece})
     return parts
 
 
-def chat_payload(req: GenRequest, model: str, image_format: str = "jpeg",
-                 suppress_ids: Sequence[int] = ()) -> dict[str, Any]:
+def chat_payload(
+    req: GenRequest, model: str, image_format: str = "jpeg", suppress_ids: Sequence[int] = ()
+) -> dict[str, Any]:
     """The ``/v1/chat/completions`` body of one request; ``suppress_ids`` get a -100 logit bias."""
     messages: list[dict[str, Any]] = []
     videos: list[Frames] = []
@@ -112,9 +128,16 @@ def chat_payload(req: GenRequest, model: str, image_format: str = "jpeg",
         videos.extend(m.videos)
     s = req.sampling
     body: dict[str, Any] = {
-        "model": model, "messages": messages, "temperature": s.temperature, "top_p": s.top_p,
-        "top_k": -1, "repetition_penalty": 1.0, "max_tokens": s.max_new_tokens, "logprobs": True,
-        "return_token_ids": True, "stream": False,
+        "model": model,
+        "messages": messages,
+        "temperature": s.temperature,
+        "top_p": s.top_p,
+        "top_k": -1,
+        "repetition_penalty": 1.0,
+        "max_tokens": s.max_new_tokens,
+        "logprobs": True,
+        "return_token_ids": True,
+        "stream": False,
     }
     io_kwargs = media_io_kwargs(videos)
     if io_kwargs is not None:

@@ -85,8 +85,16 @@ class HttpOutcome:
         return self.attempts - 1
 
 
-async def send(client: httpx.AsyncClient, method: str, url: str, *, policy: RetryPolicy,
-               timeout_s: float, max_bytes: int, **kw: Any) -> HttpOutcome:
+async def send(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    policy: RetryPolicy,
+    timeout_s: float,
+    max_bytes: int,
+    **kw: Any,
+) -> HttpOutcome:
     """``client.request(method, url, **kw)`` under the policy; never raises for an HTTP failure.
     The error of exhausted retries reads ``failed after N attempts: <the last failure>``."""
     where = str(client.base_url.join(url))
@@ -94,8 +102,9 @@ async def send(client: httpx.AsyncClient, method: str, url: str, *, policy: Retr
     for attempt in range(policy.max_retries + 1):
         retry_after = None
         try:
-            reply = await bounded_request(client, method, url, timeout_s=timeout_s,
-                                          max_bytes=max_bytes, **kw)
+            reply = await bounded_request(
+                client, method, url, timeout_s=timeout_s, max_bytes=max_bytes, **kw
+            )
         except TimeoutError:  # the whole-request deadline (asyncio.TimeoutError is TimeoutError)
             last = f"Timeout: no whole reply within timeout_s={timeout_s:g} s ({where})"
         except (httpx.TimeoutException, httpx.TransportError) as err:
@@ -104,8 +113,9 @@ async def send(client: httpx.AsyncClient, method: str, url: str, *, policy: Retr
             why = f"unreadable reply from {where} ({type(err).__name__}: {err})"
             return HttpOutcome(None, why, attempt + 1)
         except ReplyTooLarge as big:
-            return HttpOutcome(None, f"reply too large from {where} ({big})", attempt + 1,
-                           too_large=True)
+            return HttpOutcome(
+                None, f"reply too large from {where} ({big})", attempt + 1, too_large=True
+            )
         else:
             if reply.status not in RETRY_STATUS:
                 return HttpOutcome(reply, None, attempt + 1)

@@ -59,11 +59,25 @@ RUNNER = Path(__file__).with_name("runner.py")
 #: refused with EPERM in every mode (plus clone with CLONE_NEW* flags; clone3 gets ENOSYS so libc
 #: falls back to clone): no new namespaces (a nested user namespace could mount a tmpfs beyond
 #: RLIMIT_AS) and no mounts.
-SECCOMP_DENIED = ("unshare", "setns", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen",
-                  "fsconfig", "fsmount", "fspick", "mount_setattr")
-WEAK_REFUSAL = ("the python tool refuses to run without bubblewrap (isolation here: {mode}); install it "
-                "(apt-get install -y bubblewrap) or opt into the weak sandbox explicitly "
-                "(serve-tools --python-weak-isolation / PythonTool(weak_isolation=True))")
+SECCOMP_DENIED = (
+    "unshare",
+    "setns",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+)
+WEAK_REFUSAL = (
+    "the python tool refuses to run without bubblewrap (isolation here: {mode}); install it "
+    "(apt-get install -y bubblewrap) or opt into the weak sandbox explicitly "
+    "(serve-tools --python-weak-isolation / PythonTool(weak_isolation=True))"
+)
 
 
 @dataclass(frozen=True)
@@ -96,7 +110,7 @@ class VideoBinding:
 
 
 def isolation_mode() -> str:
-    """"bwrap", "unshare" or "rlimits" — the strongest isolation available on this host."""
+    """ "bwrap", "unshare" or "rlimits" — the strongest isolation available on this host."""
     if shutil.which("bwrap"):
         return "bwrap"
     if shutil.which("unshare"):
@@ -135,8 +149,18 @@ def _bwrap_args(workdir: str, video: VideoBinding | None, limits: SandboxLimits)
         if os.path.exists(f):
             args += ["--ro-bind", f, f]
     # the private /tmp comes BEFORE the binds: a checkout under /tmp (a CI clone) stays visible
-    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", str(limits.tmpfs_bytes),
-             "--tmpfs", "/tmp"]
+    args += [
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--perms",
+        "1777",
+        "--size",
+        str(limits.tmpfs_bytes),
+        "--tmpfs",
+        "/tmp",
+    ]
     binds = [(p, p) for p in _python_paths()]
     if video is not None:
         binds.append((video.path, video_mount(video.path)))
@@ -146,9 +170,23 @@ def _bwrap_args(workdir: str, video: VideoBinding | None, limits: SandboxLimits)
     # it also gets --disable-userns; as root bwrap must NOT map the sandbox uid to root (the kernel
     # exempts uid 0 from RLIMIT_NPROC): the runner drops to a random host uid instead.
     userns = [] if os.getuid() == 0 else ["--unshare-user", "--disable-userns"]
-    args += ["--remount-ro", "/", "--remount-ro", "/dev", *userns,
-             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-             "--die-with-parent", "--new-session", "--clearenv", "--chdir", workdir]
+    args += [
+        "--remount-ro",
+        "/",
+        "--remount-ro",
+        "/dev",
+        *userns,
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--chdir",
+        workdir,
+    ]
     for key, value in child_env(workdir).items():
         args += ["--setenv", key, value]
     return args + ["--"]
@@ -174,9 +212,16 @@ def video_mount(path: str) -> str:
 
 
 def child_env(workdir: str) -> dict[str, str]:
-    return {"HOME": workdir, "TMPDIR": workdir, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "PYTHONDONTWRITEBYTECODE": "1"}
+    return {
+        "HOME": workdir,
+        "TMPDIR": workdir,
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
 
 
 @dataclass
@@ -202,16 +247,30 @@ def plan_launch(video: VideoBinding | None, limits: SandboxLimits, mode: str) ->
         os.chmod(host_tmp, 0o700)
         workdir = host_tmp
         video_path = video.path if video else None
-    lim = {"memory_bytes": limits.memory_bytes, "max_processes": limits.max_processes,
-           "max_file_bytes": limits.max_file_bytes, "max_open_files": limits.max_open_files,
-           "cpu_total_s": limits.cpu_total_s}
-    cfg = {"uid": uid, "gid": gid, "workdir": workdir, "limits": lim, "video": video_path,
-           "info": video.info if video else None, "video_max_frames": video.max_frames if video else 0,
-           "video_max_pixels": video.max_pixels if video else 0,
-           "size_factor": video.size_factor if video else 32, "cpu_call_s": limits.cpu_call_s,
-           "max_output_chars": limits.max_output_chars, "max_images": limits.max_images,
-           "image_max_pixels": limits.image_max_pixels, "paravt_root": _paravt_root(),
-           "seccomp_deny": list(SECCOMP_DENIED)}
+    lim = {
+        "memory_bytes": limits.memory_bytes,
+        "max_processes": limits.max_processes,
+        "max_file_bytes": limits.max_file_bytes,
+        "max_open_files": limits.max_open_files,
+        "cpu_total_s": limits.cpu_total_s,
+    }
+    cfg = {
+        "uid": uid,
+        "gid": gid,
+        "workdir": workdir,
+        "limits": lim,
+        "video": video_path,
+        "info": video.info if video else None,
+        "video_max_frames": video.max_frames if video else 0,
+        "video_max_pixels": video.max_pixels if video else 0,
+        "size_factor": video.size_factor if video else 32,
+        "cpu_call_s": limits.cpu_call_s,
+        "max_output_chars": limits.max_output_chars,
+        "max_images": limits.max_images,
+        "image_max_pixels": limits.image_max_pixels,
+        "paravt_root": _paravt_root(),
+        "seccomp_deny": list(SECCOMP_DENIED),
+    }
     py = [sys.executable, "-I", str(RUNNER), json.dumps(cfg)]
     if mode == "bwrap":
         argv = _bwrap_args(workdir, video, limits) + py
@@ -219,11 +278,30 @@ def plan_launch(video: VideoBinding | None, limits: SandboxLimits, mode: str) ->
         # a PID namespace whose init (the runner) is SIGKILLed when unshare dies: no descendant
         # (a setsid grandchild included) outlives the runtime
         user = [] if os.getuid() == 0 else ["--map-root-user"]
-        argv = ["unshare", *user, "--net", "--pid", "--fork", "--kill-child", "--mount-proc", "--"] + py
+        argv = [
+            "unshare",
+            *user,
+            "--net",
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--mount-proc",
+            "--",
+        ] + py
     else:
         argv = py
     return Launch(argv, child_env(workdir), host_tmp, cfg)
 
 
-__all__ = ["RUNNER", "SECCOMP_DENIED", "WEAK_REFUSAL", "Launch", "SandboxLimits", "VideoBinding", "child_env", "isolation_mode",
-           "plan_launch", "video_mount"]
+__all__ = [
+    "RUNNER",
+    "SECCOMP_DENIED",
+    "WEAK_REFUSAL",
+    "Launch",
+    "SandboxLimits",
+    "VideoBinding",
+    "child_env",
+    "isolation_mode",
+    "plan_launch",
+    "video_mount",
+]

@@ -43,7 +43,8 @@ def owner_of(episode_id: str) -> str:
 
 @dataclass(eq=False)
 class Slot:
-    """One episode's runtime. ``users``: calls admitted on it and not yet done (waiting included)."""
+    """One episode's runtime. ``users``: calls admitted on it and not yet done (waiting
+    included)."""
 
     runtime: SandboxRuntime
     loop: asyncio.AbstractEventLoop
@@ -61,8 +62,10 @@ class Slot:
         it for the next call (and for `RuntimePool._detach` to count)."""
         if self.after is not None:
             if not await _settled(self.after):
-                raise ToolCallError(f"the python runtime evicted to make room for this episode's is still "
-                                    f"exiting {WAIT_S:g} s after SIGKILL; retry this call later")
+                raise ToolCallError(
+                    f"the python runtime evicted to make room for this episode's is still "
+                    f"exiting {WAIT_S:g} s after SIGKILL; retry this call later"
+                )
             self.after = None
 
 
@@ -72,7 +75,9 @@ class RuntimePool:
     def __init__(self, *, max_runtimes: int | None, idle_ttl_s: float) -> None:
         self.max_runtimes, self.idle_ttl_s = max_runtimes, idle_ttl_s
         self._slots: dict[str, Slot] = {}
-        self._closing: list[asyncio.Future[None]] = []  # closes in flight that no new slot waits for
+        self._closing: list[
+            asyncio.Future[None]
+        ] = []  # closes in flight that no new slot waits for
         self._evicted: dict[str, None] = {}  # recently evicted keys (bounded), to tell the episode
         self._lock = threading.Lock()
         self._reaper: asyncio.Task[None] | None = None
@@ -97,10 +102,14 @@ class RuntimePool:
                 self._detach(key, "its event loop ended")
                 slot = None
             if slot is not None and slot.video != video:
-                raise ToolCallError("this episode id already has a python runtime bound to another video; "
-                                    "use a fresh episode id per episode")
+                raise ToolCallError(
+                    "this episode id already has a python runtime bound to another video; "
+                    "use a fresh episode id per episode"
+                )
             if slot is None:
-                runtime = make()  # first: a make that raises must not have evicted anyone (it starts nothing)
+                runtime = (
+                    make()
+                )  # first: a make that raises must not have evicted anyone (it starts nothing)
                 owner = owner_of(key)
                 slot = Slot(runtime, loop, video, owner, after=self._make_room(owner))
                 self._slots[key] = slot
@@ -127,8 +136,10 @@ class RuntimePool:
             return self._closing.pop(0)
         key = self._victim(owner)
         if key is None:
-            raise ToolCallError(f"all {len(self._slots)} python runtimes are busy (max_runtimes="
-                                f"{self.max_runtimes}); retry this call later")
+            raise ToolCallError(
+                f"all {len(self._slots)} python runtimes are busy (max_runtimes="
+                f"{self.max_runtimes}); retry this call later"
+            )
         self._evicted[key] = None
         while len(self._evicted) > 4 * self.max_runtimes:
             self._evicted.pop(next(iter(self._evicted)))
@@ -162,7 +173,9 @@ class RuntimePool:
             return None
         fut = asyncio.ensure_future(_until_gone(slot.runtime))  # counted until really gone
         if slot.after is not None and not slot.after.done():  # its runtime never started: the slot
-            fut = asyncio.ensure_future(_both(slot.after, fut))  # stood for its predecessor's process
+            fut = asyncio.ensure_future(
+                _both(slot.after, fut)
+            )  # stood for its predecessor's process
             slot.after = None
         if not claimed:
             self._closing.append(fut)
@@ -174,12 +187,18 @@ class RuntimePool:
             slot = self._slots.get(key)
             self._evicted.pop(key, None)
             busy = slot is not None and slot.users > 0 and slot.loop is asyncio.get_running_loop()
-            fut = self._detach(key, "the episode finished") if slot is not None and not busy else None
+            fut = (
+                self._detach(key, "the episode finished") if slot is not None and not busy else None
+            )
         if busy:
             assert slot is not None
             async with slot.lock:
                 with self._lock:
-                    fut = self._detach(key, "the episode finished") if self._slots.get(key) is slot else None
+                    fut = (
+                        self._detach(key, "the episode finished")
+                        if self._slots.get(key) is slot
+                        else None
+                    )
         if fut is not None:
             await _settled(fut)  # bounded: a sandbox still exiting stays counted (`_closing`)
 
@@ -215,7 +234,8 @@ async def _until_gone(runtime: SandboxRuntime) -> None:
 
 
 async def _settled(fut: asyncio.Future[None]) -> bool:
-    """Wait for ``fut`` at most `WAIT_S` (a close's errors are the runtime's to log); True when done."""
+    """Wait for ``fut`` at most `WAIT_S` (a close's errors are the runtime's to log); True when
+    done."""
     with contextlib.suppress(Exception):
         await asyncio.wait_for(asyncio.shield(fut), WAIT_S)
     return fut.done()

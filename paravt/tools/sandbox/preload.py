@@ -18,21 +18,103 @@ import importlib
 import pkgutil
 import sys
 
-PRELOAD = ("abc", "array", "ast", "base64", "binascii", "bisect", "calendar", "cmath", "codecs", "collections",
-           "collections.abc", "colorsys", "contextlib", "copy", "csv", "dataclasses", "datetime", "decimal",
-           "difflib", "enum", "fnmatch", "fractions", "functools", "glob", "gzip", "hashlib", "heapq", "hmac",
-           "html", "io", "itertools", "json", "keyword", "locale", "logging", "math", "numbers", "operator",
-           "os", "os.path", "pathlib", "pickle", "pprint", "queue", "random", "re", "reprlib", "secrets",
-           "shlex", "shutil", "socket", "statistics", "string", "struct", "tempfile", "textwrap", "time",
-           "timeit", "traceback", "types", "typing", "unicodedata", "uuid", "warnings", "weakref", "zlib",
-           "PIL.ImageDraw", "PIL.ImageOps", "PIL.ImageFilter", "PIL.ImageStat", "PIL.ImageChops",
-           "PIL.ImageEnhance")
+PRELOAD = (
+    "abc",
+    "array",
+    "ast",
+    "base64",
+    "binascii",
+    "bisect",
+    "calendar",
+    "cmath",
+    "codecs",
+    "collections",
+    "collections.abc",
+    "colorsys",
+    "contextlib",
+    "copy",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "difflib",
+    "enum",
+    "fnmatch",
+    "fractions",
+    "functools",
+    "glob",
+    "gzip",
+    "hashlib",
+    "heapq",
+    "hmac",
+    "html",
+    "io",
+    "itertools",
+    "json",
+    "keyword",
+    "locale",
+    "logging",
+    "math",
+    "numbers",
+    "operator",
+    "os",
+    "os.path",
+    "pathlib",
+    "pickle",
+    "pprint",
+    "queue",
+    "random",
+    "re",
+    "reprlib",
+    "secrets",
+    "shlex",
+    "shutil",
+    "socket",
+    "statistics",
+    "string",
+    "struct",
+    "tempfile",
+    "textwrap",
+    "time",
+    "timeit",
+    "traceback",
+    "types",
+    "typing",
+    "unicodedata",
+    "uuid",
+    "warnings",
+    "weakref",
+    "zlib",
+    "PIL.ImageDraw",
+    "PIL.ImageOps",
+    "PIL.ImageFilter",
+    "PIL.ImageStat",
+    "PIL.ImageChops",
+    "PIL.ImageEnhance",
+)
 
 #: Never imported ahead: side effects on import (a browser, a printed poem), GUI toolkits, the
 #: interpreter's own tests and tools, the REPL; a module path containing one of these parts is
 #: skipped (``__main__`` modules run a program when imported).
-NOT_PRELOADED = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "test", "tests",
-                           "lib2to3", "ensurepip", "venv", "pydoc", "pydoc_data", "__main__", "__phello__"})
+NOT_PRELOADED = frozenset(
+    {
+        "antigravity",
+        "this",
+        "idlelib",
+        "tkinter",
+        "turtle",
+        "turtledemo",
+        "test",
+        "tests",
+        "lib2to3",
+        "ensurepip",
+        "venv",
+        "pydoc",
+        "pydoc_data",
+        "__main__",
+        "__phello__",
+    }
+)
 
 
 def preload(names: tuple[str, ...] = PRELOAD) -> None:
@@ -46,8 +128,11 @@ def preload_stdlib() -> int:
     does not import here (a Windows one, a missing C library) is skipped: it would not import
     under bubblewrap either. Names are filtered BEFORE anything is imported (`pkgutil.walk_packages`
     would import every sub-package, ``test`` ones included, before a filter could see it)."""
-    return sum(_preload_tree(top) for top in sorted(sys.stdlib_module_names)
-               if not top.startswith("_") and top not in NOT_PRELOADED)
+    return sum(
+        _preload_tree(top)
+        for top in sorted(sys.stdlib_module_names)
+        if not top.startswith("_") and top not in NOT_PRELOADED
+    )
 
 
 def _preload_tree(name: str) -> int:

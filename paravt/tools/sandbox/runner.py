@@ -1,6 +1,7 @@
 """The program that runs INSIDE the python tool's sandbox (one process per episode).
 
-It is started by `paravt.tools.sandbox.runtime.SandboxRuntime` with one JSON argument (limits, the bound
+It is started by `paravt.tools.sandbox.runtime.SandboxRuntime` with one JSON argument (limits, the
+bound
 video's path and info). Startup order matters for isolation:
 
 1. import numpy / PIL (and later our decoder) while still privileged enough to read them;
@@ -38,6 +39,8 @@ from PIL import Image
 
 _HEADER = struct.Struct(">I")
 _MAX_FRAME = 4 << 20
+
+
 def _read_exact(fd: int, n: int) -> bytes:
     chunks, got = [], 0
     while got < n:
@@ -83,7 +86,9 @@ class _CappedText(io.TextIOBase):
 class VideoHandle:
     """Read-only handle to the episode's video: ``info`` (dict) and ``frames(start, end, n)``."""
 
-    def __init__(self, path: str, info: dict[str, Any], max_frames: int, max_pixels: int, factor: int):
+    def __init__(
+        self, path: str, info: dict[str, Any], max_frames: int, max_pixels: int, factor: int
+    ):
         self._path, self.info = path, dict(info)
         self._max_frames, self._max_pixels, self._factor = max_frames, max_pixels, factor
 
@@ -92,15 +97,21 @@ class VideoHandle:
         uint8 array n×H×W×3. Timestamps: ``frames_with_times``."""
         return self.frames_with_times(start, end, n)[0]
 
-    def frames_with_times(self, start: float, end: float, n: int = 8) -> tuple[np.ndarray, list[float]]:
+    def frames_with_times(
+        self, start: float, end: float, n: int = 8
+    ) -> tuple[np.ndarray, list[float]]:
         from paravt.video import sample_frames  # our decoder, imported on first use
 
         s = max(0.0, float(start))
         e = min(float(self.info["duration"]), float(end))
         if not e > s:
-            raise ValueError(f"window [{start}, {end}] is empty inside the video [0, {self.info['duration']}]")
+            raise ValueError(
+                f"window [{start}, {end}] is empty inside the video [0, {self.info['duration']}]"
+            )
         n = max(1, min(int(n), self._max_frames))
-        fr = sample_frames(self._path, s, e, nframes=n, max_pixels=self._max_pixels, size_factor=self._factor)
+        fr = sample_frames(
+            self._path, s, e, nframes=n, max_pixels=self._max_pixels, size_factor=self._factor
+        )
         return np.array(fr.array), list(fr.timestamps)
 
 
@@ -116,7 +127,9 @@ class _Shown:
             return
         arr = np.asarray(img)
         if arr.dtype != np.uint8:
-            arr = np.clip(arr.astype(np.float64) * (255.0 if arr.max(initial=0) <= 1.0 else 1.0), 0, 255).astype(np.uint8)
+            arr = np.clip(
+                arr.astype(np.float64) * (255.0 if arr.max(initial=0) <= 1.0 else 1.0), 0, 255
+            ).astype(np.uint8)
         if arr.ndim == 4 and arr.shape[0] == 1:
             arr = arr[0]
         if arr.ndim == 2:
@@ -170,7 +183,9 @@ def _run_code(code: str, env: dict[str, Any]) -> None:
             print(repr(value))
 
 
-def _handle(req: dict[str, Any], env: dict[str, Any], cfg: dict[str, Any], my_pid: int) -> tuple[dict, list[bytes]]:
+def _handle(
+    req: dict[str, Any], env: dict[str, Any], cfg: dict[str, Any], my_pid: int
+) -> tuple[dict, list[bytes]]:
     shown = _Shown(cfg["max_images"], cfg["image_max_pixels"])
     env["show"] = shown.show
     out = _CappedText(cfg["max_output_chars"])
@@ -196,8 +211,13 @@ def _handle(req: dict[str, Any], env: dict[str, Any], cfg: dict[str, Any], my_pi
     finally:
         if os.getpid() != my_pid:
             os._exit(0)
-    header = {"id": req.get("id"), "ok": error is None, "stdout": out.text(), "error": error,
-              "images": [list(a.shape) for a in shown.images]}
+    header = {
+        "id": req.get("id"),
+        "ok": error is None,
+        "stdout": out.text(),
+        "error": error,
+        "images": [list(a.shape) for a in shown.images],
+    }
     return header, [a.tobytes() for a in shown.images]
 
 
@@ -231,21 +251,38 @@ def _checked_reply(fd: int, cfg: dict[str, Any]) -> tuple[dict[str, Any], list[b
         raise ValueError("too many images")
     blobs = []
     for s in shapes:
-        if (not isinstance(s, list) or len(s) != 3 or s[2] != 3 or not all(isinstance(d, int) and d > 0 for d in s)
-                or s[0] * s[1] > cfg["image_max_pixels"]):
+        if (
+            not isinstance(s, list)
+            or len(s) != 3
+            or s[2] != 3
+            or not all(isinstance(d, int) and d > 0 for d in s)
+            or s[0] * s[1] > cfg["image_max_pixels"]
+        ):
             raise ValueError(f"invalid image shape {s!r}")
         blobs.append(_read_exact(fd, s[0] * s[1] * 3))
     cap = int(cfg["max_output_chars"])
     stdout, error = str(header.get("stdout", "")), header.get("error")
     if len(stdout) > cap + 64:
         stdout = stdout[:cap] + f"\n…[{len(stdout) - cap} more characters truncated]"
-    clean = {"id": header.get("id"), "ok": bool(header.get("ok")), "stdout": stdout,
-             "error": None if error is None else str(error)[-2000:], "images": shapes}
+    clean = {
+        "id": header.get("id"),
+        "ok": bool(header.get("ok")),
+        "stdout": stdout,
+        "error": None if error is None else str(error)[-2000:],
+        "images": shapes,
+    }
     return clean, blobs
 
 
-def _supervise(proto_in: int, proto_out: int, req_fd: int, rep_fd: int, worker: int, cfg: dict[str, Any],
-               filtered: bool) -> None:
+def _supervise(
+    proto_in: int,
+    proto_out: int,
+    req_fd: int,
+    rep_fd: int,
+    worker: int,
+    cfg: dict[str, Any],
+    filtered: bool,
+) -> None:
     """Relay host requests to the worker and its checked replies back; exit as the worker did."""
     with contextlib.suppress(Exception):  # no ptrace / /proc/<pid>/fd access from the worker
         import ctypes
@@ -286,7 +323,9 @@ def main() -> None:
     from paravt.tools.sandbox.seccomp import install_seccomp
 
     preload()  # without bwrap the stdlib may be unreadable after the uid drop (/root): preload.py
-    if cfg.get("uid") is not None and os.getuid() == 0:  # a uid drop follows (the weak modes as root):
+    if (
+        cfg.get("uid") is not None and os.getuid() == 0
+    ):  # a uid drop follows (the weak modes as root):
         preload_stdlib()  # the whole standard library, importable as it is under bubblewrap
     _drop_privileges(cfg.get("uid"), cfg.get("gid"))
     os.chdir(cfg["workdir"])
@@ -294,8 +333,20 @@ def main() -> None:
     filtered = install_seccomp(list(cfg["seccomp_deny"]))
     video = None
     if cfg.get("video"):
-        video = VideoHandle(cfg["video"], cfg["info"], cfg["video_max_frames"], cfg["video_max_pixels"], cfg["size_factor"])
-    env: dict[str, Any] = {"__name__": "__main__", "np": np, "numpy": np, "Image": Image, "video": video}
+        video = VideoHandle(
+            cfg["video"],
+            cfg["info"],
+            cfg["video_max_frames"],
+            cfg["video_max_pixels"],
+            cfg["size_factor"],
+        )
+    env: dict[str, Any] = {
+        "__name__": "__main__",
+        "np": np,
+        "numpy": np,
+        "Image": Image,
+        "video": video,
+    }
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     worker = os.fork()

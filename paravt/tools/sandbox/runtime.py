@@ -53,8 +53,14 @@ class RunResult:
 class SandboxRuntime:
     """One sandboxed interpreter; ``run(code)`` keeps variables across calls until ``close``."""
 
-    def __init__(self, video: VideoBinding | None = None, limits: SandboxLimits = SandboxLimits(),
-                 *, mode: str | None = None, weak_isolation: bool = False) -> None:
+    def __init__(
+        self,
+        video: VideoBinding | None = None,
+        limits: SandboxLimits = SandboxLimits(),
+        *,
+        mode: str | None = None,
+        weak_isolation: bool = False,
+    ) -> None:
         self.video, self.limits = video, limits
         self.mode = mode or isolation_mode()
         self.weak_isolation = weak_isolation
@@ -79,19 +85,28 @@ class SandboxRuntime:
         if self.mode != "bwrap" and not self.weak_isolation:
             raise ToolCallError(WEAK_REFUSAL.format(mode=self.mode))
         if self.mode != "bwrap":
-            log.warning("python tool sandbox WITHOUT bubblewrap (mode=%s): the host filesystem is "
-                        "readable by the sandbox uid; install bubblewrap for full isolation", self.mode)
-        if self._exit is not None and not self._exit.done():  # a process it killed may still be exiting:
+            log.warning(
+                "python tool sandbox WITHOUT bubblewrap (mode=%s): the host filesystem is "
+                "readable by the sandbox uid; install bubblewrap for full isolation",
+                self.mode,
+            )
+        if (
+            self._exit is not None and not self._exit.done()
+        ):  # a process it killed may still be exiting:
             with contextlib.suppress(asyncio.TimeoutError):  # one process per runtime at a time
                 await asyncio.wait_for(asyncio.shield(self._exit), _CLOSE_WAIT_S)
             if not self._exit.done():
-                raise ToolCallError(f"this python runtime's previous sandbox (pid {self._exit_pid}) is still "
-                                    f"exiting {_CLOSE_WAIT_S:g} s after SIGKILL; call again later")
+                raise ToolCallError(
+                    f"this python runtime's previous sandbox (pid {self._exit_pid}) is still "
+                    f"exiting {_CLOSE_WAIT_S:g} s after SIGKILL; call again later"
+                )
         if self._life is not None:  # defensive: a process never closed (it cannot be waited for)
             os.close(self._life)
             self._life = None
         if self.retired:
-            raise ToolCallError("this python runtime was retired by the pool; call again for a fresh one")
+            raise ToolCallError(
+                "this python runtime was retired by the pool; call again for a fresh one"
+            )
         await self._spawn()
         await self._hello()
 
@@ -103,9 +118,15 @@ class SandboxRuntime:
         self._spawning = True
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                *self._launch.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=self._launch.env, start_new_session=True,
-                limit=1 << 20, pass_fds=(held,))
+                *self._launch.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self._launch.env,
+                start_new_session=True,
+                limit=1 << 20,
+                pass_fds=(held,),
+            )
         except BaseException:
             os.close(life)
             raise
@@ -115,22 +136,28 @@ class SandboxRuntime:
         self._life = life
         if self.retired or self._proc is None:  # retired while spawning: close() took the process
             await self.close()
-            raise ToolCallError("this python runtime was retired by the pool while starting; call again")
+            raise ToolCallError(
+                "this python runtime was retired by the pool while starting; call again"
+            )
         self._drain = asyncio.create_task(self._drain_stderr())
 
     async def _hello(self) -> None:
         """The runner's first message: its uid and whether its seccomp filter is on."""
         try:
             hello = await asyncio.wait_for(self._read_message(), self.limits.startup_s)
-        except (asyncio.TimeoutError, EOFError, ValueError) as exc:
+        except (TimeoutError, EOFError, ValueError) as exc:
             await self.close()
-            raise ToolCallError(f"python sandbox failed to start ({self.mode}): {exc!r}; stderr: "
-                                f"{self._stderr_tail.decode(errors='replace')[-800:]}") from None
+            raise ToolCallError(
+                f"python sandbox failed to start ({self.mode}): {exc!r}; stderr: "
+                f"{self._stderr_tail.decode(errors='replace')[-800:]}"
+            ) from None
         self.uid = hello[0].get("uid")
         self.seccomp = bool(hello[0].get("seccomp"))
         if not self.seccomp:
-            log.warning("python sandbox without its seccomp filter (unsupported architecture): nested "
-                        "namespaces are blocked only by bubblewrap's --disable-userns (non-root callers)")
+            log.warning(
+                "python sandbox without its seccomp filter (unsupported architecture): nested "
+                "namespaces are blocked only by bubblewrap's --disable-userns (non-root callers)"
+            )
 
     async def _drain_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None
@@ -158,12 +185,18 @@ class SandboxRuntime:
     def _blob_sizes(self, header: dict[str, Any]) -> list[int]:
         shapes = header.get("images") or []
         if not isinstance(shapes, list) or len(shapes) > self.limits.max_images:
-            raise ValueError(f"sandbox declared {len(shapes)} images (limit {self.limits.max_images})")
+            raise ValueError(
+                f"sandbox declared {len(shapes)} images (limit {self.limits.max_images})"
+            )
         sizes = []
         for s in shapes:
-            if (not isinstance(s, list) or len(s) != 3 or s[2] != 3
-                    or not all(isinstance(d, int) and d > 0 for d in s)
-                    or s[0] * s[1] > self.limits.image_max_pixels):
+            if (
+                not isinstance(s, list)
+                or len(s) != 3
+                or s[2] != 3
+                or not all(isinstance(d, int) and d > 0 for d in s)
+                or s[0] * s[1] > self.limits.image_max_pixels
+            ):
                 raise ValueError(f"sandbox declared an invalid image shape {s!r}")
             sizes.append(s[0] * s[1] * 3)
         return sizes
@@ -176,31 +209,55 @@ class SandboxRuntime:
                 await self.close()
             await self.start()
         proc = self._proc
-        if proc is None or proc.stdin is None:  # a concurrent close (an eviction) took it as it started
-            return RunResult(False, "", "RuntimeError: the python runtime was closed while it started; "
-                             "call again (a fresh one starts)")
+        if (
+            proc is None or proc.stdin is None
+        ):  # a concurrent close (an eviction) took it as it started
+            return RunResult(
+                False,
+                "",
+                "RuntimeError: the python runtime was closed while it started; "
+                "call again (a fresh one starts)",
+            )
         self._next_id += 1
         rid = self._next_id
         body = json.dumps({"id": rid, "code": code}).encode()
         try:
-            header, blobs = await asyncio.wait_for(self._exchange(_HEADER.pack(len(body)) + body), self.limits.wall_s)
-        except asyncio.TimeoutError:
+            header, blobs = await asyncio.wait_for(
+                self._exchange(_HEADER.pack(len(body)) + body), self.limits.wall_s
+            )
+        except TimeoutError:
             await self.close()
-            return RunResult(False, "", f"TimeoutError: the code ran longer than {self.limits.wall_s:g} s "
-                             "wall time and was killed; the python runtime restarts (variables are lost)")
+            return RunResult(
+                False,
+                "",
+                f"TimeoutError: the code ran longer than {self.limits.wall_s:g} s "
+                "wall time and was killed; the python runtime restarts (variables are lost)",
+            )
         except (EOFError, ConnectionError, ValueError) as exc:
             rc = proc.returncode
             await self.close()
             why = _death_reason(rc) if isinstance(exc, EOFError) else str(exc)
-            return RunResult(False, "", f"RuntimeError: the python runtime died ({why}); it restarts "
-                             "on the next call (variables are lost)")
+            return RunResult(
+                False,
+                "",
+                f"RuntimeError: the python runtime died ({why}); it restarts "
+                "on the next call (variables are lost)",
+            )
         if header.get("id") != rid:
             await self.close()
-            return RunResult(False, "", "RuntimeError: the python runtime answered out of order and was restarted")
-        images = tuple(np.frombuffer(b, np.uint8).reshape(s) for b, s in zip(blobs, header["images"]))
+            return RunResult(
+                False,
+                "",
+                "RuntimeError: the python runtime answered out of order and was restarted",
+            )
+        images = tuple(
+            np.frombuffer(b, np.uint8).reshape(s) for b, s in zip(blobs, header["images"])
+        )
         # the reply shares a process with the model's code, which can forge it: cap it again here
         stdout = _cap(str(header.get("stdout", "")), self.limits.max_output_chars)
-        error = None if header.get("error") is None else _cap(str(header["error"]), _MAX_ERROR_CHARS)
+        error = (
+            None if header.get("error") is None else _cap(str(header["error"]), _MAX_ERROR_CHARS)
+        )
         return RunResult(bool(header.get("ok")), stdout, error, images)
 
     async def _exchange(self, request: bytes) -> tuple[dict[str, Any], list[bytes]]:
@@ -243,7 +300,9 @@ class SandboxRuntime:
         logged and stays pending in `exited`: the pool counts the runtime until it is done, and
         the runtime's next `start` refuses to run beside it."""
         waited = 0.0
-        while self._spawning and waited < _CLOSE_WAIT_S:  # a spawn in progress: take its process too
+        while (
+            self._spawning and waited < _CLOSE_WAIT_S
+        ):  # a spawn in progress: take its process too
             await asyncio.sleep(0.01)
             waited += 0.01
         proc, self._proc = self._proc, None
@@ -260,16 +319,18 @@ class SandboxRuntime:
         if self._exit is not None and not self._exit.done():
             try:
                 await asyncio.wait_for(asyncio.shield(self._exit), _CLOSE_WAIT_S)
-            except asyncio.TimeoutError:
-                log.warning("python sandbox pid %d still runs %g s after SIGKILL; it counts until it exits",
-                            self._exit_pid, _CLOSE_WAIT_S)
+            except TimeoutError:
+                log.warning(
+                    "python sandbox pid %d still runs %g s after SIGKILL; it counts until it exits",
+                    self._exit_pid,
+                    _CLOSE_WAIT_S,
+                )
         if self._drain is not None:
             self._drain.cancel()
             self._drain = None
         if self._launch is not None and self._launch.host_tmp:
             shutil.rmtree(self._launch.host_tmp, ignore_errors=True)
             self._launch.host_tmp = None
-
 
     async def exited(self) -> None:
         """Done once every process of the last sandbox `close` killed is gone (unbounded: a
@@ -319,4 +380,11 @@ def _death_reason(rc: int | None) -> str:
     return f"exit code {rc}"
 
 
-__all__ = ["WEAK_REFUSAL", "RunResult", "SandboxLimits", "SandboxRuntime", "VideoBinding", "isolation_mode"]
+__all__ = [
+    "WEAK_REFUSAL",
+    "RunResult",
+    "SandboxLimits",
+    "SandboxRuntime",
+    "VideoBinding",
+    "isolation_mode",
+]

@@ -4,8 +4,10 @@ Endpoints
 - ``POST /v1/batch``: ``{"items": [{"session", "trajectory_id", "context", "calls": [{"name",
   "arguments", "error"}]}]}`` → ``{"results": [{"trajectory_id", "observations": [...], "budget":
   {...}}]}``, as JSON (frames in base64) or, when the request's ``Accept`` names
-  ``application/x-paravt-frames``, as a binary body with the frames' raw bytes (`paravt.tools.server.wire`;
-  errors stay JSON). Items run concurrently; calls of one item run as `LocalToolSet.run_calls` does. Send
+  ``application/x-paravt-frames``, as a binary body with the frames' raw bytes
+  (`paravt.tools.server.wire`;
+  errors stay JSON). Items run concurrently; calls of one item run as `LocalToolSet.run_calls` does.
+  Send
   at most one item per trajectory per request (the budget state of an item is returned with it).
   ``session`` is the caller's random per-run nonce (≥ 16 characters): per-trajectory state is keyed
   by (session, trajectory_id), so two callers reusing an id never share a python runtime.
@@ -43,12 +45,11 @@ from paravt.config.keys import MIN_SERVER_KEY_CHARS
 from paravt.errors import ConfigError, ParavtError, ToolCallError
 from paravt.tools.base import Observation
 from paravt.tools.build import build_toolset
+from paravt.tools.sandbox.isolation import WEAK_REFUSAL, isolation_mode
 from paravt.tools.server.auth import BearerAuth
 from paravt.tools.server.guard import ServerCaps, VideoRoots, clamp_context
 from paravt.tools.server.limits import BodyLimit
 from paravt.tools.server.metrics import Metrics
-from paravt.tools.sandbox.isolation import WEAK_REFUSAL, isolation_mode
-from paravt.tools.toolset import LocalToolSet
 from paravt.tools.server.wire import (
     BINARY_TYPE,
     Buffers,
@@ -57,6 +58,7 @@ from paravt.tools.server.wire import (
     encode_binary,
     observation_to_wire,
 )
+from paravt.tools.toolset import LocalToolSet
 
 Session = Annotated[str, Field(min_length=16, max_length=128, pattern=r"^[A-Za-z0-9_-]+$")]
 TrajectoryId = Annotated[str, Field(min_length=1, max_length=256)]
@@ -93,27 +95,45 @@ def _tool_options(names: Sequence[str], cfg: ToolServerConfig) -> dict[str, dict
         return {}
     if isolation_mode() != "bwrap" and not cfg.python_weak_isolation:
         raise ConfigError(WEAK_REFUSAL.format(mode=isolation_mode()))
-    return {"python": {"idle_ttl_s": cfg.idle_ttl_s, "max_runtimes": cfg.max_runtimes,
-                       "weak_isolation": cfg.python_weak_isolation}}
+    return {
+        "python": {
+            "idle_ttl_s": cfg.idle_ttl_s,
+            "max_runtimes": cfg.max_runtimes,
+            "weak_isolation": cfg.python_weak_isolation,
+        }
+    }
 
 
 def _caps(cfg: ToolServerConfig) -> ServerCaps:
-    return ServerCaps(crop_max_frames=cfg.max_crop_frames, crop_fps=cfg.max_crop_fps,
-                      crop_max_pixels=cfg.max_crop_pixels, size_factor=cfg.max_size_factor,
-                      call_pixels=cfg.max_call_pixels, episode_pixels=cfg.max_episode_pixels)
+    return ServerCaps(
+        crop_max_frames=cfg.max_crop_frames,
+        crop_fps=cfg.max_crop_fps,
+        crop_max_pixels=cfg.max_crop_pixels,
+        size_factor=cfg.max_size_factor,
+        call_pixels=cfg.max_call_pixels,
+        episode_pixels=cfg.max_episode_pixels,
+    )
 
 
 def _brief(exc: ValidationError) -> str:
     errs = exc.errors(include_url=False, include_input=False)
-    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in errs[:5])[:1000]
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in errs[:5])[
+        :1000
+    ]
 
 
 def _too_large(req: BatchRequest, cfg: ToolServerConfig) -> str | None:
     n_calls = sum(len(i.calls) for i in req.items)
     if len(req.items) > cfg.max_items_per_request:
-        return f"{len(req.items)} items in one request exceed max_items_per_request={cfg.max_items_per_request}"
+        return (
+            f"{len(req.items)} items in one request exceed "
+            f"max_items_per_request={cfg.max_items_per_request}"
+        )
     if n_calls > cfg.max_calls_per_request:
-        return f"{n_calls} calls in one request exceed max_calls_per_request={cfg.max_calls_per_request}"
+        return (
+            f"{n_calls} calls in one request exceed "
+            f"max_calls_per_request={cfg.max_calls_per_request}"
+        )
     return None
 
 
@@ -128,21 +148,34 @@ class _Service:
         self.sem: asyncio.Semaphore | None = None  # made inside the server's event loop
 
     async def run_item(self, item: BatchItem, buffers: Buffers | None) -> dict[str, Any]:
-        ctx = context_from_wire(item.context, episode_id=_runtime_key(item.session, item.trajectory_id))
+        ctx = context_from_wire(
+            item.context, episode_id=_runtime_key(item.session, item.trajectory_id)
+        )
         clamp_context(ctx, self.caps)
         try:
             ctx.video = self.roots.resolve(ctx.video)
         except ToolCallError as exc:
-            self.metrics.inc("paravt_tool_refused_videos_total", "Items whose video is outside the video roots.")
+            self.metrics.inc(
+                "paravt_tool_refused_videos_total", "Items whose video is outside the video roots."
+            )
             obs = [Observation.failure(str(exc)) for _ in item.calls]
         else:
-            obs = await asyncio.gather(*(self.toolset.run_one(ctx, c.name, c.arguments, c.error) for c in item.calls))
+            obs = await asyncio.gather(
+                *(self.toolset.run_one(ctx, c.name, c.arguments, c.error) for c in item.calls)
+            )
         for call, o in zip(item.calls, obs):
             outcome = "ok" if o.ok else ("timeout" if o.metrics.get("timeout") else "error")
-            self.metrics.inc("paravt_tool_calls_total", "Tool calls by tool and outcome.",
-                             tool=str(call.name), outcome=outcome)
-        return {"trajectory_id": item.trajectory_id, "observations": [observation_to_wire(o, buffers) for o in obs],
-                "budget": budget_to_wire(ctx.budget)}
+            self.metrics.inc(
+                "paravt_tool_calls_total",
+                "Tool calls by tool and outcome.",
+                tool=str(call.name),
+                outcome=outcome,
+            )
+        return {
+            "trajectory_id": item.trajectory_id,
+            "observations": [observation_to_wire(o, buffers) for o in obs],
+            "budget": budget_to_wire(ctx.budget),
+        }
 
     async def run_batch(self, req: BatchRequest, buffers: Buffers | None) -> list[dict[str, Any]]:
         assert self.sem is not None
@@ -163,22 +196,33 @@ class _Service:
             req = BatchRequest.model_validate_json(await request.body())
         except ValidationError as exc:
             metrics.inc("paravt_tool_request_errors_total", "Batch requests that failed.")
-            return JSONResponse({"error": f"malformed batch request: {_brief(exc)}"}, status_code=422)
+            return JSONResponse(
+                {"error": f"malformed batch request: {_brief(exc)}"}, status_code=422
+            )
         buffers: Buffers | None = [] if BINARY_TYPE in request.headers.get("accept", "") else None
         if (too_large := _too_large(req, cfg)) is not None:
             metrics.inc("paravt_tool_request_errors_total", "Batch requests that failed.")
             return JSONResponse({"error": too_large}, status_code=413)
         try:
             results = await asyncio.wait_for(self.run_batch(req, buffers), cfg.request_timeout_s)
-        except asyncio.TimeoutError:
-            metrics.inc("paravt_tool_request_timeouts_total", "Batch requests that exceeded request_timeout_s.")
-            return JSONResponse({"error": f"request timed out after {cfg.request_timeout_s:g} s"}, status_code=504)
+        except TimeoutError:
+            metrics.inc(
+                "paravt_tool_request_timeouts_total",
+                "Batch requests that exceeded request_timeout_s.",
+            )
+            return JSONResponse(
+                {"error": f"request timed out after {cfg.request_timeout_s:g} s"}, status_code=504
+            )
         except (ParavtError, KeyError, TypeError, ValueError) as exc:
             metrics.inc("paravt_tool_request_errors_total", "Batch requests that failed.")
-            return JSONResponse({"error": f"bad request: {type(exc).__name__}: {exc}"}, status_code=400)
+            return JSONResponse(
+                {"error": f"bad request: {type(exc).__name__}: {exc}"}, status_code=400
+            )
         finally:
             metrics.observe_latency(time.perf_counter() - t0)
-        if buffers is not None:  # frames as raw bytes after a JSON header (paravt.tools.server.wire)
+        if (
+            buffers is not None
+        ):  # frames as raw bytes after a JSON header (paravt.tools.server.wire)
             return Response(encode_binary({"results": results}, buffers), media_type=BINARY_TYPE)
         return JSONResponse({"results": results})
 
@@ -188,26 +232,47 @@ class _Service:
         return {"released": len(req.trajectory_ids)}
 
     async def tools(self) -> list[dict[str, Any]]:
-        return [{"name": s.name, "description": s.description, "parameters": s.parameters,
-                 "timeout_s": self.toolset.timeouts[s.name]} for s in self.toolset.specs]
+        return [
+            {
+                "name": s.name,
+                "description": s.description,
+                "parameters": s.parameters,
+                "timeout_s": self.toolset.timeouts[s.name],
+            }
+            for s in self.toolset.specs
+        ]
 
     async def health(self) -> dict[str, Any]:
-        return {"status": "ok", "tools": sorted(self.toolset.names), "isolation": isolation_mode(),
-                "inflight": self.inflight, "max_concurrency": self.cfg.max_concurrency}
+        return {
+            "status": "ok",
+            "tools": sorted(self.toolset.names),
+            "isolation": isolation_mode(),
+            "inflight": self.inflight,
+            "max_concurrency": self.cfg.max_concurrency,
+        }
 
     async def prometheus(self) -> PlainTextResponse:
         self.metrics.set_gauge("paravt_tool_inflight_requests", self.inflight)
         return PlainTextResponse(self.metrics.render(), media_type="text/plain; version=0.0.4")
 
 
-def create_app(names: Sequence[str], config: ToolServerConfig | None = None, *,
-               timeouts: dict[str, float] | None = None) -> FastAPI:
+def create_app(
+    names: Sequence[str],
+    config: ToolServerConfig | None = None,
+    *,
+    timeouts: dict[str, float] | None = None,
+) -> FastAPI:
     """A tool server for the tools ``names`` (unknown names, missing video roots, python without
     bubblewrap and without the weak-isolation opt-in, or an unreadable key file raise `ConfigError`
     now). With ``api_key_file`` every request must carry its key (`paravt.tools.server.auth`)."""
     cfg = config or ToolServerConfig()
-    key = (read_key_file(cfg.api_key_file, "api_key_file (--api-key-file)", min_chars=MIN_SERVER_KEY_CHARS)
-           if cfg.api_key_file is not None else None)
+    key = (
+        read_key_file(
+            cfg.api_key_file, "api_key_file (--api-key-file)", min_chars=MIN_SERVER_KEY_CHARS
+        )
+        if cfg.api_key_file is not None
+        else None
+    )
     toolset = build_toolset(list(names), timeouts=timeouts, options=_tool_options(names, cfg))
     assert isinstance(toolset, LocalToolSet)
     svc = _Service(toolset, cfg)
@@ -220,14 +285,28 @@ def create_app(names: Sequence[str], config: ToolServerConfig | None = None, *,
 
     app = FastAPI(title="paravt tool server", lifespan=lifespan)
     app.add_middleware(_BatchFastPath, service=svc)  # inside BodyLimit: every limit still applies
-    app.add_middleware(BodyLimit, max_body_bytes=cfg.max_body_bytes, body_timeout_s=cfg.body_timeout_s)
+    app.add_middleware(
+        BodyLimit, max_body_bytes=cfg.max_body_bytes, body_timeout_s=cfg.body_timeout_s
+    )
     if key is not None:  # outermost: a request without the key reaches nothing else
-        app.add_middleware(BearerAuth, key=key, on_refused=lambda: svc.metrics.inc(
-            "paravt_tool_unauthorized_total", "Requests refused for a missing or wrong API key (401)."))
+        app.add_middleware(
+            BearerAuth,
+            key=key,
+            on_refused=lambda: svc.metrics.inc(
+                "paravt_tool_unauthorized_total",
+                "Requests refused for a missing or wrong API key (401).",
+            ),
+        )
     app.state.toolset, app.state.metrics, app.state.config = toolset, svc.metrics, cfg
     app.state.video_roots = svc.roots.roots
-    app.post("/v1/batch", openapi_extra={"requestBody": {"content": {"application/json": {
-        "schema": BatchRequest.model_json_schema()}}}})(svc.batch)
+    app.post(
+        "/v1/batch",
+        openapi_extra={
+            "requestBody": {
+                "content": {"application/json": {"schema": BatchRequest.model_json_schema()}}
+            }
+        },
+    )(svc.batch)
     app.post("/v1/finish")(svc.finish)
     app.get("/v1/tools")(svc.tools)
     app.get("/health")(svc.health)

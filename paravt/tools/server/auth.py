@@ -14,8 +14,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-UNAUTHORIZED = ("missing or wrong API key: send 'Authorization: Bearer <key>' with the key of the "
-                "file `paravt serve-tools --api-key-file` reads (rollout.tool_server_key_file)")
+UNAUTHORIZED = (
+    "missing or wrong API key: send 'Authorization: Bearer <key>' with the key of the "
+    "file `paravt serve-tools --api-key-file` reads (rollout.tool_server_key_file)"
+)
 
 
 class BearerAuth:
@@ -35,7 +37,15 @@ class BearerAuth:
         if self.on_refused is not None:
             self.on_refused()
         body = json.dumps({"error": UNAUTHORIZED}).encode()
-        await send({"type": "http.response.start", "status": 401,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"www-authenticate", b'Bearer realm="paravt tool server"')]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="paravt tool server"'),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

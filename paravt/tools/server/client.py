@@ -6,7 +6,8 @@ share server state with another caller's, even when the ids coincide. The episod
 sent with each request and the server's updated budget is copied back into ``ctx.budget``.
 Transport failures, server errors and malformed responses become error observations for the calls
 of that request. Requests go through a keep-alive pool (`paravt.tools.server.pool`) and ask for the
-binary frames encoding (`paravt.tools.server.wire.BINARY_TYPE`); a JSON response (an older server) is
+binary frames encoding (`paravt.tools.server.wire.BINARY_TYPE`); a JSON response (an older server)
+is
 read as well. With ``api_key_file`` (``rollout.tool_server_key_file``) every request carries
 ``Authorization: Bearer <key>`` (docs/tools.md, "Who may call"); the key is never in a message.
 """
@@ -26,9 +27,8 @@ from paravt.errors import ConfigError, ToolCallError
 from paravt.protocol.parser import ParsedCall
 from paravt.protocol.prompts import ToolSpec
 from paravt.tools.base import Observation, ToolContext
-from paravt.tools.server.pool import KeepAlivePool, PoolError, Response
 from paravt.tools.registry import unknown_tool_message
-from paravt.tools.toolset import ToolSet
+from paravt.tools.server.pool import KeepAlivePool, PoolError, Response
 from paravt.tools.server.wire import (
     BINARY_TYPE,
     apply_budget,
@@ -36,36 +36,61 @@ from paravt.tools.server.wire import (
     decode_binary,
     observation_from_wire,
 )
+from paravt.tools.toolset import ToolSet
 
 
 class RemoteToolSet(ToolSet):
-    def __init__(self, server_url: str, names: Sequence[str], *, timeouts: Mapping[str, float] | None = None,
-                 request_timeout_s: float | None = None, max_connections: int = 128,
-                 api_key_file: str | None = None) -> None:
+    def __init__(
+        self,
+        server_url: str,
+        names: Sequence[str],
+        *,
+        timeouts: Mapping[str, float] | None = None,
+        request_timeout_s: float | None = None,
+        max_connections: int = 128,
+        api_key_file: str | None = None,
+    ) -> None:
         self.url = server_url.rstrip("/")
-        self._key = read_key_file(api_key_file, "rollout.tool_server_key_file") if api_key_file else None
+        self._key = (
+            read_key_file(api_key_file, "rollout.tool_server_key_file") if api_key_file else None
+        )
         auth = {"authorization": f"Bearer {self._key}"} if self._key else {}
         try:
             resp = httpx.get(f"{self.url}/v1/tools", timeout=10.0, headers=auth)
             if resp.status_code == 401:
-                raise ConfigError(f"tool server {self.url} refused the key (401): set rollout.tool_server_key_file "
-                                  "to the file `paravt serve-tools --api-key-file` reads"
-                                  + (f" (sent the key of {api_key_file})" if api_key_file else " (sent none)"))
+                raise ConfigError(
+                    f"tool server {self.url} refused the key (401): set "
+                    "rollout.tool_server_key_file "
+                    "to the file `paravt serve-tools --api-key-file` reads"
+                    + (f" (sent the key of {api_key_file})" if api_key_file else " (sent none)")
+                )
             served = resp.raise_for_status().json()
         except httpx.HTTPError as exc:
-            raise ConfigError(f"tool server {self.url} is not reachable ({exc}); start it with "
-                              "`paravt serve-tools` or unset tool_server_url") from exc
+            raise ConfigError(
+                f"tool server {self.url} is not reachable ({exc}); start it with "
+                "`paravt serve-tools` or unset tool_server_url"
+            ) from exc
         by_name = {t["name"]: t for t in served}
         for n in names:
             if n not in by_name:
-                raise ConfigError(f"tool server {self.url}: " + unknown_tool_message(n, sorted(by_name)))
-        self.specs = tuple(ToolSpec(by_name[n]["name"], by_name[n]["description"], by_name[n]["parameters"])
-                           for n in names)
+                raise ConfigError(
+                    f"tool server {self.url}: " + unknown_tool_message(n, sorted(by_name))
+                )
+        self.specs = tuple(
+            ToolSpec(by_name[n]["name"], by_name[n]["description"], by_name[n]["parameters"])
+            for n in names
+        )
         self.names = frozenset(names)
-        slowest = max([float(by_name[n]["timeout_s"]) for n in names] + list((timeouts or {}).values()) + [1.0])
+        slowest = max(
+            [float(by_name[n]["timeout_s"]) for n in names]
+            + list((timeouts or {}).values())
+            + [1.0]
+        )
         self.timeout_s = request_timeout_s or slowest + 30.0
         self.max_connections = max_connections
-        self.session = secrets.token_hex(16)  # per-run nonce: server state is keyed by (session, id)
+        self.session = secrets.token_hex(
+            16
+        )  # per-run nonce: server state is keyed by (session, id)
         self._pool: KeepAlivePool | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -75,28 +100,49 @@ class RemoteToolSet(ToolSet):
         asyncio.run; connections belong to the loop that opened them)."""
         loop = asyncio.get_running_loop()
         if self._pool is None or self._loop is not loop:
-            self._pool = KeepAlivePool(self.url, max_connections=self.max_connections, timeout_s=self.timeout_s,
-                                       api_key=self._key)
+            self._pool = KeepAlivePool(
+                self.url,
+                max_connections=self.max_connections,
+                timeout_s=self.timeout_s,
+                api_key=self._key,
+            )
             self._loop = loop
         return self._pool
 
     async def run_calls(self, ctx: ToolContext, calls: Sequence[ParsedCall]) -> list[Observation]:
         wire_calls = [self._call_to_wire(c) for c in calls]
-        item = {"session": self.session, "trajectory_id": ctx.episode_id, "context": context_to_wire(ctx),
-                "calls": wire_calls}
+        item = {
+            "session": self.session,
+            "trajectory_id": ctx.episode_id,
+            "context": context_to_wire(ctx),
+            "calls": wire_calls,
+        }
         try:
-            resp = await self.pool.post("/v1/batch", json.dumps({"items": [item]}).encode(),
-                                        accept=f"{BINARY_TYPE}, application/json")
+            resp = await self.pool.post(
+                "/v1/batch",
+                json.dumps({"items": [item]}).encode(),
+                accept=f"{BINARY_TYPE}, application/json",
+            )
         except PoolError as exc:
-            return [Observation.failure(f"tool server unreachable: {type(exc).__name__}: {exc}") for _ in calls]
+            return [
+                Observation.failure(f"tool server unreachable: {type(exc).__name__}: {exc}")
+                for _ in calls
+            ]
         if resp.status_code != 200:
             reason = _error_text(resp)
-            return [Observation.failure(f"tool server error {resp.status_code}: {reason}") for _ in calls]
+            return [
+                Observation.failure(f"tool server error {resp.status_code}: {reason}")
+                for _ in calls
+            ]
         try:
             obs, budget = _decode(resp, len(calls))
         except (ToolCallError, ValueError, KeyError, TypeError, IndexError) as exc:
-            return [Observation.failure(f"tool server sent a malformed response: {type(exc).__name__}: {exc}")
-                    for _ in calls]
+            return [
+                Observation.failure(
+                    f"tool server sent a malformed response: {type(exc).__name__}: {exc}"
+                )
+                for _ in calls
+            ]
         apply_budget(ctx, budget)
         return obs
 

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from paravt.errors import ToolCallError
 from paravt.tools.base import ToolContext
 
-REFUSED = ("video {path!r} is not a readable regular file under the tool server's video roots; "
-           "start the server with --video-root covering it")
+REFUSED = (
+    "video {path!r} is not a readable regular file under the tool server's video roots; "
+    "start the server with --video-root covering it"
+)
 
 
 class VideoRoots:
@@ -32,7 +34,10 @@ class VideoRoots:
         if missing:
             from paravt.errors import ConfigError
 
-            raise ConfigError(f"video root(s) {missing} are not directories; pass existing directories to --video-root")
+            raise ConfigError(
+                f"video root(s) {missing} are not directories; pass existing directories to "
+                "--video-root"
+            )
         self.roots = tuple(paths)
 
     def contains(self, real: str) -> bool:

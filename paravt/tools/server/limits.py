@@ -25,8 +25,10 @@ Message = dict[str, Any]
 
 def _raw_response(status: int, reason: str, text: str) -> bytes:
     body = json.dumps({"error": text}).encode()
-    head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\nconnection: close\r\n"
-            f"content-length: {len(body)}\r\n\r\n")
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\nconnection: close\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    )
     return head.encode("ascii") + body
 
 
@@ -51,7 +53,9 @@ class GuardedH11Protocol(H11Protocol):
 
     def _header_timeout(self) -> None:
         self._header_timer = None
-        if self.transport.is_closing() or (self.cycle is not None and not self.cycle.response_complete):
+        if self.transport.is_closing() or (
+            self.cycle is not None and not self.cycle.response_complete
+        ):
             return  # closed already, or a request is being served (its body has its own limit)
         if self._pending or not self._answered:  # an idle keep-alive connection just closes
             msg = f"request header not received within header_timeout_s={self.header_timeout_s:g} s"
@@ -87,8 +91,12 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            await self._reject(send, 413, f"request body of {int(declared)} bytes exceeds "
-                                          f"max_body_bytes={self.max_body_bytes}")
+            await self._reject(
+                send,
+                413,
+                f"request body of {int(declared)} bytes exceeds "
+                f"max_body_bytes={self.max_body_bytes}",
+            )
             return
         chunks: list[bytes] = []
         size, deadline = 0, time.monotonic() + self.body_timeout_s
@@ -96,16 +104,21 @@ class BodyLimit:
         while more:
             try:
                 msg = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
-            except asyncio.TimeoutError:
-                await self._reject(send, 408, "request body not received within "
-                                              f"body_timeout_s={self.body_timeout_s:g} s")
+            except TimeoutError:
+                await self._reject(
+                    send,
+                    408,
+                    f"request body not received within body_timeout_s={self.body_timeout_s:g} s",
+                )
                 return
             if msg["type"] == "http.disconnect":
                 return
             chunk = msg.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
-                await self._reject(send, 413, f"request body exceeds max_body_bytes={self.max_body_bytes}")
+                await self._reject(
+                    send, 413, f"request body exceeds max_body_bytes={self.max_body_bytes}"
+                )
                 return
             chunks.append(chunk)
             more = bool(msg.get("more_body"))
@@ -123,14 +136,36 @@ class BodyLimit:
     @staticmethod
     async def _reject(send: Any, status: int, text: str) -> None:
         body = json.dumps({"error": text}).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"connection", b"close"),
-                                (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"connection", b"close"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 
-def uvicorn_config(app: Any, *, host: str = "127.0.0.1", port: int = 8765, header_timeout_s: float,
-                   max_connections: int, **kwargs: Any) -> uvicorn.Config:
+def uvicorn_config(
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    header_timeout_s: float,
+    max_connections: int,
+    **kwargs: Any,
+) -> uvicorn.Config:
     """uvicorn settings of the tool server (the app must already be wrapped in `BodyLimit`)."""
-    return uvicorn.Config(app, host=host, port=port, http=guarded_protocol(header_timeout_s),
-                          limit_concurrency=max_connections, log_level="warning", **kwargs)
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=guarded_protocol(header_timeout_s),
+        limit_concurrency=max_connections,
+        log_level="warning",
+        **kwargs,
+    )

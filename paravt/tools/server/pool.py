@@ -45,8 +45,15 @@ class Response:
 
 
 class KeepAlivePool:
-    def __init__(self, url: str, *, max_connections: int, timeout_s: float, connect_timeout_s: float = 10.0,
-                 api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_connections: int,
+        timeout_s: float,
+        connect_timeout_s: float = 10.0,
+        api_key: str | None = None,
+    ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"tool server URL {url!r} is not http(s)://host[:port]")
@@ -60,16 +67,32 @@ class KeepAlivePool:
         # sent with every request; a key is printable ASCII without spaces (paravt.config.keys)
         self._auth = f"authorization: Bearer {api_key}\r\n" if api_key else ""
 
-    async def post(self, path: str, body: bytes, *, content_type: str = "application/json",
-                   accept: str = "application/json") -> Response:
-        head = (f"POST {self.prefix}{path} HTTP/1.1\r\nhost: {self.authority.decode()}\r\n"
-                f"content-type: {content_type}\r\naccept: {accept}\r\n{self._auth}content-length: {len(body)}\r\n\r\n")
+    async def post(
+        self,
+        path: str,
+        body: bytes,
+        *,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+    ) -> Response:
+        head = (
+            f"POST {self.prefix}{path} HTTP/1.1\r\nhost: {self.authority.decode()}\r\n"
+            f"content-type: {content_type}\r\naccept: {accept}\r\n{self._auth}content-length: "
+            f"{len(body)}\r\n\r\n"
+        )
         async with self._slots:
             try:
-                return await asyncio.wait_for(self._exchange(head.encode("latin-1") + body), self.timeout_s)
-            except asyncio.TimeoutError:
+                return await asyncio.wait_for(
+                    self._exchange(head.encode("latin-1") + body), self.timeout_s
+                )
+            except TimeoutError:
                 raise PoolError(f"no response within {self.timeout_s:g} s") from None
-            except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
+            except (
+                OSError,
+                asyncio.IncompleteReadError,
+                asyncio.LimitOverrunError,
+                ValueError,
+            ) as exc:
                 raise PoolError(f"{type(exc).__name__}: {exc}") from None
 
     async def _exchange(self, request: bytes) -> Response:
@@ -95,9 +118,12 @@ class KeepAlivePool:
         try:
             return await asyncio.wait_for(
                 asyncio.open_connection(self.host, self.port, ssl=self.tls, limit=MAX_HEADER_BYTES),
-                self.connect_timeout_s)
-        except asyncio.TimeoutError:
-            raise PoolError(f"could not connect to {self.host}:{self.port} within {self.connect_timeout_s:g} s") from None
+                self.connect_timeout_s,
+            )
+        except TimeoutError:
+            raise PoolError(
+                f"could not connect to {self.host}:{self.port} within {self.connect_timeout_s:g} s"
+            ) from None
 
     async def aclose(self) -> None:
         idle, self._idle = self._idle, []

@@ -40,7 +40,11 @@ def frames_to_wire(frames: Frames | None, buffers: Buffers | None = None) -> dic
     if frames is None:
         return None
     arr = np.ascontiguousarray(frames.array, dtype=np.uint8)
-    d: dict[str, Any] = {"shape": list(arr.shape), "dtype": "uint8", "timestamps": list(frames.timestamps)}
+    d: dict[str, Any] = {
+        "shape": list(arr.shape),
+        "dtype": "uint8",
+        "timestamps": list(frames.timestamps),
+    }
     if buffers is None:
         d["data"] = base64.b64encode(arr.tobytes()).decode("ascii")
     else:
@@ -49,12 +53,22 @@ def frames_to_wire(frames: Frames | None, buffers: Buffers | None = None) -> dic
     return d
 
 
-def frames_from_wire(d: Mapping[str, Any] | None, buffers: Sequence[memoryview] | None = None) -> Frames | None:
+def frames_from_wire(
+    d: Mapping[str, Any] | None, buffers: Sequence[memoryview] | None = None
+) -> Frames | None:
     if d is None:
         return None
     shape = tuple(int(x) for x in d["shape"])
-    if d.get("dtype") != "uint8" or len(shape) != 4 or shape[3] != 3 or int(np.prod(shape)) > MAX_FRAME_BYTES:
-        raise ToolCallError(f"frames on the wire have shape {shape} / dtype {d.get('dtype')}; expected uint8 T×H×W×3")
+    if (
+        d.get("dtype") != "uint8"
+        or len(shape) != 4
+        or shape[3] != 3
+        or int(np.prod(shape)) > MAX_FRAME_BYTES
+    ):
+        raise ToolCallError(
+            f"frames on the wire have shape {shape} / dtype {d.get('dtype')}; expected uint8 "
+            "T×H×W×3"
+        )
     if "buffer" in d:
         i = int(d["buffer"])
         if buffers is None or not 0 <= i < len(buffers):
@@ -69,8 +83,11 @@ def frames_from_wire(d: Mapping[str, Any] | None, buffers: Sequence[memoryview] 
 
 
 def encode_binary(header: Mapping[str, Any], buffers: Buffers) -> bytes:
-    """A `BINARY_TYPE` body: magic, header length, JSON header (plus the buffers' lengths), buffers."""
-    head = json.dumps({**header, "buffers": [len(b) for b in buffers]}, separators=(",", ":")).encode()
+    """A `BINARY_TYPE` body: magic, header length, JSON header (plus the buffers' lengths),
+    buffers."""
+    head = json.dumps(
+        {**header, "buffers": [len(b) for b in buffers]}, separators=(",", ":")
+    ).encode()
     return b"".join([_MAGIC, _HEAD.pack(len(head)), head, *buffers])
 
 
@@ -78,13 +95,13 @@ def decode_binary(body: bytes) -> tuple[dict[str, Any], Buffers]:
     """The header and buffers of a `BINARY_TYPE` body; `ToolCallError` when it is malformed."""
     view = memoryview(body)
     start = len(_MAGIC) + _HEAD.size
-    if len(body) < start or bytes(view[:len(_MAGIC)]) != _MAGIC:
+    if len(body) < start or bytes(view[: len(_MAGIC)]) != _MAGIC:
         raise ToolCallError("binary tool response does not start with the paravt frames magic")
     (n,) = _HEAD.unpack_from(body, len(_MAGIC))
     if start + n > len(body):
         raise ToolCallError(f"binary tool response header of {n} bytes overruns the body")
     try:
-        header = json.loads(bytes(view[start:start + n]))
+        header = json.loads(bytes(view[start : start + n]))
         sizes = [int(x) for x in header["buffers"]]
     except (ValueError, KeyError, TypeError) as exc:
         raise ToolCallError(f"binary tool response header is not valid: {exc}") from None
@@ -93,23 +110,34 @@ def decode_binary(body: bytes) -> tuple[dict[str, Any], Buffers]:
         raise ToolCallError("binary tool response buffers do not match the body's length")
     buffers = []
     for size in sizes:
-        buffers.append(view[offset:offset + size])
+        buffers.append(view[offset : offset + size])
         offset += size
     return header, buffers
 
 
 def observation_to_wire(obs: Observation, buffers: Buffers | None = None) -> dict[str, Any]:
-    return {"text": obs.text, "frames": frames_to_wire(obs.frames, buffers),
-            "window": list(obs.window) if obs.window is not None else None, "error": obs.error,
-            "delivery": obs.delivery, "metrics": {k: float(v) for k, v in obs.metrics.items()}}
+    return {
+        "text": obs.text,
+        "frames": frames_to_wire(obs.frames, buffers),
+        "window": list(obs.window) if obs.window is not None else None,
+        "error": obs.error,
+        "delivery": obs.delivery,
+        "metrics": {k: float(v) for k, v in obs.metrics.items()},
+    }
 
 
-def observation_from_wire(d: Mapping[str, Any], buffers: Sequence[memoryview] | None = None) -> Observation:
+def observation_from_wire(
+    d: Mapping[str, Any], buffers: Sequence[memoryview] | None = None
+) -> Observation:
     window = d.get("window")
-    return Observation(text=str(d.get("text", "")), frames=frames_from_wire(d.get("frames"), buffers),
-                       window=(float(window[0]), float(window[1])) if window is not None else None,
-                       error=d.get("error"), delivery=d.get("delivery", "text"),
-                       metrics={str(k): float(v) for k, v in (d.get("metrics") or {}).items()})
+    return Observation(
+        text=str(d.get("text", "")),
+        frames=frames_from_wire(d.get("frames"), buffers),
+        window=(float(window[0]), float(window[1])) if window is not None else None,
+        error=d.get("error"),
+        delivery=d.get("delivery", "text"),
+        metrics={str(k): float(v) for k, v in (d.get("metrics") or {}).items()},
+    )
 
 
 def budget_to_wire(b: VisualBudget) -> dict[str, int]:
@@ -123,7 +151,11 @@ def apply_budget(ctx: ToolContext, d: Mapping[str, Any]) -> None:
 
 
 def context_to_wire(ctx: ToolContext) -> dict[str, Any]:
-    d = {f.name: getattr(ctx, f.name) for f in dataclasses.fields(ctx) if f.name not in ("info", "budget")}
+    d = {
+        f.name: getattr(ctx, f.name)
+        for f in dataclasses.fields(ctx)
+        if f.name not in ("info", "budget")
+    }
     d["info"] = dataclasses.asdict(ctx.info)
     d["budget"] = budget_to_wire(ctx.budget)
     return d
@@ -134,4 +166,6 @@ def context_from_wire(d: Mapping[str, Any], *, episode_id: str | None = None) ->
     kwargs = {k: d[k] for k in fields if k in d}
     if episode_id is not None:
         kwargs["episode_id"] = episode_id
-    return ToolContext(info=VideoInfo(**d["info"]), budget=VisualBudget(**d.get("budget", {})), **kwargs)
+    return ToolContext(
+        info=VideoInfo(**d["info"]), budget=VisualBudget(**d.get("budget", {})), **kwargs
+    )

@@ -21,8 +21,8 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from live_server import RunningServer  # noqa: F401 - the tests start the teachers with it
 
+from live_server import RunningServer  # noqa: F401 - the tests start the teachers with it
 from paravt.data.schema import read_rows
 
 STYLES = ("python", "single", "trailing", "tool_code", "untagged", "garbled", "canonical")
@@ -66,7 +66,9 @@ def unique_rows(synth: Path) -> list:
     return rows
 
 
-def scripts_for(rows: list, behaviours: Mapping[int, str] | None = None) -> dict[tuple[str, str], Script]:
+def scripts_for(
+    rows: list, behaviours: Mapping[int, str] | None = None
+) -> dict[tuple[str, str], Script]:
     """A script per row: the gold answer (MCQ as its option text, which the teacher writes as the
     letter), noise style rotating over `STYLES`; ``behaviours`` maps a row index to a misbehaviour
     (``wrong``: a wrong answer, else a `Script.behaviour`)."""
@@ -78,9 +80,16 @@ def scripts_for(rows: list, behaviours: Mapping[int, str] | None = None) -> dict
         if behaviour == "wrong":
             answer = "Z" if e.task == "mcq" else "[0, 1]" if e.task == "tvg" else "purple banana"
         elif e.task == "mcq" and e.options:
-            answer = e.options["ABCDEFGH".index(e.answer)]  # "D. magenta square": written as the letter
-        out[key(e.duration, e.question)] = Script(answer, (e.needle_start, e.needle_end), e.duration,
-                                                  STYLES[i % len(STYLES)], "good" if behaviour == "wrong" else behaviour)
+            answer = e.options[
+                "ABCDEFGH".index(e.answer)
+            ]  # "D. magenta square": written as the letter
+        out[key(e.duration, e.question)] = Script(
+            answer,
+            (e.needle_start, e.needle_end),
+            e.duration,
+            STYLES[i % len(STYLES)],
+            "good" if behaviour == "wrong" else behaviour,
+        )
     return out
 
 
@@ -91,21 +100,33 @@ def _text(content: Any) -> str:
 
 
 def _images(messages: list[dict[str, Any]]) -> int:
-    return sum(1 for m in messages if not isinstance(m["content"], str)
-               for p in m["content"] if p.get("type") == "image_url")
+    return sum(
+        1
+        for m in messages
+        if not isinstance(m["content"], str)
+        for p in m["content"]
+        if p.get("type") == "image_url"
+    )
 
 
 def _call(style: str, s: float, e: float) -> str:
     think = "<think>The overview does not show it clearly. I will look at a window.</think>\n"
     return {
-        "python": f'I will look at a window first.\n<tool_call>crop_video("video.mp4", {s:g}, {e:g})</tool_call>',
-        "single": think + f"<tool_call>{{'name': 'crop_video', 'arguments': {{'start_time': {s:g}, 'end_time': {e:g}}}}}</tool_call>",
-        "trailing": think + f'<tool_call>{{"name": "crop_video", "arguments": {{"start_time": {s:g}, "end_time": {e:g},}},}}'
-                            "</tool_call>\nLet me see what it shows.",
+        "python": f'I will look at a window first.\n<tool_call>crop_video("video.mp4", {s:g}, '
+        f"{e:g})</tool_call>",
+        "single": think
+        + f"<tool_call>{{'name': 'crop_video', 'arguments': {{'start_time': {s:g}, 'end_time': "
+        f"{e:g}}}}}</tool_call>",
+        "trailing": think
+        + f'<tool_call>{{"name": "crop_video", "arguments": {{"start_time": {s:g}, "end_time": '
+        f"{e:g},}},}}"
+        "</tool_call>\nLet me see what it shows.",
         "tool_code": think + f"<tool_code>crop_video(start={s:g}, end={e:g})</tool_code>",
         "untagged": think + f"crop_video({s:g}, {e:g})",
         "garbled": think + f"<tool_call>crop the video from {s:g} to {e:g}</tool_call>",
-        "canonical": think + f'<tool_call>{{"name": "crop_video", "arguments": {{"start_time": {s:g}, "end_time": {e:g}}}}}</tool_call>',
+        "canonical": think
+        + f'<tool_call>{{"name": "crop_video", "arguments": {{"start_time": {s:g}, "end_time": '
+        f"{e:g}}}}}</tool_call>",
     }[style]
 
 
@@ -129,19 +150,31 @@ def _main(sc: Script, n_responses: int) -> str:
         return _call("canonical", *near)
     if sc.behaviour == "empty":
         return "<think>The second window shows it.</think>\n<answer></answer>"
-    return f"<think>The second window shows the event near {near[0]:g} s.</think>\n<answer>{sc.answer}</answer>"
+    return (
+        f"<think>The second window shows the event near {near[0]:g} "
+        f"s.</think>\n<answer>{sc.answer}</answer>"
+    )
 
 
 def _eva(sc: Script, n_responses: int) -> str:
     d, (ns, ne) = sc.duration, sc.needle
-    fs = '<tool_call>{{"name": "frame_select", "arguments": {{"start_time": {}, "end_time": {}, "nframes": {}, "resize": {}}}}}</tool_call>'
+    fs = (
+        '<tool_call>{{"name": "frame_select", "arguments": {{"start_time": {}, "end_time": {}, '
+        '"nframes": {}, "resize": {}}}}}</tool_call>'
+    )
     if n_responses == 0:
-        return "<think>Plan: scan the whole video cheaply, then zoom in.</think>\n" + fs.format(0, d, 10, 0.1)
+        return "<think>Plan: scan the whole video cheaply, then zoom in.</think>\n" + fs.format(
+            0, d, 10, 0.1
+        )
     if n_responses == 1:
-        return "<think>I found nothing in the scan. I will try a random part.</think>\n" + fs.format(10, 30, 20, 0.3)
+        return (
+            "<think>I found nothing in the scan. I will try a random part.</think>\n"
+            + fs.format(10, 30, 20, 0.3)
+        )
     if n_responses == 2:
-        return (f"<think>The event is near {ns:g} s. I will zoom in.</think>\n"
-                + fs.format(max(0, int(ns) - 2), min(int(d), int(ne) + 2), 30, 0.5))
+        return f"<think>The event is near {ns:g} s. I will zoom in.</think>\n" + fs.format(
+            max(0, int(ns) - 2), min(int(d), int(ne) + 2), 30, 0.5
+        )
     return f"<think>The zoom shows it.</think>\n<answer>{sc.answer}</answer>"
 
 
@@ -154,7 +187,9 @@ def make_app(state: State, *, role: str = "primary") -> FastAPI:
         state.requests += 1
         if state.failed < state.fail_first:
             state.failed += 1
-            return JSONResponse({"error": "rate limited"}, status_code=429 if state.fail_first < 100 else 500)
+            return JSONResponse(
+                {"error": "rate limited"}, status_code=429 if state.fail_first < 100 else 500
+            )
         msgs = body["messages"]
         state.images.append(_images(msgs))
         return JSONResponse(_reply(state, msgs, role))
@@ -171,12 +206,17 @@ def _reply(state: State, msgs: list[dict[str, Any]], role: str) -> dict[str, Any
             return _completion("NO_CHANGE")
         # widen a zoom to 40 s around its centre, 1 frame per 2 s at full resolution
         c = (proposal["start_time"] + proposal["end_time"]) / 2
-        text = json.dumps({"start_time": max(0, c - 20), "end_time": c + 20, "nframes": 20, "resize": 1.0})
+        text = json.dumps(
+            {"start_time": max(0, c - 20), "end_time": c + 20, "nframes": 20, "resize": 1.0}
+        )
         return _completion(text)
     if first.startswith("Rewrite the text below"):
         state.cleanups += 1
         s, e = re.search(r"from (\S+) to (\S+)</tool_call>", first).groups()
-        text = f'<think>I will look at a window.</think>\n<tool_call>{{"name": "crop_video", "arguments": {{"start_time": {s}, "end_time": {e}}}}}</tool_call>'
+        text = (
+            '<think>I will look at a window.</think>\n<tool_call>{"name": "crop_video", '
+            f'"arguments": {{"start_time": {s}, "end_time": {e}}}}}</tool_call>'
+        )
     elif system.startswith("You watch one time window"):
         state.summaries += 1
         text = _summary(state, _text(msgs[1]["content"]))
@@ -185,7 +225,11 @@ def _reply(state: State, msgs: list[dict[str, Any]], role: str) -> dict[str, Any
         d = re.search(r"Video: ([\d.]+) s", user).group(1)
         q = re.search(r"Question: (.*?)(?:\nOptions:|$)", user, re.S).group(1)
         k = key(float(d), q)
-        n = sum(1 for m in msgs if m["role"] == "user" and _text(m["content"]).startswith("<tool_response>"))
+        n = sum(
+            1
+            for m in msgs
+            if m["role"] == "user" and _text(m["content"]).startswith("<tool_response>")
+        )
         if k in state.refuse and role == "primary":
             text = "I'm sorry, but I can't help with that request."
         elif "frame_select" in system:
@@ -197,10 +241,20 @@ def _reply(state: State, msgs: list[dict[str, Any]], role: str) -> dict[str, Any
 
 
 def _completion(text: str) -> dict[str, Any]:
-    usage = {"prompt_tokens": 100, "completion_tokens": len(text.split()), "total_tokens": 100 + len(text.split())}
-    return {"id": "x", "object": "chat.completion", "model": "scripted",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": usage}
+    usage = {
+        "prompt_tokens": 100,
+        "completion_tokens": len(text.split()),
+        "total_tokens": 100 + len(text.split()),
+    }
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "scripted",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": usage,
+    }
 
 
 def _summary(state: State, user: str) -> str:
@@ -208,5 +262,7 @@ def _summary(state: State, user: str) -> str:
     q = re.search(r"Question: (.*)", user).group(1)
     for sc_key, sc in state.scripts.items():
         if sc_key[1] == q.strip() and min(e, sc.needle[1]) > max(s, sc.needle[0]):
-            return f"The event appears from {max(s, sc.needle[0]):g} s to {min(e, sc.needle[1]):g} s."
+            return (
+                f"The event appears from {max(s, sc.needle[0]):g} s to {min(e, sc.needle[1]):g} s."
+            )
     return "Nothing relevant appears in this window."
