@@ -31,7 +31,7 @@ from paravt.repro.base_probe import run_probe
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import SFTTrainer, build_sequence
 
-PIXELS, FACTOR = 64 * 64, 32  # the s presets' frames (paravt.repro.run.base_config)
+PIXELS, FACTOR = 64 * 64, 32  # the s presets' frames (paravt.repro.presets.base_config)
 
 
 def main() -> None:

@@ -142,7 +142,7 @@ def ensure_checkpoint(out: Path, sft_steps: int) -> Path:
 
 
 def workload_config(out: Path) -> Any:
-    from paravt.repro.run import PRESETS, base_config
+    from paravt.repro.presets import PRESETS, base_config
 
     cfg = base_config(out, PRESETS["demo"])
     cfg.data = str(out / "synth" / "rl.parquet")

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-PIXELS, FACTOR = 64 * 64, 32  # the s presets' frames (paravt.repro.run.base_config)
+PIXELS, FACTOR = 64 * 64, 32  # the s presets' frames (paravt.repro.presets.base_config)
 
 
 def ensure_data(out: Path, videos: int) -> Path:

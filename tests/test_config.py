@@ -49,7 +49,7 @@ def test_shipped_configs_load(name: str) -> None:
 def test_tiny_configs_are_what_the_demo_runs() -> None:
     """configs/tiny_*.yaml = the `paravt demo` stages (the repro ``demo`` preset and its
     variants)."""
-    from paravt.repro.run import PRESETS, base_config
+    from paravt.repro.presets import PRESETS, base_config
     from paravt.repro.variants import VARIANTS, with_overrides
 
     root = Path(__file__).parents[1] / "configs"

@@ -43,7 +43,8 @@ def repro(
 ) -> None:
     """The paper's Table 2 variants from one cold start, with intervals over seeds →
     DIR/summary.json."""
-    from paravt.repro.run import PRESETS, run_repro
+    from paravt.repro.presets import PRESETS
+    from paravt.repro.run import run_repro
     from paravt.repro.table import print_summary
 
     name = preset or ("quick" if quick else "full")

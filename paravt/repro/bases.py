@@ -83,10 +83,10 @@ def base_paths(
     from paravt.data.synth.tiny import TINY_VERSION
 
     tiny = TINY_VERSION if tiny_version is None else tiny_version
+    init_key = base_key([settings["version"], tiny, settings.get("tokenizer_corpus")])
     return (
         root / f"synth-{base_key({'version': settings['version'], **settings['synth']})}",
-        root
-        / f"init-{settings['model_size']}-{base_key([settings['version'], tiny, settings.get('tokenizer_corpus')])}",
+        root / f"init-{settings['model_size']}-{init_key}",
         root / f"{name}-{base_key(settings)}",
     )
 

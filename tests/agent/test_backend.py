@@ -211,7 +211,8 @@ def test_infer_hands_the_builder_every_field(tmp_path: Path, built: dict[str, An
 def test_repro_eval_hands_the_builder_the_variants_config(
     tmp_path: Path, built: dict[str, Any]
 ) -> None:
-    from paravt.repro.run import PRESETS, eval_variant
+    from paravt.repro.presets import PRESETS
+    from paravt.repro.training import eval_variant
     from paravt.repro.variants import VARIANTS
 
     cfg = changed_config(tmp_path).model_copy(update={"model": _routes(tmp_path)["hf"]})

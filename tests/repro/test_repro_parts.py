@@ -225,7 +225,7 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     """`paravt repro --set`: the overrides land in the preset's config (validated), and where a run
     happens (model.device) is not part of the shared base's cache key."""
     from paravt.repro.bases import base_key, base_settings
-    from paravt.repro.run import PRESETS, base_config, with_config_overrides
+    from paravt.repro.presets import PRESETS, base_config, with_config_overrides
 
     p = PRESETS["quick"]
     plain = base_config(Path("/tmp/r"), p)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from paravt.repro.run import PRESETS, _train, base_config, with_config_overrides
+from paravt.repro.presets import PRESETS, base_config, with_config_overrides
+from paravt.repro.training import train_stage
 
 
 def test_each_stage_is_a_named_run_in_the_repro_group(
@@ -20,8 +21,8 @@ def test_each_stage_is_a_named_run_in_the_repro_group(
     )
     out = tmp_path / "my-repro"
     cfg = base_config(out, PRESETS["micro"])
-    _train(cfg, "rl", out / "paragrpo" / "seed1", "paragrpo seed 1", run_name="paragrpo/seed1")
-    _train(cfg, "sft", out / "sft_strong", "SFT", run_name="sft_strong")
+    train_stage(cfg, "rl", out / "paragrpo" / "seed1", "paragrpo seed 1", run_name="paragrpo/seed1")
+    train_stage(cfg, "sft", out / "sft_strong", "SFT", run_name="sft_strong")
     assert [(c.logging.run_name, c.logging.group, k) for c, k in seen] == [
         ("paragrpo/seed1", "my-repro", "rl"),
         ("sft_strong", "my-repro", "sft"),

@@ -1,0 +1,207 @@
+"""The presets of `paravt repro` (sizes, steps, the shared simulated base) and the config every
+stage of a run starts from (``base_config``, then the run's ``--set`` overrides)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from paravt.config import TrainConfig
+
+
+@dataclass(frozen=True)
+class BaseSpec:
+    """The simulated pretrained base (``repro.bases``): one per model size, shared by the presets
+    (so `make demo`, `paravt repro --quick` and the science run build it once)."""
+
+    videos: int  # its own TRAIN videos (ParaVT-Synth seed 0: the runs' first train videos)
+    probe_videos: int  # held-out videos of its probe (the eval stream: never trained on)
+    steps: int  # pretraining steps (strength of the whole base, perception and habit)
+    lr: float  # the pretraining learning rate (SFT fine-tunes below it)
+    tool_mix: float  # the strong prior's share of <tool_code> habit traces; the weak prior is 0
+    think_sentences: int  # ~35 tokens each: a prior tool turn must fit in max_new_tokens, or
+    # sampling never reaches the <tool_code> it learnt (measured: 6 sentences = 170–205 tokens)
+    save_every: int  # checkpoints: a killed base build resumes
+    habit_copies: int = (
+        1  # habit traces per prompt (prior.habit_copies): the habit's share of the base's data
+    )
+
+
+@dataclass(frozen=True)
+class ReproPreset:
+    train_videos: int
+    eval_videos: int  # 3 questions each
+    model_size: str
+    base: BaseSpec
+    sft_steps: int
+    sft_save_every: int  # the selection's candidates
+    sft_lr: float  # a fine-tune: below base.lr (the paper: pretraining ≫ SFT)
+    rl_steps: int
+    group_size: int
+    prompts_per_step: int
+    rl_lr: float  # RL knobs: set ONCE for every variant and seed (docs/repro.md, "RL knobs")
+    ppo_epochs: int  # > 1: the ratio leaves 1 after the first pass, so the clip can act
+    max_new_tokens: int
+    sub_max_new_tokens: int
+    probe_prompts: int  # prompts of a τ = 0.7 format probe
+    probe_k: int  # rollouts per prompt
+    select_tolerance: float
+    eval_ns: tuple[int, ...]  # every variant, parallel mode
+    grid_ns: tuple[int, ...]  # sft / vanilla_grpo / paragrpo, every mode
+    # model.replicas of the eval and the RL rollouts (2: both cores; paravt.models.hf.replicas)
+    replicas: int = 1
+    needle_kinds: tuple[str, ...] = (
+        "flash",
+    )  # the base's and the runs' needles: the one kind the s model
+    # learns to see in minutes (docs/repro.md, "The simulated pretrained base": digits and shapes
+    # did not)
+    durations: tuple[int, int] = (
+        60,
+        150,
+    )  # video lengths (s) of the base's and the runs' ParaVT-Synth: K = 2–4
+    # windows of ≤ 40 s per parallel call turn (the paper averages 2.5 calls; 60–300 s gave 2–8,
+    # docs/repro.md)
+
+
+# docs/repro.md, "The simulated pretrained base": why these numbers
+_BASE_S = BaseSpec(
+    videos=400,
+    probe_videos=40,
+    steps=2400,
+    lr=1e-3,
+    tool_mix=1.0,
+    think_sentences=2,
+    save_every=100,
+    habit_copies=2,
+)
+_DEMO = ReproPreset(
+    train_videos=120,
+    eval_videos=16,
+    model_size="s",
+    base=_BASE_S,
+    sft_steps=150,
+    sft_save_every=25,
+    sft_lr=1e-3,
+    rl_steps=12,
+    group_size=4,
+    prompts_per_step=2,
+    rl_lr=1e-4,
+    ppo_epochs=2,
+    max_new_tokens=384,
+    sub_max_new_tokens=48,
+    probe_prompts=24,
+    probe_k=2,
+    select_tolerance=0.05,
+    eval_ns=(4, 64),
+    grid_ns=(4, 16, 64),
+    replicas=2,
+)
+
+PRESETS = {
+    # the test suite's: every stage runs, numbers are noise
+    "micro": ReproPreset(
+        train_videos=2,
+        eval_videos=1,
+        model_size="xs",
+        base=BaseSpec(
+            videos=2,
+            probe_videos=1,
+            steps=2,
+            lr=1e-3,
+            tool_mix=1.0,
+            think_sentences=1,
+            save_every=10_000,
+        ),
+        sft_steps=2,
+        sft_save_every=1,
+        sft_lr=3e-4,
+        rl_steps=1,
+        group_size=2,
+        prompts_per_step=1,
+        rl_lr=1e-4,
+        ppo_epochs=2,
+        max_new_tokens=16,
+        sub_max_new_tokens=8,
+        probe_prompts=2,
+        probe_k=1,
+        select_tolerance=0.05,
+        eval_ns=(4, 64),
+        grid_ns=(4, 64),
+    ),
+    # `make demo` (sft, vanilla_grpo, paragrpo)
+    "demo": _DEMO,
+    # the science run of docs/repro.md (every variant × seeds); the same base as demo and quick
+    "science": replace(_DEMO, rl_steps=30, eval_videos=34),  # 102 held-out questions per n
+    # every variant in one short run: a pipeline check, too short for the science
+    "quick": replace(
+        _DEMO,
+        train_videos=60,
+        eval_videos=8,
+        sft_steps=100,
+        rl_steps=8,
+        prompts_per_step=1,
+        probe_prompts=8,
+        grid_ns=(4, 64),
+    ),
+    "full": replace(
+        _DEMO,
+        train_videos=200,
+        eval_videos=70,
+        sft_steps=300,
+        sft_save_every=50,
+        rl_steps=60,
+        group_size=8,
+        prompts_per_step=4,
+        probe_prompts=32,
+        probe_k=8,
+        grid_ns=(4, 8, 16, 32, 64),
+    ),
+}
+
+
+def base_config(out: Path, p: ReproPreset) -> TrainConfig:
+    cfg = TrainConfig()
+    cfg.video.overview_max_pixels = cfg.video.crop_max_pixels = 64 * 64
+    cfg.sampling.max_new_tokens, cfg.sampling.sub_max_new_tokens = (
+        p.max_new_tokens,
+        p.sub_max_new_tokens,
+    )
+    cfg.rollout.max_context_tokens = 4096
+    b = p.base
+    cfg.prior.steps, cfg.prior.tool_mix, cfg.prior.save_every, cfg.prior.lr = (
+        b.steps,
+        b.tool_mix,
+        b.save_every,
+        b.lr,
+    )
+    cfg.prior.think_sentences, cfg.prior.habit_copies = b.think_sentences, b.habit_copies
+    cfg.prior.batch_size = cfg.sft.batch_size = 2 if p.model_size == "xs" else 8
+    cfg.sft.max_steps, cfg.sft.epochs, cfg.sft.save_every = p.sft_steps, 1000, p.sft_save_every
+    cfg.sft.lr = p.sft_lr
+    cfg.rl.steps, cfg.rl.group_size, cfg.rl.prompts_per_step = (
+        p.rl_steps,
+        p.group_size,
+        p.prompts_per_step,
+    )
+    cfg.rl.lr, cfg.rl.ppo_epochs, cfg.rl.save_every, cfg.rl.oversample = (
+        p.rl_lr,
+        p.ppo_epochs,
+        10_000,
+        1.5,
+    )
+    cfg.eval.workers = 8  # episodes in flight: their generate calls meet in shared batches
+    cfg.model.replicas = p.replicas
+    cfg.data = str(out / "synth" / "rl.parquet")
+    cfg.logging.group = out.resolve().name  # the trackers group this run's variants and seeds
+    return cfg
+
+
+def with_config_overrides(cfg: TrainConfig, overrides: Sequence[str]) -> TrainConfig:
+    """``cfg`` with ``--set a.b=value`` strings applied, validated (the config's own checks, e.g.
+    replicas only on a CPU); ``cfg`` itself when there are none."""
+    from paravt.config.loading import resolve
+
+    if not overrides:
+        return cfg
+    return resolve(TrainConfig, cfg.model_dump(mode="json"), "paravt repro --set", overrides)

@@ -1,0 +1,192 @@
+"""The work of the training and eval stages of `paravt repro`: the simulated pretrained base, the
+SFT cold start and its checkpoint selection, a variant's RL run and its eval. Each stage is
+resumable (``paravt.repro.stages``): one that finished is skipped on the next run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from paravt.config import TrainConfig
+from paravt.repro.presets import ReproPreset
+from paravt.repro.stages import finish_stage, start_stage
+from paravt.repro.variants import Variant, with_overrides
+
+MODES = ("parallel", "sequential", "none")
+_stage, _done = start_stage, finish_stage
+
+
+def train_stage(
+    cfg: TrainConfig, kind: str, out: Path, what: str, *, run_name: str, **fields: Any
+) -> Path:
+    """Train stage ``out`` (resumed if it ran before); ``run_name``: its trackers' run name, e.g.
+    paragrpo/seed0, in the group of the repro (``logging.group``)."""
+    from paravt.rl.loop import run_training
+
+    c = cfg.model_copy(deep=True)
+    c.out_dir = str(out)
+    c.logging.run_name = run_name
+    for k, v in fields.items():
+        setattr(c, k, v)
+    if _stage(out, what):
+        run_training(c, kind=kind, resume=True)  # type: ignore[arg-type]
+        _done(out)
+    return out
+
+
+def pretrained_base(
+    out: Path, cfg: TrainConfig, p: ReproPreset, prior: str, bases: Path
+) -> tuple[Path, dict[str, Any]]:
+    """The shared simulated pretrained base of this prior (``repro.bases``), copied into
+    ``out/prior_PRIOR/model``; returns that path and the base's held-out probe."""
+    from paravt.repro.bases import base_key, base_settings, copy_model, ensure_base
+
+    pc = cfg.model_copy(deep=True)
+    pc.prior.tool_mix = p.base.tool_mix if prior == "strong" else 0.0
+    settings = base_settings(
+        pc,
+        videos=p.base.videos,
+        probe_videos=p.base.probe_videos,
+        model_size=p.model_size,
+        probe_max_new_tokens=p.sub_max_new_tokens,
+        needle_kinds=p.needle_kinds,
+        durations=p.durations,
+    )
+    pdir = out / f"prior_{prior}"
+    if _stage(pdir, f"{prior} prior: the simulated pretrained base {base_key(settings)}"):
+        model, probe = ensure_base(bases, pc, settings, prior)
+        copy_model(model, pdir / "model")
+        (pdir / "base.json").write_text(
+            json.dumps(
+                {
+                    "key": base_key(settings),
+                    "dir": str(model.parent.parent),
+                    "settings": settings,
+                    "probe": probe,
+                },
+                indent=1,
+            )
+        )
+        _done(pdir)
+    return pdir / "model", json.loads((pdir / "base.json").read_text())["probe"]
+
+
+def cold_start(
+    out: Path, cfg: TrainConfig, p: ReproPreset, prior: str, bases: Path
+) -> dict[str, Any]:
+    """Pretrained base → SFT → selection for one prior; returns ``selection.json``'s content with
+    the base's probe under ``"base_probe"``."""
+    from paravt.agent import EpisodeSettings
+    from paravt.data.episodes import load_episode_inputs
+    from paravt.repro.select import select_checkpoint
+
+    model, probe = pretrained_base(out, cfg, p, prior, bases)
+    sdir = train_stage(
+        cfg,
+        "sft",
+        out / f"sft_{prior}",
+        f"SFT cold start ({prior} prior)",
+        run_name=f"sft_{prior}",
+        data=str(out / "synth" / "sft.parquet"),
+        model=cfg.model.model_copy(update={"path": str(model)}),
+    )
+    if _stage(sdir / "select", f"checkpoint selection ({prior} prior)"):
+        inputs = load_episode_inputs(out / "synth" / "rl.parquet", limit=p.probe_prompts)
+        settings = EpisodeSettings.from_config(with_overrides(cfg, {"rollout.think_prefix": False}))
+        select_checkpoint(sdir, inputs, settings, k=p.probe_k, tolerance=p.select_tolerance)
+        _done(sdir / "select")
+    return {**json.loads((sdir / "selection.json").read_text()), "base_probe": probe}
+
+
+def train_variant(
+    out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: int, init: str
+) -> dict[str, float]:
+    """Train one (variant, seed); its per-seed training metrics (tail of the RL log, or for the
+    cold start itself a τ = 0.7 probe of the chosen checkpoint)."""
+    from paravt.agent import EpisodeSettings
+    from paravt.data.episodes import load_episode_inputs
+    from paravt.jsonl import read_jsonl
+    from paravt.repro.probe import sample_metrics
+    from paravt.repro.summary import tail_means
+
+    vcfg = with_overrides(cfg, {**v.overrides, "rl.seed": seed})
+    run = out / v.name / f"seed{seed}"
+    if not v.rl:
+        probe = run / "probe.json"
+        if _stage(run, f"{v.name} seed {seed}: τ=0.7 probe"):
+            inputs = load_episode_inputs(out / "synth" / "rl.parquet", limit=p.probe_prompts)
+            settings = EpisodeSettings.from_config(
+                with_overrides(vcfg, {"rollout.think_prefix": False})
+            )
+            probe.write_text(
+                json.dumps(sample_metrics(init, inputs, settings, k=p.probe_k, seed=seed))
+            )
+            _done(run)
+        return json.loads(probe.read_text())
+    train_stage(
+        vcfg,
+        "rl",
+        run,
+        f"{v.name} seed {seed}",
+        run_name=f"{v.name}/seed{seed}",
+        model=vcfg.model.model_copy(update={"path": init}),
+    )
+    return tail_means(read_jsonl(run / "train_log.jsonl"))
+
+
+def eval_variant(
+    out: Path,
+    cfg: TrainConfig,
+    p: ReproPreset,
+    v: Variant,
+    seed: int,
+    model: str,
+    limit: int | None,
+) -> list[dict[str, Any]]:
+    """Greedy eval of one (variant, seed) on the held-out questions; its rows for the summary."""
+    from paravt.agent import EpisodeSettings
+    from paravt.agent.backend import open_backend
+    from paravt.data.episodes import load_episode_inputs
+    from paravt.eval.results import load_results
+    from paravt.eval.runner import evaluate
+
+    settings = EpisodeSettings.from_config(with_overrides(cfg, dict(v.overrides)), temperature=0.0)
+    ns = sorted(set(p.eval_ns) | (set(p.grid_ns) if v.full_grid else set()))
+    plan = [(n, MODES if v.full_grid and n in p.grid_ns else ("parallel",)) for n in ns]
+    rows: list[dict[str, Any]] = []
+    backend = None
+    for n, modes in plan:
+        d = out / v.name / f"seed{seed}" / f"eval_n{n}"
+        if _stage(d, f"eval {v.name} seed {seed} n={n} {'/'.join(modes)}"):
+            backend = backend or open_backend(
+                cfg.model.model_copy(update={"path": model}), cfg.rollout
+            )
+            samples = load_episode_inputs(out / "synth" / "eval.parquet", nframes=n, limit=limit)
+            evaluate(
+                samples,
+                backend,
+                settings,
+                modes=list(modes),
+                out=d,
+                workers=cfg.eval.workers,
+                progress=True,
+            )
+            _done(d)
+        rows += [
+            {
+                "id": r.id,
+                "mode": r.mode,
+                "nframes": n,
+                "score": r.score,
+                "seed": seed,
+                "tool_necessary": r.tool_necessary,
+            }
+            for r in load_results(d / "results.jsonl")
+        ]
+    if backend is not None:
+        asyncio.run(
+            backend.generator.aclose()
+        )  # ends replica processes (paravt.models.hf.replicas)
+    return rows
