@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import get_args
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import typer
 from rich.table import Table
@@ -14,73 +14,110 @@ from paravt.config import DispatchMode, Flag, PromptClass, Scoring, load_for_mod
 from paravt.data.schema import check_dataset
 from paravt.eval.benchmarks.registry import benchmark_names
 
+if TYPE_CHECKING:
+    from paravt.config import TrainConfig
+
 console = stdout_console()
 
 
-def eval_cmd(
-    model: str = typer.Option(
-        ..., "--model", help="HF checkpoint dir or http(s) URL of an OpenAI-compatible server"
+# The command's options, declared once here so that the command reads as its parameters.
+_Model = Annotated[
+    str,
+    typer.Option("--model", help="HF checkpoint dir or http(s) URL of an OpenAI-compatible server"),
+]
+_Data = Annotated[
+    Path | None, typer.Option("--data", help="eval parquet (e.g. runs/synth/eval.parquet)")
+]
+_Mode = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mode", help=" | ".join(get_args(DispatchMode)) + " (repeatable; default eval.modes)"
     ),
-    data: Path | None = typer.Option(
-        None, "--data", help="eval parquet (e.g. runs/synth/eval.parquet)"
-    ),
-    mode: list[str] = typer.Option(
-        None,
-        "--mode",
-        help=" | ".join(get_args(DispatchMode)) + " (repeatable; default eval.modes)",
-    ),
-    compare: bool = typer.Option(
-        False, "--compare", help="Run all three modes on the same samples"
-    ),
-    nframes: int | None = typer.Option(
-        None,
+]
+_Compare = Annotated[
+    bool, typer.Option("--compare", help="Run all three modes on the same samples")
+]
+_NFrames = Annotated[
+    int | None,
+    typer.Option(
         "--nframes",
         help="Overview frame budget: sets video.overview_nframes (with --benchmark: the cap of "
         "the frames at eval.benchmark_fps)",
     ),
-    out: Path = typer.Option(Path("runs/eval"), "--out"),
-    limit: int | None = typer.Option(None, "--limit", help="First N samples (default eval.limit)"),
-    workers: int | None = typer.Option(
-        None, "--workers", help="Concurrent episodes (default eval.workers)"
-    ),
-    max_new_tokens: int | None = typer.Option(
-        None, "--max-new-tokens", help="Per main turn (default sampling.max_new_tokens)"
-    ),
-    processor: str | None = typer.Option(
-        None, "--processor", help="Processor dir (with a URL model)"
-    ),
-    config: Path | None = typer.Option(
-        None,
+]
+_Out = Annotated[Path, typer.Option("--out")]
+_Limit = Annotated[int | None, typer.Option("--limit", help="First N samples (default eval.limit)")]
+_Workers = Annotated[
+    int | None, typer.Option("--workers", help="Concurrent episodes (default eval.workers)")
+]
+_MaxNewTokens = Annotated[
+    int | None,
+    typer.Option("--max-new-tokens", help="Per main turn (default sampling.max_new_tokens)"),
+]
+_Processor = Annotated[
+    str | None, typer.Option("--processor", help="Processor dir (with a URL model)")
+]
+_Config = Annotated[
+    Path | None,
+    typer.Option(
         "--config",
         help="YAML: model/video/rollout/reward/eval settings (default: the checkpoint's own "
         "paravt_config.yaml, else the defaults)",
     ),
-    benchmark: str | None = typer.Option(
-        None,
+]
+_Benchmark = Annotated[
+    str | None,
+    typer.Option(
         "--benchmark",
         help="Benchmarks instead of --data: NAME[,NAME…] of " + ", ".join(benchmark_names()),
     ),
-    root: Path | None = typer.Option(
-        None,
+]
+_Root = Annotated[
+    Path | None,
+    typer.Option(
         "--root",
         help="With --benchmark: directory of the benchmark's files (or of one subdirectory per "
         "benchmark)",
     ),
-    prompt_class: str | None = typer.Option(
-        None,
+]
+_PromptClass = Annotated[
+    str | None,
+    typer.Option(
         "--prompt-class",
         help="With --benchmark: "
         + " | ".join(get_args(PromptClass))
         + " (default eval.prompt_class)",
     ),
-    scoring: str | None = typer.Option(
-        None,
+]
+_Scoring = Annotated[
+    str | None,
+    typer.Option(
         "--scoring",
         help="With --benchmark: "
         + " | ".join(get_args(Scoring))
         + " headline scorer (default eval.scoring)",
     ),
-    set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
+]
+_Set = Annotated[list[str] | None, typer.Option("--set", help=SET_HELP)]
+
+
+def eval_cmd(
+    model: _Model,
+    data: _Data = None,
+    mode: _Mode = None,
+    compare: _Compare = False,
+    nframes: _NFrames = None,
+    out: _Out = Path("runs/eval"),
+    limit: _Limit = None,
+    workers: _Workers = None,
+    max_new_tokens: _MaxNewTokens = None,
+    processor: _Processor = None,
+    config: _Config = None,
+    benchmark: _Benchmark = None,
+    root: _Root = None,
+    prompt_class: _PromptClass = None,
+    scoring: _Scoring = None,
+    set_: _Set = None,
 ) -> None:
     """Evaluate; resumes by skipping finished ids in OUT/results.jsonl. Flags override the
     config."""
@@ -104,9 +141,21 @@ def eval_cmd(
     model_source(model)
     if data is not None:
         check_dataset(data)
-    from paravt.agent import (
-        EpisodeSettings,  # imported once the inputs are known to be good (torch)
-    )
+    _evaluate(cfg, data=data, benchmark=benchmark, root=root, out=out, processor=processor)
+
+
+def _evaluate(
+    cfg: TrainConfig,
+    *,
+    data: Path | None,
+    benchmark: str | None,
+    root: Path | None,
+    out: Path,
+    processor: str | None,
+) -> None:
+    """The eval itself, once the inputs are known to be good (torch is imported only now): the
+    benchmarks of ``--benchmark`` or the rows of ``--data``."""
+    from paravt.agent import EpisodeSettings
     from paravt.agent.backend import open_backend
     from paravt.cli import bench_eval
     from paravt.data.episodes import episode_inputs
@@ -128,20 +177,7 @@ def eval_cmd(
     backend = open_backend(cfg.model, cfg.rollout, processor_dir=processor, judge=cfg.reward)
     settings = EpisodeSettings.from_config(cfg, temperature=ev.temperature)
     if bench:  # ---- `--benchmark`: the papers' benchmarks (paravt/cli/bench_eval.py) ----
-        proto = bench_eval.protocol_from(cfg)
-        bench_eval.run_benchmarks(
-            bench,
-            root,
-            backend=backend,
-            settings=settings,
-            proto=proto,  # type: ignore[arg-type]
-            modes=modes,
-            out=out,
-            limit=ev.limit,
-            workers=ev.workers,
-            weights=weights,
-        )
-        console.print(f"results and metrics under {out}/<benchmark>/{proto.prompt_class}/")
+        _benchmarks(cfg, bench, root, backend, settings, out)
         return
     assert loaded is not None  # --data (checked above)
     metrics = evaluate(
@@ -156,6 +192,29 @@ def eval_cmd(
     )
     print_modes_table(metrics, modes)
     console.print(f"results: {out}/results.jsonl   metrics: {out}/metrics.json")
+
+
+def _benchmarks(
+    cfg: TrainConfig, bench: list[str], root: Path | None, backend: Any, settings: Any, out: Path
+) -> None:
+    """The papers' benchmarks under the paper protocol (``paravt.cli.bench_eval``)."""
+    from paravt.cli import bench_eval
+    from paravt.rewards import RewardWeights
+
+    proto = bench_eval.protocol_from(cfg)
+    bench_eval.run_benchmarks(
+        bench,
+        root,  # type: ignore[arg-type]
+        backend=backend,
+        settings=settings,
+        proto=proto,  # type: ignore[arg-type]
+        modes=list(cfg.eval.modes),
+        out=out,
+        limit=cfg.eval.limit,
+        workers=cfg.eval.workers,
+        weights=RewardWeights.from_config(cfg.reward),
+    )
+    console.print(f"results and metrics under {out}/<benchmark>/{proto.prompt_class}/")
 
 
 def print_modes_table(metrics: dict, modes: list[str], title: str = "eval") -> None:
