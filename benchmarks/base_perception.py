@@ -2,12 +2,11 @@
 rows (no habit traces) and runs the base probe on held-out videos: the measurements that chose
 the base's design in docs/repro.md ("The simulated pretrained base").
 
-    .venv/bin/python benchmarks/base_perception.py --synth runs/bases/synth-KEY --init
-    runs/bases/init-s-KEY \\
-        --steps 800 --out runs/exp/flash800 --kind flash            # perception rows of flash
-        videos
-    .venv/bin/python benchmarks/base_perception.py ... --init runs/exp/flash800 --rows clips --steps
-    1200
+    # perception rows of flash videos:
+    .venv/bin/python benchmarks/base_perception.py --synth runs/bases/synth-KEY \\
+        --init runs/bases/init-s-KEY --steps 800 --out runs/exp/flash800 --kind flash
+    .venv/bin/python benchmarks/base_perception.py ... --init runs/exp/flash800 --rows clips \\
+        --steps 1200
 
 ``--rows all``: clip descriptions, overview QA and drills; ``clips``: clip descriptions only;
 ``overview``: the overview questions only.

@@ -40,7 +40,8 @@ process: the thread and replica engines are CPU engines). What is not covered: r
 lengths (a random model decodes until the limit), models larger than the tiny sizes.
 
     .venv/bin/python benchmarks/dispatch.py [--reps 3] [--sub-tokens 48] [--size xs] [--replicas 2]
-    python benchmarks/dispatch.py --device cuda --dtype bfloat16 --size m --reps 5   # on a GPU
+    # on a GPU:
+    python benchmarks/dispatch.py --device cuda --dtype bfloat16 --size m --reps 5
 
 The last line printed is JSON.
 """

@@ -95,7 +95,7 @@ def measure(out: Path, steps: int) -> dict[str, Any]:
         for mode in ("given", "model"):
             batch.batch_positions = real if mode == "given" else (lambda *a, **k: None)
             c0, r0 = calls[0], spent[0]
-            sft = _timed(lambda: trainer.step(step))
+            sft = _timed(lambda step=step: trainer.step(step))
             c1, r1 = calls[0], spent[0]
             for it in items:  # rollouts are new rows every step
                 rope._CACHE.pop(it.traj, None)

@@ -120,7 +120,7 @@ def main() -> None:
     table = Table(title=f"video decode, {result['video']}, 16 frames")
     for col in ("case", "ms", "vs (a)"):
         table.add_column(col)
-    table.add_row("(a) window [%.0f, %.0f] s, seek" % (start, end), f"{a_ms:.1f}", "1.0")
+    table.add_row(f"(a) window [{start:.0f}, {end:.0f}] s, seek", f"{a_ms:.1f}", "1.0")
     table.add_row("(b) same frames, decode from start", f"{b_ms:.1f}", f"{b_ms / a_ms:.1f}×")
     table.add_row("(c) cache hit", f"{c_ms:.3f}", f"{c_ms / a_ms:.4f}×")
     table.add_row(

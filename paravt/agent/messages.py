@@ -50,8 +50,9 @@ def opening_messages(
 
 def raw_text(codec: ChatCodec, out: GenOutput) -> str:
     """The response as sampled, special tokens kept (``<|im_start|>`` loops must reach the
-    degenerate-output rule, docs/ARCHITECTURE.md §2) but the closing ``<|im_end|>`` dropped. A chat backend
-    that re-tokenized server text has already lost special tokens: its text is used as is."""
+    degenerate-output rule, docs/ARCHITECTURE.md §2) but the closing ``<|im_end|>`` dropped. A
+    chat backend that re-tokenized server text has already lost special tokens: its text is used
+    as is."""
     if not out.token_ids:
         return out.text
     return codec.decode(out.token_ids, skip_special_tokens=False).removesuffix(tags.IM_END)

@@ -3,14 +3,14 @@ typed rows themselves are `paravt.data.rows`, re-exported here).
 
 Columns (every file we write has exactly these, in this order):
 
-| column       | type           | meaning |
-|--------------|----------------|---------|
-| `id`         | string         | row id (stable; `<video>-<task>[-<variant>]`) |
-| `kind`       | string         | `main` (main-agent trace), `sub` (sub-agent row), `rl` (prompt only) |
-| `mode`       | string         | `parallel`, `sequential`, `none` (direct answer) or `sub` |
-| `messages`   | string (JSON)  | list of `{"role", "content"}`; content is a string or a list of parts |
-| `videos`     | list<string>   | media paths RELATIVE to the data root, in first-use order |
-| `extra_info` | string (JSON)  | `ExtraInfo` (answer, task, options, duration, question, needle, ...) |
+| column       | type          | meaning |
+|--------------|---------------|---------|
+| `id`         | string        | row id (stable; `<video>-<task>[-<variant>]`) |
+| `kind`       | string        | `main` (main-agent trace), `sub` (sub-agent row), `rl` (prompt) |
+| `mode`       | string        | `parallel`, `sequential`, `none` (direct answer) or `sub` |
+| `messages`   | string (JSON) | list of `{"role", "content"}`; content: a string or parts |
+| `videos`     | list<string>  | media paths RELATIVE to the data root, in first-use order |
+| `extra_info` | string (JSON) | `ExtraInfo` (answer, task, options, duration, question, needle…) |
 
 Message parts: `{"type": "text", "text": str}` and `{"type": "video", "video": "rel/path.mp4",
 "video_start": s, "video_end": e, "nframes": n}`. A video part is a *recipe*, not frames: at

@@ -40,19 +40,22 @@ N_TRANSCRIPTS = 4
 # ---------------------------------------------------------------- html
 
 _CSS = """
-body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1200px;
-color:#222;line-height:1.4}
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;
+max-width:1200px;color:#222;line-height:1.4}
 h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}
 h3{font-size:14px;margin:18px 0 6px}
-table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
+table{border-collapse:collapse;font-size:12px}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f0f0f0}td.l,th.l{text-align:left}.muted{color:#888}
-img.fig{max-width:100%;border:1px solid #eee}img.sheet{max-width:100%;display:block;margin:2px 0 8px}
-.turn{border-left:3px solid #bbb;margin:4px 0;padding:2px 8px;white-space:pre-wrap;font:12px monospace;
-overflow-wrap:anywhere}.card p{overflow-wrap:anywhere}
+img.fig{max-width:100%;border:1px solid #eee}
+img.sheet{max-width:100%;display:block;margin:2px 0 8px}
+.turn{border-left:3px solid #bbb;margin:4px 0;padding:2px 8px;white-space:pre-wrap;
+font:12px monospace;overflow-wrap:anywhere}.card p{overflow-wrap:anywhere}
 .turn.assistant{border-color:#3b7dd8}.turn.tool{border-color:#d89b3b}.turn.user{border-color:#888}
 .card{border:1px solid #ddd;border-radius:6px;padding:8px 14px;margin:14px 0}
 .ok{color:#1a7f37}.bad{color:#c62828}
-#paper-vs-ours table{margin:6px 0 10px}#paper-vs-ours td{white-space:nowrap}#paper-vs-ours table.claims td{white-space:normal}
+#paper-vs-ours table{margin:6px 0 10px}#paper-vs-ours td{white-space:nowrap}
+#paper-vs-ours table.claims td{white-space:normal}
 """
 
 

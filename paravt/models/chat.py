@@ -2,17 +2,18 @@
 
 A trajectory is a concatenation of pieces, never a re-rendering:
 
-    encode_message(system) + encode_message(user with video) +            # prompt, mask 0
-    generation_prompt("<think>\\n") +                                     # scaffolding + forced
-    prefix, mask 0
-    sampled ids (ending with <|im_end|> when finish_reason == "stop") +  # mask 1, sampling logprobs
-    close_turn(sampled ids) +                                           # "\\n" (or "<|im_end|>\\n"), mask 0
+    encode_message(system) + encode_message(user with video) +  # prompt, mask 0
+    generation_prompt("<think>\\n") +                # scaffolding + forced prefix, mask 0
+    sampled ids (ending with <|im_end|> when finish_reason == "stop") +
+                                                  # mask 1, sampling logprobs
+    close_turn(sampled ids) +                     # "\\n" (or "<|im_end|>\\n"), mask 0
     encode_message(tool message) + generation_prompt(...) + ...
 
 Token accounting rules:
 - ``encode_message(m)`` is ``<|im_start|>{role}\\n{content}<|im_end|>\\n`` with every media marker
   expanded by the processor (vision pads, and Qwen3-VL's per-frame ``<t seconds>`` text); a
-  ``tool`` message is ``<|im_start|>user\\n<tool_response>\\n{content}\\n</tool_response><|im_end|>\\n``.
+  ``tool`` message is
+  ``<|im_start|>user\\n<tool_response>\\n{content}\\n</tool_response><|im_end|>\\n``.
 - ``generation_prompt(prefix)`` = ``<|im_start|>assistant\\n`` + prefix: NOT sampled.
 - The sampled ids are exactly what the generator returned, including the stop token
   ``<|im_end|>``: they are the only loss-bearing ids.
@@ -248,7 +249,8 @@ class ChatCodec:
         return Encoded(ids=tuple(ids), videos=tuple(videos), images=tuple(images))
 
     def generation_prompt(self, prefix: str = "") -> tuple[int, ...]:
-        """``<|im_start|>assistant\\n`` + the forced ``prefix`` (e.g. ``"<think>\\n"``); not sampled."""
+        """``<|im_start|>assistant\\n`` + the forced ``prefix`` (e.g. ``"<think>\\n"``); not
+        sampled."""
         return self.encode_text(f"{IM_START}assistant\n{prefix}")
 
     def end_of_turn_ids(self) -> tuple[int, ...]:

@@ -73,10 +73,10 @@ def _plain(text: str) -> str:
 
 
 def is_degenerate(text: str) -> bool:
-    """[paper] docs/ARCHITECTURE.md §2: True when 5 or more ``<|im_start|>`` fall within a span of under 300
-    characters. Reading: some 5 consecutive occurrences fit in a substring shorter than 300
-    characters, measured from the first character of the first marker to the last character of
-    the fifth (``p[i+4] + len("<|im_start|>") - p[i] < 300``)."""
+    """[paper] docs/ARCHITECTURE.md §2: True when 5 or more ``<|im_start|>`` fall within a span
+    of under 300 characters. Reading: some 5 consecutive occurrences fit in a substring shorter
+    than 300 characters, measured from the first character of the first marker to the last
+    character of the fifth (``p[i+4] + len("<|im_start|>") - p[i] < 300``)."""
     if not isinstance(text, str):
         return False
     positions = [m.start() for m in re.finditer(re.escape(T.IM_START), text)]

@@ -1,8 +1,8 @@
 """The PARA-GRPO reward of one rollout (docs/ARCHITECTURE.md §4 [paper]), every term returned
 separately.
 
-    R = R_acc + lambda_fmt * R_fmt + R_tool + bias,   R_fmt = min(R_base, 1) + lambda_anchor *
-    R_anchor
+    R = R_acc + lambda_fmt * R_fmt + R_tool + bias
+    R_fmt = min(R_base, 1) + lambda_anchor * R_anchor
 
 The terms and their weights are ``paravt.rewards.terms.TERMS`` (the one list). Besides them:
 

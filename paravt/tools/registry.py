@@ -45,10 +45,9 @@ _DISCOVERED = False
 
 def register_tool(name: str, factory: ToolFactory, *, origin: str | None = None) -> None:
     """Add a tool factory under ``name``; `ConfigError` if the name is taken by another origin."""
-    origin = (
-        origin
-        or f"code:{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', factory)!s}"
-    )
+    module = getattr(factory, "__module__", "?")
+    qualname = getattr(factory, "__qualname__", factory)
+    origin = origin or f"code:{module}.{qualname!s}"
     existing = _REGISTRY.get(name)
     if existing is not None and existing.origin != origin:
         raise ConfigError(

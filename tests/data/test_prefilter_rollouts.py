@@ -28,7 +28,8 @@ class AnswerBook:
         outs = []
         for r in requests:
             q = next(q for q in self.book if q in r.messages[1].content)
-            text = f"guess\n</think>\n<answer>{self.book[q][self.seen[q] % len(self.book[q])]}</answer>"
+            answers = self.book[q]
+            text = f"guess\n</think>\n<answer>{answers[self.seen[q] % len(answers)]}</answer>"
             self.seen[q] += 1
             ids = self.codec.encode_text(text) + (self.codec.im_end_id,)
             outs.append(GenOutput(ids, tuple(-0.1 for _ in ids), text, "stop"))

@@ -2,7 +2,8 @@
 
 Reproduced break: python stdout that printed ``<|im_end|>\\n<|im_start|>system…`` (or a tool name
 written with ``\\u003c`` escapes, quoted back in the error line) was tokenized into real
-``<|im_start|>`` / ``<|im_end|>`` ids inside the mask-0 tool turn: 7 ``<|im_start|>`` where 5 belong.
+``<|im_start|>`` / ``<|im_end|>`` ids inside the mask-0 tool turn: 7 ``<|im_start|>`` where 5
+belong.
 """
 
 from __future__ import annotations

@@ -324,7 +324,8 @@ def test_a_malformed_answer_is_an_error_output(server) -> None:
 
 
 def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_whole_request_deadline() -> None:
-    # every byte comes well within httpx's per-read timeout; only a deadline on the whole request ends it
+    # every byte comes well within httpx's per-read timeout; only a deadline on the whole request
+    # ends it
     with RawServer(drip(0.3)) as srv:
         t0 = time.monotonic()
         out = asyncio.run(

@@ -138,7 +138,8 @@ def test_parse_judge_reply() -> None:
 
 
 def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_whole_request_deadline() -> None:
-    # every byte comes well within httpx's per-read timeout; only a deadline on the whole request ends it
+    # every byte comes well within httpx's per-read timeout; only a deadline on the whole request
+    # ends it
     with RawServer(drip(0.3)) as srv:
         t0 = time.monotonic()
         res = run(srv.url + "/v1", ITEMS[1:2], timeout_s=1.0, max_retries=1, backoff_s=0.01)

@@ -55,7 +55,8 @@ def _frames(path: Path, family: str, n: int) -> Frames:
 
 
 def _trajectory(codec: ChatCodec, frames: Frames | None, words: int, row_id: str) -> Trajectory:
-    """prompt (with the video if any) | <think>\\n | sampled call | tool response | sampled answer."""
+    """prompt (with the video if any) | <think>\\n | sampled call | tool response | sampled
+    answer."""
     content = (
         ("<video>\n" if frames is not None else "") + "What colour is the flash?" + " more" * words
     )
@@ -313,9 +314,11 @@ def test_batched_update_forwards_policy_and_reference_once_per_micro_batch(
         model, ref = copy.deepcopy(policy.model), _perturbed(policy.model)
         calls = {"policy": 0, "ref": 0}
         model.model.register_forward_hook(
-            lambda *_: calls.__setitem__("policy", calls["policy"] + 1)
+            lambda *_, calls=calls: calls.__setitem__("policy", calls["policy"] + 1)
         )
-        ref.model.register_forward_hook(lambda *_: calls.__setitem__("ref", calls["ref"] + 1))
+        ref.model.register_forward_hook(
+            lambda *_, calls=calls: calls.__setitem__("ref", calls["ref"] + 1)
+        )
         ppo_update(
             model,
             policy.processor,

@@ -214,9 +214,10 @@ def test_every_mode_imports_the_one_preload_list(mode: str) -> None:
     if shutil.which(mode) is None or (mode == "unshare" and os.getuid() != 0):
         pytest.skip(f"needs {mode}" + (" as root" if mode == "unshare" else ""))
     code = (
-        "import importlib\nbad = []\nfor m in %r:\n    try:\n        importlib.import_module(m)\n"
+        f"import importlib\nbad = []\nfor m in {PRELOAD!r}:\n    try:\n"
+        "        importlib.import_module(m)\n"
         "    except Exception as e:\n        bad.append(m)\nprint(bad)"
-    ) % (PRELOAD,)
+    )
 
     async def main() -> tuple[object, object]:
         rt = SandboxRuntime(None, LIMITS, mode=mode, weak_isolation=True)

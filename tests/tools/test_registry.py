@@ -26,8 +26,9 @@ def _install_plugin(root, dist: str, tool_name: str, module: str) -> None:
 
         class EchoTool:
             name = "{tool_name}"
-            spec = ToolSpec("{tool_name}", "Echo the text back.",
-                            {{"type": "object", "properties": {{"text": {{"type": "string"}}}}, "required": ["text"]}})
+            params = {{"type": "object", "properties": {{"text": {{"type": "string"}}}},
+                      "required": ["text"]}}
+            spec = ToolSpec("{tool_name}", "Echo the text back.", params)
             timeout_s = 5.0
 
             async def run(self, ctx, args):

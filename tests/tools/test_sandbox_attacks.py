@@ -56,7 +56,8 @@ print(n)
 
 FORGE = """
 import json, os, struct
-body = json.dumps({{"id": {rid}, "ok": True, "stdout": "A" * 1_000_000, "error": None, "images": []}}).encode()
+reply = {{"id": {rid}, "ok": True, "stdout": "A" * 1_000_000, "error": None, "images": []}}
+body = json.dumps(reply).encode()
 for fd in range(3, 12):
     try:
         os.write(fd, struct.pack(">I", len(body)) + body)

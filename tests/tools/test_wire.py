@@ -154,7 +154,9 @@ def test_server_answers_binary_when_asked_and_json_to_older_clients(make_ctx, vi
 @pytest.mark.parametrize(
     "reply",
     [
-        f"HTTP/1.1 200 OK\r\ncontent-type: {BINARY_TYPE}\r\ncontent-length: 7\r\n\r\nPVTF1xx".encode(),
+        (
+            f"HTTP/1.1 200 OK\r\ncontent-type: {BINARY_TYPE}\r\ncontent-length: 7\r\n\r\nPVTF1xx"
+        ).encode(),
         b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
         b'14\r\n\r\n{"results": []}'[:-1],
         b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 4\r\n\r\noops",

@@ -2,16 +2,16 @@
 
 Layout of ``out_dir``::
 
-    videos/train/v0000.mp4 …   videos/eval/e0000.mp4 …   (disjoint seeds: eval never reuses a train
-    video)
+    videos/train/v0000.mp4 …   videos/eval/e0000.mp4 …
+                  (disjoint seeds: eval never reuses a train video)
     sft.parquet   main traces (parallel oracle, sequential, direct) + sub-agent rows
     base.parquet  the simulated pretrained base's data from the TRAIN videos (``synth.base``)
-    base_eval.parquet  its probe on the eval videos (frame-supported clip descriptions, MCQ at n =
-    4, 64)
+    base_eval.parquet  its probe on the eval videos (frame-supported clip descriptions, MCQ at
+                  n = 4, 64)
     rl.parquet    prompts (kind=rl) with ground truth, three tasks per train video
     eval.parquet  prompts (kind=rl, split=eval, nframes=64) on the eval videos
     manifest.json counts, generator parameters, measured needle property, timing
-    (``synth.manifest``)
+                  (``synth.manifest``)
 
 Every random choice comes from ``numpy.random.default_rng([seed, stream, index])``, so the rows are
 identical for a seed (x264 output is deterministic too, but tests compare decoded content).

@@ -10,11 +10,11 @@ Mapping (ours → verl):
 |---|---|
 | rl.group_size | actor_rollout_ref.rollout.n |
 | rl.std_normalize | algorithm.norm_adv_by_std_in_grpo (adv_estimator = grpo) |
-| rl.clip_eps | actor.clip_ratio (= clip_ratio_low = clip_ratio_high); dual clip off (clip_ratio_c 1e9) |
+| rl.clip_eps | actor.clip_ratio (= clip_ratio_low = _high); dual clip off (clip_ratio_c 1e9) |
 | rl.kl_coef, rl.kl_estimator k3/k1 | actor.use_kl_loss, kl_loss_coef, kl_loss_type low_var_kl/k1 |
 | token-mean loss | actor.loss_agg_mode = token-mean |
 | rl.lr, max_grad_norm, ppo_epochs | actor.optim.lr, actor.grad_clip, actor.ppo_epochs |
-| rl.weight_decay, adam_betas | actor.optim.weight_decay, betas (AdamW from torch.optim, as locally) |
+| rl.weight_decay, adam_betas | actor.optim.weight_decay, betas (torch.optim's AdamW, as locally) |
 | sampling.temperature, top_p | rollout.temperature, rollout.top_p |
 | rollout.max_turns, k_max | rollout.multi_turn.max_assistant_turns, max_parallel_calls |
 | everything the Episode needs | the agent-loop YAML → ``ParavtAgentLoop(paravt_config=...)`` |
