@@ -257,8 +257,8 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
 
 def load(
     path: str | Path,
-    cls: type[M] = TrainConfig,
-    overrides: Sequence[str] | None = None,  # type: ignore[assignment]
+    cls: type[M] = TrainConfig,  # type: ignore[assignment]
+    overrides: Sequence[str] | None = None,
     flags: Sequence[Flag] = (),
 ) -> M:
     """Load a YAML file into ``cls``; ``overrides`` are ``a.b.c=value`` strings (YAML values),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +117,7 @@ def _run_variants(
     p: ReproPreset,
     chosen: Sequence[Variant],
     seeds: int,
-    selections: dict[str, Any],
+    selections: Mapping[Any, dict[str, Any]],
     eval_limit: int | None,
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """Train and evaluate every chosen variant on every seed, from its prior's selected cold

@@ -53,12 +53,12 @@ def stop_tree(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
     grace_s."""
     pids = [proc.pid, *_children(proc.pid)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for send in (
-            lambda sig=sig: os.killpg(proc.pid, sig),
-            *(lambda p=p, sig=sig: os.kill(p, sig) for p in pids),
-        ):
+        for target in (None, *pids):  # None: the whole process group
             try:
-                send()
+                if target is None:
+                    os.killpg(proc.pid, sig)
+                else:
+                    os.kill(target, sig)
             except (ProcessLookupError, PermissionError):
                 pass
         deadline = time.monotonic() + grace_s
