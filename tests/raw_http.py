@@ -122,8 +122,8 @@ def fixed(raw: bytes) -> Respond:
     return respond
 
 
-# : A 200 reply declaring a 1 GB body it never sends: refused by its Content-Length, before any body
-# byte.
+#: A 200 reply declaring a 1 GB body it never sends: refused by its Content-Length, before any body
+#: byte.
 DECLARED_HUGE = fixed(
     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n"
 )

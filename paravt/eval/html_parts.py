@@ -42,10 +42,9 @@ def img(b64: str, alt: str, css: str = "") -> str:
     return f'<img alt="{esc(alt)}" class="{esc(css)}" src="data:image/png;base64,{esc(b64)}">'
 
 
-# : What drawing a figure from a run's files may raise on data it cannot plot (a string where a
-# number
-# : belongs, a label matplotlib reads as broken math text, an infinite axis): the figure becomes a
-# note.
+#: What drawing a figure from a run's files may raise on data it cannot plot (a string where a
+#: number belongs, a label matplotlib reads as broken math text, an infinite axis): the figure
+#: becomes a note.
 FIGURE_DATA_ERRORS = (
     DataError,
     ValueError,

@@ -58,11 +58,10 @@ TABLE5: dict[str, tuple[Table5Row, ...]] = {
     ),
 }
 
-# : paper §3 cross-model contrast: Qwen2.5-VL-7B (weak tool prior) keeps format ≈ 0.85, zero tool
-# calls
-#: under vanilla GRPO (not a Table 2 row).
+#: paper §3 cross-model contrast: Qwen2.5-VL-7B (weak tool prior) keeps format ≈ 0.85, zero tool
+#: calls under vanilla GRPO (not a Table 2 row).
 WEAK_PRIOR_FORMAT = 0.85
 WEAK_PRIOR_KAPPA = 0.0
-# : paper §3: PARA-GRPO f_tau peaks at 0.64 after step 45; vanilla stays ≈ 0.13, κ → ~0 within 7
-# steps.
+#: paper §3: PARA-GRPO f_tau peaks at 0.64 after step 45; vanilla stays ≈ 0.13, κ → ~0 within 7
+#: steps.
 PARAGRPO_PEAK_F_TAU = 0.64

@@ -20,9 +20,9 @@ from matplotlib.lines import Line2D
 from paravt.errors import DataError
 from paravt.rewards.terms import TERM_NAMES
 
-# : Training-log keys plotted by default, in this order (docs/ARCHITECTURE.md §6; the trainer's
-# train_log.jsonl):
-#: ``reward/<term>`` for every term of the reward's registry (``paravt.rewards.terms.TERMS``).
+#: Training-log keys plotted by default, in this order (docs/ARCHITECTURE.md §6; the trainer's
+#: train_log.jsonl): ``reward/<term>`` for every term of the reward's registry
+#: (``paravt.rewards.terms.TERMS``).
 TRAIN_METRICS: tuple[str, ...] = (
     "f_tau",
     "kappa",

@@ -44,8 +44,8 @@ def t_seq(k: int | float, v: float, s: float, h: float) -> float:
 
 
 def t_par(k: int | float, v: float, s: float, h: float) -> float:
-    """Main-agent input tokens with K parallel calls in one turn [paper, docs/ARCHITECTURE.md
-    §7]."""
+    """Main-agent input tokens with K parallel calls in one turn [paper,
+    docs/ARCHITECTURE.md §7]."""
     return v + s + k * h
 
 

@@ -20,8 +20,8 @@ ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
 TOOL_CODE_OPEN, TOOL_CODE_CLOSE = "<tool_code>", "</tool_code>"
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 
-# : Forced at the start of every main-agent response (Exploration Anchoring, docs/ARCHITECTURE.md
-# §2).
+#: Forced at the start of every main-agent response (Exploration Anchoring,
+#: docs/ARCHITECTURE.md §2).
 THINK_PREFIX = THINK_OPEN + "\n"
 
 PROTOCOL_TAGS: tuple[str, ...] = (

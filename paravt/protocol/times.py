@@ -1,5 +1,5 @@
-"""Time values in tool calls and answers: seconds, ``MM:SS``, ``HH:MM:SS`` (docs/ARCHITECTURE.md
-§2).
+"""Time values in tool calls and answers: seconds, ``MM:SS``, ``HH:MM:SS``
+(docs/ARCHITECTURE.md §2).
 
 Accepted forms of one time value (``parse_time``):
 

@@ -117,8 +117,8 @@ def ensure_base(
 
 
 #: Bases the project ships (built by `paravt repro --ship-bases`, ``ship_base``): NAME-KEY/ with
-# : train/model/, settings.json, probe.json and build_log.jsonl. Used only when KEY is this code's
-# key.
+#: train/model/, settings.json, probe.json and build_log.jsonl. Used only when KEY is this code's
+#: key.
 SHIPPED = Path(__file__).parent / "shipped"
 REBUILD_MIN = 15  # minutes a base rebuild takes on 2 idle cores (docs/repro.md, "Budgets")
 

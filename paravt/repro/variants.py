@@ -14,9 +14,8 @@ from typing import Any, Literal
 from paravt.config import TrainConfig, apply_override, validate
 from paravt.errors import ConfigError
 
-# : Without gating every prompt gets video.overview_nframes: pinned here (16), so the default's move
-# to
-#: the eval protocol's 64 (issue 32) does not change what the vanilla variants train on.
+#: Without gating every prompt gets video.overview_nframes: pinned here (16), so the default's move
+#: to the eval protocol's 64 (issue 32) does not change what the vanilla variants train on.
 _VANILLA = {
     "reward.anchor": False,
     "rollout.think_prefix": False,

@@ -133,8 +133,8 @@ def compute_reward(
 
 
 def reference_format(stats: FormatStats) -> float:
-    """R_fmt with the default weights and the anchor on (the f_tau yardstick, docs/ARCHITECTURE.md
-    §6)."""
+    """R_fmt with the default weights and the anchor on (the f_tau yardstick,
+    docs/ARCHITECTURE.md §6)."""
     ref = _reference()
     return base_format_reward(stats) + ref.lambda_anchor * anchor_reward(
         stats, alpha=ref.alpha, beta=ref.beta, gamma=ref.gamma

@@ -21,8 +21,8 @@ _CONFIG_NAME = {"anchor_enabled": "anchor"}
 
 @dataclass(frozen=True)
 class RewardWeights:
-    """Plain weights of the reward; every field is a ``RewardConfig`` field (docs/ARCHITECTURE.md
-    §4)."""
+    """Plain weights of the reward; every field is a ``RewardConfig`` field
+    (docs/ARCHITECTURE.md §4)."""
 
     lambda_fmt: float
     lambda_anchor: float

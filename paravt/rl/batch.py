@@ -42,8 +42,7 @@ MAX_PAD_SHARE = (
     0.1  # most padding a micro-batch may hold, as a share of its padded tokens: a pad costs
 )
 # a real token's compute (docs/performance.md, "Batched training passes": the loaded runs there do
-# not
-# separate 10% from 25%)
+# not separate 10% from 25%)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""PARA-GRPO in one process (CPU or one GPU): the reference implementation (docs/ARCHITECTURE.md
-§5).
+"""PARA-GRPO in one process (CPU or one GPU): the reference implementation
+(docs/ARCHITECTURE.md §5).
 
 One step, top to bottom:
 

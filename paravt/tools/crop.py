@@ -1,5 +1,5 @@
-"""``crop_video(start_time, end_time)``: frames of one window for a sub-agent (docs/ARCHITECTURE.md
-§2).
+"""``crop_video(start_time, end_time)``: frames of one window for a sub-agent
+(docs/ARCHITECTURE.md §2).
 
 The window is clamped to the video (the parser already normalised the times); at most
 ``ctx.crop_max_frames`` frames are sampled at ≤ ``ctx.crop_fps`` with ``ctx.crop_max_pixels``.

@@ -21,8 +21,8 @@ from paravt.errors import ConfigError
 from paravt.tools.base import Tool
 
 ENTRY_POINT_GROUP = "paravt.tools"
-# : A ``rollout.tools`` entry ``mcp:URL`` or ``mcp:COMMAND`` names an MCP server
-# (paravt.tools.mcp_tools).
+#: A ``rollout.tools`` entry ``mcp:URL`` or ``mcp:COMMAND`` names an MCP server
+#: (paravt.tools.mcp_tools).
 MCP_PREFIX = "mcp:"
 
 

@@ -104,8 +104,8 @@ class Table1Column:
     paper: Mapping[str, float] = field(default_factory=dict)
 
 
-# : [paper] the models of ParaVT Table 1's quoted rows (PAPER.md "ParaVT — results to compare
-# against").
+#: [paper] the models of ParaVT Table 1's quoted rows (PAPER.md "ParaVT — results to compare
+#: against").
 TABLE1_MODELS: tuple[str, ...] = ("Qwen3-VL-8B", "ParaVT-8B")
 
 

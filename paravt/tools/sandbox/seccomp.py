@@ -61,9 +61,8 @@ def seccomp_program(
     ld, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
     allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
     denied = [nr[k] for k in deny]
-    # layout: 0 ld arch | 1 jeq arch | 2 ret eperm | 3 ld nr | 4 jge x32 | denied… | clone | clone3
-    # |
-    #         ret allow | ld flags | jset | ret allow | ret eperm | ret enosys
+    # layout: 0 ld arch | 1 jeq arch | 2 ret eperm | 3 ld nr | 4 jge x32 | denied… | clone |
+    #         clone3 | ret allow | ld flags | jset | ret allow | ret eperm | ret enosys
     n = len(denied)
     tail = 5 + n + 2  # index of "ret allow" after the syscall checks
     deny_at, enosys_at = tail + 4, tail + 5
