@@ -7,9 +7,9 @@ summarise each), for K = 1, 2, 4, 8:
   ONE batched request (``paravt.agent.subagents.run_subagents``) — what ``Episode`` does;
 * sequential: the same K calls one after another: crop one window, one sub-agent request, next.
   This is sequential DISPATCH of the sub-agents, not the sequential mode of docs/ARCHITECTURE.md §2
-  (one crop
-  per main turn, its frames re-injected into the main context, no sub-agents; part 2 below): the
-  timing isolates what batching the K sub-agents buys. The paper gives no timing to compare with
+  (one crop per main turn, its frames re-injected into the main context, no sub-agents; part 2
+  below): the timing isolates what batching the K sub-agents buys. The paper gives no timing to
+  compare with
   (it claims tool latency "bounded by the slowest sub-agent").
 
 Same prompts, same frames, greedy decoding: both modes produce the same summaries (checked). The
@@ -27,10 +27,9 @@ wall time: on a machine shared with other jobs it is the steadier measure (with 
 it is close to the wall time on an idle machine; the parallel crops' threads add up in it).
 
 Part 2 — input tokens per rollout (docs/ARCHITECTURE.md §7). Whole episodes run with a scripted main
-agent
-(parallel: one turn with K crop calls, then an answer; sequential mode of docs/ARCHITECTURE.md §2:
-one call per
-turn with the crop's frames re-injected into the main context, K + 1 turns) and the real sub-agents.
+agent (parallel: one turn with K crop calls, then an answer; sequential mode of
+docs/ARCHITECTURE.md §2: one call per turn with the crop's frames re-injected into the main
+context, K + 1 turns) and the real sub-agents.
 The measured main-agent input tokens (summed over its requests, as the eval counts them) are
 printed next to ``T_par(K) = v + s + K·h`` and ``T_seq(K) = K·(v + s) + K(K+1)/2·h`` with v, s, h
 fitted per mode by ``paravt.eval.tokens`` (v = overview visual tokens).

@@ -20,8 +20,8 @@ The first step includes cold video decoding; the summary averages the later step
 printed is JSON.
 
 ``--passes`` times the training passes instead, per-sequence vs batched
-(``benchmarks/batch_bench.py``):
-an SFT step's forward + backward on ``--sft-rows`` rows of the repro's SFT data (ParaVT-Synth
+(``benchmarks/batch_bench.py``): an SFT step's forward + backward on ``--sft-rows`` rows of the
+repro's SFT data (ParaVT-Synth
 ``sft.parquet``: main and sub-agent traces with their videos, 64² frames) and a GRPO update on
 ``--update-rows`` of those sequences as rollouts (seeded advantages, KL to a reference copy,
 zero-lr SGD), on the tiny qwen3_vl at ``--size`` (default s for this mode), medians of

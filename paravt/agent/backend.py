@@ -3,8 +3,8 @@ chat codec + tools) for every caller (`paravt eval`, `paravt infer`, `paravt rep
 `PolicySession`, verl's agent loop).
 
 Config stops here (docs/ARCHITECTURE.md, "Builders"): callers hand over ``ModelConfig`` and
-``RolloutConfig`` whole,
-never their fields one by one, so a new field reaches every command through this module alone and
+``RolloutConfig`` whole, never their fields one by one, so a new field reaches every command through
+this module alone and
 no caller can leave one out (tests/agent/test_backend.py changes every field and follows each one
 to where it lands). Per-command values that are not settings, such as a served model's processor
 directory, are the only keyword arguments.

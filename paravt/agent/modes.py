@@ -1,6 +1,5 @@
 """Dispatch modes (docs/ARCHITECTURE.md §2): what a main turn's tool calls become. One class per
-mode, one
-registry line each (``MODES``); the episode's turn loop asks its mode:
+mode, one registry line each (``MODES``); the episode's turn loop asks its mode:
 
 - ``prompt``: which system prompt the main agent reads (``paravt.protocol.prompts``);
 - ``uses_tools``: whether calls are run at all (``none``: the first response is final);

@@ -24,8 +24,7 @@ def report(
     out: Path = typer.Option(Path("report.html"), "--out", "-o", help="HTML file to write."),
 ) -> None:
     """Training curves, eval table, accuracy by n, tokens vs K and transcripts in one HTML file; for
-    a
-    `paravt repro` directory also the paper's Table 2/5 beside ours, dynamics over seeds and
+    a `paravt repro` directory also the paper's Table 2/5 beside ours, dynamics over seeds and
     claims."""
     from paravt.eval.benchmarks.table1 import table1_rows
     from paravt.eval.report import build_report

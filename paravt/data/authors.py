@@ -10,8 +10,8 @@ Layout, as read from the public release code (github.com/EvolvingLMMs-Lab/ParaVT
   ``{"type": "text", "text"}``, ``{"type": "video_url", "video_url": {"url"}}`` and
   ``{"type": "image_url", "image_url": {"url"}}``.
 - Paths are "sentinel-relative" (``longvt_source/…``, ``museg/charades/…``,
-``museg/et_instruct_164k/…``,
-  ``selfqa/…``), optionally with a ``file://`` scheme, and resolve under the extraction root.
+``museg/et_instruct_164k/…``, ``selfqa/…``), optionally with a ``file://`` scheme, and resolve under
+the extraction root.
 
 Assumptions (documented, not in the release): a video item shows the WHOLE file, sampled with
 ``nframes`` frames (`paravt data import --nframes`: the overview budget video.overview_nframes) —

@@ -4,9 +4,9 @@
 own sampler), so the text's `<video>` markers and the frames line up one to one and SFT sees the
 frames the policy sees at rollout. A part spanning the whole video is the overview and uses
 ``max_pixels``; any other window is a crop and uses ``crop_max_pixels`` (docs/ARCHITECTURE.md §2:
-overview
-64×64, crops up to 224×224). Frames are read with ``whole=True`` (``paravt.video.timeline``): the
-rows of a build read clips and overviews of the same videos, each video decoded once.
+overview 64×64, crops up to 224×224). Frames are read with ``whole=True``
+(``paravt.video.timeline``): the rows of a build read clips and overviews of the same videos, each
+video decoded once.
 """
 
 from __future__ import annotations

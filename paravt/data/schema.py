@@ -19,9 +19,9 @@ so SFT sees frames sampled exactly as the episode samples them at rollout; the p
 `<video>` marker in the message text.
 
 Think prefix (docs/ARCHITECTURE.md §2): every assistant message of a MAIN trace is stored WITH its
-leading
-``"<think>\\n"`` (`paravt.protocol.tags.THINK_PREFIX`). At rollout that prefix is forced as prompt
-tokens, so the SFT trainer must mask those first tokens of each assistant turn (loss mask 0) and
+leading ``"<think>\\n"`` (`paravt.protocol.tags.THINK_PREFIX`). At rollout that prefix is forced as
+prompt tokens, so the SFT trainer must mask those first tokens of each assistant turn (loss mask 0)
+and
 train on the rest. Sub-agent replies have no forced prefix.
 
 `kind == "rl"` rows hold the prompt messages (system + user) only; the episode re-renders the

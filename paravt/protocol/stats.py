@@ -1,8 +1,6 @@
 """Format statistics of one output: the ONE source of the format rewards (docs/ARCHITECTURE.md §4)
-and the
-closure/reversion metrics (docs/ARCHITECTURE.md §6). Computed on the text the reward sees (think
-prefix +
-completion), with observation contents removed (``tags.strip_observations``).
+and the closure/reversion metrics (docs/ARCHITECTURE.md §6). Computed on the text the reward sees
+(think prefix + completion), with observation contents removed (``tags.strip_observations``).
 
 Definitions (each flag is used by exactly one reward term or metric, named in brackets):
 

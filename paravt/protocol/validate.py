@@ -25,8 +25,7 @@ def validate_calls(
     window_tools: frozenset[str] = WINDOW_TOOLS,
 ) -> tuple[ParsedCall, ...]:
     """Each call validated independently (docs/ARCHITECTURE.md §2); returns the calls in order, with
-    ``error``
-    set on the ones that cannot run. Rules, first failing one wins:
+    ``error`` set on the ones that cannot run. Rules, first failing one wins:
 
     1. a parse error stays; 2. the tool must be in ``known_tools``; 3. a window tool needs
     ``start_time`` and ``end_time`` with start < end (as written); 4. the window is clamped to

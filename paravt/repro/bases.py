@@ -7,9 +7,9 @@ science run use the same base when their base settings agree (the presets share 
 names the directory under the cache root (``paravt repro``: ``OUT/../bases``)::
 
     synth-KEY/    ParaVT-Synth of the base's settings (keyed by the data version and the synth
-                  settings): train videos → base.parquet, eval videos → base_eval.parquet
-                  (the probe)
-    init-SIZE-KEY/  the random tiny model (``build_tiny``, seeded; keyed by the size, the data
+                  settings): train videos → base.parquet, eval videos → base_eval.parquet (the
+                  probe) init-SIZE-KEY/ the random tiny model (``build_tiny``, seeded; keyed by the
+                  size, the data
                   version and the tiny factory's version, so a tokenizer change builds a new one)
     PRIOR-KEY/    settings.json, train/ (``paravt train prior``: resumes from its checkpoints),
                   probe.json (``repro.base_probe`` on the held-out probe rows, greedy)

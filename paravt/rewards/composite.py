@@ -11,9 +11,8 @@ The terms and their weights are ``paravt.rewards.terms.TERMS`` (the one list). B
   different reward switches compare.
 - bias: added last to every rollout (a constant shift before group normalisation).
 - Degenerate output (docs/ARCHITECTURE.md §2): every term is 0 and the reward is ``0 + bias``:
-"reward 0"
-  means nothing is earned. We still add the bias because every other rollout gets it: leaving it
-  out would rank a degenerate output (0) above a wrong, badly formatted one (e.g. -0.2).
+"reward 0" means nothing is earned. We still add the bias because every other rollout gets it:
+leaving it out would rank a degenerate output (0) above a wrong, badly formatted one (e.g. -0.2).
 
 All reward code is computed on ``prefix + completion``: the forced ``<think>\\n`` counts as opened.
 """

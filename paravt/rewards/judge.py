@@ -1,6 +1,5 @@
 """Optional LLM judge for open-ended answers (docs/ARCHITECTURE.md §4): an OpenAI-compatible chat
-endpoint
-scores each (question, reference, prediction) as 0, 0.5 or 1.
+endpoint scores each (question, reference, prediction) as 0, 0.5 or 1.
 
 Requests of one ``score`` call run concurrently (bounded by ``concurrency``). Each request follows
 the ONE policy of the OpenAI-compatible clients (``paravt.models.openai.retry``): a WHOLE-request

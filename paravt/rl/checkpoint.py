@@ -2,8 +2,7 @@
 
 A checkpoint directory holds ``model/`` (an HF directory: weights, config, processor, tokenizer —
 loadable by ``paravt.models.hf.loading.load_policy`` and by vLLM), ``trainer.pt`` (optimizer state
-and
-every RNG state), ``state.json`` (step, epoch, data position, anything the trainer needs to
+and every RNG state), ``state.json`` (step, epoch, data position, anything the trainer needs to
 continue bit-for-bit) and, written LAST, ``COMPLETE.json``: the size and SHA-256 of every other
 file. A checkpoint is used only if that marker exists and every file still matches it
 (``verify_checkpoint``); ``resume_point`` walks back from the newest step to the newest checkpoint

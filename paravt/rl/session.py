@@ -1,8 +1,8 @@
 """Everything a trainer holds on to: policy, processor, codec, optimizer, reference, generator.
 
 Built by ONE builder from the typed config (docs/ARCHITECTURE.md, "Builders"): ``ModelConfig``
-(checkpoint, device,
-dtype, the generator's settings), the trainer's optimiser section (``rl``, ``sft`` or ``prior``:
+(checkpoint, device, dtype, the generator's settings), the trainer's optimiser section (``rl``,
+``sft`` or ``prior``:
 lr, weight decay, Adam betas) and, for a trainer that rolls out, ``RolloutConfig`` (the tools:
 `paravt.agent.backend.open_tools`). The verl engine gets the same optimiser settings
 (`paravt.integrations.verl.render.optimiser`).

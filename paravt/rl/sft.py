@@ -1,8 +1,8 @@
 """SFT cold start on parallel tool traces (main-agent and sub-agent rows).
 
 Sequences are built exactly as an episode builds its trajectory (docs/ARCHITECTURE.md §3): prompt
-messages via
-``ChatCodec.encode_message`` (mask 0), then for each assistant turn the generation prompt (mask 0),
+messages via ``ChatCodec.encode_message`` (mask 0), then for each assistant turn the generation
+prompt (mask 0),
 the WHOLE response, ``<think>`` included, + ``<|im_end|>`` (mask 1) and the closing newline
 (mask 0); tool responses are context (mask 0). SFT teaches the format the think prefix later
 constrains: the prefix is an RL-time constraint ("reinforces what SFT has already taught"), so a

@@ -1,6 +1,6 @@
 """Tools (docs/ARCHITECTURE.md §1 ``tools/``): the `Tool` interface and registry (entry-point
-plugins),
-``crop_video``, ``frame_select`` (EVA), ``python`` (PyVision-RL, sandboxed), and the HTTP tool
+plugins), ``crop_video``, ``frame_select`` (EVA), ``python`` (PyVision-RL, sandboxed), and the HTTP
+tool
 server and client. The Episode uses only `ToolSet` (`build_toolset`); see docs/tools.md."""
 
 from __future__ import annotations

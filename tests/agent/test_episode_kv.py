@@ -1,6 +1,6 @@
 """The episode's side of the kept KV cache (paravt.models.hf.turn_cache): the main agent asks for
-its
-rows to be kept and its next prompt EXTENDS the previous prompt + sampled tokens, so the hf backend
+its rows to be kept and its next prompt EXTENDS the previous prompt + sampled tokens, so the hf
+backend
 prefills only the new part; sub-agent rows (one turn each) are not kept."""
 
 from __future__ import annotations

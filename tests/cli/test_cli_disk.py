@@ -169,9 +169,8 @@ def test_torch_save_over_a_full_disk_is_recognised_through_its_runtime_error(
     tmp_path: Path,
 ) -> None:
     """torch.save's own error over ENOSPC into a path is a RuntimeError ("unexpected pos") that
-    names
-    nothing; into an open file, as save_checkpoint writes it, the OSError is raised or rides along
-    as
+    names nothing; into an open file, as save_checkpoint writes it, the OSError is raised or rides
+    along as
     the context (by buffering); safetensors only quotes it ("os error 28")."""
     with open("/dev/full", "wb", buffering=0) as fh, pytest.raises((RuntimeError, OSError)) as err:
         torch.save({"x": torch.zeros(100_000)}, fh)

@@ -1,6 +1,6 @@
 """The report under hostile run files (issue 34 item 8): every field of results.jsonl,
-rollouts.jsonl,
-train_log.jsonl, run.json, metrics.json and summary.json, in turn, holds markup that would run a
+rollouts.jsonl, train_log.jsonl, run.json, metrics.json and summary.json, in turn, holds markup that
+would run a
 script if pasted into the page, or a value of the wrong type. `paravt report` must exit 0, show
 each bad row as malformed, and the page must hold no tag, attribute or script of the payload
 (checked by parsing it, and in headless Chromium, where installed, by running it)."""

@@ -1,7 +1,7 @@
 """Continuous batching (``HFGenerator(continuous=True)``): the same tokens and logprobs as the
-window
-batcher for a mixed stream of main agents and sub-agents of different lengths arriving while others
-decode; rows join and leave between forwards, identical prompts still share one prefill, and a kept
+window batcher for a mixed stream of main agents and sub-agents of different lengths arriving while
+others decode; rows join and leave between forwards, identical prompts still share one prefill, and
+a kept
 row cache still serves the next turn."""
 
 from __future__ import annotations

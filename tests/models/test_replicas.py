@@ -86,8 +86,7 @@ def test_replicas_give_the_outputs_of_one_process(
 
 def test_rollouts_spread_and_each_next_turn_follows_its_kept_cache(replicas, video_frames) -> None:
     """G rollouts of one prompt (each its own call, as run_group makes them) spread over the
-    engines;
-    the next turn of each goes to the engine that kept its KV cache, and runs only its new
+    engines; the next turn of each goes to the engine that kept its KV cache, and runs only its new
     tokens."""
     base = _window_request(replicas, video_frames, 0, 1.0)
     turn1 = [replace(base, keep_kv=True, sampling=replace(base.sampling, seed=s)) for s in range(4)]

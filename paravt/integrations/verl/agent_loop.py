@@ -68,10 +68,10 @@ def _toolset(rollout_json: str) -> Any:
 
 def rollout_toolset(cfg: TrainConfig) -> Any:
     """The loop's tools, from the ONE tool builder of every engine
-    (`paravt.agent.backend.open_tools`:
-    in-process, or through ``rollout.tool_server_url`` with the key of
-    ``rollout.tool_server_key_file``,
-    a file every node reads; docs/tools.md, "Who may call"); one per worker process and rollout
+    (`paravt.agent.backend.open_tools`: in-process, or through ``rollout.tool_server_url`` with the
+    key of ``rollout.tool_server_key_file``, a file every node reads; docs/tools.md, "Who may
+    call"); one
+    per worker process and rollout
     section."""
     return _toolset(cfg.rollout.model_dump_json())
 

@@ -3,8 +3,8 @@
 Requests wait ``window_s`` for others (the sub-agents of a turn, the G rollouts of a group, the
 episodes of an eval); the batch is split by ``chunker`` into the groups that can run together and
 each group is served by ``serve``, a blocking function run in a worker thread
-(``asyncio.to_thread``)
-so that the event loop stays free. Batches of one queue never run concurrently. A ``serve`` or
+(``asyncio.to_thread``) so that the event loop stays free. Batches of one queue never run
+concurrently. A ``serve`` or
 ``chunker`` that raises (or answers too few rows) ends its batch: every row not answered yet gets
 a ``finish_reason="error"`` output, so no request is left waiting. Used by
 ``HFGenerator`` (serve = ``run_batch`` in this process) and by the replica engines of

@@ -71,8 +71,7 @@ class Replica:
 
     def call(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
         """Blocking round trip (in the queue's worker thread) within ``timeout_s``; never raises.
-        Rows
-        the worker did not answer, or that came while it was (re)starting, carry
+        Rows the worker did not answer, or that came while it was (re)starting, carry
         ``metrics["replica_lost"]``
         (the caller serves them elsewhere); rows whose reply was over the cap are plain errors."""
         t0 = time.perf_counter()

@@ -14,8 +14,8 @@ prefill; the cached keys were rotated with those same positions when they were c
 Weights: the cache records ``weights_version`` (the parameters' version counters and storage
 addresses); an update through autograd-visible in-place ops (the default torch optimizers, a
 ``load_state_dict``) or a replaced parameter (``param.data = ...``,
-``load_state_dict(assign=True)``,
-``.to()``) changes it and drops every entry, so a cache is never reused across a policy update.
+``load_state_dict(assign=True)``, ``.to()``) changes it and drops every entry, so a cache is never
+reused across a policy update.
 Not seen: writes through ``param.data`` in place and fused optimizers (``AdamW(fused=True)``),
 which bypass the counters; the trainers here use neither.
 """

@@ -18,9 +18,9 @@ Tokens:
 - Logprobs come from the server's ``logprobs.content`` when it holds exactly one entry per
   returned id (entries include the stop token); a re-tokenised response whose entries miss only
   the stop token gets 0.0 for it; otherwise all are 0.0 and ``metrics["logprobs_from_server"] ==
-  0``.
-Reliability: at most ``max_concurrency`` requests in flight; each HTTP exchange follows the ONE
-policy of the OpenAI-compatible clients (``paravt.models.openai.retry``): a WHOLE-request deadline
+  0``. Reliability: at most ``max_concurrency`` requests in flight; each HTTP exchange follows the
+  ONE policy of the OpenAI-compatible clients (``paravt.models.openai.retry``): a WHOLE-request
+  deadline
 of ``timeout_s`` (a server that drips one byte a second is cut at ``timeout_s``), a reply cap of
 ``max_reply_bytes``, and timeouts, transport errors, 408, 429 and 5xx retried ``max_retries`` times
 after ``backoff_s * 2**retry`` or the server's ``Retry-After`` when longer. Any other failure (a 404

@@ -1,11 +1,10 @@
 """One HTTP exchange bounded as a whole, shared by the openai backend and the LLM judge (torch-free,
 so that reward code can import it). httpx's ``timeout`` bounds each read, not the request: a server
 that sends its headers and then one byte a second keeps a call alive far past it.
-``bounded_request``
-puts ONE deadline on connect, headers and body together (the event loop's clock), and reads the body
+``bounded_request`` puts ONE deadline on connect, headers and body together (the event loop's
+clock), and reads the body
 while it streams, refusing it past ``max_bytes`` (by its Content-Length, else as it grows: never
-held
-in memory beyond the cap). The distillation teacher (``paravt.data.distill.teacher``) uses it
+held in memory beyond the cap). The distillation teacher (``paravt.data.distill.teacher``) uses it
 too."""
 
 from __future__ import annotations

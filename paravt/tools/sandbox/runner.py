@@ -1,8 +1,7 @@
 """The program that runs INSIDE the python tool's sandbox (one process per episode).
 
 It is started by `paravt.tools.sandbox.runtime.SandboxRuntime` with one JSON argument (limits, the
-bound
-video's path and info). Startup order matters for isolation:
+bound video's path and info). Startup order matters for isolation:
 
 1. import numpy / PIL (and later our decoder) while still privileged enough to read them;
 2. keep the protocol pipes on private fds and point fds 0, 1, 2 at /dev/null, so code that writes

@@ -55,8 +55,8 @@ def seccomp_program(
     arch: int, nr: dict[str, int], deny: list[str]
 ) -> list[tuple[int, int, int, int]]:
     """Classic BPF: EPERM for the ``deny`` syscalls (the policy's choice,
-    `isolation.SECCOMP_DENIED`)
-    and clone with CLONE_NEW* flags, ENOSYS for clone3 (libc then falls back to clone, whose flags
+    `isolation.SECCOMP_DENIED`) and clone with CLONE_NEW* flags, ENOSYS for clone3 (libc then falls
+    back to clone, whose flags
     are checkable), EPERM for any other ABI."""
     ld, jeq, jset, jge, ret = 0x20, 0x15, 0x45, 0x35, 0x06
     allow, eperm, enosys = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38

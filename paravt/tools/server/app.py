@@ -5,11 +5,11 @@ Endpoints
   "arguments", "error"}]}]}`` → ``{"results": [{"trajectory_id", "observations": [...], "budget":
   {...}}]}``, as JSON (frames in base64) or, when the request's ``Accept`` names
   ``application/x-paravt-frames``, as a binary body with the frames' raw bytes
-  (`paravt.tools.server.wire`;
-  errors stay JSON). Items run concurrently; calls of one item run as `LocalToolSet.run_calls` does.
-  Send
-  at most one item per trajectory per request (the budget state of an item is returned with it).
-  ``session`` is the caller's random per-run nonce (≥ 16 characters): per-trajectory state is keyed
+  (`paravt.tools.server.wire`; errors stay JSON). Items run concurrently; calls of one item run as
+  `LocalToolSet.run_calls` does. Send at most one item per trajectory per request (the budget state
+  of an item is returned with
+  it). ``session`` is the caller's random per-run nonce (≥ 16 characters): per-trajectory state is
+  keyed
   by (session, trajectory_id), so two callers reusing an id never share a python runtime.
 - ``POST /v1/finish``: ``{"session", "trajectory_ids": [...]}`` releases per-trajectory state
   (python runtimes); idle state is also released after ``idle_ttl_s``.

@@ -7,8 +7,7 @@ sent with each request and the server's updated budget is copied back into ``ctx
 Transport failures, server errors and malformed responses become error observations for the calls
 of that request. Requests go through a keep-alive pool (`paravt.tools.server.pool`) and ask for the
 binary frames encoding (`paravt.tools.server.wire.BINARY_TYPE`); a JSON response (an older server)
-is
-read as well. With ``api_key_file`` (``rollout.tool_server_key_file``) every request carries
+is read as well. With ``api_key_file`` (``rollout.tool_server_key_file``) every request carries
 ``Authorization: Bearer <key>`` (docs/tools.md, "Who may call"); the key is never in a message.
 """
 
