@@ -9,7 +9,8 @@ import typer
 from rich.table import Table
 
 from paravt.cli.checks import output_dir
-from paravt.cli.output import SET_HELP, stdout_console
+from paravt.cli.distill import distill_cmd
+from paravt.cli.output import stdout_console
 from paravt.config import Flag, TrainConfig, resolve
 from paravt.errors import ConfigError
 from paravt.eval.benchmarks.registry import benchmark_names
@@ -21,40 +22,68 @@ MAX_ROW_BYTES: int = TrainConfig.model_fields["max_row_bytes"].default  # writte
 
 @app.command("synth")
 def synth(
-    out: str = typer.Option(..., "--out", help="Output directory (videos/, *.parquet, manifest.json)."),
+    out: str = typer.Option(
+        ..., "--out", help="Output directory (videos/, *.parquet, manifest.json)."
+    ),
     videos: int = typer.Option(200, "--videos", min=1, help="Training videos."),
-    eval_videos: int = typer.Option(40, "--eval-videos", min=1, help="Evaluation videos (disjoint from training)."),
+    eval_videos: int = typer.Option(
+        40, "--eval-videos", min=1, help="Evaluation videos (disjoint from training)."
+    ),
     seed: int = typer.Option(0, "--seed"),
     workers: int = typer.Option(2, "--workers", min=1, help="Processes writing videos."),
-    needle_kinds: str = typer.Option("flash,digit,shape", "--needle-kinds",
-                                     help="Needles to draw, comma-separated (flash, digit, shape)."),
+    needle_kinds: str = typer.Option(
+        "flash,digit,shape",
+        "--needle-kinds",
+        help="Needles to draw, comma-separated (flash, digit, shape).",
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Build ParaVT-Synth (docs/ARCHITECTURE.md §9)."""
     from paravt.data.synth.build import build
 
     kinds = tuple(k.strip() for k in needle_kinds.split(",") if k.strip())
-    m = build(output_dir(out), videos=videos, eval_videos=eval_videos, seed=seed, workers=workers, needle_kinds=kinds)
+    m = build(
+        output_dir(out),
+        videos=videos,
+        eval_videos=eval_videos,
+        seed=seed,
+        workers=workers,
+        needle_kinds=kinds,
+    )
     if as_json:
         typer.echo(m.to_json())
         return
-    console.print(f"[green]wrote {out}[/green] in {m.timing_s['total']:.1f} s (videos {m.timing_s['videos']:.1f} s)")
-    console.print(f"sft {m.counts['sft_total']} rows {m.counts['sft']}, rl {m.counts['rl']}, eval {m.counts['eval']}")
+    console.print(
+        f"[green]wrote {out}[/green] in {m.timing_s['total']:.1f} s (videos "
+        f"{m.timing_s['videos']:.1f} s)"
+    )
+    console.print(
+        f"sft {m.counts['sft_total']} rows {m.counts['sft']}, rl {m.counts['rl']}, eval "
+        f"{m.counts['eval']}"
+    )
     t = Table("n", "tool necessary (train)", "tool necessary (eval)", "≈ 1 − n·len/D (train)")
     for n, v in m.needle["train_prompts"].items():
-        t.add_row(n, f"{v['tool_necessary_share']:.3f}",
-                  f"{m.needle['eval_prompts'][n]['tool_necessary_share'] or 0:.3f}", f"{1 - v['approx_catch_prob']:.3f}")
+        t.add_row(
+            n,
+            f"{v['tool_necessary_share']:.3f}",
+            f"{m.needle['eval_prompts'][n]['tool_necessary_share'] or 0:.3f}",
+            f"{1 - v['approx_catch_prob']:.3f}",
+        )
     console.print(t)
 
 
 @app.command("check")
-def check(file: str = typer.Argument(..., help="Parquet of rows (our schema)."),
-          k_max: int = typer.Option(8, "--k-max", min=1),
-          root: str | None = typer.Option(None, "--root",
-                                          help="Data root of the videos (default: the parquet's directory)."),
-          max_row_bytes: int = typer.Option(MAX_ROW_BYTES, "--max-row-bytes", min=1024,
-                                            help="Largest row (config max_row_bytes)."),
-          as_json: bool = typer.Option(False, "--json")) -> None:
+def check(
+    file: str = typer.Argument(..., help="Parquet of rows (our schema)."),
+    k_max: int = typer.Option(8, "--k-max", min=1),
+    root: str | None = typer.Option(
+        None, "--root", help="Data root of the videos (default: the parquet's directory)."
+    ),
+    max_row_bytes: int = typer.Option(
+        MAX_ROW_BYTES, "--max-row-bytes", min=1024, help="Largest row (config max_row_bytes)."
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """Check traces against the strict rules (paravt.data.check) and every row's data and videos
     (paravt.data.screen: each video probed once); exit 1 if any row fails, 2 if none is usable."""
     from paravt.data.check import check_rows
@@ -63,34 +92,56 @@ def check(file: str = typer.Argument(..., help="Parquet of rows (our schema)."),
     screened = screen_rows(file, root, max_row_bytes=max_row_bytes, warn=False)
     report = check_rows(screened.rows, k_max=k_max, errors=screened.errors)
     if as_json:
-        typer.echo(json.dumps({"rows": report.rows, "failed_rows": report.failed_rows, "by_rule": report.by_rule,
-                               "violations": [v.__dict__ for v in report.violations]}))
+        typer.echo(
+            json.dumps(
+                {
+                    "rows": report.rows,
+                    "failed_rows": report.failed_rows,
+                    "by_rule": report.by_rule,
+                    "violations": [v.__dict__ for v in report.violations],
+                }
+            )
+        )
     else:
         if report.violations:
             t = Table("row", "rule", "detail")
             for v in report.violations[:200]:
                 t.add_row(v.row, v.rule, v.detail)
             console.print(t)
-        console.print(f"{report.rows} rows, {report.failed_rows} failed; violations by rule: {report.by_rule or 'none'}")
+        console.print(
+            f"{report.rows} rows, {report.failed_rows} failed; violations by rule: "
+            f"{report.by_rule or 'none'}"
+        )
     if not report.ok:
         raise typer.Exit(1)
 
 
 @app.command("convert")
-def convert(inp: str = typer.Option(..., "--in"), out: str = typer.Option(..., "--out"),
-            k_max: int = typer.Option(8, "--k-max", min=1),
-            adjacent_tol: float = typer.Option(1.0, "--adjacent-tol", min=0.0, help="Seconds within which windows count as adjacent."),
-            as_json: bool = typer.Option(False, "--json")) -> None:
+def convert(
+    inp: str = typer.Option(..., "--in"),
+    out: str = typer.Option(..., "--out"),
+    k_max: int = typer.Option(8, "--k-max", min=1),
+    adjacent_tol: float = typer.Option(
+        1.0, "--adjacent-tol", min=0.0, help="Seconds within which windows count as adjacent."
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """Merge independent sequential crop calls into parallel turns (paravt.data.convert)."""
     from paravt.data.convert import convert_rows
     from paravt.data.schema import read_rows, write_rows
 
     rows, stats = convert_rows(read_rows(inp), k_max=k_max, adjacent_tol_s=adjacent_tol)
     write_rows(out, rows)
-    facts = {"rows": stats.rows, "converted": stats.converted, "skipped": stats.skipped, "calls": stats.calls,
-             "calls_per_turn_before": round(stats.calls_per_turn_before, 3),
-             "calls_per_turn_after": round(stats.calls_per_turn_after, 3), "merges": stats.merges,
-             "refused": stats.refused}
+    facts = {
+        "rows": stats.rows,
+        "converted": stats.converted,
+        "skipped": stats.skipped,
+        "calls": stats.calls,
+        "calls_per_turn_before": round(stats.calls_per_turn_before, 3),
+        "calls_per_turn_after": round(stats.calls_per_turn_after, 3),
+        "merges": stats.merges,
+        "refused": stats.refused,
+    }
     if as_json:
         typer.echo(json.dumps(facts))
         return
@@ -101,37 +152,60 @@ def convert(inp: str = typer.Option(..., "--in"), out: str = typer.Option(..., "
 
 
 @app.command("import")
-def import_cmd(root: str = typer.Option(..., "--root", help="Where the release's media were extracted."),
-               inp: list[str] = typer.Option(..., "--in", help="Release parquet(s); repeat --in."),
-               out: str = typer.Option(..., "--out", help="Output directory."),
-               nframes: int | None = typer.Option(None, "--nframes", help="Overview frame budget of each whole-video item: sets video.overview_nframes (default: its default)."),
-               as_json: bool = typer.Option(False, "--json")) -> None:
+def import_cmd(
+    root: str = typer.Option(..., "--root", help="Where the release's media were extracted."),
+    inp: list[str] = typer.Option(..., "--in", help="Release parquet(s); repeat --in."),
+    out: str = typer.Option(..., "--out", help="Output directory."),
+    nframes: int | None = typer.Option(
+        None,
+        "--nframes",
+        help="Overview frame budget of each whole-video item: sets video.overview_nframes "
+        "(default: its default).",
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """Import the ParaVT authors' released parquets (paravt.data.authors); reports missing media."""
     from paravt.data.authors import import_files
 
-    budget = resolve(TrainConfig, {}, "paravt data import",
-                     flags=[Flag("--nframes", "video.overview_nframes", nframes)]).video.overview_nframes
+    budget = resolve(
+        TrainConfig,
+        {},
+        "paravt data import",
+        flags=[Flag("--nframes", "video.overview_nframes", nframes)],
+    ).video.overview_nframes
     if budget == 0:
-        raise ConfigError("--nframes 0: a whole-video item needs at least one frame; pass --nframes N ≥ 1")
+        raise ConfigError(
+            "--nframes 0: a whole-video item needs at least one frame; pass --nframes N ≥ 1"
+        )
     reports = import_files(inp, root=root, out_dir=out, nframes=budget)
 
     if as_json:
         typer.echo(json.dumps([r.__dict__ for r in reports], default=list))
         return
     for r in reports:
-        console.print(f"{r.source} ({r.layout}): {r.rows_in} rows → {r.rows_out} in {r.out}; "
-                      f"missing media {len(r.missing)}, unsupported {r.unsupported or 0}")
+        console.print(
+            f"{r.source} ({r.layout}): {r.rows_in} rows → {r.rows_out} in {r.out}; "
+            f"missing media {len(r.missing)}, unsupported {r.unsupported or 0}"
+        )
         for i, p in r.missing[:20]:
             console.print(f"  [yellow]row {i}: missing {p}[/yellow]")
 
 
 @app.command("prefilter")
-def prefilter_cmd(inp: str = typer.Option(..., "--in", help="rl.parquet"),
-                  out: str = typer.Option(..., "--out", help="Filtered parquet; a report JSON is written next to it."),
-                  model: str | None = typer.Option(None, "--model", help="Checkpoint for the all-G-wrong rule (omit: answer-length rule only)."),
-                  g: int = typer.Option(8, "--g", min=1, help="Rollouts per prompt."),
-                  root: str | None = typer.Option(None, "--root", help="Data root (default: the input's directory)."),
-                  temperature: float = typer.Option(0.7, "--temperature", min=0.0)) -> None:
+def prefilter_cmd(
+    inp: str = typer.Option(..., "--in", help="rl.parquet"),
+    out: str = typer.Option(
+        ..., "--out", help="Filtered parquet; a report JSON is written next to it."
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="Checkpoint for the all-G-wrong rule (omit: answer-length rule only)."
+    ),
+    g: int = typer.Option(8, "--g", min=1, help="Rollouts per prompt."),
+    root: str | None = typer.Option(
+        None, "--root", help="Data root (default: the input's directory)."
+    ),
+    temperature: float = typer.Option(0.7, "--temperature", min=0.0),
+) -> None:
     """DAPO pre-filter (paravt.data.prefilter)."""
     import asyncio
 
@@ -149,19 +223,32 @@ def prefilter_cmd(inp: str = typer.Option(..., "--in", help="rl.parquet"),
 
         policy = load_policy(model)
         settings = EpisodeSettings(sampling=SamplingParams(temperature=temperature))
-        accs = asyncio.run(rollout_accuracies(rows, root or str(Path(inp).parent), generator=HFGenerator(policy),
-                                              codec=ChatCodec(policy.processor), settings=settings, g=g))
+        accs = asyncio.run(
+            rollout_accuracies(
+                rows,
+                root or str(Path(inp).parent),
+                generator=HFGenerator(policy),
+                codec=ChatCodec(policy.processor),
+                settings=settings,
+                g=g,
+            )
+        )
     kept, report = prefilter(rows, accs)
     write_rows(out, kept)
     report_path = Path(out).with_suffix(".prefilter.json")
     report_path.write_text(json.dumps(report.to_json(), indent=2) + "\n")
-    console.print(f"kept {len(report.kept)} of {len(rows)}; dropped by rule {report.by_rule or 'none'}; report {report_path}")
+    console.print(
+        f"kept {len(report.kept)} of {len(rows)}; dropped by rule {report.by_rule or 'none'}; "
+        f"report {report_path}"
+    )
 
 
 @app.command("bench")
-def bench(name: str = typer.Argument(..., help=" | ".join(benchmark_names())),
-          root: str = typer.Option(..., "--root"),
-          limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples.")) -> None:
+def bench(
+    name: str = typer.Argument(..., help=" | ".join(benchmark_names())),
+    root: str = typer.Option(..., "--root"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N samples."),
+) -> None:
     """Load a benchmark's annotations and check its videos (paravt.eval.benchmarks)."""
     from collections import Counter
 
@@ -172,60 +259,6 @@ def bench(name: str = typer.Argument(..., help=" | ".join(benchmark_names())),
 
 
 # ---- distill (issue 16): cold-start traces from a teacher endpoint -------------------------------
-@app.command("distill")
-def distill_cmd(
-    data: str = typer.Option(..., "--data", help="QA parquet in our schema (e.g. rl.parquet): question, options, gold, video."),
-    out: str = typer.Option(..., "--out", help="Output directory: sft.parquet, report.json, progress.jsonl."),
-    teacher: str = typer.Option(..., "--teacher", help="OpenAI-compatible endpoint URL of the teacher."),
-    teacher_model: str = typer.Option(..., "--teacher-model", help="Model name sent to the teacher."),
-    root: str | None = typer.Option(None, "--root", help="Data root of the videos (default: the parquet's directory)."),
-    fallback: str | None = typer.Option(None, "--fallback", help="Endpoint asked when the teacher refuses or fails."),
-    fallback_model: str | None = typer.Option(None, "--fallback-model"),
-    pipeline: str | None = typer.Option(None, "--pipeline", help="paravt | eva (default: distill.pipeline)."),
-    reflector: str | None = typer.Option(None, "--reflector", help="eva: LLM reflector endpoint (after the rule-based one)."),
-    reflector_model: str | None = typer.Option(None, "--reflector-model"),
-    keep_incorrect: bool = typer.Option(False, "--keep-incorrect", help="Keep traces whose answer scores 0."),
-    workers: int | None = typer.Option(None, "--workers", help="Rows in flight (default: distill.workers)."),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="Only the first N rows."),
-    api_key: str | None = typer.Option(None, "--api-key", help="API key sent to every endpoint."),
-    api_key_file: str | None = typer.Option(None, "--api-key-file", help="File whose first line is the API key."),
-    config: str | None = typer.Option(None, "--config", help="YAML of distill settings (paravt.config.DistillConfig)."),
-    set_: list[str] = typer.Option([], "--set", help=SET_HELP + " Keys are DistillConfig fields."),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Distill cold-start SFT traces from a teacher (paravt.data.distill)."""
-    import asyncio
 
-    from paravt import config as cfgmod
-    from paravt.data.distill import Endpoints, distill
-    from paravt.data.distill.teacher import Endpoint, read_api_key
-    from paravt.data.screen import screen_rows
-    from paravt.errors import ConfigError
 
-    flags = [cfgmod.Flag("--pipeline", "pipeline", pipeline), cfgmod.Flag("--workers", "workers", workers),
-             cfgmod.Flag("--keep-incorrect", "keep_incorrect", True if keep_incorrect else None)]
-    cfg = cfgmod.resolve(cfgmod.DistillConfig, cfgmod.read_mapping(config) if config else {}, config or "defaults",
-                         set_, flags)
-    cfgmod.check_url(teacher, "--teacher")
-    for url, model, flag in ((fallback, fallback_model, "--fallback"), (reflector, reflector_model, "--reflector")):
-        if (url is None) != (model is None):
-            raise ConfigError(f"{flag} and {flag}-model go together; give both or neither")
-        if url is not None:
-            cfgmod.check_url(url, flag)
-    output_dir(out)
-    key = read_api_key(api_key, api_key_file)
-    eps = Endpoints(Endpoint(teacher, teacher_model, key),
-                    Endpoint(fallback, fallback_model, key) if fallback and fallback_model else None,
-                    Endpoint(reflector, reflector_model, key) if reflector and reflector_model else None)
-    screened = screen_rows(data, root, limit=limit, max_row_bytes=cfg.max_row_bytes)
-    report = asyncio.run(distill(list(screened.rows), root=root or str(Path(data).parent), out_dir=out,
-                                 cfg=cfg, endpoints=eps, progress=not as_json,
-                                 data_errors=screened.to_json()))
-    if as_json:
-        typer.echo(json.dumps(report))
-        return
-    t = Table("statistic", "value")
-    for k, v in report.items():
-        t.add_row(k, json.dumps(v) if isinstance(v, dict) else str(v))
-    console.print(t)
-    console.print(f"wrote {Path(out) / 'sft.parquet'} and {Path(out) / 'report.json'}")
+app.command("distill")(distill_cmd)  # defined in paravt.cli.distill

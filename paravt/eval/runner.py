@@ -24,48 +24,95 @@ from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_r
 from paravt.agent.backend import Backend
 from paravt.agent.judging import judge_overrides
 from paravt.eval.metrics import compute_metrics
-from paravt.eval.results import CallRow, ResultRow, TranscriptTurn, append_result, finished_ids, load_results
+from paravt.eval.results import (
+    CallRow,
+    ResultRow,
+    TranscriptTurn,
+    append_result,
+    finished_ids,
+    load_results,
+)
 from paravt.jsonl import write_atomic
 from paravt.rewards import RewardWeights
 from paravt.rewards.terms import CORRECT_THRESHOLD
 
-def result_row(res: EpisodeResult, mode: str, weights: RewardWeights, acc_override: float | None = None) -> ResultRow:
+
+def result_row(
+    res: EpisodeResult, mode: str, weights: RewardWeights, acc_override: float | None = None
+) -> ResultRow:
     inp = res.input
     b = episode_reward(res, weights, acc_override)
-    calls = tuple(CallRow(c.name or "?", c.start, c.end, c.ok, c.error, c.summary) for c in res.calls)
+    calls = tuple(
+        CallRow(c.name or "?", c.start, c.end, c.ok, c.error, c.summary) for c in res.calls
+    )
     transcript = [TranscriptTurn("assistant", t.text) for t in res.main.turns]
     for sub in res.subs:
         transcript.extend(TranscriptTurn(f"sub[{sub.index}]", t.text) for t in sub.turns)
     return ResultRow(
-        id=inp.id, mode=mode, task=inp.task, subset=inp.subset, nframes=inp.nframes,
-        video=inp.video, duration=float(inp.duration or 0.0), question=inp.question,
-        options=inp.options, answer=inp.answer, prediction=res.answer, score=float(b.acc),
+        id=inp.id,
+        mode=mode,
+        task=inp.task,
+        subset=inp.subset,
+        nframes=inp.nframes,
+        video=inp.video,
+        duration=float(inp.duration or 0.0),
+        question=inp.question,
+        options=inp.options,
+        answer=inp.answer,
+        prediction=res.answer,
+        score=float(b.acc),
         correct=b.acc >= CORRECT_THRESHOLD,  # MCQ match, IoU ≥ 0.5, F1 ≥ 0.5
-        calls=calls, n_calls=len(calls), calls_written=b.n_calls,
+        calls=calls,
+        n_calls=len(calls),
+        calls_written=b.n_calls,
         tokens=res.tokens,
-        latency_s=res.latency_s, end_reason=res.end_reason,
-        tool_necessary=inp.tool_necessary, transcript=tuple(transcript),
+        latency_s=res.latency_s,
+        end_reason=res.end_reason,
+        tool_necessary=inp.tool_necessary,
+        transcript=tuple(transcript),
         format_reward=b.format_ref,  # the one yardstick (default R_fmt), whatever the eval weights
     )
 
 
-async def _run_mode(samples: Sequence[EpisodeInput], mode: str, backend: Backend, settings: EpisodeSettings,
-                    out: Path, workers: int, weights: RewardWeights, progress: Progress | None
-                    ) -> dict[str, float]:
-    """Run the mode's unfinished samples; return the judge counters of this call (empty without one)."""
+async def _run_mode(
+    samples: Sequence[EpisodeInput],
+    mode: str,
+    backend: Backend,
+    settings: EpisodeSettings,
+    out: Path,
+    workers: int,
+    weights: RewardWeights,
+    progress: Progress | None,
+) -> dict[str, float]:
+    """Run the mode's unfinished samples; return the judge counters of this call (empty without
+    one)."""
     done = finished_ids(out / "results.jsonl", mode)
     todo = [s for s in samples if s.id not in done]
     sem = asyncio.Semaphore(workers)
-    task = progress.add_task(f"eval {mode}", total=len(samples), completed=len(samples) - len(todo)) if progress else None
+    task = (
+        progress.add_task(f"eval {mode}", total=len(samples), completed=len(samples) - len(todo))
+        if progress
+        else None
+    )
     mode_settings = replace(settings, mode=mode)  # type: ignore[arg-type]
     judged: dict[str, float] = {}
 
     async def one(s: EpisodeInput) -> None:
         async with sem:
-            res = await run_episode(s, generator=backend.generator, codec=backend.codec, settings=mode_settings,
-                                    tools=backend.tools, episode_id=f"{mode}-{s.id}")
-            (override,), counts = await judge_overrides([res], url=backend.judge_url, model=backend.judge_model,
-                                                        timeout_s=backend.judge_timeout_s)
+            res = await run_episode(
+                s,
+                generator=backend.generator,
+                codec=backend.codec,
+                settings=mode_settings,
+                tools=backend.tools,
+                episode_id=f"{mode}-{s.id}",
+            )
+            (override,), counts = await judge_overrides(
+                [res],
+                url=backend.judge_url,
+                model=backend.judge_model,
+                timeout_s=backend.judge_timeout_s,
+            )
         for k, v in counts.items():
             judged[k] = judged.get(k, 0.0) + v
         append_result(out / "results.jsonl", result_row(res, mode, weights, override))
@@ -76,24 +123,56 @@ async def _run_mode(samples: Sequence[EpisodeInput], mode: str, backend: Backend
     return judged
 
 
-def evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: EpisodeSettings, *, modes: Sequence[str],
-             out: Path, workers: int = 4, weights: RewardWeights | None = None, progress: bool = True,
-             data_errors: dict[str, Any] | None = None) -> dict[str, Any]:
+def evaluate(
+    samples: Sequence[EpisodeInput],
+    backend: Backend,
+    settings: EpisodeSettings,
+    *,
+    modes: Sequence[str],
+    out: Path,
+    workers: int = 4,
+    weights: RewardWeights | None = None,
+    progress: bool = True,
+    data_errors: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Run every mode on the same samples; write results.jsonl + metrics.json; return the metrics.
     ``data_errors``: the input's error rows (`paravt.data.screen.Screened.to_json`), listed in the
     metrics under that key, never run. One run per ``out`` at a time (`paravt.runlock`: a second
     one raises `OutputLocked` naming the first)."""
     with runlock.hold(out, "paravt eval"):
-        return _evaluate(samples, backend, settings, modes=modes, out=out, workers=workers, weights=weights,
-                         progress=progress, data_errors=data_errors)
+        return _evaluate(
+            samples,
+            backend,
+            settings,
+            modes=modes,
+            out=out,
+            workers=workers,
+            weights=weights,
+            progress=progress,
+            data_errors=data_errors,
+        )
 
 
-def _evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: EpisodeSettings, *, modes: Sequence[str],
-              out: Path, workers: int, weights: RewardWeights | None, progress: bool,
-              data_errors: dict[str, Any] | None) -> dict[str, Any]:
+def _evaluate(
+    samples: Sequence[EpisodeInput],
+    backend: Backend,
+    settings: EpisodeSettings,
+    *,
+    modes: Sequence[str],
+    out: Path,
+    workers: int,
+    weights: RewardWeights | None,
+    progress: bool,
+    data_errors: dict[str, Any] | None,
+) -> dict[str, Any]:
     w = weights or RewardWeights.default()
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   disable=not progress)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=not progress,
+    )
     judge: dict[str, dict[str, float]] = {}
     with bar:
         for mode in modes:
@@ -105,8 +184,12 @@ def _evaluate(samples: Sequence[EpisodeInput], backend: Backend, settings: Episo
         metrics["data_errors"] = data_errors
     if judge:  # open-ended scores of these rows came from the LLM judge; fallbacks to F1 counted
         metrics["judge"] = judge
-    counters = getattr(backend.generator, "counters", None)  # openai backend: were the answers trainable?
+    counters = getattr(
+        backend.generator, "counters", None
+    )  # openai backend: were the answers trainable?
     if counters is not None:
         metrics["server"] = counters.as_dict()
-    write_atomic(out / "metrics.json", json.dumps(metrics, indent=1, default=float), "the eval metrics")
+    write_atomic(
+        out / "metrics.json", json.dumps(metrics, indent=1, default=float), "the eval metrics"
+    )
     return metrics

@@ -1,4 +1,5 @@
-"""nFrames Gating [paper, docs/ARCHITECTURE.md §5]: the overview frame budget n of one prompt in one epoch.
+"""nFrames Gating [paper, docs/ARCHITECTURE.md §5]: the overview frame budget n of one prompt in one
+epoch.
 
 n ~ Uniform(choices), drawn from an RNG seeded by a stable hash (BLAKE2b) of
 (seed, epoch, prompt id). Consequences:
@@ -59,6 +60,7 @@ def gated_nframes(seed: int, epoch: int, prompt_id: str, choices: Sequence[int])
     _check_choices(choices)
     rng = random.Random(gating_key(seed, epoch, prompt_id))
     return int(choices[rng.randrange(len(choices))])
+
 
 def overview_budget(cfg: TrainConfig, epoch: int, prompt_id: str) -> int:
     """The overview frame budget of ``prompt_id`` in ``epoch`` under ``cfg``: `gated_nframes` over

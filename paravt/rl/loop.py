@@ -21,8 +21,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from paravt import runlock
 from paravt.config import RUN_CONFIG, TrainConfig, save
-from paravt.rl.checkpoint import (load_trainer_state, resume_point, save_checkpoint, save_final_model,
-                                  set_rng_state)
+from paravt.rl.checkpoint import (
+    load_trainer_state,
+    resume_point,
+    save_checkpoint,
+    save_final_model,
+    set_rng_state,
+)
 from paravt.rl.health import check_step
 from paravt.rl.logger import MetricsLogger
 from paravt.rl.registry import TRAINERS, Kind
@@ -33,8 +38,14 @@ from paravt.tracking import TrackingSettings, require_all
 log = logging.getLogger(__name__)
 
 
-def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress: bool = True,
-                 stop_after: int | None = None) -> Path:
+def run_training(
+    cfg: TrainConfig,
+    *,
+    kind: Kind,
+    resume: bool = False,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> Path:
     """Train a ``kind`` trainer (``paravt.rl.registry.TRAINERS``); returns the run directory
     (final model in ``out_dir/model``).
 
@@ -43,10 +54,14 @@ def run_training(cfg: TrainConfig, *, kind: Kind, resume: bool = False, progress
     (`paravt.runlock`: a second one raises `OutputLocked` naming the first).
     """
     with runlock.hold(cfg.out_dir, f"paravt train {kind}"):
-        return _run_training(cfg, kind=kind, resume=resume, progress=progress, stop_after=stop_after)
+        return _run_training(
+            cfg, kind=kind, resume=resume, progress=progress, stop_after=stop_after
+        )
 
 
-def _run_training(cfg: TrainConfig, *, kind: Kind, resume: bool, progress: bool, stop_after: int | None) -> Path:
+def _run_training(
+    cfg: TrainConfig, *, kind: Kind, resume: bool, progress: bool, stop_after: int | None
+) -> Path:
     cls = TRAINERS[kind]
     ts = cls.trainer_settings(cfg)
     cls.check_data(cfg)  # a wrong data file is refused before the model loads
@@ -58,7 +73,9 @@ def _run_training(cfg: TrainConfig, *, kind: Kind, resume: bool, progress: bool,
     start_from = cfg.init_from or cfg.model.path
     torch.manual_seed(ts.seed)
     session = PolicySession.create(
-        cfg.model, ts.optim, rollout=cfg.rollout if ts.generate else None,
+        cfg.model,
+        ts.optim,
+        rollout=cfg.rollout if ts.generate else None,
         path=str(ckpt / "model") if ckpt else start_from,
         reference=start_from if ts.reference else None,  # the policy the run STARTED from
     )
@@ -70,28 +87,63 @@ def _run_training(cfg: TrainConfig, *, kind: Kind, resume: bool, progress: bool,
         set_rng_state(blob["rng"])
         start = int(state["step"])
         trainer.load_state_dict(state)
-    logger = MetricsLogger(out, name=out.name, kind=kind, config=cfg.model_dump(mode="json"), resume=ckpt is not None,
-                           tracking=tracking)
+    logger = MetricsLogger(
+        out,
+        name=out.name,
+        kind=kind,
+        config=cfg.model_dump(mode="json"),
+        resume=ckpt is not None,
+        tracking=tracking,
+    )
     if ckpt is not None:
         logger.truncate_after(start)
     try:
-        finished = _steps(trainer, session, logger, kind=kind, out=out, start=start, save_every=ts.save_every,
-                          progress=progress and "console" in tracking.loggers, stop_after=stop_after)
+        finished = _steps(
+            trainer,
+            session,
+            logger,
+            kind=kind,
+            out=out,
+            start=start,
+            save_every=ts.save_every,
+            progress=progress and "console" in tracking.loggers,
+            stop_after=stop_after,
+        )
     except BaseException:
         logger.close(ok=False)
         raise
     logger.close()
-    if not finished:
-        return out
-    save_final_model(out / "model", model=session.model, processor=session.processor, checkpoints=out / "checkpoints",
-                     write_config=lambda d: save(cfg, d / RUN_CONFIG))  # infer / eval run it as trained
-    if session.generator is not None:
-        asyncio.run(session.generator.aclose())  # ends replica processes (paravt.models.hf.replicas)
+    if finished:
+        _finish(cfg, session, out)
     return out
 
 
-def _steps(trainer: Trainer, session: PolicySession, logger: MetricsLogger, *, kind: str, out: Path, start: int,
-           save_every: int, progress: bool, stop_after: int | None) -> bool:
+def _finish(cfg: TrainConfig, session: PolicySession, out: Path) -> None:
+    """The final model (with the config it was trained with: infer and eval run it as trained),
+    then the generator's replica processes end (paravt.models.hf.replicas)."""
+    save_final_model(
+        out / "model",
+        model=session.model,
+        processor=session.processor,
+        checkpoints=out / "checkpoints",
+        write_config=lambda d: save(cfg, d / RUN_CONFIG),
+    )
+    if session.generator is not None:
+        asyncio.run(session.generator.aclose())
+
+
+def _steps(
+    trainer: Trainer,
+    session: PolicySession,
+    logger: MetricsLogger,
+    *,
+    kind: str,
+    out: Path,
+    start: int,
+    save_every: int,
+    progress: bool,
+    stop_after: int | None,
+) -> bool:
     """Steps ``start``..``total_steps`` with their logs and checkpoints; False when ``stop_after``
     ended them first (the way a killed run stops: no final save)."""
     total = trainer.total_steps
@@ -105,11 +157,20 @@ def _steps(trainer: Trainer, session: PolicySession, logger: MetricsLogger, *, k
             check_step(step + 1, metrics, session.model, kind=kind, checkpoints=out / "checkpoints")
             metrics["time/step"] = time.perf_counter() - t0
             logger.log(step + 1, metrics, trainer.rollouts())
-            bar.update(task, advance=1, description=f"{kind} {out.name} {trainer.describe(metrics)}")
+            bar.update(
+                task, advance=1, description=f"{kind} {out.name} {trainer.describe(metrics)}"
+            )
             if (step + 1) % save_every == 0 and step + 1 < total:
-                save_checkpoint(out / "checkpoints", step + 1, model=session.model, processor=session.processor,
-                                optimizer=session.optimizer, state={"kind": kind, **trainer.state_dict()})
+                save_checkpoint(
+                    out / "checkpoints",
+                    step + 1,
+                    model=session.model,
+                    processor=session.processor,
+                    optimizer=session.optimizer,
+                    state={"kind": kind, **trainer.state_dict()},
+                )
     return True
+
 
 def _resume_checkpoint(root: Path) -> Path | None:
     """The newest checkpoint that verifies; every newer one skipped is reported with its reason."""
@@ -120,10 +181,17 @@ def _resume_checkpoint(root: Path) -> Path | None:
         if point.skipped:
             log.warning("resume: continuing from %s", point.checkpoint)
     elif point.skipped:
-        log.warning("resume: no checkpoint under %s verifies; training starts from the initial model", root)
+        log.warning(
+            "resume: no checkpoint under %s verifies; training starts from the initial model", root
+        )
     return point.checkpoint
 
 
 def _progress(enabled: bool) -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    disable=not enabled)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=not enabled,
+    )

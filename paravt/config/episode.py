@@ -1,0 +1,216 @@
+"""The sections of what an episode runs on: the video sampling, the model backend, the sampling
+parameters and the rollout limits (``paravt.config.sections`` gathers every section)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from paravt.config.choices import (
+    MAX_OVERVIEW_FRAMES,
+    DispatchMode,
+    http_url_or_none,
+)
+from paravt.config.fields import _Strict
+
+
+class VideoConfig(_Strict):
+    """How frames are sampled from a video (overview and crops)."""
+
+    overview_nframes: int = Field(
+        64,
+        ge=0,
+        le=MAX_OVERVIEW_FRAMES,
+        description=(
+            "The overview frame budget, the ONE name of the frames of the whole video the main "
+            "agent sees "
+            "first (0 = on-demand context: metadata only). `--nframes` of `infer`, `eval` "
+            "(--data and "
+            "--benchmark) and `data import` sets it. Used as is by infer, `eval --data` and RL "
+            "with "
+            "rl.gating.enabled=false (gating draws from rl.gating.choices instead); `eval "
+            "--benchmark` "
+            "takes min(budget, round(duration × eval.benchmark_fps)), at least 1 "
+            "(paravt.video.overview_count)."
+        ),
+    )
+    overview_max_pixels: int = Field(
+        64 * 64, ge=16, description="Max pixels per overview frame (resized keeping aspect)."
+    )
+    crop_max_frames: int = Field(
+        16,
+        ge=1,
+        le=256,
+        description="Max frames a sub-agent sees of its window [docs/ARCHITECTURE.md §2].",
+    )
+    crop_fps: float = Field(
+        1.0,
+        gt=0,
+        description="Sampling rate inside a crop window, capped by crop_max_frames "
+        "[docs/ARCHITECTURE.md §2].",
+    )
+    crop_max_pixels: int = Field(
+        224 * 224, ge=16, description="Max pixels per crop frame [docs/ARCHITECTURE.md §2]."
+    )
+    size_factor: int = Field(
+        32,
+        ge=1,
+        description="Resize to multiples of patch*merge: 28 for Qwen2.5-VL, 32 for Qwen3-VL.",
+    )
+    cache_size: int = Field(
+        256, ge=0, description="Entries of the per-process decoded-frames LRU cache."
+    )
+
+
+class ModelConfig(_Strict):
+    """Which policy to load and how."""
+
+    path: str = Field(
+        "runs/tiny-model",
+        description="HF checkpoint directory or hub id (loaded offline), or an http(s) URL for "
+        "the openai backend.",
+    )
+    backend: Literal["hf", "openai"] = Field(
+        "hf", description="Inference backend of the Generator."
+    )
+    device: str = Field("cpu", description="torch device for the hf backend.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="Parameter dtype for the hf backend."
+    )
+    served_model_name: str | None = Field(
+        None,
+        description="Model name sent to an OpenAI-compatible server (default: the server's first "
+        "model).",
+    )
+    request_timeout_s: float = Field(
+        120.0,
+        gt=0,
+        description="Whole-request deadline of one openai-backend request (connect, headers and "
+        "body together; paravt.models.openai.retry).",
+    )
+    max_retries: int = Field(
+        3,
+        ge=0,
+        description="Retries of an openai-backend request on timeouts, transport errors, 408, "
+        "429 and 5xx: exponential back-off from 0.5 s, or the server's "
+        "Retry-After when longer (paravt.models.openai.retry).",
+    )
+    max_concurrency: int = Field(16, ge=1, description="Concurrent requests of the openai backend.")
+    api_key_file: str | None = Field(
+        None,
+        description="openai backend: file whose first line is the server's API key (e.g. the "
+        "file `paravt serve-model --api-key-file` reads), sent as "
+        "'Authorization: Bearer'; None: send none.",
+    )
+    prefill_threads: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description="hf backend: torch threads of each batch's prefill (vision tower, prompt); "
+        "the decode steps keep the process's count. None: the process's "
+        "count throughout. Worth it when decode runs with fewer threads than "
+        "the cores (docs/performance.md).",
+    )
+    replicas: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="hf backend on a CPU: processes serving requests side by side, each with a "
+        "copy of the policy (this one included; paravt.models.hf.replicas). "
+        "2 uses both cores of a 2-core machine, whose one process is bound "
+        "by Python. 1 on an accelerator.",
+    )
+    continuous_batching: bool = Field(
+        False,
+        description="hf backend: one decode loop owns the model and every live sequence "
+        "(episodes, sub-agents, G rollouts) advances one token per forward; "
+        "requests that arrive are prefilled together and join at the next "
+        "forward, finished ones leave (paravt.models.hf.continuous; same "
+        "tokens as off, docs/performance.md). Off: concurrent calls meet in "
+        "window batches that run to completion. With replicas, this "
+        "process's engine only.",
+    )
+    replica_timeout_s: float = Field(
+        600.0,
+        gt=0,
+        description="hf replicas: a worker that does not answer a batch within this time (hung, "
+        "stopped) is killed and restarted; its rows are served by this "
+        "process (paravt.models.hf.replicas).",
+    )
+
+
+class SamplingConfig(_Strict):
+    temperature: float = Field(
+        0.7, ge=0, description="Sampling temperature tau [paper]; 0 = greedy."
+    )
+    top_p: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="Nucleus sampling: draw from the smallest set of tokens whose probability "
+        "reaches top_p; 1 = off.",
+    )
+    max_new_tokens: int = Field(
+        2048, ge=1, description="Max new tokens per main-agent turn [paper]."
+    )
+    sub_max_new_tokens: int = Field(
+        512, ge=1, description="Max tokens of a sub-agent summary [docs/ARCHITECTURE.md §2]."
+    )
+
+
+class RolloutConfig(_Strict):
+    """One episode: dispatch mode and limits (docs/ARCHITECTURE.md §2)."""
+
+    mode: DispatchMode = Field(
+        "parallel",
+        description="Dispatch mode (paravt.agent.modes): parallel (the method), sequential (the "
+        "baseline), eva (plan, then one frame_select per round), none.",
+    )
+    k_max: int = Field(8, ge=1, description="Max tool calls per main turn.")
+    max_turns: int = Field(3, ge=1, description="Max main-agent turns.")
+    min_window_s: float = Field(1.0, gt=0, description="Minimum crop window length in seconds.")
+    max_context_tokens: int = Field(
+        16384,
+        ge=64,
+        description="Context length; an observation that overflows ends the episode with reason "
+        "'length'.",
+    )
+    think_prefix: bool = Field(
+        True,
+        description="Force '<think>\\n' at the start of every main-agent response (Exploration "
+        "Anchoring).",
+    )
+    execute_tool_code: bool = Field(
+        False,
+        description="Execute <tool_code> blocks as calls (they are always counted as reversions).",
+    )
+    train_subagents: bool = Field(
+        True, description="Sub-agent trajectories are trained with their episode's advantage."
+    )
+    subagent_timeout_s: float = Field(
+        300.0, gt=0, description="Timeout of one batched sub-agent request."
+    )
+    tools: list[str] = Field(
+        default_factory=lambda: ["crop_video"],
+        description="Enabled tools: registry names, or 'mcp:URL' / 'mcp:COMMAND ARGS' for every "
+        "tool of an MCP server (paravt[mcp]).",
+    )
+    tool_server_url: str | None = Field(
+        None, description="Use tools through this paravt tool server instead of in-process."
+    )
+    tool_server_key_file: str | None = Field(
+        None,
+        description="File whose first line is the tool server's key (the file `paravt "
+        "serve-tools --api-key-file` reads), sent as 'Authorization: Bearer' "
+        "with every request; None: send none.",
+    )
+    python_weak_isolation: bool = Field(
+        False,
+        description="Let the in-process python tool run WITHOUT bubblewrap (weak isolation: the "
+        "host filesystem is readable); off = its calls are refused "
+        "(docs/tools.md).",
+    )
+    prompt_version: str = Field("v1", description="Version of the packaged prompt templates.")
+
+    _server_url = field_validator("tool_server_url")(lambda url: http_url_or_none(url))

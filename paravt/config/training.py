@@ -1,0 +1,346 @@
+"""The sections of training: the reward, nFrames gating, the RL, SFT and prior trainers (with their
+optimiser fields) and the verl engine (``paravt.config.sections`` gathers every section)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from paravt.config.choices import (
+    KLKind,
+    LrDecay,
+    ServeEngine,
+    ToolMode,
+    frame_budgets_problem,
+    http_url_or_none,
+)
+from paravt.config.fields import _adam_betas, _Beta, _micro_batch_tokens, _Strict, _weight_decay
+from paravt.config.tracking import refuse_moved_verl_keys
+
+
+class RewardConfig(_Strict):
+    """R = R_acc + lambda_fmt * R_fmt + R_tool, R_fmt = R_base + lambda_anchor * R_anchor
+    (docs/ARCHITECTURE.md §4)."""
+
+    lambda_fmt: float = Field(1.0, description="Weight of the format reward [paper].")
+    lambda_anchor: float = Field(
+        0.5, description="Weight of the anchor reward inside R_fmt [paper]."
+    )
+    alpha: float = Field(0.4, description="Anchor bonus for a correctly closed </think> [paper].")
+    beta: float = Field(
+        0.3, description="Anchor bonus for the full think -> /think -> answer flow [paper]."
+    )
+    gamma: float = Field(
+        0.3, description="Anchor penalty for <think> opened but never closed [paper]."
+    )
+    anchor: bool = Field(True, description="Exploration Anchoring reward on/off (ablation switch).")
+    tool_mode: ToolMode = Field(
+        "parse_bonus",
+        description="R_tool: the paper's 0.1 parse bonus, the authors' released graduated reward "
+        "(0.1/0.3/+0.5), PyVision-RL accumulative, or off.",
+    )
+    tool_bonus: float = Field(
+        0.1, description="Parse bonus, or per-successful-call reward in accumulative mode [paper]."
+    )
+    bias: float = Field(
+        -0.2, description="Added to every reward before group normalisation [paper]."
+    )
+    judge_url: str | None = Field(
+        None,
+        description="OpenAI-compatible endpoint of an LLM judge for open-ended answers (None = "
+        "token F1).",
+    )
+    judge_model: str | None = Field(
+        None, description="Model name sent to the judge (None: the server's first model)."
+    )
+    judge_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        description="Whole-request deadline of one judge request (connect, headers and body); "
+        "past it the request is retried, then scored by token F1.",
+    )
+
+    _judge_url = field_validator("judge_url")(lambda url: http_url_or_none(url))
+
+    @model_validator(mode="after")
+    def _judge(self) -> RewardConfig:
+        if self.judge_model is not None and self.judge_url is None:
+            raise ValueError(
+                f"reward.judge_model={self.judge_model!r} has no effect without reward.judge_url; "
+                "set reward.judge_url to the judge's endpoint or drop judge_model"
+            )
+        return self
+
+
+class GatingConfig(_Strict):
+    enabled: bool = Field(
+        True, description="nFrames Gating: per-prompt overview budget drawn from `choices` [paper]."
+    )
+    choices: list[int] = Field(
+        default_factory=lambda: [4, 8, 16, 32, 64],
+        description="Overview frame budgets [paper], each in 1..768 (the one rule: "
+        "paravt.config.choices.frame_budgets_problem).",
+    )
+
+    @field_validator("choices")
+    @classmethod
+    def _in_range(cls, choices: list[int]) -> list[int]:
+        if problem := frame_budgets_problem(choices):
+            raise ValueError(problem)
+        return choices
+
+
+class RLConfig(_Strict):
+    """PARA-GRPO (docs/ARCHITECTURE.md §5)."""
+
+    engine: Literal["local", "verl"] = Field(
+        "local",
+        description="Where `paravt train rl` runs: local = this process (paravt.rl.loop); verl = "
+        "write verl's run files and start verl (the `verl:` section, "
+        "docs/scale.md).",
+    )
+    group_size: int = Field(8, ge=2, description="G rollouts per prompt [paper].")
+    prompts_per_step: int = Field(
+        4, ge=1, description="Prompts kept per step (after online filtering)."
+    )
+    oversample: float = Field(
+        1.0,
+        ge=1.0,
+        description="Roll out ceil(oversample * prompts_per_step) prompts, keep the top by "
+        "reward std.",
+    )
+    drop_zero_variance: bool = Field(True, description="Drop groups whose rewards are all equal.")
+    std_normalize: bool = Field(
+        True,
+        description="Divide group-centred rewards by the group std (False: PyVision-RL / Dr.GRPO).",
+    )
+    clip_eps: float = Field(0.2, gt=0, description="PPO clip epsilon [paper].")
+    kl_coef: float = Field(
+        0.01, ge=0, description="KL coefficient to the reference policy [paper]."
+    )
+    kl_estimator: KLKind = Field(
+        "k3",
+        description="Per-token estimator of KL(policy || reference): k1 = the log ratio; k3 = "
+        "exp(-d) + d - 1, unbiased and never negative (verl's low_var_kl).",
+    )
+    lr: float = Field(2e-6, gt=0, description="Learning rate [paper].")
+    weight_decay: float = _weight_decay()
+    adam_betas: tuple[_Beta, _Beta] = _adam_betas()
+    max_grad_norm: float = Field(
+        1.0,
+        gt=0,
+        description="Clip the gradient's global L2 norm to this before each optimiser step.",
+    )
+    steps: int = Field(
+        30, ge=1, description="RL steps; each rolls out its prompts' groups and updates the policy."
+    )
+    ppo_epochs: int = Field(
+        1,
+        ge=1,
+        description="Optimiser passes over one step's rollouts; > 1 lets the ratio leave 1, so "
+        "the clip can act.",
+    )
+    seed: int = Field(
+        0,
+        description="Seed of the run: prompt order, gating draws and each step's sampling "
+        "(reseeded from (seed, step), so a resumed run matches).",
+    )
+    gating: GatingConfig = Field(
+        default_factory=GatingConfig,
+        description="nFrames Gating: the per-prompt overview frame budget [paper].",
+    )
+    save_every: int = Field(
+        10,
+        ge=1,
+        description="Checkpoint every N steps (the final model is saved at the end in any case).",
+    )
+    logprob_mismatch_warn: float = Field(
+        0.05, ge=0, description="Warn when mean |recomputed - sampled| old logprob exceeds this."
+    )
+    micro_batch_tokens: int = _micro_batch_tokens()
+    log_rollouts: int = Field(
+        4,
+        ge=0,
+        description="Rollouts per step written raw to rollouts.jsonl (seeded draw; plus the "
+        "first <tool_code> reversion and unclosed tag of the step).",
+    )
+
+
+class _SupervisedConfig(_Strict):
+    """The fields the two supervised trainers share (``sft`` and ``prior``: the same
+    ``SFTTrainer``);
+    each section keeps its own YAML keys and values."""
+
+    lr: float = Field(
+        1e-3, gt=0, description="Peak learning rate (AdamW), reached after the warm-up."
+    )
+    weight_decay: float = _weight_decay()
+    adam_betas: tuple[_Beta, _Beta] = _adam_betas()
+    batch_size: int = Field(
+        8,
+        ge=1,
+        description="Examples per optimiser step (drawn from a seeded permutation per epoch).",
+    )
+    max_grad_norm: float = Field(
+        1.0,
+        gt=0,
+        description="Clip the gradient's global L2 norm to this before each optimiser step.",
+    )
+    warmup_steps: int = Field(
+        10, ge=0, description="Steps of linear learning-rate warm-up from lr / warmup_steps to lr."
+    )
+    seed: int = Field(
+        0, description="Seed of the batch order (a function of (seed, epoch)) and of the torch RNG."
+    )
+    save_every: int = Field(
+        100,
+        ge=1,
+        description="Checkpoint every N steps (the final model is saved at the end in any case).",
+    )
+    micro_batch_tokens: int = _micro_batch_tokens()
+
+
+class SFTConfig(_SupervisedConfig):
+    """Supervised cold start (``paravt train sft``) on distilled or oracle traces."""
+
+    epochs: int = Field(
+        1,
+        ge=1,
+        description="Passes over the SFT traces; steps = ceil(examples / batch_size) × epochs, "
+        "capped by max_steps.",
+    )
+    max_steps: int | None = Field(
+        None, ge=1, description="Stop after this many steps (None: all the epochs)."
+    )
+    include_subagent_rows: bool = Field(
+        True, description="Train the sub-agents' turns of a trace too (off: only the main agent's)."
+    )
+    mask_think_prefix: bool = Field(
+        False,
+        description="Put the assistant turns' leading '<think>\\n' into the prompt (mask 0) "
+        "instead of training it. Off: SFT teaches the whole format and the "
+        "think prefix stays an RL-time constraint [paper].",
+    )
+
+
+class PriorConfig(_SupervisedConfig):
+    """The simulated pretrained tool prior (``paravt train prior``, paravt/data/synth/prior.py): SFT
+    on
+    pretraining-style traces before the cold start. Strength = ``steps`` and ``tool_mix``."""
+
+    steps: int = Field(
+        200, ge=1, description="Optimisation steps of the simulated pretraining (prior strength)."
+    )
+    habit_copies: int = Field(
+        1,
+        ge=1,
+        le=16,
+        description="Habit traces per prompt, each with its own filler and tool draw (the "
+        "habit's share of the base's data: prior strength).",
+    )
+    tool_mix: float = Field(
+        0.7,
+        ge=0,
+        le=1,
+        description="Share of prompts whose trace has the <tool_code> habit: 0 = weak prior "
+        "(answers only, the Qwen2.5-VL side), > 0 = strong prior (the "
+        "Qwen3-VL side).",
+    )
+    think_sentences: int = Field(
+        6, ge=1, description="Filler sentences per think (the long-think habit)."
+    )
+    max_calls: int = Field(
+        2, ge=1, description="Most <tool_code> turns (one call each) in a tool trace."
+    )
+    lr_decay: LrDecay = Field(
+        "cosine",
+        description="After the warm-up: cosine down to min_lr_ratio × lr at the last step (a "
+        "pretraining schedule), or constant.",
+    )
+    min_lr_ratio: float = Field(
+        0.1, ge=0, le=1, description="The cosine schedule's last learning rate, as a share of lr."
+    )
+
+
+class VerlConfig(_Strict):
+    """Resources and engine settings of ``paravt train rl --engine verl`` (the ``verl:`` section).
+
+    Not PARA-GRPO hyper-parameters (those are ``rl`` / ``sampling`` / ``video``) but what a verl run
+    uses: nodes, GPUs, the rollout engine and its memory limits. Plain pydantic: the core never
+    imports verl."""
+
+    nnodes: int = Field(1, ge=1, description="Ray nodes (trainer.nnodes).")
+    n_gpus_per_node: int = Field(8, ge=1, description="GPUs per node (trainer.n_gpus_per_node).")
+    rollout_backend: ServeEngine = Field(
+        "vllm", description="Rollout engine (actor_rollout_ref.rollout.name)."
+    )
+    tensor_parallel_size: int = Field(
+        1, ge=1, description="Tensor parallel size of each rollout replica."
+    )
+    gpu_memory_utilization: float = Field(
+        0.6,
+        gt=0,
+        le=1,
+        description="Share of GPU memory the rollout engine may take (KV cache + weights).",
+    )
+    max_num_batched_tokens: int = Field(
+        16384,
+        ge=256,
+        description="Tokens per engine step; must exceed the longest single prompt (video "
+        "prompts are long).",
+    )
+    max_num_seqs: int = Field(256, ge=1, description="Concurrent sequences per rollout replica.")
+    prompt_length: int = Field(
+        8192,
+        ge=64,
+        description="Max prompt tokens of a trajectory row (overview video tokens included).",
+    )
+    response_length: int = Field(
+        8192, ge=64, description="Max response tokens of a row (all main turns + tool responses)."
+    )
+    train_batch_size: int = Field(
+        32,
+        ge=1,
+        description="Prompts per step (data.train_batch_size); each gets rl.group_size rollouts.",
+    )
+    ppo_mini_batch_size: int = Field(
+        8, ge=1, description="Prompts per PPO mini-batch (actor.ppo_mini_batch_size)."
+    )
+    micro_batch_size_per_gpu: int = Field(
+        1, ge=1, description="Rows per GPU per forward/backward (actor + log-prob passes)."
+    )
+    use_dynamic_bsz: bool = Field(
+        True, description="Pack rows by token count (actor.use_dynamic_bsz)."
+    )
+    max_token_len_per_gpu: int = Field(
+        32768, ge=1024, description="Token budget per GPU with dynamic batch size."
+    )
+    param_offload: bool = Field(False, description="FSDP parameter offload to CPU.")
+    optimizer_offload: bool = Field(False, description="FSDP optimizer-state offload to CPU.")
+    gradient_checkpointing: bool = Field(True, description="Activation checkpointing in the actor.")
+    agent_workers: int = Field(
+        8, ge=1, description="Agent-loop workers (rollout.agent.num_workers)."
+    )
+    total_epochs: int = Field(
+        1, ge=1, description="Passes over the training parquet (trainer.total_epochs)."
+    )
+    val_data: str | None = Field(
+        None, description="Validation parquet in verl's layout (None: no validation)."
+    )
+    save_freq: int = Field(10, description="Checkpoint every N steps (-1: never).")
+    steps_per_epoch: int = Field(
+        1,
+        ge=1,
+        description="Steps per data epoch: the gating epoch is (global_step - 1) // "
+        "steps_per_epoch; launch_verl fills it from the parquet size.",
+    )
+    extra_overrides: list[str] = Field(
+        default_factory=list,
+        description="Raw Hydra overrides appended to the command (escape hatch).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        return refuse_moved_verl_keys(data)  # verl.loggers → logging.loggers, …
