@@ -33,13 +33,6 @@ def repro(
         help=SET_HELP + " Applied to the preset's config "
         "(e.g. model.device=cuda model.replicas=1 on a GPU).",
     ),
-    ship_bases: bool = typer.Option(
-        False,
-        "--ship-bases",
-        help="Afterwards, copy the run's pretrained "
-        "bases into paravt/repro/shipped/ (a fresh clone then skips building "
-        "them; docs/repro.md).",
-    ),
 ) -> None:
     """The paper's Table 2 variants from one cold start, with intervals over seeds →
     DIR/summary.json."""
@@ -59,9 +52,3 @@ def repro(
         overrides=set_ or (),
     )
     print_summary(json.loads(path.read_text()), stdout_console())
-    if ship_bases:
-        from paravt.repro.bases import ship_base
-
-        for info in sorted(out.glob("prior_*/base.json")):
-            dst = ship_base(Path(json.loads(info.read_text())["dir"]))
-            stdout_console().print(f"shipped: {dst}", soft_wrap=True)

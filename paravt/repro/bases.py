@@ -116,61 +116,6 @@ def ensure_base(
         runlock.release(root, me)
 
 
-#: Bases the project ships (built by `paravt repro --ship-bases`, ``ship_base``): NAME-KEY/ with
-#: train/model/, settings.json, probe.json and build_log.jsonl. Used only when KEY is this code's
-#: key.
-SHIPPED = Path(__file__).parent / "shipped"
-REBUILD_MIN = 15  # minutes a base rebuild takes on 2 idle cores (docs/repro.md, "Budgets")
-
-
-def shipped_base(
-    settings: dict[str, Any], name: str, shipped: Path = SHIPPED
-) -> tuple[Path, dict[str, Any]] | None:
-    """The shipped base of exactly these settings (its model dir and probe), or None; a shipped
-    base of the same name and model size under another key is named on stderr as stale (not
-    used)."""
-    import sys
-
-    d = shipped / f"{name}-{base_key(settings)}"
-    if (d / "train" / "model").is_dir() and (d / "probe.json").is_file():
-        return d / "train" / "model", json.loads((d / "probe.json").read_text())
-    stale = sorted(
-        x.name
-        for x in shipped.glob(f"{name}-*")
-        if (x / "settings.json").is_file()
-        and json.loads((x / "settings.json").read_text()).get("model_size")
-        == settings.get("model_size")
-    )
-    if stale:
-        print(
-            f"the shipped base {', '.join(stale)} was built with other base settings than this "
-            "code's "
-            f"(key {base_key(settings)}): building the base instead (about {REBUILD_MIN} min on "
-            "2 idle cores)",
-            file=sys.stderr,
-            flush=True,
-        )
-    return None
-
-
-def ship_base(bdir: Path, shipped: Path = SHIPPED) -> Path:
-    """Copy the built base ``bdir`` (``NAME-KEY``: its final model, settings, probe and training
-    log;
-    no checkpoints) into ``shipped``, so a fresh clone uses it instead of building it."""
-    train = bdir / "train"
-    if not (train / "model").is_dir() or not (bdir / "probe.json").is_file():
-        raise FileNotFoundError(f"{bdir} holds no finished base (train/model and probe.json)")
-    dst = shipped / bdir.name
-    copy_model(train / "model", dst / "train" / "model")
-    for src, name in (
-        (bdir / "settings.json", "settings.json"),
-        (bdir / "probe.json", "probe.json"),
-        (train / "train_log.jsonl", "build_log.jsonl"),
-    ):
-        shutil.copyfile(src, dst / name)
-    return dst
-
-
 def _ensure_base(
     root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str
 ) -> tuple[Path, dict[str, Any]]:
@@ -180,8 +125,6 @@ def _ensure_base(
     from paravt.rl.loop import run_training
 
     synth, init, bdir = base_paths(root, settings, name)
-    if not (bdir / "probe.json").is_file() and (found := shipped_base(settings, name)) is not None:
-        return found
     if start_stage(synth, "ParaVT-Synth of the pretrained base"):
         s = settings["synth"]
         build(

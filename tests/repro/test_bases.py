@@ -3,7 +3,6 @@ cache root build it once (the second waits for the first)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -70,43 +69,3 @@ def test_a_second_run_waits_for_the_builder(
         "waiting for the run holding" in caplog.text
     )  # said once, naming the lock (runlock.acquire_waiting)
     assert not list(tmp_path.glob(".paravt.lock*"))  # released
-
-
-def _built_base(root: Path, settings: dict) -> Path:
-    """A finished base as `_ensure_base` leaves it (a model dir, settings, probe, training log)."""
-    _, _, bdir = bases.base_paths(root, settings, "strong")
-    (bdir / "train" / "model").mkdir(parents=True)
-    (bdir / "train" / "model" / "model.safetensors").write_bytes(b"weights")
-    (bdir / "train" / "checkpoint-100").mkdir()
-    (bdir / "train" / "train_log.jsonl").write_text('{"step": 1}\n')
-    (bdir / "settings.json").write_text(json.dumps(settings))
-    (bdir / "probe.json").write_text('{"clip_recall": {"rate": 1.0}}')
-    return bdir
-
-
-def test_a_shipped_base_is_used_only_under_its_own_key(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    shipped = tmp_path / "shipped"
-    dst = bases.ship_base(_built_base(tmp_path / "cache", SETTINGS), shipped)
-    assert (dst / "train" / "model" / "model.safetensors").read_bytes() == b"weights"
-    assert (dst / "build_log.jsonl").is_file() and not (dst / "train" / "checkpoint-100").exists()
-    model, probe = bases.shipped_base(SETTINGS, "strong", shipped) or (None, None)
-    assert model == dst / "train" / "model" and probe == {"clip_recall": {"rate": 1.0}}
-    assert bases.shipped_base(SETTINGS, "weak", shipped) is None  # another prior: not shipped
-    assert capsys.readouterr().err == ""
-    changed = {**SETTINGS, "prior": {"steps": 3}}  # the code's base settings moved on
-    assert bases.shipped_base(changed, "strong", shipped) is None
-    err = capsys.readouterr().err
-    assert dst.name in err and bases.base_key(changed) in err and "building the base" in err
-    assert bases.shipped_base({**changed, "model_size": "s"}, "strong", shipped) is None
-    assert (
-        capsys.readouterr().err == ""
-    )  # another model size: not a stale copy of it (e.g. the micro preset)
-
-
-def test_shipping_an_unfinished_base_is_refused(tmp_path: Path) -> None:
-    _, _, bdir = bases.base_paths(tmp_path, SETTINGS, "strong")
-    bdir.mkdir(parents=True)
-    with pytest.raises(FileNotFoundError, match="no finished base"):
-        bases.ship_base(bdir, tmp_path / "shipped")
