@@ -33,7 +33,9 @@ def opening_messages(
     )
     if info is None:
         question = f"{inp.question}\n(The video could not be opened: {error})"
-        user = prompts.user_prompt(question, inp.options, duration=0.0, nframes=0)
+        user = prompts.user_prompt(
+            question, inp.options, duration=0.0, nframes=0, version=s.prompt_version
+        )
     else:
         user = prompts.user_prompt(
             inp.question,
@@ -42,6 +44,7 @@ def opening_messages(
             nframes=len(overview) if overview else 0,
             fps=info.fps,
             size=(info.width, info.height),
+            version=s.prompt_version,
         )
     videos = (overview,) if overview is not None else ()
     opening = [ChatMessage("user", user, videos=videos)]

@@ -45,7 +45,9 @@ def _builder(
     msgs = (
         ChatMessage("system", prompts.subagent_system_prompt(version=version)),
         ChatMessage(
-            "user", prompts.subagent_user_prompt(question, start, end), videos=(job.frames,)
+            "user",
+            prompts.subagent_user_prompt(question, start, end, version=version),
+            videos=(job.frames,),
         ),
     )
     b = TrajectoryBuilder(episode_id, "sub", index)

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from paravt.config.choices import (
     MAX_OVERVIEW_FRAMES,
+    PROMPT_VERSION,
     DispatchMode,
     KLKind,
     LrDecay,
     ModelFamily,
     PromptClass,
+    RLFilter,
     Scoring,
     ServeEngine,
     TaskType,
@@ -67,6 +69,8 @@ from paravt.config.sections import (
 
 __all__ = [
     "DispatchMode",
+    "PROMPT_VERSION",
+    "RLFilter",
     "DistillConfig",
     "EvalConfig",
     "Flag",

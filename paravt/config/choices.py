@@ -24,6 +24,12 @@ Scoring = Literal["lmms", "paravt"]
 #: Learning-rate schedules after the warm-up (paravt.rl.sft.lr_scale): constant, or cosine down to
 #: ``min_lr_ratio`` of the peak at the last step (a pretraining's schedule).
 LrDecay = Literal["constant", "cosine"]
+#: The packaged prompt templates' default version (paravt/protocol/templates/<version>/): v2 is the
+#: paper's RL system prompt (Appendix C: tools always, never ``<tool_code>``), v1 the earlier one.
+PROMPT_VERSION = "v2"
+#: RL prompt filtering (paravt.rl.grpo): offline = the DAPO pre-filter run once before RL
+#: (paravt.data.prefilter) and every group trained; online = drop zero-variance groups and rank.
+RLFilter = Literal["offline", "online"]
 #: KL estimators of the loss (paravt.rl.loss).
 KLKind = Literal["k1", "k3"]
 #: OpenAI-compatible serving engines (`paravt serve-model`, verl's rollout).

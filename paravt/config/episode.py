@@ -9,6 +9,7 @@ from pydantic import Field, field_validator
 
 from paravt.config.choices import (
     MAX_OVERVIEW_FRAMES,
+    PROMPT_VERSION,
     DispatchMode,
     http_url_or_none,
 )
@@ -211,6 +212,11 @@ class RolloutConfig(_Strict):
         "host filesystem is readable); off = its calls are refused "
         "(docs/tools.md).",
     )
-    prompt_version: str = Field("v1", description="Version of the packaged prompt templates.")
+    prompt_version: str = Field(
+        PROMPT_VERSION,
+        description="Version of the packaged prompt templates: v2 = the paper's RL system prompt "
+        "(tools always, never <tool_code>; the user turn does not state the frame count); v1 = "
+        "the earlier one (answer directly if the overview is enough; 'N frames shown').",
+    )
 
     _server_url = field_validator("tool_server_url")(lambda url: http_url_or_none(url))

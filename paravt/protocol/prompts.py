@@ -7,9 +7,17 @@ Prompts are deliberately short: a tiny model with a 2K context is trained on the
 Changing a template's wording means adding a new version directory (``v2``) and a line here,
 never editing ``v1`` in place (a saved run's ``prompt_version`` keeps naming the text it ran).
 
-Versions:
+Versions (the default, ``PROMPT_VERSION``, is written once in ``paravt.config``):
 - v1: first version (system prompts for parallel / sequential / none / eva; user; sub-agent;
-  sequential observation).
+  sequential observation). Its tool prompts allow answering directly "if the overview is enough"
+  and its user turn states "N frames shown".
+- v2: the paper's RL system prompt (Appendix C, docs/PAPER digest): think about which segments
+  hold the evidence, call crop_video in ``<tool_call>`` JSON (several disjoint windows in one turn
+  in parallel mode), answer after the ``<tool_response>``; only that JSON format, never
+  ``<tool_code>`` or Python syntax, never the same window twice; NO licence to skip the tools.
+  ``none`` is the reasoning prompt (think, then answer). The user turn gives the video, its
+  duration, the question and the options, not the number of overview frames. Sub-agent prompts and
+  the sequential observation are v1's text.
 """
 
 from __future__ import annotations
@@ -22,11 +30,13 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, get_args
 
+from paravt.config import PROMPT_VERSION
 from paravt.config import DispatchMode as Mode
 from paravt.errors import ConfigError
 from paravt.protocol import tags as T
 
 VIDEO_MARKER = "<video>"
+VERSIONS = ("v1", "v2")  # the template directories; the tokenizer corpus covers each
 _LETTERED = ("A. ", "A) ", "(A) ")
 
 
@@ -117,7 +127,7 @@ PYTHON_SPEC = ToolSpec(
 
 
 def system_prompt(
-    mode: Mode, tools: Sequence[ToolSpec] = (), *, version: str = "v1", k_max: int = 8
+    mode: Mode, tools: Sequence[ToolSpec] = (), *, version: str = PROMPT_VERSION, k_max: int = 8
 ) -> str:
     """The main agent's system prompt. Tool modes default to ``(CROP_VIDEO_SPEC,)``; ``k_max``
     is the per-turn call limit stated in parallel mode."""
@@ -131,7 +141,7 @@ def system_prompt(
     return _render(version, f"system_{mode}", k_max=str(k_max), tools=tool_section(specs, version))
 
 
-def tool_section(tools: Sequence[ToolSpec], version: str = "v1") -> str:
+def tool_section(tools: Sequence[ToolSpec], version: str = PROMPT_VERSION) -> str:
     """Name, description and JSON schema of each tool, then one call in the canonical form."""
     specs = "\n".join(
         f"- {t.name}: {t.description} Arguments: {json.dumps(_strip_examples(t.parameters))}"
@@ -149,28 +159,40 @@ def user_prompt(
     nframes: int,
     fps: float | None = None,
     size: tuple[int, int] | None = None,
-    version: str = "v1",
+    version: str = PROMPT_VERSION,
 ) -> str:
     """The main agent's first user turn: one ``<video>`` marker (the overview) when
-    ``nframes > 0``; with ``nframes == 0`` (on-demand context) no marker, only the metadata."""
-    meta = f"Video: {_secs(duration)} s ({T.fmt_time(duration)})"
+    ``nframes > 0``; with ``nframes == 0`` (on-demand context) no marker, only the metadata.
+    The templates pick their line: ``$meta`` (v1: the duration and "N frames shown") or ``$length``
+    (v2: the duration only)."""
+    meta = length = f"Video: {_secs(duration)} s ({T.fmt_time(duration)})"
     if nframes > 0:
-        video, meta = VIDEO_MARKER + "\n", f"{meta}, {nframes} frames shown."
+        video, meta, length = VIDEO_MARKER + "\n", f"{meta}, {nframes} frames shown.", f"{meta}."
     else:
         extra = ([f"{_secs(fps)} fps"] if fps else []) + ([f"{size[0]}x{size[1]}"] if size else [])
         video = ""
-        meta = ", ".join([meta, *extra]) + ". No frames shown: use tools to look."
+        meta = length = ", ".join([meta, *extra]) + ". No frames shown: use tools to look."
     opts = ""
     if options:
         opts = "\nOptions:\n" + "\n".join(_lettered(i, o) for i, o in enumerate(options))
-    return _render(version, "user", video=video, meta=meta, question=question.strip(), options=opts)
+    return _render(
+        version,
+        "user",
+        video=video,
+        meta=meta,
+        length=length,
+        question=question.strip(),
+        options=opts,
+    )
 
 
-def subagent_system_prompt(version: str = "v1") -> str:
+def subagent_system_prompt(version: str = PROMPT_VERSION) -> str:
     return _render(version, "subagent_system")
 
 
-def subagent_user_prompt(question: str, start: float, end: float, *, version: str = "v1") -> str:
+def subagent_user_prompt(
+    question: str, start: float, end: float, *, version: str = PROMPT_VERSION
+) -> str:
     return _render(
         version,
         "subagent_user",
@@ -181,7 +203,7 @@ def subagent_user_prompt(question: str, start: float, end: float, *, version: st
     )
 
 
-def sequential_observation_text(start: float, end: float, *, version: str = "v1") -> str:
+def sequential_observation_text(start: float, end: float, *, version: str = PROMPT_VERSION) -> str:
     return _render(version, "sequential_observation", window=_window(start, end))
 
 

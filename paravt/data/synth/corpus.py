@@ -2,9 +2,10 @@
 it at run time (so the vocabulary follows the protocol when a template or a trace changes).
 
 What is covered:
-- every system prompt (parallel / sequential / none / eva, each tool spec, k_max 1–8), the user
-  prompt (durations, frame counts, the question stems and options of ParaVT-Synth), the sub-agent
-  prompts and the sequential observation line (`paravt.protocol.prompts`);
+- every system prompt of every template version (parallel / sequential / none / eva, each tool
+  spec, k_max 1–8), the user prompt of the default version (durations, the question stems and
+  options of ParaVT-Synth), the sub-agent prompts and the sequential observation line
+  (`paravt.protocol.prompts`);
 - the oracle's SFT traces (thinks, K ``<tool_call>`` blocks, tool-response lines, answers), its
   sub-agent summaries, and the simulated prior's ``<tool_code>`` traces with their long thinks
   (`paravt.data.synth`), on ``n_videos`` synthetic video specs (no video is written);
@@ -77,12 +78,13 @@ def _prompt_texts() -> Iterator[str]:
         (prompts.PYTHON_SPEC,),
         (prompts.CROP_VIDEO_SPEC, prompts.FRAME_SELECT_SPEC, prompts.PYTHON_SPEC),
     )
-    for mode in ("parallel", "sequential", "eva"):
-        for tools in tool_sets:
-            for k in range(1, 9):
-                yield prompts.system_prompt(mode, tools, k_max=k)  # type: ignore[arg-type]
-    yield prompts.system_prompt("none")
-    yield prompts.subagent_system_prompt()
+    for version in prompts.VERSIONS:
+        for mode in ("parallel", "sequential", "eva"):
+            for tools in tool_sets:
+                for k in range(1, 9):
+                    yield prompts.system_prompt(mode, tools, k_max=k, version=version)  # type: ignore[arg-type]
+        yield prompts.system_prompt("none", version=version)
+        yield prompts.subagent_system_prompt(version)
 
 
 def _trace_texts(n_videos: int, seed: int) -> Iterator[str]:
