@@ -25,12 +25,14 @@ aliases of ``start_time``/``end_time``; those two are normalised to finite float
 (``times.parse_time``); a value that is not a time (NaN, ``Infinity``, ``1e999``, a 400-digit
 integer, a word) is the call's error and is removed from ``arguments``. ``validate_calls`` then
 applies the per-turn limits.
+
+Bounds (``paravt.protocol.literals``): a block longer than ``MAX_BLOCK_CHARS`` or with brackets
+nested deeper than ``MAX_DEPTH`` is the call's error and is not read; warnings of Python's own
+readers (``ast``) are captured, never printed. So any string parses in time linear in its length.
 """
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -39,6 +41,7 @@ from typing import Any, Literal
 
 from paravt.errors import ToolCallError
 from paravt.protocol import tags as T
+from paravt.protocol.literals import block_problem, load_object, python_call
 from paravt.protocol.prompts import (
     CROP_VIDEO_SPEC,
     FRAME_SELECT_SPEC,
@@ -73,8 +76,6 @@ _ALIASES = {"start": "start_time", "end": "end_time"}
 _IGNORED_ARGS = ("video_path",)
 TIME_KEYS = ("start_time", "end_time")
 _FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.S)
-_TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
-_CALL_RE = re.compile(r"^(?:print\s*\(\s*)?([A-Za-z_][\w.]*)\s*\((.*?)\)\s*\)?$", re.S)
 _NAME_RE = re.compile(r"^[A-Za-z_][\w.]*\s*\(")
 
 
@@ -194,6 +195,9 @@ def _parse_body(
     body: str, pos: Mapping[str, Sequence[str]]
 ) -> tuple[str | None, dict[str, Any], Literal["json", "python"], str | None]:
     s = body.strip()
+    problem = block_problem(s)
+    if problem is not None:
+        return None, {}, "json", f"not read: {problem}"
     fence = _FENCE_RE.match(s)
     if fence:
         s = fence.group(1).strip()
@@ -202,27 +206,11 @@ def _parse_body(
     if _NAME_RE.match(s):
         name, args, error = _parse_python_call(s, pos)
         return name, args, "python", error
-    obj, error = _load_object(s)
+    obj, error = load_object(s)
     if error is not None:
         return None, {}, "json", error
     name, args, error = _call_from_object(obj)
     return name, args, "json", error
-
-
-def _load_object(s: str) -> tuple[Any, str | None]:
-    """JSON, then JSON without trailing commas, then a Python literal."""
-    try:
-        return json.loads(s), None
-    except (ValueError, RecursionError) as err:
-        first = f"not valid JSON ({err})"
-    try:
-        return json.loads(_TRAILING_COMMA_RE.sub(r"\1", s)), None
-    except (ValueError, RecursionError):
-        pass
-    try:
-        return ast.literal_eval(s), None
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return None, first
 
 
 def _call_from_object(obj: Any) -> tuple[str | None, dict[str, Any], str | None]:
@@ -233,7 +221,7 @@ def _call_from_object(obj: Any) -> tuple[str | None, dict[str, Any], str | None]
         return None, {}, 'the call has no "name" string'
     args = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):
-        loaded, err = _load_object(args) if args.strip() else ({}, None)
+        loaded, err = _load_arguments(args)
         if err is not None:
             return name.strip(), {}, f'"arguments" is a string that is {err}'
         args = loaded
@@ -244,10 +232,18 @@ def _call_from_object(obj: Any) -> tuple[str | None, dict[str, Any], str | None]
     return name.strip(), {str(k): v for k, v in args.items()}, None
 
 
+def _load_arguments(text: str) -> tuple[Any, str | None]:
+    """An ``"arguments"`` string (OpenAI style), read under the same bounds as a block."""
+    if not text.strip():
+        return {}, None
+    problem = block_problem(text)
+    return (None, f"not read: {problem}") if problem else load_object(text)
+
+
 def _parse_python_call(
     s: str, pos: Mapping[str, Sequence[str]]
 ) -> tuple[str | None, dict[str, Any], str | None]:
-    parsed = _python_call_ast(s) or _python_call_split(s)
+    parsed = python_call(s)
     if parsed is None:
         return None, {}, f"not a call: {s[:60]!r}"
     name, positional, keywords = parsed
@@ -273,90 +269,6 @@ def _parse_python_call(
             return name, {}, f"argument {key!r} given twice"
         args[key] = value
     return name, args, None
-
-
-def _python_call_ast(s: str) -> tuple[str, list[Any], list[tuple[str, Any]]] | None:
-    try:
-        tree = ast.parse(s, mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    node = tree.body
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "print"
-        and len(node.args) == 1
-        and isinstance(node.args[0], ast.Call)
-        and not node.keywords
-    ):
-        node = node.args[0]
-    if not isinstance(node, ast.Call):
-        return None
-    func = node.func
-    name = (
-        func.id
-        if isinstance(func, ast.Name)
-        else func.attr
-        if isinstance(func, ast.Attribute)
-        else None
-    )
-    if name is None or any(k.arg is None for k in node.keywords):
-        return None
-    try:
-        positional = [ast.literal_eval(a) for a in node.args]
-        keywords = [(str(k.arg), ast.literal_eval(k.value)) for k in node.keywords]
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return None
-    return name, positional, keywords
-
-
-def _python_call_split(s: str) -> tuple[str, list[Any], list[tuple[str, Any]]] | None:
-    """Fallback for calls that are not Python, e.g. ``crop_video(1:20, 2:30)``: split the
-    argument list on commas outside quotes; values stay strings (times parse later)."""
-    m = _CALL_RE.match(s)
-    if m is None:
-        return None
-    name = m.group(1).rsplit(".", 1)[-1]
-    positional: list[Any] = []
-    keywords: list[tuple[str, Any]] = []
-    for part in _split_args(m.group(2)):
-        key, eq, value = part.partition("=")
-        if eq and re.fullmatch(r"\s*[A-Za-z_]\w*\s*", key):
-            keywords.append((key.strip(), _scalar(value)))
-        elif keywords:
-            return None  # positional after keyword
-        else:
-            positional.append(_scalar(part))
-    return name, positional, keywords
-
-
-def _split_args(arglist: str) -> list[str]:
-    parts: list[str] = []
-    cur: list[str] = []
-    quote = ""
-    for ch in arglist:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "\"'":
-            quote = ch
-        elif ch == ",":
-            parts.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    parts.append("".join(cur))
-    parts = [p.strip() for p in parts]
-    return [] if parts == [""] else parts
-
-
-def _scalar(token: str) -> Any:
-    t = token.strip()
-    if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
-        return t[1:-1]
-    try:
-        return json.loads(t)
-    except ValueError:
-        return t
 
 
 def _is_path_like(value: Any) -> bool:

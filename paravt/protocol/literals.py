@@ -1,0 +1,170 @@
+"""Bounded reading of what a model writes inside one tool-call block (docs/ARCHITECTURE.md §2):
+JSON objects, Python literals and python-style calls, for ``paravt.protocol.parser``.
+
+Model text is hostile input, so every reader here is bounded before Python's own readers see it:
+
+- **size**: a block longer than ``MAX_BLOCK_CHARS`` is not read (``block_problem``);
+- **depth**: brackets ``( [ {`` nested deeper than ``MAX_DEPTH`` are not read (``json.loads`` and
+  ``ast`` recurse once per level: ``crop_video([[[…]]], 5)`` 990 deep used to raise
+  RecursionError out of ``parse_calls``);
+- **time**: both bounds make every read linear in at most ``MAX_BLOCK_CHARS`` characters;
+- **warnings**: ``ast`` warns on model text (``crop_video(10in, 20)`` → "SyntaxWarning: invalid
+  decimal literal" printed on the user's terminal); its warnings are captured and dropped.
+
+Each reader returns None (or an error text) for what it cannot read; none raises on any string.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import threading
+import warnings
+from typing import Any
+
+__all__ = ["MAX_BLOCK_CHARS", "MAX_DEPTH", "block_problem", "load_object", "python_call"]
+
+#: A tool-call block longer than this many characters is an error, never parsed (a real call,
+#: even a python tool's code, is a few hundred).
+MAX_BLOCK_CHARS = 65536
+#: Brackets nested deeper than this in one block make it an error, never parsed.
+MAX_DEPTH = 64
+
+PyCall = tuple[str, list[Any], list[tuple[str, Any]]]
+
+_TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
+_CALL_RE = re.compile(r"^(?:print\s*\(\s*)?([A-Za-z_][\w.]*)\s*\((.*?)\)\s*\)?$", re.S)
+_OPEN, _CLOSE = "([{", ")]}"
+#: What Python's readers raise on hostile text that is not a plain parse failure.
+_READ_ERRORS = (ValueError, TypeError, SyntaxError, RecursionError, MemoryError, OverflowError)
+# ``warnings.catch_warnings`` swaps process-wide state: one reader at a time keeps the filters of
+# concurrent episodes (threads) from being restored in the wrong order.
+_WARN_LOCK = threading.Lock()
+
+
+def block_problem(s: str) -> str | None:
+    """Why ``s`` is not read at all (too long, nested too deep), or None."""
+    if len(s) > MAX_BLOCK_CHARS:
+        return f"the block has {len(s)} characters, more than the {MAX_BLOCK_CHARS} a call may have"
+    depth = deepest = 0
+    for ch in s:
+        if ch in _OPEN:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_DEPTH:
+                    return f"brackets nested more than {MAX_DEPTH} deep"
+        elif ch in _CLOSE and depth:
+            depth -= 1
+    return None
+
+
+def load_object(s: str) -> tuple[Any, str | None]:
+    """JSON, then JSON without trailing commas, then a Python literal; ``(value, None)`` or
+    ``(None, why)``. Call ``block_problem`` first: the depth bound is what keeps this finite."""
+    try:
+        return json.loads(s), None
+    except _READ_ERRORS as err:
+        first = f"not valid JSON ({err})"
+    try:
+        return json.loads(_TRAILING_COMMA_RE.sub(r"\1", s)), None
+    except _READ_ERRORS:
+        pass
+    try:
+        with _WARN_LOCK, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.literal_eval(s), None
+    except _READ_ERRORS:
+        return None, first
+
+
+def python_call(s: str) -> PyCall | None:
+    """``name(args…)`` read as ``(name, positional, keywords)``: through ``ast`` (values must be
+    literals), else by splitting the argument list (``crop_video(1:20, 2:30)``: values stay strings
+    for the time parser); None when ``s`` is not a call."""
+    try:
+        with _WARN_LOCK, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = _python_call_ast(s)
+    except _READ_ERRORS:
+        parsed = None
+    return parsed or _python_call_split(s)
+
+
+def _python_call_ast(s: str) -> PyCall | None:
+    tree = ast.parse(s, mode="eval")
+    node = tree.body
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "print"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Call)
+        and not node.keywords
+    ):
+        node = node.args[0]
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    name = (
+        func.id
+        if isinstance(func, ast.Name)
+        else func.attr
+        if isinstance(func, ast.Attribute)
+        else None
+    )
+    if name is None or any(k.arg is None for k in node.keywords):
+        return None
+    positional = [ast.literal_eval(a) for a in node.args]
+    keywords = [(str(k.arg), ast.literal_eval(k.value)) for k in node.keywords]
+    return name, positional, keywords
+
+
+def _python_call_split(s: str) -> PyCall | None:
+    """Fallback for calls that are not Python, e.g. ``crop_video(1:20, 2:30)``: split the
+    argument list on commas outside quotes; values stay strings (times parse later)."""
+    m = _CALL_RE.match(s)
+    if m is None:
+        return None
+    name = m.group(1).rsplit(".", 1)[-1]
+    positional: list[Any] = []
+    keywords: list[tuple[str, Any]] = []
+    for part in _split_args(m.group(2)):
+        key, eq, value = part.partition("=")
+        if eq and re.fullmatch(r"\s*[A-Za-z_]\w*\s*", key):
+            keywords.append((key.strip(), _scalar(value)))
+        elif keywords:
+            return None  # positional after keyword
+        else:
+            positional.append(_scalar(part))
+    return name, positional, keywords
+
+
+def _split_args(arglist: str) -> list[str]:
+    parts: list[str] = []
+    cur: list[str] = []
+    quote = ""
+    for ch in arglist:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch == ",":
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur))
+    parts = [p.strip() for p in parts]
+    return [] if parts == [""] else parts
+
+
+def _scalar(token: str) -> Any:
+    t = token.strip()
+    if len(t) >= 2 and t[0] == t[-1] and t[0] in "\"'":
+        return t[1:-1]
+    try:
+        return json.loads(t)
+    except _READ_ERRORS:
+        return t
