@@ -169,4 +169,4 @@ def test_the_report_plots_every_reward_term() -> None:
 
     assert [k for k in TRAIN_METRICS if k.startswith("reward/") and k[7:] in terms.TERM_NAMES] == [
         f"reward/{name}" for name in terms.TERM_NAMES
-    ]  # acc, format_base, anchor, tool: the registry's order
+    ]  # acc, format, tool: the registry's order

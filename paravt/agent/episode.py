@@ -72,6 +72,7 @@ class _Run:
     subs: list[Trajectory] = field(default_factory=list)
     calls: list[CallRecord] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
+    generated: list[str] = field(default_factory=list)  # texts without their forced prefixes
     tally: Tally = field(default_factory=Tally)
     error: str | None = None
     ctx: ToolContext | None = None  # one per episode: budgets (frame_select) persist across turns
@@ -176,6 +177,7 @@ class _Run:
             error=self.error,
             backend_errors=self.backend_errors,
             crashed=crashed,
+            generated=tags.join_turns(self.generated),
         )
 
     async def _play(self) -> EndReason:
@@ -206,6 +208,7 @@ class _Run:
             out = gen.out
             text = gen.prefix + raw_text(self.codec, out)
             self.texts.append(text)
+            self.generated.append(text.removeprefix(gen.prefix))
             if out.finish_reason == "error":
                 self.error = out.error
                 self.backend_errors += 1

@@ -31,6 +31,9 @@ class EpisodeResult:
     crashed: bool = (
         False  # an unexpected exception ended the episode (a bug, never a training signal)
     )
+    # each main turn's sampled response WITHOUT its forced prefix, joined like ``completion``:
+    # what the model generated (f_tau scores it, as the release logs its format reward)
+    generated: str = ""
 
     @property
     def end_reason(self) -> EndReason:
@@ -55,9 +58,9 @@ def episode_reward(
 ) -> RewardBreakdown:
     """The PARA-GRPO reward of an episode: the ONE definition the trainer, eval and the verl loop
     call. It reads the main agent's completion (the forced think prefixes are already in it, so
-    ``prefix=""``) and counts successful calls for the accumulative tool reward
-    (docs/ARCHITECTURE.md §4).
-    ``acc_override`` replaces R_acc (an LLM judge's score, ``paravt.agent.judging``)."""
+    ``prefix=""``; with ``score_prefix`` off it scores ``generated`` alone) and counts
+    successful calls for the tool reward (docs/ARCHITECTURE.md §4). ``acc_override`` replaces
+    R_acc (an LLM judge's score, ``paravt.agent.judging``)."""
     inp = res.input
     return compute_reward(
         res.completion,
@@ -68,4 +71,5 @@ def episode_reward(
         successful_calls=res.n_successful_calls,
         weights=weights,
         acc_override=acc_override,
+        generated=res.generated,
     )

@@ -3,9 +3,9 @@
 Input line: ``{"completion": str, "task": "mcq"|"tvg"|"oe", "answer": str, "options": [str]?,
 "prefix": str?, "successful_calls": int?, "question": str?}``. Output (stdout, one JSON line per
 input line, same
-order): ``{"reward", <every term of paravt.rewards.terms.TERMS: "acc", "format_base", "anchor",
-"tool">, "format", "format_ref", "answer", "degenerate", "closed": {"think", "tool_call",
-"answer"}, "tool_code", "n_calls"}``; a bad line
+order): ``{"reward", <every term of paravt.rewards.terms.TERMS: "acc", "format", "tool">, <R_fmt's
+COMPONENTS: "format_base", "anchor">, "format_generated", "format_ref", "answer", "degenerate",
+"closed": {"think", "tool_call", "answer"}, "tool_code", "n_calls"}``; a bad line
 gives ``{"error": "..."}`` (and a message on stderr) and the rest continue. ``--summary`` prints
 the aggregated metrics table on stderr (stdout stays JSON lines). Exit 0 unless the file or the
 config cannot be read (then exit 2, the reason on stderr).
@@ -114,6 +114,7 @@ def _score_rows(
                 successful_calls=row.get("successful_calls"),
                 weights=weights,
                 acc_override=acc,
+                generated=row["completion"],
             )
         except (ValueError, ParavtError) as exc:
             _line_error(err, n, str(exc))

@@ -35,10 +35,33 @@ class RewardConfig(_Strict):
         0.3, description="Anchor penalty for <think> opened but never closed [paper]."
     )
     anchor: bool = Field(True, description="Exploration Anchoring reward on/off (ablation switch).")
+    answer_suffix: bool = Field(
+        True,
+        description="R_base weights [authors]: on = the answer-suffix mode (think 0.2, <answer> "
+        "0.3, </answer> 0.2; PARA-GRPO); off = think 0.3, <answer> 0.2, </answer> 0.1 (the "
+        "release's vanilla GRPO).",
+    )
+    format_cap_includes_anchor: bool = Field(
+        True,
+        description="Cap R_base + lambda_anchor * R_anchor together at 1.0 [authors]; off: cap "
+        "R_base alone and add the anchor outside the cap.",
+    )
+    credit_tool_code: bool = Field(
+        True,
+        description="Count a <tool_code> block holding a call as a parseable tool call for the "
+        "think->tool ordering term and R_tool [authors]; off: only <tool_call> JSON counts.",
+    )
+    score_prefix: bool = Field(
+        True,
+        description="Score the forced think prefix with the completion (the paper's anchor acts "
+        "on the pinned <think>); off: score only the generated tokens, as the release's "
+        "reward does (docs/fidelity.md).",
+    )
     tool_mode: ToolMode = Field(
-        "parse_bonus",
-        description="R_tool: the paper's 0.1 parse bonus, the authors' released graduated reward "
-        "(0.1/0.3/+0.5), PyVision-RL accumulative, or off.",
+        "graduated",
+        description="R_tool: the authors' released graduated reward (0.1 parseable, 0.3 executed, "
+        "+0.5 when R_acc > 0, cap 1; the default), the paper text's parse bonus, PyVision-RL "
+        "accumulative, or off.",
     )
     tool_bonus: float = Field(
         0.1, description="Parse bonus, or per-successful-call reward in accumulative mode [paper]."
@@ -114,6 +137,17 @@ class RLConfig(_Strict):
     std_normalize: bool = Field(
         True,
         description="Divide group-centred rewards by the group std (False: PyVision-RL / Dr.GRPO).",
+    )
+    reward_scale: float = Field(
+        10.0,
+        gt=0,
+        description="Rewards are multiplied by this before the group normalisation [authors: "
+        "reward_scaling 10]; a no-op for the advantages when std_normalize is on.",
+    )
+    adv_norm: Literal["none", "batch"] = Field(
+        "batch",
+        description="After the group normalisation: batch = centre and scale the step's "
+        "advantages by their batch mean and std [authors: adv_norm batch]; none = keep them.",
     )
     clip_eps: float = Field(0.2, gt=0, description="PPO clip epsilon [paper].")
     kl_coef: float = Field(

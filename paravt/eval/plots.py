@@ -30,7 +30,7 @@ TRAIN_METRICS: tuple[str, ...] = (
     "kl",
     "reward/mean",
     *(f"reward/{name}" for name in TERM_NAMES),
-    "reward/format",
+    "reward/anchor",
     "loss",
     "skip_tool_rate",
     "tool_code_rate",

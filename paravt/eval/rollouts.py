@@ -88,7 +88,7 @@ def sample_rows(
                 },
                 "answer": b.answer,
                 "reward": b.reward,
-                "terms": dict(b.terms),
+                "terms": {**b.terms, **b.components},
                 "format": b.format,
                 "advantage": advantages.get(i),
                 "end_reason": str(r.end_reason),

@@ -16,6 +16,10 @@ Definitions (each flag is used by exactly one reward term or metric, named in br
   ordering"; the authors' ``think_before_tool`` is False without one), so a well-formed direct
   answer earns less format than well-formed tool use and an empty ``<tool_call></tool_call>``
   earns nothing. ``<tool_code>`` is not a tool call here (it is the reversion the metrics count).
+- ``think_first_any`` [base +0.3 with ``reward.credit_tool_code``]: as ``think_first`` with the
+  first ``<tool_call>`` OR ``<tool_code>`` opening, and at least one parseable call of either form
+  (``n_tool_call_ok + n_tool_code_ok``): the authors' ``think_before_tool`` and
+  ``has_parseable_tool_call`` credit the pretrained ``<tool_code>`` form too.
 - ``answer_opened`` [base +0.3, gated by ``answer_filled``]: an ``<answer>`` tag is present.
 - ``answer_closed`` [base +0.2 gated by ``answer_filled``, closure metric]: the last
   ``<answer>`` is followed by ``</answer>`` as the next protocol tag.
@@ -32,6 +36,9 @@ Definitions (each flag is used by exactly one reward term or metric, named in br
   openings / those closed whose body parsed as a JSON object with a ``name`` (the parser's
   tolerant JSON: trailing commas and single quotes accepted; python-style calls are not JSON).
 - ``n_tool_code`` [reversion metric]: ``<tool_code>`` openings.
+- ``n_tool_code_ok`` [R_tool and ordering with ``reward.credit_tool_code``]: ``<tool_code>`` blocks
+  whose body (to the next tag or the end) holds a line with a call in it: a ``(`` on a line that
+  is not a ``#`` comment (the authors' ``has_parseable_tool_call`` rule for ``<tool_code>``).
 - ``n_calls`` [kappa]: calls the parser returns (``<tool_call>`` blocks, valid or not).
 """
 
@@ -69,6 +76,8 @@ class FormatStats:
     n_tool_call_ok: int
     n_tool_code: int
     n_calls: int
+    n_tool_code_ok: int = 0
+    think_first_any: bool = False
 
     @property
     def tool_call_closed(self) -> bool:
@@ -78,6 +87,11 @@ class FormatStats:
     @property
     def tool_code(self) -> bool:
         return self.n_tool_code > 0
+
+    def parseable_calls(self, *, credit_tool_code: bool) -> int:
+        """Parseable tool calls: closed JSON ``<tool_call>`` blocks, plus ``<tool_code>`` blocks
+        holding a call when ``credit_tool_code`` (the authors' rule)."""
+        return self.n_tool_call_ok + (self.n_tool_code_ok if credit_tool_code else 0)
 
 
 def format_stats(text: str) -> FormatStats:
@@ -90,6 +104,7 @@ def format_stats(text: str) -> FormatStats:
     parsed = parse_calls(text)
     ok = sum(1 for c in parsed.calls if c.closed and c.source == "json" and c.name is not None)
     filled = bool(_body(text, tags, T.ANSWER_OPEN, first=False))
+    code_ok = _tool_code_calls(text, tags)
     return FormatStats(
         think_opened=T.THINK_OPEN in names,
         think_closed=_next_is(names, T.THINK_OPEN, T.THINK_CLOSE, first=True),
@@ -106,7 +121,22 @@ def format_stats(text: str) -> FormatStats:
         n_tool_call_ok=ok,
         n_tool_code=parsed.n_tool_code,
         n_calls=len(parsed.calls),
+        n_tool_code_ok=code_ok,
+        think_first_any=ok + code_ok > 0 and _think_first(names, any_tool=True),
     )
+
+
+def _tool_code_calls(text: str, tags: list[tuple[int, str]]) -> int:
+    """``<tool_code>`` blocks whose body holds a call (a line with ``(`` that is not a comment)."""
+    n = 0
+    for i, (pos, tag) in enumerate(tags):
+        if tag != T.TOOL_CODE_OPEN:
+            continue
+        end = tags[i + 1][0] if i + 1 < len(tags) else len(text)
+        body = text[pos + len(tag) : end]
+        lines = (ln.strip() for ln in body.splitlines())
+        n += any("(" in ln and not ln.startswith("#") for ln in lines)
+    return n
 
 
 def _next_is(names: list[str], open_tag: str, close_tag: str, *, first: bool) -> bool:
@@ -137,10 +167,12 @@ def _think_chars(text: str, tags: list[tuple[int, str]]) -> int:
     return len(_body(text, tags, T.THINK_OPEN, first=True))
 
 
-def _think_first(names: list[str]) -> bool:
-    if T.TOOL_CALL_OPEN not in names:
+def _think_first(names: list[str], *, any_tool: bool = False) -> bool:
+    tool_tags = (T.TOOL_CALL_OPEN, T.TOOL_CODE_OPEN) if any_tool else (T.TOOL_CALL_OPEN,)
+    first = next((i for i, n in enumerate(names) if n in tool_tags), None)
+    if first is None:
         return False
-    before = names[: names.index(T.TOOL_CALL_OPEN)]
+    before = names[:first]
     return T.THINK_OPEN in before and T.THINK_CLOSE in before[before.index(T.THINK_OPEN) :]
 
 

@@ -1,20 +1,24 @@
 """The PARA-GRPO reward of one rollout (docs/ARCHITECTURE.md §4 [paper]), every term returned
 separately.
 
-    R = R_acc + lambda_fmt * R_fmt + R_tool + bias
-    R_fmt = min(R_base, 1) + lambda_anchor * R_anchor
+    R = R_acc + lambda_fmt * R_fmt + R_tool + bias        (R_fmt: ``paravt.rewards.terms``)
 
-The terms and their weights are ``paravt.rewards.terms.TERMS`` (the one list). Besides them:
+The terms and their weights are ``paravt.rewards.terms.TERMS`` (the one list); R_fmt's parts
+(``format_base``, ``anchor``) are ``COMPONENTS``. Besides them:
 
-- ``format``: R_fmt under the run's weights; ``format_ref``: R_fmt under the DEFAULT weights with
-  the anchor on, whatever the training weights are: the one yardstick behind f_tau, so runs with
-  different reward switches compare.
+- ``format``: R_fmt under the run's weights, on the text the reward scores;
+- ``format_generated``: R_fmt under the run's weights on the GENERATED text only (forced think
+  prefixes not scored): the f_tau of training logs, as the authors' release logs its
+  ``format_reward`` (docs/fidelity.md);
+- ``format_ref``: R_fmt under the DEFAULT weights with the anchor on, on the scored text: the
+  earlier yardstick (``f_tau_ref`` in the metrics), comparable across runs with different switches;
 - bias: added last to every rollout (a constant shift before group normalisation).
 - Degenerate output (docs/ARCHITECTURE.md §2): every term is 0 and the reward is ``0 + bias``:
 "reward 0" means nothing is earned. We still add the bias because every other rollout gets it:
 leaving it out would rank a degenerate output (0) above a wrong, badly formatted one (e.g. -0.2).
 
-All reward code is computed on ``prefix + completion``: the forced ``<think>\\n`` counts as opened.
+The scored text is ``prefix + completion`` (the forced ``<think>\\n`` counts as opened) unless
+``score_prefix`` is off, when only ``completion`` is scored.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from paravt.protocol import tags as T
 from paravt.protocol.answer import extract_answer, is_degenerate
 from paravt.protocol.stats import FormatStats, format_stats
 from paravt.rewards.accuracy import accuracy
-from paravt.rewards.terms import TERMS, TermInput, anchor_reward, base_format_reward
+from paravt.rewards.terms import COMPONENTS, TERMS, TermInput, format_reward
 from paravt.rewards.weights import RewardWeights
 
 
@@ -36,8 +40,10 @@ from paravt.rewards.weights import RewardWeights
 class RewardBreakdown:
     reward: float  # sum of coef * term over TERMS + bias
     terms: Mapping[str, float]  # unweighted value of every term of TERMS, by name
-    format: float  # R_fmt = format_base + lambda_anchor * anchor (the run's weights)
-    format_ref: float  # R_fmt under the default weights, anchor on: the f_tau yardstick
+    components: Mapping[str, float]  # R_fmt's parts (COMPONENTS): format_base, anchor
+    format: float  # R_fmt (the run's weights) of the scored text
+    format_generated: float  # R_fmt (the run's weights) of the generated text: f_tau
+    format_ref: float  # R_fmt under the default weights of the scored text: f_tau_ref
     bias: float  # the constant shift added to reward
     answer: str | None  # extracted answer
     degenerate: bool
@@ -46,6 +52,7 @@ class RewardBreakdown:
     closed_answer: bool  # FormatStats.answer_closed
     tool_code: bool  # a <tool_code> block was emitted (reversion)
     n_calls: int  # <tool_call> blocks, valid or not
+    n_parseable: int = 0  # parseable calls (FormatStats.parseable_calls under credit_tool_code)
 
     @property
     def acc(self) -> float:
@@ -53,11 +60,11 @@ class RewardBreakdown:
 
     @property
     def format_base(self) -> float:
-        return self.terms["format_base"]  # R_base after the 1.0 cap
+        return self.components["format_base"]  # R_base after its own 1.0 cap
 
     @property
     def anchor(self) -> float:
-        return self.terms["anchor"]  # R_anchor, unweighted (0 when the anchor is disabled)
+        return self.components["anchor"]  # R_anchor, unweighted (0 when the anchor is disabled)
 
     @property
     def tool(self) -> float:
@@ -71,7 +78,9 @@ class RewardBreakdown:
         ``reward_extra_info`` and ``paravt score`` report next to the reward."""
         return {
             **self.terms,
+            **self.components,
             "format": self.format,
+            "format_generated": self.format_generated,
             "format_ref": self.format_ref,
             "n_calls": float(self.n_calls),
         }
@@ -87,10 +96,15 @@ def compute_reward(
     prefix: str = T.THINK_PREFIX,
     successful_calls: int | None = None,
     acc_override: float | None = None,
+    generated: str | None = None,
 ) -> RewardBreakdown:
     """The reward of one rollout (main-agent text). ``acc_override`` replaces R_acc (e.g. an LLM
-    judge's score). Never raises on any completion; an unknown ``task`` raises DataError."""
-    text = (prefix or "") + (completion if isinstance(completion, str) else "")
+    judge's score). ``generated``: the sampled text without forced prefixes (default
+    ``completion``: the prefix is passed apart). Never raises on any completion; an unknown
+    ``task`` raises DataError."""
+    completion = completion if isinstance(completion, str) else ""
+    gen = completion if not isinstance(generated, str) else generated
+    text = (prefix or "") + completion if weights.score_prefix else gen
     stats = format_stats(text)
     pred = extract_answer(text)
     acc = accuracy(task, pred, answer, options) if acc_override is None else float(acc_override)
@@ -99,7 +113,9 @@ def compute_reward(
     zero = RewardBreakdown(
         reward=weights.bias,
         terms={t.name: 0.0 for t in TERMS},
+        components={t.name: 0.0 for t in COMPONENTS},
         format=0.0,
+        format_generated=0.0,
         format_ref=0.0,
         bias=weights.bias,
         answer=pred,
@@ -109,6 +125,7 @@ def compute_reward(
         closed_answer=stats.answer_closed,
         tool_code=stats.tool_code,
         n_calls=stats.n_calls,
+        n_parseable=stats.parseable_calls(credit_tool_code=weights.credit_tool_code),
     )
     if is_degenerate(text):
         return zero
@@ -119,13 +136,13 @@ def compute_reward(
         has_response=T.TOOL_RESPONSE_OPEN in text,
     )
     terms = {t.name: t.value(x, weights) for t in TERMS}
-    reward = sum(t.coef(weights) * terms[t.name] for t in TERMS) + weights.bias
-    fmt = terms["format_base"] + weights.lambda_anchor * terms["anchor"]
     return replace(
         zero,
-        reward=reward,
+        reward=sum(t.coef(weights) * terms[t.name] for t in TERMS) + weights.bias,
         terms=terms,
-        format=fmt,
+        components={t.name: t.value(x, weights) for t in COMPONENTS},
+        format=terms["format"],
+        format_generated=0.0 if is_degenerate(gen) else format_reward(format_stats(gen), weights),
         format_ref=reference_format(stats),
         degenerate=False,
     )
@@ -134,10 +151,7 @@ def compute_reward(
 def reference_format(stats: FormatStats) -> float:
     """R_fmt with the default weights and the anchor on (the f_tau yardstick,
     docs/ARCHITECTURE.md §6)."""
-    ref = _reference()
-    return base_format_reward(stats) + ref.lambda_anchor * anchor_reward(
-        stats, alpha=ref.alpha, beta=ref.beta, gamma=ref.gamma
-    )
+    return format_reward(stats, _reference())
 
 
 @functools.cache

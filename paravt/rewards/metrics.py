@@ -3,22 +3,24 @@
 Keys of ``aggregate`` (all floats; means over the records unless said otherwise):
 
 - ``n``: number of records;
-- ``f_tau``: mean R_fmt under ONE yardstick, the default weights with the anchor on
-  (``RewardBreakdown.format_ref``), whatever the training reward's switches are — so vanilla GRPO
-  (anchor off) and PARA-GRPO curves are comparable; at the sampling temperature when the records
-  are the training rollouts. The training reward's own format term is ``reward/format``;
-- ``kappa``: mean number of tool calls the model WROTE per rollout (``RewardBreakdown.n_calls``:
-  well-formed or not, run or not; eval's ``mean_calls`` counts the calls recorded as run or
-  rejected);
+- ``f_tau``: mean R_fmt of the GENERATED text under the run's own weights
+  (``RewardBreakdown.format_generated``): what the authors' release logs as ``format_reward``
+  (the forced think prefix is not scored); at the sampling temperature when the records are the
+  training rollouts. ``f_tau_ref``: mean R_fmt of the scored text under the default weights with
+  the anchor on (``format_ref``), one yardstick across reward switches;
+- ``kappa``: mean number of tool calls EXECUTED per rollout (``RolloutRecord.executed_calls``,
+  the sub-agent calls that ran, as the release logs ``tool_call_count``; records without an
+  execution record count their parseable calls); ``kappa_written``: mean number of calls the
+  model WROTE (``RewardBreakdown.n_calls``: well-formed or not, run or not);
 - ``closed/think``, ``closed/tool_call``, ``closed/answer``: fraction of rollouts with a
   correctly closed first ``<think>``, a closed and JSON-parseable ``<tool_call>``, a closed
   ``<answer>``;
 - ``tool_code_rate``: fraction emitting ``<tool_code>``;
-- ``skip_tool_rate``: fraction with no tool call;
+- ``skip_tool_rate``: fraction with no executed call (``kappa``'s count is 0);
 - ``degenerate_rate``;
 - ``acc``, ``acc/task/<task>``, ``acc/n/<n_frames>`` (records with ``n_frames`` set);
 - ``reward/mean``; ``reward/<term>`` for every term of ``paravt.rewards.terms.TERMS`` (acc,
-  format_base, anchor, tool); ``reward/format`` (the run's own R_fmt) and ``reward/bias``;
+  format, tool) and every part of ``COMPONENTS`` (format_base, anchor); ``reward/bias``;
 - ``subagent_latency_s`` (records that have it) and ``tokens/<key>`` (mean over records holding
   that key).
 """
@@ -30,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from paravt.rewards.composite import RewardBreakdown
-from paravt.rewards.terms import TERM_NAMES
+from paravt.rewards.terms import COMPONENT_NAMES, TERM_NAMES
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,17 @@ class RolloutRecord:
     tokens: Mapping[str, int] = field(
         default_factory=dict
     )  # e.g. {"main_text": 120, "visual": 512}
+    executed_calls: int | None = None  # tool calls that ran; None: no execution record
 
     @property
     def calls(self) -> int:
+        """The tool calls of kappa: those EXECUTED, or (no execution record) those parseable."""
+        if self.executed_calls is not None:
+            return self.executed_calls
+        return self.breakdown.n_parseable
+
+    @property
+    def written_calls(self) -> int:
         """The tool calls the model WROTE (well-formed or not, run or not)."""
         return self.breakdown.n_calls
 
@@ -56,8 +66,10 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
     if not recs:
         return out
     b = [r.breakdown for r in recs]
-    out["f_tau"] = _mean(x.format_ref for x in b)
+    out["f_tau"] = _mean(x.format_generated for x in b)
+    out["f_tau_ref"] = _mean(x.format_ref for x in b)
     out["kappa"] = _mean(r.calls for r in recs)
+    out["kappa_written"] = _mean(r.written_calls for r in recs)
     out["closed/think"] = _mean(x.closed_think for x in b)
     out["closed/tool_call"] = _mean(x.closed_tool_call for x in b)
     out["closed/answer"] = _mean(x.closed_answer for x in b)
@@ -74,8 +86,9 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
     out["reward/mean"] = _mean(x.reward for x in b)
     for name in TERM_NAMES:
         out[f"reward/{name}"] = _mean(x.terms[name] for x in b)
-    for name in ("format", "bias"):
-        out[f"reward/{name}"] = _mean(getattr(x, name) for x in b)
+    for name in COMPONENT_NAMES:
+        out[f"reward/{name}"] = _mean(x.components[name] for x in b)
+    out["reward/bias"] = _mean(x.bias for x in b)
     lat = [r.subagent_latency_s for r in recs if r.subagent_latency_s is not None]
     if lat:
         out["subagent_latency_s"] = _mean(lat)

@@ -33,6 +33,10 @@ class RewardWeights:
     tool_mode: ToolMode
     tool_bonus: float
     bias: float
+    answer_suffix: bool = True
+    format_cap_includes_anchor: bool = True
+    credit_tool_code: bool = True
+    score_prefix: bool = True
 
     @classmethod
     def from_config(cls, cfg: RewardConfig) -> RewardWeights:

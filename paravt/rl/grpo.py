@@ -332,9 +332,9 @@ class GRPOTrainer:
 
 
 def rollout_record(r: EpisodeResult, b: RewardBreakdown) -> RolloutRecord:
-    """The metrics view of one rollout. kappa counts the calls the model EMITTED (the breakdown's
-    parsed count), also those on a last turn that were never run. Sub-agent latency is the mean
-    over the sub-agents that returned (a timed-out request has no trajectory)."""
+    """The metrics view of one rollout. kappa counts the calls EXECUTED (``n_successful_calls``,
+    as the release logs it); ``kappa_written`` the calls the model wrote. Sub-agent latency is the
+    mean over the sub-agents that returned (a timed-out request has no trajectory)."""
     sub_latency = [s.turns[0].latency_s for s in r.subs if s.turns]
     return RolloutRecord(
         b,
@@ -342,6 +342,7 @@ def rollout_record(r: EpisodeResult, b: RewardBreakdown) -> RolloutRecord:
         n_frames=r.input.nframes,
         subagent_latency_s=_mean(sub_latency) if sub_latency else None,
         tokens=asdict(r.tokens),
+        executed_calls=r.n_successful_calls,
     )
 
 

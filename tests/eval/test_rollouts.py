@@ -13,7 +13,9 @@ def _b(**kw: object) -> RewardBreakdown:
     base = RewardBreakdown(
         reward=1.0,
         terms={"acc": 1.0},
+        components={"format_base": 0.5},
         format=1.0,
+        format_generated=1.0,
         format_ref=1.0,
         bias=0.0,
         answer="A",

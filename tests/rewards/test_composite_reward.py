@@ -22,7 +22,7 @@ def test_weights_from_config_are_the_papers() -> None:
     assert (w.anchor_enabled, w.tool_mode, w.bias) == (False, "accumulative", 0.0)
 
 
-def test_base_is_capped_and_anchor_is_outside_the_cap() -> None:
+def test_base_and_weighted_anchor_share_one_cap_by_default() -> None:
     text = (
         "<think>\n"
         + TOOLS
@@ -32,17 +32,24 @@ def test_base_is_capped_and_anchor_is_outside_the_cap() -> None:
     assert base_format_reward(s) == 1.0  # 0.2 + 0.3 + 0.2 + 0.3 + 0.1 = 1.1, capped
     assert anchor_reward(s, alpha=0.4, beta=0.3, gamma=0.3) == pytest.approx(0.7)
     b = compute_reward(text, task="mcq", answer="A", weights=W, prefix="")
-    assert b.format == pytest.approx(1.0 + 0.5 * 0.7) and b.reward == pytest.approx(
-        1 + 1.35 + 0.1 - 0.2
-    )
+    # the release: min(1.1 + 0.5 * 0.7, 1) = 1.0; R_tool graduated: a <tool_response> is in the
+    # text (offline: executed) 0.3, + 0.5 for a right answer
+    assert b.format == pytest.approx(1.0) and b.tool == pytest.approx(0.8)
+    assert b.reward == pytest.approx(1 + 1.0 + 0.8 - 0.2)
+    apart = RewardWeights.default(format_cap_includes_anchor=False)
+    b2 = compute_reward(text, task="mcq", answer="A", weights=apart, prefix="")
+    assert b2.format == pytest.approx(1.0 + 0.5 * 0.7)  # R_base capped alone, anchor outside
 
 
 def test_direct_answer_earns_no_think_first() -> None:
     # think 0.2 + <answer> 0.3 + </answer> 0.2 + balanced 0.1 = 0.8 (no tool call: no +0.3 ordering)
     b = compute_reward(GOOD, task="mcq", answer="A", weights=W)
     assert b.format_base == pytest.approx(0.8) and b.anchor == pytest.approx(0.7)
-    assert b.format == pytest.approx(0.8 + 0.5 * 0.7)  # 1.15 < 1.35 of well-formed tool use
-    assert b.reward == pytest.approx(1 + 1.15 - 0.2)
+    assert b.format == pytest.approx(1.0)  # min(0.8 + 0.5 * 0.7, 1): the joint cap
+    assert b.reward == pytest.approx(1 + 1.0 - 0.2)
+    apart = RewardWeights.default(format_cap_includes_anchor=False)
+    b2 = compute_reward(GOOD, task="mcq", answer="A", weights=apart)
+    assert b2.format == pytest.approx(0.8 + 0.5 * 0.7)  # 1.15
 
 
 @pytest.mark.parametrize("body", ["", "   ", "\n\t"])
@@ -73,10 +80,8 @@ def test_format_ref_is_the_default_yardstick_whatever_the_weights() -> None:
         compute_reward(GOOD, task="mcq", answer="A", weights=off),
         compute_reward(GOOD, task="mcq", answer="A", weights=W),
     )
-    assert a.format == pytest.approx(0.8) and b.format == pytest.approx(
-        1.15
-    )  # training terms differ
-    assert a.format_ref == b.format_ref == pytest.approx(1.15)  # one yardstick
+    assert a.format == pytest.approx(0.8) and b.format == pytest.approx(1.0)  # terms differ
+    assert a.format_ref == b.format_ref == pytest.approx(1.0)  # one yardstick
 
 
 def test_default_weights_are_written_once() -> None:
@@ -192,7 +197,7 @@ def test_degenerate_output_earns_nothing_but_keeps_the_bias() -> None:
 
 def test_acc_override_replaces_the_accuracy() -> None:
     b = compute_reward(GOOD, task="oe", answer="something else", weights=W, acc_override=0.5)
-    assert b.acc == 0.5 and b.reward == pytest.approx(0.5 + 1.15 - 0.2)
+    assert b.acc == 0.5 and b.reward == pytest.approx(0.5 + 1.0 - 0.2)
 
 
 def test_empty_think_and_empty_call_earn_no_ordering_or_anchor() -> None:

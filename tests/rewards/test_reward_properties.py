@@ -53,8 +53,9 @@ def test_reward_is_finite_and_within_documented_bounds(text, task, prefix) -> No
     )
     assert all(math.isfinite(x) for x in (b.reward, b.acc, b.format, b.anchor, b.tool))
     assert 0 <= b.acc <= 1 and 0 <= b.format_base <= 1 and -0.3 <= b.anchor <= 0.7 + 1e-12
-    assert -0.35 - 1e-12 <= b.reward <= 2.25 + 1e-12  # docs/rewards.md ranges
-    assert b.tool in (0.0, 0.1)
+    assert -0.15 - 1e-12 <= b.format <= 1.0 + 1e-12 and -0.15 - 1e-12 <= b.format_generated <= 1
+    assert -0.35 - 1e-12 <= b.reward <= 2.8 + 1e-12  # docs/rewards.md ranges
+    assert b.tool in (0.0, 0.1, 0.3, 0.5, 0.6, 0.8)  # graduated levels
     if b.degenerate:
         assert b.reward == -0.2 and b.format == b.acc == b.tool == 0
 

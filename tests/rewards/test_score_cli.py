@@ -36,11 +36,14 @@ def test_bad_lines_become_errors_and_config_and_summary_apply(tmp_path: Path) ->
     # no anchor, no bias. As written (no <think>): base <answer> 0.3 + </answer> 0.2 = 0.5 -> 1.5;
     # with the line's prefix: think 0.2 + 0.3 + 0.2 + balanced 0.1 = 0.8 (no tool call) -> 1.8
     assert out[0]["reward"] == 1.5 and out[0]["anchor"] == 0.0 and out[4]["reward"] == 1.8
-    assert out[4]["format_ref"] == 1.15  # the yardstick keeps the anchor: 0.8 + 0.5 * 0.7
+    assert out[4]["format_ref"] == 1.0  # the yardstick keeps the anchor: min(0.8 + 0.35, 1)
+    assert out[4]["format_generated"] == 0.5  # the line's own text, without its prefix
     assert list(out[0]) == [
         "reward",
         *TERM_NAMES,
-        "format",
+        "format_base",
+        "anchor",
+        "format_generated",
         "format_ref",
         "answer",
         "degenerate",
@@ -48,7 +51,7 @@ def test_bad_lines_become_errors_and_config_and_summary_apply(tmp_path: Path) ->
         "tool_code",
         "n_calls",
     ]
-    assert TERM_NAMES == ("acc", "format_base", "anchor", "tool")
+    assert TERM_NAMES == ("acc", "format", "tool")
     assert "f_tau" in proc.stderr and "acc/task/mcq" in proc.stderr  # the summary table
     assert (
         "line 2: line is not JSON" in proc.stderr and "line 3:" in proc.stderr
@@ -63,8 +66,11 @@ def test_think_prefix_flag_adds_the_prefix_once(tmp_path: Path) -> None:
         [*CLI, "--in", str(src), "--think-prefix"], capture_output=True, text=True
     )
     a, b = (json.loads(ln) for ln in proc.stdout.splitlines())
-    assert a == b  # the prefix is added to the first line only: never "<think>\n<think>"
-    assert a["closed"]["think"] and a["anchor"] == 0.7 and a["format"] == 1.15
+    # the prefix is added to the first line only: never "<think>\n<think>"; only f_tau's text (the
+    # line's own completion, without the added prefix) differs
+    assert a.pop("format_generated") == 0.5 and b.pop("format_generated") == 1.0
+    assert a == b
+    assert a["closed"]["think"] and a["anchor"] == 0.7 and a["format"] == 1.0  # the joint cap
 
 
 PAPER_D = Path(__file__).with_name("paper_appendix_d.jsonl")

@@ -25,7 +25,8 @@ def compute_score(
     extra_info: Mapping[str, Any] | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """``{"score": R, <every term of TERMS>, "format", "format_ref", "n_calls", "degenerate"}``
+    """``{"score": R, <every term of TERMS and COMPONENTS>, "format_generated", "format_ref",
+    "n_calls", "degenerate"}``
     (verl logs every key)."""
     from paravt.config import RewardConfig, validate
     from paravt.protocol.tags import THINK_PREFIX, with_prefix
@@ -47,5 +48,6 @@ def compute_score(
         options=options,
         prefix="",
         weights=weights,
+        generated=solution_str or "",
     )
     return {"score": float(b.reward), **b.scalars(), "degenerate": bool(b.degenerate)}
