@@ -1,8 +1,11 @@
 """The variant table of `paravt repro`, in ONE place: each variant is a dict of dotted config
 overrides on the run's base ``TrainConfig`` plus which simulated prior its base model carries.
 
-Every RL variant sets all three PARA-GRPO switches explicitly (anchor reward, think prefix,
-nFrames Gating), so a change of a config default never changes what a variant means.
+Every RL variant sets all four PARA-GRPO switches explicitly, as the authors' release does in its
+recipes (vanilla_grpo_8b.yaml / paragrpo_8b.yaml): the think prefix, the answer-suffix format
+weights, the anchor reward and nFrames Gating; so a change of a config default never changes what
+a variant means. Without gating a prompt gets ``video.overview_nframes`` (64, the release's
+``hierarchical_agent.nframes``): the budget is never pinned per variant (docs/fidelity.md).
 """
 
 from __future__ import annotations
@@ -14,15 +17,16 @@ from typing import Any, Literal
 from paravt.config import TrainConfig, apply_override, validate
 from paravt.errors import ConfigError
 
-#: Without gating every prompt gets video.overview_nframes: pinned here (16), so the default's move
-#: to the eval protocol's 64 (issue 32) does not change what the vanilla variants train on.
-_VANILLA = {
+#: Exploration Anchoring's switches [authors: paravt.constrained.{think_prefix, answer_suffix},
+#: anchoring.weight]: all off for vanilla GRPO, all on for PARA-GRPO.
+_NO_ANCHORING = {
     "reward.anchor": False,
     "rollout.think_prefix": False,
-    "rl.gating.enabled": False,
-    "video.overview_nframes": 16,
+    "reward.answer_suffix": False,
 }
-_PARA = {"reward.anchor": True, "rollout.think_prefix": True, "rl.gating.enabled": True}
+_ANCHORING = {"reward.anchor": True, "rollout.think_prefix": True, "reward.answer_suffix": True}
+_VANILLA = {**_NO_ANCHORING, "rl.gating.enabled": False}
+_PARA = {**_ANCHORING, "rl.gating.enabled": True}
 
 
 @dataclass(frozen=True)
@@ -47,10 +51,10 @@ VARIANTS: dict[str, Variant] = {
             "anchoring_only",
             "strong",
             rl=True,
-            overrides={**_VANILLA, "reward.anchor": True, "rollout.think_prefix": True},
+            overrides={**_ANCHORING, "rl.gating.enabled": False},
         ),
         Variant(
-            "gating_only", "strong", rl=True, overrides={**_VANILLA, "rl.gating.enabled": True}
+            "gating_only", "strong", rl=True, overrides={**_NO_ANCHORING, "rl.gating.enabled": True}
         ),
         Variant("paragrpo", "strong", rl=True, overrides=_PARA, full_grid=True),
         Variant(

@@ -10,6 +10,11 @@ which uses ``torch.std`` = the SAMPLE std with Bessel's correction, divisor G �
 A group of ONE reward follows verl too: mean 0 and std 1, so A = r / (1 + eps) (or r). With the
 paper's G = 8 this never happens; it is kept so both engines give identical numbers.
 
+Reward scaling and batch normalisation [authors: reward_scaling 10, reward_norm group,
+adv_norm batch]: the trainer multiplies the rewards by ``rl.reward_scale`` before the group step
+(a no-op with std normalisation, up to eps) and, with ``rl.adv_norm: batch``, then centres and
+scales the whole step's advantages by their batch mean and sample std (``batch_normalize``).
+
 Reward bias [paper, docs/ARCHITECTURE.md §4]: adding a constant b to every reward of a group shifts
 the mean by b
 and leaves the std unchanged, so centring removes it in both modes: the bias is a no-op for
@@ -75,6 +80,16 @@ def grouped(
         for i, a in zip(idx, adv, strict=True):
             out[i] = a
     return out
+
+
+def batch_normalize(advantages: Sequence[float], eps: float = 1e-6) -> list[float]:
+    """``(A − mean) / (std_sample + eps)`` over the whole batch (the release's ``adv_norm: batch``,
+    applied after the group normalisation). One value, or all equal: all zeros."""
+    if not advantages:
+        return []
+    mean = math.fsum(advantages) / len(advantages)
+    std = sample_std(advantages)
+    return [(a - mean) / (std + eps) for a in advantages]
 
 
 def broadcast_to_trajectories(

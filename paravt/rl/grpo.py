@@ -42,7 +42,7 @@ from paravt.eval.rollouts import RolloutLog, sample_rows
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rewards.metrics import RolloutRecord, aggregate
 from paravt.rl import filters
-from paravt.rl.advantages import broadcast_to_trajectories, grouped
+from paravt.rl.advantages import batch_normalize, broadcast_to_trajectories, grouped
 from paravt.rl.gating import overview_budget
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import require_rows, screen_data
@@ -311,12 +311,15 @@ class GRPOTrainer:
         """Group advantages per episode, then every trajectory of an episode (main, and its
         sub-agents when ``train_subagents``) takes its episode's advantage. Also returns the
         advantage of each kept rollout by its index (for ``rollouts.jsonl``)."""
+        rl = self.cfg.rl
         idx = [i for g in kept for i in groups[g]]
         adv = grouped(
-            [rewards[i].reward for i in idx],
+            [rl.reward_scale * rewards[i].reward for i in idx],
             [g for g in kept for _ in groups[g]],
-            std_normalize=self.cfg.rl.std_normalize,
+            std_normalize=rl.std_normalize,
         )
+        if rl.adv_norm == "batch":
+            adv = batch_normalize(adv)
         episode_adv = {results[i].main.episode_id: a for i, a in zip(idx, adv, strict=True)}
         trajs = [
             t

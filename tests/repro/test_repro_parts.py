@@ -40,12 +40,12 @@ def test_every_rl_variant_sets_the_three_switches_explicitly() -> None:
 @pytest.mark.parametrize(
     ("name", "anchor", "prefix", "gating", "tool_mode", "gamma"),
     [
-        ("vanilla_grpo", False, False, False, "parse_bonus", 0.3),
-        ("anchoring_only", True, True, False, "parse_bonus", 0.3),
-        ("gating_only", False, False, True, "parse_bonus", 0.3),
-        ("paragrpo", True, True, True, "parse_bonus", 0.3),
+        ("vanilla_grpo", False, False, False, "graduated", 0.3),
+        ("anchoring_only", True, True, False, "graduated", 0.3),
+        ("gating_only", False, False, True, "graduated", 0.3),
+        ("paragrpo", True, True, True, "graduated", 0.3),
         ("paragrpo_no_rtool", True, True, True, "off", 0.3),
-        ("paragrpo_no_gamma", True, True, True, "parse_bonus", 0.0),
+        ("paragrpo_no_gamma", True, True, True, "graduated", 0.0),
     ],
 )
 def test_variant_overrides_give_the_ablation(
@@ -61,7 +61,11 @@ def test_variant_overrides_give_the_ablation(
         c.reward.tool_mode,
         c.reward.gamma,
     ) == (anchor, prefix, gating, tool_mode, gamma)
-    assert c.rl.steps == 7 and base.reward.tool_mode == "parse_bonus"  # the base is not modified
+    # the release: the answer-suffix weights go with the think prefix (paravt.constrained)
+    assert c.reward.answer_suffix is prefix
+    # no variant pins the overview budget: the un-gated ones train at the default (64)
+    assert c.video.overview_nframes == base.video.overview_nframes == 64
+    assert c.rl.steps == 7 and base.reward.tool_mode == "graduated"  # the base is not modified
 
 
 def test_weak_prior_variants_and_pick() -> None:
