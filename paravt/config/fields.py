@@ -22,11 +22,11 @@ def _micro_batch_tokens() -> Any:
 _Beta = Annotated[float, Field(ge=0, lt=1)]  # one of AdamW's betas
 
 
-def _weight_decay() -> Any:
+def _weight_decay(default: float = 0.0) -> Any:
     """The one definition of AdamW's decoupled weight decay, shared by the rl, sft and prior
-    sections."""
+    sections (the rl section's default is the release's 0.01)."""
     return Field(
-        0.0,
+        default,
         ge=0,
         description="AdamW's decoupled weight decay of the trainer's optimiser; both "
         "engines get it (local: torch.optim.AdamW; verl: actor.optim.weight_decay, whose own "

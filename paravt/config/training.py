@@ -159,7 +159,7 @@ class RLConfig(_Strict):
         "exp(-d) + d - 1, unbiased and never negative (verl's low_var_kl).",
     )
     lr: float = Field(2e-6, gt=0, description="Learning rate [paper].")
-    weight_decay: float = _weight_decay()
+    weight_decay: float = _weight_decay(0.01)  # [authors] actor.optimizer.weight_decay
     adam_betas: tuple[_Beta, _Beta] = _adam_betas()
     max_grad_norm: float = Field(
         1.0,

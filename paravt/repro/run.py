@@ -53,6 +53,13 @@ def _task_check(
     return check_task(manifest["needle"]["eval_prompts"], chance, eval_rows)
 
 
+def _at_budget(cold: Mapping[str, Any]) -> dict[str, float]:
+    """The cold start's κ at the un-gated budget (the ``sft`` variant's probe, mean over seeds),
+    which the checks and claims compare with; empty when the ``sft`` variant did not run."""
+    mean = (cold.get("kappa") or {}).get("mean")
+    return {} if mean is None else {"kappa": float(mean)}
+
+
 def _stage_checks(strong: dict[str, Any], chosen_metrics: dict[str, float]) -> dict[str, Any]:
     """Issue 27's stage targets: the strong base's held-out probe (before SFT) and the strong-prior
     RL init's cold start (``repro.base_probe``, ``repro.task_check.cold_start_checks``)."""
@@ -171,11 +178,12 @@ def _run_repro(
         c["metrics"] for c in strong["candidates"] if c["path"] == strong["chosen_path"]
     )
     task.update(_stage_checks(strong, chosen_metrics))
+    cold = summaries.get(COLD_START, {})
     task.update(
         cold_start_task_checks(
             eval_rows.get(COLD_START, []),
-            summaries.get(COLD_START, {}).get("diagnosis", {}),
-            chosen_metrics,
+            cold.get("diagnosis", {}),
+            {**chosen_metrics, **_at_budget(cold)},
         )
     )
     summary = {

@@ -163,8 +163,9 @@ def cold_start_task_checks(
 ) -> dict[str, Any]:
     """Issue 31's checks: do the tools pay, and only where the overview misses the needle, on the
     chosen cold start? ``eval_rows``: the ``sft`` variant's greedy eval rows (every n × mode);
-    ``diagnosis``: its parallel pipeline (``repro.diagnosis``); ``metrics``: the selection's
-    τ = 0.7 probe of the chosen checkpoint (no think prefix).
+    ``diagnosis``: its parallel pipeline (``repro.diagnosis``); ``metrics``: the τ = 0.7 probe of
+    the chosen checkpoint (no think prefix), its ``kappa`` measured at the un-gated budget (64, the
+    ``sft`` variant's probe) when that variant ran: the budget the paper's 2.50 is quoted at.
 
     - ``tools_pay_at_4``: ``parallel`` − ``none`` at n = 4, paired over questions: mean ≥
       ``TOOLS_PAY_MIN`` AND the bootstrap lower bound > 0;

@@ -104,7 +104,9 @@ def train_variant(
     out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: int, init: str
 ) -> dict[str, float]:
     """Train one (variant, seed); its per-seed training metrics (tail of the RL log, or for the
-    cold start itself a τ = 0.7 probe of the chosen checkpoint)."""
+    cold start itself a τ = 0.7 probe of the chosen checkpoint at the un-gated variants' budget,
+    ``video.overview_nframes``: the claims compare vanilla GRPO's κ with the cold start's at the
+    budget vanilla trains at)."""
     from paravt.agent import EpisodeSettings
     from paravt.data.episodes import load_episode_inputs
     from paravt.jsonl import read_jsonl
@@ -116,7 +118,11 @@ def train_variant(
     if not v.rl:
         probe = run / "probe.json"
         if _stage(run, f"{v.name} seed {seed}: τ=0.7 probe"):
-            inputs = load_episode_inputs(out / "synth" / "rl.parquet", limit=p.probe_prompts)
+            inputs = load_episode_inputs(
+                out / "synth" / "rl.parquet",
+                nframes=vcfg.video.overview_nframes,
+                limit=p.probe_prompts,
+            )
             settings = EpisodeSettings.from_config(
                 with_overrides(vcfg, {"rollout.think_prefix": False})
             )
