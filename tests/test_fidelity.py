@@ -76,4 +76,3 @@ def test_the_table_is_whole() -> None:
 @pytest.mark.parametrize("row", READ, ids=[f"{r['#']}-{r['read from']}" for r in READ])
 def test_ours_is_what_the_code_holds(row: dict[str, str]) -> None:
     assert str(read(row["read from"])) == ours_value(row["ours"]), row["setting"]
-

@@ -282,10 +282,26 @@ class PriorConfig(_SupervisedConfig):
         "Qwen3-VL side).",
     )
     think_sentences: int = Field(
-        6, ge=1, description="Filler sentences per think (the long-think habit)."
+        6, ge=1, description="Filler sentences of every think (the think habit's base length)."
+    )
+    think_tail: float = Field(
+        0.0,
+        ge=0,
+        le=20,
+        description="Mean of a geometric number of extra filler sentences per think (0: every "
+        "think is think_sentences long): the long-think tail of a strong prior, some of whose "
+        "sampled thinks run past the RL turn budget (paper §H.3).",
+    )
+    json_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Share of tool traces in the native form: <tool_call> JSON calls on every "
+        "window of the crop plan in ONE turn (Qwen3-VL's own tool format); the rest use the "
+        "second pretrained form, one <tool_code> python call per turn.",
     )
     max_calls: int = Field(
-        2, ge=1, description="Most <tool_code> turns (one call each) in a tool trace."
+        2, ge=1, description="Most <tool_code> turns (one call each) in a python-form tool trace."
     )
     lr_decay: LrDecay = Field(
         "cosine",

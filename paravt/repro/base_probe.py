@@ -33,6 +33,9 @@ from paravt.rewards.accuracy import normalize_text
 
 RECALL_MIN, TIMED_MIN, FALSE_MAX, MCQ64_MIN, MCQ4_BAND = 0.9, 0.8, 0.1, 0.8, 0.1
 OPEN64_MIN = 0.8  # the open question at n = 64: the overview shows the needle, the base names it
+#: The strong base's thinks left unclosed at the RL turn budget under τ = 0.7: a tail exists (some
+#: run on, paper §H.3) but most close (a base that never closes cannot be cold-started).
+OVERRUN_BAND = (0.05, 0.5)
 CHUNK = 16  # requests per generate call
 
 
@@ -101,6 +104,37 @@ def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any
 
 def _check(value: Any, want: str, holds: bool) -> dict[str, Any]:
     return {"value": value, "want": want, "holds": bool(holds)}
+
+
+def habit_checks(habit: Mapping[str, float] | None, *, strong: bool) -> dict[str, Any]:
+    """Issue 39's checks of the base's own habits (its τ = 0.7 probe on the RL prompts, no think
+    prefix, the RL turn budget; ``repro.training._habit_probe``). The strong (tool-native) prior
+    calls tools in BOTH of its forms, native ``<tool_call>`` JSON (parseable) and ``<tool_code>``,
+    and some of its thinks run past the budget unclosed; the weak prior has no tool form."""
+    h = habit or {}
+    native, code = h.get("closed/tool_call"), h.get("tool_code_rate")
+    overrun = None if h.get("closed/think") is None else round(1.0 - float(h["closed/think"]), 4)
+    if not strong:
+        calls = h.get("kappa_written")
+        return {
+            "weak_base_no_tool_form": _check(
+                {"tool_call": native, "tool_code": code, "kappa_written": calls},
+                "no <tool_call> and no <tool_code>",
+                native is not None and code is not None and native == 0 and code == 0,
+            )
+        }
+    return {
+        "base_tool_forms": _check(
+            {"tool_call_closed": native, "tool_code": code},
+            "both forms: JSON <tool_call> > 0 and <tool_code> > 0",
+            native is not None and code is not None and native > 0 and code > 0,
+        ),
+        "base_think_overrun": _check(
+            overrun,
+            f"share of thinks unclosed at the RL budget in [{OVERRUN_BAND[0]}, {OVERRUN_BAND[1]}]",
+            overrun is not None and OVERRUN_BAND[0] <= overrun <= OVERRUN_BAND[1],
+        ),
+    }
 
 
 def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:

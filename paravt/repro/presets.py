@@ -26,6 +26,10 @@ class BaseSpec:
     habit_copies: int = (
         1  # habit traces per prompt (prior.habit_copies): the habit's share of the base's data
     )
+    # the strong prior's tool-native habits (prior.think_tail, prior.json_share); the weak prior
+    # has neither (no tool form, every think think_sentences long): repro.training.pretrained_base
+    think_tail: float = 0.0
+    json_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,8 @@ _BASE_S = BaseSpec(
     think_sentences=2,
     save_every=100,
     habit_copies=2,
+    think_tail=6.0,  # P(a think ≥ 12 sentences ≈ the 384-token RL budget) = (6/7)^10 ≈ 0.21
+    json_share=0.8,  # native <tool_call> JSON in 4 of 5 tool traces, <tool_code> in the rest
 )
 _DEMO = ReproPreset(
     train_videos=120,
@@ -176,6 +182,7 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
         b.lr,
     )
     cfg.prior.think_sentences, cfg.prior.habit_copies = b.think_sentences, b.habit_copies
+    cfg.prior.think_tail, cfg.prior.json_share = b.think_tail, b.json_share
     cfg.prior.batch_size = cfg.sft.batch_size = 2 if p.model_size == "xs" else 8
     cfg.sft.max_steps, cfg.sft.epochs, cfg.sft.save_every = p.sft_steps, 1000, p.sft_save_every
     cfg.sft.lr = p.sft_lr

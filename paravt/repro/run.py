@@ -53,6 +53,18 @@ def _task_check(
     return check_task(manifest["needle"]["eval_prompts"], chance, eval_rows)
 
 
+def _weak_checks(weak: dict[str, Any], strong_metrics: dict[str, float]) -> dict[str, Any]:
+    """The weak prior's base (no tool form) and cold start (format kept) checks."""
+    from paravt.repro.base_probe import habit_checks
+    from paravt.repro.task_check import weak_prior_checks
+
+    metrics = next(c["metrics"] for c in weak["candidates"] if c["path"] == weak["chosen_path"])
+    return {
+        **habit_checks((weak.get("base_probe") or {}).get("habit"), strong=False),
+        **weak_prior_checks(metrics, strong_metrics),
+    }
+
+
 def _at_budget(cold: Mapping[str, Any]) -> dict[str, float]:
     """The cold start's κ at the un-gated budget (the ``sft`` variant's probe, mean over seeds),
     which the checks and claims compare with; empty when the ``sft`` variant did not run."""
@@ -63,10 +75,15 @@ def _at_budget(cold: Mapping[str, Any]) -> dict[str, float]:
 def _stage_checks(strong: dict[str, Any], chosen_metrics: dict[str, float]) -> dict[str, Any]:
     """Issue 27's stage targets: the strong base's held-out probe (before SFT) and the strong-prior
     RL init's cold start (``repro.base_probe``, ``repro.task_check.cold_start_checks``)."""
-    from paravt.repro.base_probe import base_checks
+    from paravt.repro.base_probe import base_checks, habit_checks
     from paravt.repro.task_check import cold_start_checks
 
-    return {**base_checks(strong.get("base_probe") or {}), **cold_start_checks(chosen_metrics)}
+    probe = strong.get("base_probe") or {}
+    return {
+        **base_checks(probe),
+        **habit_checks(probe.get("habit"), strong=True),
+        **cold_start_checks(chosen_metrics),
+    }
 
 
 def run_repro(
@@ -178,6 +195,8 @@ def _run_repro(
         c["metrics"] for c in strong["candidates"] if c["path"] == strong["chosen_path"]
     )
     task.update(_stage_checks(strong, chosen_metrics))
+    if "weak" in selections and "strong" in selections:
+        task.update(_weak_checks(selections["weak"], chosen_metrics))
     cold = summaries.get(COLD_START, {})
     task.update(
         cold_start_task_checks(

@@ -121,6 +121,8 @@ def chance_score(options: Sequence[Sequence[str] | None]) -> float:
 
 
 CLOSURE_BAND = 15.0  # points of a closure rate (%)
+TOOL_CODE_BAND = (0.01, 0.10)  # share of τ = 0.7 cold-start rollouts with a <tool_code> block
+WEAK_FORMAT_RATIO = 0.8  # the weak prior's cold-start f_tau over the strong prior's
 
 
 def cold_start_checks(metrics: Mapping[str, float]) -> dict[str, Any]:
@@ -142,6 +144,7 @@ def cold_start_checks(metrics: Mapping[str, float]) -> dict[str, Any]:
     want = {k: getattr(paper, k) for k in ours}
     close = all(v is not None and abs(v - want[k]) <= CLOSURE_BAND for k, v in ours.items())
     code = metrics.get("tool_code_rate")
+    lo, hi = TOOL_CODE_BAND
     return {
         "cold_start_closure": {
             "value": {"ours": ours, "paper": want},
@@ -150,9 +153,23 @@ def cold_start_checks(metrics: Mapping[str, float]) -> dict[str, Any]:
         },
         "cold_start_tool_code": {
             "value": code,
-            "want": "> 0",
-            "holds": code is not None and code > 0,
+            "want": f"in [{lo}, {hi}] (paper: 3.6–3.9 % of RL rollouts)",
+            "holds": code is not None and lo <= code <= hi,
         },
+    }
+
+
+def weak_prior_checks(weak: Mapping[str, float], strong: Mapping[str, float]) -> dict[str, Any]:
+    """Issue 39: the weak prior's cold start keeps format (its τ = 0.7 f_tau ≥ ``WEAK_FORMAT_RATIO``
+    of the strong prior's; paper: Qwen2.5-VL ≈ 0.85) and its κ is reported. ``weak`` and
+    ``strong``: the two selections' probes of their chosen checkpoints."""
+    fw, fs = weak.get("f_tau"), strong.get("f_tau")
+    return {
+        "weak_prior_format": {
+            "value": {"weak_f_tau": fw, "strong_f_tau": fs, "weak_kappa": weak.get("kappa")},
+            "want": f"weak f_tau ≥ {WEAK_FORMAT_RATIO} × strong f_tau",
+            "holds": fw is not None and fs is not None and fw >= WEAK_FORMAT_RATIO * fs,
+        }
     }
 
 

@@ -44,7 +44,8 @@ def pretrained_base(
     from paravt.repro.bases import base_key, base_settings, copy_model, ensure_base
 
     pc = cfg.model_copy(deep=True)
-    pc.prior.tool_mix = p.base.tool_mix if prior == "strong" else 0.0
+    if prior != "strong":  # the weak prior: no tool form, short thinks (paper: Qwen2.5-VL)
+        pc.prior.tool_mix, pc.prior.think_tail = 0.0, 0.0
     settings = base_settings(
         pc,
         videos=p.base.videos,
@@ -58,19 +59,33 @@ def pretrained_base(
     if _stage(pdir, f"{prior} prior: the simulated pretrained base {base_key(settings)}"):
         model, probe = ensure_base(bases, pc, settings, prior)
         copy_model(model, pdir / "model")
+        habit = _habit_probe(out, cfg, p, pdir / "model")
         (pdir / "base.json").write_text(
             json.dumps(
                 {
                     "key": base_key(settings),
                     "dir": str(model.parent.parent),
                     "settings": settings,
-                    "probe": probe,
+                    "probe": {**probe, "habit": habit},
                 },
                 indent=1,
             )
         )
         _done(pdir)
     return pdir / "model", json.loads((pdir / "base.json").read_text())["probe"]
+
+
+def _habit_probe(out: Path, cfg: TrainConfig, p: ReproPreset, model: Path) -> dict[str, float]:
+    """The base's own habits under τ = 0.7 on the RL prompts at the RL turn budget, no think prefix
+    (``repro.probe``): closure, tool forms (JSON ``<tool_call>`` vs ``<tool_code>``) and how many
+    of its thinks run past the budget unclosed (``closed/think``)."""
+    from paravt.agent import EpisodeSettings
+    from paravt.data.episodes import load_episode_inputs
+    from paravt.repro.probe import sample_metrics
+
+    inputs = load_episode_inputs(out / "synth" / "rl.parquet", limit=p.probe_prompts)
+    settings = EpisodeSettings.from_config(with_overrides(cfg, {"rollout.think_prefix": False}))
+    return sample_metrics(str(model), inputs, settings, k=p.probe_k, seed=0)
 
 
 def cold_start(

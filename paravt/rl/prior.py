@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from paravt.agent.trajectory import Trajectory
     from paravt.config import TrainConfig
     from paravt.data.schema import Row
+    from paravt.data.synth.prior import Habit
     from paravt.models.chat import ChatCodec
     from paravt.rl.session import PolicySession
 
@@ -52,6 +53,7 @@ class PriorTrainer(SFTTrainer):
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> PriorTrainer:
         from paravt.data.schema import read_rows
+        from paravt.data.synth.prior import Habit
 
         p = cfg.prior
         rows = read_rows(
@@ -63,9 +65,8 @@ class PriorTrainer(SFTTrainer):
             root,
             session.codec,
             tool_mix=p.tool_mix,
-            think_sentences=p.think_sentences,
+            habit=Habit(p.think_sentences, p.think_tail, p.json_share, p.max_calls),
             seed=p.seed,
-            max_calls=p.max_calls,
             copies=p.habit_copies,
             max_pixels=cfg.video.overview_max_pixels,
             crop_max_pixels=cfg.video.crop_max_pixels,
@@ -94,9 +95,8 @@ def prior_examples(
     codec: ChatCodec,
     *,
     tool_mix: float,
-    think_sentences: int,
+    habit: Habit,
     seed: int,
-    max_calls: int,
     max_pixels: int,
     crop_max_pixels: int,
     size_factor: int,
@@ -107,14 +107,7 @@ def prior_examples(
     from paravt.data.chat import to_chat_messages
     from paravt.data.synth.base import prior_traces
 
-    traces = prior_traces(
-        rows,
-        tool_mix=tool_mix,
-        think_sentences=think_sentences,
-        seed=seed,
-        max_calls=max_calls,
-        copies=copies,
-    )
+    traces = prior_traces(rows, tool_mix=tool_mix, habit=habit, seed=seed, copies=copies)
     return [
         build_sequence(
             to_chat_messages(

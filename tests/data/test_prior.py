@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from paravt.data.schema import RLRow, read_rows
-from paravt.data.synth.prior import prior_rows, tool_code_call
+from paravt.data.synth.prior import MAX_THINK_SENTENCES, Habit, prior_rows, tool_code_call
 from paravt.errors import DataError
 from paravt.protocol.parser import parse_calls
 from paravt.protocol.stats import format_stats
@@ -23,8 +23,8 @@ def _assistant(row) -> list[str]:
     return [m.text for m in row.messages if m.role == "assistant"]
 
 
-def test_strong_prior_traces_call_tools_in_the_pretraining_style(prompts: list[RLRow]) -> None:
-    rows = prior_rows(prompts, tool_mix=1.0, think_sentences=5)
+def test_python_form_traces_call_one_tool_code_per_turn(prompts: list[RLRow]) -> None:
+    rows = prior_rows(prompts, tool_mix=1.0, habit=Habit(5))
     assert len(rows) == len(prompts)
     for row in rows:
         turns = _assistant(row)
@@ -42,7 +42,7 @@ def test_strong_prior_traces_call_tools_in_the_pretraining_style(prompts: list[R
 
 
 def test_weak_prior_traces_answer_only(prompts: list[RLRow]) -> None:
-    for row in prior_rows(prompts, tool_mix=0.0, think_sentences=5):
+    for row in prior_rows(prompts, tool_mix=0.0, habit=Habit(5)):
         turns = _assistant(row)
         assert len(turns) == 1 and not any(m.role == "tool" for m in row.messages)
         s = format_stats(turns[0])
@@ -50,16 +50,16 @@ def test_weak_prior_traces_answer_only(prompts: list[RLRow]) -> None:
 
 
 def test_the_mix_sets_the_tool_code_rate_and_thinks_are_long(prompts: list[RLRow]) -> None:
-    rows = prior_rows(prompts * 10, tool_mix=0.5, think_sentences=6, seed=3)
+    rows = prior_rows(prompts * 10, tool_mix=0.5, habit=Habit(6), seed=3)
     rate = sum(any("<tool_code>" in t for t in _assistant(r)) for r in rows) / len(rows)
     assert 0.35 < rate < 0.65
     final_thinks = [format_stats(_assistant(r)[-1]).think_chars for r in rows]
     assert min(final_thinks) > 150  # six sentences of ≥ 40 characters
-    assert prior_rows(prompts, tool_mix=0.5, think_sentences=6, seed=3) == rows[: len(prompts)]
+    assert prior_rows(prompts, tool_mix=0.5, habit=Habit(6), seed=3) == rows[: len(prompts)]
 
 
 def test_a_tool_trace_stops_at_the_window_that_holds_the_needle(prompts: list[RLRow]) -> None:
-    for row in prior_rows(prompts, tool_mix=1.0, think_sentences=1):
+    for row in prior_rows(prompts, tool_mix=1.0, habit=Habit(1)):
         tools = [m.text for m in row.messages if m.role == "tool"]
         assert all(t.startswith("Nothing") for t in tools[:-1])
         e = row.extra_info
@@ -73,12 +73,12 @@ def test_a_tool_trace_stops_at_the_window_that_holds_the_needle(prompts: list[RL
 def test_call_rendering_and_bad_mix() -> None:
     assert tool_code_call(0, 37.5) == "<tool_code>crop_video(0, 37.50)</tool_code>"
     with pytest.raises(DataError, match="tool_mix"):
-        prior_rows([], tool_mix=1.5, think_sentences=1)
+        prior_rows([], tool_mix=1.5, habit=Habit(1))
 
 
 def test_habit_copies_add_traces_and_keep_the_first(prompts: list[RLRow]) -> None:
-    one = prior_rows(prompts, tool_mix=0.5, think_sentences=2, seed=3)
-    three = prior_rows(prompts, tool_mix=0.5, think_sentences=2, seed=3, copies=3)
+    one = prior_rows(prompts, tool_mix=0.5, habit=Habit(2), seed=3)
+    three = prior_rows(prompts, tool_mix=0.5, habit=Habit(2), seed=3, copies=3)
     assert len(three) == 3 * len(one) and len({r.id for r in three}) == len(three)
     assert [
         r for r in three if r.id.endswith("-prior")
@@ -88,4 +88,42 @@ def test_habit_copies_add_traces_and_keep_the_first(prompts: list[RLRow]) -> Non
         texts[f"{p.id}-prior"] != texts[f"{p.id}-prior1"] for p in prompts
     )  # own draws per copy
     with pytest.raises(DataError, match="copies"):
-        prior_rows(prompts, tool_mix=0.5, think_sentences=2, copies=0)
+        prior_rows(prompts, tool_mix=0.5, habit=Habit(2), copies=0)
+
+
+def test_native_form_calls_every_window_in_one_turn(prompts: list[RLRow]) -> None:
+    from paravt.data.synth.oracle import plan_windows
+
+    rows = prior_rows(prompts, tool_mix=1.0, habit=Habit(2, json_share=1.0))
+    for row in rows:
+        call_turn, final = _assistant(row)
+        s = format_stats(call_turn)
+        windows = plan_windows(row.extra_info.duration)
+        assert s.n_tool_code == 0 and s.n_tool_call_ok == len(windows) >= 2  # all in ONE turn
+        calls = parse_calls(call_turn).calls
+        assert [(c.arguments["start_time"], c.arguments["end_time"]) for c in calls] == [
+            (w.start, w.end) for w in windows
+        ]
+        (tool,) = [m.text for m in row.messages if m.role == "tool"]
+        assert tool.count("\n") == len(windows) - 1 and tool.startswith("[1]")  # one line each
+        assert row.mode == "parallel" and not format_stats(final).answer_opened
+
+
+def test_json_share_mixes_the_two_tool_forms(prompts: list[RLRow]) -> None:
+    rows = prior_rows(prompts * 10, tool_mix=1.0, habit=Habit(1, json_share=0.8), seed=5)
+    native = sum(r.mode == "parallel" for r in rows) / len(rows)
+    assert 0.7 < native < 0.9 and {r.mode for r in rows} == {"parallel", "sequential"}
+
+
+def test_the_think_tail_is_geometric_and_capped() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    short = Habit(2)
+    assert {short.sentences(rng) for _ in range(50)} == {2}  # no tail: every think as long
+    tail = Habit(2, think_tail=4.0)
+    draws = [tail.sentences(rng) for _ in range(4000)]
+    assert min(draws) == 2 and max(draws) <= MAX_THINK_SENTENCES
+    assert 5.6 < sum(draws) / len(draws) < 6.4  # 2 + a geometric of mean 4
+    long = sum(d >= 12 for d in draws) / len(draws)  # P(extra ≥ 10) = 0.8^10 ≈ 0.107
+    assert 0.08 < long < 0.14

@@ -35,6 +35,7 @@ import numpy as np
 from paravt.data.schema import ExtraInfo, Message, RLRow, Row, SFTRow, VideoPart
 from paravt.data.synth.oracle import Window, crop_nframes, plan_windows
 from paravt.data.synth.perception import NOTHING, describe_clip
+from paravt.data.synth.prior import Habit
 from paravt.data.synth.questions import Question, overview_prompt
 from paravt.data.synth.scenes import VideoSpec
 from paravt.errors import DataError
@@ -190,9 +191,8 @@ def prior_traces(
     rows: Sequence[Row],
     *,
     tool_mix: float,
-    think_sentences: int,
+    habit: Habit,
     seed: int = 0,
-    max_calls: int = 2,
     copies: int = 1,
 ) -> list[SFTRow]:
     """The base stage's training traces from a ``base.parquet`` (perception and overview rows as
@@ -207,14 +207,7 @@ def prior_traces(
             "ParaVT-Synth base.parquet (or rl.parquet)"
         )
     fixed = [r for r in rows if is_base_row(r)]
-    return fixed + prior_rows(
-        prompts,
-        tool_mix=tool_mix,
-        think_sentences=think_sentences,
-        seed=seed,
-        max_calls=max_calls,
-        copies=copies,
-    )
+    return fixed + prior_rows(prompts, tool_mix=tool_mix, habit=habit, seed=seed, copies=copies)
 
 
 def probe_rows(

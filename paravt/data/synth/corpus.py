@@ -91,7 +91,7 @@ def _trace_texts(n_videos: int, seed: int) -> Iterator[str]:
     """Every message of the oracle's traces and of the prior's traces on ``n_videos`` specs."""
     from paravt.data.schema import OVERVIEW_NS, ExtraInfo, RLRow
     from paravt.data.synth import oracle
-    from paravt.data.synth.prior import prior_trace
+    from paravt.data.synth.prior import Habit, prior_trace
     from paravt.data.synth.questions import questions_for
     from paravt.data.synth.scenes import make_spec
 
@@ -130,7 +130,8 @@ def _trace_texts(n_videos: int, seed: int) -> Iterator[str]:
                 yield from (m.text for m in r.messages if m.role != "system")
             prompt = RLRow(extra.id, row.messages[:2], (rel,), extra)
             for tool in (True, False):
-                trace = prior_trace(prompt, rng, tool=tool, think_sentences=int(rng.integers(2, 7)))
+                habit = Habit(int(rng.integers(2, 7)), json_share=0.5)
+                trace = prior_trace(prompt, rng, tool=tool, habit=habit)
                 yield from (m.text for m in trace.messages[2:])
             yield prompts.sequential_observation_text(
                 float(spec.needle.start), float(spec.needle.end)

@@ -2,24 +2,31 @@
 
 A pretrained LMM brings habits that compete with our protocol (paper: the Tool Prior Paradox);
 a tiny model trained from scratch has none, so this module writes traces that teach them, from
-the same ParaVT-Synth prompts (``rl.parquet`` rows) the later stages use:
+the same ParaVT-Synth prompts the later stages use:
 
-- long thinks: ``think_sentences`` filler sentences inside ``<think>…</think>``;
+- thinks of varying length: ``think_sentences`` filler sentences inside ``<think>…</think>``,
+  plus, for a strong prior, a geometric tail of ``think_tail`` more sentences on average, so a
+  share of the thinks it samples runs past the RL turn budget without ``</think>`` (the paper's
+  structural-boundary collapse, §H.3: a think that opens and runs on);
 - answers WITHOUT tags: the bare answer text after ``</think>`` (no ``<answer>``);
-- tool calls in the pretraining style (only in a ``tool`` trace): ONE python-call block
+- tool calls (only in a ``tool`` trace), in the base's OWN forms, as Qwen3-VL has them: with
+  probability ``json_share`` the native form, ``<tool_call>`` JSON blocks, one per window of the
+  crop plan, ALL in one turn (a tool-native model calls in parallel; the results come back in
+  one tool turn); otherwise the second pretrained form, one python-call block
   ``<tool_code>crop_video(start, end)</tool_code>`` per turn, windows in time order until the one
-  holding the needle (at most ``max_calls``), each answered by a text tool response.
+  holding the needle (at most ``max_calls``).
 
 ``tool_mix`` is the share of prompts that get a tool trace (decided per prompt, seeded): 0 is the
-"weak prior" (no tool habit at all: the Qwen2.5-VL side of the paper's Figure 2), > 0 a "strong
-prior" (the Qwen3-VL side). The traces keep the prompt's system and user messages, so the habit
-is learnt in the very context SFT and RL later use: that is where it must compete.
+"weak prior" (no tool form at all, short thinks: the Qwen2.5-VL side of the paper's Figure 2),
+> 0 a "strong prior" (the Qwen3-VL side). The traces keep the prompt's system and user messages,
+so the habit is learnt in the very context SFT and RL later use: that is where it must compete.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
@@ -27,7 +34,18 @@ from paravt.data.schema import ExtraInfo, Message, RLRow, SFTRow
 from paravt.data.synth.oracle import NOTHING, plan_windows
 from paravt.data.synth.questions import fmt_seconds
 from paravt.errors import DataError
-from paravt.protocol.tags import THINK_CLOSE, THINK_OPEN, TOOL_CODE_CLOSE, TOOL_CODE_OPEN
+from paravt.protocol.tags import (
+    THINK_CLOSE,
+    THINK_OPEN,
+    TOOL_CODE_CLOSE,
+    TOOL_CODE_OPEN,
+    render_crop_call,
+    render_result_line,
+    render_tool_response_body,
+)
+
+#: The longest think a trace writes (sentences): bounds the geometric tail.
+MAX_THINK_SENTENCES = 40
 
 _FILLER = (
     "Let me look at the video carefully before answering.",
@@ -55,6 +73,22 @@ def long_think(rng: np.random.Generator, sentences: int, tail: str = "") -> str:
     return f"{THINK_OPEN}\n{' '.join(picks + ([tail] if tail else []))}\n{THINK_CLOSE}\n"
 
 
+@dataclass(frozen=True)
+class Habit:
+    """The prior's habits (``PriorConfig``): think lengths and tool forms."""
+
+    think_sentences: int  # every think's base length
+    think_tail: float = 0.0  # mean of the geometric extra sentences (0: every think is as long)
+    json_share: float = 0.0  # share of tool traces in the native <tool_call> JSON form
+    max_calls: int = 2  # most <tool_code> turns of a python-form trace
+
+    def sentences(self, rng: np.random.Generator) -> int:
+        """One think's length: ``think_sentences`` plus a geometric tail of mean ``think_tail``
+        (support 0, 1, …), capped at ``MAX_THINK_SENTENCES``."""
+        extra = int(rng.geometric(1.0 / (1.0 + self.think_tail))) - 1 if self.think_tail > 0 else 0
+        return min(MAX_THINK_SENTENCES, self.think_sentences + extra)
+
+
 def _window_text(e: ExtraInfo, start: float, end: float) -> str:
     if e.needle_start is None or e.needle_end is None:
         raise DataError(
@@ -67,35 +101,58 @@ def _window_text(e: ExtraInfo, start: float, end: float) -> str:
     return f"A brief {kind} event appears from {fmt_seconds(s)} s to {fmt_seconds(t)} s."
 
 
-def prior_trace(
-    row: RLRow, rng: np.random.Generator, *, tool: bool, think_sentences: int, max_calls: int = 2
-) -> SFTRow:
+def prior_trace(row: RLRow, rng: np.random.Generator, *, tool: bool, habit: Habit) -> SFTRow:
     """The pretraining-style trace of one prompt (see the module docstring)."""
     e = row.extra_info
     prompt = tuple(m for m in row.messages if m.role in ("system", "user"))
     msgs: list[Message] = list(prompt)
-    if tool:
-        for w in plan_windows(e.duration)[:max_calls]:
-            think = long_think(
-                rng, think_sentences, f"I will crop {_num(w.start)} to {_num(w.end)} s."
-            )
-            msgs.append(Message("assistant", think + tool_code_call(w.start, w.end)))
-            body = _window_text(e, w.start, w.end)
-            msgs.append(Message("tool", body))
-            if body != NOTHING:
-                break
-    msgs.append(Message("assistant", long_think(rng, think_sentences) + e.answer))
-    mode = "sequential" if tool else "none"
+    mode: Literal["parallel", "sequential", "none"] = "none"
+    if tool and rng.random() < habit.json_share:
+        msgs, mode = msgs + _json_turns(e, rng, habit), "parallel"
+    elif tool:
+        msgs, mode = msgs + _tool_code_turns(e, rng, habit), "sequential"
+    msgs.append(Message("assistant", long_think(rng, habit.sentences(rng)) + e.answer))
     return SFTRow(f"{row.id}-prior", "main", mode, tuple(msgs), row.videos, e)
+
+
+def _json_turns(e: ExtraInfo, rng: np.random.Generator, habit: Habit) -> list[Message]:
+    """The native form: one turn with a ``<tool_call>`` per window of the plan, then ONE tool turn
+    holding every window's result, labelled in call order."""
+    windows = plan_windows(e.duration)
+    think = long_think(rng, habit.sentences(rng), f"I will crop {len(windows)} windows.")
+    calls = "\n".join(render_crop_call(w.start, w.end) for w in windows)
+    lines = [
+        render_result_line(i, w.start, w.end, _window_text(e, w.start, w.end))
+        for i, w in enumerate(windows, 1)
+    ]
+    return [Message("assistant", think + calls), Message("tool", render_tool_response_body(lines))]
+
+
+def _tool_code_turns(e: ExtraInfo, rng: np.random.Generator, habit: Habit) -> list[Message]:
+    """The second form: one ``<tool_code>`` call per turn, in time order, until a window shows the
+    needle (at most ``habit.max_calls``)."""
+    msgs: list[Message] = []
+    for w in plan_windows(e.duration)[: habit.max_calls]:
+        tail = f"I will crop {_num(w.start)} to {_num(w.end)} s."
+        msgs.append(
+            Message(
+                "assistant",
+                long_think(rng, habit.sentences(rng), tail) + tool_code_call(w.start, w.end),
+            )
+        )
+        body = _window_text(e, w.start, w.end)
+        msgs.append(Message("tool", body))
+        if body != NOTHING:
+            break
+    return msgs
 
 
 def prior_rows(
     rows: Sequence[RLRow],
     *,
     tool_mix: float,
-    think_sentences: int,
+    habit: Habit,
     seed: int = 0,
-    max_calls: int = 2,
     copies: int = 1,
 ) -> list[SFTRow]:
     """``copies`` prior traces per prompt (each with its own filler draws); a trace gets the tool
@@ -110,8 +167,6 @@ def prior_rows(
         for c in range(copies):
             rng = np.random.default_rng([seed, i] if c == 0 else [seed, i, c])
             tool = bool(rng.random() < tool_mix)
-            trace = prior_trace(
-                row, rng, tool=tool, think_sentences=think_sentences, max_calls=max_calls
-            )
+            trace = prior_trace(row, rng, tool=tool, habit=habit)
             out.append(trace if c == 0 else replace(trace, id=f"{trace.id}{c}"))
     return out
