@@ -11,11 +11,13 @@ directory, are the only keyword arguments.
 
 ``model.backend`` picks the generator: ``hf`` loads the checkpoint at ``model.path`` (device,
 dtype, prefill threads, CPU replicas); ``openai`` talks to the OpenAI-compatible server at
-``model.path`` (timeout, retries, concurrency, served name, key file).
+``model.path`` (timeout, retries, concurrency, served name, key file), which must answer before
+any episode runs (``OpenAIGenerator.check``: a server that refuses the key or fails is one line).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -118,4 +120,5 @@ def _open_remote(model: ModelConfig, processor_dir: str | None, toolset: Any) ->
         tokenizer=processor.tokenizer,
         api_key=key,
     )
+    asyncio.run(gen.check(model.api_key_file))  # a dead or refusing server stops here, exit 2
     return Backend(gen, ChatCodec(processor), toolset)

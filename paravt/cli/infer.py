@@ -103,8 +103,8 @@ def infer(
         typer.echo(json.dumps(episode_json(res), indent=1))
     else:
         render(res)
-    if res.error:
-        raise fail(f"the episode failed: {res.error}", code=1)
+    if res.error:  # exit 2 when the model server failed it (the server is to fix)
+        raise fail(f"the episode failed: {res.error}", code=2 if res.backend_errors else 1)
 
 
 def _run_one(

@@ -6,12 +6,16 @@ resumed append-only file), so a killed run loses at most the row it was writing;
 skips such a truncated line and `finished_ids` lets a resumed run
 skip what is already done. A line that is valid JSON but misses a field is a schema error
 (`DataError`), not a crash artefact, and is reported.
+
+A row whose episode failed (``end_reason == "error"``: the model server failed the request after
+its retries, or the episode crashed) carries the cause in ``error`` and is not finished: a rerun
+runs it again and appends its new row, and every reader keeps the LAST row of each (id, mode).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +74,12 @@ class ResultRow:
         None  # R_fmt on the one yardstick (default weights), docs/ARCHITECTURE.md §4/§6
     )
     transcript: tuple[TranscriptTurn, ...] = ()
+    error: str | None = None  # why the episode failed (end_reason "error"), or its video's error
+
+    @property
+    def failed(self) -> bool:
+        """The episode did not run to an end of the model's (a rerun retries it)."""
+        return self.end_reason == "error"
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -112,6 +122,7 @@ class ResultRow:
                     TranscriptTurn(str(t["role"]), str(t["text"]))
                     for t in d.get("transcript") or ()
                 ),
+                error=None if d.get("error") is None else str(d["error"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise DataError(
@@ -165,7 +176,7 @@ def read_results(path: str | Path) -> ReadResults:
             rows.append(ResultRow.from_dict(d))
         except DataError as e:
             bad.append(f"row {i} (id {str(d.get('id'))[:60]!r}): {str(e.__cause__ or e)[:200]}")
-    return ReadResults(tuple(rows), tuple(bad))
+    return ReadResults(tuple(latest(rows)), tuple(bad))
 
 
 def append_result(path: str | Path, row: ResultRow) -> None:
@@ -175,10 +186,20 @@ def append_result(path: str | Path, row: ResultRow) -> None:
 
 
 def load_results(path: str | Path) -> list[ResultRow]:
-    """Rows of ``path`` in file order (`paravt.jsonl.read_jsonl`: torn lines skipped)."""
-    return [ResultRow.from_dict(d) for d in read_jsonl(path)]
+    """Rows of ``path`` in file order (`paravt.jsonl.read_jsonl`: torn lines skipped); of a
+    (id, mode) written more than once (a failed row, then its rerun) only the last is kept."""
+    return latest(ResultRow.from_dict(d) for d in read_jsonl(path))
+
+
+def latest(rows: Iterable[ResultRow]) -> list[ResultRow]:
+    """The last row of each (id, mode), in the order of those last rows."""
+    last: dict[tuple[str, str], tuple[int, ResultRow]] = {}
+    for i, r in enumerate(rows):
+        last[(r.id, r.mode)] = (i, r)
+    return [r for _, r in sorted(last.values(), key=lambda x: x[0])]
 
 
 def finished_ids(path: str | Path, mode: str) -> set[str]:
-    """Ids already evaluated in ``mode`` (for resuming an interrupted eval)."""
-    return {r.id for r in load_results(path) if r.mode == mode}
+    """Ids already evaluated in ``mode`` (for resuming an interrupted eval); a failed row is not
+    finished, so a rerun (the server fixed) runs it again."""
+    return {r.id for r in load_results(path) if r.mode == mode and not r.failed}

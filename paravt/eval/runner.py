@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +24,7 @@ from paravt import runlock
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_episode
 from paravt.agent.backend import Backend
 from paravt.agent.judging import judge_overrides
+from paravt.errors import ModelError
 from paravt.eval.metrics import compute_metrics
 from paravt.eval.results import (
     CallRow,
@@ -35,6 +37,8 @@ from paravt.eval.results import (
 from paravt.jsonl import write_atomic
 from paravt.rewards import RewardWeights
 from paravt.rewards.terms import CORRECT_THRESHOLD
+
+log = logging.getLogger(__name__)
 
 
 def result_row(
@@ -71,6 +75,7 @@ def result_row(
         tool_necessary=inp.tool_necessary,
         transcript=tuple(transcript),
         format_reward=b.format_ref,  # the one yardstick (default R_fmt), whatever the eval weights
+        error=res.error,
     )
 
 
@@ -179,7 +184,11 @@ def _evaluate(
             counts = asyncio.run(_run_mode(samples, mode, backend, settings, out, workers, w, bar))
             if counts:
                 judge[mode] = counts
-    metrics = compute_metrics(load_results(out / "results.jsonl"))
+    rows = load_results(out / "results.jsonl")
+    metrics = compute_metrics(rows)
+    failed = failed_rows(rows)
+    if failed:
+        metrics["failed_rows"] = failed
     if data_errors and data_errors.get("error_rows"):
         metrics["data_errors"] = data_errors
     if judge:  # open-ended scores of these rows came from the LLM judge; fallbacks to F1 counted
@@ -192,4 +201,34 @@ def _evaluate(
     write_atomic(
         out / "metrics.json", json.dumps(metrics, indent=1, default=float), "the eval metrics"
     )
+    if failed:
+        _report_failed(failed, out)
     return metrics
+
+
+def failed_rows(rows: Sequence[ResultRow], examples: int = 5) -> dict[str, Any] | None:
+    """``{"n", "of", "examples": [{"id", "mode", "error"}…]}`` of the rows whose episode failed
+    (``metrics.json`` under ``failed_rows``), or None when none did."""
+    failed = [r for r in rows if r.failed]
+    if not failed:
+        return None
+    return {
+        "n": len(failed),
+        "of": len(rows),
+        "examples": [{"id": r.id, "mode": r.mode, "error": r.error} for r in failed[:examples]],
+    }
+
+
+def _report_failed(failed: dict[str, Any], out: Path) -> None:
+    """One line on stderr for failed rows; `ModelError` (exit 2) when every row failed: such a run
+    measured nothing and must not end like one that did."""
+    first = failed["examples"][0]
+    what = (
+        f"{failed['n']} of {failed['of']} rows of {out}/results.jsonl failed (each row's error is "
+        f"in its 'error' field; a rerun runs them again); the first, {first['id']} "
+        f"({first['mode']}): {first['error']}"
+    )
+    if failed["n"] < failed["of"]:
+        log.warning("%s", what)
+        return
+    raise ModelError(f"eval measured nothing: {what}")

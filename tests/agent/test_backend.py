@@ -26,6 +26,13 @@ class Landed(dict):
     """What the spies received: ``landed[component] = kwargs``."""
 
 
+class AnsweringGen(str):
+    """The openai spy's generator: its server answers the check made before any episode."""
+
+    async def check(self, key_file: str | None = None) -> None:
+        pass
+
+
 @pytest.fixture
 def landed(monkeypatch: pytest.MonkeyPatch) -> Landed:
     """Spies in place of the model loaders, the generators, the codec and the tool builder."""
@@ -45,7 +52,9 @@ def landed(monkeypatch: pytest.MonkeyPatch) -> Landed:
         spy("load_processor", SimpleNamespace(tokenizer="tok")),
     )
     monkeypatch.setattr("paravt.models.hf.replicas.hf_generator", spy("hf_generator", "hf-gen"))
-    monkeypatch.setattr("paravt.models.openai.backend.OpenAIGenerator", spy("openai", "openai-gen"))
+    monkeypatch.setattr(
+        "paravt.models.openai.backend.OpenAIGenerator", spy("openai", AnsweringGen("openai-gen"))
+    )
     monkeypatch.setattr("paravt.models.chat.ChatCodec", spy("codec", "codec"))
     monkeypatch.setattr("paravt.tools.build_toolset", spy("tools", "toolset"))
     return got

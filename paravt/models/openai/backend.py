@@ -40,6 +40,7 @@ from typing import Any
 
 import httpx
 
+from paravt.errors import ModelError
 from paravt.models.base import GenOutput, GenRequest, error_output
 from paravt.models.chat import VISION_TOKENS
 from paravt.models.openai.payload import VLLM_EXTRAS, chat_payload, strip_extras
@@ -126,6 +127,41 @@ class OpenAIGenerator:
         if self._client is not None and self._loop is asyncio.get_running_loop():
             await self._client.aclose()
         self._client, self._loop = None, None
+
+    async def check(self, key_file: str | None = None) -> None:
+        """Ask the server for its models once, under the retry policy, before any episode runs.
+        `ModelError` naming the URL and the cause when it refuses the key (401, 403) or fails
+        (connection refused, a timeout, 5xx after the retries): a run stops at once instead of
+        recording every row as an error. A server without ``/models`` passes when the served
+        model's name is set. ``key_file``: where the key came from, for the message."""
+        where = f"model server {self.base_url}"
+        async with httpx.AsyncClient(base_url=self.base_url + "/", headers=self._headers) as c:
+            out = await send(
+                c,
+                "GET",
+                "models",
+                policy=self.retry,
+                timeout_s=self.timeout_s,
+                max_bytes=self.max_reply_bytes,
+            )
+        if out.reply is None:
+            cause = "connection refused" if "ConnectError" in (out.error or "") else "no reply"
+            raise ModelError(
+                f"{where} cannot be used: {cause} ({out.error}); start it (`paravt serve-model`) "
+                "or fix model.path"
+            )
+        status = out.reply.status
+        if status in (401, 403):
+            sent = f"sent the key of {key_file}" if key_file else "sent none"
+            raise ModelError(
+                f"{where} refused the key ({status}; {sent}): set model.api_key_file to the file "
+                "the server's --api-key-file reads"
+            )
+        if status != 200 and self.model is None:
+            raise ModelError(
+                f"{where}: GET models answered HTTP {status} ({out.reply.head(120)}); fix "
+                "model.path, or set model.served_model_name for a server without that route"
+            )
 
     async def generate(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
         self._bind_loop()
