@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -25,7 +26,22 @@ def synth(
     out: str = typer.Option(
         ..., "--out", help="Output directory (videos/, *.parquet, manifest.json)."
     ),
-    videos: int = typer.Option(200, "--videos", min=1, help="Training videos."),
+    videos: int = typer.Option(200, "--videos", min=1, help="Training videos (SFT and the base)."),
+    rl_videos: int | None = typer.Option(
+        None,
+        "--rl-videos",
+        min=1,
+        help="The RL prompts' own videos, disjoint from the training ones (default: a quarter "
+        "of --videos).",
+    ),
+    tool_share: float | None = typer.Option(
+        None,
+        "--tool-share",
+        min=0.0,
+        max=1.0,
+        help="Share of tool traces among the SFT main traces (default: the paper's mix, "
+        "paravt.data.synth.sft_mix.TOOL_SHARE).",
+    ),
     eval_videos: int = typer.Option(
         40, "--eval-videos", min=1, help="Evaluation videos (disjoint from training)."
     ),
@@ -45,21 +61,29 @@ def synth(
     m = build(
         output_dir(out),
         videos=videos,
+        rl_videos=rl_videos,
         eval_videos=eval_videos,
         seed=seed,
         workers=workers,
         needle_kinds=kinds,
+        **({} if tool_share is None else {"tool_share": tool_share}),
     )
     if as_json:
         typer.echo(m.to_json())
         return
+    _print_manifest(out, m)
+
+
+def _print_manifest(out: str, m: Any) -> None:
+    """The build's counts and its needle table (``paravt data synth`` without --json)."""
     console.print(
         f"[green]wrote {out}[/green] in {m.timing_s['total']:.1f} s (videos "
         f"{m.timing_s['videos']:.1f} s)"
     )
     console.print(
-        f"sft {m.counts['sft_total']} rows {m.counts['sft']}, rl {m.counts['rl']}, eval "
-        f"{m.counts['eval']}"
+        f"sft {m.counts['sft_total']} rows {m.counts['sft']} (tool share "
+        f"{m.counts['sft_mix']['measured_tool_share']}), rl {m.counts['rl']} on "
+        f"{m.counts['videos']['rl']} videos of their own, eval {m.counts['eval']}"
     )
     t = Table("n", "tool necessary (train)", "tool necessary (eval)", "≈ 1 − n·len/D (train)")
     for n, v in m.needle["train_prompts"].items():

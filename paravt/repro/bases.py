@@ -34,7 +34,8 @@ from paravt import runlock
 from paravt.config import TrainConfig
 from paravt.repro.stages import finish_stage, start_stage
 
-DATA_VERSION = 5  # bump when paravt.data.synth.base / perception change what the base learns
+DATA_VERSION = 6  # bump when paravt.data.synth.base / perception change what the base learns
+# (6: issue 38, the v2 prompts in the habit traces' prompts; RL videos apart from the base's)
 
 
 def base_settings(
@@ -130,6 +131,7 @@ def _ensure_base(
         build(
             synth,
             videos=s["videos"],
+            rl_videos=1,  # the base never sees RL videos: its synth needs none (one, the minimum)
             eval_videos=s["eval_videos"],
             seed=s["seed"],
             workers=2,

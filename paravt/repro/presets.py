@@ -35,6 +35,8 @@ class BaseSpec:
 @dataclass(frozen=True)
 class ReproPreset:
     train_videos: int
+    rl_videos: int  # the RL prompts' own videos (3 prompts each): rl_steps × prompts_per_step × 1.5
+    # with a margin, so the offline filter's pool is only as large as the run needs
     eval_videos: int  # 3 questions each
     model_size: str
     base: BaseSpec
@@ -83,6 +85,7 @@ _BASE_S = BaseSpec(
 )
 _DEMO = ReproPreset(
     train_videos=120,
+    rl_videos=16,  # 48 prompts: 12 steps × 2 prompts × 1.5 = 36, with a margin
     eval_videos=16,
     model_size="s",
     base=_BASE_S,
@@ -108,6 +111,7 @@ PRESETS = {
     # the test suite's: every stage runs, numbers are noise
     "micro": ReproPreset(
         train_videos=2,
+        rl_videos=1,
         eval_videos=1,
         model_size="xs",
         base=BaseSpec(
@@ -138,11 +142,13 @@ PRESETS = {
     # `make demo` (sft, vanilla_grpo, paragrpo)
     "demo": _DEMO,
     # the science run of docs/repro.md (every variant × seeds); the same base as demo and quick
-    "science": replace(_DEMO, rl_steps=30, eval_videos=34),  # 102 held-out questions per n
+    # 102 held-out questions per n; 102 RL prompts: 30 steps × 2 × 1.5 = 90, with a margin
+    "science": replace(_DEMO, rl_steps=30, eval_videos=34, rl_videos=34),
     # every variant in one short run: a pipeline check, too short for the science
     "quick": replace(
         _DEMO,
         train_videos=60,
+        rl_videos=6,  # 18 prompts: 8 steps × 1 × 1.5 = 12, with a margin
         eval_videos=8,
         sft_steps=100,
         rl_steps=8,
@@ -153,6 +159,7 @@ PRESETS = {
     "full": replace(
         _DEMO,
         train_videos=200,
+        rl_videos=140,  # 420 prompts: 60 steps × 4 × 1.5 = 360, with a margin
         eval_videos=70,
         sft_steps=300,
         sft_save_every=50,

@@ -125,6 +125,7 @@ def _synth_stage(out: Path, p: ReproPreset) -> None:
         build(
             out / "synth",
             videos=p.train_videos,
+            rl_videos=p.rl_videos,
             eval_videos=p.eval_videos,
             seed=0,
             workers=2,

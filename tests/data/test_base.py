@@ -139,7 +139,9 @@ def test_the_two_priors_share_all_but_the_habit(base_rows: list) -> None:
     weak = prior_traces(base_rows, tool_mix=0.0, think_sentences=2)
     fixed = [r for r in base_rows if isinstance(r, SFTRow)]
     assert strong[: len(fixed)] == weak[: len(fixed)] == fixed
-    code = lambda rows: sum("<tool_code>" in m.text for r in rows for m in r.messages)  # noqa: E731
+    code = lambda rows: sum(  # noqa: E731  (the replies; the v2 system prompt names the tag)
+        "<tool_code>" in m.text for r in rows for m in r.messages if m.role == "assistant"
+    )
     assert code(weak) == 0 and code(strong) >= sum(isinstance(r, RLRow) for r in base_rows)
     with pytest.raises(DataError, match="no prompt"):
         prior_traces(fixed, tool_mix=1.0, think_sentences=2)

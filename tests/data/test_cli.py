@@ -43,11 +43,23 @@ def _invoke(*args: str) -> subprocess.CompletedProcess:
 
 def test_synth_convert_and_prefilter_commands_write_their_files(tmp_path: Path) -> None:
     res = _invoke(
-        "synth", "--out", str(tmp_path / "s"), "--videos", "3", "--eval-videos", "1", "--json"
+        "synth",
+        "--out",
+        str(tmp_path / "s"),
+        "--videos",
+        "3",
+        "--rl-videos",
+        "3",
+        "--tool-share",
+        "0.5",
+        "--eval-videos",
+        "1",
+        "--json",
     )
     assert res.returncode == 0, res.stderr
     manifest = json.loads(res.stdout)
     assert manifest["counts"]["rl"] == 9 and manifest["counts"]["eval"] == 3
+    assert manifest["params"]["rl_videos"] == 3 and manifest["params"]["tool_share"] == 0.5
     conv = _invoke(
         "convert",
         "--in",

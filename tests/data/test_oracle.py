@@ -44,13 +44,24 @@ def test_oracle_traces_parse_validate_and_pass_check(synth_dir: Path) -> None:
     assert modes == {"parallel", "sequential", "none", "sub"}
 
 
-def test_parallel_trace_answers_directly_iff_the_overview_shows_the_needle(synth_dir: Path) -> None:
+def test_tool_prompt_traces_always_call_and_reasoning_traces_never(synth_dir: Path) -> None:
+    """Issue 38 item 7: under the tool (parallel) prompt the oracle calls tools whatever the
+    overview shows; under the reasoning (none) prompt it answers from an overview that shows the
+    needle, never calling."""
+    from paravt.protocol import prompts
+
+    seen = {"parallel": 0, "none": 0}
     for r in read_rows(synth_dir / "sft.parquet"):
-        if r.mode != "parallel":
+        if r.kind != "main" or r.mode not in seen:
             continue
+        seen[r.mode] += 1
         called = any(T.TOOL_CALL_OPEN in m.text for m in r.messages if m.role == "assistant")
-        assert called == r.extra_info.tool_necessary
+        assert called == (r.mode == "parallel"), r.id
+        assert r.messages[0].text == prompts.system_prompt(r.mode, (prompts.CROP_VIDEO_SPEC,))
+        if r.mode == "none":
+            assert r.extra_info.tool_necessary is False
         assert r.messages[-1].text.endswith(f"<answer>{r.extra_info.answer}</answer>")
+    assert seen["parallel"] and seen["none"]
 
 
 def test_the_window_reported_as_holding_the_needle_shows_it_when_decoded(synth_dir: Path) -> None:

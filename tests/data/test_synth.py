@@ -28,6 +28,7 @@ def test_other_seed_gives_other_rows(tmp_path: Path, synth_dir: Path) -> None:
 
 def test_eval_uses_disjoint_videos_and_64_frame_overviews(synth_dir: Path) -> None:
     train = {v for r in read_rows(synth_dir / "rl.parquet") for v in r.videos}
+    train |= {v for r in read_rows(synth_dir / "sft.parquet") for v in r.videos}
     ev = read_rows(synth_dir / "eval.parquet")
     assert {v for r in ev for v in r.videos}.isdisjoint(train)
     assert len(ev) == 9 and all(
@@ -37,8 +38,8 @@ def test_eval_uses_disjoint_videos_and_64_frame_overviews(synth_dir: Path) -> No
 
 def test_rl_rows_cover_three_tasks_per_video(synth_dir: Path) -> None:
     rl = read_rows(synth_dir / "rl.parquet")
-    assert len(rl) == 30
-    assert sorted(r.extra_info.task for r in rl) == ["mcq"] * 10 + ["oe"] * 10 + ["tvg"] * 10
+    assert len(rl) == 9  # rl_videos defaults to a quarter of the 10 train videos, rounded up
+    assert sorted(r.extra_info.task for r in rl) == ["mcq"] * 3 + ["oe"] * 3 + ["tvg"] * 3
     for r in rl:
         e = r.extra_info
         assert e.tool_necessary_at_n is not None and set(e.tool_necessary_at_n) == {
@@ -60,7 +61,8 @@ def test_manifest_reports_that_small_overviews_miss_the_needle_more(synth_manife
     }
     assert share["4"] > share["64"]
     assert share["4"] >= share["16"] >= share["64"]
-    assert synth_manifest.counts["rl"] == 30
+    assert synth_manifest.counts["rl"] == 9 and synth_manifest.counts["videos"]["rl"] == 3
+    assert set(synth_manifest.needle) == {"train_prompts", "rl_prompts", "eval_prompts"}
 
 
 def test_needle_kinds_limits_the_needles_drawn_and_unknown_kinds_are_refused(
@@ -104,29 +106,34 @@ def test_needle_kinds_limits_the_needles_drawn_and_unknown_kinds_are_refused(
             build(tmp_path / "bad", videos=1, eval_videos=0, needle_kinds=bad)
 
 
-def test_a_prompt_whose_overview_shows_the_needle_gets_a_tool_trace_at_a_small_n(
-    synth_dir: Path,
-) -> None:
-    """SFT_EXTRA_NS: the extra parallel traces call tools, at a small n whose overview misses the
-    needle, for prompts whose own trace answered from the overview; each has its sub-agent rows."""
-    from paravt.data.schema import read_rows
-    from paravt.data.synth.build import SFT_EXTRA_NS
+def test_rl_prompts_have_videos_of_their_own_never_in_sft_or_base_data(synth_dir: Path) -> None:
+    """Issue 38 item 6: the RL prompts' videos (their own rng stream, videos/rl/) are in no SFT
+    trace and no row of the simulated base; the base keeps the train videos' prompts."""
+    rl = read_rows(synth_dir / "rl.parquet")
+    rl_videos = {v for r in rl for v in r.videos}
+    assert rl_videos == {f"videos/rl/r{i:04d}.mp4" for i in range(3)}
+    assert all((synth_dir / v).is_file() for v in rl_videos)
+    sft = {v for r in read_rows(synth_dir / "sft.parquet") for v in r.videos}
+    base = read_rows(synth_dir / "base.parquet")
+    assert (
+        sft
+        and rl_videos.isdisjoint(sft)
+        and rl_videos.isdisjoint(v for r in base for v in r.videos)
+    )
+    prompts = [r for r in base if r.kind == "rl"]
+    assert len(prompts) == 30 and {v for r in prompts for v in r.videos} == sft
+    assert {r.id for r in rl}.isdisjoint({r.id for r in prompts})
 
-    rows = read_rows(synth_dir / "sft.parquet")
-    ids = {r.id for r in rows}
-    extra = [
-        r for r in rows if r.kind == "main" and r.mode == "parallel" and not r.id.endswith("-par")
-    ]
-    assert extra, "no extra tool trace in the fixture's SFT data"
-    for r in extra:
-        n = int(r.id.rsplit("-par", 1)[1])
-        assert (
-            n in SFT_EXTRA_NS and r.extra_info.nframes == n and r.extra_info.tool_necessary_at_n[n]
-        )
-        assert "<tool_call>" in r.messages[2].text and r.messages[3].role == "tool"
-        own = f"{r.extra_info.id}-par"
-        assert (
-            own in ids
-            and "<tool_call>" not in next(x for x in rows if x.id == own).messages[2].text
-        )
-        assert any(i.startswith(f"{r.extra_info.id}-n{n}sub") for i in ids)
+
+def test_rl_videos_is_a_parameter_recorded_in_the_manifest_and_zero_is_refused(
+    tmp_path: Path,
+) -> None:
+    import pytest
+
+    from paravt.errors import DataError
+
+    m = build(tmp_path / "r", videos=1, rl_videos=2, eval_videos=0, seed=1, max_duration=90)
+    assert m.params["rl_videos"] == 2 and m.counts["videos"] == {"train": 1, "rl": 2, "eval": 0}
+    assert m.counts["rl"] == 6 and len(read_rows(tmp_path / "r" / "rl.parquet")) == 6
+    with pytest.raises(DataError, match="rl_videos"):
+        build(tmp_path / "bad", videos=1, rl_videos=0, eval_videos=0)

@@ -91,7 +91,9 @@ def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> Train
 
 
 def test_sft_lowers_the_loss_in_ten_steps(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
-    cfg = _cfg(tmp_path / "run", synth / "sft.parquet", tiny_qwen3_dir, sft={"max_steps": 10})
+    cfg = _cfg(
+        tmp_path / "run", synth / "sft.parquet", tiny_qwen3_dir, sft={"max_steps": 10, "epochs": 3}
+    )
     out = run_training(cfg, kind="sft", progress=False)
     losses = [r["loss"] for r in read_log(out / "train_log.jsonl")]
     assert len(losses) == 10

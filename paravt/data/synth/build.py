@@ -2,13 +2,16 @@
 
 Layout of ``out_dir``::
 
-    videos/train/v0000.mp4 …   videos/eval/e0000.mp4 …
-                  (disjoint seeds: eval never reuses a train video)
-    sft.parquet   main traces (parallel oracle, sequential, direct) + sub-agent rows
+    videos/train/v0000.mp4 …   videos/rl/r0000.mp4 …   videos/eval/e0000.mp4 …
+                  (disjoint rng streams: no video serves two of SFT, RL and eval)
+    sft.parquet   the main-trace mix of the TRAIN videos (``synth.sft_mix``: ≈ ``tool_share`` tool
+                  traces under the tool prompt whatever the overview shows, sequential traces, the
+                  rest direct reasoning traces) + sub-agent rows
     base.parquet  the simulated pretrained base's data from the TRAIN videos (``synth.base``)
     base_eval.parquet  its probe on the eval videos (frame-supported clip descriptions, MCQ at
                   n = 4, 64)
-    rl.parquet    prompts (kind=rl) with ground truth, three tasks per train video
+    rl.parquet    prompts (kind=rl) with ground truth, three tasks per RL video: disjoint from every
+                  SFT and base trace (the paper's RL set is disjoint from its SFT)
     eval.parquet  prompts (kind=rl, split=eval, nframes=64) on the eval videos
     manifest.json counts, generator parameters, measured needle property, timing
                   (``synth.manifest``)
@@ -20,16 +23,16 @@ Videos are written by a process pool (``workers``, default 2).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from paravt.data.schema import OVERVIEW_NS, ExtraInfo, RLRow, Row, SFTRow, write_rows
+from paravt.data.schema import OVERVIEW_NS, ExtraInfo, RLRow, Row, write_rows
 from paravt.data.synth import oracle
 from paravt.data.synth.manifest import Manifest, manifest_counts, needle_shares
 from paravt.data.synth.questions import questions_for
@@ -40,16 +43,13 @@ from paravt.data.synth.scenes import (
     iter_frames,
     make_spec,
 )
+from paravt.data.synth.sft_mix import TOOL_SHARE, TrainPrompt, sft_mix
 from paravt.errors import DataError
 
 _TRAIN, _EVAL, _QUESTIONS = 0, 1, 2
 _BASE = 7  # rng streams 7 (train) and 8 (held-out) of the base's clip and overview choices
-_SFT_N = 9  # rng stream of the extra tool traces (their own: every other row stays as it was)
-#: When the overview at a prompt's n shows the needle, its parallel trace answers directly; the
-#: prompt then gets a second parallel trace at one of these small n, kept when that overview misses
-#: the needle (a tool trace). With 60-150 s videos, the traces at the prompts' uniform n alone held
-#: 110 tool traces in 797 main traces (14%; the paper's SFT is ~30% tool traces, docs/repro.md).
-SFT_EXTRA_NS = (4, 8)
+_RL, _RL_QUESTIONS = 10, 11  # rng streams of the RL videos and of their questions
+_SUBDIR = {"v": "train", "r": "rl", "e": "eval"}  # a video's name prefix → its folder
 EVAL_NFRAMES = 64
 
 
@@ -89,77 +89,45 @@ def _rl_row(spec: VideoSpec, rel: str, q: Any, extra: ExtraInfo) -> RLRow:
     return RLRow(extra.id, (system, user), (rel,), extra)
 
 
-def _train_rows(
-    spec: VideoSpec, rel: str, seed: int, index: int, seq_max_calls: int
-) -> tuple[list[SFTRow], list[RLRow]]:
+def _train_prompts(spec: VideoSpec, rel: str, seed: int, index: int) -> list[TrainPrompt]:
+    """A training video's three questions, each at an n ~ U(OVERVIEW_NS) (its SFT traces' and the
+    base's prompts)."""
     rng = _rng(seed, _QUESTIONS, index)
-    sft_rng = _rng(seed, _SFT_N, index)
-    sft: list[SFTRow] = []
-    rl: list[RLRow] = []
+    out = []
     for q in questions_for(spec.needle, rng):
         n = int(rng.choice(OVERVIEW_NS))
-        extra = _extra(spec, q, spec.name, n, "train")
-        rl.append(_rl_row(spec, rel, q, extra))
-        row, windows = oracle.parallel_trace(spec, rel, q, extra)
-        sft.append(row)
-        if windows:
-            hits = [
-                i for i, w in enumerate(windows) if oracle.sub_summary(spec, w) != oracle.NOTHING
-            ]
-            misses = [i for i in range(len(windows)) if i not in hits]
-            chosen = hits + [int(rng.choice(misses))] if misses else hits
-            sft.extend(
-                oracle.sub_row(spec, rel, q, extra, windows[i], i + 1) for i in sorted(chosen)
-            )
-        else:
-            sft.extend(_extra_tool_trace(spec, rel, q, extra, sft_rng))
-        seq = oracle.sequential_trace(spec, rel, q, extra, seq_max_calls=seq_max_calls)
-        if seq is not None:
-            sft.append(seq)
-        direct = oracle.direct_trace(spec, rel, q, replace(extra, nframes=64))
-        if direct is not None:
-            sft.append(direct)
-    return sft, rl
+        out.append(TrainPrompt(spec, rel, q, _extra(spec, q, spec.name, n, "train")))
+    return out
 
 
-def _extra_tool_trace(
-    spec: VideoSpec, rel: str, q: Any, extra: ExtraInfo, rng: np.random.Generator
-) -> list[SFTRow]:
-    """A parallel trace at a small n (``SFT_EXTRA_NS``) with its sub-agent rows (every hit window,
-    one miss), or nothing when the overview at that n shows the needle too."""
-    small = replace(extra, nframes=int(rng.choice(SFT_EXTRA_NS)))
-    row, windows = oracle.parallel_trace(spec, rel, q, small)
-    if not windows:
-        return []
-    hits = [i for i, w in enumerate(windows) if oracle.sub_summary(spec, w) != oracle.NOTHING]
-    misses = [i for i in range(len(windows)) if i not in hits]
-    chosen = sorted(hits + ([int(rng.choice(misses))] if misses else []))
-    return [
-        replace(row, id=f"{extra.id}-par{small.nframes}"),
-        *(
-            replace(
-                oracle.sub_row(spec, rel, q, small, windows[i], i + 1),
-                id=f"{extra.id}-n{small.nframes}sub{i + 1}",
-            )
-            for i in chosen
-        ),
-    ]
+def _prompt_rows(
+    specs: list[VideoSpec], rel: dict[str, str], seed: int, stream: int, split: str
+) -> list[Row]:
+    """The prompt rows (kind=rl) of ``specs``: three questions each, at an n ~ U(OVERVIEW_NS) for
+    RL, at ``EVAL_NFRAMES`` for eval."""
+    rows: list[Row] = []
+    for i, spec in enumerate(specs):
+        rng = _rng(seed, stream, i)
+        for q in questions_for(spec.needle, rng):
+            n = EVAL_NFRAMES if split == "eval" else int(rng.choice(OVERVIEW_NS))
+            rows.append(_rl_row(spec, rel[spec.name], q, _extra(spec, q, spec.name, n, split)))
+    return rows
 
 
 def _base_rows(
     train: list[VideoSpec],
     evals: list[VideoSpec],
     rel: dict[str, str],
-    rl: list[Row],
+    prompts: list[Row],
     ev: list[Row],
     seed: int,
 ) -> tuple[list[Row], list[Row]]:
-    """The base's rows of the train videos and its probe rows of the eval videos
-    (``synth.base``)."""
+    """The base's rows of the train videos (their prompts: never an RL video's) and its probe rows
+    of the eval videos (``synth.base``)."""
     from paravt.data.synth import base
 
     by_video: dict[str, list[RLRow]] = {}
-    for r in rl + ev:
+    for r in prompts + ev:
         assert isinstance(r, RLRow)
         by_video.setdefault(r.videos[0], []).append(r)
     hits = base.clip_counts([s.needle.kind for s in train])
@@ -181,7 +149,12 @@ def _base_rows(
 
 
 def _check_args(
-    videos: int, eval_videos: int, min_duration: int, max_duration: int, needle_kinds: Sequence[str]
+    videos: int,
+    rl_videos: int,
+    eval_videos: int,
+    min_duration: int,
+    max_duration: int,
+    needle_kinds: Sequence[str],
 ) -> None:
     if videos < 1 or eval_videos < 0 or not 10 <= min_duration <= max_duration:
         raise DataError(
@@ -189,6 +162,8 @@ def _check_args(
             f"{max_duration}]: "
             "need videos ≥ 1, eval_videos ≥ 0 and 10 ≤ min_duration ≤ max_duration"
         )
+    if rl_videos < 1:
+        raise DataError(f"rl_videos={rl_videos}: RL needs at least one video of its own")
     if not needle_kinds or set(needle_kinds) - set(NEEDLE_KINDS):
         raise DataError(
             f"needle_kinds={list(needle_kinds)}: use one or more of {', '.join(NEEDLE_KINDS)}"
@@ -197,93 +172,79 @@ def _check_args(
 
 def _specs(
     seed: int,
-    videos: int,
-    eval_videos: int,
+    counts: tuple[int, int, int],
     duration: tuple[int, int],
     size: tuple[int, int],
     needle_kinds: Sequence[str],
-) -> tuple[list[VideoSpec], list[VideoSpec]]:
-    """The training and the held-out videos' specs (disjoint rng streams)."""
+) -> tuple[list[VideoSpec], list[VideoSpec], list[VideoSpec]]:
+    """The training, RL and held-out videos' specs (``counts`` in that order; disjoint rng
+    streams)."""
     lo, hi = duration
-    train = [
-        make_spec(
-            f"v{i:04d}",
-            _rng(seed, _TRAIN, i),
-            min_duration=lo,
-            max_duration=hi,
-            size=size,
-            needle_kinds=tuple(needle_kinds),
-        )
-        for i in range(videos)
-    ]
-    evals = [
-        make_spec(
-            f"e{i:04d}",
-            _rng(seed, _EVAL, i),
-            min_duration=lo,
-            max_duration=hi,
-            size=size,
-            needle_kinds=tuple(needle_kinds),
-        )
-        for i in range(eval_videos)
-    ]
-    return train, evals
+    return tuple(  # type: ignore[return-value]
+        [
+            make_spec(
+                f"{prefix}{i:04d}",
+                _rng(seed, stream, i),
+                min_duration=lo,
+                max_duration=hi,
+                size=size,
+                needle_kinds=tuple(needle_kinds),
+            )
+            for i in range(count)
+        ]
+        for prefix, stream, count in zip("vre", (_TRAIN, _RL, _EVAL), counts, strict=True)
+    )
 
 
-def _write_videos(
-    out: Path, train: list[VideoSpec], evals: list[VideoSpec], gop: int, workers: int
-) -> dict[str, str]:
+def _write_videos(out: Path, specs: list[VideoSpec], gop: int, workers: int) -> dict[str, str]:
     """Encode every video (``workers`` processes); returns each video's path under ``out``."""
-    rel = {
-        s.name: f"videos/{'train' if s.name[0] == 'v' else 'eval'}/{s.name}.mp4"
-        for s in train + evals
-    }
-    for sub in ("train", "eval"):
+    rel = {s.name: f"videos/{_SUBDIR[s.name[0]]}/{s.name}.mp4" for s in specs}
+    for sub in _SUBDIR.values():
         (out / "videos" / sub).mkdir(parents=True, exist_ok=True)
-    jobs = [(s, str(out / rel[s.name]), gop) for s in train + evals]
+    jobs = [(s, str(out / rel[s.name]), gop) for s in specs]
     with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
         list(pool.map(_write_video, jobs, chunksize=4))
     return rel
 
 
 def _question_rows(
-    train: list[VideoSpec],
-    evals: list[VideoSpec],
+    specs: tuple[list[VideoSpec], list[VideoSpec], list[VideoSpec]],
     rel: dict[str, str],
     seed: int,
     seq_max_calls: int,
-) -> tuple[list[Row], list[Row], list[Row]]:
-    """The SFT and RL rows of the training videos and the eval rows of the held-out ones."""
-    sft: list[Row] = []
-    rl: list[Row] = []
-    for i, spec in enumerate(train):
-        s_rows, r_rows = _train_rows(spec, rel[spec.name], seed, i, seq_max_calls)
-        sft.extend(s_rows)
-        rl.extend(r_rows)
-    ev: list[Row] = []
-    for i, spec in enumerate(evals):
-        for q in questions_for(spec.needle, _rng(seed, _QUESTIONS + 1, i)):
-            ev.append(
-                _rl_row(spec, rel[spec.name], q, _extra(spec, q, spec.name, EVAL_NFRAMES, "eval"))
-            )
-    return sft, rl, ev
+    tool_share: float,
+) -> tuple[list[Row], list[Row], list[Row], list[Row], dict[str, Any]]:
+    """SFT rows and prompt rows of the training videos, RL rows of the RL videos, eval rows of the
+    held-out ones, and the SFT mix's counts."""
+    train, rl_specs, evals = specs
+    prompts = [
+        p for i, spec in enumerate(train) for p in _train_prompts(spec, rel[spec.name], seed, i)
+    ]
+    sft, mix = sft_mix(prompts, seed=seed, tool_share=tool_share, seq_max_calls=seq_max_calls)
+    train_prompts: list[Row] = [_rl_row(p.spec, p.rel, p.q, p.extra) for p in prompts]
+    rl = _prompt_rows(rl_specs, rel, seed, _RL_QUESTIONS, "rl")
+    ev = _prompt_rows(evals, rel, seed, _QUESTIONS + 1, "eval")
+    return list(sft), train_prompts, rl, ev, mix
 
 
 def _params(
     seed: int,
-    videos: int,
-    eval_videos: int,
+    counts: tuple[int, int, int],
     size: tuple[int, int],
     duration_s: tuple[int, int],
     gop: int,
     seq_max_calls: int,
     needle_kinds: Sequence[str],
+    tool_share: float,
 ) -> dict[str, Any]:
     """The manifest's parameters: the build's arguments and the generator's fixed choices."""
+    from paravt.config import PROMPT_VERSION
+
     return {
         "seed": seed,
-        "videos": videos,
-        "eval_videos": eval_videos,
+        "videos": counts[0],
+        "rl_videos": counts[1],
+        "eval_videos": counts[2],
         "size": list(size),
         "fps_choices": [1, 2],
         "duration_s": list(duration_s),
@@ -295,6 +256,8 @@ def _params(
         "gop": gop,
         "crf": 23,
         "seq_max_calls": seq_max_calls,
+        "tool_share": tool_share,
+        "prompt_version": PROMPT_VERSION,
         "eval_nframes": EVAL_NFRAMES,
         "overview_ns": list(OVERVIEW_NS),
         "needle_kinds": list(needle_kinds),
@@ -305,6 +268,7 @@ def build(
     out_dir: str | Path,
     *,
     videos: int = 200,
+    rl_videos: int | None = None,
     eval_videos: int = 40,
     seed: int = 0,
     workers: int = 2,
@@ -314,42 +278,42 @@ def build(
     gop: int = 20,
     seq_max_calls: int = 2,
     needle_kinds: Sequence[str] = NEEDLE_KINDS,
+    tool_share: float = TOOL_SHARE,
 ) -> Manifest:
-    """Build ParaVT-Synth in ``out_dir`` (module docstring); returns the manifest. ``needle_kinds``:
-    the needles drawn (all by default; `paravt repro`: flashes only, docs/repro.md)."""
-    _check_args(videos, eval_videos, min_duration, max_duration, needle_kinds)
+    """Build ParaVT-Synth in ``out_dir`` (module docstring); returns the manifest. ``rl_videos``:
+    the RL prompts' own videos (None: a quarter of ``videos``, at least 1); ``needle_kinds``: the
+    needles drawn (all by default; `paravt repro`: flashes only, docs/repro.md); ``tool_share``:
+    the share of tool traces among the SFT main traces (``synth.sft_mix``)."""
+    n_rl = max(1, math.ceil(videos / 4)) if rl_videos is None else rl_videos
+    _check_args(videos, n_rl, eval_videos, min_duration, max_duration, needle_kinds)
     out = Path(out_dir)
     t0 = time.perf_counter()
-    train, evals = _specs(
-        seed, videos, eval_videos, (min_duration, max_duration), size, needle_kinds
-    )
-    rel = _write_videos(out, train, evals, gop, workers)
+    counts = (videos, n_rl, eval_videos)
+    specs = _specs(seed, counts, (min_duration, max_duration), size, needle_kinds)
+    train, rl_specs, evals = specs
+    rel = _write_videos(out, [*train, *rl_specs, *evals], gop, workers)
     t_video = time.perf_counter() - t0
-    sft, rl, ev = _question_rows(train, evals, rel, seed, seq_max_calls)
+    sft, prompts, rl, ev, mix = _question_rows(specs, rel, seed, seq_max_calls, tool_share)
     write_rows(out / "sft.parquet", sft)
     write_rows(out / "rl.parquet", rl)
     write_rows(out / "eval.parquet", ev)
-    base_rows, base_eval = _base_rows(train, evals, rel, rl, ev, seed)
+    base_rows, base_eval = _base_rows(train, evals, rel, prompts, ev, seed)
     write_rows(out / "base.parquet", base_rows)
     write_rows(out / "base_eval.parquet", base_eval)
-
-    counts = manifest_counts(train, evals, sft, rl, ev, base_rows)
-    params = _params(
-        seed,
-        videos,
-        eval_videos,
-        size,
-        (min_duration, max_duration),
-        gop,
-        seq_max_calls,
-        needle_kinds,
-    )
-    needle = needle_shares(train, evals, rl, ev)
     manifest = Manifest(
         str(out),
-        counts,
-        params,
-        needle,
+        {**manifest_counts(specs, sft, rl, ev, base_rows), "sft_mix": mix},
+        _params(
+            seed,
+            counts,
+            size,
+            (min_duration, max_duration),
+            gop,
+            seq_max_calls,
+            needle_kinds,
+            tool_share,
+        ),
+        needle_shares(specs, prompts, rl, ev),
         {"videos": round(t_video, 2), "total": round(time.perf_counter() - t0, 2)},
     )
     (out / "manifest.json").write_text(manifest.to_json() + "\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -28,16 +29,17 @@ class Manifest:
 
 
 def manifest_counts(
-    train: list[VideoSpec],
-    evals: list[VideoSpec],
+    specs: tuple[list[VideoSpec], list[VideoSpec], list[VideoSpec]],
     sft: list[Row],
     rl: list[Row],
     ev: list[Row],
     base_rows: list[Row],
 ) -> dict[str, Any]:
-    """The manifest's counts: videos, rows by kind and mode, tasks, needles, parallel calls."""
+    """The manifest's counts: videos (train / rl / eval), rows by kind and mode, tasks of the RL
+    prompts, needles of the train videos, parallel calls of the SFT traces."""
+    train, rl_specs, evals = specs
     return {
-        "videos": {"train": len(train), "eval": len(evals)},
+        "videos": {"train": len(train), "rl": len(rl_specs), "eval": len(evals)},
         "sft": dict(sorted(Counter(f"{r.kind}/{r.mode}" for r in sft).items())),
         "sft_total": len(sft),
         "rl": len(rl),
@@ -85,15 +87,19 @@ def _needle_stats(extras: list[ExtraInfo], specs: list[VideoSpec]) -> dict[str, 
 
 
 def needle_shares(
-    train: list[VideoSpec], evals: list[VideoSpec], rl: list[Row], ev: list[Row]
+    specs: tuple[list[VideoSpec], list[VideoSpec], list[VideoSpec]],
+    train: Sequence[Row],
+    rl: list[Row],
+    ev: list[Row],
 ) -> dict[str, Any]:
-    """Per overview n, the share of the RL and the eval prompts whose needle that overview misses
-    (three prompts per video)."""
+    """Per overview n, the share of the training videos' prompts (their SFT traces), the RL prompts
+    and the eval prompts whose needle that overview misses (three prompts per video)."""
+    train_specs, rl_specs, eval_specs = specs
     return {
-        "train_prompts": _needle_stats(
-            [r.extra_info for r in rl], [s for s in train for _ in range(3)]
-        ),
-        "eval_prompts": _needle_stats(
-            [r.extra_info for r in ev], [s for s in evals for _ in range(3)]
-        ),
+        name: _needle_stats([r.extra_info for r in rows], [s for s in vids for _ in range(3)])
+        for name, rows, vids in (
+            ("train_prompts", train, train_specs),
+            ("rl_prompts", rl, rl_specs),
+            ("eval_prompts", ev, eval_specs),
+        )
     }

@@ -1,7 +1,8 @@
 """The ORACLE that writes ParaVT-Synth SFT traces (docs/ARCHITECTURE.md §9).
 
-Parallel trace (mode ``parallel``): if the needle is visible in the row's n-frame overview, the
-first turn answers directly. Otherwise it splits [0, D] into K disjoint windows and calls them
+Parallel trace (mode ``parallel``, the tool system prompt): a TOOL trace whatever the row's
+n-frame overview shows (imitation data, as the paper's tool traces: ``synth.sft_mix`` decides which
+prompts get one and which a direct trace). It splits [0, D] into K disjoint windows and calls them
 all in one turn; the tool turn holds the K labelled results (`render_result_line`): windows whose
 sub-agent frames show the needle report it with the time stamps of those frames
 (`perception.describe_clip`), the others report that nothing brief appears; the final turn
@@ -19,7 +20,8 @@ frames shown in the tool turn as the episode composes it (`sequential_tool_body`
 first window showing the needle. Only written when
 that takes at most ``seq_max_calls`` calls (default 2, so the trace fits max_turns = 3).
 
-Direct trace (mode ``none``): no tools, written only when the overview shows the needle.
+Direct trace (mode ``none``, the reasoning system prompt): no tools, think then answer, written
+only when the overview shows the needle.
 
 Assistant messages of main traces start with ``THINK_PREFIX`` (see `paravt.data.schema`). Think
 texts are short fixed templates so a tiny tokenizer/model learns them fast.
@@ -168,22 +170,12 @@ def _answer_think(spec: VideoSpec, q: Question, seen: str) -> str:
 def parallel_trace(
     spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo
 ) -> tuple[SFTRow, tuple[Window, ...]]:
-    """The oracle's parallel-mode trace at ``extra.nframes``; returns the row and the windows called
-    (empty when the overview suffices)."""
+    """The oracle's parallel-mode tool trace at ``extra.nframes``, whatever the overview shows (its
+    think says nothing about the overview); returns the row and the windows called."""
     system, user = main_prompt(spec, rel, q, extra.nframes, "parallel")
-    t = overview_hit_time(spec, extra.nframes)
-    if t is not None:
-        think = _answer_think(
-            spec, q, f"The overview shows {spec.needle.description} at {fmt_seconds(t)} s."
-        )
-        msgs = (system, user, Message("assistant", render_answer(think, q.answer)))
-        return SFTRow(f"{extra.id}-par", "main", "parallel", msgs, (rel,), extra), ()
     windows = plan_windows(spec.duration)
     calls = [render_crop_call(w.start, w.end) for w in windows]
-    think1 = (
-        f"{asks(q, spec)} The overview shows no brief event. I will search {len(windows)} "
-        "windows in parallel."
-    )
+    think1 = f"{asks(q, spec)} I will search {len(windows)} windows in parallel for the evidence."
     summaries = [sub_summary(spec, w) for w in windows]
     found = [i for i, s in enumerate(summaries) if s != NOTHING]
     if not found:

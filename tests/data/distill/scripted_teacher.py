@@ -56,9 +56,12 @@ def key(duration: float, question: str) -> tuple[str, str]:
 
 
 def unique_rows(synth: Path) -> list:
-    """The synth set's RL rows, one per (video length, question): the teacher's lookup key."""
+    """The synth set's prompt rows of its TRAIN videos (base.parquet's kind=rl rows), one per
+    (video length, question): the teacher's lookup key."""
     rows, seen = [], set()
-    for r in read_rows(synth / "rl.parquet"):
+    for r in read_rows(synth / "base.parquet"):
+        if r.kind != "rl":
+            continue
         k = key(r.extra_info.duration, r.extra_info.question)
         if k not in seen:
             seen.add(k)
