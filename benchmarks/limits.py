@@ -32,7 +32,8 @@ SAME rollouts' and SFT rows' text under the protocol tokenizer / the legacy ≈ 
 ``sft_step_speedup`` / ``update_speedup``: batched vs per-sequence passes on the same batch
 (``benchmarks/batch_bench.py``, from the batched-passes work; null when that module is absent).
 ``base_build_s_per_1k_rows``: the base's row build on the cached synth
-(``benchmarks/row_build.py``).
+(``benchmarks/row_build.py``). ``syncs``: device→host syncs per SFT step, per GRPO update and per
+decode step, counted by the op (``benchmarks/syncs.py``, ``paravt.models.syncs``).
 
     .venv/bin/python benchmarks/limits.py [--quick] [--out runs/limits] [--replicas 1]
 
@@ -401,6 +402,20 @@ def tokens(rep: Report, sft_rows: list[Any], trajs: list[Any], new_tok: Any) -> 
     rep.out["tokens_ratio"] = rep.out["tokens_ratio_rollout_traj"]
 
 
+def sync_phase(rep: Report, session: Any, generator: Any, rows: list[Any]) -> None:
+    """Device→host syncs per SFT step, per GRPO update (8 rows each) and per decode step
+    (``benchmarks/syncs.py``: counted by the op, what a GPU would pay)."""
+    import syncs  # beside this script
+
+    engine = getattr(generator, "local", generator)  # a ReplicaGenerator: its in-process engine
+    res = syncs.measure_passes(session.model, session.processor, rows)
+    res["decode_step"] = syncs.measure_decode(engine.policy, syncs.prompts_of(session.codec, rows))
+    rep.out["syncs"] = res
+    rep.out["syncs_per_sft_step"] = res["sft_step"]["total"]
+    rep.out["syncs_per_update"] = res["grpo_update"]["total"]
+    rep.out["syncs_per_decode_step"] = res["decode_step"]["per_decode_step"]
+
+
 def row_build_phase(rep: Report, out: Path) -> None:
     """The base's row build on the cached synth (``benchmarks/row_build.py``: every frame decoded,
     every message encoded): seconds per 1,000 rows."""
@@ -477,6 +492,7 @@ def main() -> None:
     sft_rows, sft_session = sft_phase(rep, cfg, fl, 2 if quick else 5)
     tokens(rep, sft_rows[:64], trajs, session.codec.tokenizer)
     passes(rep, sft_session, sft_rows[:8], trajs, 2 if quick else 5)
+    sync_phase(rep, sft_session, session.generator, sft_rows[:8])
     row_build_phase(rep, out)
     render(rep)
 
@@ -502,6 +518,9 @@ def render(rep: Report) -> None:
         "tool_calls_per_rollout",
         "rows_per_forward",
         "base_build_s_per_1k_rows",
+        "syncs_per_sft_step",
+        "syncs_per_update",
+        "syncs_per_decode_step",
     )
     for k in keys:
         v = rep.out.get(k)

@@ -62,14 +62,23 @@ def _check_same_shape(**tensors: torch.Tensor) -> None:
 
 
 def token_mean(
-    values: torch.Tensor, mask: torch.Tensor, global_tokens: int | None = None
+    values: torch.Tensor, mask: torch.Tensor | None, global_tokens: int | None = None
 ) -> torch.Tensor:
     """sum(values where mask) / denominator; denominator = ``global_tokens`` or mask.sum().
 
     Masked positions are selected away with ``torch.where`` (not multiplied by 0), so NaN or inf
     there cannot leak into the result or its gradient. An empty mask gives a zero that still
-    belongs to the autograd graph.
+    belongs to the autograd graph. ``mask=None``: every position counts (the trainer's gathered
+    tokens), and the token count is the shape's, so no device→host sync is needed.
     """
+    if mask is None:
+        local = values.numel()
+        if global_tokens is not None and int(global_tokens) < local:
+            raise DataError(
+                f"global_tokens={global_tokens} is smaller than this micro-batch's {local} "
+                "tokens; pass the token count of the whole batch"
+            )
+        return values.sum() / max(local if global_tokens is None else int(global_tokens), 1)
     keep = mask.bool()  # (B, T)
     local = int(keep.sum().item())
     denom = local if global_tokens is None else int(global_tokens)
@@ -97,6 +106,47 @@ def policy_loss(
     ``advantages`` may be (B, T) per token or (B,) per sequence (broadcast over T).
     ``clip_eps_high`` defaults to ``clip_eps`` (DAPO's clip-higher uses a larger value).
     """
+    t = _policy_terms(
+        logprobs,
+        old_logprobs,
+        advantages,
+        mask,
+        clip_eps=clip_eps,
+        clip_eps_high=clip_eps_high,
+        global_tokens=global_tokens,
+    )
+    return LossOutput(
+        loss=t.loss,
+        clip_frac=float(t.clip_frac),
+        approx_kl=float(t.approx_kl),
+        ratio_mean=float(t.ratio_mean),
+        n_tokens=int(mask.bool().sum().item()),
+    )
+
+
+@dataclass(frozen=True)
+class LossTerms:
+    """The loss and its logged parts as tensors (no device→host sync): ``loss`` differentiable,
+    the rest detached ()."""
+
+    loss: torch.Tensor
+    policy_loss: torch.Tensor
+    kl: torch.Tensor
+    clip_frac: torch.Tensor
+    approx_kl: torch.Tensor
+    ratio_mean: torch.Tensor
+
+
+def _policy_terms(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor | None,
+    *,
+    clip_eps: float,
+    clip_eps_high: float | None,
+    global_tokens: int | None,
+) -> LossTerms:
     high = clip_eps if clip_eps_high is None else clip_eps_high
     if not 0.0 < clip_eps < 1.0 or high <= 0.0:
         raise ConfigError(
@@ -106,7 +156,10 @@ def policy_loss(
     if advantages.dim() == 1:
         advantages = advantages[:, None].expand_as(logprobs)  # (B, T)
     _check_same_shape(
-        logprobs=logprobs, old_logprobs=old_logprobs, advantages=advantages, mask=mask
+        logprobs=logprobs,
+        old_logprobs=old_logprobs,
+        advantages=advantages,
+        mask=torch.empty_like(logprobs) if mask is None else mask,
     )
     log_ratio = (logprobs - old_logprobs).clamp(-_LOG_RATIO_CLAMP, _LOG_RATIO_CLAMP)  # (B, T)
     ratio = torch.exp(log_ratio)  # (B, T)
@@ -118,13 +171,8 @@ def policy_loss(
         clip_frac = token_mean((clipped > unclipped).to(ratio.dtype), mask, global_tokens)
         approx_kl = token_mean(-log_ratio, mask, global_tokens)
         ratio_mean = token_mean(ratio, mask, global_tokens)
-    return LossOutput(
-        loss=loss,
-        clip_frac=float(clip_frac),
-        approx_kl=float(approx_kl),
-        ratio_mean=float(ratio_mean),
-        n_tokens=int(mask.bool().sum().item()),
-    )
+    zero = torch.zeros((), dtype=loss.dtype, device=loss.device)
+    return LossTerms(loss, loss.detach(), zero, clip_frac, approx_kl, ratio_mean)
 
 
 def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, kind: KLKind) -> torch.Tensor:
@@ -164,6 +212,44 @@ def grpo_loss(
     Both terms use the same mask and denominator, so accumulation over micro-batches with
     ``global_tokens`` stays exact. ``ref_logprobs`` is required when ``kl_coef > 0``.
     """
+    t = grpo_terms(
+        logprobs,
+        old_logprobs,
+        advantages,
+        mask,
+        clip_eps=clip_eps,
+        clip_eps_high=clip_eps_high,
+        ref_logprobs=ref_logprobs,
+        kl_coef=kl_coef,
+        kl_kind=kl_kind,
+        global_tokens=global_tokens,
+    )
+    return GRPOLossOutput(
+        loss=t.loss,
+        policy_loss=float(t.policy_loss),
+        kl=float(t.kl),
+        clip_frac=float(t.clip_frac),
+        approx_kl=float(t.approx_kl),
+        ratio_mean=float(t.ratio_mean),
+        n_tokens=int(mask.bool().sum().item()),
+    )
+
+
+def grpo_terms(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor | None,
+    *,
+    clip_eps: float,
+    clip_eps_high: float | None = None,
+    ref_logprobs: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+    kl_kind: KLKind = "k3",
+    global_tokens: int | None = None,
+) -> LossTerms:
+    """``grpo_loss`` as tensors, without a device→host sync when ``mask`` is None (every position
+    is a scored token: the trainer's gathered tokens); the same values bit for bit."""
     if kl_coef < 0:
         raise ConfigError(f"kl_coef={kl_coef} must be >= 0 (paper: 0.01)")
     if kl_coef > 0 and ref_logprobs is None:
@@ -171,7 +257,7 @@ def grpo_loss(
             f"kl_coef={kl_coef} needs ref_logprobs; pass the reference policy's logprobs or set "
             "rl.kl_coef=0"
         )
-    pol = policy_loss(
+    pol = _policy_terms(
         logprobs,
         old_logprobs,
         advantages,
@@ -180,20 +266,16 @@ def grpo_loss(
         clip_eps_high=clip_eps_high,
         global_tokens=global_tokens,
     )
-    total = pol.loss
-    kl_value = 0.0
-    if ref_logprobs is not None:
-        kl = token_mean(kl_penalty(logprobs, ref_logprobs, kl_kind), mask, global_tokens)  # ()
-        total = total + kl_coef * kl
-        kl_value = float(kl.detach())
-    return GRPOLossOutput(
-        loss=total,
-        policy_loss=float(pol.loss.detach()),
-        kl=kl_value,
-        clip_frac=pol.clip_frac,
-        approx_kl=pol.approx_kl,
-        ratio_mean=pol.ratio_mean,
-        n_tokens=pol.n_tokens,
+    if ref_logprobs is None:
+        return pol
+    kl = token_mean(kl_penalty(logprobs, ref_logprobs, kl_kind), mask, global_tokens)  # ()
+    return LossTerms(
+        pol.loss + kl_coef * kl,
+        pol.policy_loss,
+        kl.detach(),
+        pol.clip_frac,
+        pol.approx_kl,
+        pol.ratio_mean,
     )
 
 

@@ -126,12 +126,13 @@ def sft_backward(
         )  # (N,) each
     else:
         parts = (trajectory_logprobs(model, processor, t) for t in batch)  # (P,) each
-    nll = 0.0
+    nll: torch.Tensor | None = None  # float64 on the device: one read for the whole batch
     for lp in parts:
         loss = -lp.sum() / total  # token-mean over the whole batch
         loss.backward()
-        nll += float(loss.detach())
-    return SFTLoss(nll, total)
+        part = loss.detach().double()
+        nll = part if nll is None else nll + part
+    return SFTLoss(0.0 if nll is None else float(nll), total)
 
 
 @dataclass

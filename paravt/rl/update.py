@@ -40,7 +40,7 @@ from paravt.rl.batch import (
     score,
     vision_ids,
 )
-from paravt.rl.loss import GRPOLossOutput, KLKind, grpo_loss
+from paravt.rl.loss import KLKind, LossTerms, grpo_terms
 
 __all__ = [
     "TrainItem",
@@ -113,21 +113,24 @@ def optimizer_step(
     return StepResult(grad_norm, skipped)
 
 
-@dataclass
 class _Sums:
     """Running sums of the micro-batch loss parts (each already divided by the batch token
-    count)."""
+    count), kept on the device in float64 (the sums of the same float32 values that Python floats
+    would make) and read back once, by ``read``: no device→host sync per micro-batch."""
 
-    loss: float = 0.0
-    policy: float = 0.0
-    kl: float = 0.0
-    clip: float = 0.0
+    def __init__(self) -> None:
+        self.parts: torch.Tensor | None = None  # (4,) loss, policy, kl, clip
 
-    def add(self, out: GRPOLossOutput) -> None:
-        self.loss += float(out.loss.detach())
-        self.policy += out.policy_loss
-        self.kl += out.kl
-        self.clip += out.clip_frac
+    def add(self, out: LossTerms) -> None:
+        terms = torch.stack([out.loss.detach(), out.policy_loss, out.kl, out.clip_frac])
+        self.parts = terms.double() if self.parts is None else self.parts + terms.double()
+
+    def read(self) -> tuple[float, float, float, float]:
+        """(loss, policy, kl, clip): one sync."""
+        if self.parts is None:
+            return 0.0, 0.0, 0.0, 0.0
+        loss, policy, kl, clip = self.parts.tolist()
+        return loss, policy, kl, clip
 
 
 def trajectory_logprobs(
@@ -197,15 +200,14 @@ class _LossArgs:
         adv: torch.Tensor,
         ref: torch.Tensor | None,
         total: int,
-    ) -> GRPOLossOutput:
-        """grpo_loss of one row or micro-batch, its scored tokens flattened into (1, N); ``adv`` is
-        (1, N) per token or (1,) per row; the mask is all ones (only scored tokens were
-        gathered)."""
-        return grpo_loss(
+    ) -> LossTerms:
+        """grpo_terms of one row or micro-batch, its scored tokens flattened into (1, N); ``adv``
+        is (1, N) per token or (1,) per row; no mask: only scored tokens were gathered."""
+        return grpo_terms(
             lp,
             old,
             adv.to(lp.dtype),
-            torch.ones_like(lp),
+            None,
             clip_eps=self.clip_eps,
             ref_logprobs=ref,
             kl_coef=self.kl_coef if ref is not None else 0.0,
@@ -236,7 +238,7 @@ def _batched_update(
     adv = [_token_advantages(items, mb, device) for mb in mbs]  # (N,) each
     old: list[torch.Tensor] = []
     ref: list[torch.Tensor | None] = []
-    entropy = 0.0
+    entropy = torch.zeros((), dtype=torch.float64, device=device)  # summed on the device
     stats = None
     for epoch in range(ppo_epochs):
         optimizer.zero_grad(set_to_none=True)
@@ -250,24 +252,19 @@ def _batched_update(
             if epoch == 0:
                 assert s.entropy is not None
                 old.append(s.logprobs.detach())  # the sampling policy's logprobs (module docstring)
-                entropy += float(s.entropy.sum())
+                entropy = entropy + s.entropy.sum().double()
             r = ref[k]
             out = args.loss(
                 s.logprobs[None], old[k][None], adv[k][None], None if r is None else r[None], total
             )
             out.loss.backward()
             sums.add(out)
-        step = optimizer_step(model, optimizer, max_grad_norm, sums.loss)
+        if epoch == 0:  # the old logprobs are final: one read for the mismatch and the entropy
+            mismatch, ent = _mismatch_and_entropy(trajs, mbs, old, entropy)
+        loss, policy, kl, clip = sums.read()
+        step = optimizer_step(model, optimizer, max_grad_norm, loss)
         stats = UpdateStats(
-            sums.loss,
-            sums.policy,
-            sums.kl,
-            sums.clip,
-            step.grad_norm,
-            total,
-            _mismatch_batched(trajs, mbs, old),
-            step.skipped,
-            entropy=entropy / total,
+            loss, policy, kl, clip, step.grad_norm, total, mismatch, step.skipped, ent / total
         )
     assert stats is not None
     return stats
@@ -292,14 +289,19 @@ def _token_advantages(
     return torch.tensor(vals, dtype=torch.float32, device=device)
 
 
-def _mismatch_batched(
-    trajs: Sequence[Trajectory], mbs: Sequence[MicroBatch], old: Sequence[torch.Tensor]
-) -> float:
+def _mismatch_and_entropy(
+    trajs: Sequence[Trajectory],
+    mbs: Sequence[MicroBatch],
+    old: Sequence[torch.Tensor],
+    entropy: torch.Tensor,
+) -> tuple[float, float]:
+    """(mean |old − sampling logprob|, summed entropy), read back in one sync."""
     diffs = [
         (lp - sampling_logprobs(trajs, mb, lp.dtype, lp.device)).abs()
         for mb, lp in zip(mbs, old, strict=True)
     ]
-    return float(torch.cat(diffs).mean())
+    mismatch, ent = torch.stack([torch.cat(diffs).mean().double(), entropy]).tolist()
+    return mismatch, ent
 
 
 def _per_sequence_update(
@@ -348,12 +350,13 @@ def _per_sequence_update(
             )
             out.loss.backward()
             sums.add(out)
-        step = optimizer_step(model, optimizer, max_grad_norm, sums.loss)
+        loss, policy, kl, clip = sums.read()
+        step = optimizer_step(model, optimizer, max_grad_norm, loss)
         stats = UpdateStats(
-            sums.loss,
-            sums.policy,
-            sums.kl,
-            sums.clip,
+            loss,
+            policy,
+            kl,
+            clip,
             step.grad_norm,
             total,
             mismatch,

@@ -27,6 +27,7 @@ from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import LoadedPolicy
 from paravt.models.media import model_inputs, sampling_log_softmax
+from paravt.models.syncs import SyncCounter
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl import batch
 from paravt.rl.batch import micro_batches, plan, sampled_positions, score, vision_ids
@@ -335,3 +336,43 @@ def test_batched_update_forwards_policy_and_reference_once_per_micro_batch(
         counts[batched] = calls
     assert counts[True] == {"policy": 1, "ref": 1}
     assert counts[False] == {"policy": 2 * len(items), "ref": len(items)}
+
+
+def _own_syncs(counter: SyncCounter) -> int:
+    """Syncs made by the trainer's own code (paravt/rl), not inside the model's forward or
+    backward."""
+    return sum(n for site, n in counter.sites.items() if site.split()[1].startswith("rl/"))
+
+
+def test_trainer_syncs_are_per_step_not_per_micro_batch(family_policy, video_path) -> None:
+    """The SFT step and the GRPO update read their losses and metrics back once (not once per
+    micro-batch or row): the same sync count whether four rows share one forward or take four."""
+    family, policy = family_policy
+    trajs = _batch(family, policy, video_path, "video")
+    items = [TrainItem(t, 1.0 - 0.5 * i) for i, t in enumerate(trajs)]
+    ref = _perturbed(policy.model)
+    micro_batches(policy.processor, trajs, 1, model=policy.model)  # rows' positions, on the host
+    own = {}
+    for budget in (10_000, 1):  # one micro-batch; one per row
+        assert len(micro_batches(policy.processor, trajs, budget)) == (1 if budget > 1 else 4)
+        model = copy.deepcopy(policy.model)
+        with SyncCounter() as sft:
+            sft_backward(model, policy.processor, trajs, micro_batch_tokens=budget)
+        with SyncCounter() as upd:
+            ppo_update(
+                model,
+                policy.processor,
+                torch.optim.SGD(model.parameters(), lr=0.1),
+                items,
+                clip_eps=0.2,
+                kl_coef=0.1,
+                kl_kind="k3",
+                max_grad_norm=1.0,
+                ref_model=ref,
+                ppo_epochs=2,
+                micro_batch_tokens=budget,
+            )
+        own[budget] = (_own_syncs(sft), _own_syncs(upd))
+    assert own[10_000] == own[1]
+    assert own[1][0] <= 1  # the batch's NLL
+    assert own[1][1] <= 2 + 2 * 2  # mismatch + entropy, then per epoch: the sums, the grad norm
