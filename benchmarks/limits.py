@@ -295,8 +295,8 @@ def rl_phase(rep: Report, trainer: Any, rec: Recorder, fl: _Flops, steps: int) -
         rows = rec.take()
         trajs = [t for r in step.results for t in r.trajectories]
         for k, v in (
-            ("rollout_s", step.metrics["time/rollout"]),
-            ("update_s", step.metrics["time/update"]),
+            ("rollout_s", step.metrics["timing_s/gen"]),
+            ("update_s", step.metrics["timing_s/ref"] + step.metrics["timing_s/update_actor"]),
             ("rollout_flops", rollout_flops(fl, rows)),
             ("calls", step.metrics.get("kappa", 0.0)),
             ("prefill", sum(p for _, p, _ in rows)),

@@ -1,15 +1,15 @@
 """Where the time of a PARA-GRPO step goes, on the CPU with a tiny Qwen3-VL.
 
-Builds a tiny random model and a small ParaVT-Synth set in a temp dir, then runs ``--steps``
-GRPO steps with the single-process trainer (``paravt.rl.grpo.GRPOTrainer``; the same ``step``
-``run_training`` calls, without logging and checkpoints). For each step it reports the trainer's
-own ``time/rollout``, ``time/reward`` and ``time/update`` metrics, and how much of the step was
-MODEL COMPUTE: wall time inside ``model.forward`` (policy and reference, including the forwards
-``generate`` makes), ``Tensor.backward`` and ``optimizer.step``, attributed to the phase that ran
-them. Everything else — Python orchestration, the processor (patchify, tokenization), frame
-decoding, sampling logic in ``generate``, tool calls, reward parsing — is "outside model
-compute"; its share is the headline number (the larger it is, the more a faster model alone would
-NOT speed training up).
+Builds a tiny random model and a small ParaVT-Synth set in a temp dir, then runs ``--steps`` GRPO
+steps with the single-process trainer (``paravt.rl.grpo.GRPOTrainer``; the same ``step``
+``run_training`` calls, without logging and checkpoints). For each step it reports the trainer's own
+``timing_s/gen``, ``timing_s/reward`` and ``timing_s/ref`` + ``timing_s/update_actor`` metrics, and
+how much of the step was MODEL COMPUTE: wall time inside ``model.forward`` (policy and reference,
+including the forwards ``generate`` makes), ``Tensor.backward`` and ``optimizer.step``, attributed
+to the phase that ran them. Everything else — Python orchestration, the processor (patchify,
+tokenization), frame decoding, sampling logic in ``generate``, tool calls, reward parsing — is
+"outside model compute"; its share is the headline number (the larger it is, the more a faster model
+alone would NOT speed training up).
 
 What is not covered: a random tiny model seldom emits tool calls, so rollouts are mostly one main
 turn (the tool path is timed by ``benchmarks/dispatch.py``); GPU behaviour (kernel launch, H2D).
@@ -155,9 +155,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 {
                     "step": step + 1,
                     "wall": wall,
-                    "rollout": m["time/rollout"],
-                    "reward": m["time/reward"],
-                    "update": m["time/update"],
+                    "rollout": m["timing_s/gen"],
+                    "reward": m["timing_s/reward"],
+                    "update": m["timing_s/ref"] + m["timing_s/update_actor"],
                     "compute_rollout": c.get("rollout", 0.0),
                     "compute_update": c.get("update", 0.0)
                     + c.get("reward", 0.0)

@@ -45,6 +45,20 @@ class TrainingError(ParavtError):
     names the step, the likely knob and the checkpoint a resume uses; nothing broken is saved)."""
 
 
+class TrackerError(ParavtError):
+    """An experiment tracker (wandb, MLflow, TensorBoard) failed or passed its deadline
+    (``logging.tracker_timeout_s``); ``train_log.jsonl`` holds every step logged so far."""
+
+
+class Interrupted(BaseException):  # noqa: N818 - like KeyboardInterrupt, not an error
+    """SIGTERM arrived during training: the trackers flushed and ended their runs (KILLED); the
+    command line exits 128 + the signal's number (143)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"stopped by signal {signum}")
+        self.signum = signum
+
+
 class DiskError(ParavtError):
     """A write failed for want of space or permission (ENOSPC, EDQUOT, EACCES, EPERM, EROFS); the
     message names the path and what was kept (``disk_write``)."""

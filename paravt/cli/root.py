@@ -32,7 +32,7 @@ from typer.core import TyperGroup
 
 from paravt.cli.output import stderr_console
 from paravt.config import validation_message
-from paravt.errors import ParavtError, disk_cause
+from paravt.errors import Interrupted, ParavtError, disk_cause
 
 #: Exit status of a user error (bad input, usage) and of a bug in paravt.
 USER_ERROR, INTERNAL_ERROR = 2, 1
@@ -51,6 +51,9 @@ class RootGroup(TyperGroup):
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort):
             raise  # a command's own exit status
+        except Interrupted as err:
+            _line(f"stopped by signal {err.signum}; the trackers were flushed; --resume continues")
+            raise typer.Exit(128 + err.signum) from None
         except Exception as err:  # noqa: BLE001 - the one place that sorts every error
             if _is(err, "NoArgsIsHelpError"):
                 raise  # a bare group: its help is shown

@@ -19,6 +19,13 @@ MOVED_FROM_VERL = {
 }
 
 
+#: The tracking URI schemes MLflow stores to (a database URI may name its driver:
+#: ``postgresql+psycopg2://``); a plain path is a local file store.
+MLFLOW_SCHEMES = frozenset(
+    {"http", "https", "file", "sqlite", "postgresql", "mysql", "mssql", "databricks"}
+)
+
+
 class LoggingConfig(BaseModel):
     """Where each step's metrics go, for ``paravt train prior|sft|rl`` (local or ``--engine verl``),
     ``paravt repro`` and ``paravt demo``."""
@@ -63,6 +70,37 @@ class LoggingConfig(BaseModel):
         "sqlite:///path.db); None: a local store under the run, OUT/mlruns/ "
         "(mlflow.db with artifacts/ beside it).",
     )
+
+    tracker_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="Deadline in seconds of each tracker call (start, one step's log, finish): a "
+        "dead or slow tracking server fails within it instead of MLflow's or wandb's own "
+        "minutes of retries.",
+    )
+    tracker_errors: Literal["fail", "warn"] = Field(
+        "fail",
+        description="A tracker call that fails or passes tracker_timeout_s: fail (the run stops "
+        "with one line, exit 2) or warn (one warning, the run goes on without that tracker; "
+        "train_log.jsonl keeps every step).",
+    )
+
+    @field_validator("mlflow_tracking_uri")
+    @classmethod
+    def _known_scheme(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        scheme = v.split("://", 1)[0].split("+", 1)[0].lower() if "://" in v else ""
+        if scheme and scheme not in MLFLOW_SCHEMES:
+            raise ValueError(
+                f"{v!r} has the scheme {scheme!r}, which MLflow does not store to; use one of "
+                + ", ".join(f"{x}://" for x in sorted(MLFLOW_SCHEMES))
+                + " (or leave it unset: a local store under the run)"
+            )
+        if not v.strip():
+            raise ValueError("is empty; leave it unset for a local store under the run")
+        return v
 
     @field_validator("loggers")
     @classmethod

@@ -46,6 +46,7 @@ from paravt.rl.advantages import batch_normalize, broadcast_to_trajectories, gro
 from paravt.rl.gating import overview_budget
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import require_rows, screen_data
+from paravt.rl.step_stats import PhaseTimer, response_length, reward_stats, tool_seconds
 from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import TrainItem, UpdateStats, ppo_update
 
@@ -110,6 +111,7 @@ class GRPOTrainer:
         self.total_steps = cfg.rl.steps
         self.rollout_log = RolloutLog(cfg.out_dir)
         self._rollouts: list[dict[str, Any]] = []  # the last step's sample (rollouts())
+        self._ref_timer = PhaseTimer(session.ref_model)  # timing_s/ref
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -174,8 +176,10 @@ class GRPOTrainer:
         t2 = time.perf_counter()
         kept, drop_counts = self._filter(groups, [b.reward for b in rewards], results)
         items, episode_adv = self._items(results, rewards, groups, kept)
+        self._ref_timer.take()
         stats = self._update(items, step)
         t3 = time.perf_counter()
+        ref_s = self._ref_timer.take()
         records = [rollout_record(r, b) for r, b in zip(results, rewards, strict=True)]
         metrics = {
             **aggregate(records),
@@ -183,12 +187,19 @@ class GRPOTrainer:
             **drop_counts,
             **judge_counts,
             "groups/kept": float(len(kept)),
-            "time/rollout": t1 - t0,
-            "time/reward": t2 - t1,
-            "time/update": t3 - t2,
             "lr": self.s.optimizer.param_groups[0]["lr"],
             "tokens/input_per_rollout": _mean([r.tokens.total_input for r in results]),
             "tokens/generated_per_rollout": _mean([r.tokens.generated for r in results]),
+            **response_length(results),
+            **reward_stats([b.reward for b in rewards], groups, list(episode_adv.values())),
+            "timing_s/gen": t1 - t0,
+            "timing_s/reward": t2 - t1,
+            "timing_s/ref": ref_s,
+            "timing_s/update_actor": t3 - t2 - ref_s,
+            "timing_s/tools": tool_seconds(results),
+            "perf/total_num_tokens": float(
+                sum(r.tokens.total_input + r.tokens.generated for r in results)
+            ),
         }
         group_of = [g for g, idx in sorted(groups.items(), key=lambda kv: kv[1][0]) for _ in idx]
         samples = sample_rows(

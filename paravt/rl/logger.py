@@ -1,7 +1,8 @@
 """Step metrics: always a JSONL file (``train_log.jsonl``, written and read through `paravt.jsonl`),
 then every tracker ``logging.loggers`` lists (`paravt.tracking`: tensorboard, wandb, mlflow), with
 each step's sampled rollouts as a table. The ONE logger list of both trainers (the verl render
-passes it to verl)."""
+passes it to verl). On resume the trackers get back every step up to the checkpoint that their
+stores lack (`Trackers.backfill`), from this file and ``rollouts.jsonl``."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from paravt.eval.rollouts import read_rollouts
 from paravt.jsonl import append_jsonl, read_jsonl, rewrite_jsonl
 from paravt.tracking import Trackers, TrackingSettings
+from paravt.tracking.stores import step_rows
 
 
 class MetricsLogger:
@@ -34,22 +37,29 @@ class MetricsLogger:
             json.dumps({"name": name, "kind": kind, "config": config}, indent=1)
         )
         self.path = self.run_dir / "train_log.jsonl"
-        logged = _last_step(self.path) if resume else 0  # before `truncate_after` cuts it back
         if not resume and self.path.exists():
             self.path.unlink()
+        self.cumulative_tokens = 0.0  # perf/cumulative_tokens through the last logged step
         self.trackers = Trackers.open(
-            self.run_dir,
-            tracking or TrackingSettings(()),
-            config=config,
-            resume=resume,
-            logged_steps=logged,
+            self.run_dir, tracking or TrackingSettings(()), config=config, resume=resume
         )
 
-    def truncate_after(self, step: int) -> None:
-        """On resume: forget lines logged after the checkpoint (they will be logged again)."""
+    def truncate_after(self, step: int) -> list[int]:
+        """On resume: forget lines logged after the checkpoint (they will be logged again), and
+        re-send to each tracker the steps up to it that its store lacks; returns those steps."""
         if not self.path.exists():
-            return
-        rewrite_jsonl(self.path, [r for r in read_jsonl(self.path) if _step(r) <= step])
+            return []
+        kept = [r for r in read_jsonl(self.path) if _step(r) <= step]
+        rewrite_jsonl(self.path, kept)
+        last = kept[-1].get("perf/cumulative_tokens") if kept else None
+        self.cumulative_tokens = float(last) if isinstance(last, (int, float)) else 0.0
+        if not self.trackers.runs:
+            return []
+        rollouts: dict[int, list[dict[str, Any]]] = {}
+        for r in read_rollouts(self.run_dir):
+            if isinstance(r.get("step"), int) and r["step"] <= step:
+                rollouts.setdefault(r["step"], []).append(r)
+        return self.trackers.backfill(step_rows(kept), rollouts)
 
     def log(
         self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]] = ()
@@ -60,15 +70,9 @@ class MetricsLogger:
         append_jsonl(self.path, [row], fsync=False)  # a torn last line (killed run) is ended first
         self.trackers.log(step, metrics, rollouts)
 
-    def close(self, ok: bool = True) -> None:
-        """``ok``: False when training ended by an exception (the trackers mark the run failed)."""
-        self.trackers.close(ok)
-
-
-def _last_step(path: Path) -> int:
-    if not path.exists():
-        return 0
-    return max((s for s in (_step(r) for r in read_jsonl(path)) if s < 1 << 60), default=0)
+    def close(self, status: str = "FINISHED") -> None:
+        """``status``: FINISHED, FAILED (training ended by an exception) or KILLED (a signal)."""
+        self.trackers.close(status)
 
 
 def _step(row: dict[str, Any]) -> int:

@@ -12,8 +12,12 @@ A step that leaves the loss or a parameter non-finite stops the run before anyth
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -21,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from paravt import runlock
 from paravt.config import RUN_CONFIG, TrainConfig, save
+from paravt.errors import Interrupted
 from paravt.rl.checkpoint import (
     load_trainer_state,
     resume_point,
@@ -32,7 +37,8 @@ from paravt.rl.health import check_step
 from paravt.rl.logger import MetricsLogger
 from paravt.rl.registry import TRAINERS, Kind
 from paravt.rl.session import PolicySession
-from paravt.rl.trainer import Trainer
+from paravt.rl.step_stats import perf_metrics
+from paravt.rl.trainer import Trainer, TrainerSettings
 from paravt.tracking import TrackingSettings, require_all
 
 log = logging.getLogger(__name__)
@@ -68,8 +74,65 @@ def _run_training(
     tracking = TrackingSettings.from_config(cfg.logging)
     require_all(tracking.loggers)  # so is a tracker whose package is missing
     out = Path(cfg.out_dir)
-    ckpt_root = out / "checkpoints"
-    ckpt = _resume_checkpoint(ckpt_root) if resume else None
+    ckpt = _resume_checkpoint(out / "checkpoints") if resume else None
+    # the trackers start before the model loads: a dead tracking server fails in seconds
+    logger = MetricsLogger(
+        out,
+        name=out.name,
+        kind=kind,
+        config=cfg.model_dump(mode="json"),
+        resume=resume,  # with no checkpoint too: the same tracker runs, no step twice
+        tracking=tracking,
+    )
+    with _signals_raise(), _closing(logger):
+        _train(cfg, kind, ts, cls, logger, ckpt, progress, stop_after, tracking)
+    return out
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM raises `Interrupted` in the main thread (SIGINT is KeyboardInterrupt already)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _closing(logger: MetricsLogger) -> Iterator[None]:
+    """Every exit path ends the trackers' runs: FINISHED, KILLED (a signal) or FAILED."""
+    try:
+        yield
+    except (Interrupted, KeyboardInterrupt):
+        logger.close("KILLED")
+        raise
+    except BaseException:
+        logger.close("FAILED")
+        raise
+    logger.close()
+
+
+def _train(
+    cfg: TrainConfig,
+    kind: Kind,
+    ts: TrainerSettings,
+    cls: type[Trainer],
+    logger: MetricsLogger,
+    ckpt: Path | None,
+    progress: bool,
+    stop_after: int | None,
+    tracking: TrackingSettings,
+) -> bool:
+    """Load the model (from ``ckpt`` when resuming), run the steps, save the final model."""
+    out = Path(cfg.out_dir)
     start_from = cfg.init_from or cfg.model.path
     torch.manual_seed(ts.seed)
     session = PolicySession.create(
@@ -87,35 +150,21 @@ def _run_training(
         set_rng_state(blob["rng"])
         start = int(state["step"])
         trainer.load_state_dict(state)
-    logger = MetricsLogger(
-        out,
-        name=out.name,
+    logger.truncate_after(start)  # resumed: back to the checkpoint; the trackers get what they lack
+    finished = _steps(
+        trainer,
+        session,
+        logger,
         kind=kind,
-        config=cfg.model_dump(mode="json"),
-        resume=ckpt is not None,
-        tracking=tracking,
+        out=out,
+        start=start,
+        save_every=ts.save_every,
+        progress=progress and "console" in tracking.loggers,
+        stop_after=stop_after,
     )
-    if ckpt is not None:
-        logger.truncate_after(start)
-    try:
-        finished = _steps(
-            trainer,
-            session,
-            logger,
-            kind=kind,
-            out=out,
-            start=start,
-            save_every=ts.save_every,
-            progress=progress and "console" in tracking.loggers,
-            stop_after=stop_after,
-        )
-    except BaseException:
-        logger.close(ok=False)
-        raise
-    logger.close()
     if finished:
         _finish(cfg, session, out)
-    return out
+    return finished
 
 
 def _finish(cfg: TrainConfig, session: PolicySession, out: Path) -> None:
@@ -155,7 +204,10 @@ def _steps(
             t0 = time.perf_counter()
             metrics = trainer.step(step)
             check_step(step + 1, metrics, session.model, kind=kind, checkpoints=out / "checkpoints")
-            metrics["time/step"] = time.perf_counter() - t0
+            took = time.perf_counter() - t0
+            metrics["timing_s/step"] = took
+            metrics.update(perf_metrics(metrics, took, logger.cumulative_tokens))
+            logger.cumulative_tokens = metrics["perf/cumulative_tokens"]
             logger.log(step + 1, metrics, trainer.rollouts())
             bar.update(
                 task, advance=1, description=f"{kind} {out.name} {trainer.describe(metrics)}"

@@ -4,7 +4,10 @@ tracking".
 
 - `settings`: `TrackingSettings` (plain values from the ``logging`` section) and `require`, the ONE
   import of an optional tracker package (a missing one is a one-line `ConfigError` naming the extra)
-- `state`: ``OUT/tracking.json``, each tracker's run id and the last step the trackers hold
+- `state`: ``OUT/tracking.json``, each tracker's run id and the last step it held (checked)
+- `stores`: the steps a tracker's own store holds, read back on resume (nothing lost, nothing twice)
+- `bounded`: every tracker call under ``logging.tracker_timeout_s``
+- `results`: a finished result (an eval, the repro summary) as a tracker run of its own
 - `table`: one step's sampled rollouts as a flat table
 - `wandb_run`, `mlflow_run`, `tensorboard_run`: one adapter each
 - `fanout`: `Trackers`, what the training loop calls, and `attach_report`

@@ -17,6 +17,7 @@ from typing import Any
 
 from paravt.errors import ConfigError
 from paravt.tracking.settings import TrackingSettings, require
+from paravt.tracking.stores import STEP_KEY
 from paravt.tracking.table import numeric, rollout_table
 
 _BAD_KEY = re.compile(r"[^\w\-. /:]")  # MLflow's allowed key characters
@@ -34,28 +35,37 @@ class MlflowRun:
         *,
         run_name: str,
         config: Mapping[str, Any] | None,
-        run_id: str | None,
+        prev: Mapping[str, Any] | None,
     ) -> None:
         mlflow = require("mlflow")
+        run_id = str(prev["run_id"]) if prev else None
         local = s.mlflow_tracking_uri is None
         root = (run_dir / "mlruns").resolve()
         if local:
             root.mkdir(parents=True, exist_ok=True)
         uri = f"sqlite:///{root / 'mlflow.db'}" if local else s.mlflow_tracking_uri
+        if uri is not None and uri.startswith("sqlite:///"):  # SQLite makes the file, not its dir
+            Path(uri.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(
+                parents=True, exist_ok=True
+            )
         self.client = mlflow.MlflowClient(tracking_uri=uri)
         self._entities = mlflow.entities
         try:
-            run_id = self._start(
-                s, run_name, config, run_id, (root / "artifacts").as_uri() if local else None
-            )
-        except mlflow.exceptions.MlflowException as err:
-            why = (str(err).splitlines() or [type(err).__name__])[0]
+            artifacts = (root / "artifacts").as_uri() if local else artifacts_beside(str(uri))
+            run_id = self._start(s, run_name, config, run_id, artifacts)
+        except Exception as err:  # noqa: BLE001 - MLflow raises its own kinds and requests' ones
+            why = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
             raise ConfigError(
                 f"MLflow at {uri} cannot start or continue the run ({why}); check "
                 "logging.mlflow_tracking_uri (unset: a local store under the run)"
             ) from None
         self.id = run_id
         self.state = {"run_id": run_id, "tracking_uri": uri}
+        self.held: set[int] = set()
+        self._tables: set[str] = set()
+        if prev:  # what the store holds: the steps with their marker, the tables written
+            self.held = {m.step for m in self.client.get_metric_history(run_id, STEP_KEY)}
+            self._tables = {a.path for a in self.client.list_artifacts(run_id, "rollouts")}
 
     def _start(
         self,
@@ -85,21 +95,36 @@ class MlflowRun:
     def log(
         self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]]
     ) -> None:
-        ms = [
-            self._entities.Metric(_key(k), v, _now_ms(), step) for k, v in numeric(metrics).items()
-        ]
-        for chunk in _chunks(ms, 1000):
-            self.client.log_batch(self.id, metrics=chunk)
-        if rollouts:
+        """The rollouts table, then the metrics with ``STEP_KEY`` in the last batch (one batch is
+        one transaction): a step is whole in the store when its marker is there."""
+        table = f"rollouts/step_{step:06d}.json"
+        if rollouts and table not in self._tables:  # log_table would append to one kept
             columns, rows = rollout_table(rollouts)
             self.client.log_table(
                 self.id,
                 {c: [r[i] for r in rows] for i, c in enumerate(columns)},
-                artifact_file=f"rollouts/step_{step:06d}.json",
+                artifact_file=table,
+            )
+            self._tables.add(table)
+        now = _now_ms()
+        ms = [self._entities.Metric(_key(k), v, now, step) for k, v in numeric(metrics).items()]
+        ms.append(self._entities.Metric(STEP_KEY, float(step), now, step))
+        for chunk in _chunks(ms, 1000):
+            self.client.log_batch(self.id, metrics=chunk)
+
+    def log_tables(
+        self, step: int, tables: Mapping[str, tuple[list[str], list[list[Any]]]]
+    ) -> None:
+        for name, (columns, rows) in tables.items():
+            self.client.log_table(
+                self.id,
+                {c: [r[i] for r in rows] for i, c in enumerate(columns)},
+                artifact_file=f"{_key(name)}.json",
             )
 
-    def close(self, ok: bool = True) -> None:
-        self.client.set_terminated(self.id, status="FINISHED" if ok else "FAILED")
+    def close(self, status: str = "FINISHED") -> None:
+        """FINISHED, FAILED (an exception) or KILLED (SIGTERM, SIGINT)."""
+        self.client.set_terminated(self.id, status=status)
 
     @staticmethod
     def attach(state: Mapping[str, Any], path: Path) -> None:
@@ -107,6 +132,16 @@ class MlflowRun:
         mlflow.MlflowClient(tracking_uri=state["tracking_uri"]).log_artifact(
             state["run_id"], str(path)
         )
+
+
+def artifacts_beside(uri: str) -> str | None:
+    """Where a new experiment's artifacts go for a database URI: ``artifacts/`` beside a SQLite
+    file (MLflow's default is ./mlruns of the working directory); None (MLflow decides: a server,
+    or a file store, which keeps them inside) for the rest."""
+    if uri.startswith("sqlite:///"):
+        db = Path(uri.removeprefix("sqlite:///").split("?", 1)[0]).resolve()
+        return (db.parent / "artifacts").as_uri()
+    return None
 
 
 def _params(config: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:

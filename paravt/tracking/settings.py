@@ -27,6 +27,8 @@ class TrackingSettings:
     wandb_mode: str = "online"
     wandb_entity: str | None = None
     mlflow_tracking_uri: str | None = None  # None: OUT/mlruns/mlflow.db
+    timeout_s: float = 30.0  # each tracker call's deadline (logging.tracker_timeout_s)
+    errors: str = "fail"  # "fail" or "warn" (logging.tracker_errors)
 
     @classmethod
     def from_config(cls, c: LoggingConfig) -> TrackingSettings:
@@ -38,6 +40,8 @@ class TrackingSettings:
             c.wandb_mode,
             c.wandb_entity,
             c.mlflow_tracking_uri,
+            c.tracker_timeout_s,
+            c.tracker_errors,
         )
 
     @property

@@ -10,6 +10,8 @@ from typing import Any
 FIXED = (
     "step",
     "picked",
+    "episode_id",
+    "group",
     "prompt_id",
     "nframes",
     "question",
@@ -21,6 +23,7 @@ FIXED = (
     "advantage",
     "end_reason",
     "n_calls",
+    "calls",
 )
 
 
@@ -33,7 +36,11 @@ def rollout_table(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[li
     out = []
     for r in rows:
         r_terms, r_tags = r.get("terms") or {}, r.get("tags") or {}
-        fixed = {**r, "n_calls": r_tags.get("n_calls", len(r.get("calls") or ()))}
+        fixed = {
+            **r,
+            "n_calls": r_tags.get("n_calls", len(r.get("calls") or ())),
+            "calls": _calls(r.get("calls") or ()),
+        }
         out.append(
             [_cell(fixed.get(c)) for c in FIXED]
             + [_cell(r_terms.get(t)) for t in terms]
@@ -51,6 +58,25 @@ def numeric(metrics: Mapping[str, Any]) -> dict[str, float]:
         if isinstance(v, (int, float)) and math.isfinite(v):
             out[k] = float(v)
     return out
+
+
+def _calls(calls: Sequence[Any]) -> str | None:
+    """The tool and sub-agent calls of a rollout, one per line: ``turn.name[start-end] ok|error``
+    and the first words of what came back."""
+    lines = []
+    for c in calls:
+        if not isinstance(c, Mapping):
+            continue
+        w = c.get("window") or [None, None]
+        window = (
+            f"[{w[0]}-{w[1]}]" if isinstance(w, list) and len(w) == 2 and w[0] is not None else ""
+        )
+        status = "ok" if c.get("ok") else f"error: {c.get('error')}"
+        said = str(c.get("summary") or "")[:120]
+        lines.append(
+            f"{c.get('turn')}.{c.get('name')}{window} {status}" + (f": {said}" if said else "")
+        )
+    return "\n".join(lines) or None
 
 
 def _cell(v: Any) -> Any:

@@ -1,12 +1,19 @@
-"""The TensorBoard adapter: ``OUT/tb`` event files, created only when ``tensorboard`` is listed."""
+"""The TensorBoard adapter: ``OUT/tb`` event files, created only when ``tensorboard`` is listed.
+
+Each step's scalars end with ``training/global_step`` and are flushed to the file before the step
+counts as logged. A resumed run reads the steps the files hold (`paravt.tracking.stores`) and
+opens its writer with ``purge_step`` just after them, so a step cut short by a kill is discarded
+by TensorBoard and every step reads back once."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from paravt.tracking.settings import TrackingSettings, require
+from paravt.tracking.stores import STEP_KEY, tensorboard_steps
 from paravt.tracking.table import numeric, rollout_table
 
 
@@ -20,10 +27,17 @@ class TensorboardRun:
         *,
         run_name: str,
         config: Mapping[str, Any] | None,
-        run_id: str | None,
+        prev: Mapping[str, Any] | None,
     ) -> None:
-        self._w = require("tensorboard").SummaryWriter(str(run_dir / "tb"))
-        self.state: dict[str, Any] = {}
+        root = run_dir / "tb"
+        self.held: set[int] = tensorboard_steps(root) if prev is not None else set()
+        # after the held steps; a fresh run (or one holding none) voids whatever OUT/tb had
+        purge = max(self.held) + 1 if self.held else (1 if root.exists() else None)
+        self._w = require("tensorboard").SummaryWriter(str(root), purge_step=purge)
+        self.state: dict[str, Any] = {"dir": str(root)}
+        if prev is None and config is not None:  # the TEXT tab's config (hparams need a metric)
+            text = json.dumps(dict(config), indent=1, default=str)
+            self._w.add_text("config", "```\n" + text + "\n```", 0)
 
     def log(
         self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]]
@@ -31,13 +45,25 @@ class TensorboardRun:
         for k, v in numeric(metrics).items():
             self._w.add_scalar(k, v, step)
         if rollouts:  # a markdown table in the TEXT tab
-            columns, rows = rollout_table(rollouts)
-            lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-            lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
-            self._w.add_text("rollouts", "\n".join(lines), step)
+            self._w.add_text("rollouts", _markdown(*rollout_table(rollouts)), step)
+        self._w.add_scalar(STEP_KEY, float(step), step)  # last: the step is whole when it is there
+        self._w.flush()
 
-    def close(self, ok: bool = True) -> None:
+    def log_tables(
+        self, step: int, tables: Mapping[str, tuple[list[str], list[list[Any]]]]
+    ) -> None:
+        for name, (columns, rows) in tables.items():
+            self._w.add_text(name, _markdown(columns, rows), step)
+        self._w.flush()
+
+    def close(self, status: str = "FINISHED") -> None:
         self._w.close()
+
+
+def _markdown(columns: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
 
 
 def _md(v: Any) -> str:

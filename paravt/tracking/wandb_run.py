@@ -14,6 +14,7 @@ from typing import Any
 
 from paravt.errors import ConfigError
 from paravt.tracking.settings import TrackingSettings, require
+from paravt.tracking.stores import STEP_KEY, wandb_steps
 from paravt.tracking.table import numeric, rollout_table
 
 
@@ -27,10 +28,12 @@ class WandbRun:
         *,
         run_name: str,
         config: Mapping[str, Any] | None,
-        run_id: str | None,
+        prev: Mapping[str, Any] | None,
     ) -> None:
         self._wandb = wandb = require("wandb")
-        self.id = run_id or uuid.uuid4().hex[:12]  # wandb's own ids are 8 chars of [a-z0-9]
+        # wandb's own ids are 8 chars of [a-z0-9]
+        self.id = str(prev["id"]) if prev else uuid.uuid4().hex[:12]
+        self.held: set[int] = wandb_steps(run_dir / "wandb", self.id) if prev else set()
         self.state = {
             "id": self.id,
             "project": s.project,
@@ -49,10 +52,20 @@ class WandbRun:
         if rollouts:
             columns, rows = rollout_table(rollouts)
             data["rollouts"] = self._wandb.Table(columns=columns, data=rows)
+        data[STEP_KEY] = float(step)
         self._run.log(data, step=step)
 
-    def close(self, ok: bool = True) -> None:
-        self._run.finish(exit_code=0 if ok else 1)
+    def log_tables(
+        self, step: int, tables: Mapping[str, tuple[list[str], list[list[Any]]]]
+    ) -> None:
+        self._run.log(
+            {n: self._wandb.Table(columns=c, data=rows) for n, (c, rows) in tables.items()},
+            step=step,
+        )
+
+    def close(self, status: str = "FINISHED") -> None:
+        """Flushes every buffered step into the run's files (a resume reads them back)."""
+        self._run.finish(exit_code={"FINISHED": 0, "KILLED": 143}.get(status, 1))
 
     @staticmethod
     def attach(state: Mapping[str, Any], path: Path) -> None:
@@ -81,7 +94,9 @@ def _init(wandb: Any, state: Mapping[str, Any], *, config: dict[str, Any] | None
         )
     except Exception as err:  # noqa: BLE001 - wandb raises its own kinds (login, network, usage)
         why = (str(err).splitlines() or [type(err).__name__])[0]
-        raise ConfigError(
-            f"wandb.init failed in mode {state['mode']!r} ({why}); run `wandb login`, or set "
-            "logging.wandb_mode=offline (no network needed)"
-        ) from None
+        fix = (
+            f"check that {state['dir']}/wandb is writable and wandb is installed whole"
+            if state["mode"] == "offline"
+            else "run `wandb login`, or set logging.wandb_mode=offline (no network needed)"
+        )
+        raise ConfigError(f"wandb.init failed in mode {state['mode']!r} ({why}); {fix}") from None

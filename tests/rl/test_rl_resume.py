@@ -38,7 +38,7 @@ def _log(run: Path) -> list[dict]:
         {
             k: (round(v, 6) if k == "logprob_mismatch" else v)
             for k, v in r.items()
-            if not k.startswith("time/")
+            if not k.startswith(("timing_s/", "perf/throughput", "perf/samples", "perf/max_"))
         }
         for r in rows
     ]

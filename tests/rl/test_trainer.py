@@ -45,9 +45,26 @@ RL_KEYS = (
     "skip_tool_rate",
     "filter/zero_var_dropped",
     "filter/rank_dropped",
-    "time/rollout",
-    "time/reward",
-    "time/update",
+    "timing_s/gen",
+    "timing_s/reward",
+    "timing_s/ref",
+    "timing_s/update_actor",
+    "timing_s/tools",
+    "timing_s/step",
+    "response_length/mean",
+    "response_length/max",
+    "response_length/min",
+    "response_length/clip_ratio",
+    "critic/score/mean",
+    "critic/score/std",
+    "critic/score/max",
+    "critic/score/min",
+    "critic/frac_reward_zero_std",
+    "perf/throughput",
+    "perf/samples_per_s",
+    "perf/total_num_tokens",
+    "perf/cumulative_tokens",
+    "perf/max_rss_gb",
     "lr",
 )
 
@@ -236,13 +253,30 @@ def rl_run(
 
 def test_rl_run_logs_every_design_metric_each_step(rl_run: list[dict[str, Any]]) -> None:
     assert [r["step"] for r in rl_run] == [1, 2]
+    first, second = rl_run
+    assert second["perf/cumulative_tokens"] == pytest.approx(
+        first["perf/total_num_tokens"] + second["perf/total_num_tokens"]
+    )
     for row in rl_run:
         missing = [k for k in RL_KEYS if k not in row]
         assert not missing, f"step {row['step']} lacks {missing}"
-        assert row["time/rollout"] > 0 and row["time/update"] >= 0
+        assert row["timing_s/gen"] > 0 and row["timing_s/update_actor"] >= 0
+        assert row["timing_s/ref"] >= 0 and row["timing_s/step"] >= row["timing_s/gen"]
+        assert (
+            row["response_length/min"] <= row["response_length/mean"] <= row["response_length/max"]
+        )
+        assert 0.0 <= row["response_length/clip_ratio"] <= 1.0
+        assert row["critic/score/min"] <= row["critic/score/mean"] <= row["critic/score/max"]
+        assert row["critic/score/mean"] == pytest.approx(row["reward/mean"])
+        assert row["perf/throughput"] == pytest.approx(
+            row["perf/total_num_tokens"] / row["timing_s/step"]
+        )
+        assert row["perf/samples_per_s"] == pytest.approx(row["n"] / row["timing_s/step"])
+        assert row["perf/max_rss_gb"] > 0.05
         # 2 prompts x G=2: every group is either dropped for zero variance or kept (rank keeps ≤ 2)
         dropped = row["filter/zero_var_dropped"] + row["filter/rank_dropped"]
         assert dropped + row["groups/kept"] == 2
+        assert row["critic/frac_reward_zero_std"] == row["filter/zero_var_dropped"] / 2
         assert 0.0 <= row["acc"] <= 1.0 and row["kappa"] >= 0.0
         assert any(k.startswith("acc/n/") and k[len("acc/n/") :] in ("4", "8") for k in row)
 

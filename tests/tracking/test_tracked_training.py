@@ -107,7 +107,7 @@ def test_sft_run_reaches_wandb_and_mlflow_with_its_config(
     assert (
         mr.data.params["sft.max_steps"] == "2" and mr.data.params["logging.wandb_mode"] == "offline"
     )
-    for key in ("loss", "lr", "time/step"):
+    for key in ("loss", "lr", "timing_s/step"):
         assert _steps(client, mr.info.run_id, key) == [1, 2], key
     assert [
         m.value
@@ -126,7 +126,7 @@ def test_sft_run_reaches_wandb_and_mlflow_with_its_config(
     assert config["sft"]["max_steps"] == 2 and config["logging"]["group"] == "g1"
     rows = history(wfile)
     assert [r["_step"] for r in rows] == [1, 2]
-    assert all({"loss", "lr", "time/step"} <= set(r) for r in rows)
+    assert all({"loss", "lr", "timing_s/step"} <= set(r) for r in rows)
     assert [r["loss"] for r in rows] == pytest.approx([r["loss"] for r in logged])
     # the report, attached at the end: an MLflow artifact and a wandb artifact of the same run
     report = tmp_path / "report.html"

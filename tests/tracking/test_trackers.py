@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from paravt.config import TrainConfig, load
-from paravt.errors import ConfigError
+from paravt.errors import ConfigError, ParavtError
 from paravt.integrations.verl.render import render_verl_config, tracker_env
 from paravt.rl.logger import MetricsLogger
 from paravt.tracking import PACKAGES, Trackers, TrackingSettings, read_state, require, require_all
@@ -87,39 +87,10 @@ def test_cli_names_the_missing_tracker_before_a_model_loads(tmp_path: Path) -> N
     assert "Traceback" not in proc.stderr
 
 
-class _Recorder:
-    """A tracker adapter that records what reaches it (the fan-out's contract)."""
-
-    name = "recorder"
-
-    def __init__(self) -> None:
-        self.state: dict = {}
-        self.steps: list[int] = []
-        self.closed: list[bool] = []
-
-    def log(self, step, metrics, rollouts) -> None:
-        self.steps.append(step)
-
-    def close(self, ok: bool = True) -> None:
-        self.closed.append(ok)
-
-
-def test_resumed_run_skips_the_steps_its_trackers_hold(tmp_path: Path) -> None:
-    """Killed after step 5 (checkpoint 4), resumed: 5 is re-run but not logged to the trackers
-    again; killed once more after 6 and resumed from 4 (the log cut back to 4): 5 and 6 skipped."""
+def test_a_fresh_run_keeps_no_stale_tracker_ids(tmp_path: Path) -> None:
     (tmp_path / "tracking.json").write_text('{"logged_through": 3}')
-    rec = _Recorder()
-    first = Trackers.open(tmp_path, TrackingSettings(()), config=None, resume=True, logged_steps=5)
-    assert first.logged_through == 5
-    t = Trackers([rec], first.logged_through)
-    for step in (5, 6):
-        t.log(step, {"loss": 1.0})
-    t.close()
-    assert rec.steps == [6] and rec.closed == [True]
-    assert (
-        Trackers.open(tmp_path, TrackingSettings(()), config=None, resume=False).logged_through == 0
-    )
-    assert not (tmp_path / "tracking.json").exists()  # a fresh run keeps no stale tracker ids
+    Trackers.open(tmp_path, TrackingSettings(()), config=None, resume=False).close()
+    assert not (tmp_path / "tracking.json").exists()
 
 
 def test_rollouts_table_is_flat_with_a_column_per_term_and_tag() -> None:
@@ -165,10 +136,10 @@ def test_mlflow_run_continues_by_its_id_and_keeps_one_run(tmp_path: Path) -> Non
     s = TrackingSettings(("mlflow",), project="p")
     t = Trackers.open(tmp_path, s, config={"rl": {"lr": 1e-5}}, resume=False)
     t.log(1, {"loss": 2.0, "skip": "text", "bad": float("inf")})
-    t.close(ok=False)
+    t.close("FAILED")
     run_id = read_state(tmp_path)["mlflow"]["run_id"]
-    t = Trackers.open(tmp_path, s, config={"rl": {"lr": 1e-5}}, resume=True, logged_steps=1)
-    t.log(1, {"loss": 9.0})
+    t = Trackers.open(tmp_path, s, config={"rl": {"lr": 1e-5}}, resume=True)
+    t.log(1, {"loss": 9.0})  # held by the store: not sent again
     t.log(2, {"loss": 1.0})
     t.close()
     client = mlflow.MlflowClient(read_state(tmp_path)["mlflow"]["tracking_uri"])
@@ -182,7 +153,7 @@ def test_mlflow_run_continues_by_its_id_and_keeps_one_run(tmp_path: Path) -> Non
         (1, 2.0),
         (2, 1.0),
     ]
-    assert set(run.data.metrics) == {"loss"}
+    assert set(run.data.metrics) == {"loss", "training/global_step"}
 
 
 def test_logger_list_is_one_field_for_both_trainers(tmp_path: Path) -> None:
@@ -220,7 +191,7 @@ def test_wandb_that_cannot_start_is_one_line_with_the_offline_fix(
         )
 
     monkeypatch.setattr(wandb, "init", no_login)
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(ParavtError) as err:
         Trackers.open(tmp_path, TrackingSettings(("wandb",)), config={}, resume=False)
     msg = str(err.value)
     assert (

@@ -1,0 +1,131 @@
+"""Nothing lost, nothing twice: a micro `train sft` (the xs model, 4 steps, a checkpoint at step
+2) with TensorBoard, wandb (offline) and MLflow is stopped once step 3 is in ``train_log.jsonl``
+- by kill -9 of the real command's process group, or by SIGTERM / SIGINT (in this process: the
+handlers are the same) - then resumed; each tracker, read back with its own reader (MlflowClient,
+TensorBoard's EventAccumulator, the wandb run files), holds every step 1-4 exactly once, in ONE
+run. SIGTERM and SIGINT end the MLflow run KILLED before the resume, never RUNNING."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("wandb")
+pytest.importorskip("tensorboard")
+mlflow = pytest.importorskip("mlflow")
+
+from test_tracked_training import _cfg  # noqa: E402
+from wandb_records import history, offline_runs, run_record  # noqa: E402
+
+from paravt.config import TrainConfig, save  # noqa: E402
+from paravt.data.synth.build import build  # noqa: E402
+from paravt.errors import Interrupted  # noqa: E402
+from paravt.jsonl import read_jsonl  # noqa: E402
+from paravt.rl.loop import run_training  # noqa: E402
+from paravt.tracking import read_state  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = Path(tmp_path_factory.mktemp("synth"))
+    build(out, videos=2, eval_videos=0, seed=0, workers=1)
+    return out
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One MLflow database for the cases (its schema is made once, here), an experiment each."""
+    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+    mlflow.MlflowClient(uri).search_experiments()
+    return uri
+
+
+def _logged(log: Path, step: int) -> bool:
+    return log.exists() and len(read_jsonl(log)) >= step
+
+
+def _killed_by_sigkill(config: Path, log: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "paravt", "train", "sft", "--config", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, wandb's service included
+    )
+    deadline = time.monotonic() + 240
+    while not _logged(log, 3):
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "the run never logged step 3"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+
+
+def _stopped_by_signal(cfg: TrainConfig, log: Path, signum: int) -> None:
+    """Train here; a watcher sends ``signum`` to this process once step 3 is logged."""
+
+    def watch() -> None:
+        while not _logged(log, 3):
+            time.sleep(0.02)
+        os.kill(os.getpid(), signum)
+
+    threading.Thread(target=watch, daemon=True).start()
+    with pytest.raises(Interrupted if signum == signal.SIGTERM else KeyboardInterrupt):
+        run_training(cfg, kind="sft", progress=False)
+        time.sleep(30)  # finished before the signal came: it still arrives, the test is valid
+
+
+def _mlflow(cfg: TrainConfig) -> tuple[Any, list[int], list[int]]:
+    client = mlflow.MlflowClient(cfg.logging.mlflow_tracking_uri)
+    (mr,) = client.search_runs([client.get_experiment_by_name(cfg.logging.project).experiment_id])
+    steps = [
+        sorted(m.step for m in client.get_metric_history(mr.info.run_id, key))
+        for key in ("loss", "training/global_step")
+    ]
+    return mr, steps[0], steps[1]
+
+
+def _tensorboard_steps(run: Path, tag: str) -> list[int]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run / "tb"))
+    acc.Reload()
+    return [e.step for e in acc.Scalars(tag)]
+
+
+@pytest.mark.parametrize("how", ["kill9", "sigterm", "sigint"])
+def test_every_tracker_holds_every_step_once_after_a_stop_and_resume(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, store: str, how: str
+) -> None:
+    run, log = tmp_path / "run", tmp_path / "run" / "train_log.jsonl"
+    logging = {
+        "loggers": ["jsonl", "tensorboard", "wandb", "mlflow"],
+        "wandb_mode": "offline",
+        "project": f"kill-{how}",
+        "mlflow_tracking_uri": store,
+    }
+    sft = {"max_steps": 4, "save_every": 2}
+    cfg = _cfg(run, synth / "sft.parquet", tiny_qwen3_dir, sft=sft, logging=logging)
+    if how == "kill9":
+        save(cfg, tmp_path / "c.yaml")
+        _killed_by_sigkill(tmp_path / "c.yaml", log)
+    else:
+        _stopped_by_signal(cfg, log, signal.SIGTERM if how == "sigterm" else signal.SIGINT)
+        mr, loss, _ = _mlflow(cfg)  # flushed and ended on the signal: KILLED, not RUNNING
+        assert mr.info.status == "KILLED" and loss == list(range(1, len(loss) + 1)), loss
+    run_training(cfg, kind="sft", progress=False, resume=True)
+    assert [r["step"] for r in read_jsonl(log)] == [1, 2, 3, 4]
+    mr, loss, marks = _mlflow(cfg)  # ONE MLflow run, every step once
+    assert mr.info.status == "FINISHED" and loss == marks == [1, 2, 3, 4]
+    files = offline_runs(run)  # one offline directory per process, all the SAME wandb run
+    assert {run_record(f).run_id for f in files} == {read_state(run)["wandb"]["id"]}
+    assert sorted(r["_step"] for f in files for r in history(f)) == [1, 2, 3, 4]
+    assert _tensorboard_steps(run, "loss") == [1, 2, 3, 4]
