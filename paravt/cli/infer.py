@@ -15,6 +15,7 @@ from rich.table import Table
 from paravt.cli.checks import model_flags, model_source
 from paravt.cli.output import SET_HELP, fail, note, stdout_console
 from paravt.config import DispatchMode, Flag, load_for_model
+from paravt.errors import VideoError
 
 if TYPE_CHECKING:
     from paravt.agent import EpisodeResult
@@ -87,6 +88,7 @@ def infer(
     """Run one episode and print its transcript. Settings: --config, else the checkpoint's own
     (paravt_config.yaml, written by training), else the defaults; flags override."""
     from paravt.video import probe
+    from paravt.video.usable import too_short
 
     flags = [
         Flag("--mode", "rollout.mode", mode),
@@ -96,7 +98,9 @@ def infer(
     ]
     cfg, source = load_for_model(model, config, set_ or [], flags)
     note(f"settings: {source}")
-    probe(video)  # a file that is not a video is refused here, before a model is loaded
+    info = probe(video)  # a file that is not a video is refused here, before a model is loaded
+    if (short := too_short(info)) is not None:
+        raise VideoError(f"video {str(video)!r} {short}; use a longer video")
     model_source(model)
     res = _run_one(cfg, video, question, _options(options), temperature, processor)
     if as_json:

@@ -48,12 +48,12 @@ def _decode(
     size_factor: int,
 ) -> Frames:
     from paravt.video import sample_frames
+    from paravt.video.usable import file_problem
 
     path = resolve(root, part.video)
-    if not path.exists():
+    if (problem := file_problem(path)) is not None:
         raise DataError(
-            f"video {path} of a row does not exist; check the data root ({root}) or rebuild the "
-            "data"
+            f"video {path} of a row {problem[1]}; check the data root ({root}) or rebuild the data"
         )
     whole = part.video_start <= _WHOLE_TOL_S and abs(part.video_end - duration) <= _WHOLE_TOL_S
     return sample_frames(

@@ -13,9 +13,12 @@ A row is an error row, under one cause (docs/reliability.md, "Bad rows and video
 - ``video_outside_root``: a video path that leaves the data root (``../../etc/passwd``, an
   absolute path elsewhere); judged on the path's text, so a symlink INSIDE the root to media
   elsewhere is fine;
-- ``video_missing``: no file at the path;
-- ``video_unreadable``: the file does not probe as a video (0 bytes, truncated, not a video):
-  each distinct video is opened once, probe only (`paravt.video.probe`).
+- ``video_missing``: no file at the path (a dangling symlink included);
+- ``video_unreadable``: not a regular file (a FIFO, a device, a directory, a symlink loop: named
+  as such, `paravt.video.usable.file_problem`), or a file that does not probe as a video (0 bytes,
+  truncated, not a video): each distinct video is opened once, probe only (`paravt.video.probe`);
+- ``video_too_short``: fewer frames than one temporal patch of the processor
+  (`paravt.video.usable.MIN_FRAMES`): no visual token could come of it.
 
 `screen_rows` returns the usable rows and the error rows. When some rows are usable, each distinct
 cause is ONE warning line on stderr (count and first example); when none is, `DataError` with the
@@ -115,6 +118,7 @@ class _Videos:
 
     def _check(self, rel: str) -> tuple[str, str] | None:
         from paravt.video import probe
+        from paravt.video.usable import file_problem, too_short
 
         path = inside(self.root, rel)
         if path is None:
@@ -122,12 +126,19 @@ class _Videos:
                 "video_outside_root",
                 f"video {rel!r} is outside the data root {self.root}; videos are paths under it",
             )
-        if not path.is_file():
-            return "video_missing", f"video {rel!r} does not exist under the data root {self.root}"
+        problem = file_problem(path)
+        if problem is not None:
+            missing, why = problem
+            where = f"under the data root {self.root}"
+            return (
+                "video_missing" if missing else "video_unreadable"
+            ), f"video {rel!r} {why} {where}"
         try:
-            probe(path)
+            info = probe(path)
         except (VideoError, OSError) as err:
             return "video_unreadable", f"video {rel!r} cannot be read: {str(err).split(';')[0]}"
+        if (short := too_short(info)) is not None:
+            return "video_too_short", f"video {rel!r} {short}"
         return None
 
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from paravt.errors import VideoError
 from paravt.video.types import Frames, VideoInfo
+from paravt.video.usable import file_problem
 
 MAX_OPEN_CONTAINERS = 8
 MAX_CACHED_RESULTS = 64
@@ -73,24 +74,24 @@ class VideoDecodeStats:
 
 
 def file_key(path: str | Path) -> FileKey:
-    """Stat ``path``; `VideoError` if it is missing, not a regular file, or empty."""
+    """Stat ``path``; `VideoError` naming what is there when it cannot be a video file (nothing,
+    a symlink loop, a FIFO, a device, a directory, 0 bytes: `paravt.video.usable.file_problem`)."""
     p = Path(path)
+    problem = file_problem(p)
+    if problem is not None:
+        missing, why = problem
+        fix = (
+            f"check the path (relative to {os.getcwd()!r})"
+            if missing
+            else "re-create or re-download it"
+            if why.startswith("is empty")
+            else "pass the path of a video file (e.g. .mp4)"
+        )
+        raise VideoError(f"video file {str(p)!r} {why}; {fix}")
     try:
         st = os.stat(p)
-    except FileNotFoundError:
-        raise VideoError(
-            f"video file {str(p)!r} does not exist; check the path (relative to {os.getcwd()!r})"
-        ) from None
-    except OSError as err:
-        raise VideoError(
-            f"cannot stat video file {str(p)!r}: {err.strerror}; check the path and permissions"
-        ) from None
-    if not p.is_file():
-        raise VideoError(
-            f"{str(p)!r} is not a regular file; pass the path of a video file (e.g. .mp4)"
-        )
-    if st.st_size == 0:
-        raise VideoError(f"video file {str(p)!r} is empty (0 bytes); re-create or re-download it")
+    except OSError as err:  # changed since file_problem looked
+        raise VideoError(f"cannot stat video file {str(p)!r}: {err.strerror}") from None
     return FileKey(str(p.resolve()), st.st_mtime_ns, st.st_size)
 
 

@@ -52,6 +52,7 @@ from paravt.video.budget import (
 from paravt.video.probe import probe, quarter_turns
 from paravt.video.timeline import timeline_frames, to_rgb
 from paravt.video.types import Frames
+from paravt.video.usable import too_short
 
 #: Keyframe interval assumed until two are seen in one decode (x264's default 250 frames @ 25 fps).
 DEFAULT_GOP_S = 10.0
@@ -298,6 +299,8 @@ def sample_frames(
     `frames_at`.
     """
     info = probe(path)
+    if (short := too_short(info)) is not None:
+        raise VideoError(f"video {str(path)!r} {short}; use a longer video")
     check_window(info, start, end)
     n = frame_count(start, end, nframes=nframes, fps=fps, max_frames=max_frames)
     return frames_at(

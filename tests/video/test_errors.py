@@ -30,7 +30,7 @@ def test_empty_file(tmp_path: Path) -> None:
 
 
 def test_directory_is_not_a_video(tmp_path: Path) -> None:
-    with pytest.raises(VideoError, match="not a regular file"):
+    with pytest.raises(VideoError, match="is a directory, not a video file"):
         probe(tmp_path)
 
 
