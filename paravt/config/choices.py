@@ -30,6 +30,11 @@ PROMPT_VERSION = "v2"
 #: RL prompt filtering (paravt.rl.grpo): offline = the DAPO pre-filter run once before RL
 #: (paravt.data.prefilter) and every group trained; online = drop zero-variance groups and rank.
 RLFilter = Literal["offline", "online"]
+RL_FILTER_DOC = (
+    "offline [paper]: the DAPO pre-filter ran once before RL (paravt.data.prefilter, run by "
+    "`paravt repro`), every group is trained; online: oversample, drop zero-variance groups, keep "
+    "the prompts_per_step of largest reward std."
+)
 #: KL estimators of the loss (paravt.rl.loss).
 KLKind = Literal["k1", "k3"]
 #: OpenAI-compatible serving engines (`paravt serve-model`, verl's rollout).

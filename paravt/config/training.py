@@ -8,8 +8,10 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from paravt.config.choices import (
+    RL_FILTER_DOC,
     KLKind,
     LrDecay,
+    RLFilter,
     ServeEngine,
     ToolMode,
     frame_budgets_problem,
@@ -127,13 +129,14 @@ class RLConfig(_Strict):
     prompts_per_step: int = Field(
         4, ge=1, description="Prompts kept per step (after online filtering)."
     )
+    filter: RLFilter = Field("offline", description=RL_FILTER_DOC)
     oversample: float = Field(
         1.0,
         ge=1.0,
-        description="Roll out ceil(oversample * prompts_per_step) prompts, keep the top by "
-        "reward std.",
+        description="rl.filter online: roll out ceil(oversample * prompts_per_step) prompts, keep "
+        "the top by reward std.",
     )
-    drop_zero_variance: bool = Field(True, description="Drop groups whose rewards are all equal.")
+    drop_zero_variance: bool = Field(True, description="Online filter: drop equal-reward groups.")
     std_normalize: bool = Field(
         True,
         description="Divide group-centred rewards by the group std (False: PyVision-RL / Dr.GRPO).",

@@ -1,6 +1,6 @@
 """DAPO pre-filter of RL prompts (docs/ARCHITECTURE.md §5), offline, before training.
 
-Two rules, applied in order; each dropped prompt is recorded with its rule:
+Three rules, applied in order; each dropped prompt is recorded with its rule:
 
 1. ``answer_length`` [paper]: open-ended prompts whose ground-truth answer has more than 15 words
    (whitespace tokens) are dropped — token F1 on long free text is a noisy reward.
@@ -8,8 +8,13 @@ Two rules, applied in order; each dropped prompt is recorded with its rule:
    dropped (they give zero-variance groups and no gradient). A rollout is correct when its
    accuracy (`paravt.rewards.accuracy`: MCQ exact letter, tvg IoU, oe token F1) is ≥
    ``correct_at`` (default 0.5: R@0.5 for grounding, F1 ≥ 0.5 for open-ended).
+3. ``unanimous`` [paper, DAPO]: prompts whose G rollouts are ALL correct (an all-right group has
+   no variance either: nothing to learn). ``unanimous=False`` keeps them.
 
-Rule 1 and the decision of rule 2 are pure functions; `rollout_accuracies` runs the G rollouts
+`paravt repro` runs it once, before RL, on the cold start (G rollouts per prompt at the RL
+temperature, on the pool of prompts the run draws from, ``rl.filter`` offline: the paper's); the
+RL steps then train every group they roll out. Rule 1 and the decisions of rules 2 and 3 are pure
+functions; `rollout_accuracies` runs the G rollouts
 through the episode (`paravt.agent.run_group`) with the rollout's own answer extraction.
 """
 
@@ -33,7 +38,7 @@ MAX_ANSWER_WORDS = 15
 @dataclass(frozen=True)
 class DroppedRow:
     id: str
-    rule: str  # "answer_length" | "all_wrong"
+    rule: str  # "answer_length" | "all_wrong" | "unanimous"
     detail: str
 
 
@@ -66,14 +71,32 @@ def all_wrong(accuracies: Sequence[float], *, correct_at: float = CORRECT_THRESH
     return bool(accuracies) and all(a < correct_at for a in accuracies)
 
 
+def all_right(accuracies: Sequence[float], *, correct_at: float = CORRECT_THRESHOLD) -> bool:
+    """True when every rollout's accuracy is at least ``correct_at`` (and there is at least one)."""
+    return bool(accuracies) and all(a >= correct_at for a in accuracies)
+
+
+def _rollout_rule(
+    accs: Sequence[float], correct_at: float, unanimous: bool
+) -> tuple[str, str] | None:
+    """Rule 2 or 3 for one prompt's rollout accuracies: (rule, detail), or None to keep it."""
+    if all_wrong(accs, correct_at=correct_at):
+        return "all_wrong", f"{len(accs)} rollouts, max accuracy {max(accs):.2f} < {correct_at}"
+    if unanimous and all_right(accs, correct_at=correct_at):
+        return "unanimous", f"{len(accs)} rollouts, min accuracy {min(accs):.2f} >= {correct_at}"
+    return None
+
+
 def prefilter(
     rows: Sequence[Row],
     accuracies: Mapping[str, Sequence[float]] | None = None,
     *,
     max_words: int = MAX_ANSWER_WORDS,
     correct_at: float = CORRECT_THRESHOLD,
+    unanimous: bool = True,
 ) -> tuple[list[Row], PrefilterReport]:
-    """Apply rule 1, then rule 2 for rows that have rollout ``accuracies`` (keyed by row id)."""
+    """Apply rule 1, then rules 2 and 3 for rows that have rollout ``accuracies`` (keyed by row
+    id)."""
     kept: list[Row] = []
     dropped: list[DroppedRow] = []
     for r in rows:
@@ -84,14 +107,9 @@ def prefilter(
             )
             continue
         accs = (accuracies or {}).get(r.id)
-        if accs is not None and all_wrong(accs, correct_at=correct_at):
-            dropped.append(
-                DroppedRow(
-                    r.id,
-                    "all_wrong",
-                    f"{len(accs)} rollouts, max accuracy {max(accs):.2f} < {correct_at}",
-                )
-            )
+        hit = _rollout_rule(accs, correct_at, unanimous) if accs else None
+        if hit is not None:
+            dropped.append(DroppedRow(r.id, *hit))
             continue
         kept.append(r)
     acc = {k: tuple(v) for k, v in (accuracies or {}).items()}
@@ -106,16 +124,19 @@ async def rollout_accuracies(
     codec: Any,
     settings: EpisodeSettings,
     g: int = 8,
+    tools: Any = None,
+    nframes: int | None = None,
 ) -> dict[str, tuple[float, ...]]:
-    """G rollouts per row (all concurrently through `run_group`) → accuracy of each, by row id."""
+    """G rollouts per row (all concurrently through `run_group`, with ``tools``: default the crop
+    tool; at ``nframes`` overview frames, default each row's own) → accuracy of each, by row id."""
     from paravt.agent import run_group
     from paravt.data.episodes import to_episode_input
     from paravt.rewards import accuracy
 
-    inputs = [to_episode_input(r, root) for r in rows for _ in range(g)]
+    inputs = [to_episode_input(r, root, nframes=nframes) for r in rows for _ in range(g)]
     ids = [f"prefilter-{r.id}-{j}" for r in rows for j in range(g)]
     results = await run_group(
-        inputs, generator=generator, codec=codec, settings=settings, episode_ids=ids
+        inputs, generator=generator, codec=codec, settings=settings, tools=tools, episode_ids=ids
     )
     out: dict[str, list[float]] = {r.id: [] for r in rows}
     for r_idx, res in enumerate(results):

@@ -146,7 +146,15 @@ def _run_variants(
     eval_limit: int | None,
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """Train and evaluate every chosen variant on every seed, from its prior's selected cold
-    start: each variant's summary (with its diagnosis) and its eval rows."""
+    start, on its prior's RL prompts (``training.rl_pool``: the offline filter's, recorded in the
+    selection under ``prefilter``): each variant's summary (with its diagnosis) and its eval
+    rows."""
+    from paravt.repro.training import rl_pool
+
+    cfgs = {}
+    for prior, sel in selections.items():
+        pool, sel["prefilter"] = rl_pool(out, cfg, prior, sel["chosen_path"])
+        cfgs[prior] = cfg.model_copy(update={"data": str(pool), "data_root": str(out / "synth")})
     from paravt.repro.diagnosis import needle_windows
     from paravt.repro.summary import variant_summary
 
@@ -157,7 +165,7 @@ def _run_variants(
         init = selections[v.prior]["chosen_path"]
         per_seed, rows = [], []
         for s in range(seeds):
-            per_seed.append(train_variant(out, cfg, p, v, s, init))
+            per_seed.append(train_variant(out, cfgs[v.prior], p, v, s, init))
             model = init if not v.rl else str(out / v.name / f"seed{s}" / "model")
             if v.rl or s == 0:  # greedy eval of the one cold-start model: the same for every seed
                 rows += eval_variant(out, cfg, p, v, s, model, eval_limit)

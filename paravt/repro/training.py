@@ -115,6 +115,59 @@ def cold_start(
     return {**json.loads((sdir / "selection.json").read_text()), "base_probe": probe}
 
 
+def rl_pool(out: Path, cfg: TrainConfig, prior: str, init: str) -> tuple[Path, dict[str, Any]]:
+    """The RL prompts this prior's variants draw from, and the filter's report. ``rl.filter``
+    offline [paper]: the DAPO pre-filter (``paravt.data.prefilter``) ONCE, on the chosen cold start
+    ``init``: G = ``rl.group_size`` rollouts per prompt of ``synth/rl.parquet`` (the pool, sized to
+    the run) at the RL temperature and the default overview budget, all-wrong and unanimous groups
+    dropped (``sft_PRIOR/prefilter/``). If fewer than ``rl.prompts_per_step`` prompts would stay,
+    the pool is kept whole and the report says so (``fallback``). Online: the pool as it is."""
+    pool = out / "synth" / "rl.parquet"
+    if cfg.rl.filter != "offline":
+        return pool, {"filter": "online"}
+    d = out / f"sft_{prior}" / "prefilter"
+    if _stage(d, f"offline DAPO filter of the RL prompts ({prior} prior)"):
+        _offline_filter(pool, d, cfg, init)
+        _done(d)
+    return d / "rl.parquet", json.loads((d / "prefilter.json").read_text())
+
+
+def _offline_filter(pool: Path, d: Path, cfg: TrainConfig, init: str) -> None:
+    from paravt.agent import EpisodeSettings
+    from paravt.agent.backend import open_backend
+    from paravt.data.prefilter import prefilter, rollout_accuracies
+    from paravt.data.schema import read_rows, write_rows
+
+    rows = read_rows(pool)
+    settings = EpisodeSettings.from_config(cfg)
+    n = cfg.video.overview_nframes
+    backend = open_backend(cfg.model.model_copy(update={"path": init}), cfg.rollout)
+    try:
+        accs = asyncio.run(
+            rollout_accuracies(
+                rows,
+                pool.parent,
+                generator=backend.generator,
+                codec=backend.codec,
+                settings=settings,
+                g=cfg.rl.group_size,
+                tools=backend.tools,
+                nframes=n,
+            )
+        )
+    finally:
+        asyncio.run(backend.generator.aclose())
+    kept, report = prefilter(rows, accs)
+    fallback = None
+    if len(kept) < cfg.rl.prompts_per_step:
+        fallback = f"{len(kept)} kept < rl.prompts_per_step={cfg.rl.prompts_per_step}: pool kept"
+        kept = list(rows)
+    write_rows(d / "rl.parquet", kept)
+    meta = {"filter": "offline", "pool": len(rows), "g": cfg.rl.group_size, "nframes": n}
+    meta |= {"temperature": settings.sampling.temperature, "fallback": fallback}
+    (d / "prefilter.json").write_text(json.dumps({**meta, **report.to_json()}, indent=1))
+
+
 def train_variant(
     out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: int, init: str
 ) -> dict[str, float]:

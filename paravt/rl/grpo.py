@@ -3,14 +3,17 @@
 
 One step, top to bottom:
 
-1. take ``ceil(oversample · prompts_per_step)`` prompts from a seeded per-epoch permutation;
+1. take ``prompts_per_step`` prompts from a seeded per-epoch permutation (``rl.filter`` online:
+   ``ceil(oversample · prompts_per_step)``);
 2. nFrames Gating: each prompt gets n ~ U(choices) keyed by (seed, epoch, prompt id), the same n
    for its G rollouts (off: ``video.overview_nframes``);
 3. roll out G episodes per prompt (``paravt.agent.run_group``, all concurrently, so the batching
    generator serves them together);
 4. reward each episode (``paravt.rewards``), bias included;
-5. online filters: drop zero-variance groups, keep the ``prompts_per_step`` groups with the largest
-   reward std (PyVision-RL's oversample–filter–rank);
+5. ``rl.filter`` offline [paper] (the DAPO pre-filter ran once before training): every group is
+   trained; online: drop zero-variance groups, keep the ``prompts_per_step`` groups with the
+   largest reward std (PyVision-RL's oversample–filter–rank). Groups with a backend failure or a
+   crashed episode are dropped in both;
 6. group advantages (with or without std normalisation), broadcast to the episode's sub-agent
    trajectories when ``train_subagents``;
 7. PPO-clip update with KL to the frozen reference (``paravt.rl.update``);
@@ -51,6 +54,15 @@ from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import TrainItem, UpdateStats, ppo_update
 
 log = logging.getLogger(__name__)
+
+
+def rollout_prompts(rl: Any) -> int:
+    """Prompts one step rolls out (``rl``: an ``RLConfig``): ``prompts_per_step`` (``rl.filter``
+    offline, the paper's: every group is trained), ``ceil(oversample · prompts_per_step)`` online
+    (the filters then keep ``prompts_per_step``)."""
+    if rl.filter == "online":
+        return math.ceil(rl.oversample * rl.prompts_per_step)
+    return int(rl.prompts_per_step)
 
 
 @dataclass
@@ -165,8 +177,7 @@ class GRPOTrainer:
         """One step, with its episodes (tests and benchmarks read them)."""
         rl = self.cfg.rl
         t0 = time.perf_counter()
-        n_prompts = math.ceil(rl.oversample * rl.prompts_per_step)
-        picks = self.cursor.take(len(self.prompts), n_prompts, rl.seed)
+        picks = self.cursor.take(len(self.prompts), rollout_prompts(rl), rl.seed)
         inputs, groups = self._expand(picks)
         results, overrides, judge_counts = asyncio.run(self._rollout(inputs, step))
         t1 = time.perf_counter()
@@ -287,9 +298,10 @@ class GRPOTrainer:
     def _filter(
         self, groups: dict[str, list[int]], rewards: list[float], results: list[EpisodeResult]
     ) -> tuple[list[str], dict[str, float]]:
-        """Online filters; a group with an inference-backend failure (a main or sub-agent request
-        that errored, not model behaviour) or a crashed episode (an exception inside it) is dropped
-        first, so a crash is never a training signal."""
+        """The online filters (``rl.filter`` online; offline keeps every group); a group with an
+        inference-backend failure (a main or sub-agent request that errored, not model behaviour)
+        or a crashed episode (an exception inside it) is dropped first, so a crash is never a
+        training signal."""
         rl = self.cfg.rl
         failed = {
             g
@@ -304,6 +316,8 @@ class GRPOTrainer:
             "filter/rank_dropped": 0.0,
             "episodes/crashed": float(sum(r.crashed for r in results)),
         }
+        if rl.filter == "offline":
+            return kept, counts
         if rl.drop_zero_variance:
             res = filters.drop_zero_variance(by_group)
             kept = list(res.kept)

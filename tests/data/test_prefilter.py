@@ -35,3 +35,17 @@ def test_prefilter_drops_by_rule_and_reports_each_drop() -> None:
         ("hard", "all_wrong"),
     ]
     assert rep.to_json()["dropped"] == 2
+
+
+def test_unanimous_drops_groups_that_are_all_right_and_records_the_rule() -> None:
+    """The paper's DAPO filter drops all-wrong (unreachable) AND unanimous (all-right) groups; a
+    mixed group stays; the unanimous rule can be turned off."""
+    rows = [_row("easy", "mcq", "A"), _row("mixed", "mcq", "B"), _row("hard", "tvg", "[1, 2]")]
+    accs = {"easy": [1.0, 1.0, 0.5, 1.0], "mixed": [1.0, 0.0, 0.0, 0.0], "hard": [0.4, 0.0]}
+    kept, rep = prefilter(rows, accs)
+    assert [r.id for r in kept] == ["mixed"]
+    assert [(d.id, d.rule) for d in rep.dropped] == [("easy", "unanimous"), ("hard", "all_wrong")]
+    assert rep.dropped[0].detail == "4 rollouts, min accuracy 0.50 >= 0.5"
+    assert rep.to_json()["by_rule"] == {"all_wrong": 1, "unanimous": 1}
+    kept, rep = prefilter(rows, accs, unanimous=False)
+    assert [r.id for r in kept] == ["easy", "mixed"] and rep.by_rule == {"all_wrong": 1}

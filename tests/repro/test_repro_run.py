@@ -183,3 +183,24 @@ def test_unknown_variant_is_a_clear_error(tmp_path: Path) -> None:
         app, ["repro", "--preset", "micro", "--variants", "sft,nope", "--out", str(tmp_path)]
     )
     assert res.exit_code == 2 and "unknown variant" in res.output
+
+
+def test_rl_trains_on_the_offline_filters_prompts(run: Path, summary: dict[str, Any]) -> None:
+    """rl.filter offline (issue 38): the DAPO filter ran ONCE on the chosen cold start over the RL
+    pool (the RL videos' 3 prompts, G rollouts each), and the RL run read its output; with a noise
+    model every group is all-wrong, so the run keeps the pool and says so."""
+    import yaml
+
+    from paravt.config import RUN_CONFIG
+    from paravt.data.schema import read_rows
+
+    rep = summary["selection"]["strong"]["prefilter"]
+    d = run / "sft_strong" / "prefilter"
+    assert rep == json.loads((d / "prefilter.json").read_text())
+    assert rep["filter"] == "offline" and rep["pool"] == 3 and rep["g"] == 2
+    assert rep["kept"] + rep["dropped"] == 3 and sum(rep["by_rule"].values()) == rep["dropped"]
+    kept = read_rows(d / "rl.parquet")
+    assert len(kept) == (3 if rep["fallback"] else rep["kept"]) >= 1
+    assert all(v.startswith("videos/rl/") for r in kept for v in r.videos)
+    cfg = yaml.safe_load((run / "vanilla_grpo" / "seed0" / "model" / RUN_CONFIG).read_text())
+    assert cfg["data"] == str(d / "rl.parquet") and cfg["rl"]["filter"] == "offline"
