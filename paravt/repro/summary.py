@@ -15,10 +15,11 @@ from typing import Any
 
 from paravt.eval.intervals import Interval, bootstrap_interval, t_interval
 
-TRAIN_KEYS = ("f_tau", "kappa", "tool_code_rate", "skip_tool_rate")
+TRAIN_KEYS = ("f_tau", "f_tau_ref", "kappa", "kappa_written", "tool_code_rate", "skip_tool_rate")
 #: Ranges the intervals are clipped to (rates; kappa counts calls); f_tau (R_fmt) is left as is.
 BOUNDS = {
     "kappa": (0.0, math.inf),
+    "kappa_written": (0.0, math.inf),
     "tool_code_rate": (0.0, 1.0),
     "skip_tool_rate": (0.0, 1.0),
     "closed/think": (0.0, 1.0),
