@@ -21,7 +21,9 @@ Mapping (ours → verl):
 
 Not mapped: the online filters (``rl.drop_zero_variance``, ``rl.oversample``): a zero-variance
 group already gets zero GRPO advantage in verl, so dropping it only changes the token-mean
-denominator; the reward ``bias`` is a no-op under std normalisation (docs/ARCHITECTURE.md §4).
+denominator; the reward ``bias`` is a no-op under std normalisation (docs/ARCHITECTURE.md §4),
+and so is ``rl.reward_scale``. ``rl.adv_norm: batch`` (the release's batch normalisation after the
+group step) has no verl 0.9 switch: a verl run normalises per group only (docs/fidelity.md).
 """
 
 from __future__ import annotations
