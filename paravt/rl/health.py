@@ -1,9 +1,13 @@
-"""A training run never reports success over a broken model (issue 34 item 2).
+"""A training run never reports success over a broken model (issue 34 item 2, issue 41 item 1).
 
-After every optimisation step the loop calls ``check_step``: the step's loss and every parameter
-must be finite. When one is not (``--set rl.lr=1e30``: the first update blows the weights up, the
-next forward overflows), the run stops at once with ONE `TrainingError` line naming the step, what
-is broken, the likely knob and the checkpoint a resume uses. The check runs before the step's
+After every optimisation step the loop calls ``check_step``: the step's loss must be finite and
+within ``±MAX_LOSS``, every parameter finite, and no parameter tensor's largest ``|value|`` may jump
+(more than ``GROWTH`` times in one step and past ``FLOOR``) or pass ``CEILING``: weights of 1e30
+stay finite, so finiteness alone let a destroyed model through (an RL run at lr=1e30 said "done").
+When one fails, the run stops at once with ONE `TrainingError` line naming the step, what is
+broken, the likely knob and the checkpoint a resume uses. An RL step whose every rollout group was
+dropped as an error (a failed generation or a crashed episode) stops it too: such a run used to go
+on, learning nothing, to "rl done". The check runs before the step's
 checkpoint and before the final save, so no non-finite model is ever written: the newest checkpoint
 on disk is the last good one and ``--resume`` continues from it (``paravt.rl.checkpoint``).
 
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,30 +29,100 @@ import torch
 from paravt.errors import TrainingError
 from paravt.rl.checkpoint import latest_checkpoint
 
+#: A step diverged when a parameter tensor's largest ``|value|`` grows more than ``GROWTH`` times
+#: in one step and past ``FLOOR`` (an update of several units per weight: AdamW moves each weight by
+#: about the learning rate), or when it passes ``CEILING`` (or ``CEILING_FACTOR`` times its value at
+#: the run's start, for a model that starts above it), or when the loss leaves ``±MAX_LOSS``.
+GROWTH, FLOOR, CEILING, CEILING_FACTOR = 4.0, 1.0, 1e4, 10.0
+MAX_LOSS = 1e4
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """The largest ``|value|`` of each parameter tensor (nan or inf when it holds one)."""
+
+    names: tuple[str, ...]
+    values: tuple[float, ...]
+
+
+def param_peaks(model: Any) -> Peaks:
+    """One reduction per tensor, one device→host copy in all."""
+    named = [(n, p) for n, p in model.named_parameters()]
+    if not named:
+        return Peaks((), ())
+    peaks = torch.stack([p.detach().abs().amax().float() for _, p in named])  # (n_params,)
+    return Peaks(tuple(n for n, _ in named), tuple(peaks.tolist()))
+
 
 def broken_parameters(model: Any) -> list[str]:
-    """Names of the parameters holding inf or nan (one reduction per tensor, one sync in all)."""
-    named = list(model.named_parameters())
-    if not named:
-        return []
-    finite = torch.stack([torch.isfinite(p.detach()).all() for _, p in named])  # (n_params,)
-    if bool(finite.all()):
-        return []
-    return [name for (name, _), ok in zip(named, finite.tolist(), strict=True) if not ok]
+    """Names of the parameters holding inf or nan."""
+    p = param_peaks(model)
+    return [n for n, v in zip(p.names, p.values, strict=True) if not math.isfinite(v)]
+
+
+def _out_of_range(now: Peaks, before: Peaks | None, start: Peaks | None) -> str | None:
+    """The first parameter whose peak left the sane range this step (see ``GROWTH``)."""
+    prev = before.values if before is not None and before.names == now.names else None
+    first = start.values if start is not None and start.names == now.names else None
+    for i, (name, v) in enumerate(zip(now.names, now.values, strict=True)):
+        if prev is not None and v > max(GROWTH * prev[i], FLOOR):
+            return (
+                f"parameter {name} grew from |w| = {prev[i]:.3g} to {v:.3g} in one step (more "
+                f"than {GROWTH:g} times, past {FLOOR:g})"
+            )
+        ceiling = CEILING if first is None else max(CEILING, CEILING_FACTOR * first[i])
+        if v > ceiling:
+            return f"parameter {name} reached |w| = {v:.3g} (past {ceiling:.3g})"
+    return None
 
 
 def check_step(
-    step: int, metrics: Mapping[str, float], model: Any, *, kind: str, checkpoints: Path
-) -> None:
-    """`TrainingError` when 1-based ``step`` left the loss (``metrics["loss"]``) or a parameter of
-    ``model`` non-finite; ``kind`` names the config section whose knobs the fix names."""
+    step: int,
+    metrics: Mapping[str, float],
+    model: Any,
+    *,
+    kind: str,
+    checkpoints: Path,
+    before: Peaks | None = None,
+    start: Peaks | None = None,
+) -> Peaks:
+    """`TrainingError` when 1-based ``step`` left the loss (``metrics["loss"]``) non-finite or
+    outside ``±MAX_LOSS``, a parameter of ``model`` non-finite, or a parameter's peak out of its
+    range (``before``: the peaks before this step, ``start``: at the run's start; see ``GROWTH``);
+    ``kind`` names the config section whose knobs the fix names. Returns the peaks after the step
+    (the next step's ``before``)."""
+    if (failed := _every_group_failed(metrics)) is not None:
+        raise TrainingError(
+            f"train {kind}: step {step}: every rollout group failed ({failed} dropped as errors: "
+            "the generator failed the requests or the episodes crashed, logged above); nothing "
+            "can be learned from it, so the run is stopped"
+        )
     loss = float(metrics.get("loss", 0.0))
-    broken = broken_parameters(model)
-    if math.isfinite(loss) and not broken:
-        return
+    now = param_peaks(model)
+    broken = [n for n, v in zip(now.names, now.values, strict=True) if not math.isfinite(v)]
     what = [] if math.isfinite(loss) else [f"the loss is {loss}"]
+    if math.isfinite(loss) and abs(loss) > MAX_LOSS:
+        what.append(f"the loss is {loss:.3g}, outside the sane range ±{MAX_LOSS:g}")
     if broken:
         what.append(f"{len(broken)} parameter tensor(s) hold inf or nan (first: {broken[0]})")
+    elif (jump := _out_of_range(now, before, start)) is not None:
+        what.append(jump)
+    if not what:
+        return now
+    raise _diverged(step, what, metrics, kind=kind, checkpoints=checkpoints)
+
+
+def _every_group_failed(metrics: Mapping[str, float]) -> int | None:
+    """The number of groups of an RL step when every one was dropped as an error (a failed
+    generation or a crashed episode: ``GRPOTrainer._filter``), else None."""
+    failed = int(metrics.get("filter/error_dropped", 0.0))
+    others = ("filter/zero_var_dropped", "filter/rank_dropped", "groups/kept")
+    return failed if failed > 0 and not any(metrics.get(k, 0.0) for k in others) else None
+
+
+def _diverged(
+    step: int, what: list[str], metrics: Mapping[str, float], *, kind: str, checkpoints: Path
+) -> TrainingError:
     last = latest_checkpoint(checkpoints)
     kept = (
         f"resume (--resume) continues from the last good checkpoint {last}"
@@ -57,7 +132,7 @@ def check_step(
     )
     lr = metrics.get("lr")
     at = f" (this step ran at lr={lr:g})" if isinstance(lr, float) and math.isfinite(lr) else ""
-    raise TrainingError(
+    return TrainingError(
         f"train {kind}: step {step} diverged: {'; '.join(what)}; the run is stopped and this "
         f"model is not saved; {kept}; the likely knob is {kind}.lr{at}: lower it "
         f"(or {kind}.max_grad_norm)"

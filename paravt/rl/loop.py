@@ -5,8 +5,9 @@ state and the data position, and each RL step reseeds its sampling from (seed, s
 killed after its step-k checkpoint and resumed logs the same numbers as an uninterrupted run.
 Resume uses the newest checkpoint whose checksums verify; each newer one it skips is named, with
 the reason, in a warning on stderr.
-A step that leaves the loss or a parameter non-finite stops the run before anything of it is saved
-(``paravt.rl.health``: one line naming the step and the knob; resume uses the last good checkpoint).
+A step that leaves the loss or a parameter non-finite or out of range stops the run before anything
+of it is saved (``paravt.rl.health``: one line naming the step and the knob; resume uses the last
+good checkpoint).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from paravt.rl.checkpoint import (
     save_final_model,
     set_rng_state,
 )
-from paravt.rl.health import check_step
+from paravt.rl.health import check_step, param_peaks
 from paravt.rl.logger import MetricsLogger
 from paravt.rl.registry import TRAINERS, Kind
 from paravt.rl.session import PolicySession
@@ -198,12 +199,21 @@ def _steps(
     total = trainer.total_steps
     with _progress(progress) as bar:
         task = bar.add_task(f"{kind} {out.name}", total=total, completed=start)
+        first = peaks = param_peaks(session.model)  # the divergence check's reference
         for step in range(start, total):
             if stop_after is not None and step - start >= stop_after:
                 return False
             t0 = time.perf_counter()
             metrics = trainer.step(step)
-            check_step(step + 1, metrics, session.model, kind=kind, checkpoints=out / "checkpoints")
+            peaks = check_step(
+                step + 1,
+                metrics,
+                session.model,
+                kind=kind,
+                checkpoints=out / "checkpoints",
+                before=peaks,
+                start=first,
+            )
             took = time.perf_counter() - t0
             metrics["timing_s/step"] = took
             metrics.update(perf_metrics(metrics, took, logger.cumulative_tokens))

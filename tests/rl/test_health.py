@@ -5,19 +5,18 @@ the loss or a parameter non-finite stops the run with one line naming the step a
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 from safetensors.torch import load_file
+from typer.testing import CliRunner
 
+from paravt.cli import app
 from paravt.config import TrainConfig
 from paravt.data.synth.build import build
 from paravt.errors import TrainingError
-from paravt.rl.checkpoint import resume_point
 from paravt.rl.grpo import GRPOTrainer
 from paravt.rl.health import broken_parameters, check_step
 from paravt.rl.loop import run_training
@@ -61,53 +60,70 @@ def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> dict[
 
 
 def _finite_weights(ckpt: Path) -> bool:
+    """The saved model under ``ckpt`` (a checkpoint or a run directory) is all finite."""
     weights = load_file(str(ckpt / "model" / "model.safetensors"))
     return all(bool(torch.isfinite(t).all()) for t in weights.values())
 
 
-@pytest.mark.timeout(300)
-def test_sft_with_a_huge_lr_stops_at_the_diverged_step_and_keeps_the_last_good_checkpoint(
-    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+@pytest.mark.parametrize("knob", ["sft.lr=1e30", "rl.lr=1e30", "prior.lr=0.5", "rl.lr=0.02"])
+def test_a_learning_rate_out_of_its_trainers_range_is_refused_by_name(
+    tmp_path: Path, synth: Path, knob: str
 ) -> None:
-    """The issue's probe through the real CLI: the first update at lr=1e30 blows the weights up, the
-    second step's loss is nan. Before: the run said done and saved an all-NaN model."""
+    """Issue 41 item 1: `train rl --set rl.lr=1e30` used to end "rl done", exit 0, with a model
+    that writes only <|endoftext|>. Each trainer's lr has a bound (rl 1e-2, sft and prior 0.1)."""
+    import yaml
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(yaml.safe_dump(_cfg(tmp_path / "run", synth / "sft.parquet", "no-model")))
+    kind = knob.split(".")[0]
+    res = CliRunner().invoke(app, ["train", kind, "--config", str(cfg), "--set", knob])
+    assert res.exit_code == 2 and "Traceback" not in res.stderr
+    assert f"{kind}.lr" in res.stderr and "less than or equal" in res.stderr, res.stderr
+
+
+@pytest.mark.timeout(300)
+def test_weights_blown_up_but_finite_stop_the_run_before_their_checkpoint_and_resume_works(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41 item 1 through the real app: step 2 leaves weights of 1e29, finite (what SFT at
+    lr=1e30 did: the step-1 checkpoint it kept already held them, and --resume diverged again).
+    The run stops at step 2 naming sft.lr, step 1's checkpoint is the last one, and --resume
+    finishes from it."""
     import yaml
 
     out = tmp_path / "run"
     cfg = tmp_path / "sft.yaml"
     cfg.write_text(yaml.safe_dump(_cfg(out, synth / "sft.parquet", tiny_qwen3_dir)))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "paravt",
-            "train",
-            "sft",
-            "--config",
-            str(cfg),
-            "--set",
-            "sft.lr=1e30",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr and "done" not in proc.stdout + proc.stderr
-    errors = [ln for ln in proc.stderr.splitlines() if "diverged" in ln]
-    assert len(errors) == 1 and proc.stderr.rstrip().endswith(errors[0].rstrip()), proc.stderr
-    assert "train sft: step 2 diverged: the loss is nan" in errors[0] and "sft.lr" in errors[0]
-    assert "step_000001" in errors[0]
-    assert not (out / "model").exists()  # never a saved model over a broken run
-    point = resume_point(out / "checkpoints")
-    assert (
-        point.checkpoint is not None
-        and point.checkpoint.name == "step_000001"
-        and point.skipped == ()
-    )
+    real = SFTTrainer.step
+
+    def blowing_up(self: SFTTrainer, step: int) -> dict[str, float]:
+        metrics = real(self, step)
+        if step == 1:
+            with torch.no_grad():
+                for p in self.model.parameters():
+                    p.mul_(1e29)
+        return metrics
+
+    monkeypatch.setattr(SFTTrainer, "step", blowing_up)
+    res = CliRunner().invoke(app, ["train", "sft", "--config", str(cfg)])
+    assert res.exit_code == 2 and "Traceback" not in res.stderr, res.stderr
+    line = res.stderr.strip().splitlines()[-1]
+    assert "train sft: step 2 diverged: parameter " in line and "in one step" in line, line
+    assert "sft.lr" in line and "step_000001" in line
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step_000001"]
-    assert _finite_weights(point.checkpoint)
+    assert not (out / "model").exists()
+    peak = max(
+        float(t.abs().max())
+        for t in load_file(
+            str(out / "checkpoints" / "step_000001" / "model" / "model.safetensors")
+        ).values()
+    )
+    assert peak < 100  # the kept checkpoint holds none of the damage
+
+    monkeypatch.setattr(SFTTrainer, "step", real)
+    res = CliRunner().invoke(app, ["train", "sft", "--config", str(cfg), "--resume"])
+    assert res.exit_code == 0, res.stderr
+    assert _finite_weights(out) and (out / "model").is_dir()
 
 
 @pytest.mark.timeout(300)
@@ -165,3 +181,58 @@ def test_broken_parameters_names_only_the_non_finite_tensors(tmp_path: Path) -> 
         match=r"step 7 diverged: 2 parameter tensor\(s\) hold inf or nan \(first: 0.weight\)",
     ):
         check_step(7, {"loss": 0.5}, model, kind="sft", checkpoints=tmp_path)
+
+
+def test_a_jump_past_the_floor_a_ceiling_or_a_huge_loss_is_divergence(tmp_path: Path) -> None:
+    """Finite but out of range (issue 41 item 1): per tensor, more than GROWTH times its peak of
+    the step before (and past FLOOR), past CEILING, or a loss beyond ±MAX_LOSS."""
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Linear(2, 1))
+    with torch.no_grad():
+        model[0].weight.fill_(0.5)
+        model[0].bias.zero_()
+    start = check_step(1, {"loss": 0.5}, model, kind="rl", checkpoints=tmp_path)
+    with torch.no_grad():
+        model[0].bias.fill_(0.9)  # from 0: a large ratio, but below FLOOR: a normal update
+        model[0].weight.fill_(1.9)  # 3.8 times: within GROWTH
+    after = check_step(2, {"loss": 0.5}, model, kind="rl", checkpoints=tmp_path, before=start)
+    with torch.no_grad():
+        model[0].weight.fill_(8.0)  # 4.2 times the step before and past FLOOR
+    with pytest.raises(
+        TrainingError,
+        match=r"step 3 diverged: parameter 0.weight grew from "
+        r"\|w\| = 1.9 to 8 in one step .*rl\.lr",
+    ):
+        check_step(3, {"loss": 0.5}, model, kind="rl", checkpoints=tmp_path, before=after)
+    with torch.no_grad():
+        model[0].weight.fill_(2e4)
+    with pytest.raises(TrainingError, match=r"parameter 0.weight reached \|w\| = 2e\+04"):
+        check_step(4, {"loss": 0.5}, model, kind="rl", checkpoints=tmp_path, start=start)
+    with torch.no_grad():
+        model[0].weight.fill_(0.5)
+    with pytest.raises(TrainingError, match=r"the loss is -2e\+05, outside the sane range"):
+        check_step(5, {"loss": -2e5}, model, kind="rl", checkpoints=tmp_path, before=start)
+
+
+def test_an_rl_step_whose_every_rollout_failed_stops_the_run(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41 item 2 for RL: a generator that fails every request used to train on nothing (every
+    group dropped as an error) through to "rl done"; now step 1 stops the run, nothing saved."""
+    import paravt.rl.grpo as grpo
+    from paravt.models.base import error_output
+
+    class Failing:
+        async def generate(self, requests: list[Any]) -> list[Any]:
+            return [error_output("the replica died") for _ in requests]
+
+    real = grpo.run_group
+
+    async def failing_group(inputs: Any, *, generator: Any, **kw: Any) -> Any:
+        return await real(inputs, generator=Failing(), **kw)
+
+    monkeypatch.setattr(grpo, "run_group", failing_group)
+    cfg = TrainConfig.model_validate(_cfg(tmp_path / "run", synth / "rl.parquet", tiny_qwen3_dir))
+    with pytest.raises(TrainingError, match=r"train rl: step 1: every rollout group failed \(1 "):
+        run_training(cfg, kind="rl", progress=False)
+    assert not (tmp_path / "run" / "model").exists()
+    assert not (tmp_path / "run" / "checkpoints").exists()
