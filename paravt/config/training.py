@@ -161,13 +161,7 @@ class RLConfig(_Strict):
         description="Per-token estimator of KL(policy || reference): k1 = the log ratio; k3 = "
         "exp(-d) + d - 1, unbiased and never negative (verl's low_var_kl).",
     )
-    lr: float = Field(
-        2e-6,
-        gt=0,
-        le=1e-2,
-        description="Learning rate [paper]. At most 1e-2: AdamW moves each weight by about lr "
-        "per step, and a policy update past that destroys the model (paravt.rl.health).",
-    )
+    lr: float = Field(2e-6, gt=0, le=1e-2, description="Learning rate [paper]; at most 1e-2.")
     weight_decay: float = _weight_decay(0.01)  # [authors] actor.optimizer.weight_decay
     adam_betas: tuple[_Beta, _Beta] = _adam_betas()
     max_grad_norm: float = Field(
@@ -216,11 +210,7 @@ class _SupervisedConfig(_Strict):
     each section keeps its own YAML keys and values."""
 
     lr: float = Field(
-        1e-3,
-        gt=0,
-        le=0.1,
-        description="Peak learning rate (AdamW), reached after the warm-up. At most 0.1: AdamW "
-        "moves each weight by about lr per step (paravt.rl.health).",
+        1e-3, gt=0, le=0.1, description="Peak learning rate (AdamW) after the warm-up; at most 0.1."
     )
     weight_decay: float = _weight_decay()
     adam_betas: tuple[_Beta, _Beta] = _adam_betas()
