@@ -119,6 +119,7 @@ def check(
         typer.echo(
             json.dumps(
                 {
+                    "file": str(file),
                     "rows": report.rows,
                     "failed_rows": report.failed_rows,
                     "by_rule": report.by_rule,
@@ -133,7 +134,7 @@ def check(
                 t.add_row(v.row, v.rule, v.detail)
             console.print(t)
         console.print(
-            f"{report.rows} rows, {report.failed_rows} failed; violations by rule: "
+            f"{file}: {report.rows} rows, {report.failed_rows} failed; violations by rule: "
             f"{report.by_rule or 'none'}"
         )
     if not report.ok:

@@ -27,8 +27,8 @@ Rules (a row fails when any fires; each violation names its rule):
 Before these rules, every row is screened (`paravt.data.screen`, as every command that reads rows
 does): an error row is one violation whose rule is its cause (``too_large``, ``malformed``,
 ``empty_messages``, ``no_video``, ``video_outside_root``, ``video_missing``, ``video_unreadable``,
-``video_too_short``; ``answer`` for a missing, empty or NaN ground truth); each distinct video is
-probed once.
+``video_too_short``, ``video_window``; ``answer`` for a missing, empty or NaN ground truth); each
+distinct video is probed once.
 """
 
 from __future__ import annotations

@@ -18,7 +18,10 @@ A row is an error row, under one cause (docs/reliability.md, "Bad rows and video
   as such, `paravt.video.usable.file_problem`), or a file that does not probe as a video (0 bytes,
   truncated, not a video): each distinct video is opened once, probe only (`paravt.video.probe`);
 - ``video_too_short``: fewer frames than one temporal patch of the processor
-  (`paravt.video.usable.MIN_FRAMES`): no visual token could come of it.
+  (`paravt.video.usable.MIN_FRAMES`): no visual token could come of it;
+- ``video_window``: a message's video part (a trace's crop) asks for a window outside its video's
+  probed span, the rule the decoder applies in training (it used to pass `data check` and then
+  abort `train sft` naming neither the row nor the file).
 
 `screen_rows` returns the usable rows and the error rows. When some rows are usable, each distinct
 cause is ONE warning line on stderr (count and first example); when none is, `DataError` with the
@@ -110,6 +113,7 @@ class _Videos:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.seen: dict[str, tuple[str, str] | None] = {}
+        self.duration: dict[str, float] = {}  # of each video that probed
 
     def check(self, rel: str) -> tuple[str, str] | None:
         if rel not in self.seen:
@@ -139,14 +143,33 @@ class _Videos:
             return "video_unreadable", f"video {rel!r} cannot be read: {str(err).split(';')[0]}"
         if (short := too_short(info)) is not None:
             return "video_too_short", f"video {rel!r} {short}"
+        self.duration[rel] = info.duration
         return None
+
+    def window_problem(self, part: VideoPart) -> str | None:
+        """Why a message's video part asks for frames outside its (probed) video, or None: the
+        rule the decoder applies in training (`paravt.video.budget.check_window`)."""
+        from paravt.video.budget import WINDOW_TOLERANCE_S
+
+        dur = self.duration[part.video]
+        s, e = part.video_start, part.video_end
+        if s < e and s >= -WINDOW_TOLERANCE_S and e <= dur + WINDOW_TOLERANCE_S:
+            return None
+        return (
+            f"the video part of {part.video!r} asks [{s:g}, {e:g}] s, outside the video's "
+            f"[0, {dur:.3f}] s"
+        )
+
+
+def _video_parts(row: Row) -> Iterator[VideoPart]:
+    for m in row.messages:
+        if not isinstance(m.content, str):
+            yield from (p for p in m.content if isinstance(p, VideoPart))
 
 
 def _videos_of(row: Row) -> Iterator[str]:
     yield from row.videos
-    for m in row.messages:
-        if not isinstance(m.content, str):
-            yield from (p.video for p in m.content if isinstance(p, VideoPart))
+    yield from (p.video for p in _video_parts(row))
 
 
 def _screen_one(
@@ -170,6 +193,9 @@ def _screen_one(
         bad = videos.check(rel)
         if bad is not None:
             return RowError(rid, *bad)
+    for part in _video_parts(row):
+        if (why := videos.window_problem(part)) is not None:
+            return RowError(rid, "video_window", why)
     return row
 
 

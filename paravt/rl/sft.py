@@ -26,7 +26,7 @@ import torch
 
 from paravt.agent.trajectory import Trajectory, TrajectoryBuilder
 from paravt.data.episodes import MAX_ROW_BYTES
-from paravt.errors import DataError
+from paravt.errors import DataError, VideoError
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
 from paravt.protocol.tags import THINK_PREFIX
@@ -289,7 +289,10 @@ def load_examples(
     out = []
     for row in screen_rows(path, root, kinds=kinds, max_row_bytes=max_row_bytes, warn=False).rows:
         mp = crop_max_pixels if row.kind == "sub" else max_pixels
-        msgs = to_chat_messages(row, root, max_pixels=mp, size_factor=size_factor)
+        try:
+            msgs = to_chat_messages(row, root, max_pixels=mp, size_factor=size_factor)
+        except (VideoError, DataError) as err:  # changed since the screening: name row and file
+            raise DataError(f"{path}: row {row.id}: {err}") from None
         out.append(
             build_sequence(
                 msgs,

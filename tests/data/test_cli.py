@@ -4,16 +4,17 @@ codes), the other commands in-process through typer's runner (imports cost ~2 s 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from data_traces import answer, head, parallel
+import numpy as np
+from data_traces import DURATION, answer, head, parallel
 from typer.testing import CliRunner
 
 from paravt.cli.data import app
 from paravt.data.schema import read_rows, write_rows
+from paravt.video.writer import write_video
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
@@ -25,9 +26,9 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 def test_check_exits_1_on_a_bad_file_and_0_on_synth(tmp_path: Path, synth_dir: Path) -> None:
     bad = write_rows(tmp_path / "bad.parquet", [parallel([*head(), answer(ans="A")])])
-    shutil.copy(
-        next((synth_dir / "videos").rglob("*.mp4")), tmp_path / "v.mp4"
-    )  # its video is probed
+    # its video is probed, and spans the row's whole-video part (the screening checks windows)
+    frames = [np.full((32, 32, 3), 40, np.uint8)] * (int(DURATION) + 1)
+    write_video(tmp_path / "v.mp4", frames, 1, gop=300)
     res = _run("check", str(bad), "--json")
     assert res.returncode == 1, res.stderr
     out = json.loads(res.stdout)

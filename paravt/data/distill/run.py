@@ -12,7 +12,8 @@ a time (`paravt.runlock`); a new run skips ids whose status is
 unexpected exception, logged with its traceback) are tried again. ``sft.parquet`` and
 ``report.json`` are rebuilt from the whole progress file at the end
 of every run, so they always describe everything done so far. At most ``workers`` rows run
-concurrently; a rich progress bar goes to stderr.
+concurrently; a rich progress bar goes to stderr. The output is valid input as it is: its video
+paths resolve under ``out`` through symlinks to the input's data root (`link_videos`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -232,6 +234,7 @@ async def _distill(
         if bar is not None:
             bar[0].stop()
         await runner.aclose()
+    link_videos(out, root, rows)
     return finalize(
         out,
         requested=len(rows),
@@ -240,6 +243,32 @@ async def _distill(
         pipeline=cfg.pipeline,
         data_errors=data_errors,
     )
+
+
+def link_videos(out: Path, root: str, rows: Sequence[Row]) -> None:
+    """Make ``out/sft.parquet``'s video paths (relative to the input's data root) resolve under
+    ``out``, its default data root: ``out/<top>`` is a symlink to ``root/<top>`` for the first
+    component of every video path (``videos/…``), so `data check out/sft.parquet` and `train sft`
+    need no ``--root``. A symlink inside a data root may point elsewhere (`paravt.data.screen`).
+    A name already taken by something else is left alone, with one warning naming the fix."""
+    base, here = os.path.abspath(root), os.path.abspath(out)
+    if base == here:
+        return
+    tops = {Path(v).parts[0] for r in rows for v in r.videos if v and not os.path.isabs(v)}
+    for top in sorted(tops - {"..", "."}):
+        link, target = Path(here) / top, Path(base) / top
+        if os.path.islink(link) and os.path.realpath(link) == os.path.realpath(target):
+            continue
+        if os.path.lexists(link):
+            log.warning(
+                "%s exists and is not a link to %s: read %s with --root %s (data_root)",
+                link,
+                target,
+                Path(here) / SFT,
+                base,
+            )
+            continue
+        os.symlink(target, link, target_is_directory=target.is_dir())
 
 
 def _bar(enabled: bool, total: int) -> tuple[Any, Any] | None:
