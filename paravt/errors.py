@@ -60,8 +60,8 @@ class Interrupted(BaseException):  # noqa: N818 - like KeyboardInterrupt, not an
 
 
 class DiskError(ParavtError):
-    """A write failed for want of space or permission (ENOSPC, EDQUOT, EACCES, EPERM, EROFS); the
-    message names the path and what was kept (``disk_write``)."""
+    """A write failed for want of space or permission (ENOSPC, EDQUOT, EACCES, EPERM, EROFS), or its
+    path is a directory; the message names the path and what was kept (``disk_write``)."""
 
 
 #: The errnos of a write that the user fixes (space, quota, permission, a read-only filesystem).

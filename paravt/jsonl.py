@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from paravt.errors import disk_write
+from paravt.errors import DiskError, disk_write
 
 log = logging.getLogger(__name__)
 
@@ -114,13 +114,23 @@ def rewrite_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> None:
 def write_atomic(path: str | Path, text: str, what: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8) atomically: a temp file, synced, renamed over it. A
     full disk or a refused write (``paravt.errors.disk_write``) removes the temp file, keeps the
-    previous ``path`` as it was and is one `DiskError` naming ``what`` and the path."""
+    previous ``path`` as it was and is one `DiskError` naming ``what`` and the path; so is a path
+    that is a directory. No failure leaves the temp file behind."""
     p = Path(path)
+    if p.is_dir():
+        raise DiskError(
+            f"cannot write {what} {p}: it is a directory; pass a file path (e.g. {p / p.name}), "
+            "nothing was written"
+        )
     tmp = p.with_name(p.name + ".tmp")
-    with disk_write(p, what, lambda: _kept_previous(p, tmp)):
-        p.parent.mkdir(parents=True, exist_ok=True)
-        _write_synced(tmp, text)
-        os.replace(tmp, p)
+    try:
+        with disk_write(p, what, lambda: _kept_previous(p, tmp)):
+            p.parent.mkdir(parents=True, exist_ok=True)
+            _write_synced(tmp, text)
+            os.replace(tmp, p)
+    except BaseException:  # any failure, any interrupt: the temp file never stays behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _write_synced(tmp: Path, text: str) -> None:

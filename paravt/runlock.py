@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from paravt.errors import ParavtError
+from paravt.errors import ParavtError, disk_write
 
 log = logging.getLogger(__name__)
 LOCK_NAME = ".paravt.lock"
@@ -112,19 +112,24 @@ def _create(path: Path, holder: Holder) -> bool:
     file, then hard-linked into place: ``link`` fails if the name exists, like ``O_EXCL``, and
     the lock is never seen half-written); False when it already exists."""
     tmp = path.with_name(f"{path.name}.{holder.token}")
-    with tmp.open("w", encoding="utf-8") as f:
-        json.dump(
-            {
-                "pid": holder.pid,
-                "host": holder.host,
-                "since": holder.since,
-                "command": holder.command,
-                "token": holder.token,
-            },
-            f,
-        )
-        f.flush()
-        os.fsync(f.fileno())
+    kept = f"nothing: no lock was taken and the partial {tmp.name} was removed"
+    try:
+        with disk_write(path, "the lock of the output directory", kept), tmp.open("w") as f:
+            json.dump(
+                {
+                    "pid": holder.pid,
+                    "host": holder.host,
+                    "since": holder.since,
+                    "command": holder.command,
+                    "token": holder.token,
+                },
+                f,
+            )
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:  # a full disk, a refused write, an interrupt: no 0-byte file left behind
+        tmp.unlink(missing_ok=True)
+        raise
     try:
         os.link(tmp, path)
     except FileExistsError:

@@ -65,7 +65,12 @@ def is_loopback(host: str) -> bool:
 
 
 def require_key_beyond_loopback(host: str, key_file: object, flag: str, command: str) -> None:
-    """Refuse (``ConfigError``) to bind ``host`` beyond loopback when no key file is given."""
+    """Refuse (``ConfigError``) to bind ``host`` beyond loopback when no key file is given, and a
+    host with blanks in it (``'127.0.0.1 '`` passed the loopback test, then failed in uvicorn)."""
+    if not host or host != "".join(host.split()):
+        raise ConfigError(
+            f"{command} --host {host!r}: a host has no spaces or blanks; pass e.g. 127.0.0.1"
+        )
     if key_file is None and not is_loopback(host):
         raise ConfigError(
             f"{command} --host {host}: binding beyond loopback lets anyone who reaches "

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
+
+#: The most optimisation steps (or epochs) a run may ask for: 10 million is weeks of the fastest
+#: step; past it a value is a typo (``rl.steps=1e20`` used to be accepted and run "forever").
+MAX_STEPS = 10_000_000
+_Steps = Annotated[int, Field(le=MAX_STEPS)]
 
 #: Bytes counted for each rollout or batch row a step holds at once (the floor above).
 ITEM_FLOOR_BYTES = 256 << 10

@@ -18,6 +18,7 @@ from paravt.config.choices import (
     http_url_or_none,
 )
 from paravt.config.fields import _adam_betas, _Beta, _micro_batch_tokens, _Strict, _weight_decay
+from paravt.config.limits import _Steps
 from paravt.config.tracking import refuse_moved_verl_keys
 
 
@@ -169,7 +170,7 @@ class RLConfig(_Strict):
         gt=0,
         description="Clip the gradient's global L2 norm to this before each optimiser step.",
     )
-    steps: int = Field(
+    steps: _Steps = Field(
         30, ge=1, description="RL steps; each rolls out its prompts' groups and updates the policy."
     )
     ppo_epochs: int = Field(
@@ -241,13 +242,13 @@ class _SupervisedConfig(_Strict):
 class SFTConfig(_SupervisedConfig):
     """Supervised cold start (``paravt train sft``) on distilled or oracle traces."""
 
-    epochs: int = Field(
+    epochs: _Steps = Field(
         1,
         ge=1,
         description="Passes over the SFT traces; steps = ceil(examples / batch_size) × epochs, "
         "capped by max_steps.",
     )
-    max_steps: int | None = Field(
+    max_steps: _Steps | None = Field(
         None, ge=1, description="Stop after this many steps (None: all the epochs)."
     )
     include_subagent_rows: bool = Field(
@@ -266,7 +267,7 @@ class PriorConfig(_SupervisedConfig):
     on
     pretraining-style traces before the cold start. Strength = ``steps`` and ``tool_mix``."""
 
-    steps: int = Field(
+    steps: _Steps = Field(
         200, ge=1, description="Optimisation steps of the simulated pretraining (prior strength)."
     )
     habit_copies: int = Field(
@@ -375,7 +376,7 @@ class VerlConfig(_Strict):
     agent_workers: int = Field(
         8, ge=1, description="Agent-loop workers (rollout.agent.num_workers)."
     )
-    total_epochs: int = Field(
+    total_epochs: _Steps = Field(
         1, ge=1, description="Passes over the training parquet (trainer.total_epochs)."
     )
     val_data: str | None = Field(
