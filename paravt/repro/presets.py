@@ -208,6 +208,8 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     cfg.model.replicas = p.replicas
     cfg.data = str(out / "synth" / "rl.parquet")
     cfg.logging.group = out.resolve().name  # the trackers group this run's variants and seeds
+    # one MLflow store for every stage, eval and the summary: its UI shows the variants side by side
+    cfg.logging.mlflow_tracking_uri = f"sqlite:///{out.resolve() / 'mlruns' / 'mlflow.db'}"
     return cfg
 
 

@@ -18,6 +18,7 @@ from paravt.config import TrainConfig
 from paravt.jsonl import write_atomic
 from paravt.repro.presets import PRESETS, ReproPreset, base_config, with_config_overrides
 from paravt.repro.stages import console, finish_stage, stage_times, start_stage
+from paravt.repro.tracked import track_evals, track_summary
 from paravt.repro.training import cold_start, eval_variant, train_variant
 from paravt.repro.variants import Variant, pick
 
@@ -169,6 +170,7 @@ def _run_variants(
             model = init if not v.rl else str(out / v.name / f"seed{s}" / "model")
             if v.rl or s == 0:  # greedy eval of the one cold-start model: the same for every seed
                 rows += eval_variant(out, cfg, p, v, s, model, eval_limit)
+                track_evals(out / v.name / f"seed{s}", cfg, f"{v.name}/seed{s}")
         summaries[v.name], eval_rows[v.name] = variant_summary(per_seed, rows), rows
         summaries[v.name]["diagnosis"] = _diagnosis(out, v, needles)
     return summaries, eval_rows
@@ -231,5 +233,6 @@ def _run_repro(
     }
     path = out / "summary.json"
     write_atomic(path, json.dumps(summary, indent=1, default=float), "the repro summary")
+    track_summary(out, cfg, summary)
     console.print(f"[bold green]summary:[/bold green] {path}", soft_wrap=True)
     return path

@@ -19,6 +19,8 @@ from paravt.jsonl import read_jsonl as read_log
 from paravt.repro.select import pick_early
 from paravt.repro.summary import tail_means
 
+TRACKED = ("--set", "logging.loggers=[console,mlflow]")  # the run's one MLflow store
+
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -37,6 +39,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "2",
             "--out",
             str(out),
+            *TRACKED,
         ],
     )
     assert res.exit_code == 0, res.output
@@ -148,6 +151,7 @@ def test_a_second_run_resumes_and_skips_every_stage(run: Path, summary: dict[str
             "2",
             "--out",
             str(run),
+            *TRACKED,
         ],
     )
     assert res.exit_code == 0, res.output
@@ -204,3 +208,31 @@ def test_rl_trains_on_the_offline_filters_prompts(run: Path, summary: dict[str, 
     assert all(v.startswith("videos/rl/") for r in kept for v in r.videos)
     cfg = yaml.safe_load((run / "vanilla_grpo" / "seed0" / "model" / RUN_CONFIG).read_text())
     assert cfg["data"] == str(d / "rl.parquet") and cfg["rl"]["filter"] == "offline"
+
+
+def test_one_mlflow_store_holds_every_stage_eval_and_the_summary(
+    run: Path, summary: dict[str, Any]
+) -> None:
+    """Read back with MlflowClient: every training stage, every eval and ONE summary run (the
+    second invocation above skipped every stage and logged nothing again), all in the group."""
+    mlflow = pytest.importorskip("mlflow")
+    client = mlflow.MlflowClient(f"sqlite:///{run / 'mlruns' / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("paravt").experiment_id])
+    names = sorted(r.info.run_name for r in runs)
+    evals = sorted(
+        f"{p.parent.parent.name}/{p.parent.name}/{p.name}" for p in run.glob("*/seed*/eval_n*")
+    )
+    assert evals and set(evals) <= set(names)
+    assert {"sft_strong", "vanilla_grpo/seed0", "summary"} <= set(names)
+    assert any(n.startswith("prior_strong/") for n in names)
+    assert len(names) == len(set(names)), names  # nothing logged twice
+    assert {r.data.tags.get("paravt.group") for r in runs} == {run.name}
+    (s,) = [r for r in runs if r.info.run_name == "summary"]
+    assert s.data.metrics["claims/total"] == len(summary["claims"])
+    assert s.data.metrics["claims/held"] == sum(c["holds"] for c in summary["claims"])
+    tables = {a.path for a in client.list_artifacts(s.info.run_id)}
+    assert {"claims.json", "stage_checks.json", "variants.json"} <= tables
+    path = client.download_artifacts(s.info.run_id, "variants.json", str(run / "dl"))
+    variants = json.loads(Path(path).read_text())
+    rows = {r[variants["columns"].index("variant")] for r in variants["data"]}
+    assert rows == set(summary["variants"])
