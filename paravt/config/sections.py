@@ -173,8 +173,8 @@ class TrainConfig(_Strict):
     out_dir: str = Field(
         "runs/train",
         description="Run directory of a trainer: checkpoints, train_log.jsonl and the final "
-        "model (out_dir/model); a run on a directory with checkpoints "
-        "resumes from the last.",
+        "model (out_dir/model); with --resume a run continues from the last checkpoint (and the "
+        "same tracker runs), without it training starts over from step 1.",
     )
     data: str = Field(
         "runs/synth/rl.parquet", description="Training parquet (rl.parquet or sft.parquet)."

@@ -56,8 +56,10 @@ def save_checkpoint(
     processor: Any,
     optimizer: torch.optim.Optimizer | None,
     state: dict[str, Any],
+    write_config: Callable[[Path], None] | None = None,
 ) -> Path:
-    """Write ``root/step_NNNNNN`` atomically and return it. A full disk or a refused write
+    """Write ``root/step_NNNNNN`` atomically and return it; ``write_config`` adds the run's
+    settings and model card to its ``model/``. A full disk or a refused write
     (``paravt.errors.disk_write``) removes the partial ``.tmp`` and is one `DiskError` naming the
     checkpoint and the newest one kept, which ``--resume`` uses."""
     final = Path(root) / f"{CKPT_PREFIX}{step:06d}"
@@ -67,6 +69,8 @@ def save_checkpoint(
         (tmp / "model").mkdir(parents=True)
         model.save_pretrained(tmp / "model")
         processor.save_pretrained(tmp / "model")
+        if write_config is not None:
+            write_config(tmp / "model")
         with open(
             tmp / "trainer.pt", "wb"
         ) as fh:  # a file object: a failed write chains its OSError

@@ -40,6 +40,7 @@ class MetricsLogger:
         if not resume and self.path.exists():
             self.path.unlink()
         self.cumulative_tokens = 0.0  # perf/cumulative_tokens through the last logged step
+        self.last: dict[str, Any] = {}  # the last logged step's metrics (the model card's)
         self.trackers = Trackers.open(
             self.run_dir, tracking or TrackingSettings(()), config=config, resume=resume
         )
@@ -67,6 +68,7 @@ class MetricsLogger:
         """Step ``step``'s metrics (and its sampled rollouts, for the trackers' tables): the JSONL
         line first, so that a kill between the two never leaves a tracker ahead of the file."""
         row = {"step": step, **{k: _clean(v) for k, v in metrics.items()}}
+        self.last = dict(metrics)
         append_jsonl(self.path, [row], fsync=False)  # a torn last line (killed run) is ended first
         self.trackers.log(step, metrics, rollouts)
 

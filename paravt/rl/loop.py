@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -36,6 +38,7 @@ from paravt.rl.checkpoint import (
 )
 from paravt.rl.health import check_step, param_peaks
 from paravt.rl.logger import MetricsLogger
+from paravt.rl.model_card import write_model_card
 from paravt.rl.registry import TRAINERS, Kind
 from paravt.rl.session import PolicySession
 from paravt.rl.step_stats import perf_metrics
@@ -152,6 +155,7 @@ def _train(
         start = int(state["step"])
         trainer.load_state_dict(state)
     logger.truncate_after(start)  # resumed: back to the checkpoint; the trackers get what they lack
+    card = _model_card(cfg, kind)
     finished = _steps(
         trainer,
         session,
@@ -162,21 +166,33 @@ def _train(
         save_every=ts.save_every,
         progress=progress and "console" in tracking.loggers,
         stop_after=stop_after,
+        card=card,
     )
     if finished:
-        _finish(cfg, session, out)
+        _finish(session, out, lambda d: card(d, trainer.total_steps, logger.last))
     return finished
 
 
-def _finish(cfg: TrainConfig, session: PolicySession, out: Path) -> None:
-    """The final model (with the config it was trained with: infer and eval run it as trained),
-    then the generator's replica processes end (paravt.models.hf.replicas)."""
+def _model_card(cfg: TrainConfig, kind: str) -> Callable[[Path, int, Mapping[str, Any]], None]:
+    """What every saved model directory gets beside the weights: the run's settings
+    (``paravt_config.yaml``: infer and eval run it as trained) and its model card."""
+
+    def write(model_dir: Path, step: int, metrics: Mapping[str, Any]) -> None:
+        save(cfg, model_dir / RUN_CONFIG)
+        write_model_card(model_dir, cfg, kind=kind, step=step, metrics=metrics)
+
+    return write
+
+
+def _finish(session: PolicySession, out: Path, write_config: Callable[[Path], None]) -> None:
+    """The final model (with its settings and model card, ``write_config``), then the generator's
+    replica processes end (paravt.models.hf.replicas)."""
     save_final_model(
         out / "model",
         model=session.model,
         processor=session.processor,
         checkpoints=out / "checkpoints",
-        write_config=lambda d: save(cfg, d / RUN_CONFIG),
+        write_config=write_config,
     )
     if session.generator is not None:
         asyncio.run(session.generator.aclose())
@@ -193,9 +209,11 @@ def _steps(
     save_every: int,
     progress: bool,
     stop_after: int | None,
+    card: Callable[[Path, int, Mapping[str, Any]], None],
 ) -> bool:
-    """Steps ``start``..``total_steps`` with their logs and checkpoints; False when ``stop_after``
-    ended them first (the way a killed run stops: no final save)."""
+    """Steps ``start``..``total_steps`` with their logs and checkpoints (each with its settings and
+    model card, ``card``); False when ``stop_after`` ended them first (the way a killed run stops:
+    no final save)."""
     total = trainer.total_steps
     with _progress(progress) as bar:
         task = bar.add_task(f"{kind} {out.name}", total=total, completed=start)
@@ -230,8 +248,18 @@ def _steps(
                     processor=session.processor,
                     optimizer=session.optimizer,
                     state={"kind": kind, **trainer.state_dict()},
+                    write_config=functools.partial(_card_at, card, step + 1, metrics),
                 )
     return True
+
+
+def _card_at(
+    card: Callable[[Path, int, Mapping[str, Any]], None],
+    step: int,
+    metrics: Mapping[str, Any],
+    model_dir: Path,
+) -> None:
+    card(model_dir, step, metrics)
 
 
 def _resume_checkpoint(root: Path) -> Path | None:

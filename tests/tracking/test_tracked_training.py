@@ -16,7 +16,7 @@ mlflow = pytest.importorskip("mlflow")
 
 from wandb_records import artifacts, history, offline_runs, run_record  # noqa: E402
 
-from paravt.config import TrainConfig  # noqa: E402
+from paravt.config import TrainConfig, load  # noqa: E402
 from paravt.data.synth.build import build  # noqa: E402
 from paravt.jsonl import read_jsonl  # noqa: E402
 from paravt.rl.loop import run_training  # noqa: E402
@@ -165,9 +165,9 @@ def test_rl_step_logs_the_rollouts_table(tmp_path: Path, synth: Path, tiny_qwen3
         mr.info.run_id, "rollouts/step_000001.json", str(tmp_path / "dl")
     )
     saved = json.loads(Path(path).read_text())
-    assert [r[saved["columns"].index("advantage")] for r in saved["data"]] == [
-        r["advantage"] for r in sampled
-    ]
+    assert [r[saved["columns"].index("advantage")] for r in saved["data"]] == pytest.approx(
+        [r["advantage"] for r in sampled], rel=1e-9
+    )  # MLflow's table JSON keeps 10 significant digits
 
 
 def test_killed_and_resumed_run_is_one_tracker_run_without_a_step_twice(
@@ -192,3 +192,10 @@ def test_killed_and_resumed_run_is_one_tracker_run_without_a_step_twice(
     }
     steps = [r["_step"] for f in files for r in history(f)]
     assert steps == [1, 2, 3, 4]
+    # every saved model directory carries its settings and a model card
+    ckpt, final = run / "checkpoints" / "step_000002" / "model", run / "model"
+    for d, step in ((ckpt, 2), (final, 4)):
+        assert load(d / "paravt_config.yaml", TrainConfig).sft.max_steps == 4
+        card = (d / "README.md").read_text()
+        assert f"step {step}" in card and tiny_qwen3_dir in card and str(cfg.data) in card
+        assert "| loss |" in card and "- command: `" in card and "`sft.max_steps`: `4`" in card
