@@ -78,12 +78,16 @@ class UpdateStats:
         math.nan
     )  # token-mean entropy of the sampling distribution at the sampled tokens
     # (policy before the update); NaN on the per-sequence path, which does not compute it
+    # token-mean of old − new logprob over the update's passes (verl's actor/ppo_kl); 0 with one
+    # PPO epoch, whose single pass IS the old policy
+    ppo_kl: float = 0.0
 
     def to_metrics(self) -> dict[str, float]:
         return {
             "loss": self.loss,
             "policy_loss": self.policy_loss,
             "kl": self.kl,
+            "actor/ppo_kl": self.ppo_kl,
             "clip_frac": self.clip_frac,
             "entropy": self.entropy,
             "grad_norm": self.grad_norm,
@@ -119,18 +123,34 @@ class _Sums:
     would make) and read back once, by ``read``: no device→host sync per micro-batch."""
 
     def __init__(self) -> None:
-        self.parts: torch.Tensor | None = None  # (4,) loss, policy, kl, clip
+        self.parts: torch.Tensor | None = None  # (5,) loss, policy, kl, clip, ppo_kl
 
     def add(self, out: LossTerms) -> None:
-        terms = torch.stack([out.loss.detach(), out.policy_loss, out.kl, out.clip_frac])
+        terms = torch.stack(
+            [out.loss.detach(), out.policy_loss, out.kl, out.clip_frac, out.approx_kl]
+        )
         self.parts = terms.double() if self.parts is None else self.parts + terms.double()
 
-    def read(self) -> tuple[float, float, float, float]:
-        """(loss, policy, kl, clip): one sync."""
+    def read(self) -> tuple[float, float, float, float, float]:
+        """(loss, policy, kl, clip, ppo_kl): one sync."""
         if self.parts is None:
-            return 0.0, 0.0, 0.0, 0.0
-        loss, policy, kl, clip = self.parts.tolist()
-        return loss, policy, kl, clip
+            return 0.0, 0.0, 0.0, 0.0, 0.0
+        loss, policy, kl, clip, ppo_kl = self.parts.tolist()
+        return loss, policy, kl, clip, ppo_kl
+
+
+def _stats(
+    parts: tuple[float, float, float, float, float],
+    step: StepResult,
+    total: int,
+    mismatch: float,
+    entropy: float = math.nan,
+) -> UpdateStats:
+    """One epoch's `UpdateStats` from `_Sums.read` and its optimizer step."""
+    loss, policy, kl, clip, ppo_kl = parts
+    return UpdateStats(
+        loss, policy, kl, clip, step.grad_norm, total, mismatch, step.skipped, entropy, ppo_kl
+    )
 
 
 def trajectory_logprobs(
@@ -261,11 +281,9 @@ def _batched_update(
             sums.add(out)
         if epoch == 0:  # the old logprobs are final: one read for the mismatch and the entropy
             mismatch, ent = _mismatch_and_entropy(trajs, mbs, old, entropy)
-        loss, policy, kl, clip = sums.read()
-        step = optimizer_step(model, optimizer, max_grad_norm, loss)
-        stats = UpdateStats(
-            loss, policy, kl, clip, step.grad_norm, total, mismatch, step.skipped, ent / total
-        )
+        parts = sums.read()
+        step = optimizer_step(model, optimizer, max_grad_norm, parts[0])
+        stats = _stats(parts, step, total, mismatch, ent / total)
     assert stats is not None
     return stats
 
@@ -350,17 +368,8 @@ def _per_sequence_update(
             )
             out.loss.backward()
             sums.add(out)
-        loss, policy, kl, clip = sums.read()
-        step = optimizer_step(model, optimizer, max_grad_norm, loss)
-        stats = UpdateStats(
-            loss,
-            policy,
-            kl,
-            clip,
-            step.grad_norm,
-            total,
-            mismatch,
-            step.skipped,
-        )
+        parts = sums.read()
+        step = optimizer_step(model, optimizer, max_grad_norm, parts[0])
+        stats = _stats(parts, step, total, mismatch)
     assert stats is not None
     return stats

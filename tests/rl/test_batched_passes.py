@@ -268,12 +268,16 @@ def test_grpo_update_batched_gives_the_per_sequence_loss_gradients_and_stats(
         policy, items, ref, batched=True, epochs=epochs, budget=10_000 if epochs == 1 else 300
     )
     s, gs, ps = _update(policy, items, ref, batched=False, epochs=epochs)
-    for name in ("loss", "policy_loss", "kl", "clip_frac", "grad_norm", "logprob_mismatch"):
+    names = ("loss", "policy_loss", "kl", "clip_frac", "grad_norm", "logprob_mismatch", "ppo_kl")
+    for name in names:
         assert getattr(b, name) == pytest.approx(getattr(s, name), rel=RTOL, abs=ATOL), name
     assert b.n_tokens == s.n_tokens and not b.skipped and not s.skipped
     assert b.kl > 1e-3  # the reference differs: KL is really computed
     if epochs == 2:
         assert b.clip_frac > 0  # control: the second epoch clips
+        assert abs(b.ppo_kl) > 1e-4  # the second pass has moved from the old policy
+    else:
+        assert b.ppo_kl == 0.0  # one pass: the old policy IS the policy
     _assert_close(gb, gs)
     _assert_close(pb, ps)
 
