@@ -14,7 +14,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,32 @@ def result_row(
     )
 
 
+#: Rows whose model requests failed, with no row answered before them in this run, that stop an
+#: eval (at least ``workers``: the rows in flight together): the server fails every request.
+FAIL_FAST_ROWS = 4
+
+
+@dataclass
+class _Breaker:
+    """Stops a run whose first rows all failed at the model server (a rerun retries them)."""
+
+    limit: int
+    answered: int = 0
+    failed: int = 0
+
+    def record(self, res: EpisodeResult, out: Path) -> None:
+        if not (res.backend_errors and res.end_reason == "error"):
+            self.answered += 1
+            return
+        self.failed += 1
+        if self.answered == 0 and self.failed >= self.limit:
+            raise ModelError(
+                f"eval stopped: the model server failed every request of the first {self.failed} "
+                f"rows (the last: {res.error}); {out}/results.jsonl keeps them with their errors "
+                "and a rerun retries them once the server answers"
+            )
+
+
 async def _run_mode(
     samples: Sequence[EpisodeInput],
     mode: str,
@@ -101,6 +127,7 @@ async def _run_mode(
     )
     mode_settings = replace(settings, mode=mode)  # type: ignore[arg-type]
     judged: dict[str, float] = {}
+    breaker = _Breaker(max(FAIL_FAST_ROWS, workers))
 
     async def one(s: EpisodeInput) -> None:
         async with sem:
@@ -123,6 +150,7 @@ async def _run_mode(
         append_result(out / "results.jsonl", result_row(res, mode, weights, override))
         if progress is not None and task is not None:
             progress.update(task, advance=1)
+        breaker.record(res, out)
 
     await asyncio.gather(*(one(s) for s in todo))
     return judged

@@ -76,7 +76,7 @@ def fake_server(script: Script) -> FastAPI:
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = Path(tmp_path_factory.mktemp("synth"))
-    build(root, videos=1, eval_videos=1, seed=3)
+    build(root, videos=1, eval_videos=2, seed=3)  # 6 eval rows
     return root / "eval.parquet"
 
 
@@ -155,6 +155,31 @@ def test_failed_rows_carry_their_error_all_failed_exits_2_and_a_rerun_retries_th
         assert proc.exit_code == 0, proc.stderr
         metrics = json.loads((out / "metrics.json").read_text())
         assert "failed_rows" not in metrics and metrics["summary"]["end_reasons"] == {"answer": 2}
+
+
+@pytest.mark.timeout(240)
+def test_a_server_that_fails_every_completion_stops_eval_after_the_first_rows(
+    data: Path, tiny_qwen3_dir: str, tmp_path: Path
+) -> None:
+    """/models answers, every completion fails: the run stops after FAIL_FAST_ROWS rows instead of
+    spending the retry policy on every row of the set."""
+    from paravt.eval.runner import FAIL_FAST_ROWS
+
+    out = tmp_path / "ff"
+    script = Script(statuses=[503])
+    with RunningServer(fake_server(script)) as srv:
+        res = run_eval(
+            srv.url, tiny_qwen3_dir, data, out, "--limit", "6", "--set", "model.max_retries=0"
+        )
+    assert res.exit_code == 2
+    line = one_line(res)
+    assert (
+        f"eval stopped: the model server failed every request of the first {FAIL_FAST_ROWS} rows"
+        in line
+    )
+    assert "HTTP 503" in line and "a rerun retries them" in line
+    rows = (out / "results.jsonl").read_text().splitlines()
+    assert len(rows) == FAIL_FAST_ROWS < 6 and script.served == FAIL_FAST_ROWS
 
 
 @pytest.mark.timeout(240)
