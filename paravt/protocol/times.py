@@ -22,7 +22,9 @@ from paravt.errors import ToolCallError
 
 _UNIT = re.compile(r"\s*(?:s|sec|secs|second|seconds)\.?$")
 _NUMBER = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$")
-_CLOCK = re.compile(r"^([0-9]+):([0-9]{1,2})(?::([0-9]{1,2}))?(\.[0-9]+)?$")
+#: The leading field holds at most 12 digits: Python refuses to read an integer of over 4,300 digits
+#: (a ValueError, not a time error), and no video lasts 10^12 minutes.
+_CLOCK = re.compile(r"^([0-9]{1,12}):([0-9]{1,2})(?::([0-9]{1,2}))?(\.[0-9]+)?$")
 
 #: A time token inside free text (answers): a clock or a plain number, digits ASCII only.
 TIME_TOKEN = re.compile(r"[0-9]+(?::[0-9]{1,2}){1,2}(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?|\.[0-9]+")

@@ -196,3 +196,16 @@ def test_paravt_score_scores_the_issue_inputs(tmp_path: Path) -> None:
     out = [json.loads(ln) for ln in proc.stdout.splitlines()]
     assert len(out) == 3 and all("error" not in o and o["n_calls"] == 1 for o in out)
     assert out[0]["answer"] == "B"
+
+
+def test_a_clock_with_thousands_of_digits_is_not_a_time_not_a_crash() -> None:
+    """Found by the property test above: ``int()`` refuses over 4,300 digits with a ValueError,
+    which escaped `parse_time` (and `parse_interval`, hence the reward) as a crash."""
+    from paravt.errors import ToolCallError
+    from paravt.protocol.times import parse_time
+
+    huge = "9" * 5001 + ":20"
+    with pytest.raises(ToolCallError, match="is not a time"):
+        parse_time(huge)
+    assert parse_interval(f"[0]</tool_call>{huge}") is None
+    every_entry_point(f"<tool_call>crop_video('{huge}', 5)</tool_call><answer>{huge}</answer>")
