@@ -7,6 +7,7 @@ treated as read-only (copy it before training into it).
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +29,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="also run the tests marked real_server: a real vLLM from .venv-vllm (make "
         "test-servers)",
     )
+
+
+@pytest.fixture(scope="session")
+def mlflow_store(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Path], Path]:
+    """Seed an empty MLflow SQLite store at a path (``OUT/mlruns/mlflow.db``) before a run makes
+    one: a new store spends ~10 s on MLflow's schema migrations, a copy of one made once per
+    session none. Returns the path. Without mlflow installed it seeds nothing."""
+    template = Path(tmp_path_factory.mktemp("mlflow-template")) / "mlflow.db"
+    try:
+        import mlflow
+
+        mlflow.MlflowClient(f"sqlite:///{template}").search_experiments()
+    except ImportError:
+        pass
+
+    def seed(db: Path) -> Path:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        if template.exists() and not db.exists():
+            shutil.copy(template, db)
+        return db
+
+    return seed
 
 
 @pytest.fixture(scope="session")

@@ -161,7 +161,9 @@ def _evaluate(
     from paravt.data.episodes import episode_inputs
     from paravt.eval.runner import evaluate
     from paravt.rewards import RewardWeights
+    from paravt.tracking import require_all
 
+    require_all(cfg.logging.loggers)  # a listed tracker that is missing: before the model loads
     ev, modes, weights = cfg.eval, list(cfg.eval.modes), RewardWeights.from_config(cfg.reward)
     bench = bench_eval.parse_benchmarks(benchmark) if benchmark else []
     loaded = (
@@ -192,6 +194,17 @@ def _evaluate(
     )
     print_modes_table(metrics, modes)
     console.print(f"results: {out}/results.jsonl   metrics: {out}/metrics.json")
+    _track(cfg, out, metrics)
+
+
+def _track(cfg: TrainConfig, out: Path, metrics: dict[str, Any]) -> None:
+    """The eval's metrics as a tracker run of its own when ``logging.loggers`` lists trackers
+    (docs/tracking.md; named ``logging.run_name``, else the output directory's name)."""
+    from paravt.tracking import TrackingSettings
+    from paravt.tracking.results import log_result_run
+
+    s = TrackingSettings.from_config(cfg.logging)
+    log_result_run(out, s, run_name=cfg.logging.run_name or out.resolve().name, metrics=metrics)
 
 
 def _benchmarks(

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from importlib.util import find_spec
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -19,12 +21,14 @@ from paravt.jsonl import read_jsonl as read_log
 from paravt.repro.select import pick_early
 from paravt.repro.summary import tail_means
 
-TRACKED = ("--set", "logging.loggers=[console,mlflow]")  # the run's one MLflow store
+#: the run's one MLflow store, when mlflow is installed (the `tracking` extra)
+TRACKED = ("--set", "logging.loggers=[console,mlflow]") if find_spec("mlflow") else ()
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def run(tmp_path_factory: pytest.TempPathFactory, mlflow_store: Callable[[Path], Path]) -> Path:
     out = Path(tmp_path_factory.mktemp("repro"))
+    mlflow_store(out / "mlruns" / "mlflow.db")  # the run's one store (seeded: no migrations)
     res = CliRunner().invoke(
         app,
         [

@@ -6,6 +6,7 @@ dead MLflow server fails within the deadline through the real command line."""
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import subprocess
@@ -151,3 +152,36 @@ def test_a_dead_mlflow_server_fails_within_the_deadline_through_the_cli(tmp_path
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and "mlflow" in lines[0] and "2 s" in lines[0], proc.stderr
     assert took < 60, took
+
+
+def test_a_result_run_is_its_metrics_and_tables_logged_once_per_content(
+    tmp_path: Path, mlflow_store: Any
+) -> None:
+    """An eval's or the repro summary's run (`log_result_run`): nested numbers flattened to
+    metrics, lists as table artifacts; the same content again logs nothing, a changed one is a new
+    run."""
+    mlflow = pytest.importorskip("mlflow")
+    from paravt.tracking.results import keyed_table, log_result_run, records_table
+
+    uri = f"sqlite:///{mlflow_store(tmp_path / 'store' / 'mlflow.db')}"
+    s = TrackingSettings(("mlflow",), project="r", group="g", mlflow_tracking_uri=uri)
+    metrics = {"parallel": {"acc": 0.5, "n": 2}, "note": "text", "ok": True}
+    tables = {
+        "claims": records_table([{"claim": "a", "holds": True}, {"claim": "b", "holds": False}]),
+        "variants": keyed_table({"sft": {"acc": 0.5}, "grpo": {"acc": 0.75}}, "variant"),
+    }
+    assert log_result_run(tmp_path / "ev", s, run_name="ev", metrics=metrics, tables=tables)
+    assert not log_result_run(tmp_path / "ev", s, run_name="ev", metrics=metrics, tables=tables)
+    client = mlflow.MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("r").experiment_id])
+    assert run.info.run_name == "ev" and run.data.tags["paravt.group"] == "g"
+    assert {k: v for k, v in run.data.metrics.items() if k != "training/global_step"} == {
+        "parallel/acc": 0.5,
+        "parallel/n": 2.0,
+        "ok": 1.0,
+    }
+    path = client.download_artifacts(run.info.run_id, "variants.json", str(tmp_path / "dl"))
+    assert json.loads(Path(path).read_text())["data"] == [["sft", 0.5], ["grpo", 0.75]]
+    metrics["parallel"]["acc"] = 1.0
+    assert log_result_run(tmp_path / "ev", s, run_name="ev", metrics=metrics, tables=tables)
+    assert len(client.search_runs([client.get_experiment_by_name("r").experiment_id])) == 2

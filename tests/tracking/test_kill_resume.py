@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +42,9 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One MLflow database for the cases (its schema is made once, here), an experiment each."""
-    uri = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
-    mlflow.MlflowClient(uri).search_experiments()
-    return uri
+def store(tmp_path_factory: pytest.TempPathFactory, mlflow_store: Callable[[Path], Path]) -> str:
+    """One MLflow database for the cases, an experiment each."""
+    return f"sqlite:///{mlflow_store(tmp_path_factory.mktemp('mlflow') / 'mlflow.db')}"
 
 
 def _logged(log: Path, step: int) -> bool:

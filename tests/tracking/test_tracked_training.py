@@ -6,6 +6,7 @@ attached at the end. Budget: about 30 s on 2 cores (the tiny xs model, 24-token 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +90,9 @@ def _steps(client: Any, run_id: str, key: str) -> list[int]:
 
 
 def test_sft_run_reaches_wandb_and_mlflow_with_its_config(
-    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, mlflow_store: Callable[[Path], Path]
 ) -> None:
+    mlflow_store(tmp_path / "sft-a" / "mlruns" / "mlflow.db")
     run = run_training(
         _cfg(tmp_path / "sft-a", synth / "sft.parquet", tiny_qwen3_dir), kind="sft", progress=False
     )
@@ -140,7 +142,10 @@ def test_sft_run_reaches_wandb_and_mlflow_with_its_config(
     assert [t for _, t in artifacts(files[1])] == ["report"]
 
 
-def test_rl_step_logs_the_rollouts_table(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
+def test_rl_step_logs_the_rollouts_table(
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, mlflow_store: Callable[[Path], Path]
+) -> None:
+    mlflow_store(tmp_path / "rl" / "mlruns" / "mlflow.db")
     run = run_training(
         _cfg(tmp_path / "rl", synth / "rl.parquet", tiny_qwen3_dir), kind="rl", progress=False
     )
@@ -171,8 +176,9 @@ def test_rl_step_logs_the_rollouts_table(tmp_path: Path, synth: Path, tiny_qwen3
 
 
 def test_killed_and_resumed_run_is_one_tracker_run_without_a_step_twice(
-    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, mlflow_store: Callable[[Path], Path]
 ) -> None:
+    mlflow_store(tmp_path / "sft-k" / "mlruns" / "mlflow.db")
     cfg = _cfg(
         tmp_path / "sft-k",
         synth / "sft.parquet",

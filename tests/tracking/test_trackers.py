@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -131,8 +132,11 @@ def test_rollouts_table_is_flat_with_a_column_per_term_and_tag() -> None:
     )
 
 
-def test_mlflow_run_continues_by_its_id_and_keeps_one_run(tmp_path: Path) -> None:
+def test_mlflow_run_continues_by_its_id_and_keeps_one_run(
+    tmp_path: Path, mlflow_store: Callable[[Path], Path]
+) -> None:
     mlflow = pytest.importorskip("mlflow")
+    mlflow_store(tmp_path / "mlruns" / "mlflow.db")
     s = TrackingSettings(("mlflow",), project="p")
     t = Trackers.open(tmp_path, s, config={"rl": {"lr": 1e-5}}, resume=False)
     t.log(1, {"loss": 2.0, "skip": "text", "bad": float("inf")})
