@@ -9,6 +9,7 @@ in a global): several runs in one process (`paravt repro`) never mix."""
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -23,6 +24,7 @@ from paravt.tracking.table import numeric, rollout_table
 _BAD_KEY = re.compile(r"[^\w\-. /:]")  # MLflow's allowed key characters
 PARAM_MAX = 6000  # MLflow's longest param value
 BATCH = 100  # params per log_batch (MLflow's limit)
+_CHATTY = ("mlflow.store.db.utils", "alembic.runtime.migration")  # INFO lines on a new store
 
 
 class MlflowRun:
@@ -38,6 +40,8 @@ class MlflowRun:
         prev: Mapping[str, Any] | None,
     ) -> None:
         mlflow = require("mlflow")
+        for quiet in _CHATTY:  # a new store's schema set-up is not the user's business
+            logging.getLogger(quiet).setLevel(logging.WARNING)
         run_id = str(prev["run_id"]) if prev else None
         local = s.mlflow_tracking_uri is None
         root = (run_dir / "mlruns").resolve()
