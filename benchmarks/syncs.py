@@ -29,13 +29,16 @@ import torch
 from paravt.models.syncs import SyncCounter
 
 
-def _count_sft(model: Any, processor: Any, optimizer: Any, rows: Sequence[Any]) -> SyncCounter:
+def _count_sft(
+    model: Any, processor: Any, optimizer: Any, rows: Sequence[Any], device: str | None = None
+) -> SyncCounter:
     from paravt.rl import batch as batch_mod
     from paravt.rl.sft import sft_backward
     from paravt.rl.update import optimizer_step
 
+    dev = next(model.parameters()).device
     built = batch_mod.micro_batches(
-        processor, rows, batch_mod.DEFAULT_MICRO_BATCH_TOKENS, model=model
+        processor, rows, batch_mod.DEFAULT_MICRO_BATCH_TOKENS, dev, model=model
     )
     real = batch_mod.micro_batches
     import paravt.rl.sft as sft_mod
@@ -43,7 +46,7 @@ def _count_sft(model: Any, processor: Any, optimizer: Any, rows: Sequence[Any]) 
     sft_mod.micro_batches = lambda *a, **k: built  # type: ignore[assignment]  # host prep done
     try:
         optimizer.zero_grad(set_to_none=True)
-        with SyncCounter(depth=3) as c:
+        with SyncCounter(device, depth=3) as c:
             out = sft_backward(model, processor, rows)
             optimizer_step(model, optimizer, 1.0, out.loss)
     finally:
@@ -52,7 +55,12 @@ def _count_sft(model: Any, processor: Any, optimizer: Any, rows: Sequence[Any]) 
 
 
 def _count_update(
-    model: Any, ref: Any, processor: Any, optimizer: Any, rows: Sequence[Any]
+    model: Any,
+    ref: Any,
+    processor: Any,
+    optimizer: Any,
+    rows: Sequence[Any],
+    device: str | None = None,
 ) -> SyncCounter:
     import paravt.rl.update as upd
     from batch_bench import items_from_rows
@@ -61,12 +69,16 @@ def _count_update(
     items = items_from_rows(list(rows))
     trajs = [it.traj for it in items if it.traj.n_sampled > 0]
     built = batch_mod.micro_batches(
-        processor, trajs, batch_mod.DEFAULT_MICRO_BATCH_TOKENS, model=model
+        processor,
+        trajs,
+        batch_mod.DEFAULT_MICRO_BATCH_TOKENS,
+        next(model.parameters()).device,
+        model=model,
     )
     real = upd.micro_batches
     upd.micro_batches = lambda *a, **k: built  # type: ignore[assignment]
     try:
-        with SyncCounter(depth=3) as c:
+        with SyncCounter(device, depth=3) as c:
             upd.ppo_update(
                 model,
                 processor,
@@ -83,21 +95,26 @@ def _count_update(
     return c
 
 
-def measure_passes(model: Any, processor: Any, rows: Sequence[Any]) -> dict[str, Any]:
-    """Syncs of one SFT step and one GRPO update on ``rows`` (copies of the model train)."""
+def measure_passes(
+    model: Any, processor: Any, rows: Sequence[Any], device: str | None = None
+) -> dict[str, Any]:
+    """Syncs of one SFT step and one GRPO update on ``rows`` (copies of the model train);
+    ``device``: count only ops on that device type (``SyncCounter``)."""
     model = copy.deepcopy(model).train()
     ref = copy.deepcopy(model).eval()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
     _count_sft(model, processor, optimizer, rows)  # warm-up: feature cache, positions, state
-    sft = _count_sft(model, processor, optimizer, rows)
-    update = _count_update(model, ref, processor, optimizer, rows)
+    sft = _count_sft(model, processor, optimizer, rows, device)
+    update = _count_update(model, ref, processor, optimizer, rows, device)
     return {
         "sft_step": sft.to_json() | {"rows": len(rows)},
         "grpo_update": update.to_json() | {"rows": len(rows)},
     }
 
 
-def measure_decode(policy: Any, prompts: Sequence[Any], new_tokens: int = 32) -> dict[str, Any]:
+def measure_decode(
+    policy: Any, prompts: Sequence[Any], new_tokens: int = 32, device: str | None = None
+) -> dict[str, Any]:
     """Syncs of a greedy batched ``generate`` of ``prompts`` (``GenRequest``s), split by two runs
     of ``new_tokens`` and ``new_tokens // 4`` tokens: per decode step (the difference over the
     extra forwards) and per call (the prefill of the rows, the rest)."""
@@ -110,7 +127,7 @@ def measure_decode(policy: Any, prompts: Sequence[Any], new_tokens: int = 32) ->
     def run(n: int) -> tuple[SyncCounter, int]:
         reqs = [replace(p, sampling=replace(p.sampling, max_new_tokens=n)) for p in prompts]
         before = gen.decode_stats().forwards
-        with SyncCounter(depth=3) as c:
+        with SyncCounter(device, depth=3) as c:
             gen.run_batch(reqs)  # the batch path in THIS thread (the modes are per thread)
         return c, gen.decode_stats().forwards - before
 

@@ -26,7 +26,7 @@ MODEL: dict[str, Any] = {
     "prefill_threads": 2,
     "replicas": 2,
     "replica_timeout_s": 77.0,
-    "continuous_batching": True,
+    "continuous_batching": False,
 }
 ROLLOUT: dict[str, Any] = {
     "mode": "sequential",

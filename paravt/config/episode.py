@@ -123,14 +123,14 @@ class ModelConfig(_Strict):
         "by Python. 1 on an accelerator.",
     )
     continuous_batching: bool = Field(
-        False,
+        True,
         description="hf backend: one decode loop owns the model and every live sequence "
         "(episodes, sub-agents, G rollouts) advances one token per forward; "
         "requests that arrive are prefilled together and join at the next "
         "forward, finished ones leave (paravt.models.hf.continuous; same "
-        "tokens as off, docs/performance.md). Off: concurrent calls meet in "
-        "window batches that run to completion. With replicas, this "
-        "process's engine only.",
+        "tokens as off, more rows a forward, docs/performance.md). Off: "
+        "concurrent calls meet in window batches that run to completion. With "
+        "replicas, this process's engine only.",
     )
     replica_timeout_s: float = Field(
         600.0,

@@ -90,3 +90,23 @@ def test_prior_on_a_file_without_prompts_is_a_clear_error(
     cfg.data = str(synth / "sft.parquet")
     with pytest.raises(DataError, match="sft.parquet holds no prompts"):
         run_training(cfg, kind="prior", progress=False)
+
+
+def test_a_base_build_is_deterministic(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
+    """The same code and settings give the same weights, bit for bit (a base is built once and
+    shared by every run whose settings match: a rebuild must not be another base); another seed
+    gives other weights (so the comparison can fail)."""
+    from safetensors.torch import load_file
+
+    def build_once(name: str, seed: int) -> dict[str, object]:
+        out = run_training(
+            _cfg(tmp_path / name, synth, tiny_qwen3_dir, steps=3, seed=seed),
+            kind="prior",
+            progress=False,
+        )
+        return load_file(str(out / "model" / "model.safetensors"))
+
+    a, b, other = build_once("a", 0), build_once("b", 0), build_once("c", 1)
+    assert a.keys() == b.keys()
+    assert all(a[k].equal(b[k]) for k in a)  # type: ignore[attr-defined]
+    assert not all(a[k].equal(other[k]) for k in a)  # type: ignore[attr-defined]
