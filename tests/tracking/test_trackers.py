@@ -104,7 +104,18 @@ def test_rollouts_table_is_flat_with_a_column_per_term_and_tag() -> None:
             "advantage": -1.0,
             "terms": {"acc": 1.0, "format": 0.0},
             "tags": {"closed_answer": False, "n_calls": 2},
-            "calls": [{}, {}],
+            "episode_id": "s1-e0",
+            "group": "0:v1",
+            "calls": [
+                {"turn": 1, "name": "crop_video", "window": [2.0, 4.5], "ok": True, "summary": "a"},
+                {
+                    "turn": 1,
+                    "name": "crop_video",
+                    "window": [None, None],
+                    "ok": False,
+                    "error": "x",
+                },
+            ],
         },
         {
             "step": 2,
@@ -130,6 +141,9 @@ def test_rollouts_table_is_flat_with_a_column_per_term_and_tag() -> None:
         and second["tag/closed_answer"] is True
         and second["term/format"] is None
     )
+    assert (first["episode_id"], first["group"]) == ("s1-e0", "0:v1")
+    assert first["calls"] == "1.crop_video[2.0-4.5] ok: a\n1.crop_video error: x"
+    assert second["calls"] is None
 
 
 def test_mlflow_run_continues_by_its_id_and_keeps_one_run(
