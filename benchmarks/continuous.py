@@ -41,7 +41,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from limits import bound_time, ensure_checkpoint, workload_config  # noqa: E402
 from paravt.agent import EpisodeSettings, run_group  # noqa: E402
-from paravt.data.episodes import load_episode_inputs  # noqa: E402
+from paravt.agent.inputs import load_episode_inputs  # noqa: E402
 from paravt.models.chat import ChatCodec  # noqa: E402
 from paravt.models.hf.generator import HFGenerator  # noqa: E402
 from paravt.models.hf.loading import load_policy  # noqa: E402

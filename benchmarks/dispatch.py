@@ -64,13 +64,14 @@ from rich.table import Table
 
 from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
 from paravt.agent.subagents import SubagentCall, run_subagents
-from paravt.data.synth.tiny import build_tiny
+from paravt.data.synth.corpus import protocol_corpus
 from paravt.eval.results import ResultRow
 from paravt.eval.tokens import fit_token_budget, t_par, t_seq
 from paravt.models.base import GenOutput, GenRequest, SamplingParams
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import load_policy
 from paravt.models.hf.replicas import ReplicaGenerator
+from paravt.models.tiny import build_tiny
 from paravt.protocol import prompts
 from paravt.protocol.parser import ParsedCall
 from paravt.protocol.tags import render_answer, render_crop_call, render_tool_turn
@@ -422,7 +423,7 @@ def main() -> None:
         work = Path(tmp)
         hf = HFGenerator(
             load_policy(
-                build_tiny("qwen3_vl", args.size, work / "model").path,
+                build_tiny("qwen3_vl", args.size, work / "model", corpus=protocol_corpus()).path,
                 device=args.device,
                 dtype=args.dtype,
             ),

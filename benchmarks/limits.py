@@ -122,14 +122,15 @@ class _Flops:
 def ensure_checkpoint(out: Path, sft_steps: int) -> Path:
     """Synth data + tiny s + short SFT, cached (``out/.done``)."""
     from paravt.data.synth.build import build
-    from paravt.data.synth.tiny import build_tiny
+    from paravt.data.synth.corpus import protocol_corpus
+    from paravt.models.tiny import build_tiny
     from paravt.rl.loop import run_training
 
     if (out / ".done").exists():
         return out
     t0 = time.perf_counter()
     build(out / "synth", videos=24, eval_videos=4, seed=0, workers=2)
-    build_tiny("qwen3_vl", "s", out / "base")
+    build_tiny("qwen3_vl", "s", out / "base", corpus=protocol_corpus())
     cfg = workload_config(out)
     cfg.data, cfg.out_dir, cfg.model.path = (
         str(out / "synth" / "sft.parquet"),
@@ -342,7 +343,7 @@ def eval_phase(rep: Report, cfg: Any, fl: _Flops, session: Any, rec: Recorder, n
     from dataclasses import replace
 
     from paravt.agent import EpisodeSettings, run_group
-    from paravt.data.episodes import load_episode_inputs
+    from paravt.agent.inputs import load_episode_inputs
 
     inputs = load_episode_inputs(Path(cfg.data).with_name("eval.parquet"), limit=n)
     settings = EpisodeSettings.from_config(cfg)

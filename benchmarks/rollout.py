@@ -47,10 +47,11 @@ from rich.console import Console
 from rich.table import Table
 
 from paravt.config import VideoConfig
-from paravt.data.synth.tiny import build_tiny
+from paravt.data.synth.corpus import protocol_corpus
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import load_policy
+from paravt.models.tiny import build_tiny
 from paravt.protocol import prompts
 from paravt.protocol.tags import THINK_PREFIX, render_result_line, with_media_marker
 from paravt.video import probe, sample_frames, write_video
@@ -202,7 +203,9 @@ def main() -> None:
             fps=2.0,
             gop=8,
         )
-        policy = load_policy(build_tiny("qwen3_vl", args.size, Path(tmp) / "model").path)
+        policy = load_policy(
+            build_tiny("qwen3_vl", args.size, Path(tmp) / "model", corpus=protocol_corpus()).path
+        )
         shared, plain = (
             HFGenerator(policy, max_batch=args.group),
             HFGenerator(policy, max_batch=args.group, share_prefill=False),

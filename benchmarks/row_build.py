@@ -30,13 +30,14 @@ PIXELS, FACTOR = 64 * 64, 32  # the s presets' frames (paravt.repro.presets.base
 def ensure_data(out: Path, videos: int) -> Path:
     """Synth data (train videos only) + the tiny s model, cached (``out/.done``)."""
     from paravt.data.synth.build import build
-    from paravt.data.synth.tiny import build_tiny
+    from paravt.data.synth.corpus import protocol_corpus
+    from paravt.models.tiny import build_tiny
 
     if not (out / ".done").exists():
         build(
             out / "synth", videos=videos, eval_videos=0, seed=0, workers=2, needle_kinds=("flash",)
         )
-        build_tiny("qwen3_vl", "s", out / "init")
+        build_tiny("qwen3_vl", "s", out / "init", corpus=protocol_corpus())
         (out / ".done").write_text(f"{videos}\n")
     return out
 

@@ -46,10 +46,11 @@ from rich.console import Console
 from rich.table import Table
 
 import paravt.rl.grpo as grpo
+from paravt.agent.inputs import load_episode_inputs
 from paravt.config import TrainConfig
-from paravt.data.episodes import load_episode_inputs
 from paravt.data.synth.build import build
-from paravt.data.synth.tiny import build_tiny
+from paravt.data.synth.corpus import protocol_corpus
+from paravt.models.tiny import build_tiny
 from paravt.rl.session import PolicySession
 
 
@@ -136,7 +137,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        model = build_tiny("qwen3_vl", args.size or "xs", work / "model").path
+        model = build_tiny(
+            "qwen3_vl", args.size or "xs", work / "model", corpus=protocol_corpus()
+        ).path
         build(work / "synth", videos=args.videos, eval_videos=0, seed=0, workers=1)
         cfg = _config(work, model, args)
         session = PolicySession.create(
@@ -260,7 +263,9 @@ def run_passes(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        policy = load_policy(build_tiny("qwen3_vl", args.size or "s", work / "model").path)
+        policy = load_policy(
+            build_tiny("qwen3_vl", args.size or "s", work / "model", corpus=protocol_corpus()).path
+        )
         build(work / "synth", videos=args.videos, eval_videos=0, seed=0, workers=1)
         rows = load_examples(
             work / "synth" / "sft.parquet",

@@ -23,7 +23,7 @@ SEEDS = 3  # RL seeds of the demo: its verdict uses intervals over seeds (--quic
 def run_demo(out: Path, *, quick: bool = False, overrides: Sequence[str] = ()) -> tuple[Path, Path]:
     """Run every stage; return the paths of report.html and summary.json. ``overrides``: `--set`
     strings for every stage (``paravt.repro.run.run_repro``), e.g. model.device=cuda on a GPU."""
-    from paravt.eval.report import build_report
+    from paravt.report.page import build_report
     from paravt.repro.run import run_repro
     from paravt.tracking import attach_report
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from paravt.data.synth.tiny import build_tiny
+from paravt.data.synth.corpus import protocol_corpus
+from paravt.models.tiny import build_tiny
 
 # Tiny models: one intra-op thread is faster than two that stall each other on a busy 2-core
 # machine (measured: the same forward 0.01 s vs 0.4–0.9 s).
@@ -61,7 +62,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., st
         key = (family, size)
         if key not in built:
             out = Path(tmp_path_factory.mktemp(f"tiny-{family}-{size}"))
-            built[key] = build_tiny(family, size, out).path
+            built[key] = build_tiny(family, size, out, corpus=protocol_corpus()).path
         return built[key]
 
     return get

@@ -169,7 +169,7 @@ def test_docs_name_only_what_exists(doc: str) -> None:
 def test_the_checker_catches_a_stale_name() -> None:
     assert _problem("paravt/models/hf.py") == "no such path"
     assert _problem("paravt.models.hf.generator.NoSuchGenerator") is not None
-    assert _problem("chat.to_episode_input") is not None  # it lives in data/episodes.py
+    assert _problem("chat.to_episode_input") is not None  # it lives in agent/inputs.py
     assert _problem("episodes.to_episode_input") is None
     assert _problem("NoSuchRegistryThing") is not None and _problem("WINDOW_TOOLS_NOPE") is not None
     assert _problem("summary.json") is None and _problem("paravt/config/sections.py") is None

@@ -165,7 +165,7 @@ def test_the_toys_are_gone_after_the_test() -> None:
 
 
 def test_the_report_plots_every_reward_term() -> None:
-    from paravt.eval.plots import TRAIN_METRICS
+    from paravt.report.plots import TRAIN_METRICS
 
     assert [k for k in TRAIN_METRICS if k.startswith("reward/") and k[7:] in terms.TERM_NAMES] == [
         f"reward/{name}" for name in terms.TERM_NAMES

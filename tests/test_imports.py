@@ -1,9 +1,12 @@
 """The package's import graph: no cycles (lazy imports inside functions count) and no import from
 a lower layer to a higher one (docs/ARCHITECTURE.md §1):
 
-    errors, jsonl, runlock < config, protocol, video < models, tools, rewards, tracking < agent <
-    data < eval
-           < rl < integrations, servers, demo, repro < cli
+    errors, jsonl, runlock, http < config, protocol, video < rewards < models, tools, tracking <
+    data < agent, distill < eval < rl < integrations, servers, repro < report < demo < cli
+
+The floors issue 40 set: the dataset layer (rows, schema, screening) below agent/; rewards/ pure
+and below models/ (the LLM judge is an HTTP client in models/openai/); report/ above eval/ and
+repro/; rl/ never imports eval/ (the training rollout log is `rl/rollouts.py`).
 
 Imports under ``if TYPE_CHECKING:`` count like the others (issue 25): a cycle hidden from the
 interpreter still ties two modules together for the reader and the type checker.
@@ -16,14 +19,17 @@ from pathlib import Path
 
 PKG = Path(__file__).parents[1] / "paravt"
 LAYERS = (
-    ("errors", "jsonl", "runlock"),
+    ("errors", "jsonl", "runlock", "http"),
     ("config", "protocol", "video"),
-    ("models", "tools", "rewards", "tracking"),
-    ("agent",),
+    ("rewards",),
+    ("models", "tools", "tracking"),
     ("data",),
+    ("agent", "distill"),
     ("eval",),
     ("rl",),
-    ("integrations", "servers", "demo", "repro"),
+    ("integrations", "servers", "repro"),
+    ("report",),
+    ("demo",),
     ("cli", "__main__"),
 )
 RANK = {name: i for i, group in enumerate(LAYERS) for name in group}

@@ -60,7 +60,7 @@ def episode_reward(
     call. It reads the main agent's completion (the forced think prefixes are already in it, so
     ``prefix=""``; with ``score_prefix`` off it scores ``generated`` alone) and counts
     successful calls for the tool reward (docs/ARCHITECTURE.md §4). ``acc_override`` replaces
-    R_acc (an LLM judge's score, ``paravt.agent.judging``)."""
+    R_acc (an LLM judge's score, ``paravt.models.openai.judge``)."""
     inp = res.input
     return compute_reward(
         res.completion,

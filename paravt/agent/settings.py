@@ -30,7 +30,7 @@ OVERVIEW_NFRAMES: int = VideoConfig.model_fields[
 @dataclass(frozen=True)
 class EpisodeInput:
     """One question on one video. ``nframes`` is the overview budget (the gated n in RL). Built
-    from a dataset row, a benchmark sample or a verl row by ``paravt.data.episodes`` only."""
+    from a dataset row, a benchmark sample or a verl row by ``paravt.agent.inputs`` only."""
 
     id: str
     video: str

@@ -231,11 +231,11 @@ def prefilter_cmd(
     ),
     temperature: float = typer.Option(0.7, "--temperature", min=0.0),
 ) -> None:
-    """DAPO pre-filter (paravt.data.prefilter)."""
+    """DAPO pre-filter (paravt.rl.prefilter)."""
     import asyncio
 
-    from paravt.data.prefilter import prefilter, rollout_accuracies
     from paravt.data.schema import read_rows, write_rows
+    from paravt.rl.prefilter import prefilter, rollout_accuracies
 
     rows = read_rows(inp)
     accs = None

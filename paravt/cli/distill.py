@@ -1,4 +1,4 @@
-"""`paravt data distill`: cold-start SFT traces from a teacher (``paravt.data.distill``);
+"""`paravt data distill`: cold-start SFT traces from a teacher (``paravt.distill``);
 registered on the `paravt data` app by ``paravt.cli.data``."""
 
 from __future__ import annotations
@@ -92,13 +92,13 @@ def distill_cmd(
     set_: _DSet = [],  # noqa: B006 - typer copies the default; the command never mutates it
     as_json: _DJson = False,
 ) -> None:
-    """Distill cold-start SFT traces from a teacher (paravt.data.distill)."""
+    """Distill cold-start SFT traces from a teacher (paravt.distill)."""
     import asyncio
 
     from paravt import config as cfgmod
-    from paravt.data.distill import distill
-    from paravt.data.distill.teacher import read_api_key
     from paravt.data.screen import screen_rows
+    from paravt.distill import distill
+    from paravt.distill.teacher import read_api_key
 
     flags = [
         cfgmod.Flag("--pipeline", "pipeline", pipeline),
@@ -141,8 +141,8 @@ def _endpoints(
     """The teacher, fallback and reflector endpoints (each URL checked; a URL and its model go
     together)."""
     from paravt import config as cfgmod
-    from paravt.data.distill import Endpoints
-    from paravt.data.distill.teacher import Endpoint
+    from paravt.distill import Endpoints
+    from paravt.distill.teacher import Endpoint
 
     cfgmod.check_url(teacher[0], "--teacher")
     for (url, model), flag in ((fallback, "--fallback"), (reflector, "--reflector")):

@@ -157,8 +157,8 @@ def _evaluate(
     benchmarks of ``--benchmark`` or the rows of ``--data``."""
     from paravt.agent import EpisodeSettings
     from paravt.agent.backend import open_backend
+    from paravt.agent.inputs import episode_inputs
     from paravt.cli import bench_eval
-    from paravt.data.episodes import episode_inputs
     from paravt.eval.runner import evaluate
     from paravt.rewards import RewardWeights
     from paravt.tracking import require_all

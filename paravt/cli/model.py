@@ -35,9 +35,10 @@ def tiny(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Build a randomly initialised tiny Qwen-VL model + tokenizer + processor, fully offline."""
-    from paravt.data.synth.tiny import build_tiny
+    from paravt.data.synth.corpus import protocol_corpus
+    from paravt.models.tiny import build_tiny
 
-    built = build_tiny(family.value, size.value, out, seed=seed)
+    built = build_tiny(family.value, size.value, out, corpus=protocol_corpus(seed=seed), seed=seed)
     if as_json:
         typer.echo(json.dumps(built.__dict__))
         return

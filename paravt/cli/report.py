@@ -27,7 +27,7 @@ def report(
     a `paravt repro` directory also the paper's Table 2/5 beside ours, dynamics over seeds and
     claims."""
     from paravt.eval.benchmarks.table1 import table1_rows
-    from paravt.eval.report import build_report
+    from paravt.report.page import build_report
     from paravt.tracking import attach_report
 
     path = build_report(run_dirs, out)

@@ -35,10 +35,10 @@ from paravt.cli.output import stderr_console
 from paravt.config import RewardConfig
 from paravt.errors import DataError, ParavtError
 from paravt.eval.completions import completion_line
+from paravt.models.openai.judge import JudgeItem, judge_where_given
 from paravt.protocol import tags as T
 from paravt.protocol.answer import extract_answer
 from paravt.rewards import RewardBreakdown, RewardWeights, compute_reward
-from paravt.rewards.judge import JudgeItem, judge_where_given
 from paravt.rewards.metrics import RolloutRecord, aggregate
 
 _TASKS = ("mcq", "tvg", "oe")

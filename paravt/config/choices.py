@@ -28,10 +28,10 @@ LrDecay = Literal["constant", "cosine"]
 #: paper's RL system prompt (Appendix C: tools always, never ``<tool_code>``), v1 the earlier one.
 PROMPT_VERSION = "v2"
 #: RL prompt filtering (paravt.rl.grpo): offline = the DAPO pre-filter run once before RL
-#: (paravt.data.prefilter) and every group trained; online = drop zero-variance groups and rank.
+#: (paravt.rl.prefilter) and every group trained; online = drop zero-variance groups and rank.
 RLFilter = Literal["offline", "online"]
 RL_FILTER_DOC = (
-    "offline [paper]: the DAPO pre-filter ran once before RL (paravt.data.prefilter, run by "
+    "offline [paper]: the DAPO pre-filter ran once before RL (paravt.rl.prefilter, run by "
     "`paravt repro`), every group is trained; online: oversample, drop zero-variance groups, keep "
     "the prompts_per_step of largest reward std."
 )

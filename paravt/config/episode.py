@@ -88,14 +88,14 @@ class ModelConfig(_Strict):
         120.0,
         gt=0,
         description="Whole-request deadline of one openai-backend request (connect, headers and "
-        "body together; paravt.models.openai.retry).",
+        "body together; paravt.http.retry).",
     )
     max_retries: int = Field(
         3,
         ge=0,
         description="Retries of an openai-backend request on timeouts, transport errors, 408, "
         "429 and 5xx: exponential back-off from 0.5 s, or the server's "
-        "Retry-After when longer (paravt.models.openai.retry).",
+        "Retry-After when longer (paravt.http.retry).",
     )
     max_concurrency: int = Field(16, ge=1, description="Concurrent requests of the openai backend.")
     api_key_file: str | None = Field(

@@ -307,7 +307,7 @@ class DistillConfig(_Strict):
         4,
         ge=0,
         description="Retries of a teacher request on timeouts, transport errors, 408, 429 and "
-        "5xx (paravt.models.openai.retry).",
+        "5xx (paravt.http.retry).",
     )
     backoff_s: float = Field(
         1.0, ge=0, description="First back-off; doubles per retry (a larger Retry-After wins)."

@@ -1,6 +1,6 @@
-"""Data layer (docs/ARCHITECTURE.md §1 `data/`): parquet schema, ParaVT-Synth builder,
-sequential→parallel
-converter, trace checker, DAPO pre-filter, authors' release import and benchmark loaders."""
+"""The dataset layer (docs/ARCHITECTURE.md §1 `data/`), below agent/: row types, the parquet schema,
+the screening of rows, the ParaVT-Synth builder, the sequential→parallel converter, the trace
+checker and the authors' release import."""
 
 from paravt.data.schema import (
     ExtraInfo,

@@ -168,7 +168,7 @@ class ReadResults:
 
 
 def read_results(path: str | Path) -> ReadResults:
-    """``path``'s rows for display (`paravt.eval.report`): a row off the schema is set aside with
+    """``path``'s rows for display (`paravt.report.page`): a row off the schema is set aside with
     its reason, not raised (`load_results` raises: eval resumes from it)."""
     rows, bad = [], []
     for i, d in enumerate(read_jsonl(path), 1):

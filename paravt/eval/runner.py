@@ -23,7 +23,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from paravt import runlock
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_episode
 from paravt.agent.backend import Backend
-from paravt.agent.judging import judge_overrides
 from paravt.errors import ModelError
 from paravt.eval.metrics import compute_metrics
 from paravt.eval.results import (
@@ -35,6 +34,7 @@ from paravt.eval.results import (
     load_results,
 )
 from paravt.jsonl import write_atomic
+from paravt.models.openai.judge import judge_overrides
 from paravt.rewards import RewardWeights
 from paravt.rewards.terms import CORRECT_THRESHOLD
 

@@ -128,7 +128,7 @@ def train_tokenizer(
     if not corpus:
         raise ModelError(
             "the protocol tokenizer trains on the protocol's text: pass "
-            "corpus=paravt.data.synth.corpus.protocol_corpus() (build_tiny does)"
+            "corpus=paravt.data.synth.corpus.protocol_corpus() (the callers of build_tiny do)"
         )
     split = pre_tokenizers.Split(Regex(_PROTOCOL_SPLIT), behavior="isolated")
     return _train(split, corpus, vocab_size or PROTOCOL_VOCAB, max_len=24)

@@ -81,7 +81,7 @@ def base_paths(
     root: Path, settings: dict[str, Any], name: str, *, tiny_version: int | None = None
 ) -> tuple[Path, Path, Path]:
     """(synth, init, prior) directories of ``settings`` under ``root`` (module docstring)."""
-    from paravt.data.synth.tiny import TINY_VERSION
+    from paravt.models.tiny import TINY_VERSION
 
     tiny = TINY_VERSION if tiny_version is None else tiny_version
     init_key = base_key([settings["version"], tiny, settings.get("tokenizer_corpus")])
@@ -121,7 +121,8 @@ def _ensure_base(
     root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str
 ) -> tuple[Path, dict[str, Any]]:
     from paravt.data.synth.build import build
-    from paravt.data.synth.tiny import build_tiny
+    from paravt.data.synth.corpus import protocol_corpus
+    from paravt.models.tiny import build_tiny
     from paravt.repro.base_probe import run_probe
     from paravt.rl.loop import run_training
 
@@ -141,7 +142,7 @@ def _ensure_base(
         )
         finish_stage(synth)
     if start_stage(init, "tiny Qwen3-VL random init"):
-        build_tiny("qwen3_vl", settings["model_size"], init)
+        build_tiny("qwen3_vl", settings["model_size"], init, corpus=protocol_corpus())
         finish_stage(init)
     train = bdir / "train"
     if start_stage(train, f"simulated pretrained base ({name}: {bdir.name})"):

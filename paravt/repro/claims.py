@@ -1,4 +1,4 @@
-"""The paper's claims checked against a `paravt repro` run. Paper numbers: ``eval/paper_numbers.py``
+"""The paper's claims checked against a `paravt repro` run. Paper numbers: ``paper_numbers.py``
 (ParaVT Table 2 and paper §3, quoted from /work/shared/PAPER.md); ours come from the run's summary.
 A claim whose variants were not run
 says so and does not hold. Comparisons use the 95% intervals when both sides have one (over
@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from paravt.eval.intervals import paired_bootstrap_diff
-from paravt.eval.paper_numbers import TABLE2, WEAK_PRIOR_FORMAT, WEAK_PRIOR_KAPPA
+from paravt.repro.intervals import paired_bootstrap_diff
+from paravt.repro.paper_numbers import TABLE2, WEAK_PRIOR_FORMAT, WEAK_PRIOR_KAPPA
 from paravt.repro.summary import above
 
 Summaries = Mapping[str, Mapping[str, Any]]

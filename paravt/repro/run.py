@@ -44,7 +44,7 @@ def _task_check(
 ) -> dict[str, Any]:
     """Deliverable 7 on this run (``repro.task_check``): the task's needle property and the
     reference checkpoint's direct-vs-tool accuracy."""
-    from paravt.data.episodes import load_episode_inputs
+    from paravt.agent.inputs import load_episode_inputs
     from paravt.repro.task_check import chance_score, check_task
 
     manifest = json.loads((out / "synth" / "manifest.json").read_text())

@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from paravt.eval.intervals import Interval, bootstrap_interval, t_interval
+from paravt.repro.intervals import Interval, bootstrap_interval, t_interval
 
 TRAIN_KEYS = ("f_tau", "f_tau_ref", "kappa", "kappa_written", "tool_code_rate", "skip_tool_rate")
 #: Ranges the intervals are clipped to (rates; kappa counts calls); f_tau (R_fmt) is left as is.

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from paravt.eval.intervals import bootstrap_interval, paired_bootstrap_diff
+from paravt.repro.intervals import bootstrap_interval, paired_bootstrap_diff
 from paravt.repro.summary import per_question
 
 REFERENCE = ("paragrpo", "sft", "vanilla_grpo")
@@ -130,7 +130,7 @@ def cold_start_checks(metrics: Mapping[str, float]) -> dict[str, Any]:
     think prefix (``metrics``: ``rewards.metrics.aggregate`` of them, the selection's probe):
     ``cold_start_closure``: each closure rate (%) within ``CLOSURE_BAND`` points of the paper's
     Table 5 cold start; ``cold_start_tool_code``: some rollout reverts to ``<tool_code>``."""
-    from paravt.eval.paper_numbers import TABLE5
+    from paravt.repro.paper_numbers import TABLE5
 
     paper = TABLE5["sft"][0]
     ours = {

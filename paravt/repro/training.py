@@ -80,7 +80,7 @@ def _habit_probe(out: Path, cfg: TrainConfig, p: ReproPreset, model: Path) -> di
     (``repro.probe``): closure, tool forms (JSON ``<tool_call>`` vs ``<tool_code>``) and how many
     of its thinks run past the budget unclosed (``closed/think``)."""
     from paravt.agent import EpisodeSettings
-    from paravt.data.episodes import load_episode_inputs
+    from paravt.agent.inputs import load_episode_inputs
     from paravt.repro.probe import sample_metrics
 
     inputs = load_episode_inputs(out / "synth" / "rl.parquet", limit=p.probe_prompts)
@@ -94,7 +94,7 @@ def cold_start(
     """Pretrained base → SFT → selection for one prior; returns ``selection.json``'s content with
     the base's probe under ``"base_probe"``."""
     from paravt.agent import EpisodeSettings
-    from paravt.data.episodes import load_episode_inputs
+    from paravt.agent.inputs import load_episode_inputs
     from paravt.repro.select import select_checkpoint
 
     model, probe = pretrained_base(out, cfg, p, prior, bases)
@@ -117,7 +117,7 @@ def cold_start(
 
 def rl_pool(out: Path, cfg: TrainConfig, prior: str, init: str) -> tuple[Path, dict[str, Any]]:
     """The RL prompts this prior's variants draw from, and the filter's report. ``rl.filter``
-    offline [paper]: the DAPO pre-filter (``paravt.data.prefilter``) ONCE, on the chosen cold start
+    offline [paper]: the DAPO pre-filter (``paravt.rl.prefilter``) ONCE, on the chosen cold start
     ``init``: G = ``rl.group_size`` rollouts per prompt of ``synth/rl.parquet`` (the pool, sized to
     the run) at the RL temperature and the default overview budget, all-wrong and unanimous groups
     dropped (``sft_PRIOR/prefilter/``). If fewer than ``rl.prompts_per_step`` prompts would stay,
@@ -135,8 +135,8 @@ def rl_pool(out: Path, cfg: TrainConfig, prior: str, init: str) -> tuple[Path, d
 def _offline_filter(pool: Path, d: Path, cfg: TrainConfig, init: str) -> None:
     from paravt.agent import EpisodeSettings
     from paravt.agent.backend import open_backend
-    from paravt.data.prefilter import prefilter, rollout_accuracies
     from paravt.data.schema import read_rows, write_rows
+    from paravt.rl.prefilter import prefilter, rollout_accuracies
 
     rows = read_rows(pool)
     settings = EpisodeSettings.from_config(cfg)
@@ -176,7 +176,7 @@ def train_variant(
     ``video.overview_nframes``: the claims compare vanilla GRPO's κ with the cold start's at the
     budget vanilla trains at)."""
     from paravt.agent import EpisodeSettings
-    from paravt.data.episodes import load_episode_inputs
+    from paravt.agent.inputs import load_episode_inputs
     from paravt.jsonl import read_jsonl
     from paravt.repro.probe import sample_metrics
     from paravt.repro.summary import tail_means
@@ -222,7 +222,7 @@ def eval_variant(
     """Greedy eval of one (variant, seed) on the held-out questions; its rows for the summary."""
     from paravt.agent import EpisodeSettings
     from paravt.agent.backend import open_backend
-    from paravt.data.episodes import load_episode_inputs
+    from paravt.agent.inputs import load_episode_inputs
     from paravt.eval.results import load_results
     from paravt.eval.runner import evaluate
 

@@ -5,8 +5,9 @@
 - ``terms``: the ONE registry of reward terms ``TERMS`` / ``TERM_NAMES`` and their functions
   ``base_format_reward``, ``anchor_reward``, ``tool_reward``;
 - ``composite``: ``RewardBreakdown``, ``compute_reward``;
-- ``metrics``: ``RolloutRecord``, ``aggregate``;
-- ``judge``: optional LLM judge for open-ended answers (httpx, imported only on use).
+- ``metrics``: ``RolloutRecord``, ``aggregate``.
+
+The optional LLM judge, an HTTP client, lives in `paravt.models.openai.judge`.
 """
 
 from paravt.rewards.accuracy import ACCURACY, accuracy, mcq_accuracy, token_f1, tvg_iou

@@ -3,7 +3,7 @@
 Online (per step, PyVision-RL): ``drop_zero_variance`` removes groups whose G rewards are all
 equal (their GRPO advantages are all 0, so they only dilute the token-mean); ``rank_by_std`` is the
 oversample–filter–rank step: roll out more prompts than needed, keep the ``keep`` groups with the
-largest reward std. The offline DAPO pre-filter lives with the data: ``paravt.data.prefilter``.
+largest reward std. The offline DAPO pre-filter lives with the data: ``paravt.rl.prefilter``.
 
 Each filter returns a ``FilterResult`` with the kept ids and every dropped id with its reason, so
 the trainer can log ``filter/<reason>`` counts.

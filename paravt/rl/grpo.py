@@ -37,16 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from paravt.agent import EpisodeInput, EpisodeResult, EpisodeSettings, episode_reward, run_group
-from paravt.agent.judging import judge_overrides
+from paravt.agent.inputs import load_episode_inputs
 from paravt.config import TrainConfig
-from paravt.data.episodes import load_episode_inputs
 from paravt.errors import DataError
-from paravt.eval.rollouts import RolloutLog, sample_rows
+from paravt.models.openai.judge import judge_overrides
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rewards.metrics import RolloutRecord, aggregate
 from paravt.rl import filters
 from paravt.rl.advantages import batch_normalize, broadcast_to_trajectories, grouped
 from paravt.rl.gating import overview_budget
+from paravt.rl.rollouts import RolloutLog, sample_rows
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import require_rows, screen_data
 from paravt.rl.step_stats import PhaseTimer, response_length, reward_stats, tool_seconds

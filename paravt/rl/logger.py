@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from paravt.eval.rollouts import read_rollouts
 from paravt.jsonl import append_jsonl, read_jsonl, rewrite_jsonl
+from paravt.rl.rollouts import read_rollouts
 from paravt.tracking import Trackers, TrackingSettings
 from paravt.tracking.stores import step_rows
 

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from paravt.agent.inputs import MAX_ROW_BYTES
 from paravt.agent.trajectory import Trajectory, TrajectoryBuilder
-from paravt.data.episodes import MAX_ROW_BYTES
 from paravt.errors import DataError, VideoError
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec

@@ -1,4 +1,4 @@
-"""One step's sampled rollouts (the rows of ``rollouts.jsonl``, `paravt.eval.rollouts`) as a flat
+"""One step's sampled rollouts (the rows of ``rollouts.jsonl``, `paravt.rl.rollouts`) as a flat
 table for the trackers: the raw text, the parsed tags, each reward term and the advantage."""
 
 from __future__ import annotations

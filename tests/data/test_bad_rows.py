@@ -244,7 +244,7 @@ def test_each_distinct_video_is_opened_once_and_never_decoded(d: Path) -> None:
 def test_some_usable_rows_warn_once_per_cause_and_list_the_rest(
     d: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from paravt.data.episodes import episode_inputs
+    from paravt.agent.inputs import episode_inputs
 
     loaded = episode_inputs(d / "mixed.parquet")
     assert [s.id for s in loaded.inputs] == ["good"]

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from paravt.agent.inputs import to_episode_input
 from paravt.data.chat import to_chat_messages
-from paravt.data.episodes import to_episode_input
 from paravt.data.schema import read_rows
 
 
@@ -47,7 +47,7 @@ def test_episode_input_carries_ground_truth_and_tool_necessity(synth_dir: Path) 
 def test_verl_rows_round_trip_to_the_same_episode_input(synth_dir: Path) -> None:
     import json
 
-    from paravt.data.episodes import from_extra_info
+    from paravt.agent.inputs import from_extra_info
     from paravt.integrations.verl.data import verl_record
 
     row = read_rows(synth_dir / "rl.parquet")[0]

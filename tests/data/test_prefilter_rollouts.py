@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from paravt.agent import EpisodeSettings
-from paravt.data.prefilter import prefilter, rollout_accuracies
 from paravt.data.schema import read_rows
 from paravt.models.base import GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_processor
+from paravt.rl.prefilter import prefilter, rollout_accuracies
 
 SETTINGS = EpisodeSettings(mode="none", sampling=SamplingParams(temperature=0.0, max_new_tokens=16))
 

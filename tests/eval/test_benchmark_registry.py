@@ -27,8 +27,9 @@ from paravt.eval.benchmarks.loading import need, video_path
 from paravt.eval.benchmarks.protocol import Protocol, benchmark_section, groups_of
 from paravt.eval.benchmarks.registry import UnknownBenchmarkError, get_benchmark, load_benchmark
 from paravt.eval.benchmarks.scoring import aggregate, score_lmms, score_paravt
-from paravt.eval.benchmarks.table1 import columns, paper_rows, table1_html, table1_rows
+from paravt.eval.benchmarks.table1 import columns, paper_rows, table1_rows
 from paravt.eval.results import ResultRow, TranscriptTurn
+from paravt.report.table1 import table1_html
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_fixtures import BUILDERS  # noqa: E402

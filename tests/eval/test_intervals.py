@@ -1,4 +1,4 @@
-"""Intervals over seeds and questions (paravt/eval/intervals.py), hand-worked."""
+"""Intervals over seeds and questions (paravt/repro/intervals.py), hand-worked."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from paravt.eval.intervals import bootstrap_interval, paired_bootstrap_diff, t975, t_interval
+from paravt.repro.intervals import bootstrap_interval, paired_bootstrap_diff, t975, t_interval
 
 
 def test_t_interval_of_three_seeds() -> None:

@@ -15,11 +15,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import fakeruns  # noqa: E402
 
-from paravt.eval.html_parts import iv_cell  # noqa: E402
-from paravt.eval.paper_vs_ours import acc_curves  # noqa: E402
-from paravt.eval.report import build_report  # noqa: E402
-from paravt.eval.repro_figures import seed_band  # noqa: E402
-from paravt.eval.repro_runs import find_runs  # noqa: E402
+from paravt.report.html_parts import iv_cell  # noqa: E402
+from paravt.report.page import build_report  # noqa: E402
+from paravt.report.paper_vs_ours import acc_curves  # noqa: E402
+from paravt.report.repro_figures import seed_band  # noqa: E402
+from paravt.report.repro_runs import find_runs  # noqa: E402
 
 
 def iv(mean: float, lo: float | None = None, hi: float | None = None) -> dict[str, Any]:
@@ -340,7 +340,7 @@ def test_iv_cell() -> None:
 
 
 def test_task_check_table_shows_measured_values_and_verdicts() -> None:
-    from paravt.eval.repro_checks import task_check_html
+    from paravt.report.repro_checks import task_check_html
 
     tc = {
         "reference": "paragrpo",

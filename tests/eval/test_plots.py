@@ -4,9 +4,9 @@ import pytest
 from PIL import Image
 
 from paravt.errors import DataError
-from paravt.eval import plots
 from paravt.eval.metrics import compute_metrics
 from paravt.eval.results import ResultRow
+from paravt.report import plots
 
 
 def test_only_metrics_present_in_some_log_are_plotted() -> None:

@@ -13,9 +13,9 @@ import fakeruns  # noqa: E402
 
 from paravt.errors import DataError  # noqa: E402
 from paravt.eval.metrics import compute_metrics  # noqa: E402
-from paravt.eval.report import build_report  # noqa: E402
 from paravt.eval.results import load_results  # noqa: E402
-from paravt.eval.run_files import discover  # noqa: E402
+from paravt.report.page import build_report  # noqa: E402
+from paravt.report.run_files import discover  # noqa: E402
 
 
 class _Page(HTMLParser):
@@ -126,7 +126,7 @@ def test_runs_named_alike_are_told_apart_by_their_path(tmp_path: Path) -> None:
     them by their path under the common root instead of numbering them."""
     import json as _json
 
-    from paravt.eval.run_files import discover
+    from paravt.report.run_files import discover
 
     for variant in ("paragrpo", "vanilla_grpo"):
         d = tmp_path / variant / "seed0"
@@ -162,7 +162,7 @@ def test_the_timeline_reads_intervals_as_the_scorer_does_mm_ss_included() -> Non
     """One ``parse_interval`` (``paravt.rewards.accuracy``): the report draws what the IoU
     scored."""
     from paravt.eval.results import ResultRow  # noqa: PLC0415
-    from paravt.eval.transcripts import timeline_figure  # noqa: PLC0415
+    from paravt.report.transcripts import timeline_figure  # noqa: PLC0415
 
     def spans(answer: str, prediction: str) -> list[str]:
         row = ResultRow(

@@ -22,10 +22,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 import fakeruns  # noqa: E402
 from test_paper_vs_ours import iv, share, variant  # noqa: E402
 
-from paravt.eval.report import render_html  # noqa: E402
-from paravt.eval.repro_checks import TASK_CHECKS  # noqa: E402
 from paravt.eval.results import read_results  # noqa: E402
-from paravt.eval.run_files import discover  # noqa: E402
+from paravt.report.page import render_html  # noqa: E402
+from paravt.report.repro_checks import TASK_CHECKS  # noqa: E402
+from paravt.report.run_files import discover  # noqa: E402
 
 PWNED = "pwned"  # what each payload would write into document.title
 PAYLOADS = (
@@ -109,7 +109,7 @@ def every_key(obj: Any) -> Any:
 
 
 def rollout_row(step: int = 1) -> dict[str, Any]:
-    """A row as `paravt.eval.rollouts.sample_rows` writes it."""
+    """A row as `paravt.rl.rollouts.sample_rows` writes it."""
     return {
         "step": step,
         "picked": "random",

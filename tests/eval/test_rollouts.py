@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from paravt.eval.rollouts import RolloutLog, pick, read_rollouts
 from paravt.rewards import RewardBreakdown
+from paravt.rl.rollouts import RolloutLog, pick, read_rollouts
 
 
 def _b(**kw: object) -> RewardBreakdown:
@@ -64,7 +64,7 @@ def test_log_truncates_on_resume_and_tolerates_a_torn_line(tmp_path: Path) -> No
 
 
 def test_shown_steps_are_first_middle_last() -> None:
-    from paravt.eval.rollouts import shown_steps
+    from paravt.report.rollouts import shown_steps
 
     assert shown_steps([1, 2]) == [1, 2]
     assert shown_steps(list(range(1, 31))) == [1, 16, 30] or shown_steps(list(range(1, 31))) == [
@@ -77,7 +77,7 @@ def test_shown_steps_are_first_middle_last() -> None:
 def test_report_shows_a_reversion_in_the_models_own_text(tmp_path: Path) -> None:
     import json
 
-    from paravt.eval.report import build_report
+    from paravt.report.page import build_report
 
     run = tmp_path / "rl"
     run.mkdir()

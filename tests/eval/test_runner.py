@@ -13,8 +13,8 @@ import pytest
 
 from paravt.agent import EpisodeSettings
 from paravt.agent.backend import Backend, open_backend
+from paravt.agent.inputs import load_episode_inputs
 from paravt.config import ModelConfig, RolloutConfig
-from paravt.data.episodes import load_episode_inputs
 from paravt.data.synth.build import build
 from paravt.errors import ConfigError
 from paravt.eval.results import load_results

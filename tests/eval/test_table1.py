@@ -8,7 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from paravt.cli import app
-from paravt.eval.benchmarks.table1 import QUOTED, table1_html, table1_rows
+from paravt.eval.benchmarks.table1 import QUOTED, table1_rows
+from paravt.report.table1 import table1_html
 
 
 def _metrics(out: Path, bench: str, pc: str, by_mode: dict) -> Path:

@@ -6,7 +6,8 @@ from PIL import Image
 from paravt.agent.tally import TokenRow
 from paravt.errors import DataError
 from paravt.eval.results import ResultRow
-from paravt.eval.tokens import fit_token_budget, t_par, t_seq, tokens_vs_k_plot
+from paravt.eval.tokens import fit_token_budget, t_par, t_seq
+from paravt.report.tokens_figure import tokens_vs_k_plot
 
 
 def test_budget_formulas_by_hand() -> None:

@@ -12,9 +12,9 @@ import pytest
 
 from paravt.models.base import ChatMessage, GenRequest
 from paravt.models.chat import ChatCodec
+from paravt.models.openai.judge import JudgeItem, judge_messages
 from paravt.models.openai.payload import chat_payload
 from paravt.protocol import tags as T
-from paravt.rewards.judge import JudgeItem, judge_messages
 from paravt.video.types import Frames
 
 FAMILIES = ["qwen2_5_vl", "qwen3_vl"]

@@ -1,4 +1,4 @@
-"""The ONE HTTP policy of the OpenAI-compatible clients (``paravt.models.openai.retry``), against a
+"""The ONE HTTP policy of the OpenAI-compatible clients (``paravt.http.retry``), against a
 real loopback server (``tests/raw_http.py``): 429 / 503 with ``Retry-After`` are waited out for
 about as long as the server asked, then the 200 is read; a 400 fails at once. The same server
 answers the openai backend, the LLM judge and the distillation teacher: all three follow it."""
@@ -17,11 +17,11 @@ from email.utils import format_datetime
 import httpx
 import pytest
 
-from paravt.data.distill.teacher import Endpoint, TeacherClient
+from paravt.distill.teacher import Endpoint, TeacherClient
+from paravt.http.retry import RETRY_STATUS, RetryPolicy, retry_after_s, send
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
 from paravt.models.openai.backend import OpenAIGenerator
-from paravt.models.openai.retry import RETRY_STATUS, RetryPolicy, retry_after_s, send
-from paravt.rewards.judge import JudgeItem, LLMJudge
+from paravt.models.openai.judge import JudgeItem, LLMJudge
 from raw_http import RawServer
 
 COMPLETION = {

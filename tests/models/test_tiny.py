@@ -12,9 +12,10 @@ import torch
 from typer.testing import CliRunner
 
 from paravt.cli import app as cli_app
-from paravt.data.synth.tiny import SIZES, build_tiny
+from paravt.data.synth.corpus import protocol_corpus
 from paravt.errors import ModelError
 from paravt.models.hf.loading import accelerator_attention, load_policy
+from paravt.models.tiny import SIZES, build_tiny
 
 
 @pytest.mark.parametrize(
@@ -71,8 +72,8 @@ def test_cli_builds_a_checkpoint_and_info_describes_it(tmp_path: Path) -> None:
 
 
 def test_same_seed_builds_identical_weights(tmp_path: Path) -> None:
-    a = build_tiny("qwen3_vl", "xs", tmp_path / "a", seed=3)
-    b = build_tiny("qwen3_vl", "xs", tmp_path / "b", seed=3)
+    a = build_tiny("qwen3_vl", "xs", tmp_path / "a", corpus=protocol_corpus(seed=3), seed=3)
+    b = build_tiny("qwen3_vl", "xs", tmp_path / "b", corpus=protocol_corpus(seed=3), seed=3)
     ma, mb = load_policy(a.path).model, load_policy(b.path).model
     assert all(
         torch.equal(x, y) for x, y in zip(ma.state_dict().values(), mb.state_dict().values())
@@ -86,7 +87,7 @@ def test_loading_a_missing_checkpoint_says_how_to_get_one(tmp_path: Path) -> Non
 
 def test_unknown_size_is_rejected_with_choices(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="xs, s, m"):
-        build_tiny("qwen3_vl", "xl", tmp_path)
+        build_tiny("qwen3_vl", "xl", tmp_path, corpus=protocol_corpus())
 
 
 def test_new_models_get_the_protocol_tokenizer_and_legacy_checkpoints_load_with_theirs(
@@ -98,7 +99,7 @@ def test_new_models_get_the_protocol_tokenizer_and_legacy_checkpoints_load_with_
     from paravt.protocol.prompts import system_prompt
 
     old = build_tiny("qwen3_vl", "xs", tmp_path / "old", tokenizer="legacy")
-    new = build_tiny("qwen3_vl", "xs", tmp_path / "new")
+    new = build_tiny("qwen3_vl", "xs", tmp_path / "new", corpus=protocol_corpus())
     assert old.vocab_size < 600 < 1500 < new.vocab_size and new.tokenizer == "protocol"
     p = load_policy(old.path)
     assert len(p.tokenizer) == p.model.config.text_config.vocab_size == old.vocab_size

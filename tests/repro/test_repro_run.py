@@ -166,7 +166,7 @@ def test_a_second_run_resumes_and_skips_every_stage(run: Path, summary: dict[str
 
 
 def test_the_report_puts_the_run_beside_the_paper(run: Path, summary: dict[str, Any]) -> None:
-    from paravt.eval.report import build_report
+    from paravt.report.page import build_report
 
     text = re.sub(
         r"<td[^>]*>", "<td>", build_report([run], run / "report.html").read_text(encoding="utf-8")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import paravt.agent.episode as episode_mod
-from paravt.data.episodes import load_episode_inputs
+from paravt.agent.inputs import load_episode_inputs
 from paravt.rl.grpo import GRPOTrainer
 from paravt.rl.session import PolicySession
 

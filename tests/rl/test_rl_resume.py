@@ -9,7 +9,8 @@ import pytest
 
 from paravt.config import TrainConfig
 from paravt.data.synth.build import build
-from paravt.data.synth.tiny import build_tiny
+from paravt.data.synth.corpus import protocol_corpus
+from paravt.models.tiny import build_tiny
 from paravt.rl.loop import run_training
 
 
@@ -47,7 +48,7 @@ def _log(run: Path) -> list[dict]:
 @pytest.mark.timeout(300)
 def test_resume_after_kill_equals_uninterrupted_run(tmp_path: Path) -> None:
     build(tmp_path / "synth", videos=2, eval_videos=1, seed=0)
-    build_tiny("qwen3_vl", "xs", tmp_path / "base")
+    build_tiny("qwen3_vl", "xs", tmp_path / "base", corpus=protocol_corpus())
     run_training(_cfg(tmp_path, "full"), kind="rl", progress=False)
     killed = _cfg(tmp_path, "killed")
     run_training(

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from paravt.agent.inputs import load_episode_inputs
 from paravt.config import RUN_CONFIG, TrainConfig, load_for_model
-from paravt.data.episodes import load_episode_inputs
 from paravt.data.synth.build import build
 from paravt.jsonl import read_jsonl as read_log
 from paravt.models.base import ChatMessage
@@ -285,7 +285,7 @@ def test_rl_run_logs_every_design_metric_each_step(rl_run: list[dict[str, Any]])
 def test_rl_log_uses_the_contract_names_the_report_plots(rl_run: list[dict[str, Any]]) -> None:
     """The metrics name the mean reward ``reward/mean`` (the progress bar of ``paravt.rl.loop``
     reads it) and the closure and reversion rates ``closed/*`` and ``tool_code_rate``
-    (``paravt.eval.plots.TRAIN_METRICS`` plots ``reward/mean`` and ``tool_code_rate``)."""
+    (``paravt.report.plots.TRAIN_METRICS`` plots ``reward/mean`` and ``tool_code_rate``)."""
     wanted = ("reward/mean", "closed/think", "closed/tool_call", "closed/answer", "tool_code_rate")
     missing = [k for k in wanted if k not in rl_run[0]]
     assert not missing, f"train_log.jsonl lacks {missing}; it has {sorted(rl_run[0])}"

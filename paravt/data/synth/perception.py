@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from paravt.data.synth.scenes import Needle, VideoSpec, window_indices
 
 TEMPORAL_PATCH = (
-    2  # tiny Qwen3-VL / Qwen2.5-VL vision config (paravt.data.synth.tiny): temporal_patch_size
+    2  # tiny Qwen3-VL / Qwen2.5-VL vision config (paravt.models.tiny): temporal_patch_size
 )
 NOTHING = "Nothing brief appears in this window."
 

@@ -11,7 +11,6 @@ here. The columns are the registered benchmarks that have a Table 1 column.
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from paravt.eval.benchmarks.registry import REGISTRY
-from paravt.eval.html_parts import esc, num
 
 QUOTED = "paper (quoted)"
 
@@ -90,38 +88,3 @@ def _obj(x: Any) -> dict[str, Any]:
 def table1_rows(metrics_files: Sequence[Path]) -> list[Table1Row]:
     """The paper's reference rows first, then ours."""
     return [*paper_rows(), *measured_rows(metrics_files)]
-
-
-def table1_html(rows: Sequence[Table1Row]) -> str:
-    if not any(r.source == "measured" for r in rows):
-        note = (
-            '<p class="muted">No benchmark runs found (run paravt eval --benchmark); paper '
-            "rows only.</p>"
-        )
-    else:
-        note = (
-            "<p class=\"muted\">Measured cells: headline in the paper's units under the run's "
-            "scoring "
-            "(lmms = lmms-eval task rules), with the number of questions. Paper rows are quoted "
-            "from "
-            "ParaVT Table 1 (64-frame protocol), not measured.</p>"
-        )
-    cols = columns()
-    head = (
-        "<tr><th class='l'>model / run</th><th class='l'>source</th>"
-        + "".join(f"<th>{html.escape(t)}</th>" for _, t in cols)
-        + "</tr>"
-    )
-    body = []
-    for r in rows:
-        cells = []
-        for k, _ in cols:
-            n = f" <span class='muted'>(n={num(r.n[k])})</span>" if k in r.n else ""
-            cells.append(f"<td>{num(r.values.get(k), 1)}{n}</td>")
-        src = r.source + (f", {r.scoring}" if r.scoring else "")
-        body.append(
-            f"<tr><td class='l'>{esc(r.label)}</td><td class='l'>{esc(src)}</td>"
-            + "".join(cells)
-            + "</tr>"
-        )
-    return f'<table id="table1">{head}{"".join(body)}</table>{note}'

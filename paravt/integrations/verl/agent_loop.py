@@ -42,9 +42,8 @@ from paravt.agent import (
     run_episode,
 )
 from paravt.agent.backend import open_tools
-from paravt.agent.judging import judge_overrides
+from paravt.agent.inputs import from_extra_info
 from paravt.config import RolloutConfig, TrainConfig, load
-from paravt.data.episodes import from_extra_info
 from paravt.integrations.verl.generator import (
     MM_PROCESSOR_KWARGS,
     VerlServerGenerator,
@@ -52,6 +51,7 @@ from paravt.integrations.verl.generator import (
 )
 from paravt.integrations.verl.render import AGENT_NAME
 from paravt.models.chat import ChatCodec
+from paravt.models.openai.judge import judge_overrides
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rl.gating import overview_budget
 

@@ -70,7 +70,7 @@ def write_verl_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from paravt.data.episodes import MAX_ROW_BYTES
+    from paravt.agent.inputs import MAX_ROW_BYTES
     from paravt.data.screen import screen_rows
 
     root = Path(data_root) if data_root is not None else Path(src).resolve().parent

@@ -3,7 +3,7 @@
 
 What the server sees (media layout, token-id request, forced prefix) is built by
 ``paravt.models.openai.payload``; ``base_url`` may end with ``/v1`` or not
-(``paravt.models.openai.urls``).
+(``paravt.http.urls``).
 
 Tokens:
 - A server that returns token ids (vLLM with ``return_token_ids``): the sampled ids ARE the
@@ -19,7 +19,7 @@ Tokens:
   returned id (entries include the stop token); a re-tokenised response whose entries miss only
   the stop token gets 0.0 for it; otherwise all are 0.0 and ``metrics["logprobs_from_server"] ==
   0``. Reliability: at most ``max_concurrency`` requests in flight; each HTTP exchange follows the
-  ONE policy of the OpenAI-compatible clients (``paravt.models.openai.retry``): a WHOLE-request
+  ONE policy of the OpenAI-compatible clients (``paravt.http.retry``): a WHOLE-request
   deadline
 of ``timeout_s`` (a server that drips one byte a second is cut at ``timeout_s``), a reply cap of
 ``max_reply_bytes``, and timeouts, transport errors, 408, 429 and 5xx retried ``max_retries`` times
@@ -41,11 +41,11 @@ from typing import Any
 import httpx
 
 from paravt.errors import ModelError
+from paravt.http.retry import RetryPolicy, send
+from paravt.http.urls import api_base
 from paravt.models.base import GenOutput, GenRequest, error_output
 from paravt.models.chat import VISION_TOKENS
 from paravt.models.openai.payload import VLLM_EXTRAS, chat_payload, strip_extras
-from paravt.models.openai.retry import RetryPolicy, send
-from paravt.models.openai.urls import api_base
 from paravt.protocol.tags import IM_END
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,142 @@
+"""The repro section's checks of the pipeline: the parallel diagnosis (does a window that overlaps
+the needle report it), the Tool Necessity Gap per variant and mode, and the task check (can the
+method show on this task at this size, ``repro/task_check.py``)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+from paravt.report.html_parts import fmt, iv_cell, num, real, table
+from paravt.report.repro_runs import get
+
+DIAGNOSIS_KEYS = ("coverage", "recall", "false_reports", "timed_right", "acc_given_report")
+
+
+def _share_cell(x: Any) -> str:
+    rate = real(get(x, "rate"))
+    if rate is None:
+        return (
+            "–" if get(x, "of") is None else f'– <span class="muted">(0/{num(get(x, "of"))})</span>'
+        )
+    return f'{rate:.3f} <span class="muted">({num(get(x, "hits"))}/{num(get(x, "of"))})</span>'
+
+
+def diagnosis_html(s: Mapping[str, Any]) -> str:
+    variants = get(s, "variants") or {}
+    head = (
+        "<tr><th class='l'>variant</th><th>episodes with "
+        "windows</th><th>coverage</th><th>recall</th>"
+        "<th>false reports</th><th>timed right</th><th>acc given report</th></tr>"
+    )
+    rows = [
+        [
+            html.escape(v),
+            num(get(variants, v, "diagnosis", "episodes_with_windows")),
+            *(_share_cell(get(variants, v, "diagnosis", k)) for k in DIAGNOSIS_KEYS),
+        ]
+        for v in variants
+    ]
+    return (
+        table(head, rows, "diagnosis")
+        if rows
+        else '<p class="muted">No variants in summary.json.</p>'
+    )
+
+
+def necessity_html(s: Mapping[str, Any]) -> str:
+    variants = get(s, "variants") or {}
+    head = (
+        "<tr><th class='l'>variant</th><th class='l'>mode</th><th>acc tool-necessary</th>"
+        "<th>acc tool-unnecessary</th><th>gap (unnec. − nec.)</th></tr>"
+    )
+    rows = []
+    for v, block in variants.items():
+        for mode, ev in (get(block, "eval") or {}).items():
+            nec, unn = (
+                real(get(ev, "acc_necessary", "mean")),
+                real(get(ev, "acc_unnecessary", "mean")),
+            )
+            gap = None if nec is None or unn is None else unn - nec
+            rows.append(
+                [
+                    html.escape(v),
+                    html.escape(str(mode)),
+                    iv_cell(get(ev, "acc_necessary")),
+                    iv_cell(get(ev, "acc_unnecessary")),
+                    fmt(gap),
+                ]
+            )
+    return (
+        table(head, rows, "necessity", (0, 1))
+        if rows
+        else '<p class="muted">No eval blocks in summary.json.</p>'
+    )
+
+
+TASK_CHECKS = (
+    ("overview_shows_needle", "the n-frame overview shows the needle (share of questions, by n)"),
+    ("direct_matches_tools_at_64", "at n = 64 direct answering is as good as tool use"),
+    ("direct_near_chance_at_4", "at n = 4 direct answering is near chance"),
+    ("direct_above_chance_at_64", "at n = 64 direct answering beats chance (the model can answer)"),
+    (
+        "subagent_recall",
+        "the cold start's sub-agent given the needle's window reports it (≥ 30 windows)",
+    ),
+    # issue 31: the tools pay, and only where the overview misses the needle (task_check.py)
+    ("tools_pay_at_4", "the cold start at n = 4: tool use beats answering directly"),
+    ("overview_suffices_at_64", "the cold start answers directly at n = 64 better than at n = 4"),
+    ("cold_start_kappa", "the cold start's tool calls per τ = 0.7 rollout (paper 2.50)"),
+    # issue 27's stage targets (paravt/repro/base_probe.py, task_check.cold_start_checks)
+    ("base_clip_recall", "the pretrained base, held-out clips with the needle: described"),
+    (
+        "base_clip_timed_right",
+        "the base, held-out clips with the needle: a stated time overlaps it",
+    ),
+    ("base_clip_false_reports", "the base, held-out clips without the needle: something reported"),
+    ("base_overview_mcq_at_64", "the base answers MCQ from a 64-frame overview"),
+    ("base_overview_mcq_at_4", "the base at a 4-frame overview is near chance"),
+    ("base_overview_open_at_64", "the base names the needle from a 64-frame overview (exact)"),
+    (
+        "cold_start_closure",
+        "the strong-prior RL init's closure rates (%, τ = 0.7) vs the paper's Table 5",
+    ),
+    ("cold_start_tool_code", "the strong-prior RL init reverts to <tool_code> in some rollouts"),
+)
+
+
+def _check_value(x: Any) -> str:
+    if isinstance(x, Mapping) and "mean" in x:
+        return iv_cell(x)
+    if isinstance(x, Mapping) and "rate" in x:
+        return _share_cell(x)
+    if isinstance(x, Mapping):
+        return "; ".join(f"{html.escape(str(k))}: {_check_value(v)}" for k, v in x.items())
+    return html.escape(fmt(x) if isinstance(x, (int, float)) else str(x))
+
+
+def task_check_html(s: Mapping[str, Any]) -> str:
+    """Deliverable 7: can the method show on this task at this size (``repro/task_check.py``)."""
+    tc = get(s, "task_check")
+    if not isinstance(tc, Mapping):
+        return '<p class="muted">No task check in summary.json.</p>'
+    head = (
+        "<tr><th class='l'>check</th><th class='l'>measured</th><th "
+        "class='l'>want</th><th>holds</th></tr>"
+    )
+    rows = [
+        [
+            html.escape(text),
+            _check_value(get(tc, key, "value")),
+            html.escape(str(get(tc, key, "want") or "")),
+            '<span class="ok">yes</span>'
+            if get(tc, key, "holds")
+            else '<span class="bad">no</span>',
+        ]
+        for key, text in TASK_CHECKS
+        if isinstance(get(tc, key), Mapping)
+    ]
+    ref = get(tc, "reference")
+    note = f'<p class="muted">reference checkpoint: {html.escape(str(ref))}</p>' if ref else ""
+    return note + table(head, rows, "task-check", (0, 1, 2))
