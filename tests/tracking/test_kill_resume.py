@@ -1,9 +1,10 @@
-"""Nothing lost, nothing twice: a micro `train sft` (the xs model, 4 steps, a checkpoint at step
-2) with TensorBoard, wandb (offline) and MLflow is stopped once step 3 is in ``train_log.jsonl``
-- by kill -9 of the real command's process group, or by SIGTERM / SIGINT (in this process: the
-handlers are the same) - then resumed; each tracker, read back with its own reader (MlflowClient,
-TensorBoard's EventAccumulator, the wandb run files), holds every step 1-4 exactly once, in ONE
-run. SIGTERM and SIGINT end the MLflow run KILLED before the resume, never RUNNING."""
+"""Nothing lost, nothing twice: a micro `train sft` (the xs model, 4 steps, a checkpoint at step 2)
+with TensorBoard, wandb (offline) and MLflow is stopped once step 3 is in ``train_log.jsonl`` -
+by kill -9 of the real command's process group, or by SIGTERM / SIGINT (in this process: the
+handlers are the same) - or by SIGTERM while step 3 computes, then resumed; each tracker, read
+back with its own reader (MlflowClient, TensorBoard's EventAccumulator, the wandb run files),
+holds every step 1-4 exactly once, in ONE run. SIGTERM and SIGINT end the MLflow run KILLED
+before the resume, never RUNNING."""
 
 from __future__ import annotations
 
@@ -82,6 +83,25 @@ def _stopped_by_signal(cfg: TrainConfig, log: Path, signum: int) -> None:
         time.sleep(30)  # finished before the signal came: it still arrives, the test is valid
 
 
+def _stopped_mid_step(cfg: TrainConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGTERM while step 3 computes (its first line runs the signal): steps 1-2 are logged,
+    step 3 never is."""
+    from paravt.rl.sft import SFTTrainer
+
+    step = SFTTrainer.step
+
+    def signalled(self: SFTTrainer, i: int) -> dict[str, float]:
+        if i == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(30)  # the handler raises in here
+        return step(self, i)
+
+    monkeypatch.setattr(SFTTrainer, "step", signalled)
+    with pytest.raises(Interrupted):
+        run_training(cfg, kind="sft", progress=False)
+    monkeypatch.setattr(SFTTrainer, "step", step)
+
+
 def _mlflow(cfg: TrainConfig) -> tuple[Any, list[int], list[int]]:
     client = mlflow.MlflowClient(cfg.logging.mlflow_tracking_uri)
     (mr,) = client.search_runs([client.get_experiment_by_name(cfg.logging.project).experiment_id])
@@ -100,9 +120,14 @@ def _tensorboard_steps(run: Path, tag: str) -> list[int]:
     return [e.step for e in acc.Scalars(tag)]
 
 
-@pytest.mark.parametrize("how", ["kill9", "sigterm", "sigint"])
+@pytest.mark.parametrize("how", ["kill9", "sigterm", "sigint", "sigterm_mid_step"])
 def test_every_tracker_holds_every_step_once_after_a_stop_and_resume(
-    tmp_path: Path, synth: Path, tiny_qwen3_dir: str, store: str, how: str
+    tmp_path: Path,
+    synth: Path,
+    tiny_qwen3_dir: str,
+    store: str,
+    how: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     run, log = tmp_path / "run", tmp_path / "run" / "train_log.jsonl"
     logging = {
@@ -117,7 +142,11 @@ def test_every_tracker_holds_every_step_once_after_a_stop_and_resume(
         save(cfg, tmp_path / "c.yaml")
         _killed_by_sigkill(tmp_path / "c.yaml", log)
     else:
-        _stopped_by_signal(cfg, log, signal.SIGTERM if how == "sigterm" else signal.SIGINT)
+        if how == "sigterm_mid_step":
+            _stopped_mid_step(cfg, monkeypatch)
+            assert [r["step"] for r in read_jsonl(log)] == [1, 2]
+        else:
+            _stopped_by_signal(cfg, log, signal.SIGTERM if how == "sigterm" else signal.SIGINT)
         mr, loss, _ = _mlflow(cfg)  # flushed and ended on the signal: KILLED, not RUNNING
         assert mr.info.status == "KILLED" and loss == list(range(1, len(loss) + 1)), loss
     run_training(cfg, kind="sft", progress=False, resume=True)
