@@ -57,6 +57,12 @@ ATTACH = {"wandb": WandbRun.attach, "mlflow": MlflowRun.attach}
 class Trackers:
     def __init__(self, runs: list[TrackerRun], run_dir: Path, s: TrackingSettings) -> None:
         self.runs, self.run_dir, self.s = runs, run_dir, s
+        # a tracker dropped under tracker_errors=warn keeps its entry: a resume continues its run
+        self.dropped: dict[str, dict[str, Any]] = {}
+
+    def _drop(self, r: TrackerRun) -> None:
+        self.runs.remove(r)
+        self.dropped[r.name] = {**r.state, "logged_through": max(r.held, default=0)}
 
     @classmethod
     def open(
@@ -134,10 +140,10 @@ class Trackers:
         try:
             done = self._call(r.name, call, f"step {step}")
         except TrackerError:
-            self.runs.remove(r)
+            self._drop(r)
             raise
         if done is None:
-            self.runs.remove(r)
+            self._drop(r)
         return bool(done)
 
     def log_tables(
@@ -153,7 +159,7 @@ class Trackers:
                 return True
 
             if self._call(r.name, call, "tables") is None:
-                self.runs.remove(r)
+                self._drop(r)
 
     def backfill(
         self, rows: Mapping[int, Mapping[str, Any]], rollouts: Mapping[int, Sequence[Any]]
@@ -169,6 +175,7 @@ class Trackers:
 
     def _save(self) -> None:
         states = {r.name: {**r.state, "logged_through": max(r.held, default=0)} for r in self.runs}
+        states = {**self.dropped, **states}
         through = min((s["logged_through"] for s in states.values()), default=0)
         write_state(self.run_dir, {"logged_through": through, **states})
 

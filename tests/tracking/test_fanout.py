@@ -83,6 +83,7 @@ def test_warn_goes_on_without_the_failing_tracker(
             t.log(step, {"loss": 1.0})
     t.close()
     assert ok.steps == [1, 2] and slow.steps == [] and ok.closed == ["FINISHED"]
+    assert read_state(tmp_path)["slow"] == {"id": "slow", "logged_through": 0}  # kept for a resume
     (warning,) = [r.getMessage() for r in caplog.records if "slow" in r.getMessage()]
     assert "goes on without slow" in warning
 
