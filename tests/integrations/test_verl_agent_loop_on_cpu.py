@@ -272,7 +272,8 @@ def test_all_rows_of_a_session_carry_the_main_reward_on_their_last_token(rollout
         for i in range(K + 1):
             scores = store.rows[f"u0_{s}_{i}"]["rm_scores"]
             assert float(scores[-1]) == r and float(scores[:-1].abs().sum()) == 0.0
-    assert rewards["B"] - rewards["A"] == pytest.approx(1.0)  # same format; only R_acc differs
+    # same format and calls; R_acc differs by 1 and the graduated R_tool's +0.5 for a right answer
+    assert rewards["B"] - rewards["A"] == pytest.approx(1.5)
 
 
 def test_gating_gives_both_sessions_the_same_overview_budget(rollout) -> None:

@@ -6,8 +6,8 @@ the same ParaVT-Synth prompts the later stages use:
 
 - thinks of varying length: ``think_sentences`` filler sentences inside ``<think>…</think>``,
   plus, for a strong prior, a geometric tail of ``think_tail`` more sentences on average, so a
-  share of the thinks it samples runs past the RL turn budget without ``</think>`` (the paper's
-  structural-boundary collapse, §H.3: a think that opens and runs on);
+  share of the thinks it samples runs past the RL turn budget without ``</think>`` (the
+  structural-boundary collapse of paper §H.3: a think that opens and runs on);
 - answers WITHOUT tags: the bare answer text after ``</think>`` (no ``<answer>``);
 - tool calls (only in a ``tool`` trace), in the base's OWN forms, as Qwen3-VL has them: with
   probability ``json_share`` the native form, ``<tool_call>`` JSON blocks, one per window of the
