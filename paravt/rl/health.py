@@ -50,8 +50,16 @@ def param_peaks(model: Any) -> Peaks:
     named = [(n, p) for n, p in model.named_parameters()]
     if not named:
         return Peaks((), ())
-    peaks = torch.stack([p.detach().abs().amax().float() for _, p in named])  # (n_params,)
+    peaks = torch.stack([_peak(p.detach()) for _, p in named])  # (n_params,)
     return Peaks(tuple(n for n, _ in named), tuple(peaks.tolist()))
+
+
+def _peak(t: torch.Tensor) -> torch.Tensor:
+    """``max |t|`` as a float32 scalar (nan when ``t`` holds one; 0 for an empty tensor), without
+    a full-size temporary: the inf-norm reduction reads ``t`` once."""
+    if not t.numel():
+        return t.new_zeros((), dtype=torch.float32)
+    return torch.linalg.vector_norm(t, ord=math.inf).float()
 
 
 def broken_parameters(model: Any) -> list[str]:

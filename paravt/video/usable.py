@@ -45,7 +45,7 @@ def file_problem(path: str | Path) -> tuple[bool, str] | None:
         return False, f"cannot be opened: {err.strerror}"
     for is_kind, kind in _KINDS:
         if is_kind(st.st_mode):
-            return False, f"is {kind}{link}, not a video file"
+            return False, f"is {kind}{link}, not a regular file"
     if not stat.S_ISREG(st.st_mode):
         return False, f"is not a regular file{link}"
     if st.st_size == 0:

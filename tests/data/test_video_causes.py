@@ -30,7 +30,7 @@ CASES = {
         "has 1 frame; the processor needs at least 2",
     ),
     "one-frame-4fps": ("videos/one4.mp4", "video_too_short", "has 1 frame"),
-    "fifo": ("videos/fifo.mp4", "video_unreadable", "is a FIFO (named pipe), not a video file"),
+    "fifo": ("videos/fifo.mp4", "video_unreadable", "is a FIFO (named pipe), not a regular file"),
     "dev-zero": (
         "videos/zero.mp4",
         "video_unreadable",

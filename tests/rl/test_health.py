@@ -236,3 +236,11 @@ def test_an_rl_step_whose_every_rollout_failed_stops_the_run(
         run_training(cfg, kind="rl", progress=False)
     assert not (tmp_path / "run" / "model").exists()
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_an_empty_parameter_tensor_is_no_divergence(tmp_path: Path) -> None:
+    model = torch.nn.Module()
+    model.empty = torch.nn.Parameter(torch.empty(0))
+    model.w = torch.nn.Parameter(torch.ones(2))
+    peaks = check_step(1, {"loss": 0.1}, model, kind="sft", checkpoints=tmp_path)
+    assert peaks.values == (0.0, 1.0) and broken_parameters(model) == []

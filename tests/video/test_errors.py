@@ -30,7 +30,7 @@ def test_empty_file(tmp_path: Path) -> None:
 
 
 def test_directory_is_not_a_video(tmp_path: Path) -> None:
-    with pytest.raises(VideoError, match="is a directory, not a video file"):
+    with pytest.raises(VideoError, match="is a directory, not a regular file"):
         probe(tmp_path)
 
 
