@@ -85,16 +85,17 @@ _BASE_S = BaseSpec(
 )
 _DEMO = ReproPreset(
     train_videos=120,
-    rl_videos=16,  # 48 prompts: 12 steps × 2 prompts × 1.5 = 36, with a margin
+    rl_videos=8,  # 24 prompts: 12 steps × 1 prompt × 1.5 = 18, with a margin
     eval_videos=16,
     model_size="s",
     base=_BASE_S,
     sft_steps=150,
     sft_save_every=25,
-    sft_lr=1e-3,
+    # the format schema on a tool-native base, 5× below its lr (paper: SFT ≪ pretraining; issue 39)
+    sft_lr=2e-4,
     rl_steps=12,
     group_size=8,  # G [paper, authors]
-    prompts_per_step=2,
+    prompts_per_step=1,  # 8 rollouts a step: the 3-seed demo within its 25 minutes (G stays 8)
     rl_lr=1e-4,
     ppo_epochs=1,  # one PPO minibatch, one pass [authors]
     max_new_tokens=384,
@@ -143,7 +144,7 @@ PRESETS = {
     "demo": _DEMO,
     # the science run of docs/repro.md (every variant × seeds); the same base as demo and quick
     # 102 held-out questions per n; 102 RL prompts: 30 steps × 2 × 1.5 = 90, with a margin
-    "science": replace(_DEMO, rl_steps=30, eval_videos=34, rl_videos=34),
+    "science": replace(_DEMO, rl_steps=30, eval_videos=34, rl_videos=34, prompts_per_step=2),
     # every variant in one short run: a pipeline check, too short for the science
     "quick": replace(
         _DEMO,
