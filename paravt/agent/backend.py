@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from paravt.config import ModelConfig, RewardConfig, RolloutConfig, backend_problem
 from paravt.errors import ConfigError
@@ -37,7 +37,7 @@ class Backend:
 
     generator: Generator
     codec: ChatCodec
-    tools: Any  # paravt.tools.ToolSet
+    tools: ToolSet
     judge_url: str | None = None  # OpenAI-compatible endpoint of the judge (reward.judge_url)
     judge_model: str | None = None
     judge_timeout_s: float = RewardConfig.model_fields[
@@ -99,7 +99,7 @@ def open_backend(
     return backend
 
 
-def _open_remote(model: ModelConfig, processor_dir: str | None, toolset: Any) -> Backend:
+def _open_remote(model: ModelConfig, processor_dir: str | None, toolset: ToolSet) -> Backend:
     from paravt.config import read_key_file
     from paravt.models.chat import ChatCodec
     from paravt.models.hf.loading import load_processor

@@ -56,6 +56,7 @@ def synth(
 ) -> None:
     """Build ParaVT-Synth (docs/ARCHITECTURE.md §9)."""
     from paravt.data.synth.build import build
+    from paravt.data.synth.sft_mix import TOOL_SHARE
 
     kinds = tuple(k.strip() for k in needle_kinds.split(",") if k.strip())
     m = build(
@@ -66,7 +67,7 @@ def synth(
         seed=seed,
         workers=workers,
         needle_kinds=kinds,
-        **({} if tool_share is None else {"tool_share": tool_share}),
+        tool_share=TOOL_SHARE if tool_share is None else tool_share,
     )
     if as_json:
         typer.echo(m.to_json())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, get_args
 
@@ -220,7 +221,7 @@ def _benchmarks(
         root,  # type: ignore[arg-type]
         backend=backend,
         settings=settings,
-        proto=proto,  # type: ignore[arg-type]
+        proto=proto,
         modes=list(cfg.eval.modes),
         out=out,
         limit=cfg.eval.limit,
@@ -230,7 +231,7 @@ def _benchmarks(
     console.print(f"results and metrics under {out}/<benchmark>/{proto.prompt_class}/")
 
 
-def print_modes_table(metrics: dict, modes: list[str], title: str = "eval") -> None:
+def print_modes_table(metrics: dict[str, Any], modes: Sequence[str], title: str = "eval") -> None:
     by_mode = metrics.get("by_mode", {})
     t = Table(title=title)
     for col in (

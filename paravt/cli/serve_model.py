@@ -7,7 +7,7 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Annotated, get_args
+from typing import Annotated, TypeGuard, get_args
 
 import typer
 
@@ -82,6 +82,10 @@ _ApiKeyFile = Annotated[
 ]
 
 
+def _is_engine(name: str) -> TypeGuard[ServeEngine]:
+    return name in get_args(ServeEngine)
+
+
 def serve_model(
     model: _Model,
     port: _Port = 8000,
@@ -101,7 +105,7 @@ def serve_model(
     from paravt.servers.launch import ServeSpec, command, default_roots, engine_env, find_python
     from paravt.servers.supervise import supervise
 
-    if engine not in get_args(ServeEngine):
+    if not _is_engine(engine):
         raise ConfigError(
             f"--engine {engine!r} is not a serving engine; choose from "
             f"{', '.join(get_args(ServeEngine))}"
@@ -113,7 +117,7 @@ def serve_model(
         else None
     )
     cfg = cfgmod.load(config) if config else TrainConfig()
-    exe = find_python(engine, python, default_roots())  # type: ignore[arg-type]
+    exe = find_python(engine, python, default_roots())
     r = cfg.rollout
     per_prompt = 1 + r.max_turns * r.k_max  # the overview + one per tool call of every turn
     spec = ServeSpec(
@@ -121,7 +125,7 @@ def serve_model(
         host=host,
         port=port,
         engine=engine,
-        gpus=visible_gpus() if gpus is None else gpus,  # type: ignore[arg-type]
+        gpus=visible_gpus() if gpus is None else gpus,
         max_model_len=max_model_len or r.max_context_tokens,
         max_videos=per_prompt,
         max_images=per_prompt,

@@ -53,7 +53,9 @@ def rl(
     set_: list[str] = typer.Option(None, "--set", help=SET_HELP),
 ) -> None:
     """PARA-GRPO: single-process (engine local) or on verl (engine verl)."""
-    cfg = cfgmod.load(config, overrides=set_, flags=[cfgmod.Flag("--engine", "rl.engine", engine)])
+    cfg: cfgmod.TrainConfig = cfgmod.load(
+        config, overrides=set_, flags=[cfgmod.Flag("--engine", "rl.engine", engine)]
+    )
     if cfg.rl.engine == "verl":
         from paravt.cli.train_verl import launch_verl
 

@@ -33,6 +33,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from paravt.config import TaskType
+from paravt.data.rows import is_task
 from paravt.data.schema import (
     ExtraInfo,
     Message,
@@ -101,8 +103,8 @@ def _extra_dict(raw: Any) -> dict[str, Any]:
     return dict(raw) if isinstance(raw, Mapping) else {}
 
 
-def _task(x: Any) -> str:
-    return x if x in ("mcq", "tvg", "oe") else "oe"
+def _task(x: Any) -> TaskType:
+    return x if is_task(x) else "oe"
 
 
 def _rl_row(
@@ -139,7 +141,7 @@ def _rl_row(
     rid = str(extra.get("id", f"{name}-{i}"))
     info = ExtraInfo(
         id=rid,
-        task=_task(extra.get("question_type", extra.get("task"))),  # type: ignore[arg-type]
+        task=_task(extra.get("question_type", extra.get("task"))),
         question=question,
         answer=str(extra.get("answer", "")),
         duration=duration,
@@ -200,7 +202,7 @@ def _sft_row(
         id=rid,
         task=_task(extra.get("question_type")),
         question=question,
-        answer=answer,  # type: ignore[arg-type]
+        answer=answer,
         duration=media.duration(vids[0]) or 0.0,
         nframes=nframes,
         source="paravt-release",

@@ -38,6 +38,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from paravt.data.schema import Message, Row, SFTRow, VideoPart
 from paravt.data.screen import RowError
@@ -127,10 +128,11 @@ def _strict_calls(
                 )
             )
         args = obj["arguments"]
-        s, e = args.get("start_time"), args.get("end_time")
-        ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (s, e))
+        start, end = args.get("start_time"), args.get("end_time")
+        ok = isinstance(start, (int, float)) and isinstance(end, (int, float))
+        ok = ok and not isinstance(start, bool) and not isinstance(end, bool)
         calls.append(
-            Call(float(s) if ok else None, float(e) if ok else None, body, str(obj["name"]))
+            Call(float(start) if ok else None, float(end) if ok else None, body, str(obj["name"]))
         )
         if obj["name"] == "frame_select":
             _rate(args, row, out)
@@ -139,10 +141,18 @@ def _strict_calls(
     return calls
 
 
-def _budget(args: dict, row: str, out: list[Violation]) -> None:
+def _window(args: dict[str, Any]) -> tuple[float, float] | None:
+    """A call's (start, end) when both are numbers and end > start."""
     s, e = args.get("start_time"), args.get("end_time")
-    if not all(isinstance(x, (int, float)) for x in (s, e)) or e <= s:
+    if not isinstance(s, (int, float)) or not isinstance(e, (int, float)) or e <= s:
+        return None
+    return s, e
+
+
+def _budget(args: dict[str, Any], row: str, out: list[Violation]) -> None:
+    if (window := _window(args)) is None:
         return
+    s, e = window
     fps = args.get("fps", 1.0)
     cap = args.get("num_frames", args.get("max_frames", 16))
     if not isinstance(fps, (int, float)) or fps <= 0 or not isinstance(cap, int) or cap <= 0:
@@ -161,10 +171,11 @@ def _budget(args: dict, row: str, out: list[Violation]) -> None:
         )
 
 
-def _rate(args: dict, row: str, out: list[Violation]) -> None:
-    s, e, n = args.get("start_time"), args.get("end_time"), args.get("nframes")
-    if not all(isinstance(x, (int, float)) for x in (s, e)) or e <= s:
+def _rate(args: dict[str, Any], row: str, out: list[Violation]) -> None:
+    if (window := _window(args)) is None:
         return
+    s, e = window
+    n = args.get("nframes")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         out.append(
             Violation(row, "budget", f"frame_select nframes={n!r} must be a positive integer")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Literal, TypeGuard, get_args
 
 from paravt.config import GatingConfig, TaskType, VideoConfig
 from paravt.errors import DataError
@@ -21,6 +21,14 @@ KINDS: tuple[str, ...] = ("main", "sub", "rl")
 MODES: tuple[str, ...] = ("parallel", "sequential", "none", "sub")
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
 OVERVIEW_NS: tuple[int, ...] = tuple(GatingConfig().choices)  # nFrames Gating's budgets (config)
+
+
+def is_mode(x: object) -> TypeGuard[Mode]:
+    return x in MODES
+
+
+def is_task(x: object) -> TypeGuard[TaskType]:
+    return x in TASKS
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,7 @@ from paravt.data.rows import (
 from paravt.data.rows import (
     VideoPart as VideoPart,
 )
+from paravt.data.rows import is_mode
 from paravt.errors import DataError
 
 SCHEMA = pa.schema(
@@ -283,7 +284,7 @@ def _row_from_record(rec: Mapping[str, Any], where: str) -> Row:
     if kind not in KINDS:
         raise DataError(f"{where}: kind {kind!r} is not one of {KINDS}")
     mode = rec.get("mode") or ("sub" if kind == "sub" else "parallel")
-    if mode not in MODES:
+    if not is_mode(mode):
         raise DataError(f"{where}: mode {mode!r} is not one of {MODES}")
     for column in ("messages", "extra_info"):
         if not isinstance(rec.get(column), str):

@@ -228,7 +228,10 @@ def screen_rows(
         named = isinstance(rec.get("id"), str) and 0 < len(rec["id"]) <= 80
         rid = rec["id"] if named else short(rec.get("id"))
         got = _screen_one(rec, size, rid, max_row_bytes, videos)
-        (errors if isinstance(got, RowError) else rows).append(got)
+        if isinstance(got, RowError):
+            errors.append(got)
+        else:
+            rows.append(got)
     out = Screened(p, tuple(rows), tuple(errors))
     if not rows:
         if not errors:

@@ -24,6 +24,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import torch
@@ -65,13 +66,16 @@ class FeatureCache:
         if self.max_items <= 0 or size > self.max_bytes:
             return
         key = (id(processor), id(frames), kind)
-        ref = weakref.ref(frames, lambda _, k=key: self._forget(k))  # freed frames leave at once
+        ref = weakref.ref(frames, partial(self._freed, key))  # freed frames leave at once
         with self._lock:
             self._drop(key)
             self._items[key] = (ref, item)
             self._bytes += size
             while len(self._items) > self.max_items or self._bytes > self.max_bytes:
                 self._drop(next(iter(self._items)))
+
+    def _freed(self, key: tuple[int, int, str], _ref: object) -> None:
+        self._forget(key)
 
     def _forget(self, key: tuple[int, int, str]) -> None:
         with self._lock:

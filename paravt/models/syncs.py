@@ -26,6 +26,7 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from types import FrameType
 from typing import Any
 
 import torch
@@ -61,7 +62,8 @@ def _tensors(args: Iterable[Any]) -> list[torch.Tensor]:
 def _site(depth: int) -> str:
     """``file:line`` of the ``depth`` innermost frames outside torch and this module (where the
     sync is, and its callers), innermost first."""
-    f, out = sys._getframe(2), []
+    f: FrameType | None = sys._getframe(2)
+    out: list[str] = []
     while f is not None and len(out) < depth:
         name = f.f_code.co_filename
         if "/torch/" not in name and name != __file__:
@@ -121,7 +123,7 @@ def _to_host(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bool:
 def _host_by_design() -> bool:
     """An optimizer's step counter: a host tensor on every device unless ``capturable``, so its
     ``.item()`` (``torch.optim.optimizer._get_value``) never waits for the device."""
-    f = sys._getframe(3)
+    f: FrameType | None = sys._getframe(3)
     while f is not None:
         if f.f_code.co_name == "_get_value" and "/torch/optim/" in f.f_code.co_filename:
             return True

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
@@ -99,7 +99,7 @@ def _build_model(family: str, spec: TinySpec, tok) -> torch.nn.Module:  # noqa: 
     vocab = len(tok)
     text = _text_kwargs(spec, vocab, tok)
     mrope = _mrope_section(text["head_dim"])
-    vis = dict(
+    vis: dict[str, Any] = dict(
         depth=spec.vision_depth,
         hidden_size=spec.vision_hidden,
         intermediate_size=spec.vision_hidden * 2,

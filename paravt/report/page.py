@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from paravt.errors import DataError
@@ -160,7 +161,7 @@ def _training_html(found: Discovered) -> str:
     rl_logs = {t.name: t.log for t in found.train if t.log and t.kind != "sft"}
     sft_logs = {t.name: t.log for t in found.train if t.log and t.kind == "sft"}
     curves = "".join(
-        _figure_section(lambda lg=lg: plots.training_curves_figure(lg), alt)
+        _figure_section(partial(plots.training_curves_figure, lg), alt)
         for lg, alt in ((rl_logs, "RL training curves"), (sft_logs, "SFT training curves"))
         if lg
     )

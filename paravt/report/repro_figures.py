@@ -35,6 +35,12 @@ def _num(x: Any) -> float | None:
     return float(x)
 
 
+def _num_or(x: Any, default: float) -> float:
+    """``x`` as a finite float, else ``default``."""
+    n = _num(x)
+    return default if n is None else n
+
+
 def _by_step(log: Sequence[Mapping[str, Any]], key: str) -> dict[float, float]:
     """step → value of one seed's log (the row's ``step``, else its 1-based position; a step
     logged twice, as after a resume, keeps its last value)."""
@@ -125,14 +131,8 @@ def acc_vs_n_figure(curves: Mapping[tuple[str, str], Mapping[int, Mapping[str, A
         xs = [n for n, _ in pts]
         ys = [float(iv["mean"]) for _, iv in pts]
         err = [
-            [
-                y - (_num(iv.get("lo")) if _num(iv.get("lo")) is not None else y)
-                for y, (_, iv) in zip(ys, pts)
-            ],
-            [
-                (_num(iv.get("hi")) if _num(iv.get("hi")) is not None else y) - y
-                for y, (_, iv) in zip(ys, pts)
-            ],
+            [y - _num_or(iv.get("lo"), y) for y, (_, iv) in zip(ys, pts)],
+            [_num_or(iv.get("hi"), y) - y for y, (_, iv) in zip(ys, pts)],
         ]
         ns.update(xs)
         ax.errorbar(

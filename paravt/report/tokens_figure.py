@@ -46,11 +46,15 @@ def tokens_vs_k_figure(rows: Sequence[ResultRow], *, k_max: int | None = None) -
         ax.set_title(f"measured only (no fit: {str(e)[:60]}…)", fontsize=8)
     else:
         ax.plot(
-            grid, [t_par(k, b.v, b.s, b.h) for k in grid], "-", color="0.3", label="T_par = v+s+K·h"
+            grid,
+            [t_par(int(k), b.v, b.s, b.h) for k in grid],
+            "-",
+            color="0.3",
+            label="T_par = v+s+K·h",
         )
         ax.plot(
             grid[1:],
-            [t_seq(k, b.v, b.s, b.h) for k in grid[1:]],
+            [t_seq(int(k), b.v, b.s, b.h) for k in grid[1:]],
             "--",
             color="0.3",
             label="T_seq = K(v+s)+K(K+1)/2·h",

@@ -11,8 +11,9 @@ lr, weight decay, Adam betas) and, for a trainer that rolls out, ``RolloutConfig
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
@@ -21,6 +22,12 @@ from paravt.config import ModelConfig, RolloutConfig, backend_of
 from paravt.errors import ConfigError
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_policy
+
+if TYPE_CHECKING:
+    from transformers import ProcessorMixin
+
+    from paravt.models.base import Generator
+    from paravt.tools import ToolSet
 
 
 class OptimiserSection(Protocol):
@@ -32,7 +39,7 @@ class OptimiserSection(Protocol):
     adam_betas: tuple[float, float]
 
 
-def adamw(params: Any, optim: OptimiserSection) -> torch.optim.AdamW:
+def adamw(params: Iterable[torch.nn.Parameter], optim: OptimiserSection) -> torch.optim.AdamW:
     """The trainers' optimiser: AdamW with the section's lr, weight decay and betas."""
     b1, b2 = optim.adam_betas
     return torch.optim.AdamW(params, lr=optim.lr, weight_decay=optim.weight_decay, betas=(b1, b2))
@@ -40,13 +47,13 @@ def adamw(params: Any, optim: OptimiserSection) -> torch.optim.AdamW:
 
 @dataclass
 class PolicySession:
-    model: Any
-    processor: Any
+    model: torch.nn.Module  # a transformers *ForConditionalGeneration
+    processor: ProcessorMixin  # Qwen2_5_VLProcessor | Qwen3VLProcessor
     codec: ChatCodec
     optimizer: torch.optim.Optimizer
-    ref_model: Any | None = None
-    generator: Any | None = None  # paravt.models.hf.generator.HFGenerator for RL; None for SFT
-    tools: Any | None = None  # paravt.tools.ToolSet
+    ref_model: torch.nn.Module | None = None
+    generator: Generator | None = None  # the hf generator for RL; None for SFT
+    tools: ToolSet | None = None
 
     @classmethod
     def create(

@@ -63,7 +63,8 @@ class _Lines:
         self.cap, self.buf, self.size, self.head = cap, bytearray(), 0, b""
 
     def feed(self, chunk: bytes) -> list[SessionMessage | Exception]:
-        out, start = [], 0
+        out: list[SessionMessage | Exception] = []
+        start = 0
         while True:
             nl = chunk.find(b"\n", start)
             piece = chunk[start:] if nl < 0 else chunk[start:nl]

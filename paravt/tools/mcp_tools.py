@@ -80,7 +80,7 @@ def _target(ref: str) -> Any:
     return StdioServerParameters(command=argv[0], args=argv[1:])
 
 
-class _CappedBody(_ByteStream):  # type: ignore[misc,valid-type]
+class _CappedBody(_ByteStream):
     """A response body that fails once more than ``cap`` bytes have arrived (before reading when
     its Content-Length says so), so an over-cap reply is never held whole; ``cap`` None (an SSE
     stream, capped per event by the SDK) counts nothing. A compressed body is refused: its decoded
@@ -254,7 +254,7 @@ class McpConnection:
 
 
 def _frames(images: Sequence[bytes], ctx: ToolContext) -> Frames:
-    arrays = []
+    arrays: list[np.ndarray] = []
     for raw in images:
         img = Image.open(io.BytesIO(raw)).convert("RGB")
         if not arrays:

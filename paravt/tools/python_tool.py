@@ -26,7 +26,7 @@ from paravt.protocol.prompts import (  # the spec lives with the protocol's othe
     PYTHON_SPEC,
     ToolSpec,
 )
-from paravt.tools.base import Observation, ToolContext
+from paravt.tools.base import Delivery, Observation, ToolContext
 from paravt.tools.crop import openable_video
 from paravt.tools.sandbox.pool import RuntimePool
 from paravt.tools.sandbox.runtime import RunResult, SandboxLimits, SandboxRuntime, VideoBinding
@@ -139,7 +139,8 @@ def _observation(result: RunResult, note: str) -> Observation:
     )
     text = note + text
     metrics = {"images": float(len(result.images)), "stdout_chars": float(len(result.stdout))}
-    delivery = "inline" if frames is not None else "text"  # images the code made are shown inline
+    # images the code made are shown inline
+    delivery: Delivery = "inline" if frames is not None else "text"
     if not result.ok:
         return Observation(
             text=text.strip() or "Error",

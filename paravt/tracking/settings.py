@@ -4,6 +4,7 @@ trackers never see the config tree), and the ONE import check of an optional tra
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -65,7 +66,7 @@ def require(logger: str) -> ModuleType:
         ) from None
 
 
-def require_all(loggers: tuple[str, ...] | list[str]) -> None:
+def require_all(loggers: Sequence[str]) -> None:
     """Import every listed tracker package: a missing one fails before a model loads."""
     for name in loggers:
         if name in PACKAGES:

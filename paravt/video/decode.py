@@ -34,6 +34,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import av
@@ -80,6 +81,20 @@ class _Gop:
         return max(self.intervals) if self.intervals else self.default
 
 
+def _time_base(stream: av.video.stream.VideoStream) -> Fraction:
+    """The stream's time base; a stream without one cannot be seeked or timed."""
+    if stream.time_base is None:
+        raise VideoError(f"{stream.container.name!r} has a video stream without a time base")
+    return stream.time_base
+
+
+def _pts(frame: av.VideoFrame) -> int:
+    """A decoded frame's pts (`_frames_from` yields only frames that have one)."""
+    if frame.pts is None:  # pragma: no cover - filtered out in _frames_from
+        raise VideoError("a decoded frame has no presentation timestamp")
+    return frame.pts
+
+
 def _frames_from(
     container: av.container.InputContainer,
     stream: av.video.stream.VideoStream,
@@ -108,13 +123,13 @@ def _seek_before(
 ) -> Iterator[av.VideoFrame]:
     """Frames in pts order starting at or before ``target`` (re-seeking further back when the
     demuxer lands after the target, which some indexes do)."""
-    backoff = max(1, round(1 / stream.time_base))  # 1 s, doubled on each retry
+    backoff = max(1, round(1 / _time_base(stream)))  # 1 s, doubled on each retry
     offset = target
     while True:
         frames = _frames_from(container, stream, offset, gop)
         first = next(frames, None)
         at_start = offset <= first_pts
-        if first is not None and (first.pts <= target or at_start):
+        if first is not None and (_pts(first) <= target or at_start):
             return itertools.chain([first], frames)
         if at_start:
             return iter(())
@@ -135,21 +150,23 @@ def _decode_run(
     """Seek for ``targets[j]`` and decode forward, filling ``picked``; return the next pending
     index (stops early when seeking to the next target is cheaper than decoding through)."""
     prev: av.VideoFrame | None = None
+    prev_pts = 0  # pts of prev, when there is one
     j0 = j  # re-seek only after this run filled a target: otherwise it could loop forever
-    max_gap = round(0.1 / stream.time_base)  # largest pts step seen (at least 0.1 s)
+    max_gap = round(0.1 / _time_base(stream))  # largest pts step seen (at least 0.1 s)
     for frame in _seek_before(container, stream, targets[j], first_pts, gop):
+        pts = _pts(frame)
         if prev is not None:
-            if frame.pts <= prev.pts:
+            if pts <= prev_pts:
                 continue  # leading frames of an open GOP: not in presentation order, skip
-            max_gap = max(max_gap, frame.pts - prev.pts)
-        while j < len(targets) and frame.pts >= targets[j]:
-            near_prev = prev is not None and targets[j] - prev.pts <= frame.pts - targets[j]
+            max_gap = max(max_gap, pts - prev_pts)
+        while j < len(targets) and pts >= targets[j]:
+            near_prev = prev is not None and targets[j] - prev_pts <= pts - targets[j]
             picked[j] = prev if near_prev else frame
             j += 1
         if j == len(targets):
             return j
-        prev = frame
-        if reseek and j > j0 and targets[j] - frame.pts > gop.interval():
+        prev, prev_pts = frame, pts
+        if reseek and j > j0 and targets[j] - pts > gop.interval():
             return j
     _check_not_truncated(stream, prev, targets[-1], first_pts, 2 * max_gap)
     for k in range(j, len(targets)):
@@ -166,12 +183,12 @@ def _check_not_truncated(
 ) -> None:
     """At end of stream, targets may lie within the last frame's display time; a target far past
     the last decodable frame means the file lost its tail."""
-    tb = stream.time_base
-    if last is None or target - last.pts > slack:
+    tb = _time_base(stream)
+    if last is None or target - _pts(last) > slack:
         ended = (
             "no frame"
             if last is None
-            else f"the last frame at {float((last.pts - first_pts) * tb):.3f} s"
+            else f"the last frame at {float((_pts(last) - first_pts) * tb):.3f} s"
         )
         raise VideoError(
             f"decoding {stream.container.name!r} found {ended}, but "
@@ -201,7 +218,7 @@ def _decode_times(
 ) -> Frames:
     with cache.POOL.lend(key) as container:
         stream = container.streams.video[0]
-        tb = stream.time_base
+        tb = _time_base(stream)
         first_pts = stream.start_time or 0
         targets = [first_pts + round(t / tb) for t in times]
         gop = _Gop(default=round(DEFAULT_GOP_S / tb), intervals=[])
@@ -229,7 +246,7 @@ def _decode_times(
                 f"decoding {key.path!r} failed: {err}; the stream is corrupt or truncated, "
                 "re-encode it"
             ) from None
-        stamps = tuple(float((f.pts - first_pts) * tb) for f in frames)
+        stamps = tuple(float((_pts(f) - first_pts) * tb) for f in frames)
     return Frames(array, stamps)
 
 

@@ -45,7 +45,7 @@ def contact_sheet(frames: Frames, *, cols: int = 8, thumb_width: int = 160) -> I
         x = _PAD + (i % cols) * cell_w
         y = _PAD + (i // cols) * cell_h
         thumb = Image.fromarray(np.ascontiguousarray(array)).resize(
-            (thumb_width, thumb_h), Image.BILINEAR
+            (thumb_width, thumb_h), Image.Resampling.BILINEAR
         )
         sheet.paste(thumb, (x, y))
         draw.text((x + 2, y + thumb_h + 2), f"#{i}  {format_timestamp(t)}", fill=_TEXT, font=font)

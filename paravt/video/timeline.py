@@ -60,29 +60,30 @@ def to_rgb(frame: av.VideoFrame, size: tuple[int, int] | None, turns: int) -> np
 
 def _pass(
     container: av.container.InputContainer, stream: av.video.stream.VideoStream
-) -> Iterator[av.VideoFrame]:
-    """Every frame from the stream's start in presentation order (pts None and frames not after the
-    previous one skipped, as the windowed decoder skips them)."""
+) -> Iterator[tuple[int, av.VideoFrame]]:
+    """(pts, frame) of every frame from the stream's start in presentation order (pts None and
+    frames not after the previous one skipped, as the windowed decoder skips them)."""
     container.seek(stream.start_time or 0, backward=True, any_frame=False, stream=stream)
     cache.COUNTERS.add(seeks=1, passes=1)
     last: int | None = None
     for packet in container.demux(stream):
         for frame in packet.decode():
-            if frame.pts is None:
+            pts = frame.pts
+            if pts is None:
                 continue
             cache.COUNTERS.add(decoded_frames=1)
-            if last is not None and frame.pts <= last:
+            if last is not None and pts <= last:
                 continue
-            last = frame.pts
-            yield frame
+            last = pts
+            yield pts, frame
 
 
 def _decode_whole(key: cache.FileKey) -> tuple[cache.Timeline, dict[int, av.VideoFrame]] | None:
     """One pass over the whole video: its timeline and its frames (both cached)."""
     with cache.POOL.lend(key) as container:
         stream = container.streams.video[0]
-        frames = {f.pts: f for f in _pass(container, stream)}
-        if not frames:
+        frames = dict(_pass(container, stream))
+        if not frames or stream.time_base is None:
             return None
         first = next(iter(frames.values()))
         tl = cache.Timeline(

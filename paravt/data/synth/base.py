@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TypeGuard
 
 import numpy as np
 
@@ -181,7 +182,7 @@ def overview_rows(
     return rows
 
 
-def is_base_row(row: Row) -> bool:
+def is_base_row(row: Row) -> TypeGuard[SFTRow]:
     from paravt.data.synth.drills import READ
 
     return isinstance(row, SFTRow) and (SEE in row.id or OVQ in row.id or READ in row.id)

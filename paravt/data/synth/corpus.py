@@ -82,7 +82,7 @@ def _prompt_texts() -> Iterator[str]:
         for mode in ("parallel", "sequential", "eva"):
             for tools in tool_sets:
                 for k in range(1, 9):
-                    yield prompts.system_prompt(mode, tools, k_max=k, version=version)  # type: ignore[arg-type]
+                    yield prompts.system_prompt(mode, tools, k_max=k, version=version)
         yield prompts.system_prompt("none", version=version)
         yield prompts.subagent_system_prompt(version)
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from paravt.config import TaskType
 from paravt.data.synth.scenes import NEEDLE_COLORS, SHAPES, Needle
 
 LETTERS = "ABCD"
@@ -24,7 +25,7 @@ LETTERS = "ABCD"
 
 @dataclass(frozen=True)
 class Question:
-    task: str  # mcq | tvg | oe
+    task: TaskType
     question: str
     answer: str
     options: tuple[str, ...] | None = None

@@ -160,11 +160,11 @@ def _make_scenes(rng: np.random.Generator, duration: int, w: int, h: int) -> tup
 
 def _make_mover(rng: np.random.Generator, w: int, h: int) -> Mover:
     base = MUTED[int(rng.integers(0, len(MUTED)))]
-    rgb = tuple(int(min(255, c * 0.6)) for c in base)  # a darker muted tone
+    r, g, b = (int(min(255, c * 0.6)) for c in base)  # a darker muted tone
     return Mover(
         str(rng.choice(["circle", "rect"])),
-        rgb,
-        float(rng.uniform(0, w)),  # type: ignore[arg-type]
+        (r, g, b),
+        float(rng.uniform(0, w)),
         float(rng.uniform(0, h)),
         float(rng.uniform(-4, 4)),
         float(rng.uniform(-4, 4)),

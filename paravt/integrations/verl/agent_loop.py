@@ -165,7 +165,7 @@ class ParavtAgentLoop(AgentLoopBase):
         t0 = time.perf_counter()
         inp = self.episode_input(dict(kwargs["extra_info"]), kwargs.get("global_steps"))
         episode_id = f"{kwargs.get('uid', uuid.uuid4().hex[:8])}-{kwargs.get('session_id', 0)}"
-        base = {
+        base: dict[str, Any] = {
             k: sampling_params[k] for k in ("top_k", "repetition_penalty") if k in sampling_params
         }
         generator = VerlServerGenerator(

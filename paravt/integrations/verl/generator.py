@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from paravt.models.base import GenOutput, GenRequest
+from paravt.models.base import FinishReason, GenOutput, GenRequest
 from paravt.models.chat import ChatCodec
 from paravt.models.media import media_features, video_metadata
 from paravt.video.types import Frames
@@ -120,6 +120,7 @@ class VerlServerGenerator:
         if getattr(out, "stop_reason", None) == "aborted":
             return GenOutput((), (), "", "error", error="generation aborted by the rollout server")
         lps = tuple(float(x) for x in out.log_probs) if out.log_probs else (0.0,) * len(ids)
+        reason: FinishReason
         if ids and ids[-1] in self.codec.stop_token_ids:
             reason = "stop"
         elif len(ids) >= params["max_tokens"]:

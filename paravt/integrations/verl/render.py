@@ -28,6 +28,7 @@ group step) has no verl 0.9 switch: a verl run normalises per group only (docs/f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,7 @@ VERL_LOGGERS = {
 }
 
 
-def verl_loggers(loggers: list[str]) -> list[str]:
+def verl_loggers(loggers: Sequence[str]) -> list[str]:
     """verl's ``trainer.logger`` for ``logging.loggers``; ``file`` (the JSONL) always."""
     return list(dict.fromkeys([*(VERL_LOGGERS[x] for x in loggers), "file"]))
 

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 import torch
 
-from paravt.models.base import GenOutput, GenRequest, error_output
+from paravt.models.base import FinishReason, GenOutput, GenRequest, error_output
 from paravt.models.hf.batching import DecodeStats, prefill_threads
 from paravt.models.hf.live_batch import LiveBatch, Row
 from paravt.models.hf.prefix_share import plain_layers
@@ -216,7 +216,7 @@ class ContinuousScheduler:
 
     def _output(self, row: Row) -> GenOutput:
         tokens = row.tokens
-        finish = "stop" if tokens and tokens[-1] in self.live.stops else "length"
+        finish: FinishReason = "stop" if tokens and tokens[-1] in self.live.stops else "length"
         metrics = {
             "latency_s": time.perf_counter() - row.t0,
             "batch_size": row.live_rows / max(1, len(tokens)),

@@ -58,7 +58,7 @@ def decode_step_mask(
         and attention_mask.shape == (batch_size, kv_length)
         and int(q_offset) == kv_length - 1
     )
-    if decode_step:
+    if decode_step and attention_mask is not None:
         return None if bool(attention_mask.all()) else attention_mask[:, None, None, :]  # B×1×1×L
     return sdpa_mask(
         batch_size,

@@ -49,7 +49,7 @@ from typing import Any
 import torch
 from transformers import GenerationConfig, LogitsProcessor, LogitsProcessorList
 
-from paravt.models.base import GenOutput, GenRequest, error_output
+from paravt.models.base import FinishReason, GenOutput, GenRequest, error_output
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.batching import Batcher, DecodeStats, prefill_threads
 from paravt.models.hf.continuous import ContinuousScheduler
@@ -267,7 +267,7 @@ class HFGenerator:
         tokens = ids.tolist()[:max_new]
         stops = set(self.codec.stop_token_ids)
         end = next((i + 1 for i, t in enumerate(tokens) if t in stops), None)
-        finish = "stop" if end is not None else "length"
+        finish: FinishReason = "stop" if end is not None else "length"
         tokens = tokens[:end] if end is not None else tokens
         return GenOutput(
             token_ids=tuple(tokens),

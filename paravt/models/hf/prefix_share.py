@@ -42,7 +42,7 @@ def _media_digest(frames: Frames, memo: dict[int, tuple[Any, ...]]) -> tuple[Any
     object id within one batch so that G references to the same frames are hashed once."""
     key = id(frames)
     if key not in memo:
-        digest = hashlib.blake2b(np.ascontiguousarray(frames.array), digest_size=16).digest()
+        digest = hashlib.blake2b(np.ascontiguousarray(frames.array).data, digest_size=16).digest()
         memo[key] = (frames.array.shape, frames.timestamps, digest)
     return memo[key]
 

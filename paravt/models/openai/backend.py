@@ -43,7 +43,7 @@ import httpx
 from paravt.errors import ModelError
 from paravt.http.retry import RetryPolicy, send
 from paravt.http.urls import api_base
-from paravt.models.base import GenOutput, GenRequest, error_output
+from paravt.models.base import FinishReason, GenOutput, GenRequest, error_output
 from paravt.models.chat import VISION_TOKENS
 from paravt.models.openai.payload import VLLM_EXTRAS, chat_payload, strip_extras
 from paravt.protocol.tags import IM_END
@@ -254,7 +254,7 @@ class OpenAIGenerator:
             raise _Fatal(
                 f"malformed chat completion response ({err!r}): {str(data)[:300]}"
             ) from None
-        finish = "stop" if reason == "stop" else "length"
+        finish: FinishReason = "stop" if reason == "stop" else "length"
         self.counters.responses += 1
         if ids is not None:
             self.counters.with_token_ids += 1

@@ -243,7 +243,7 @@ def plan_launch(video: VideoBinding | None, limits: SandboxLimits, mode: str) ->
     else:
         host_tmp = tempfile.mkdtemp(prefix="paravt-py-")
         if uid is not None:
-            os.chown(host_tmp, uid, gid)
+            os.chown(host_tmp, uid, -1 if gid is None else gid)
         os.chmod(host_tmp, 0o700)
         workdir = host_tmp
         video_path = video.path if video else None

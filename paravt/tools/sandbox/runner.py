@@ -64,7 +64,8 @@ class _CappedText(io.TextIOBase):
     """stdout/stderr replacement: keeps the first ``cap`` characters, counts the rest."""
 
     def __init__(self, cap: int) -> None:
-        self.cap, self.parts, self.size, self.dropped = cap, [], 0, 0
+        self.parts: list[str] = []
+        self.cap, self.size, self.dropped = cap, 0, 0
 
     def writable(self) -> bool:
         return True
@@ -143,7 +144,7 @@ class _Shown:
             scale = min(1.0, (self.max_pixels / (h * w)) ** 0.5)
             th, tw = max(1, int(h * scale)), max(1, int(w * scale))
         if (th, tw) != (h, w):
-            pil = pil.resize((tw, th), Image.BILINEAR)
+            pil = pil.resize((tw, th), Image.Resampling.BILINEAR)
         self.images.append(np.ascontiguousarray(np.asarray(pil, dtype=np.uint8)))
 
 
@@ -173,8 +174,9 @@ def _run_code(code: str, env: dict[str, Any]) -> None:
     """exec ``code`` in ``env``; a trailing expression's repr is printed (like a notebook)."""
     tree = ast.parse(code, "<python>", "exec")
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    if tree.body and isinstance(tail := tree.body[-1], ast.Expr):
+        tree.body.pop()
+        last = ast.Expression(tail.value)
     exec(compile(tree, "<python>", "exec"), env)
     if last is not None:
         value = eval(compile(last, "<python>", "eval"), env)

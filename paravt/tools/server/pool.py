@@ -157,7 +157,8 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[Response, bool]:
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
-    chunks, total = [], 0
+    chunks: list[bytes] = []
+    total = 0
     while True:
         size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
         total += size

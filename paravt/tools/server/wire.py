@@ -49,7 +49,7 @@ def frames_to_wire(frames: Frames | None, buffers: Buffers | None = None) -> dic
         d["data"] = base64.b64encode(arr.tobytes()).decode("ascii")
     else:
         d["buffer"] = len(buffers)
-        buffers.append(memoryview(arr).cast("B"))
+        buffers.append(arr.data.cast("B"))
     return d
 
 
