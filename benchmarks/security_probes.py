@@ -31,7 +31,8 @@ import httpx
 import numpy as np
 
 import paravt.config
-from paravt.tools.sandbox.runtime import SandboxLimits, SandboxRuntime
+from paravt.tools.sandbox.isolation import SandboxLimits
+from paravt.tools.sandbox.runtime import SandboxRuntime
 from paravt.video import probe, write_video
 
 NEW = hasattr(paravt.config, "ToolServerConfig")

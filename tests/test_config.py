@@ -89,7 +89,7 @@ def test_lower_layer_defaults_are_the_configs() -> None:
     it."""
     from paravt.agent import EpisodeSettings
     from paravt.config import GatingConfig, TrainConfig
-    from paravt.data.schema import OVERVIEW_NS
+    from paravt.data.rows import OVERVIEW_NS
     from paravt.rewards import RewardWeights
 
     assert EpisodeSettings() == EpisodeSettings.from_config(TrainConfig())

@@ -14,8 +14,8 @@ import pytest
 from pydantic import BaseModel
 
 from paravt.config import TrainConfig, load, parse_yaml, validate
+from paravt.config.fields import _Strict
 from paravt.config.limits import ITEM_FLOOR_BYTES, step_size_problems
-from paravt.config.sections import _Strict
 from paravt.errors import ConfigError
 
 

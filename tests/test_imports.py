@@ -165,3 +165,45 @@ def test_modules_and_functions_stay_readable() -> None:
             ):
                 long_functions.append(f"{module}.{node.name}")
     assert (long_modules, long_functions) == ([], [])
+
+
+def _top_level_names(tree: ast.Module) -> tuple[set[str], dict[str, tuple[str, str]]]:
+    """Names a module defines at its top level, and those it imports from paravt (name →
+    (module, original name))."""
+    defined: set[str] = set()
+    imported: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("paravt"):
+            for a in node.names:
+                imported[a.asname or a.name] = (node.module or "", a.name)
+    return defined, imported
+
+
+def test_names_are_imported_from_the_module_that_defines_them() -> None:
+    """Re-exports only at a package's face (its __init__): a name imported from any other
+    paravt module is defined there (issue 40 item 6), so the import says where to read it."""
+    names = {
+        m: _top_level_names(ast.parse(p.read_text(encoding="utf-8"))) for m, p in MODULES.items()
+    }
+    roots = [PKG, PKG.parent / "tests", PKG.parent / "benchmarks"]
+    chained = []
+    for path in (p for root in roots for p in root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.module not in MODULES or node.level:
+                continue
+            if MODULES[node.module].name == "__init__.py":
+                continue
+            defined, imported = names[node.module]
+            chained += [
+                f"{path.relative_to(PKG.parent)}:{node.lineno} {a.name} via {node.module}"
+                for a in node.names
+                if a.name not in defined
+                and a.name in imported
+                and f"{node.module}.{a.name}" not in MODULES
+            ]
+    assert chained == []

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from paravt.config import TrainConfig
 from paravt.data.chat import resolve
-from paravt.data.schema import Row
+from paravt.data.rows import Row
 from paravt.data.screen import Screened, screen_rows
 from paravt.errors import DataError
 
 if TYPE_CHECKING:
-    from paravt.agent import EpisodeInput
+    from paravt.agent.settings import EpisodeInput
 
 #: ``extra_info`` keys a verl row must carry (paravt.integrations.verl.data.verl_record).
 VERL_REQUIRED = ("id", "video", "question", "task", "answer")
@@ -31,7 +31,7 @@ MAX_ROW_BYTES: int = TrainConfig.model_fields["max_row_bytes"].default
 def to_episode_input(row: Row, root: str | Path, *, nframes: int | None = None) -> EpisodeInput:
     """A row of ours: absolute video path, question, task, answer, options, the row's overview
     budget (or ``nframes``), subset, duration and tool necessity per n."""
-    from paravt.agent import EpisodeInput
+    from paravt.agent.settings import EpisodeInput
 
     if not row.videos:
         raise DataError(f"row {row.id} has no video; every ParaVT row needs one (videos column)")
@@ -102,7 +102,7 @@ def load_episode_inputs(
 
 def from_extra_info(extra: Mapping[str, Any], nframes: int) -> EpisodeInput:
     """A verl row's ``extra_info`` (numpy values as verl's batch hands them over)."""
-    from paravt.agent import EpisodeInput
+    from paravt.agent.settings import EpisodeInput
 
     missing = [k for k in VERL_REQUIRED if k not in extra]
     if missing:

@@ -10,19 +10,19 @@ import typer
 
 from paravt.cli import (
     config_cmd,
+    data as data_cmd,
     demo,
     eval_cmd,
     infer,
+    model as model_cmd,
     report,
     repro,
     score,
     serve_model,
     tools,
     train,
+    video as video_cmd,
 )
-from paravt.cli import data as data_cmd
-from paravt.cli import model as model_cmd
-from paravt.cli import video as video_cmd
 from paravt.cli.root import RootGroup
 
 app = typer.Typer(

@@ -31,6 +31,7 @@ from paravt.config.choices import (
     http_url_or_none,
     url_problem,
 )
+from paravt.config.episode import ModelConfig, RolloutConfig, SamplingConfig, VideoConfig
 from paravt.config.keys import is_loopback, read_key_file, require_key_beyond_loopback
 from paravt.config.loading import (
     MAX_CONFIG_BYTES,
@@ -52,19 +53,17 @@ from paravt.config.loading import (
 from paravt.config.sections import (
     DistillConfig,
     EvalConfig,
+    ToolServerConfig,
+    TrainConfig,
+    cross_field_problems,
+)
+from paravt.config.training import (
     GatingConfig,
-    ModelConfig,
     PriorConfig,
     RewardConfig,
     RLConfig,
-    RolloutConfig,
-    SamplingConfig,
     SFTConfig,
-    ToolServerConfig,
-    TrainConfig,
     VerlConfig,
-    VideoConfig,
-    cross_field_problems,
 )
 
 __all__ = [

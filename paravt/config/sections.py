@@ -16,40 +16,21 @@ from paravt.config.choices import (
     Scoring,
     backend_problem,
 )
-
-# every section, gathered here (``paravt.config`` imports them from this module)
 from paravt.config.episode import (
-    ModelConfig as ModelConfig,
-)
-from paravt.config.episode import (
-    RolloutConfig as RolloutConfig,
-)
-from paravt.config.episode import (
-    SamplingConfig as SamplingConfig,
-)
-from paravt.config.episode import (
-    VideoConfig as VideoConfig,
+    ModelConfig,
+    RolloutConfig,
+    SamplingConfig,
+    VideoConfig,
 )
 from paravt.config.fields import _max_row_bytes, _Strict
 from paravt.config.limits import step_size_problems
 from paravt.config.tracking import LoggingConfig
 from paravt.config.training import (
-    GatingConfig as GatingConfig,
-)
-from paravt.config.training import (
-    PriorConfig as PriorConfig,
-)
-from paravt.config.training import (
-    RewardConfig as RewardConfig,
-)
-from paravt.config.training import (
-    RLConfig as RLConfig,
-)
-from paravt.config.training import (
-    SFTConfig as SFTConfig,
-)
-from paravt.config.training import (
-    VerlConfig as VerlConfig,
+    PriorConfig,
+    RewardConfig,
+    RLConfig,
+    SFTConfig,
+    VerlConfig,
 )
 
 

@@ -2,16 +2,8 @@
 the screening of rows, the ParaVT-Synth builder, the sequential→parallel converter, the trace
 checker and the authors' release import."""
 
-from paravt.data.schema import (
-    ExtraInfo,
-    Message,
-    RLRow,
-    SFTRow,
-    TextPart,
-    VideoPart,
-    read_rows,
-    write_rows,
-)
+from paravt.data.rows import ExtraInfo, Message, RLRow, SFTRow, TextPart, VideoPart
+from paravt.data.schema import read_rows, write_rows
 
 __all__ = [
     "ExtraInfo",

@@ -34,8 +34,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from paravt.config import TaskType
-from paravt.data.rows import is_task
-from paravt.data.schema import (
+from paravt.data.rows import (
     ExtraInfo,
     Message,
     Part,
@@ -44,8 +43,9 @@ from paravt.data.schema import (
     SFTRow,
     TextPart,
     VideoPart,
-    write_rows,
+    is_task,
 )
+from paravt.data.schema import write_rows
 from paravt.errors import DataError, VideoError
 
 _ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.S)

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from paravt.config import VideoConfig
-from paravt.data.schema import Message, Row, TextPart, VideoPart
+from paravt.data.rows import Message, Row, TextPart, VideoPart
 from paravt.data.screen import inside
 from paravt.errors import DataError
 from paravt.models.base import ChatMessage

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from paravt.data.schema import Message, Row, SFTRow, VideoPart
+from paravt.data.rows import Message, Row, SFTRow, VideoPart
 from paravt.data.screen import RowError
 from paravt.protocol import tags as T
 from paravt.video.budget import frame_count

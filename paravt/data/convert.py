@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from paravt.data.schema import Message, Row, SFTRow
+from paravt.data.rows import Message, Row, SFTRow
 from paravt.errors import DataError
 from paravt.protocol import tags as T
 from paravt.protocol.times import parse_time

@@ -1,5 +1,5 @@
 """The dataset schema: one parquet layout for SFT traces, sub-agent rows and RL/eval prompts (the
-typed rows themselves are `paravt.data.rows`, re-exported here).
+typed rows themselves are `paravt.data.rows`).
 
 Columns (every file we write has exactly these, in this order):
 
@@ -41,62 +41,23 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-# the row types, re-exported (``X as X``): callers import them from this module
+# the row types, re-exported (``X``): callers import them from this module
 from paravt.data.rows import (
-    KINDS as KINDS,
+    KINDS,
+    MODES,
+    ROLES,
+    TASKS,
+    ExtraInfo,
+    Message,
+    Part,
+    RLRow,
+    Row,
+    RowDataError,
+    SFTRow,
+    TextPart,
+    VideoPart,
+    is_mode,
 )
-from paravt.data.rows import (
-    MODES as MODES,
-)
-from paravt.data.rows import (
-    OVERVIEW_NS as OVERVIEW_NS,
-)
-from paravt.data.rows import (
-    ROLES as ROLES,
-)
-from paravt.data.rows import (
-    TASKS as TASKS,
-)
-from paravt.data.rows import (
-    ExtraInfo as ExtraInfo,
-)
-from paravt.data.rows import (
-    Kind as Kind,
-)
-from paravt.data.rows import (
-    Message as Message,
-)
-from paravt.data.rows import (
-    Mode as Mode,
-)
-from paravt.data.rows import (
-    Part as Part,
-)
-from paravt.data.rows import (
-    RLRow as RLRow,
-)
-from paravt.data.rows import (
-    Role as Role,
-)
-from paravt.data.rows import (
-    Row as Row,
-)
-from paravt.data.rows import (
-    RowDataError as RowDataError,
-)
-from paravt.data.rows import (
-    SFTRow as SFTRow,
-)
-from paravt.data.rows import (
-    Task as Task,
-)
-from paravt.data.rows import (
-    TextPart as TextPart,
-)
-from paravt.data.rows import (
-    VideoPart as VideoPart,
-)
-from paravt.data.rows import is_mode
 from paravt.errors import DataError
 
 SCHEMA = pa.schema(

@@ -42,15 +42,8 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from paravt.data.schema import (
-    KINDS,
-    Row,
-    RowDataError,
-    VideoPart,
-    read_table,
-    row_from_record,
-    short,
-)
+from paravt.data.rows import KINDS, Row, RowDataError, VideoPart
+from paravt.data.schema import read_table, row_from_record, short
 from paravt.errors import DataError, VideoError
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, replace
 
 from paravt.data.check import check_row
-from paravt.data.schema import Message, SFTRow, VideoPart
+from paravt.data.rows import Message, SFTRow, VideoPart
 from paravt.distill.bank import Experience, ExperienceBank
 from paravt.distill.job import (
     Outcome,
@@ -39,7 +39,8 @@ from paravt.distill.repair import CanonicalCall, RepairedTurn, canonical_args
 from paravt.distill.teacher import ChatMsg, TeacherClient
 from paravt.distill.validate import answer_verdict, canonical_answer, window_reason
 from paravt.protocol import prompts
-from paravt.tools.frame_select import FRAME_SELECT_SPEC, FrameSelect
+from paravt.protocol.prompts import FRAME_SELECT_SPEC
+from paravt.tools.frame_select import FrameSelect
 from paravt.tools.toolset import LocalToolSet
 
 TOOLS = frozenset({"frame_select"})

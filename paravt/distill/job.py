@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from paravt.data.schema import Part, Row, SFTRow, TextPart, VideoPart
+from paravt.data.rows import Part, Row, SFTRow, TextPart, VideoPart
 from paravt.distill.repair import RepairedTurn, repair_turn
 from paravt.distill.teacher import ChatMsg, TeacherClient, TeacherReply, content
 from paravt.errors import DataError

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from paravt.data.check import check_row
 from paravt.data.convert import convert_row
-from paravt.data.schema import Message, SFTRow, VideoPart
+from paravt.data.rows import Message, SFTRow, VideoPart
 from paravt.distill.job import (
     Outcome,
     RowCounters,

@@ -31,7 +31,8 @@ from typing import Any
 
 from paravt import runlock
 from paravt.config import DistillConfig
-from paravt.data.schema import Row, row_from_record, row_to_record, write_rows
+from paravt.data.rows import Row
+from paravt.data.schema import row_from_record, row_to_record, write_rows
 from paravt.distill.bank import ExperienceBank
 from paravt.distill.eva_pipeline import EvaSettings, distill_eva
 from paravt.distill.job import Outcome, RowCounters, TeacherGaveUp, open_job

@@ -30,8 +30,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, get_args
 
-from paravt.config import PROMPT_VERSION
-from paravt.config import DispatchMode as Mode
+from paravt.config import PROMPT_VERSION, DispatchMode as Mode
 from paravt.errors import ConfigError
 from paravt.protocol import tags as T
 

@@ -26,9 +26,7 @@ from paravt.errors import DataError
 from paravt.eval.benchmarks.table1 import table1_rows
 from paravt.jsonl import write_atomic
 from paravt.report import plots
-from paravt.report.html_parts import esc, num
-from paravt.report.html_parts import figure_html as _figure_section
-from paravt.report.html_parts import section as _section
+from paravt.report.html_parts import esc, figure_html as _figure_section, num, section as _section
 from paravt.report.paper_vs_ours import paper_vs_ours_section
 from paravt.report.rollouts import rollouts_html
 from paravt.report.run_files import Discovered, EvalRun, discover

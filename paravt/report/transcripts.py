@@ -12,10 +12,13 @@ from matplotlib.figure import Figure
 
 from paravt.errors import ParavtError
 from paravt.eval.results import ResultRow
-from paravt.report.html_parts import esc, num
-from paravt.report.html_parts import figure_html as _figure_section
-from paravt.report.html_parts import img as _img
-from paravt.report.html_parts import png_b64 as _png_b64
+from paravt.report.html_parts import (
+    esc,
+    figure_html as _figure_section,
+    img as _img,
+    num,
+    png_b64 as _png_b64,
+)
 from paravt.report.run_files import EvalRun
 from paravt.rewards.accuracy import parse_interval
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from paravt.data.schema import SFTRow
+from paravt.data.rows import SFTRow
 from paravt.data.synth.base import OVQ, SEE
 from paravt.data.synth.perception import NOTHING
 from paravt.repro.diagnosis import reports, timed_right

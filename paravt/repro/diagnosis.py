@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from paravt.data.synth.oracle import NOTHING
+from paravt.data.synth.perception import NOTHING
 from paravt.eval.results import ResultRow
 
 _NOTHING_HEAD = NOTHING.split()[0].lower()  # "nothing"

@@ -33,8 +33,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from paravt.config.choices import ToolMode
 from paravt.protocol.stats import THINK_MIN_CHARS, FormatStats
-from paravt.rewards.weights import RewardWeights, ToolMode
+from paravt.rewards.weights import RewardWeights
 
 #: [paper] docs/ARCHITECTURE.md §4 R_base terms: answer-suffix mode (think, <answer>, </answer>).
 BASE_THINK, BASE_ANSWER_OPEN, BASE_ANSWER_CLOSE = 0.2, 0.3, 0.2

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from paravt.config import ToolMode as ToolMode  # re-exported: rewards.terms reads it here
+from paravt.config import ToolMode
 
 if TYPE_CHECKING:
     from paravt.config import RewardConfig

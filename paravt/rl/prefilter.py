@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from paravt.data.schema import Row
+from paravt.data.rows import Row
 from paravt.rewards.terms import CORRECT_THRESHOLD
 
 if TYPE_CHECKING:

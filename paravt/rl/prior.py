@@ -21,7 +21,7 @@ from paravt.rl.trainer import TrainerSettings
 if TYPE_CHECKING:
     from paravt.agent.trajectory import Trajectory
     from paravt.config import TrainConfig
-    from paravt.data.schema import Row
+    from paravt.data.rows import Row
     from paravt.data.synth.prior import Habit
     from paravt.models.chat import ChatCodec
     from paravt.rl.session import PolicySession

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from paravt.agent.trajectory import Trajectory
+from paravt.config.choices import KLKind
 from paravt.models.media import sequence_logprobs
 from paravt.rl.batch import (
     DEFAULT_MICRO_BATCH_TOKENS,
@@ -40,7 +41,7 @@ from paravt.rl.batch import (
     score,
     vision_ids,
 )
-from paravt.rl.loss import KLKind, LossTerms, grpo_terms
+from paravt.rl.loss import LossTerms, grpo_terms
 
 __all__ = [
     "TrainItem",

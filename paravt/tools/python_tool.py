@@ -28,8 +28,9 @@ from paravt.protocol.prompts import (  # the spec lives with the protocol's othe
 )
 from paravt.tools.base import Delivery, Observation, ToolContext
 from paravt.tools.crop import openable_video
+from paravt.tools.sandbox.isolation import SandboxLimits, VideoBinding
 from paravt.tools.sandbox.pool import RuntimePool
-from paravt.tools.sandbox.runtime import RunResult, SandboxLimits, SandboxRuntime, VideoBinding
+from paravt.tools.sandbox.runtime import RunResult, SandboxRuntime
 from paravt.video.types import Frames
 
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from paravt.tracking.fanout import Trackers, attach_report
 from paravt.tracking.settings import EXTRA, PACKAGES, TrackingSettings, require, require_all
-from paravt.tracking.state import FILE as STATE_FILE
-from paravt.tracking.state import read_state
+from paravt.tracking.state import FILE as STATE_FILE, read_state
 
 __all__ = [
     "EXTRA",

@@ -22,8 +22,7 @@ from paravt.errors import ParavtError, TrackerError
 from paravt.tracking.bounded import bounded
 from paravt.tracking.mlflow_run import MlflowRun
 from paravt.tracking.settings import TrackingSettings
-from paravt.tracking.state import FILE as STATE_FILE
-from paravt.tracking.state import read_state, write_state
+from paravt.tracking.state import FILE as STATE_FILE, read_state, write_state
 from paravt.tracking.tensorboard_run import TensorboardRun
 from paravt.tracking.wandb_run import WandbRun
 

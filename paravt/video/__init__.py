@@ -6,7 +6,8 @@ from __future__ import annotations
 from paravt.video import draw
 from paravt.video.budget import frame_count, overview_count, smart_resize, target_times
 from paravt.video.cache import VideoDecodeStats, clear_cache, decode_stats
-from paravt.video.decode import frames_at, probe, sample_frames, sample_overview
+from paravt.video.decode import frames_at, sample_frames, sample_overview
+from paravt.video.probe import probe
 from paravt.video.types import Frames, VideoInfo
 from paravt.video.writer import write_video
 

@@ -50,7 +50,8 @@ def _wrong_kind_inputs(d: Path) -> None:
     """A prompts-only and a traces-only parquet, and configs that train each with the wrong kind.
     The model directory is empty: had a model started loading before the data check, the error
     would be that, not the data's."""
-    from paravt.data.schema import ExtraInfo, Message, RLRow, SFTRow, write_rows
+    from paravt.data.rows import ExtraInfo, Message, RLRow, SFTRow
+    from paravt.data.schema import write_rows
 
     extra = ExtraInfo(
         id="v1-mcq",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from paravt.data.schema import ExtraInfo, Message, SFTRow, TextPart, VideoPart
+from paravt.data.rows import ExtraInfo, Message, SFTRow, TextPart, VideoPart
 from paravt.protocol import tags as T
 
 DURATION = 120.0

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from paravt.data.authors import import_file
-from paravt.data.schema import VideoPart, read_rows
+from paravt.data.rows import VideoPart
+from paravt.data.schema import read_rows
 from paravt.video import write_video
 
 

@@ -18,17 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paravt.data.schema import (
-    SCHEMA,
-    ExtraInfo,
-    Message,
-    RLRow,
-    SFTRow,
-    TextPart,
-    VideoPart,
-    extra_to_json,
-    write_rows,
-)
+from paravt.data.rows import ExtraInfo, Message, RLRow, SFTRow, TextPart, VideoPart
+from paravt.data.schema import SCHEMA, extra_to_json, write_rows
 
 CLI = [sys.executable, "-m", "paravt"]
 TEACHER = "http://127.0.0.1:9"  # never reached: the data is refused first

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from paravt.data.chat import to_chat_messages
-from paravt.data.schema import RLRow, SFTRow, read_rows
+from paravt.data.rows import RLRow, SFTRow
+from paravt.data.schema import read_rows
 from paravt.data.synth.base import MCQ_VARIANTS, OVQ, SEE, clip_counts, prior_traces
 from paravt.data.synth.perception import NOTHING, patch_stamps
 from paravt.errors import DataError
@@ -160,7 +161,7 @@ def test_stamp_drills_copy_the_stamps_beside_the_needle_and_option_drills_its_le
     needle (or NOTHING when none is), and the letter of the option that names the stated needle."""
     import numpy as np
 
-    from paravt.data.schema import ExtraInfo
+    from paravt.data.rows import ExtraInfo
     from paravt.data.synth.drills import FILLERS, READ, drill_rows
 
     e = ExtraInfo(

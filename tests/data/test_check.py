@@ -3,7 +3,7 @@ from __future__ import annotations
 from data_traces import DURATION, answer, call_turn, extra, head, parallel, results
 
 from paravt.data.check import check_row
-from paravt.data.schema import Message, SFTRow, TextPart, VideoPart
+from paravt.data.rows import Message, SFTRow, TextPart, VideoPart
 
 W = [(0.0, 40.0), (40.0, 80.0)]
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from paravt.data.schema import RLRow, read_rows
+from paravt.data.rows import RLRow
+from paravt.data.schema import read_rows
 from paravt.data.synth.prior import MAX_THINK_SENTENCES, Habit, prior_rows, tool_code_call
 from paravt.errors import DataError
 from paravt.protocol.parser import parse_calls

@@ -6,16 +6,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from paravt.data.schema import (
-    ExtraInfo,
-    Message,
-    RLRow,
-    SFTRow,
-    TextPart,
-    VideoPart,
-    read_rows,
-    write_rows,
-)
+from paravt.data.rows import ExtraInfo, Message, RLRow, SFTRow, TextPart, VideoPart
+from paravt.data.schema import read_rows, write_rows
 from paravt.errors import DataError
 
 

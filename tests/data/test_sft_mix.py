@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from paravt.data.schema import ExtraInfo, Message, SFTRow
+from paravt.data.rows import ExtraInfo, Message, SFTRow
 from paravt.data.synth.build import _question_rows, _specs
 from paravt.data.synth.sft_mix import mix_counts
 from paravt.errors import DataError

@@ -14,7 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from paravt.cli import app
-from paravt.data.schema import ExtraInfo, Message, RLRow, write_rows
+from paravt.data.rows import ExtraInfo, Message, RLRow
+from paravt.data.schema import write_rows
 from paravt.data.screen import screen_rows
 from paravt.errors import VideoError
 from paravt.video import probe, sample_frames

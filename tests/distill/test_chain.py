@@ -17,7 +17,8 @@ from scripted_teacher import RunningServer, State, make_app, scripts_for, unique
 from typer.testing import CliRunner
 
 from paravt.cli import app
-from paravt.data.schema import SFTRow, VideoPart, read_rows, write_rows
+from paravt.data.rows import SFTRow, VideoPart
+from paravt.data.schema import read_rows, write_rows
 
 runner = CliRunner()
 

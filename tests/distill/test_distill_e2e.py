@@ -15,7 +15,8 @@ from scripted_teacher import RunningServer, Script, State, key, make_app, script
 from typer.testing import CliRunner
 
 from paravt.cli import app as cli
-from paravt.data.schema import SFTRow, read_rows, write_rows
+from paravt.data.rows import SFTRow
+from paravt.data.schema import read_rows, write_rows
 from paravt.protocol import tags as T
 
 runner = CliRunner()

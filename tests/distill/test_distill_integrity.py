@@ -17,7 +17,8 @@ from scripted_teacher import RunningServer, State, make_app, scripts_for, unique
 from typer.testing import CliRunner
 
 from paravt.cli import app as cli
-from paravt.data.schema import SFTRow, read_rows, write_rows
+from paravt.data.rows import SFTRow
+from paravt.data.schema import read_rows, write_rows
 from paravt.jsonl import read_jsonl
 from paravt.runlock import LOCK_NAME
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from paravt.distill.repair import PLACEHOLDER_THINK, repair_turn
 from paravt.protocol import tags as T

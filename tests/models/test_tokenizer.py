@@ -10,8 +10,7 @@ from paravt.data.synth.corpus import protocol_corpus
 from paravt.data.synth.prior import long_think, tool_code_call
 from paravt.errors import ModelError
 from paravt.models.tokenizer import QWEN_SPECIAL_TOKENS, train_tokenizer
-from paravt.protocol import prompts
-from paravt.protocol import tags as T
+from paravt.protocol import prompts, tags as T
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 import pytest
 
 from paravt.errors import ToolCallError
-from paravt.protocol.parser import ParsedCall, parse_calls, parse_time
+from paravt.protocol.parser import ParsedCall, parse_calls
 from paravt.protocol.prompts import (
     CROP_VIDEO_SPEC,
     FRAME_SELECT_SPEC,
@@ -10,6 +10,7 @@ from paravt.protocol.prompts import (
     positional_params,
 )
 from paravt.protocol.tags import render_crop_call
+from paravt.protocol.times import parse_time
 from paravt.protocol.validate import validate_calls
 
 KNOWN = {"crop_video"}

@@ -13,11 +13,9 @@ import warnings
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from paravt.protocol import literals
-from paravt.protocol import tags as T
+from paravt.protocol import literals, tags as T
 from paravt.protocol.answer import extract_answer, is_degenerate
 from paravt.protocol.parser import parse_calls
 from paravt.protocol.stats import format_stats

@@ -3,8 +3,7 @@ every block opening."""
 
 import math
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from paravt.protocol import tags as T
 from paravt.protocol.answer import extract_answer, is_degenerate

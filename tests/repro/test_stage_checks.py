@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from paravt.data.schema import ExtraInfo, Message, SFTRow
+from paravt.data.rows import ExtraInfo, Message, SFTRow
 from paravt.data.synth.perception import NOTHING
 from paravt.repro.base_probe import base_checks, score_probe
 from paravt.repro.task_check import cold_start_checks

@@ -3,8 +3,7 @@ answers."""
 
 import math
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from paravt.protocol import tags as T
 from paravt.protocol.stats import THINK_MIN_CHARS, format_stats

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from paravt.data.schema import ExtraInfo, Message, RLRow
+from paravt.data.rows import ExtraInfo, Message, RLRow
 from paravt.rl.prefilter import all_wrong, answer_too_long, prefilter
 
 

@@ -22,13 +22,8 @@ from paravt.models.chat import ChatCodec
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import LoadedPolicy
 from paravt.protocol.tags import THINK_PREFIX
-from paravt.rl.update import (
-    TrainItem,
-    UpdateStats,
-    ppo_update,
-    sampled_positions,
-    trajectory_logprobs,
-)
+from paravt.rl.batch import sampled_positions
+from paravt.rl.update import TrainItem, UpdateStats, ppo_update, trajectory_logprobs
 from paravt.video import Frames, sample_frames, write_video
 from paravt.video.draw import solid
 

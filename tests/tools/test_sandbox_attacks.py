@@ -17,10 +17,10 @@ from tool_helpers import call
 
 from paravt.errors import ToolCallError
 from paravt.tools import build_toolset
-from paravt.tools.sandbox import pool as pool_module
-from paravt.tools.sandbox import runtime as runtime_module
+from paravt.tools.sandbox import pool as pool_module, runtime as runtime_module
+from paravt.tools.sandbox.isolation import SandboxLimits
 from paravt.tools.sandbox.pool import RuntimePool
-from paravt.tools.sandbox.runtime import SandboxLimits, SandboxRuntime
+from paravt.tools.sandbox.runtime import SandboxRuntime
 
 LIMITS = SandboxLimits(wall_s=3.0, memory_bytes=1 << 30)
 needs_bwrap = pytest.mark.skipif(

@@ -128,7 +128,8 @@ def test_a_dead_mlflow_server_fails_within_the_deadline_through_the_cli(tmp_path
     line naming MLflow and the deadline, exit 2, long before MLflow's own minutes of retries; the
     trackers start before a model loads (the model here does not even exist)."""
     pytest.importorskip("mlflow")
-    from paravt.data.schema import ExtraInfo, Message, SFTRow, write_rows
+    from paravt.data.rows import ExtraInfo, Message, SFTRow
+    from paravt.data.schema import write_rows
 
     extra = ExtraInfo(
         id="v1", task="mcq", question="Which?", answer="B", duration=8.0, options=("A. x", "B. y")

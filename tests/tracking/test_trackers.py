@@ -49,7 +49,8 @@ def test_a_tracker_is_imported_only_when_listed(
 def test_cli_names_the_missing_tracker_before_a_model_loads(tmp_path: Path) -> None:
     """The real command line in a subprocess, with ``mlflow`` made unimportable; the model path
     does not exist, so had the model been loaded first the error would be about it."""
-    from paravt.data.schema import ExtraInfo, Message, SFTRow, write_rows
+    from paravt.data.rows import ExtraInfo, Message, SFTRow
+    from paravt.data.schema import write_rows
 
     extra = ExtraInfo(
         id="v1", task="mcq", question="Which?", answer="B", duration=8.0, options=("A. x", "B. y")

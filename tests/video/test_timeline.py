@@ -17,9 +17,9 @@ from paravt.video import (
     frames_at,
     probe,
     sample_frames,
+    timeline as tl_mod,
     write_video,
 )
-from paravt.video import timeline as tl_mod
 from paravt.video.budget import target_times
 
 

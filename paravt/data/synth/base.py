@@ -33,7 +33,7 @@ from typing import TypeGuard
 
 import numpy as np
 
-from paravt.data.schema import ExtraInfo, Message, RLRow, Row, SFTRow, VideoPart
+from paravt.data.rows import ExtraInfo, Message, RLRow, Row, SFTRow, VideoPart
 from paravt.data.synth.oracle import Window, crop_nframes, plan_windows
 from paravt.data.synth.perception import NOTHING, describe_clip
 from paravt.data.synth.prior import Habit

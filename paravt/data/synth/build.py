@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from paravt.data.schema import OVERVIEW_NS, ExtraInfo, RLRow, Row, write_rows
+from paravt.data.rows import OVERVIEW_NS, ExtraInfo, RLRow, Row
+from paravt.data.schema import write_rows
 from paravt.data.synth import oracle
 from paravt.data.synth.manifest import Manifest, manifest_counts, needle_shares
 from paravt.data.synth.questions import questions_for

@@ -23,8 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from paravt.protocol import prompts
-from paravt.protocol import tags as T
+from paravt.protocol import prompts, tags as T
 
 _TAGS_RE = re.compile(
     "|".join(
@@ -89,7 +88,7 @@ def _prompt_texts() -> Iterator[str]:
 
 def _trace_texts(n_videos: int, seed: int) -> Iterator[str]:
     """Every message of the oracle's traces and of the prior's traces on ``n_videos`` specs."""
-    from paravt.data.schema import OVERVIEW_NS, ExtraInfo, RLRow
+    from paravt.data.rows import OVERVIEW_NS, ExtraInfo, RLRow
     from paravt.data.synth import oracle
     from paravt.data.synth.prior import Habit, prior_trace
     from paravt.data.synth.questions import questions_for

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paravt.data.schema import ExtraInfo, Message, SFTRow
+from paravt.data.rows import ExtraInfo, Message, SFTRow
 from paravt.data.synth.perception import NOTHING, sighting, stamp_text
 from paravt.data.synth.questions import LETTERS
 from paravt.data.synth.scenes import Needle, draw_needle

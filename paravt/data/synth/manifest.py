@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from paravt.data.schema import OVERVIEW_NS, ExtraInfo, Row
+from paravt.data.rows import OVERVIEW_NS, ExtraInfo, Row
 from paravt.data.synth.scenes import VideoSpec
 
 

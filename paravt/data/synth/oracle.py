@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from paravt.data.schema import ExtraInfo, Message, Part, SFTRow, TextPart, VideoPart
+from paravt.data.rows import ExtraInfo, Message, Part, SFTRow, TextPart, VideoPart
 from paravt.data.synth.perception import NOTHING, describe_clip
 from paravt.data.synth.questions import Question, fmt_seconds
 from paravt.data.synth.scenes import VideoSpec, overview_indices

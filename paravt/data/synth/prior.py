@@ -30,8 +30,9 @@ from typing import Literal
 
 import numpy as np
 
-from paravt.data.schema import ExtraInfo, Message, RLRow, SFTRow
-from paravt.data.synth.oracle import NOTHING, plan_windows
+from paravt.data.rows import ExtraInfo, Message, RLRow, SFTRow
+from paravt.data.synth.oracle import plan_windows
+from paravt.data.synth.perception import NOTHING
 from paravt.data.synth.questions import fmt_seconds
 from paravt.errors import DataError
 from paravt.protocol.tags import (

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from paravt.data.schema import OVERVIEW_NS, ExtraInfo, SFTRow
+from paravt.data.rows import OVERVIEW_NS, ExtraInfo, SFTRow
 from paravt.data.synth import oracle
 from paravt.data.synth.questions import Question
 from paravt.data.synth.scenes import VideoSpec

@@ -26,10 +26,11 @@ from typing import Any, get_args
 
 from paravt.agent import EpisodeInput, EpisodeSettings
 from paravt.config import PromptClass
+from paravt.config.choices import Scoring
 from paravt.errors import VideoError
 from paravt.eval.benchmarks.base import EvalSample, Groups, Scored, ScoredItem
 from paravt.eval.benchmarks.registry import get_benchmark, load_benchmark
-from paravt.eval.benchmarks.scoring import Scoring, aggregate, score_lmms, score_paravt
+from paravt.eval.benchmarks.scoring import aggregate, score_lmms, score_paravt
 from paravt.eval.metrics import TOKEN_FIELDS
 from paravt.eval.results import ResultRow, load_results
 from paravt.protocol.tags import join_turns

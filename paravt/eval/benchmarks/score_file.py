@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from paravt.config.choices import Scoring
 from paravt.errors import DataError
 from paravt.eval.benchmarks.registry import check_benchmark
-from paravt.eval.benchmarks.scoring import Scoring, score_response
+from paravt.eval.benchmarks.scoring import score_response
 from paravt.eval.completions import completion_line
 
 

@@ -17,9 +17,8 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from paravt.config import ModelConfig
-from paravt.models.base import GenOutput, GenRequest
+from paravt.models.base import GenOutput, GenRequest, error_output
 from paravt.models.hf.batching import Batcher
-from paravt.models.hf.generator import error_output
 from paravt.models.hf.replica_worker import Watchdog, WorkerSpec, pack_weights, serve
 from paravt.models.hf.turn_cache import weights_version
 
