@@ -16,7 +16,7 @@ from paravt.rewards import RewardWeights
 from paravt.tools import build_toolset
 
 sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1] / "rewards"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "models"))
 from test_episode import ScriptedGenerator, video  # noqa: E402,F401 - the video fixture
 from test_judge import server  # noqa: E402,F401 - the toy judge fixture
 
