@@ -87,6 +87,8 @@ class Trackers:
                 run = self._call(t, start, "starting its run" if prev is None else "resuming")
                 if run is not None:
                     self.runs.append(run)
+                elif isinstance(prev, dict):  # warn: kept, so a later resume continues it
+                    self.dropped[t] = prev
         except BaseException:
             self.close("FAILED")
             raise
