@@ -2,8 +2,9 @@
 
 ``build_tiny(family, size, out_dir, corpus=…)`` writes a normal HF directory (config, weights,
 tokenizer, processor, chat template) that ``AutoModelForImageTextToText`` / ``AutoProcessor``
-load, so the whole pipeline runs on the CPU exactly as it would on a real checkpoint (NOTES-ENV.md
-"Tiny Qwen-VL models, offline" lists the configuration pitfalls handled here). The tokenizer is the
+load, so the whole pipeline runs on the CPU exactly as it would on a real checkpoint
+(../shared/NOTES-ENV.md, outside the repository, "Tiny Qwen-VL models, offline", lists the
+configuration pitfalls handled here). The tokenizer is the
 protocol BPE (`paravt.models.tokenizer`, kind ``protocol``); ``tokenizer="legacy"`` builds the
 ≈ 530-token one of the first checkpoints, for comparisons. The tokenizer is saved with the model,
 so a checkpoint always loads with the one it was trained with.

@@ -2,7 +2,8 @@
 
 Everything here is deliberately *big*: full-frame colours, 7-segment digits that fill a box, and a
 barcode of large black/white blocks. Small details do not survive H.264 at small frame sizes, and a
-tiny model cannot learn them in minutes on a CPU (NOTES-ENV.md, "What a tiny model can learn").
+tiny model cannot learn them in minutes on a CPU (../shared/NOTES-ENV.md, outside the repository:
+"What a tiny model can learn").
 
 Coordinates follow numpy slicing: ``x`` is the column, ``y`` the row, ``x1``/``y1`` are exclusive,
 and every rectangle is clipped to the image (drawing partly or wholly outside is not an error).
