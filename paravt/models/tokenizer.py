@@ -99,7 +99,7 @@ def _legacy_corpus(n_lines: int = 3000, seed: int = 0) -> list[str]:
 TokenizerKind = Literal["protocol", "legacy"]
 TOKENIZER_KINDS: tuple[str, ...] = get_args(TokenizerKind)
 PROTOCOL_VOCAB = (
-    2048  # BPE tokens before the added ones (docs/performance.md: the choice, measured)
+    2048  # BPE tokens before the added ones (docs/performance-log.md: the choice, measured)
 )
 LEGACY_VOCAB = 520
 # Pre-tokens of the protocol BPE: newline runs (with the spaces before them) and digit runs are cut

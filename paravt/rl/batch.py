@@ -41,8 +41,8 @@ DEFAULT_MICRO_BATCH_TOKENS: int = SFTConfig.model_fields[
 MAX_PAD_SHARE = (
     0.1  # most padding a micro-batch may hold, as a share of its padded tokens: a pad costs
 )
-# a real token's compute (docs/performance.md, "Batched training passes": the loaded runs there do
-# not separate 10% from 25%)
+# a real token's compute (docs/performance-log.md, "Batched training passes": the loaded runs
+# there do not separate 10% from 25%)
 
 
 @dataclass(frozen=True)

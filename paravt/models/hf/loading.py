@@ -56,8 +56,8 @@ def load_processor(path: str) -> Any:
 def accelerator_attention(device: str | torch.device) -> None:
     """On a CUDA device, turn PyTorch's cuDNN SDPA backend off, process-wide; nothing elsewhere.
 
-    Measured on an H200 (torch 2.11, bf16, tiny qwen3_vl-s, docs/performance.md "On a GPU"): SDPA
-    with a mask went to cuDNN, which builds an execution plan for every new (batch, query, key)
+    Measured on an H200 (torch 2.11, bf16, tiny qwen3_vl-s, docs/performance-log.md "On a GPU"):
+    SDPA with a mask went to cuDNN, which builds an execution plan for every new (batch, query, key)
     shape, and a decode step's key length grows by one each step: 224 attention calls took 2.54 s
     of host time in a 2.96 s K = 4 sub-agent turn (11 ms each). Without it the flash / efficient /
     math kernels serve the same calls with no plan and the turn took 0.33 s; a training pass's
