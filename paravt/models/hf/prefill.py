@@ -85,13 +85,15 @@ class Prefiller:
         if plan is None and all(e is None for e in entries) and not cached:
             return self._plain(requests, media, device)
         distinct = [requests[d] for d in firsts]
-        inputs = batch_inputs(
+        host = batch_inputs(
             self.processor,
             [(r.prompt_ids, r.videos, r.images) for r in distinct],
             pad_id=self.pad_id,
-            device=device,
+            device="cpu",
         )
-        positions = prompt_positions(self.model, inputs)
+        # the rope index reads every media grid with .item(): on the host it waits for no device
+        positions = prompt_positions(self.model, host).to(device)
+        inputs = {k: v.to(device) for k, v in host.items()}
         cache = self._row_caches(distinct, entries, inputs, positions, index, device)
         counts = [
             len(r.prompt_ids) - (len(e.ids) if e is not None else 0)
