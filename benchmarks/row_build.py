@@ -70,6 +70,7 @@ def measure(synth: Path, model: Path) -> dict[str, Any]:
     video cache); seconds in all, in the video layer, and per 1,000 rows."""
     from paravt.data import chat
     from paravt.data.schema import read_rows
+    from paravt.data.synth.prior import Habit
     from paravt.models.chat import ChatCodec
     from paravt.models.hf.loading import load_processor
     from paravt.rl.prior import prior_examples
@@ -86,9 +87,8 @@ def measure(synth: Path, model: Path) -> dict[str, Any]:
             synth,
             codec,
             tool_mix=0.7,
-            think_sentences=2,
+            habit=Habit(think_sentences=2, max_calls=2),
             seed=0,
-            max_calls=2,
             max_pixels=PIXELS,
             crop_max_pixels=PIXELS,
             size_factor=FACTOR,
