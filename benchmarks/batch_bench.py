@@ -22,8 +22,9 @@ import torch
 
 from paravt.agent.trajectory import Trajectory
 from paravt.rl.batch import DEFAULT_MICRO_BATCH_TOKENS
+from paravt.rl.loss import ClipKL
 from paravt.rl.sft import sft_backward
-from paravt.rl.update import TrainItem, ppo_update
+from paravt.rl.update import TrainItem, UpdatePasses, ppo_update
 
 
 @dataclass(frozen=True)
@@ -126,14 +127,11 @@ def time_update(
             processor,
             opt,
             items,
-            clip_eps=0.2,
-            kl_coef=kl_coef,
-            kl_kind="k3",
-            max_grad_norm=1.0,
+            clip=ClipKL(clip_eps=0.2, kl_coef=kl_coef, kl_kind="k3"),
+            passes=UpdatePasses(max_grad_norm=1.0, micro_batch_tokens=micro_batch_tokens),
             ref_model=ref_model,
             temperature=temperature,
             batched=batched,
-            micro_batch_tokens=micro_batch_tokens,
         ).loss
 
     return _median_pair(run, repeats)

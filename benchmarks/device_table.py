@@ -59,8 +59,9 @@ def trainer_times(
 ) -> dict[str, float]:
     """Seconds per row of an SFT step and of a GRPO update on ``rows``."""
     from batch_bench import items_from_rows
+    from paravt.rl.loss import ClipKL
     from paravt.rl.sft import sft_backward
-    from paravt.rl.update import optimizer_step, ppo_update
+    from paravt.rl.update import UpdatePasses, optimizer_step, ppo_update
 
     device = next(model.parameters()).device
     model = copy.deepcopy(model).train()
@@ -78,10 +79,8 @@ def trainer_times(
             processor,
             opt,
             items,
-            clip_eps=0.2,
-            kl_coef=0.01,
-            kl_kind="k3",
-            max_grad_norm=1.0,
+            clip=ClipKL(clip_eps=0.2, kl_coef=0.01, kl_kind="k3"),
+            passes=UpdatePasses(max_grad_norm=1.0),
             ref_model=ref,
         )
 

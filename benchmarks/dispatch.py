@@ -76,7 +76,7 @@ from paravt.protocol import prompts
 from paravt.protocol.parser import ParsedCall
 from paravt.protocol.tags import render_answer, render_crop_call, render_tool_turn
 from paravt.tools import ToolContext, build_toolset
-from paravt.video import clear_cache, probe, write_video
+from paravt.video import Encoding, clear_cache, probe, write_video
 from paravt.video.draw import solid
 
 KS = (1, 2, 4, 8)
@@ -92,7 +92,7 @@ def _video(path: Path) -> str:
     frames = [
         solid(128, 128, (20 + (7 * i) % 200, 90, 200 - (5 * i) % 180)) for i in range(96)
     ]  # 96 s, 1 fps
-    write_video(path, frames, fps=1.0, gop=10)
+    write_video(path, frames, fps=1.0, encoding=Encoding(gop=10))
     return str(path)
 
 

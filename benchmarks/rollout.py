@@ -54,7 +54,7 @@ from paravt.models.hf.loading import load_policy
 from paravt.models.tiny import build_tiny
 from paravt.protocol import prompts
 from paravt.protocol.tags import THINK_PREFIX, render_result_line, with_media_marker
-from paravt.video import probe, sample_frames, write_video
+from paravt.video import Encoding, probe, sample_frames, write_video
 from paravt.video.draw import solid
 
 QUESTION = "What colour is the square that flashes in the middle of the video?"
@@ -201,7 +201,7 @@ def main() -> None:
             video,
             [solid(128, 96, (10 * i % 250, 80, 200 - 6 * i % 190)) for i in range(32)],
             fps=2.0,
-            gop=8,
+            encoding=Encoding(gop=8),
         )
         policy = load_policy(
             build_tiny("qwen3_vl", args.size, Path(tmp) / "model", corpus=protocol_corpus()).path

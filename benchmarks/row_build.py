@@ -29,13 +29,18 @@ PIXELS, FACTOR = 64 * 64, 32  # the s presets' frames (paravt.repro.presets.base
 
 def ensure_data(out: Path, videos: int) -> Path:
     """Synth data (train videos only) + the tiny s model, cached (``out/.done``)."""
-    from paravt.data.synth.build import build
+    from paravt.data.synth.build import SceneSpec, build
     from paravt.data.synth.corpus import protocol_corpus
     from paravt.models.tiny import build_tiny
 
     if not (out / ".done").exists():
         build(
-            out / "synth", videos=videos, eval_videos=0, seed=0, workers=2, needle_kinds=("flash",)
+            out / "synth",
+            videos=videos,
+            eval_videos=0,
+            seed=0,
+            workers=2,
+            scenes=SceneSpec(needle_kinds=("flash",)),
         )
         build_tiny("qwen3_vl", "s", out / "init", corpus=protocol_corpus())
         (out / ".done").write_text(f"{videos}\n")
@@ -68,6 +73,7 @@ class _Timer:
 def measure(synth: Path, model: Path) -> dict[str, Any]:
     """Build the training sequences of ``synth``/base.parquet with ``model``'s processor (a fresh
     video cache); seconds in all, in the video layer, and per 1,000 rows."""
+    from paravt.config import VideoConfig
     from paravt.data import chat
     from paravt.data.schema import read_rows
     from paravt.data.synth.prior import Habit
@@ -89,9 +95,9 @@ def measure(synth: Path, model: Path) -> dict[str, Any]:
             tool_mix=0.7,
             habit=Habit(think_sentences=2, max_calls=2),
             seed=0,
-            max_pixels=PIXELS,
-            crop_max_pixels=PIXELS,
-            size_factor=FACTOR,
+            video=VideoConfig(
+                overview_max_pixels=PIXELS, crop_max_pixels=PIXELS, size_factor=FACTOR
+            ),
         )
     finally:
         timer.restore()

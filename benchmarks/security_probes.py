@@ -33,7 +33,7 @@ import numpy as np
 import paravt.config
 from paravt.tools.sandbox.isolation import SandboxLimits
 from paravt.tools.sandbox.runtime import SandboxRuntime
-from paravt.video import probe, write_video
+from paravt.video import Encoding, probe, write_video
 
 NEW = hasattr(paravt.config, "ToolServerConfig")
 SESSION = "p" * 32
@@ -366,7 +366,7 @@ def main() -> None:
             root / "v.mp4",
             [np.full((240, 320, 3), 3 * i, np.uint8) for i in range(80)],
             2.0,
-            gop=10,
+            encoding=Encoding(gop=10),
         )
     )
     os.chmod(video, 0o644)

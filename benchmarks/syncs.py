@@ -65,6 +65,8 @@ def _count_update(
     import paravt.rl.update as upd
     from batch_bench import items_from_rows
     from paravt.rl import batch as batch_mod
+    from paravt.rl.loss import ClipKL
+    from paravt.rl.update import UpdatePasses
 
     items = items_from_rows(list(rows))
     trajs = [it.traj for it in items if it.traj.n_sampled > 0]
@@ -84,10 +86,8 @@ def _count_update(
                 processor,
                 optimizer,
                 items,
-                clip_eps=0.2,
-                kl_coef=0.01,
-                kl_kind="k3",
-                max_grad_norm=1.0,
+                clip=ClipKL(clip_eps=0.2, kl_coef=0.01, kl_kind="k3"),
+                passes=UpdatePasses(max_grad_norm=1.0),
                 ref_model=ref,
             )
     finally:

@@ -27,7 +27,7 @@ import numpy as np
 
 from paravt.protocol.parser import ParsedCall
 from paravt.tools import ToolContext, build_toolset
-from paravt.video import probe, write_video
+from paravt.video import Encoding, probe, write_video
 
 
 def _call(name: str, index: int, **args: float) -> ParsedCall:
@@ -79,7 +79,10 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="paravt-bench-"))
     video = str(
         write_video(
-            tmp / "v.mp4", [np.full((240, 320, 3), 3 * i, np.uint8) for i in range(80)], 2.0, gop=10
+            tmp / "v.mp4",
+            [np.full((240, 320, 3), 3 * i, np.uint8) for i in range(80)],
+            2.0,
+            encoding=Encoding(gop=10),
         )
     )
     info = probe(video)

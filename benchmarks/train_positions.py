@@ -64,8 +64,9 @@ def measure(out: Path, steps: int) -> dict[str, Any]:
     from paravt.models.chat import ChatCodec
     from paravt.models.hf.loading import load_policy
     from paravt.rl import batch, rope
+    from paravt.rl.loss import ClipKL
     from paravt.rl.sft import SFTTrainer
-    from paravt.rl.update import ppo_update
+    from paravt.rl.update import UpdatePasses, ppo_update
 
     policy = load_policy(str(out / "init"))
     model, processor = policy.model, policy.processor
@@ -105,12 +106,9 @@ def measure(out: Path, steps: int) -> dict[str, Any]:
                     processor,
                     optimizer,
                     items,
-                    clip_eps=0.2,
-                    kl_coef=0.01,
-                    kl_kind="k3",
-                    max_grad_norm=1.0,
+                    clip=ClipKL(clip_eps=0.2, kl_coef=0.01, kl_kind="k3"),
+                    passes=UpdatePasses(ppo_epochs=2, max_grad_norm=1.0),
                     ref_model=ref,
-                    ppo_epochs=2,
                 )
             )
             if step:  # step 0 warms up (feature cache, allocator, first positions)

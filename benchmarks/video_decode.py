@@ -30,6 +30,7 @@ from rich.table import Table
 
 from paravt import video
 from paravt.video import draw
+from paravt.video.writer import Encoding
 
 MINUTES, FPS, W, H, GOP, BITS = 10, 25, 640, 360, 250, 16
 
@@ -76,7 +77,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ten_minutes.mp4"
         n = int(MINUTES * 60 * FPS)
-        write_s, _ = _ms(lambda: video.write_video(path, _frames(n), FPS, gop=GOP))
+        write_s, _ = _ms(
+            lambda: video.write_video(path, _frames(n), FPS, encoding=Encoding(gop=GOP))
+        )
         info = video.probe(path)
         mid = info.duration / 2
         start, end = mid - 8.0, mid + 8.0

@@ -167,6 +167,25 @@ def test_modules_and_functions_stay_readable() -> None:
     assert (long_modules, long_functions) == ([], [])
 
 
+def test_no_function_outside_the_cli_takes_ten_parameters() -> None:
+    """Values that travel together go as one small frozen dataclass (issue 40 item 5): no function
+    outside cli/ (whose typer commands declare one parameter per option) takes 10 or more,
+    ``self``/``cls`` not counted."""
+    wide = []
+    for module, path in MODULES.items():
+        if module.split(".")[1:2] == ["cli"]:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+                names += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+                n = len(names) - (names[:1] in (["self"], ["cls"]))
+                if n >= 10:
+                    wide.append(f"{module}.{node.name} ({n})")
+    assert wide == []
+
+
 def _top_level_names(tree: ast.Module) -> tuple[set[str], dict[str, tuple[str, str]]]:
     """Names a module defines at its top level, and those it imports from paravt (name →
     (module, original name))."""

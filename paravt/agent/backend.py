@@ -101,6 +101,7 @@ def open_backend(
 
 def _open_remote(model: ModelConfig, processor_dir: str | None, toolset: ToolSet) -> Backend:
     from paravt.config import read_key_file
+    from paravt.http.retry import RetryPolicy
     from paravt.models.chat import ChatCodec
     from paravt.models.hf.loading import load_processor
     from paravt.models.openai.backend import OpenAIGenerator
@@ -115,7 +116,7 @@ def _open_remote(model: ModelConfig, processor_dir: str | None, toolset: ToolSet
         model.path,
         model=model.served_model_name,
         timeout_s=model.request_timeout_s,
-        max_retries=model.max_retries,
+        retry=RetryPolicy(max_retries=model.max_retries),
         max_concurrency=model.max_concurrency,
         tokenizer=processor.tokenizer,
         api_key=key,

@@ -13,7 +13,12 @@ from rich.table import Table
 
 from paravt.cli.output import stdout_console
 from paravt.config import TrainConfig
-from paravt.eval.benchmarks.protocol import Protocol, benchmark_root, run_benchmark
+from paravt.eval.benchmarks.protocol import (
+    BenchmarkPlan,
+    Protocol,
+    benchmark_root,
+    run_benchmark,
+)
 from paravt.eval.benchmarks.registry import check_benchmark
 
 console = stdout_console()
@@ -60,10 +65,7 @@ def run_benchmarks(
             backend=backend,
             base=settings,
             proto=proto,
-            modes=modes,
-            out=out,
-            limit=limit,
-            workers=workers,
+            plan=BenchmarkPlan(tuple(modes), out, limit=limit, workers=workers),
             weights=weights,
         )
     console.print(benchmark_table(results, proto))

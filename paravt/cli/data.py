@@ -55,7 +55,7 @@ def synth(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Build ParaVT-Synth (docs/ARCHITECTURE.md §9)."""
-    from paravt.data.synth.build import build
+    from paravt.data.synth.build import SceneSpec, build
     from paravt.data.synth.sft_mix import TOOL_SHARE
 
     kinds = tuple(k.strip() for k in needle_kinds.split(",") if k.strip())
@@ -66,8 +66,8 @@ def synth(
         eval_videos=eval_videos,
         seed=seed,
         workers=workers,
-        needle_kinds=kinds,
         tool_share=TOOL_SHARE if tool_share is None else tool_share,
+        scenes=SceneSpec(needle_kinds=kinds),
     )
     if as_json:
         typer.echo(m.to_json())

@@ -120,7 +120,7 @@ def ensure_base(
 def _ensure_base(
     root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str
 ) -> tuple[Path, dict[str, Any]]:
-    from paravt.data.synth.build import build
+    from paravt.data.synth.build import SceneSpec, build
     from paravt.data.synth.corpus import protocol_corpus
     from paravt.models.tiny import build_tiny
     from paravt.repro.base_probe import run_probe
@@ -136,9 +136,11 @@ def _ensure_base(
             eval_videos=s["eval_videos"],
             seed=s["seed"],
             workers=2,
-            needle_kinds=s["needle_kinds"],
-            min_duration=s["durations"][0],
-            max_duration=s["durations"][1],
+            scenes=SceneSpec(
+                needle_kinds=s["needle_kinds"],
+                min_duration=s["durations"][0],
+                max_duration=s["durations"][1],
+            ),
         )
         finish_stage(synth)
     if start_stage(init, "tiny Qwen3-VL random init"):

@@ -120,7 +120,7 @@ def run_repro(
 
 def _synth_stage(out: Path, p: ReproPreset) -> None:
     """The run's ParaVT-Synth (train and eval videos and rows), built once."""
-    from paravt.data.synth.build import build
+    from paravt.data.synth.build import SceneSpec, build
 
     if _stage(out / "synth", "ParaVT-Synth"):
         build(
@@ -130,9 +130,11 @@ def _synth_stage(out: Path, p: ReproPreset) -> None:
             eval_videos=p.eval_videos,
             seed=0,
             workers=2,
-            needle_kinds=p.needle_kinds,
-            min_duration=p.durations[0],
-            max_duration=p.durations[1],
+            scenes=SceneSpec(
+                needle_kinds=p.needle_kinds,
+                min_duration=p.durations[0],
+                max_duration=p.durations[1],
+            ),
         )
         _done(out / "synth")
 

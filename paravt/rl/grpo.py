@@ -46,12 +46,13 @@ from paravt.rewards.metrics import RolloutRecord, aggregate
 from paravt.rl import filters
 from paravt.rl.advantages import batch_normalize, broadcast_to_trajectories, grouped
 from paravt.rl.gating import overview_budget
+from paravt.rl.loss import ClipKL
 from paravt.rl.rollouts import RolloutLog, sample_rows
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import require_rows, screen_data
 from paravt.rl.step_stats import PhaseTimer, response_length, reward_stats, tool_seconds
 from paravt.rl.trainer import TrainerSettings
-from paravt.rl.update import TrainItem, UpdateStats, ppo_update
+from paravt.rl.update import TrainItem, UpdatePasses, UpdateStats, ppo_update
 
 log = logging.getLogger(__name__)
 
@@ -233,14 +234,14 @@ class GRPOTrainer:
             self.s.processor,
             self.s.optimizer,
             items,
-            clip_eps=rl.clip_eps,
-            kl_coef=rl.kl_coef,
-            kl_kind=rl.kl_estimator,
-            max_grad_norm=rl.max_grad_norm,
+            clip=ClipKL(clip_eps=rl.clip_eps, kl_coef=rl.kl_coef, kl_kind=rl.kl_estimator),
+            passes=UpdatePasses(
+                ppo_epochs=rl.ppo_epochs,
+                max_grad_norm=rl.max_grad_norm,
+                micro_batch_tokens=rl.micro_batch_tokens,
+            ),
             ref_model=self.s.ref_model,
-            ppo_epochs=rl.ppo_epochs,
             temperature=cfg.sampling.temperature,
-            micro_batch_tokens=rl.micro_batch_tokens,
         )
         if stats.logprob_mismatch > rl.logprob_mismatch_warn:
             log.warning(

@@ -20,6 +20,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -160,13 +161,10 @@ def _train(
         trainer,
         session,
         logger,
-        kind=kind,
-        out=out,
+        saves=_Saves(kind, out, ts.save_every, card),
         start=start,
-        save_every=ts.save_every,
         progress=progress and "console" in tracking.loggers,
         stop_after=stop_after,
-        card=card,
     )
     if finished:
         _finish(session, out, lambda d: card(d, trainer.total_steps, logger.last))
@@ -198,25 +196,32 @@ def _finish(session: PolicySession, out: Path, write_config: Callable[[Path], No
         asyncio.run(session.generator.aclose())
 
 
+@dataclass(frozen=True)
+class _Saves:
+    """What the step loop saves, and where: the trainer kind, the run directory, a checkpoint
+    every ``every`` steps, each with its settings and model card (``card``)."""
+
+    kind: str
+    out: Path
+    every: int
+    card: Callable[[Path, int, Mapping[str, Any]], None]
+
+
 def _steps(
     trainer: Trainer,
     session: PolicySession,
     logger: MetricsLogger,
     *,
-    kind: str,
-    out: Path,
+    saves: _Saves,
     start: int,
-    save_every: int,
     progress: bool,
     stop_after: int | None,
-    card: Callable[[Path, int, Mapping[str, Any]], None],
 ) -> bool:
-    """Steps ``start``..``total_steps`` with their logs and checkpoints (each with its settings and
-    model card, ``card``); False when ``stop_after`` ended them first (the way a killed run stops:
-    no final save)."""
+    """Steps ``start``..``total_steps`` with their logs and checkpoints (``saves``); False when
+    ``stop_after`` ended them first (the way a killed run stops: no final save)."""
     total = trainer.total_steps
     with _progress(progress) as bar:
-        task = bar.add_task(f"{kind} {out.name}", total=total, completed=start)
+        task = bar.add_task(f"{saves.kind} {saves.out.name}", total=total, completed=start)
         first = peaks = param_peaks(session.model)  # the divergence check's reference
         for step in range(start, total):
             if stop_after is not None and step - start >= stop_after:
@@ -227,8 +232,8 @@ def _steps(
                 step + 1,
                 metrics,
                 session.model,
-                kind=kind,
-                checkpoints=out / "checkpoints",
+                kind=saves.kind,
+                checkpoints=saves.out / "checkpoints",
                 before=peaks,
                 start=first,
             )
@@ -238,17 +243,19 @@ def _steps(
             logger.cumulative_tokens = metrics["perf/cumulative_tokens"]
             logger.log(step + 1, metrics, trainer.rollouts())
             bar.update(
-                task, advance=1, description=f"{kind} {out.name} {trainer.describe(metrics)}"
+                task,
+                advance=1,
+                description=f"{saves.kind} {saves.out.name} {trainer.describe(metrics)}",
             )
-            if (step + 1) % save_every == 0 and step + 1 < total:
+            if (step + 1) % saves.every == 0 and step + 1 < total:
                 save_checkpoint(
-                    out / "checkpoints",
+                    saves.out / "checkpoints",
                     step + 1,
                     model=session.model,
                     processor=session.processor,
                     optimizer=session.optimizer,
-                    state={"kind": kind, **trainer.state_dict()},
-                    write_config=functools.partial(_card_at, card, step + 1, metrics),
+                    state={"kind": saves.kind, **trainer.state_dict()},
+                    write_config=functools.partial(_card_at, saves.card, step + 1, metrics),
                 )
     return True
 

@@ -194,17 +194,25 @@ def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, kind: KLKind)
     raise ConfigError(f"kl kind {kind!r} is not one of 'k1', 'k3'; fix rl.kl_estimator")
 
 
+@dataclass(frozen=True)
+class ClipKL:
+    """The PPO clip range and the KL penalty to the reference (the ``rl`` section's ``clip_eps``,
+    ``kl_coef`` and ``kl_estimator``; ``clip_eps_high`` None = symmetric)."""
+
+    clip_eps: float
+    clip_eps_high: float | None = None
+    kl_coef: float = 0.0
+    kl_kind: KLKind = "k3"
+
+
 def grpo_loss(
     logprobs: torch.Tensor,
     old_logprobs: torch.Tensor,
     advantages: torch.Tensor,
     mask: torch.Tensor,
     *,
-    clip_eps: float,
-    clip_eps_high: float | None = None,
+    clip: ClipKL,
     ref_logprobs: torch.Tensor | None = None,
-    kl_coef: float = 0.0,
-    kl_kind: KLKind = "k3",
     global_tokens: int | None = None,
 ) -> GRPOLossOutput:
     """policy_loss + kl_coef · token_mean(kl_penalty(logprobs, ref_logprobs, kl_kind)).
@@ -217,11 +225,8 @@ def grpo_loss(
         old_logprobs,
         advantages,
         mask,
-        clip_eps=clip_eps,
-        clip_eps_high=clip_eps_high,
+        clip=clip,
         ref_logprobs=ref_logprobs,
-        kl_coef=kl_coef,
-        kl_kind=kl_kind,
         global_tokens=global_tokens,
     )
     return GRPOLossOutput(
@@ -241,15 +246,18 @@ def grpo_terms(
     advantages: torch.Tensor,
     mask: torch.Tensor | None,
     *,
-    clip_eps: float,
-    clip_eps_high: float | None = None,
+    clip: ClipKL,
     ref_logprobs: torch.Tensor | None = None,
-    kl_coef: float = 0.0,
-    kl_kind: KLKind = "k3",
     global_tokens: int | None = None,
 ) -> LossTerms:
     """``grpo_loss`` as tensors, without a device→host sync when ``mask`` is None (every position
     is a scored token: the trainer's gathered tokens); the same values bit for bit."""
+    clip_eps, clip_eps_high, kl_coef, kl_kind = (
+        clip.clip_eps,
+        clip.clip_eps_high,
+        clip.kl_coef,
+        clip.kl_kind,
+    )
     if kl_coef < 0:
         raise ConfigError(f"kl_coef={kl_coef} must be >= 0 (paper: 0.01)")
     if kl_coef > 0 and ref_logprobs is None:

@@ -20,7 +20,7 @@ from paravt.rl.trainer import TrainerSettings
 
 if TYPE_CHECKING:
     from paravt.agent.trajectory import Trajectory
-    from paravt.config import TrainConfig
+    from paravt.config import TrainConfig, VideoConfig
     from paravt.data.rows import Row
     from paravt.data.synth.prior import Habit
     from paravt.models.chat import ChatCodec
@@ -68,9 +68,7 @@ class PriorTrainer(SFTTrainer):
             habit=Habit(p.think_sentences, p.think_tail, p.json_share, p.max_calls),
             seed=p.seed,
             copies=p.habit_copies,
-            max_pixels=cfg.video.overview_max_pixels,
-            crop_max_pixels=cfg.video.crop_max_pixels,
-            size_factor=cfg.video.size_factor,
+            video=cfg.video,
         )
         return cls(
             examples,
@@ -97,13 +95,11 @@ def prior_examples(
     tool_mix: float,
     habit: Habit,
     seed: int,
-    max_pixels: int,
-    crop_max_pixels: int,
-    size_factor: int,
+    video: VideoConfig,
     copies: int = 1,
 ) -> list[Trajectory]:
     """The base stage's training sequences of a ``base.parquet``'s rows (``prior_traces``), frames
-    decoded from the videos under ``root``."""
+    decoded from the videos under ``root`` at ``video``'s overview and crop sizes."""
     from paravt.data.chat import to_chat_messages
     from paravt.data.synth.base import prior_traces
 
@@ -113,9 +109,9 @@ def prior_examples(
             to_chat_messages(
                 t,
                 root,
-                max_pixels=max_pixels,
-                crop_max_pixels=crop_max_pixels,
-                size_factor=size_factor,
+                max_pixels=video.overview_max_pixels,
+                crop_max_pixels=video.crop_max_pixels,
+                size_factor=video.size_factor,
             ),
             codec,
             row_id=t.id,

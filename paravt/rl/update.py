@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from paravt.agent.trajectory import Trajectory
-from paravt.config.choices import KLKind
 from paravt.models.media import sequence_logprobs
 from paravt.rl.batch import (
     DEFAULT_MICRO_BATCH_TOKENS,
@@ -41,7 +40,7 @@ from paravt.rl.batch import (
     score,
     vision_ids,
 )
-from paravt.rl.loss import LossTerms, grpo_terms
+from paravt.rl.loss import ClipKL, LossTerms, grpo_terms
 
 __all__ = [
     "TrainItem",
@@ -172,24 +171,32 @@ def trajectory_logprobs(
     )
 
 
+@dataclass(frozen=True)
+class UpdatePasses:
+    """How an update passes over its rows: the PPO epochs (one optimizer step each), the
+    gradient-norm clip and the padded tokens of a micro-batch (the ``rl`` section's
+    ``ppo_epochs``, ``max_grad_norm``, ``micro_batch_tokens``)."""
+
+    max_grad_norm: float
+    ppo_epochs: int = 1
+    micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS
+
+
 def ppo_update(
     model: Any,
     processor: Any,
     optimizer: torch.optim.Optimizer,
     items: Sequence[TrainItem],
     *,
-    clip_eps: float,
-    kl_coef: float,
-    kl_kind: KLKind,
-    max_grad_norm: float,
+    clip: ClipKL,
+    passes: UpdatePasses,
     ref_model: Any | None = None,
-    ppo_epochs: int = 1,
     temperature: float = 1.0,
     batched: bool = True,
-    micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS,
 ) -> UpdateStats:
-    """PPO-clip GRPO update over ``items`` (``ppo_epochs`` passes, one optimizer step each).
-    With ``ref_model`` the KL to it is computed (and logged) and enters the loss × ``kl_coef``."""
+    """PPO-clip GRPO update over ``items`` (``passes.ppo_epochs`` passes, one optimizer step
+    each). With ``ref_model`` the KL to it is computed (and logged) and enters the loss ×
+    ``clip.kl_coef``."""
     items = [it for it in items if it.traj.n_sampled > 0]
     if not items:
         return UpdateStats(0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, skipped=True)
@@ -199,19 +206,17 @@ def ppo_update(
         processor,
         optimizer,
         items,
-        _LossArgs(clip_eps, kl_coef, kl_kind, temperature),
+        _LossArgs(clip, temperature),
         ref_model=ref_model,
-        ppo_epochs=ppo_epochs,
-        max_grad_norm=max_grad_norm,
-        micro_batch_tokens=micro_batch_tokens,
+        ppo_epochs=passes.ppo_epochs,
+        max_grad_norm=passes.max_grad_norm,
+        micro_batch_tokens=passes.micro_batch_tokens,
     )
 
 
 @dataclass(frozen=True)
 class _LossArgs:
-    clip_eps: float
-    kl_coef: float
-    kl_kind: KLKind
+    clip: ClipKL
     temperature: float
 
     def loss(
@@ -229,10 +234,8 @@ class _LossArgs:
             old,
             adv.to(lp.dtype),
             None,
-            clip_eps=self.clip_eps,
+            clip=self.clip if ref is not None else replace(self.clip, kl_coef=0.0),
             ref_logprobs=ref,
-            kl_coef=self.kl_coef if ref is not None else 0.0,
-            kl_kind=self.kl_kind,
             global_tokens=total,
         )
 

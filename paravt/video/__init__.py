@@ -9,7 +9,7 @@ from paravt.video.cache import VideoDecodeStats, clear_cache, decode_stats
 from paravt.video.decode import frames_at, sample_frames, sample_overview
 from paravt.video.probe import probe
 from paravt.video.types import Frames, VideoInfo
-from paravt.video.writer import write_video
+from paravt.video.writer import Encoding, write_video
 
 __all__ = [
     "Frames",
@@ -26,5 +26,6 @@ __all__ = [
     "sample_overview",
     "smart_resize",
     "target_times",
+    "Encoding",
     "write_video",
 ]

@@ -9,6 +9,7 @@ rotation (the display matrix a phone writes: frames stored sideways, shown turne
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
@@ -92,15 +93,24 @@ def _write_silent_audio(
         container.mux(packet)
 
 
+@dataclass(frozen=True)
+class Encoding:
+    """The encoder's settings: ``gop`` the keyframe interval in frames, ``crf`` the x264 quality
+    (lower = better), ``bframes`` up to 3 B-frames, ``audio`` a silent mono AAC track as long as
+    the video."""
+
+    gop: int = 250
+    crf: int = 23
+    bframes: bool = True
+    audio: bool = False
+
+
 def write_video(
     path: str | Path,
     frames: Iterable[np.ndarray],
     fps: float,
     *,
-    gop: int = 250,
-    crf: int = 23,
-    bframes: bool = True,
-    audio: bool = False,
+    encoding: Encoding = Encoding(),
     start_pts_s: float = 0.0,
     timestamps: Sequence[float] | None = None,
     rotation: int = 0,
@@ -109,12 +119,12 @@ def write_video(
 
     Frame i is shown at ``start_pts_s + i / fps`` seconds, or at ``start_pts_s + timestamps[i]``
     when ``timestamps`` is given (variable frame rate; ``fps`` is then only the nominal rate in the
-    header). ``gop`` is the keyframe interval in frames, ``crf`` the x264 quality (lower = better),
-    ``bframes`` enables up to 3 B-frames, ``audio`` adds a silent mono AAC track as long as the
-    video. ``rotation`` (degrees counter-clockwise, a multiple of 90) is stored as the display
-    matrix: players (and ``paravt.video`` decoding) show each frame turned by it. Returns the path.
+    header). ``encoding``: keyframe interval, quality, B-frames, a silent audio track.
+    ``rotation`` (degrees counter-clockwise, a multiple of 90) is stored as the display matrix:
+    players (and ``paravt.video`` decoding) show each frame turned by it. Returns the path.
     Raises `VideoError` for bad frames or arguments.
     """
+    gop, crf, bframes, audio = encoding.gop, encoding.crf, encoding.bframes, encoding.audio
     if rotation % 90:
         raise VideoError(f"rotation={rotation} is not a multiple of 90 degrees")
     if fps <= 0 or gop <= 0 or start_pts_s < 0:

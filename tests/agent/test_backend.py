@@ -75,7 +75,7 @@ MODEL_LANDS = {
     "dtype": [("hf", "load_policy", lambda r: r["dtype"])],
     "served_model_name": [("openai", "openai", lambda r: r["model"])],
     "request_timeout_s": [("openai", "openai", lambda r: r["timeout_s"])],
-    "max_retries": [("openai", "openai", lambda r: r["max_retries"])],
+    "max_retries": [("openai", "openai", lambda r: r["retry"].max_retries)],
     "max_concurrency": [("openai", "openai", lambda r: r["max_concurrency"])],
     "api_key_file": [("openai", "openai", lambda r: KEY if r["api_key"] == KEY else r["api_key"])],
     "prefill_threads": [("hf", "hf_generator", lambda r: r["prefill_threads"])],

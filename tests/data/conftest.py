@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from paravt.data.synth.build import build
+from paravt.data.synth.build import SceneSpec, build
 from paravt.data.synth.manifest import Manifest
 
 
 @pytest.fixture(scope="session")
 def synth_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("synth")
-    build(out, videos=10, eval_videos=3, seed=7, max_duration=160)
+    build(out, videos=10, eval_videos=3, seed=7, scenes=SceneSpec(max_duration=160))
     return out
 
 

@@ -62,7 +62,7 @@ def _raw(path: Path, **columns: list) -> None:
 
 @pytest.fixture(scope="module")
 def d(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from paravt.video.writer import write_video
+    from paravt.video.writer import Encoding, write_video
 
     d = tmp_path_factory.mktemp("bad-rows")
     (d / "videos").mkdir()
@@ -70,7 +70,7 @@ def d(tmp_path_factory: pytest.TempPathFactory) -> Path:
         d / "videos" / "ok.mp4",
         [np.full((32, 32, 3), 9 * i, np.uint8) for i in range(20)],
         10,
-        gop=10,
+        encoding=Encoding(gop=10),
     )
     (d / "videos" / "empty.mp4").write_bytes(b"")
     (d / "videos" / "cut.mp4").write_bytes(

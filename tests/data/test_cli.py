@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from paravt.cli.data import app
 from paravt.data.schema import read_rows, write_rows
-from paravt.video.writer import write_video
+from paravt.video.writer import Encoding, write_video
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
@@ -28,7 +28,7 @@ def test_check_exits_1_on_a_bad_file_and_0_on_synth(tmp_path: Path, synth_dir: P
     bad = write_rows(tmp_path / "bad.parquet", [parallel([*head(), answer(ans="A")])])
     # its video is probed, and spans the row's whole-video part (the screening checks windows)
     frames = [np.full((32, 32, 3), 40, np.uint8)] * (int(DURATION) + 1)
-    write_video(tmp_path / "v.mp4", frames, 1, gop=300)
+    write_video(tmp_path / "v.mp4", frames, 1, encoding=Encoding(gop=300))
     res = _run("check", str(bad), "--json")
     assert res.returncode == 1, res.stderr
     out = json.loads(res.stdout)

@@ -14,7 +14,7 @@ from paravt.data.synth.scenes import (
     nearest_frame,
     overview_indices,
 )
-from paravt.video import draw, sample_frames, write_video
+from paravt.video import Encoding, draw, sample_frames, write_video
 
 
 def _spec(duration: int, fps: int, start: float, end: float, color: str = "red") -> VideoSpec:
@@ -52,7 +52,7 @@ def test_specs_respect_the_design_ranges() -> None:
 
 def test_decoded_overview_shows_the_flash_exactly_when_predicted(tmp_path: Path) -> None:
     spec = _spec(90, 2, 40, 43, "blue")
-    path = write_video(tmp_path / "v.mp4", iter_frames(spec), spec.fps, gop=20)
+    path = write_video(tmp_path / "v.mp4", iter_frames(spec), spec.fps, encoding=Encoding(gop=20))
     for n in (4, 8, 16, 32, 64):
         frames = sample_frames(path, 0.0, 90.0, nframes=n)
         seen = any(

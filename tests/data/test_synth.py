@@ -5,13 +5,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from paravt.data.schema import read_rows
-from paravt.data.synth.build import build
+from paravt.data.synth.build import SceneSpec, build
 from paravt.video import sample_frames
 
 
 def test_same_seed_gives_identical_rows_and_frames(tmp_path: Path, synth_dir: Path) -> None:
     again = tmp_path / "again"
-    build(again, videos=10, eval_videos=3, seed=7, max_duration=160, workers=1)
+    build(again, videos=10, eval_videos=3, seed=7, workers=1, scenes=SceneSpec(max_duration=160))
     for name in ("sft.parquet", "rl.parquet", "eval.parquet"):
         assert pq.read_table(synth_dir / name).equals(pq.read_table(again / name)), name
     a = sample_frames(synth_dir / "videos/train/v0003.mp4", 0.0, 30.0, nframes=6)
@@ -20,7 +20,7 @@ def test_same_seed_gives_identical_rows_and_frames(tmp_path: Path, synth_dir: Pa
 
 
 def test_other_seed_gives_other_rows(tmp_path: Path, synth_dir: Path) -> None:
-    build(tmp_path / "s8", videos=3, eval_videos=0, seed=8, max_duration=160)
+    build(tmp_path / "s8", videos=3, eval_videos=0, seed=8, scenes=SceneSpec(max_duration=160))
     a = [r.extra_info.answer for r in read_rows(synth_dir / "rl.parquet")[:9]]
     b = [r.extra_info.answer for r in read_rows(tmp_path / "s8" / "rl.parquet")]
     assert a != b
@@ -81,9 +81,8 @@ def test_needle_kinds_limits_the_needles_drawn_and_unknown_kinds_are_refused(
         videos=4,
         eval_videos=2,
         seed=3,
-        max_duration=120,
         workers=1,
-        needle_kinds=("flash",),
+        scenes=SceneSpec(max_duration=120, needle_kinds=("flash",)),
     )
     rows = read_rows(tmp_path / "f" / "rl.parquet") + read_rows(tmp_path / "f" / "eval.parquet")
     assert {r.extra_info.needle_kind for r in rows} == {"flash"}
@@ -103,7 +102,7 @@ def test_needle_kinds_limits_the_needles_drawn_and_unknown_kinds_are_refused(
     ) == {"flash"}
     for bad in ((), ("flash", "sparkle")):
         with pytest.raises(DataError, match="needle_kinds"):
-            build(tmp_path / "bad", videos=1, eval_videos=0, needle_kinds=bad)
+            build(tmp_path / "bad", videos=1, eval_videos=0, scenes=SceneSpec(needle_kinds=bad))
 
 
 def test_rl_prompts_have_videos_of_their_own_never_in_sft_or_base_data(synth_dir: Path) -> None:
@@ -132,7 +131,14 @@ def test_rl_videos_is_a_parameter_recorded_in_the_manifest_and_zero_is_refused(
 
     from paravt.errors import DataError
 
-    m = build(tmp_path / "r", videos=1, rl_videos=2, eval_videos=0, seed=1, max_duration=90)
+    m = build(
+        tmp_path / "r",
+        videos=1,
+        rl_videos=2,
+        eval_videos=0,
+        seed=1,
+        scenes=SceneSpec(max_duration=90),
+    )
     assert m.params["rl_videos"] == 2 and m.counts["videos"] == {"train": 1, "rl": 2, "eval": 0}
     assert m.counts["rl"] == 6 and len(read_rows(tmp_path / "r" / "rl.parquet")) == 6
     with pytest.raises(DataError, match="rl_videos"):

@@ -74,7 +74,9 @@ class _Tokenizer:
 
 
 async def _backend(url: str, **kw: float) -> tuple[bool, int]:
-    gen = OpenAIGenerator(url, tokenizer=_Tokenizer(), model="tiny", timeout_s=10.0, **kw)
+    gen = OpenAIGenerator(
+        url, tokenizer=_Tokenizer(), model="tiny", timeout_s=10.0, retry=RetryPolicy(**kw)
+    )
     req = GenRequest(
         prompt_ids=(),
         messages=(ChatMessage("user", "Hi?"),),

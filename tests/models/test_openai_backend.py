@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 from oai_server import RunningServer, ServerState, free_port, make_app
 
+from paravt.http.retry import RetryPolicy
 from paravt.models.base import ChatMessage, GenRequest, SamplingParams
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.openai.backend import OpenAIGenerator
@@ -46,9 +47,9 @@ def server(served):
 
 def _client(url: str, tokenizer, **kw) -> OpenAIGenerator:
     kw.setdefault("timeout_s", 30.0)
-    kw.setdefault("max_retries", 2)
+    retry = RetryPolicy(max_retries=kw.pop("max_retries", 2), backoff_s=0.01)
     kw.setdefault("max_concurrency", 4)
-    return OpenAIGenerator(url, tokenizer=tokenizer, backoff_s=0.01, **kw)
+    return OpenAIGenerator(url, tokenizer=tokenizer, retry=retry, **kw)
 
 
 def _text_request(question: str, sampling: SamplingParams = GREEDY) -> GenRequest:
@@ -192,8 +193,7 @@ def test_a_refused_connection_is_an_error_output() -> None:
         OpenAIGenerator(
             f"http://127.0.0.1:{free_port()}",
             tokenizer=tok,
-            max_retries=1,
-            backoff_s=0.01,
+            retry=RetryPolicy(max_retries=1, backoff_s=0.01),
             timeout_s=2.0,
         ).generate([_text_request("Hi?")])
     )[0]
@@ -334,8 +334,7 @@ def test_a_server_dripping_one_byte_at_a_time_is_cut_at_the_whole_request_deadli
                 tokenizer=_StubTokenizer(),
                 model="tiny",
                 timeout_s=1.0,
-                max_retries=1,
-                backoff_s=0.01,
+                retry=RetryPolicy(max_retries=1, backoff_s=0.01),
             ).generate([_text_request("Hi?")])
         )[0]
         took = time.monotonic() - t0
@@ -359,8 +358,7 @@ def test_a_reply_over_the_size_cap_is_an_error_output_not_retried(respond) -> No
                 tokenizer=_StubTokenizer(),
                 model="tiny",
                 timeout_s=30.0,
-                max_retries=2,
-                backoff_s=0.01,
+                retry=RetryPolicy(max_retries=2, backoff_s=0.01),
                 max_reply_bytes=1 << 20,
             ).generate([_text_request("Hi?")])
         )[0]

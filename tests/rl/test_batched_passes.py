@@ -31,9 +31,9 @@ from paravt.models.syncs import SyncCounter
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl import batch
 from paravt.rl.batch import micro_batches, plan, sampled_positions, score, vision_ids
-from paravt.rl.loss import token_entropy
+from paravt.rl.loss import ClipKL, token_entropy
 from paravt.rl.sft import sft_backward
-from paravt.rl.update import TrainItem, UpdateStats, ppo_update, trajectory_logprobs
+from paravt.rl.update import TrainItem, UpdatePasses, UpdateStats, ppo_update, trajectory_logprobs
 from paravt.video import Frames, sample_frames, write_video
 from paravt.video.draw import solid
 
@@ -238,15 +238,11 @@ def _update(
         policy.processor,
         opt,
         items,
-        clip_eps=0.2,
-        kl_coef=0.1,
-        kl_kind="k3",
-        max_grad_norm=1e9,
+        clip=ClipKL(clip_eps=0.2, kl_coef=0.1, kl_kind="k3"),
+        passes=UpdatePasses(ppo_epochs=epochs, max_grad_norm=1e9, micro_batch_tokens=budget),
         ref_model=ref,
-        ppo_epochs=epochs,
         temperature=0.7,
         batched=batched,
-        micro_batch_tokens=budget,
     )
     return stats, _grads(model), [p.detach().clone() for p in model.parameters()]
 
@@ -329,13 +325,10 @@ def test_batched_update_forwards_policy_and_reference_once_per_micro_batch(
             policy.processor,
             torch.optim.SGD(model.parameters(), lr=0.0),
             items,
-            clip_eps=0.2,
-            kl_coef=0.1,
-            kl_kind="k3",
-            max_grad_norm=1.0,
+            clip=ClipKL(clip_eps=0.2, kl_coef=0.1, kl_kind="k3"),
+            passes=UpdatePasses(max_grad_norm=1.0, micro_batch_tokens=10_000),
             ref_model=ref,
             batched=batched,
-            micro_batch_tokens=10_000,
         )
         counts[batched] = calls
     assert counts[True] == {"policy": 1, "ref": 1}
@@ -368,13 +361,9 @@ def test_trainer_syncs_are_per_step_not_per_micro_batch(family_policy, video_pat
                 policy.processor,
                 torch.optim.SGD(model.parameters(), lr=0.1),
                 items,
-                clip_eps=0.2,
-                kl_coef=0.1,
-                kl_kind="k3",
-                max_grad_norm=1.0,
+                clip=ClipKL(clip_eps=0.2, kl_coef=0.1, kl_kind="k3"),
+                passes=UpdatePasses(ppo_epochs=2, max_grad_norm=1.0, micro_batch_tokens=budget),
                 ref_model=ref,
-                ppo_epochs=2,
-                micro_batch_tokens=budget,
             )
         own[budget] = (_own_syncs(sft), _own_syncs(upd))
     assert own[10_000] == own[1]

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from paravt.errors import ConfigError, DataError
-from paravt.rl.loss import grpo_loss, kl_penalty, policy_loss, token_mean
+from paravt.rl.loss import ClipKL, grpo_loss, kl_penalty, policy_loss, token_mean
 
 E05, EM05 = math.exp(0.5), math.exp(-0.5)  # 1.6487213, 0.6065307
 
@@ -73,7 +73,9 @@ def test_masked_positions_change_neither_loss_nor_gradient() -> None:
 
     def run(values: torch.Tensor) -> tuple[float, torch.Tensor]:
         logp = values.clone().requires_grad_(True)
-        out = grpo_loss(logp, old, adv, mask, clip_eps=0.2, ref_logprobs=old - 0.1, kl_coef=0.5)
+        out = grpo_loss(
+            logp, old, adv, mask, clip=ClipKL(clip_eps=0.2, kl_coef=0.5), ref_logprobs=old - 0.1
+        )
         out.loss.backward()
         return out.loss.item(), logp.grad
 
@@ -109,7 +111,7 @@ def test_k3_is_non_negative_and_capped() -> None:
 def test_grpo_loss_adds_kl_coef_times_token_mean_kl() -> None:
     logp, old, adv, mask = _four_cases()
     ref = torch.zeros(1, 4, dtype=torch.float64)
-    out = grpo_loss(logp, old, adv, mask, clip_eps=0.2, ref_logprobs=ref, kl_coef=0.01)
+    out = grpo_loss(logp, old, adv, mask, clip=ClipKL(clip_eps=0.2, kl_coef=0.01), ref_logprobs=ref)
     # k3 with d = −logp = [−0.5, −0.5, 0.5, 0.5]:
     # e^−0.5 + 0.5 − 1 = 0.1065307 (×2), e^0.5 − 0.5 − 1 = 0.1487213 (×2); mean 0.1276260
     kl = (2 * (EM05 - 0.5) + 2 * (E05 - 1.5)) / 4
@@ -126,7 +128,7 @@ def test_batch_of_8_equals_two_micro_batches_of_4_with_global_tokens() -> None:
     adv = torch.randn(8, generator=g).double()
     lengths = torch.tensor([1, 6, 3, 2, 5, 6, 4, 2])  # ragged: 29 tokens in total
     mask = (torch.arange(6)[None, :] < lengths[:, None]).long()
-    kw = dict(clip_eps=0.2, kl_coef=0.01)
+    kw = dict(clip=ClipKL(clip_eps=0.2, kl_coef=0.01))
 
     full_lp = logp0.clone().requires_grad_(True)
     full = grpo_loss(full_lp, old, adv, mask, ref_logprobs=ref, **kw)
@@ -173,7 +175,7 @@ def test_bad_arguments_raise_typed_errors() -> None:
     with pytest.raises(DataError, match="same shape"):
         policy_loss(x, torch.zeros(2, 4), x, x, clip_eps=0.2)
     with pytest.raises(ConfigError, match="ref_logprobs"):
-        grpo_loss(x, x, x, x, clip_eps=0.2, kl_coef=0.01)
+        grpo_loss(x, x, x, x, clip=ClipKL(clip_eps=0.2, kl_coef=0.01))
     with pytest.raises(ConfigError, match="k1"):
         kl_penalty(x, x, "k2")  # type: ignore[arg-type]
     with pytest.raises(DataError, match="global_tokens"):

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from paravt.cli import app
 from paravt.config import TrainConfig, save
-from paravt.data.synth.build import build
+from paravt.data.synth.build import SceneSpec, build
 from paravt.errors import DataError
 from paravt.jsonl import read_jsonl as read_log
 from paravt.rl.loop import run_training
@@ -21,7 +21,7 @@ from paravt.rl.registry import TRAINERS
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = Path(tmp_path_factory.mktemp("synth"))
-    build(out, videos=3, eval_videos=0, seed=0, workers=1, max_duration=120)
+    build(out, videos=3, eval_videos=0, seed=0, workers=1, scenes=SceneSpec(max_duration=120))
     return out
 
 

@@ -23,7 +23,8 @@ from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import LoadedPolicy
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl.batch import sampled_positions
-from paravt.rl.update import TrainItem, UpdateStats, ppo_update, trajectory_logprobs
+from paravt.rl.loss import ClipKL
+from paravt.rl.update import TrainItem, UpdatePasses, UpdateStats, ppo_update, trajectory_logprobs
 from paravt.video import Frames, sample_frames, write_video
 from paravt.video.draw import solid
 
@@ -82,10 +83,8 @@ def _grads_after(model, processor, items, **kw) -> tuple[UpdateStats, list[torch
         processor,
         opt,
         items,
-        clip_eps=0.2,
-        kl_coef=0.0,
-        kl_kind="k3",
-        max_grad_norm=1e9,
+        clip=ClipKL(clip_eps=0.2, kl_coef=0.0, kl_kind="k3"),
+        passes=UpdatePasses(max_grad_norm=1e9),
         **kw,
     )
     return stats, [
@@ -161,10 +160,8 @@ def test_positive_advantage_raises_and_negative_lowers_the_sampled_logprobs(
             policy.processor,
             opt,
             [TrainItem(traj, adv)],
-            clip_eps=0.2,
-            kl_coef=0.0,
-            kl_kind="k3",
-            max_grad_norm=1.0,
+            clip=ClipKL(clip_eps=0.2, kl_coef=0.0, kl_kind="k3"),
+            passes=UpdatePasses(max_grad_norm=1.0),
         )
         assert not stats.skipped
         with torch.no_grad():
@@ -215,10 +212,8 @@ def test_nan_advantage_skips_the_step_and_leaves_parameters_unchanged(
         policy.processor,
         opt,
         [TrainItem(traj, 1.0), TrainItem(traj, math.nan)],
-        clip_eps=0.2,
-        kl_coef=0.0,
-        kl_kind="k3",
-        max_grad_norm=1.0,
+        clip=ClipKL(clip_eps=0.2, kl_coef=0.0, kl_kind="k3"),
+        passes=UpdatePasses(max_grad_norm=1.0),
     )
     assert stats.skipped and stats.to_metrics()["update_skipped"] == 1.0
     assert all(torch.equal(a, b) for a, b in zip(before, _params(model)))
@@ -235,10 +230,8 @@ def test_zero_advantage_without_kl_leaves_parameters_unchanged(policy, codec, fr
         policy.processor,
         opt,
         [TrainItem(traj, 0.0), TrainItem(traj, 0.0)],
-        clip_eps=0.2,
-        kl_coef=0.0,
-        kl_kind="k3",
-        max_grad_norm=1.0,
+        clip=ClipKL(clip_eps=0.2, kl_coef=0.0, kl_kind="k3"),
+        passes=UpdatePasses(max_grad_norm=1.0),
     )
     assert not stats.skipped and stats.grad_norm == 0.0 and stats.loss == 0.0
     assert len(opt.state) > 0  # Adam did step, with zero gradients
@@ -262,10 +255,8 @@ def test_zero_advantage_still_moves_parameters_through_kl_to_a_different_referen
         policy.processor,
         opt,
         [TrainItem(traj, 0.0)],
-        clip_eps=0.2,
-        kl_coef=0.1,
-        kl_kind="k3",
-        max_grad_norm=1.0,
+        clip=ClipKL(clip_eps=0.2, kl_coef=0.1, kl_kind="k3"),
+        passes=UpdatePasses(max_grad_norm=1.0),
         ref_model=ref,
     )
     assert stats.kl > 0 and stats.grad_norm > 0

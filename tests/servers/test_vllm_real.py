@@ -22,6 +22,7 @@ import pytest
 
 from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
 from paravt.data.synth.build import build
+from paravt.http.retry import RetryPolicy
 from paravt.models.base import ChatMessage, GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_processor
@@ -115,7 +116,9 @@ def _video(synth: Path) -> str:
 
 
 def _client(srv: Served, codec: ChatCodec) -> OpenAIGenerator:
-    return OpenAIGenerator(srv.url, tokenizer=codec.tokenizer, timeout_s=120, max_retries=1)
+    return OpenAIGenerator(
+        srv.url, tokenizer=codec.tokenizer, timeout_s=120, retry=RetryPolicy(max_retries=1)
+    )
 
 
 def _overview(codec: ChatCodec, video: str) -> GenRequest:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from paravt.tools import ToolContext, VisualBudget
-from paravt.video import probe, write_video
+from paravt.video import Encoding, probe, write_video
 
 DURATION_S = 40.0
 FPS = 2.0
@@ -22,7 +22,7 @@ def video(tmp_path_factory: pytest.TempPathFactory) -> str:
     n = int(DURATION_S * FPS)
     frames = [np.full((240, 320, 3), 3 * i, np.uint8) for i in range(n)]
     path = Path(tmp_path_factory.mktemp("tools-video")) / "clip.mp4"
-    write_video(path, frames, FPS, gop=10, bframes=False)
+    write_video(path, frames, FPS, encoding=Encoding(gop=10, bframes=False))
     path.chmod(0o644)
     return str(path)
 

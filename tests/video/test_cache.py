@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from video_helpers import barcoded
 
-from paravt.video import clear_cache, decode_stats, draw, sample_frames, write_video
+from paravt.video import Encoding, clear_cache, decode_stats, draw, sample_frames, write_video
 
 
 @pytest.fixture
@@ -58,10 +58,10 @@ def test_containers_are_pooled_across_calls(fresh_cache, bframes_video) -> None:
 
 def test_rewritten_file_is_decoded_again(fresh_cache, tmp_path: Path) -> None:
     path = tmp_path / "v.mp4"
-    write_video(path, barcoded(20), 25, gop=10)
+    write_video(path, barcoded(20), 25, encoding=Encoding(gop=10))
     assert draw.read_barcode(sample_frames(path, 0.0, 0.8, nframes=1).array[0]) == 10
     frames = barcoded(40)[20:]  # same length, barcodes 20..39
-    write_video(tmp_path / "w.mp4", frames, 25, gop=10)
+    write_video(tmp_path / "w.mp4", frames, 25, encoding=Encoding(gop=10))
     shutil.move(tmp_path / "w.mp4", path)
     os.utime(path, ns=(1, 1))  # a different mtime even on coarse clocks
     assert draw.read_barcode(sample_frames(path, 0.0, 0.8, nframes=1).array[0]) == 30

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from paravt.video import frames_at, probe, sample_frames, smart_resize, write_video
+from paravt.video import Encoding, frames_at, probe, sample_frames, smart_resize, write_video
 from paravt.video.draw import solid
 
 H, W = 32, 64  # stored landscape
@@ -52,7 +52,11 @@ def _quadrant_colours(img: np.ndarray) -> dict[tuple[int, int], tuple[int, ...]]
 @pytest.mark.parametrize("degrees", [90, 180, 270, -90])
 def test_display_rotation_is_applied(degrees: int, tmp_path: Path) -> None:
     path = write_video(
-        tmp_path / f"rot{degrees}.mp4", [_quadrant_image()] * 6, fps=2.0, crf=10, rotation=degrees
+        tmp_path / f"rot{degrees}.mp4",
+        [_quadrant_image()] * 6,
+        fps=2.0,
+        rotation=degrees,
+        encoding=Encoding(crf=10),
     )
     info = probe(path)
     k = (degrees // 90) % 4
@@ -65,14 +69,22 @@ def test_display_rotation_is_applied(degrees: int, tmp_path: Path) -> None:
 
 
 def test_resize_budget_applies_to_the_displayed_size(tmp_path: Path) -> None:
-    path = write_video(tmp_path / "rot.mp4", [_quadrant_image()] * 4, fps=2.0, crf=10, rotation=90)
+    path = write_video(
+        tmp_path / "rot.mp4",
+        [_quadrant_image()] * 4,
+        fps=2.0,
+        rotation=90,
+        encoding=Encoding(crf=10),
+    )
     frames = sample_frames(path, 0.0, 2.0, nframes=1, max_pixels=16 * 32, size_factor=8)
     assert frames.array.shape[1:3] == smart_resize(W, H, max_pixels=16 * 32, factor=8)  # portrait
     assert frames.height > frames.width
 
 
 def test_unrotated_file_is_unchanged(tmp_path: Path) -> None:
-    path = write_video(tmp_path / "plain.mp4", [_quadrant_image()] * 4, fps=2.0, crf=10)
+    path = write_video(
+        tmp_path / "plain.mp4", [_quadrant_image()] * 4, fps=2.0, encoding=Encoding(crf=10)
+    )
     info = probe(path)
     assert (info.rotation, info.height, info.width) == (0, H, W)
     assert _quadrant_colours(sample_frames(path, 0, 2.0, nframes=1).array[0]) == _quadrant_colours(

@@ -21,6 +21,7 @@ from paravt.video import (
     write_video,
 )
 from paravt.video.budget import target_times
+from paravt.video.writer import Encoding
 
 
 @pytest.fixture(autouse=True)
@@ -68,7 +69,9 @@ def test_whole_path_turns_frames_upright_like_the_windowed_one(
     frames = [draw.solid(32, 64, (250, 20, 20)) for _ in range(6)]
     for img in frames:
         img[:16, :32] = (20, 250, 20)
-    path = write_video(tmp_path / "rot.mp4", frames, fps=2.0, crf=10, rotation=degrees)
+    path = write_video(
+        tmp_path / "rot.mp4", frames, fps=2.0, rotation=degrees, encoding=Encoding(crf=10)
+    )
     windowed, whole = _both(path, [0.5, 1.5, 2.5], max_pixels=16 * 32, size_factor=8)
     assert whole.array.shape[1] > whole.array.shape[2]  # type: ignore[attr-defined]  # portrait
     np.testing.assert_array_equal(whole.array, windowed.array)  # type: ignore[attr-defined]

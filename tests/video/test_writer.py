@@ -11,7 +11,7 @@ import pytest
 from video_helpers import barcoded
 
 from paravt.errors import VideoError
-from paravt.video import write_video
+from paravt.video import Encoding, write_video
 
 
 def _packets(path: Path) -> list[tuple[int, int, bool]]:
@@ -20,21 +20,30 @@ def _packets(path: Path) -> list[tuple[int, int, bool]]:
 
 
 def test_bframes_reorder_packets_and_can_be_turned_off(tmp_path: Path) -> None:
-    with_b = _packets(write_video(tmp_path / "b.mp4", barcoded(30), 25, gop=10))
-    without = _packets(write_video(tmp_path / "p.mp4", barcoded(30), 25, gop=10, bframes=False))
+    with_b = _packets(write_video(tmp_path / "b.mp4", barcoded(30), 25, encoding=Encoding(gop=10)))
+    without = _packets(
+        write_video(tmp_path / "p.mp4", barcoded(30), 25, encoding=Encoding(gop=10, bframes=False))
+    )
     assert any(pts != dts for pts, dts, _ in with_b)  # decode order ≠ presentation order
     assert [pts for pts, _, _ in without] == sorted(pts for pts, _, _ in without)
 
 
 def test_keyframes_come_exactly_every_gop_frames(tmp_path: Path) -> None:
-    packets = _packets(write_video(tmp_path / "g.mp4", barcoded(40), 25, gop=10, bframes=False))
+    packets = _packets(
+        write_video(tmp_path / "g.mp4", barcoded(40), 25, encoding=Encoding(gop=10, bframes=False))
+    )
     assert [i for i, (_, _, key) in enumerate(packets) if key] == [0, 10, 20, 30]
 
 
 def test_start_offset_vfr_and_audio_are_written(tmp_path: Path) -> None:
     times = [0.0, 0.1, 0.15, 0.6, 0.62]
     path = write_video(
-        tmp_path / "v.mp4", barcoded(5), 25, timestamps=times, start_pts_s=2.0, audio=True
+        tmp_path / "v.mp4",
+        barcoded(5),
+        25,
+        timestamps=times,
+        start_pts_s=2.0,
+        encoding=Encoding(audio=True),
     )
     with av.open(str(path)) as c:
         assert sorted(s.type for s in c.streams) == ["audio", "video"]

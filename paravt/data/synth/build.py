@@ -27,6 +27,7 @@ import math
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +60,10 @@ def _rng(seed: int, stream: int, index: int) -> np.random.Generator:
 
 
 def _write_video(args: tuple[VideoSpec, str, int]) -> str:
-    from paravt.video import write_video
+    from paravt.video import Encoding, write_video
 
     spec, path, gop = args
-    write_video(path, iter_frames(spec), spec.fps, gop=gop, crf=23, bframes=True)
+    write_video(path, iter_frames(spec), spec.fps, encoding=Encoding(gop=gop, crf=23, bframes=True))
     return path
 
 
@@ -265,6 +266,18 @@ def _params(
     }
 
 
+@dataclass(frozen=True)
+class SceneSpec:
+    """How the videos look: frame size (w, h), durations in seconds, keyframe interval in frames
+    and the needles drawn (all by default; `paravt repro`: flashes only, docs/repro.md)."""
+
+    size: tuple[int, int] = (64, 64)
+    min_duration: int = 60
+    max_duration: int = 300
+    gop: int = 20
+    needle_kinds: Sequence[str] = NEEDLE_KINDS
+
+
 def build(
     out_dir: str | Path,
     *,
@@ -273,18 +286,16 @@ def build(
     eval_videos: int = 40,
     seed: int = 0,
     workers: int = 2,
-    size: tuple[int, int] = (64, 64),
-    min_duration: int = 60,
-    max_duration: int = 300,
-    gop: int = 20,
+    scenes: SceneSpec = SceneSpec(),
     seq_max_calls: int = 2,
-    needle_kinds: Sequence[str] = NEEDLE_KINDS,
     tool_share: float = TOOL_SHARE,
 ) -> Manifest:
     """Build ParaVT-Synth in ``out_dir`` (module docstring); returns the manifest. ``rl_videos``:
-    the RL prompts' own videos (None: a quarter of ``videos``, at least 1); ``needle_kinds``: the
-    needles drawn (all by default; `paravt repro`: flashes only, docs/repro.md); ``tool_share``:
-    the share of tool traces among the SFT main traces (``synth.sft_mix``)."""
+    the RL prompts' own videos (None: a quarter of ``videos``, at least 1); ``scenes``: how the
+    videos look; ``tool_share``: the share of tool traces among the SFT main traces
+    (``synth.sft_mix``)."""
+    size, gop, needle_kinds = scenes.size, scenes.gop, scenes.needle_kinds
+    min_duration, max_duration = scenes.min_duration, scenes.max_duration
     n_rl = max(1, math.ceil(videos / 4)) if rl_videos is None else rl_videos
     _check_args(videos, n_rl, eval_videos, min_duration, max_duration, needle_kinds)
     out = Path(out_dir)

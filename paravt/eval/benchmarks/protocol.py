@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import fmean
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from paravt.agent import EpisodeInput, EpisodeSettings
 from paravt.config import PromptClass
@@ -35,6 +35,10 @@ from paravt.eval.metrics import TOKEN_FIELDS
 from paravt.eval.results import ResultRow, load_results
 from paravt.protocol.tags import join_turns
 from paravt.video import overview_count, probe
+
+if TYPE_CHECKING:
+    from paravt.agent.backend import Backend
+    from paravt.rewards import RewardWeights
 
 PROMPT_CLASSES: tuple[str, ...] = get_args(PromptClass)
 
@@ -189,36 +193,44 @@ def benchmark_section(
     return out
 
 
+@dataclass(frozen=True)
+class BenchmarkPlan:
+    """Where a benchmark run writes and how much of it runs: its dispatch modes, the output
+    directory (``OUT/<benchmark>/<prompt class>/``), a sample limit and the episode workers."""
+
+    modes: tuple[str, ...]
+    out: Path
+    limit: int | None = None
+    workers: int = 4
+    progress: bool = True
+
+
 def run_benchmark(
     bench: str,
     root: Path,
     *,
-    backend: Any,
+    backend: Backend,
     base: EpisodeSettings,
     proto: Protocol,
-    modes: Sequence[str],
-    out: Path,
-    limit: int | None = None,
-    workers: int = 4,
-    weights: Any = None,
-    progress: bool = True,
+    plan: BenchmarkPlan,
+    weights: RewardWeights | None = None,
 ) -> dict[str, Any]:
     """Load ``bench`` from ``root``, run it through `paravt.eval.runner.evaluate` and write its
     ``metrics.json`` with the ``benchmark`` section added; return those metrics."""
     from paravt.eval.runner import evaluate
 
-    samples = load_benchmark(bench, root, limit=limit)
-    settings, run_modes = class_settings(base, proto, modes)
-    d = bench_dir(out, bench, proto)
+    samples = load_benchmark(bench, root, limit=plan.limit)
+    settings, run_modes = class_settings(base, proto, plan.modes)
+    d = bench_dir(plan.out, bench, proto)
     metrics = evaluate(
         episode_inputs(samples, proto),
         backend,
         settings,
         modes=run_modes,
         out=d,
-        workers=workers,
+        workers=plan.workers,
         weights=weights,
-        progress=progress,
+        progress=plan.progress,
     )
     by_id = {s.id: s for s in samples}
     rows = [r for r in load_results(d / "results.jsonl") if r.id in by_id]

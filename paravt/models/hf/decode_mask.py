@@ -34,23 +34,22 @@ def decode_step_mask(
     kv_length: int,
     q_offset: Any = 0,
     kv_offset: int = 0,
-    mask_function: Any = None,
     attention_mask: torch.Tensor | None = None,
-    local_size: int | None = None,
-    allow_is_causal_skip: bool = True,
     **kwargs: Any,
 ) -> torch.Tensor | None:
-    """``sdpa_mask``'s result; computed in one op for a decode step, by ``sdpa_mask`` otherwise."""
+    """``sdpa_mask``'s result; computed in one op for a decode step, by ``sdpa_mask`` otherwise.
+    The rest of transformers' mask interface (``mask_function``, ``local_size``,
+    ``allow_is_causal_skip``, …) arrives in ``kwargs`` and goes to ``sdpa_mask`` as it came."""
     from transformers.masking_utils import causal_mask_function, sdpa_mask
 
-    mask_function = causal_mask_function if mask_function is None else mask_function
+    mask_function = kwargs.pop("mask_function", None) or causal_mask_function
     tracing = torch.compiler.is_compiling() or torch.jit.is_tracing()
     decode_step = (
         not tracing
         and q_length == 1
         and kv_offset == 0
-        and local_size is None
-        and allow_is_causal_skip
+        and kwargs.get("local_size") is None
+        and kwargs.get("allow_is_causal_skip", True)
         and mask_function is causal_mask_function
         and attention_mask is not None
         and attention_mask.dim() == 2
@@ -68,8 +67,6 @@ def decode_step_mask(
         kv_offset,
         mask_function=mask_function,
         attention_mask=attention_mask,
-        local_size=local_size,
-        allow_is_causal_skip=allow_is_causal_skip,
         **kwargs,
     )
 

@@ -53,7 +53,6 @@ from paravt.models.base import GenOutput, GenRequest
 from paravt.models.hf.generator import HFGenerator
 from paravt.models.hf.loading import LoadedPolicy
 from paravt.models.hf.replica_handle import (
-    DEFAULT_MAX_REPLY_BYTES_PER_ROW,
     DEFAULT_TIMEOUT_S,
     Replica,
 )
@@ -127,7 +126,6 @@ class ReplicaGenerator:
         max_batch: int = 16,
         window_s: float = 0.005,
         timeout_s: float = DEFAULT_TIMEOUT_S,
-        max_reply_bytes_per_row: int = DEFAULT_MAX_REPLY_BYTES_PER_ROW,
         share_prefill: bool = True,
         turn_cache_entries: int = 32,
         prefill_threads: int | None = None,
@@ -157,14 +155,7 @@ class ReplicaGenerator:
             turn_cache_entries,
         )
         self.remotes = [
-            Replica(
-                i,
-                spec,
-                policy.model,
-                window_s,
-                timeout_s=timeout_s,
-                max_reply_bytes_per_row=max_reply_bytes_per_row,
-            )
+            Replica(i, spec, policy.model, window_s, timeout_s=timeout_s)
             for i in range(1, replicas)
         ]
         self._finalizer = weakref.finalize(

@@ -82,10 +82,9 @@ class OpenAIGenerator:
         *,
         model: str | None = None,
         timeout_s: float = 120.0,
-        max_retries: int = 3,
+        retry: RetryPolicy = RetryPolicy(),
         max_concurrency: int = 16,
         tokenizer: Any,
-        backoff_s: float = 0.5,
         image_format: str = "jpeg",
         max_reply_bytes: int = 32 << 20,
         api_key: str | None = None,
@@ -96,7 +95,7 @@ class OpenAIGenerator:
         self.model = model
         self.timeout_s = timeout_s
         self.max_reply_bytes = max_reply_bytes  # token ids and logprobs of a long answer: a few MB
-        self.retry = RetryPolicy(max_retries=max_retries, backoff_s=backoff_s)
+        self.retry = retry
         self.image_format = image_format
         self.tokenizer = tokenizer
         self.im_end_id: int = tokenizer.convert_tokens_to_ids(IM_END)
