@@ -58,8 +58,13 @@ def history(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def run_records(path: Path) -> Iterator[Any]:
+    """The run records of a ``.wandb`` file (none when the process died before wandb wrote one)."""
+    return (r.run for r in records(path) if r.WhichOneof("record_type") == "run")
+
+
 def run_record(path: Path) -> Any:
-    return next(r.run for r in records(path) if r.WhichOneof("record_type") == "run")
+    return next(run_records(path))
 
 
 def artifacts(path: Path) -> list[tuple[str, str]]:
