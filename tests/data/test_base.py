@@ -15,6 +15,7 @@ from paravt.data.rows import RLRow, SFTRow
 from paravt.data.schema import read_rows
 from paravt.data.synth.base import MCQ_VARIANTS, OVQ, SEE, clip_counts, prior_traces
 from paravt.data.synth.perception import NOTHING, patch_stamps
+from paravt.data.synth.prior import Habit
 from paravt.errors import DataError
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_processor
@@ -136,8 +137,8 @@ def test_each_videos_n64_mcq_comes_in_versions_that_all_point_at_its_needle(
 
 
 def test_the_two_priors_share_all_but_the_habit(base_rows: list) -> None:
-    strong = prior_traces(base_rows, tool_mix=1.0, think_sentences=2)
-    weak = prior_traces(base_rows, tool_mix=0.0, think_sentences=2)
+    strong = prior_traces(base_rows, tool_mix=1.0, habit=Habit(2))
+    weak = prior_traces(base_rows, tool_mix=0.0, habit=Habit(2))
     fixed = [r for r in base_rows if isinstance(r, SFTRow)]
     assert strong[: len(fixed)] == weak[: len(fixed)] == fixed
     code = lambda rows: sum(  # noqa: E731  (the replies; the v2 system prompt names the tag)
@@ -145,7 +146,7 @@ def test_the_two_priors_share_all_but_the_habit(base_rows: list) -> None:
     )
     assert code(weak) == 0 and code(strong) >= sum(isinstance(r, RLRow) for r in base_rows)
     with pytest.raises(DataError, match="no prompt"):
-        prior_traces(fixed, tool_mix=1.0, think_sentences=2)
+        prior_traces(fixed, tool_mix=1.0, habit=Habit(2))
 
 
 def test_the_held_out_probe_uses_eval_videos_only(synth_dir: Path) -> None:

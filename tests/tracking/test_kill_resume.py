@@ -77,10 +77,16 @@ def _stopped_by_signal(cfg: TrainConfig, log: Path, signum: int) -> None:
             time.sleep(0.02)
         os.kill(os.getpid(), signum)
 
+    # Python's own SIGINT handler, whatever an earlier test or library left installed (a
+    # suite-wide run had one that swallowed the signal)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=watch, daemon=True).start()
-    with pytest.raises(Interrupted if signum == signal.SIGTERM else KeyboardInterrupt):
-        run_training(cfg, kind="sft", progress=False)
-        time.sleep(30)  # finished before the signal came: it still arrives, the test is valid
+    try:
+        with pytest.raises(Interrupted if signum == signal.SIGTERM else KeyboardInterrupt):
+            run_training(cfg, kind="sft", progress=False)
+            time.sleep(30)  # finished before the signal came: it still arrives, the test is valid
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _stopped_mid_step(cfg: TrainConfig, monkeypatch: pytest.MonkeyPatch) -> None:
