@@ -27,7 +27,7 @@ def wandb_steps(root: Path, run_id: str) -> set[int]:
 
     steps: set[int] = set()
     for path in sorted(root.glob(f"*run-*/run-{run_id}.wandb")):
-        for blob in _wandb_records(path.read_bytes()):
+        for blob in wandb_record_blobs(path.read_bytes()):
             rec = pb.Record()
             try:
                 rec.ParseFromString(blob)
@@ -41,7 +41,7 @@ def wandb_steps(root: Path, run_id: str) -> set[int]:
     return steps
 
 
-def _wandb_records(data: bytes) -> Iterator[bytes]:
+def wandb_record_blobs(data: bytes) -> Iterator[bytes]:
     """LevelDB-log records after the 7-byte ``:W&B`` header: 32 KiB blocks of chunks, each with a
     7-byte header (crc32, length u16, type u8: 1 full, 2 first, 3 middle, 4 last)."""
     if data[:4] != b":W&B":

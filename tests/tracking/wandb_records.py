@@ -1,41 +1,27 @@
 """Read a wandb OFFLINE run file (``run-<id>.wandb``) back, for the tests: wandb ships no Python
-reader any more. The file is a 7-byte header (``:W&B`` + magic + version), then LevelDB-log
-records in 32 KiB blocks: each chunk has a 7-byte header (crc32, length u16, type u8: 1 full,
-2 first, 3 middle, 4 last) and a block's tail shorter than 7 bytes is padding."""
+reader any more; the chunk layout is read by ``paravt.tracking.stores.wandb_record_blobs``."""
 
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from wandb.proto import wandb_internal_pb2 as pb
 
-BLOCK = 32768
-HEADER = 7
+from paravt.tracking.stores import wandb_record_blobs
 
 
 def records(path: Path) -> Iterator[Any]:
+    """Every record of ``path``, parsed (the chunks are read by the library's own reader,
+    ``paravt.tracking.stores.wandb_record_blobs``, which resume uses too)."""
     data = path.read_bytes()
     assert data[:4] == b":W&B", f"{path} is not a wandb run file"
-    pos, buf = HEADER, b""
-    while pos + HEADER <= len(data):
-        left = BLOCK - pos % BLOCK
-        if left < HEADER:
-            pos += left
-            continue
-        _crc, n, kind = struct.unpack("<IHB", data[pos : pos + HEADER])
-        if kind == 0 and n == 0:
-            break
-        buf += data[pos + HEADER : pos + HEADER + n]
-        pos += HEADER + n
-        if kind in (1, 4):
-            rec = pb.Record()
-            rec.ParseFromString(buf)
-            yield rec
-            buf = b""
+    for blob in wandb_record_blobs(data):
+        rec = pb.Record()
+        rec.ParseFromString(blob)
+        yield rec
 
 
 def offline_runs(root: Path) -> list[Path]:
