@@ -20,8 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from paravt.report.html_parts import figure_html, fmt, iv_cell, real, section, table
-from paravt.report.repro_checks import diagnosis_html, necessity_html, task_check_html
-from paravt.report.repro_figures import acc_vs_n_figure, dynamics_figure
+from paravt.report.repro_checks import (
+    diagnosis_html,
+    necessity_html,
+    paths_html,
+    task_check_html,
+)
+from paravt.report.repro_figures import acc_vs_n_figure, dynamics_figure, paths_figure
 from paravt.report.repro_runs import ReproRun, find_runs, get
 from paravt.repro.paper_numbers import TABLE2, TABLE5, Table2Row
 
@@ -250,6 +255,20 @@ def run_html(run: ReproRun) -> str:
         _guard(lambda: table2_html(s), "Table 2"),
         "<h3>Table 5 layout: closure rates in raw τ = 0.7 rollouts</h3>",
         _guard(lambda: table5_html(s), "Table 5"),
+        "<h3>Reward by path: the RL init before any update</h3>",
+        (
+            '<p class="muted">τ = 0.7 rollouts of the chosen cold start, each variant with its own '
+            "rollout settings and reward; a rollout's path: a call executed, a call written but "
+            "not run, answered without a call, broken (no call, no answer). The executed − direct "
+            "advantage predicts the sign of GRPO's first push on calls (docs/repro.md).</p>"
+        ),
+        _guard(
+            lambda: figure_html(
+                lambda: paths_figure(get(s, "reward_by_path") or {}), "reward by path"
+            ),
+            "reward by path figure",
+        ),
+        _guard(lambda: paths_html(s), "reward by path table"),
         "<h3>Accuracy vs n per dispatch mode (the Tool Necessity Gap curve)</h3>",
         _guard(
             lambda: figure_html(lambda: acc_vs_n_figure(acc_curves(s)), "accuracy vs n per mode"),

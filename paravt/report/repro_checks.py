@@ -140,3 +140,42 @@ def task_check_html(s: Mapping[str, Any]) -> str:
     ref = get(tc, "reference")
     note = f'<p class="muted">reference checkpoint: {html.escape(str(ref))}</p>' if ref else ""
     return note + table(head, rows, "task-check", (0, 1, 2))
+
+
+def paths_html(s: Mapping[str, Any]) -> str:
+    """The reward-by-path table of the RL init (``repro.paths``), one row per (variant, n, path),
+    and each cell's call − direct contrasts."""
+    from paravt.repro.paths import PATHS, predicted_sign
+
+    by_path = get(s, "reward_by_path") or {}
+    head = (
+        "<tr><th class='l'>variant</th><th>n</th><th class='l'>path</th><th>share</th>"
+        "<th>accuracy</th><th>mean reward</th><th>mean advantage</th></tr>"
+    )
+    rows, notes = [], []
+    for v, by_n in by_path.items():
+        for n, t in (by_n or {}).items():
+            for p in PATHS:
+                c = get(t, "paths", p) or {}
+                rows.append(
+                    [
+                        html.escape(v),
+                        html.escape(str(n)),
+                        p,
+                        f"{fmt(get(c, 'share'))} ({num(get(c, 'n'))})",
+                        iv_cell(get(c, "acc")) if get(c, "acc") else "–",
+                        iv_cell(get(c, "reward")) if get(c, "reward") else "–",
+                        iv_cell(get(c, "advantage")) if get(c, "advantage") else "–",
+                    ]
+                )
+            diff = get(t, "call_minus_direct", "advantage")
+            sign = {1: "calls up", -1: "calls down", 0: "no clear push", None: "–"}
+            notes.append(
+                f"<li>{html.escape(v)} n={html.escape(str(n))}: executed − direct advantage "
+                f"{iv_cell(diff) if diff else '–'} → {sign[predicted_sign(t)]}; call break rate "
+                f"{fmt(get(t, 'call_break_rate'))} vs direct break rate "
+                f"{fmt(get(t, 'direct_break_rate'))}</li>"
+            )
+    if not rows:
+        return '<p class="muted">No reward-by-path probe in summary.json.</p>'
+    return table(head, rows, "reward by path") + f"<ul>{''.join(notes)}</ul>"

@@ -156,3 +156,52 @@ def acc_vs_n_figure(curves: Mapping[tuple[str, str], Mapping[int, Mapping[str, A
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     fig.tight_layout()
     return fig
+
+
+_PATH_COLOURS = {"executed": "C2", "written_not_run": "C1", "direct": "C0", "broken": "C3"}
+
+
+def paths_figure(by_path: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> Figure:
+    """The reward-by-path probe of the RL init (``repro.paths``): per (variant, n) cell, each
+    path's share of the rollouts (left) and its mean reward with its bootstrap interval (right)."""
+    from paravt.repro.paths import PATHS
+
+    cells = [
+        (f"{v} n={n}", t)
+        for v, by_n in by_path.items()
+        for n, t in by_n.items()
+        if isinstance(t, Mapping) and t.get("n")
+    ]
+    if not cells:
+        raise DataError("no reward-by-path table in the summary")
+    fig = Figure(figsize=(9.0, 3.8), dpi=100)
+    share_ax, reward_ax = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    width = 0.8 / len(PATHS)
+    for j, p in enumerate(PATHS):
+        xs = [i + (j - (len(PATHS) - 1) / 2) * width for i in range(len(cells))]
+        share_ax.bar(
+            xs,
+            [float(t["paths"][p]["share"]) for _, t in cells],
+            width,
+            color=_PATH_COLOURS[p],
+            label=p,
+        )
+        pts = [(x, t["paths"][p]["reward"]) for x, (_, t) in zip(xs, cells)]
+        pts = [(x, iv) for x, iv in pts if iv and _num(iv.get("mean")) is not None]
+        if pts:
+            ys = [float(iv["mean"]) for _, iv in pts]
+            err = [
+                [y - _num_or(iv.get("lo"), y) for y, (_, iv) in zip(ys, pts)],
+                [_num_or(iv.get("hi"), y) - y for y, (_, iv) in zip(ys, pts)],
+            ]
+            reward_ax.errorbar(
+                [x for x, _ in pts], ys, yerr=err, fmt="o", color=_PATH_COLOURS[p], capsize=3
+            )
+    for ax, title in ((share_ax, "share of rollouts"), (reward_ax, "mean reward")):
+        ax.set_xticks(range(len(cells)), [label(c) for c, _ in cells], fontsize=7)
+        ax.set_title(title, fontsize=9)
+        ax.grid(alpha=0.3, axis="y")
+    share_ax.set_ylim(0, 1.05)
+    share_ax.legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    return fig

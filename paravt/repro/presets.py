@@ -57,6 +57,10 @@ class ReproPreset:
     grid_ns: tuple[int, ...]  # sft / vanilla_grpo / paragrpo, every mode
     # model.replicas of the eval and the RL rollouts (2: both cores; paravt.models.hf.replicas)
     replicas: int = 1
+    # the RL init's reward-by-path probe (issue 47 M3): G rollouts for each of the first N RL
+    # prompts, per (variant, budget); 25 × 8 = 200 rollouts a cell
+    path_prompts: int = 25
+    path_budgets: tuple[int, ...] = (4, 64)
     needle_kinds: tuple[str, ...] = (
         "flash",
     )  # the base's and the runs' needles: the one kind the s model
@@ -139,6 +143,7 @@ PRESETS = {
         select_tolerance=0.05,
         eval_ns=(4, 64),
         grid_ns=(4, 64),
+        path_prompts=1,
     ),
     # `make demo` (sft, vanilla_grpo, paragrpo)
     "demo": _DEMO,

@@ -152,12 +152,13 @@ def _run_variants(
     start, on its prior's RL prompts (``training.rl_pool``: the offline filter's, recorded in the
     selection under ``prefilter``): each variant's summary (with its diagnosis) and its eval
     rows."""
-    from paravt.repro.training import rl_pool
+    from paravt.repro.training import path_probe_stage, rl_pool
 
     cfgs = {}
     for prior, sel in selections.items():
         pool, sel["prefilter"] = rl_pool(out, cfg, prior, sel["chosen_path"])
         cfgs[prior] = cfg.model_copy(update={"data": str(pool), "data_root": str(out / "synth")})
+        sel["reward_by_path"] = path_probe_stage(out, cfg, p, prior, sel["chosen_path"], pool)
     from paravt.repro.diagnosis import needle_windows
     from paravt.repro.summary import variant_summary
 
@@ -221,6 +222,8 @@ def _run_repro(
     summary = {
         "variants": summaries,
         "sft_emits_think_without_prefix": chosen_metrics.get("closed/think"),
+        # the RL init's reward by path (issue 47 M3), before any update: the strong prior's
+        "reward_by_path": strong.get("reward_by_path"),
         "claims": check_claims(summaries, eval_rows),
         "task_check": task,
         "selection": selections,

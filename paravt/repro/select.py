@@ -3,9 +3,18 @@
 
 Rule (``pick_early``): among the SFT checkpoints (periodic ``checkpoints/step_NNNNNN/model`` and the
 final ``model``), score each by a format metric of K sampled rollouts per prompt (``key``:
-``f_tau`` by default, or a closure rate such as ``closed/answer``) and take the EARLIEST whose
-score is within ``tolerance`` of the best. Later checkpoints that are no more stable are passed
-over: they only move further from the pretrained distribution RL has to explore from.
+``closed/all`` by default, the share of well-formed rollouts, or any rollout metric such as
+``f_tau``) and take the EARLIEST whose score is within ``tolerance`` of the best. Later
+checkpoints that are no more stable are passed over: they only move further from the pretrained
+distribution RL has to explore from.
+
+Why ``closed/all`` and not ``f_tau`` (issue 47, M2): the release's format reward reaches its joint
+cap of 1.0 without any ``<answer>`` (think 0.2 + ordering 0.3 + balance 0.1 + 0.5 × anchor 0.7),
+so under ``f_tau`` a checkpoint that never answers can win: on 2026-11-29 step 25 won with f_tau
+0.761 and 0 of 48 answers closed (docs/repro-log.md), and every accuracy downstream was 0. A
+rollout counts for ``closed/all`` only with a closed think AND a closed answer (and a closed,
+parseable call if it wrote one), so a checkpoint that never answers scores 0 and cannot win
+unless no checkpoint ever answers.
 """
 
 from __future__ import annotations
@@ -75,7 +84,7 @@ def select_checkpoint(
     *,
     k: int,
     tolerance: float,
-    key: str = "f_tau",
+    key: str = "closed/all",
     seed: int = 0,
     temperature: float = 0.7,
 ) -> Selection:

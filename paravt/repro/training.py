@@ -168,6 +168,27 @@ def _offline_filter(pool: Path, d: Path, cfg: TrainConfig, init: str) -> None:
     (d / "prefilter.json").write_text(json.dumps({**meta, **report.to_json()}, indent=1))
 
 
+def path_probe_stage(
+    out: Path, cfg: TrainConfig, p: ReproPreset, prior: str, init: str, pool: Path
+) -> dict[str, Any]:
+    """The reward-by-path probe (``repro.path_probe``) of this prior's RL init on its RL prompts
+    ``pool`` (after the offline filter), once: ``sft_PRIOR/paths/paths.json`` and the raw
+    rollouts beside it (``rollouts.jsonl``)."""
+    from paravt.jsonl import rewrite_jsonl, write_atomic
+    from paravt.repro.path_probe import PathProbeSpec, reward_by_path
+
+    d = out / f"sft_{prior}" / "paths"
+    if _stage(d, f"reward by path of the RL init ({prior} prior)"):
+        spec = PathProbeSpec(
+            budgets=p.path_budgets, k=cfg.rl.group_size, prompts=p.path_prompts, seed=0
+        )
+        tables, raw = reward_by_path(init, pool, cfg, spec, root=out / "synth")
+        rewrite_jsonl(d / "rollouts.jsonl", raw)
+        write_atomic(d / "paths.json", json.dumps(tables, indent=1), "the reward-by-path table")
+        _done(d)
+    return json.loads((d / "paths.json").read_text())
+
+
 def train_variant(
     out: Path, cfg: TrainConfig, p: ReproPreset, v: Variant, seed: int, init: str
 ) -> dict[str, float]:

@@ -14,7 +14,9 @@ Keys of ``aggregate`` (all floats; means over the records unless said otherwise)
   model WROTE (``RewardBreakdown.n_calls``: well-formed or not, run or not);
 - ``closed/think``, ``closed/tool_call``, ``closed/answer``: fraction of rollouts with a
   correctly closed first ``<think>``, a closed and JSON-parseable ``<tool_call>``, a closed
-  ``<answer>``;
+  ``<answer>``; ``closed/all``: fraction of WELL-FORMED rollouts, whose first ``<think>`` and
+  ``<answer>`` are closed and which, if they wrote a ``<tool_call>``, closed a JSON-parseable one:
+  a rollout without ``<answer>`` never counts (the RL init's selection key, docs/repro.md);
 - ``tool_code_rate``: fraction emitting ``<tool_code>``;
 - ``skip_tool_rate``: fraction with no executed call (``kappa``'s count is 0);
 - ``degenerate_rate``;
@@ -73,6 +75,7 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
     out["closed/think"] = _mean(x.closed_think for x in b)
     out["closed/tool_call"] = _mean(x.closed_tool_call for x in b)
     out["closed/answer"] = _mean(x.closed_answer for x in b)
+    out["closed/all"] = _mean(well_formed(x) for x in b)
     out["tool_code_rate"] = _mean(x.tool_code for x in b)
     out["skip_tool_rate"] = _mean(r.calls == 0 for r in recs)
     out["degenerate_rate"] = _mean(x.degenerate for x in b)
@@ -98,6 +101,11 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
             tok[f"tokens/{k}"].append(float(v))
     out.update({k: _mean(v) for k, v in sorted(tok.items())})
     return out
+
+
+def well_formed(b: RewardBreakdown) -> bool:
+    """Closed think, closed answer, and a closed JSON-parseable call if any call was written."""
+    return b.closed_think and b.closed_answer and (b.n_calls == 0 or b.closed_tool_call)
 
 
 def _grouped(

@@ -137,6 +137,29 @@ def test_the_rl_init_is_the_measured_early_checkpoint(run: Path, summary: dict[s
     )
 
 
+def test_the_reward_by_path_table_is_the_probes_rollouts(
+    run: Path, summary: dict[str, Any]
+) -> None:
+    """The RL init's reward by path (issue 47 M3): one table per (variant, budget), rebuilt here
+    from the probe's raw rollouts (path shares, mean reward per path)."""
+    by_path = summary["reward_by_path"]
+    assert set(by_path) == {"vanilla_grpo", "paragrpo"} and set(by_path["paragrpo"]) == {"4", "64"}
+    raw = read_log(run / "sft_strong" / "paths" / "rollouts.jsonl")
+    assert len(raw) == 2 * 2 * 2  # 2 variants × 2 budgets × (1 prompt × G = 2)
+    for variant, by_n in by_path.items():
+        for n, table in by_n.items():
+            cell = [r for r in raw if r["variant"] == variant and str(r["n"]) == n]
+            assert table["n"] == len(cell) == 2
+            assert sum(p["share"] for p in table["paths"].values()) == pytest.approx(1.0)
+            for path, block in table["paths"].items():
+                rewards = [r["reward"] for r in cell if r["path"] == path]
+                assert block["n"] == len(rewards)
+                if rewards:
+                    assert block["reward"]["mean"] == pytest.approx(fmean(rewards))
+    # the vanilla cell is rolled out without the think prefix, PARA-GRPO's with it
+    assert all(r["completion"].startswith("<think>") for r in raw if r["variant"] == "paragrpo")
+
+
 def test_a_second_run_resumes_and_skips_every_stage(run: Path, summary: dict[str, Any]) -> None:
     files = [
         run / "vanilla_grpo" / "seed0" / "train_log.jsonl",
@@ -184,6 +207,13 @@ def test_the_report_puts_the_run_beside_the_paper(run: Path, summary: dict[str, 
         and 'alt="accuracy vs n per mode"' in text
     )
     assert "anchoring_only (not run)" in text
+    # the RL init's reward by path: its figure, and a table row per (variant, n, path)
+    assert 'alt="reward by path"' in text
+    n64 = summary["reward_by_path"]["vanilla_grpo"]["64"]["paths"]["direct"]
+    assert (
+        f"<td>vanilla_grpo</td><td>64</td><td>direct</td><td>{n64['share']:.3f} ({n64['n']})"
+        in text
+    )
 
 
 def test_unknown_variant_is_a_clear_error(tmp_path: Path) -> None:

@@ -1,0 +1,115 @@
+"""The reward-by-path probe of a checkpoint (issue 47, M3): K rollouts per RL prompt at the RL
+temperature for each (variant, overview budget), each variant rolled out and scored with ITS OWN
+episode settings and reward (vanilla: no think prefix, plain weights; PARA-GRPO: prefix, suffix
+weights, anchor), every rollout classified by ``paravt.repro.paths.classify_path`` and the table
+built by ``paths.path_table``. No update is made: this is the initial condition GRPO starts from."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from paravt.config import TrainConfig
+from paravt.repro.paths import PathRow, classify_path, path_table
+
+
+@dataclass(frozen=True)
+class PathProbeSpec:
+    """What the probe rolls out: ``k`` rollouts (one GRPO group) for each of the first
+    ``prompts`` RL prompts, at each budget of ``budgets``, for each variant of ``variants``."""
+
+    variants: tuple[str, ...] = ("vanilla_grpo", "paragrpo")
+    budgets: tuple[int, ...] = (4, 64)
+    k: int = 8
+    prompts: int | None = 25  # 25 prompts × 8 = 200 rollouts per cell
+    seed: int = 0
+
+
+def _rows_for_cell(
+    model: str,
+    rl_parquet: Path,
+    root: Path | None,
+    vcfg: TrainConfig,
+    *,
+    n: int,
+    k: int,
+    prompts: int | None,
+    seed: int,
+) -> list[tuple[PathRow, dict[str, Any]]]:
+    from paravt.agent import EpisodeSettings, episode_reward, run_group
+    from paravt.agent.backend import open_backend
+    from paravt.agent.inputs import load_episode_inputs
+    from paravt.rewards import RewardWeights
+
+    inputs = load_episode_inputs(rl_parquet, root, nframes=n, limit=prompts)
+    if not inputs:
+        raise ValueError(f"{rl_parquet}: no usable RL prompt for the path probe")
+    settings = EpisodeSettings.from_config(vcfg)
+    settings = replace(
+        settings,
+        sampling=replace(settings.sampling, seed=seed),
+        sub_sampling=replace(settings.sub_sampling, seed=seed),
+    )
+    weights = RewardWeights.from_config(vcfg.reward)
+    batch = [inp for inp in inputs for _ in range(k)]
+    groups = [i for i in range(len(inputs)) for _ in range(k)]
+    backend = open_backend(vcfg.model.model_copy(update={"path": model}), vcfg.rollout)
+    try:
+        results = asyncio.run(
+            run_group(
+                batch,
+                generator=backend.generator,
+                codec=backend.codec,
+                settings=settings,
+                tools=backend.tools,
+                episode_ids=[f"path-{n}-{seed}-{i}" for i in range(len(batch))],
+            )
+        )
+    finally:
+        asyncio.run(backend.generator.aclose())
+    out: list[tuple[PathRow, dict[str, Any]]] = []
+    for g, res in zip(groups, results, strict=True):
+        b = episode_reward(res, weights)
+        path = classify_path(
+            executed_calls=res.n_successful_calls,
+            written_calls=b.n_calls,
+            tool_code=b.tool_code,
+            answered=b.answer is not None,
+        )
+        raw: dict[str, Any] = {"path": path, "group": g, "acc": b.acc, "reward": b.reward}
+        raw |= {"answer": b.answer, "completion": res.completion}
+        out.append((PathRow(path, g, b.acc, b.reward), raw))
+    return out
+
+
+def reward_by_path(
+    model: str, rl_parquet: Path, cfg: TrainConfig, spec: PathProbeSpec, root: Path | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``({variant: {str(n): path_table}}, raw rollouts)`` of ``model`` on the prompts of
+    ``rl_parquet`` (videos under ``root``; see the module doc)."""
+    from paravt.repro.variants import VARIANTS, with_overrides
+
+    tables: dict[str, Any] = {}
+    raw: list[dict[str, Any]] = []
+    for name in spec.variants:
+        vcfg = with_overrides(cfg, dict(VARIANTS[name].overrides))
+        tables[name] = {}
+        for n in spec.budgets:
+            cell = _rows_for_cell(
+                model,
+                rl_parquet,
+                root,
+                vcfg,
+                n=n,
+                k=spec.k,
+                prompts=spec.prompts,
+                seed=spec.seed,
+            )
+            tables[name][str(n)] = path_table([r for r, _ in cell], seed=spec.seed)
+            raw += [{"variant": name, "n": n, **x} for _, x in cell]
+    return tables, raw
+
+
+__all__ = ["PathProbeSpec", "reward_by_path"]

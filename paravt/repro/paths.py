@@ -1,0 +1,160 @@
+"""Reward by path: the paradox's precondition measured on a checkpoint before any RL update
+(issue 47, M3; docs/repro.md, "Reward by path").
+
+Every rollout takes exactly one PATH, decided in this order:
+
+1. ``executed``: at least one tool call ran (``EpisodeResult.n_successful_calls`` > 0);
+2. ``written_not_run``: the model wrote a call (a ``<tool_call>`` block, well-formed or not, or a
+   ``<tool_code>`` block) and none ran: malformed JSON, a form the parser does not run;
+3. ``direct``: no call written, and the reward extracts an answer;
+4. ``broken``: no call written and no extractable answer.
+
+Per path: its share of the rollouts, its accuracy, its mean reward and its mean GRPO advantage
+(rewards normalised within each prompt's group, as the trainer does), each with a seeded bootstrap
+interval. Two contrasts predict what GRPO does with the first update:
+
+- ``call_minus_direct``: mean reward and mean advantage of ``executed`` minus ``direct``
+  (unpaired bootstrap). Positive: GRPO pushes calls up; the paper's Tool Necessity Gap at n = 64
+  needs it near zero or below.
+- fragility: ``call_break_rate`` = written_not_run / (executed + written_not_run), the share of
+  attempted calls that lose their credit, against ``direct_break_rate`` = broken / (direct +
+  broken). The paper's Format Fragility needs the first above the second.
+
+Pure Python + numpy; the rollouts come from ``paravt.repro.path_probe``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from paravt.repro.intervals import Interval, bootstrap_interval
+from paravt.rl.advantages import grouped
+
+PathName = Literal["executed", "written_not_run", "direct", "broken"]
+PATHS: tuple[PathName, ...] = ("executed", "written_not_run", "direct", "broken")
+
+AdvantageFn = Callable[[Sequence[float], Sequence[Hashable]], list[float]]
+
+
+def classify_path(
+    *, executed_calls: int, written_calls: int, tool_code: bool, answered: bool
+) -> PathName:
+    """The one path of a rollout (order in the module docstring)."""
+    if executed_calls > 0:
+        return "executed"
+    if written_calls > 0 or tool_code:
+        return "written_not_run"
+    return "direct" if answered else "broken"
+
+
+@dataclass(frozen=True)
+class PathRow:
+    """One scored rollout: its path, the prompt group it was sampled in, R_acc and the reward."""
+
+    path: PathName
+    group: Hashable
+    acc: float
+    reward: float
+
+
+def grpo_advantages(rewards: Sequence[float], groups: Sequence[Hashable]) -> list[float]:
+    """Group-normalised advantages (mean-centred, divided by the group's sample std)."""
+    return grouped(rewards, groups, std_normalize=True)
+
+
+def unpaired_bootstrap_diff(
+    a: Sequence[float], b: Sequence[float], *, seed: int = 0, n_boot: int = 2000
+) -> Interval | None:
+    """mean(a) − mean(b) over two independent samples, each resampled on its own; None when either
+    is empty (no difference to measure). ``n`` is the smaller sample's size."""
+    if not a or not b:
+        return None
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    rng = np.random.default_rng(seed)
+    mx = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
+    my = y[rng.integers(0, y.size, size=(n_boot, y.size))].mean(axis=1)
+    lo, hi = np.percentile(mx - my, [2.5, 97.5])
+    return Interval(float(x.mean() - y.mean()), float(lo), float(hi), int(min(x.size, y.size)))
+
+
+def _interval(values: Sequence[float], seed: int) -> dict[str, float | int | None] | None:
+    return bootstrap_interval(values, seed=seed).to_dict() if values else None
+
+
+def _rate(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def path_table(
+    rows: Sequence[PathRow], *, seed: int = 0, advantages: AdvantageFn = grpo_advantages
+) -> dict[str, Any]:
+    """The reward-by-path table of ``rows`` (JSON-ready; see the module docstring)."""
+    if not rows:
+        return {"n": 0, "paths": {}, "call_minus_direct": None}
+    adv = advantages([r.reward for r in rows], [r.group for r in rows])
+    by: dict[PathName, list[int]] = {p: [] for p in PATHS}
+    for i, r in enumerate(rows):
+        by[r.path].append(i)
+    n = len(rows)
+    paths: dict[str, Any] = {}
+    for p in PATHS:
+        idx = by[p]
+        paths[p] = {
+            "n": len(idx),
+            "share": len(idx) / n,
+            "acc": _interval([rows[i].acc for i in idx], seed),
+            "reward": _interval([rows[i].reward for i in idx], seed),
+            "advantage": _interval([adv[i] for i in idx], seed),
+        }
+    ex, di = by["executed"], by["direct"]
+    reward_diff = unpaired_bootstrap_diff(
+        [rows[i].reward for i in ex], [rows[i].reward for i in di], seed=seed
+    )
+    adv_diff = unpaired_bootstrap_diff([adv[i] for i in ex], [adv[i] for i in di], seed=seed)
+    n_ex, n_wr, n_di, n_br = (len(by[p]) for p in PATHS)
+    return {
+        "n": n,
+        "paths": paths,
+        "call_minus_direct": {
+            "reward": None if reward_diff is None else reward_diff.to_dict(),
+            "advantage": None if adv_diff is None else adv_diff.to_dict(),
+        },
+        "call_break_rate": _rate(n_wr, n_ex + n_wr),
+        "direct_break_rate": _rate(n_br, n_di + n_br),
+    }
+
+
+def path_shares(paths: Sequence[PathName]) -> dict[str, float]:
+    """The share of each path among ``paths`` (every path present, 0.0 when absent)."""
+    n = len(paths)
+    return {p: (sum(1 for x in paths if x == p) / n if n else 0.0) for p in PATHS}
+
+
+def predicted_sign(table: Mapping[str, Any]) -> int | None:
+    """+1 / −1 when the call-minus-direct ADVANTAGE interval excludes 0 (GRPO's first update
+    pushes calls up / down), 0 when it straddles 0, None when either path is empty."""
+    diff = (table.get("call_minus_direct") or {}).get("advantage")
+    if diff is None or diff["lo"] is None or diff["hi"] is None:
+        return None
+    if diff["lo"] > 0:
+        return 1
+    if diff["hi"] < 0:
+        return -1
+    return 0
+
+
+__all__ = [
+    "PATHS",
+    "PathName",
+    "PathRow",
+    "classify_path",
+    "grpo_advantages",
+    "path_shares",
+    "path_table",
+    "predicted_sign",
+    "unpaired_bootstrap_diff",
+]

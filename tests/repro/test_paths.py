@@ -1,0 +1,135 @@
+"""Reward by path (issue 47, M3): each path classified, shares, means and the GRPO advantage by
+path computed by hand on hand-made rollouts."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from paravt.repro.paths import (
+    PathRow,
+    classify_path,
+    path_shares,
+    path_table,
+    predicted_sign,
+    unpaired_bootstrap_diff,
+)
+
+
+@pytest.mark.parametrize(
+    ("executed", "written", "tool_code", "answered", "path"),
+    [
+        (2, 2, False, True, "executed"),  # two calls ran, answered
+        (1, 3, False, False, "executed"),  # one of three ran, no answer: still a call that ran
+        (0, 1, False, True, "written_not_run"),  # malformed JSON, answered anyway
+        (0, 0, True, False, "written_not_run"),  # a <tool_code> reversion that did not run
+        (0, 0, False, True, "direct"),
+        (0, 0, False, False, "broken"),
+    ],
+)
+def test_each_path_is_classified(
+    executed: int, written: int, tool_code: bool, answered: bool, path: str
+) -> None:
+    got = classify_path(
+        executed_calls=executed, written_calls=written, tool_code=tool_code, answered=answered
+    )
+    assert got == path
+
+
+def _rows() -> list[PathRow]:
+    # Two prompt groups of 4. Group "a": rewards 2.0 (executed, right), 1.0 (direct, right),
+    # 0.0 (direct, wrong), -0.2 (broken). Group "b": 1.2 (executed, wrong), 1.2 (executed, wrong),
+    # 0.4 (written_not_run, wrong), 0.4 (direct, wrong).
+    return [
+        PathRow("executed", "a", 1.0, 2.0),
+        PathRow("direct", "a", 1.0, 1.0),
+        PathRow("direct", "a", 0.0, 0.0),
+        PathRow("broken", "a", 0.0, -0.2),
+        PathRow("executed", "b", 0.0, 1.2),
+        PathRow("executed", "b", 0.0, 1.2),
+        PathRow("written_not_run", "b", 0.0, 0.4),
+        PathRow("direct", "b", 0.0, 0.4),
+    ]
+
+
+def _z(values: list[float]) -> list[float]:
+    m = sum(values) / len(values)
+    s = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+    return [(v - m) / (s + 1e-6) for v in values]
+
+
+def test_shares_accuracy_and_reward_by_path_by_hand() -> None:
+    t = path_table(_rows(), seed=3)
+    p = t["paths"]
+    assert t["n"] == 8
+    assert [p[k]["n"] for k in ("executed", "written_not_run", "direct", "broken")] == [3, 1, 3, 1]
+    assert p["executed"]["share"] == pytest.approx(3 / 8)
+    assert p["executed"]["acc"]["mean"] == pytest.approx(1 / 3)
+    assert p["executed"]["reward"]["mean"] == pytest.approx((2.0 + 1.2 + 1.2) / 3)
+    assert p["direct"]["reward"]["mean"] == pytest.approx((1.0 + 0.0 + 0.4) / 3)
+    assert p["broken"]["reward"]["mean"] == pytest.approx(-0.2)
+    # the contrasts: 4.4/3 − 1.4/3 = 1.0; breaks: 1 of 4 attempted calls, 1 of 4 non-call rollouts
+    assert t["call_minus_direct"]["reward"]["mean"] == pytest.approx(1.0)
+    assert t["call_break_rate"] == pytest.approx(1 / 4)
+    assert t["direct_break_rate"] == pytest.approx(1 / 4)
+
+
+def test_advantage_by_path_is_the_group_normalised_reward() -> None:
+    za = _z([2.0, 1.0, 0.0, -0.2])
+    zb = _z([1.2, 1.2, 0.4, 0.4])
+    t = path_table(_rows())
+    p = t["paths"]
+    assert p["executed"]["advantage"]["mean"] == pytest.approx((za[0] + zb[0] + zb[1]) / 3)
+    assert p["direct"]["advantage"]["mean"] == pytest.approx((za[1] + za[2] + zb[3]) / 3)
+    assert p["written_not_run"]["advantage"]["mean"] == pytest.approx(zb[2])
+    want = (za[0] + zb[0] + zb[1]) / 3 - (za[1] + za[2] + zb[3]) / 3
+    assert t["call_minus_direct"]["advantage"]["mean"] == pytest.approx(want)
+
+
+def test_a_path_with_no_rollouts_has_no_interval_and_no_contrast() -> None:
+    rows = [PathRow("direct", "g", 1.0, 1.0), PathRow("broken", "g", 0.0, -0.2)]
+    t = path_table(rows)
+    assert t["paths"]["executed"] == {
+        "n": 0,
+        "share": 0.0,
+        "acc": None,
+        "reward": None,
+        "advantage": None,
+    }
+    assert t["call_minus_direct"] == {"reward": None, "advantage": None}
+    assert t["call_break_rate"] is None and t["direct_break_rate"] == pytest.approx(0.5)
+    assert predicted_sign(t) is None
+    assert path_table([]) == {"n": 0, "paths": {}, "call_minus_direct": None}
+
+
+def test_predicted_sign_follows_the_advantage_interval() -> None:
+    # calls always win their group: the advantage gap is positive with an interval above 0
+    up = [PathRow("executed", g, 1.0, 2.0) for g in range(20)] + [
+        PathRow("direct", g, 0.0, 0.5) for g in range(20)
+    ]
+    assert predicted_sign(path_table(up)) == 1
+    down = [PathRow("executed", g, 0.0, 0.1) for g in range(20)] + [
+        PathRow("direct", g, 1.0, 1.5) for g in range(20)
+    ]
+    assert predicted_sign(path_table(down)) == -1
+    # the same reward on both paths inside every group: every advantage is 0, the gap straddles 0
+    tie = [PathRow("executed", g, 1.0, 1.0) for g in range(10)] + [
+        PathRow("direct", g, 1.0, 1.0) for g in range(10)
+    ]
+    assert predicted_sign(path_table(tie)) == 0
+
+
+def test_unpaired_bootstrap_brackets_the_difference_and_is_seeded() -> None:
+    a, b = [1.0, 2.0, 3.0, 4.0], [0.0, 1.0]
+    d = unpaired_bootstrap_diff(a, b, seed=7)
+    assert d is not None and d.mean == pytest.approx(2.0) and d.n == 2
+    assert d.lo is not None and d.hi is not None and d.lo <= 2.0 <= d.hi
+    assert unpaired_bootstrap_diff(a, b, seed=7) == d
+    assert unpaired_bootstrap_diff([], b) is None
+
+
+def test_path_shares_cover_every_path() -> None:
+    s = path_shares(["executed", "executed", "direct", "broken"])
+    assert s == {"executed": 0.5, "written_not_run": 0.0, "direct": 0.25, "broken": 0.25}
+    assert path_shares([]) == dict.fromkeys(s, 0.0)
