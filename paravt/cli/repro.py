@@ -1,4 +1,5 @@
-"""`paravt repro [--quick] [--seeds N] [--variants a,b] [--out DIR] [--set a.b=v]`
+"""`paravt repro [--quick] [--seeds N] [--variants a,b] [--base-seeds N] [--checks-only] [--out DIR]
+[--set a.b=v]`
 (docs/repro.md)."""
 
 from __future__ import annotations
@@ -27,6 +28,19 @@ def repro(
     eval_limit: int = typer.Option(
         0, "--eval-limit", min=0, help="Held-out questions per n (0 = all)."
     ),
+    base_seeds: int = typer.Option(
+        0,
+        "--base-seeds",
+        min=0,
+        help="Run once per simulated base seed (prior.seed 0..N-1) into DIR/base_seedS and write "
+        "DIR/checks.json: each stage check per base (0 = one run, as set).",
+    ),
+    checks_only: bool = typer.Option(
+        False,
+        "--checks-only",
+        help="Stop at the cold start: base, SFT, selection, the RL init's reward by path and the "
+        "sft variant's probe and eval (every stage check, no RL).",
+    ),
     set_: list[str] = typer.Option(
         None,
         "--set",
@@ -36,13 +50,34 @@ def repro(
 ) -> None:
     """The paper's Table 2 variants from one cold start, with intervals over seeds →
     DIR/summary.json."""
+    from paravt.repro.base_seeds import CHECKS_ONLY_VARIANTS, run_over_base_seeds
     from paravt.repro.presets import PRESETS
     from paravt.repro.run import run_repro
-    from paravt.repro.table import print_summary
+    from paravt.repro.table import checks_table, print_summary
 
     name = preset or ("quick" if quick else "full")
     if name not in PRESETS:
         raise ConfigError(f"--preset {name!r} is not a preset; choose from {', '.join(PRESETS)}")
+    if checks_only:
+        if variants and variants != CHECKS_ONLY_VARIANTS:
+            raise ConfigError(
+                f"--checks-only runs the {CHECKS_ONLY_VARIANTS!r} variant alone (no RL); drop "
+                f"--variants {variants!r} or --checks-only"
+            )
+        variants = CHECKS_ONLY_VARIANTS
+    if base_seeds:
+        checks = run_over_base_seeds(
+            out,
+            preset=name,
+            base_seeds=base_seeds,
+            seeds=seeds or (3 if name == "full" else 1),
+            variants=variants or None,
+            eval_limit=eval_limit or None,
+            overrides=set_ or (),
+        )
+        stdout_console().print(checks_table(json.loads(checks.read_text())))
+        stdout_console().print(f"checks: {checks}", soft_wrap=True)
+        return
     path = run_repro(
         out,
         preset=name,

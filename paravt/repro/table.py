@@ -147,3 +147,20 @@ def verdict(claims: list[Mapping[str, Any]]) -> str:
     return line + (
         ": " + "; ".join(held) if held else " (intervals in the table; docs/repro.md says why)"
     )
+
+
+def checks_table(checks: Mapping[str, Any]) -> Table:
+    """``checks.json`` (``repro.base_seeds``): each stage check per base seed, and whether it holds
+    on every one."""
+    seeds = list(checks.get("seeds") or [])
+    t = Table(
+        title=f"stage checks over {len(seeds)} base seed(s): a check holds when it holds on each"
+    )
+    t.add_column("check", no_wrap=True)
+    for s in seeds:
+        t.add_column(f"seed {s}", justify="center")
+    t.add_column("all", justify="center")
+    for name, c in (checks.get("checks") or {}).items():
+        marks = ["✓" if h else "✗" for h in c.get("holds") or []]
+        t.add_row(name, *marks, "✓" if c.get("holds_on_all") else "✗")
+    return t
