@@ -34,8 +34,20 @@ _TOOL_OPENS = {
 
 def extract_answer(text: str) -> str | None:
     """The model's final answer (stripped), or None when there is none. Never raises."""
+    return _extract(text)[0]
+
+
+def answer_level(text: str) -> int:
+    """Which level of ``extract_answer`` found the answer: 1 (an ``<answer>`` block), 2 (after
+    ``</think>``), 3 (the last line of text that never closed its think and wrote no answer), 0
+    (none). Levels 1 and 2 are answers the model FINISHED; 3 is what is left of a broken output.
+    Never raises."""
+    return _extract(text)[1]
+
+
+def _extract(text: str) -> tuple[str | None, int]:
     if not isinstance(text, str):
-        return None
+        return None, 0
     text = T.strip_observations(text)
     tags = T.find_tags(text)
     answer_opens = [i for i, (_, tag) in enumerate(tags) if tag == T.ANSWER_OPEN]
@@ -43,14 +55,15 @@ def extract_answer(text: str) -> str | None:
         i = answer_opens[-1]
         start = tags[i][0] + len(T.ANSWER_OPEN)
         end = tags[i + 1][0] if i + 1 < len(tags) else len(text)
-        return text[start:end].strip() or None
+        body = text[start:end].strip()
+        return (body, 1) if body else (None, 0)
     if T.THINK_CLOSE in text:  # level 2
         after = text[text.rindex(T.THINK_CLOSE) + len(T.THINK_CLOSE) :]
         rest = _plain(after).strip()
         if rest:
-            return rest
+            return rest, 2
     lines = [ln.strip() for ln in _plain(text).splitlines() if ln.strip()]  # level 3
-    return lines[-1] if lines else None
+    return (lines[-1], 3) if lines else (None, 0)
 
 
 def _plain(text: str) -> str:

@@ -145,7 +145,8 @@ def task_check_html(s: Mapping[str, Any]) -> str:
 def paths_html(s: Mapping[str, Any]) -> str:
     """The reward-by-path table of the RL init (``repro.paths``), one row per (variant, n, path),
     and each cell's call − direct contrasts."""
-    from paravt.repro.paths import PATHS, predicted_sign
+    from paravt.repro.paths import predicted_sign
+    from paravt.rewards.metrics import PATHS
 
     by_path = get(s, "reward_by_path") or {}
     head = (

@@ -164,7 +164,7 @@ _PATH_COLOURS = {"executed": "C2", "written_not_run": "C1", "direct": "C0", "bro
 def paths_figure(by_path: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> Figure:
     """The reward-by-path probe of the RL init (``repro.paths``): per (variant, n) cell, each
     path's share of the rollouts (left) and its mean reward with its bootstrap interval (right)."""
-    from paravt.repro.paths import PATHS
+    from paravt.rewards.metrics import PATHS
 
     cells = [
         (f"{v} n={n}", t)

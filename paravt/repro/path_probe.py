@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from paravt.config import TrainConfig
-from paravt.repro.paths import PathRow, classify_path, path_table
+from paravt.repro.paths import PathRow, path_table
+from paravt.rewards.metrics import classify_path
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def _rows_for_cell(
             executed_calls=res.n_successful_calls,
             written_calls=b.n_calls,
             tool_code=b.tool_code,
-            answered=b.answer is not None,
+            answered=b.finished,
         )
         raw: dict[str, Any] = {"path": path, "group": g, "acc": b.acc, "reward": b.reward}
         raw |= {"answer": b.answer, "completion": res.completion}

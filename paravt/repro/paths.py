@@ -1,13 +1,16 @@
 """Reward by path: the paradox's precondition measured on a checkpoint before any RL update
 (issue 47, M3; docs/repro.md, "Reward by path").
 
-Every rollout takes exactly one PATH, decided in this order:
+Every rollout takes exactly one PATH (``paravt.rewards.metrics.classify_path``, also logged as
+``path/<name>`` shares at every RL step), decided in this order:
 
 1. ``executed``: at least one tool call ran (``EpisodeResult.n_successful_calls`` > 0);
 2. ``written_not_run``: the model wrote a call (a ``<tool_call>`` block, well-formed or not, or a
    ``<tool_code>`` block) and none ran: malformed JSON, a form the parser does not run;
-3. ``direct``: no call written, and the reward extracts an answer;
-4. ``broken``: no call written and no extractable answer.
+3. ``direct``: no call written, and the model finished an answer (an ``<answer>`` block or text
+   after ``</think>``);
+4. ``broken``: no call written and no finished answer (e.g. a think that never closed: the reward
+   still reads its last line as the answer, and it is almost always wrong).
 
 Per path: its share of the rollouts, its accuracy, its mean reward and its mean GRPO advantage
 (rewards normalised within each prompt's group, as the trainer does), each with a seeded bootstrap
@@ -27,28 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from paravt.repro.intervals import Interval, bootstrap_interval
+from paravt.rewards.metrics import PATHS, PathName
 from paravt.rl.advantages import grouped
 
-PathName = Literal["executed", "written_not_run", "direct", "broken"]
-PATHS: tuple[PathName, ...] = ("executed", "written_not_run", "direct", "broken")
-
 AdvantageFn = Callable[[Sequence[float], Sequence[Hashable]], list[float]]
-
-
-def classify_path(
-    *, executed_calls: int, written_calls: int, tool_code: bool, answered: bool
-) -> PathName:
-    """The one path of a rollout (order in the module docstring)."""
-    if executed_calls > 0:
-        return "executed"
-    if written_calls > 0 or tool_code:
-        return "written_not_run"
-    return "direct" if answered else "broken"
 
 
 @dataclass(frozen=True)
@@ -148,10 +138,7 @@ def predicted_sign(table: Mapping[str, Any]) -> int | None:
 
 
 __all__ = [
-    "PATHS",
-    "PathName",
     "PathRow",
-    "classify_path",
     "grpo_advantages",
     "path_shares",
     "path_table",

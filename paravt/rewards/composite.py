@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from paravt.protocol import tags as T
-from paravt.protocol.answer import extract_answer, is_degenerate
+from paravt.protocol.answer import answer_level, extract_answer, is_degenerate
 from paravt.protocol.stats import FormatStats, format_stats
 from paravt.rewards.accuracy import accuracy
 from paravt.rewards.terms import COMPONENTS, TERMS, TermInput, format_reward
@@ -53,6 +53,13 @@ class RewardBreakdown:
     tool_code: bool  # a <tool_code> block was emitted (reversion)
     n_calls: int  # <tool_call> blocks, valid or not
     n_parseable: int = 0  # parseable calls (FormatStats.parseable_calls under credit_tool_code)
+    answer_level: int = 0  # protocol.answer.answer_level: 1 <answer>, 2 after </think>, 3 last line
+
+    @property
+    def finished(self) -> bool:
+        """The model finished an answer: an ``<answer>`` block or text after ``</think>`` (levels
+        1–2), not the last line of a think that never closed."""
+        return self.answer is not None and self.answer_level in (1, 2)
 
     @property
     def acc(self) -> float:
@@ -126,6 +133,7 @@ def compute_reward(
         tool_code=stats.tool_code,
         n_calls=stats.n_calls,
         n_parseable=stats.parseable_calls(credit_tool_code=weights.credit_tool_code),
+        answer_level=answer_level(text),
     )
     if is_degenerate(text):
         return zero

@@ -19,6 +19,9 @@ Keys of ``aggregate`` (all floats; means over the records unless said otherwise)
   a rollout without ``<answer>`` never counts (the RL init's selection key, docs/repro.md);
 - ``tool_code_rate``: fraction emitting ``<tool_code>``;
 - ``skip_tool_rate``: fraction with no executed call (``kappa``'s count is 0);
+- ``path/<path>``: the share of rollouts on each path of ``PATHS`` (``classify_path``: a call
+  executed, a call written but not run, answered without a call, broken), the reward-by-path
+  probe's classes (issue 47, ``paravt.repro.paths``) logged at every RL step;
 - ``degenerate_rate``;
 - ``acc``, ``acc/task/<task>``, ``acc/n/<n_frames>`` (records with ``n_frames`` set);
 - ``reward/mean``; ``reward/<term>`` for every term of ``paravt.rewards.terms.TERMS`` (acc,
@@ -32,9 +35,28 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from paravt.rewards.composite import RewardBreakdown
 from paravt.rewards.terms import COMPONENT_NAMES, TERM_NAMES
+
+PathName = Literal["executed", "written_not_run", "direct", "broken"]
+PATHS: tuple[PathName, ...] = ("executed", "written_not_run", "direct", "broken")
+
+
+def classify_path(
+    *, executed_calls: int, written_calls: int, tool_code: bool, answered: bool
+) -> PathName:
+    """The one path of a rollout, decided in this order: ``executed`` (a tool call ran);
+    ``written_not_run`` (a ``<tool_call>``, well-formed or not, or a ``<tool_code>`` was written
+    and none ran); ``direct`` (no call written, a FINISHED answer: an ``<answer>`` block or text
+    after ``</think>``, ``RewardBreakdown.finished``); ``broken`` (neither: e.g. a think that never
+    closed, whose last line the reward still reads as its answer)."""
+    if executed_calls > 0:
+        return "executed"
+    if written_calls > 0 or tool_code:
+        return "written_not_run"
+    return "direct" if answered else "broken"
 
 
 @dataclass(frozen=True)
@@ -60,6 +82,17 @@ class RolloutRecord:
         """The tool calls the model WROTE (well-formed or not, run or not)."""
         return self.breakdown.n_calls
 
+    @property
+    def path(self) -> PathName:
+        """``classify_path`` of this rollout (its executed calls as kappa counts them)."""
+        b = self.breakdown
+        return classify_path(
+            executed_calls=self.calls,
+            written_calls=b.n_calls,
+            tool_code=b.tool_code,
+            answered=b.finished,
+        )
+
 
 def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
     """The docs/ARCHITECTURE.md §6 metrics of ``records`` (empty input → ``{"n": 0.0}``)."""
@@ -78,6 +111,9 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
     out["closed/all"] = _mean(well_formed(x) for x in b)
     out["tool_code_rate"] = _mean(x.tool_code for x in b)
     out["skip_tool_rate"] = _mean(r.calls == 0 for r in recs)
+    paths = [r.path for r in recs]
+    for p in PATHS:
+        out[f"path/{p}"] = _mean(x == p for x in paths)
     out["degenerate_rate"] = _mean(x.degenerate for x in b)
     out["acc"] = _mean(x.acc for x in b)
     for key, vals in _grouped(recs, lambda r: f"acc/task/{r.task}").items():

@@ -9,12 +9,12 @@ import pytest
 
 from paravt.repro.paths import (
     PathRow,
-    classify_path,
     path_shares,
     path_table,
     predicted_sign,
     unpaired_bootstrap_diff,
 )
+from paravt.rewards.metrics import classify_path
 
 
 @pytest.mark.parametrize(
@@ -133,3 +133,59 @@ def test_path_shares_cover_every_path() -> None:
     s = path_shares(["executed", "executed", "direct", "broken"])
     assert s == {"executed": 0.5, "written_not_run": 0.0, "direct": 0.25, "broken": 0.25}
     assert path_shares([]) == dict.fromkeys(s, 0.0)
+
+
+def test_every_rl_step_logs_the_path_shares() -> None:
+    """``aggregate`` (what the trainer logs each step) carries ``path/<name>``, from the executed
+    calls and the reward's view of the text."""
+    from paravt.rewards import RewardWeights, compute_reward
+    from paravt.rewards.metrics import RolloutRecord, aggregate
+
+    think = "<think>\nI should check the windows one by one.\n</think>\n"
+    call = '<tool_call>\n{"name": "crop_video", "arguments": {"start": 0, "end": 9}}\n</tool_call>'
+    w = RewardWeights.default()
+
+    def rec(text: str, executed: int) -> RolloutRecord:
+        b = compute_reward(text, task="mcq", answer="A", options=["x", "y"], weights=w, prefix="")
+        return RolloutRecord(b, task="mcq", executed_calls=executed)
+
+    m = aggregate(
+        [
+            rec(think + call, 1),  # executed
+            rec(think + "<tool_call>\ncrop_video(0, 9)\n</tool_call>", 0),  # written, not run
+            rec(think + "<tool_code>\ncrop_video(0, 9)\n</tool_code>", 0),  # written, not run
+            rec(think + "<answer>A</answer>", 0),  # direct
+        ]
+    )
+    assert [m[f"path/{p}"] for p in ("executed", "written_not_run", "direct")] == [0.25, 0.5, 0.25]
+    assert m["path/broken"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "level"),
+    [
+        ("<think>\nlooking\n</think>\n<answer>B</answer>", 1),
+        ("<think>\nlooking\n</think>\n<answer></answer>", 0),  # empty: no answer, no fall-through
+        ("<think>\nlooking\n</think>\nThe answer is B.", 2),
+        ("<think>\nlooking at grey frames, then more grey", 3),  # a think that never closed
+        ("", 0),
+    ],
+)
+def test_answer_level_says_which_extraction_found_the_answer(text: str, level: int) -> None:
+    from paravt.protocol.answer import answer_level
+
+    assert answer_level(text) == level
+
+
+def test_a_think_that_never_closed_is_broken_though_the_reward_reads_its_last_line() -> None:
+    from paravt.rewards import RewardWeights, compute_reward
+    from paravt.rewards.metrics import RolloutRecord
+
+    w = RewardWeights.default()
+    overrun = "<think>\nThe frames are grey, then grey again, then"
+    b = compute_reward(overrun, task="mcq", answer="A", options=["x", "y"], weights=w, prefix="")
+    assert b.answer is not None and not b.finished
+    assert RolloutRecord(b, task="mcq", executed_calls=0).path == "broken"
+    done = "<think>\nThe frames are grey.\n</think>\nA"
+    d = compute_reward(done, task="mcq", answer="A", options=["x", "y"], weights=w, prefix="")
+    assert d.finished and RolloutRecord(d, task="mcq", executed_calls=0).path == "direct"
