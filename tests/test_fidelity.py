@@ -16,7 +16,8 @@ from paravt.repro.presets import PRESETS
 from paravt.repro.variants import VARIANTS, with_overrides
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "fidelity.md"
-STATUSES = ("same", "scaled", "deviates", "our choice")
+STATUSES = ("same", "scaled", "deviates", "our choice", "pending")
+RELEASE_REF = re.compile(r"`release:[\w./-]+:\d+(-\d+)?`")
 
 
 def rows() -> list[dict[str, str]]:
@@ -71,6 +72,18 @@ def test_the_table_is_whole() -> None:
     for r in TABLE:
         assert r["status"].startswith(STATUSES), r
         assert r["paper"] and r["release"] and r["ours"], r
+
+
+def test_every_release_cell_names_its_file_and_line() -> None:
+    """A release cell says where in the release it was read (``release:PATH:LINE``), or "–" where
+    the release has nothing to say."""
+    for r in TABLE:
+        assert r["release"] == "–" or RELEASE_REF.search(r["release"]), (r["#"], r["release"])
+
+
+def test_every_item_of_issue_46_has_its_row() -> None:
+    items = [re.search(r"\(item (\d+)\)", r["setting"]) for r in TABLE]
+    assert [int(m.group(1)) for m in items if m] == list(range(1, 14))
 
 
 @pytest.mark.parametrize("row", READ, ids=[f"{r['#']}-{r['read from']}" for r in READ])

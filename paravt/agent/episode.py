@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from paravt.agent.messages import compose_tool_turn, opening_messages, raw_text
 from paravt.agent.modes import MODES, Dispatched, DispatchMode
 from paravt.agent.result import EpisodeResult
-from paravt.agent.settings import EpisodeInput, EpisodeSettings, derive_seed
+from paravt.agent.settings import EpisodeInput, EpisodeSettings, ForcedAnswer, derive_seed
 from paravt.agent.tally import Tally, count_vision_tokens
 from paravt.agent.trajectory import CallRecord, EndReason, Trajectory, TrajectoryBuilder, TurnRecord
 from paravt.errors import VideoError
@@ -107,8 +107,9 @@ class _Run:
             return None, None
 
     # -- one main turn -----------------------------------------------------------------------
-    async def _generate_main(self) -> MainGeneration | None:
-        """One main-agent generation (None: no room is left in the context)."""
+    async def _generate_main(self, max_new_tokens: int | None = None) -> MainGeneration | None:
+        """One main-agent generation (None: no room is left in the context); ``max_new_tokens``
+        caps this one below the settings' own."""
         s = self.settings
         prefix = tags.THINK_PREFIX if s.think_prefix else ""
         head = self.codec.generation_prompt(prefix)
@@ -119,7 +120,8 @@ class _Run:
         prompt_ids = tuple(self.main.ids)
         visual = count_vision_tokens(self.codec, prompt_ids)
         self.tally.add_prompt(visual=visual, total=len(prompt_ids))
-        sampling = s.sampling if s.sampling.max_new_tokens <= room else _with_max(s.sampling, room)
+        cap = min(room, max_new_tokens or s.sampling.max_new_tokens)
+        sampling = s.sampling if s.sampling.max_new_tokens <= cap else _with_max(s.sampling, cap)
         sampling = derive_seed(sampling, self.episode_id, "main", len(self.texts))
         req = GenRequest(
             prompt_ids,
@@ -140,9 +142,41 @@ class _Run:
             return "length"
         if not self.mode.uses_tools or not has_calls:
             return "answer"
-        if turn == self.settings.max_turns - 1:
+        if turn == self.settings.max_turns - 1 and self.settings.forced_answer is None:
             return "max_turns"  # calls on the last turn: no turn is left to read their results
-        return None
+        return None  # (with a forced answer the last turn's calls run, then the answer is asked)
+
+    def _take(self, gen: MainGeneration, t0: float) -> str | None:
+        """The generation's text, recorded; None when the backend failed (its error turn kept)."""
+        out = gen.out
+        text = gen.prefix + raw_text(self.codec, out)
+        self.texts.append(text)
+        self.generated.append(text.removeprefix(gen.prefix))
+        if out.finish_reason == "error":
+            self.error = out.error
+            self.backend_errors += 1
+            self.main.turns.append(TurnRecord(text, "error", latency_s=time.perf_counter() - t0))
+            self.main.add_context(self.codec.close_turn(()))
+            return None
+        self._record_sampled(out)
+        self.messages.append(ChatMessage("assistant", text))
+        return text
+
+    def _record_turn(
+        self, gen: MainGeneration, text: str, calls: tuple[CallRecord, ...], t0: float
+    ) -> None:
+        out = gen.out
+        self.main.turns.append(
+            TurnRecord(
+                text,
+                out.finish_reason,
+                calls,
+                time.perf_counter() - t0,
+                gen.n_prompt,
+                gen.visual,
+                len(out.token_ids),
+            )
+        )
 
     def _record_sampled(self, out: GenOutput) -> None:
         self.main.add_sampled(out.token_ids, out.logprobs)
@@ -206,40 +240,40 @@ class _Run:
             if gen is None:
                 return "length"
             out = gen.out
-            text = gen.prefix + raw_text(self.codec, out)
-            self.texts.append(text)
-            self.generated.append(text.removeprefix(gen.prefix))
-            if out.finish_reason == "error":
-                self.error = out.error
-                self.backend_errors += 1
-                self.main.turns.append(
-                    TurnRecord(text, "error", latency_s=time.perf_counter() - t0)
-                )
-                self.main.add_context(self.codec.close_turn(()))
+            text = self._take(gen, t0)
+            if text is None:
                 return "error"
-            self._record_sampled(out)
-            self.messages.append(ChatMessage("assistant", text))
             parsed = parse_calls(
                 text, execute_tool_code=s.execute_tool_code, positional=self.positional
             ).calls
+            if s.call_cap is not None:
+                parsed = parsed[: s.call_cap]  # the calls past the cap are dropped unseen
             stop = self._stop_reason(out, bool(parsed), turn)
             records, fits = ([], True) if stop else await self._act(turn, parsed, info)
             kept = tuple(records) if fits else ()  # a rolled-back tool turn leaves no trace
-            self.main.turns.append(
-                TurnRecord(
-                    text,
-                    out.finish_reason,
-                    kept,
-                    time.perf_counter() - t0,
-                    gen.n_prompt,
-                    gen.visual,
-                    len(out.token_ids),
-                )
-            )
+            self._record_turn(gen, text, kept, t0)
             if stop:
                 return stop
             if not fits:
                 return "length"
+            if s.forced_answer is not None and turn == s.max_turns - 1:
+                return await self._forced_turn(s.forced_answer)
+        return "max_turns"
+
+    async def _forced_turn(self, forced: ForcedAnswer) -> EndReason:
+        """The last tool round is read: one user turn asks for the answer, one reply capped at
+        ``forced.max_new_tokens`` ends the episode (its calls, if any, never run)."""
+        t0 = time.perf_counter()
+        msg = ChatMessage("user", forced.text)  # text only: no media to carry
+        self.main.add_context(self.codec.encode_message(msg).ids)
+        self.messages.append(msg)
+        gen = await self._generate_main(forced.max_new_tokens)
+        if gen is None:
+            return "length"
+        text = self._take(gen, t0)
+        if text is None:
+            return "error"
+        self._record_turn(gen, text, (), t0)
         return "max_turns"
 
     # -- tools and sub-agents ---------------------------------------------------------------

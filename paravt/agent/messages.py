@@ -26,9 +26,10 @@ def opening_messages(
     overview: Frames | None,
     error: str | None,
 ) -> list[ChatMessage]:
-    """The system prompt of the dispatch mode (none with ``system_prompt=False``) and the question
-    with the overview video (or a note that the video could not be opened)."""
-    system = prompts.system_prompt(
+    """The system prompt of the dispatch mode (``s.system_text`` when set; none with
+    ``system_prompt=False``) and the question with the overview video (or a note that the video
+    could not be opened), ``s.user_suffix`` on a line of its own after it."""
+    system = s.system_text or prompts.system_prompt(
         mode.prompt, specs if mode.uses_tools else (), version=s.prompt_version, k_max=s.k_max
     )
     if info is None:
@@ -46,6 +47,8 @@ def opening_messages(
             size=(info.width, info.height),
             version=s.prompt_version,
         )
+    if s.user_suffix:
+        user = f"{user}\n{s.user_suffix}"
     videos = (overview,) if overview is not None else ()
     opening = [ChatMessage("user", user, videos=videos)]
     return [ChatMessage("system", system), *opening] if s.system_prompt else opening

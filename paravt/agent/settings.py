@@ -69,6 +69,16 @@ _R, _V, _S = (
 
 
 @dataclass(frozen=True)
+class ForcedAnswer:
+    """A last user turn asking for the answer once the episode's last tool round is read (the
+    release's eval protocol, ``eval.protocol: release``): ``text`` is that turn, the reply is cut
+    at ``max_new_tokens`` and is the episode's final turn."""
+
+    text: str
+    max_new_tokens: int
+
+
+@dataclass(frozen=True)
 class EpisodeSettings:
     """Plain values an Episode runs with; every default is the config's (``paravt.config``)."""
 
@@ -93,6 +103,12 @@ class EpisodeSettings:
     system_prompt: bool = (
         True  # False: no system prompt at all (the question only; eval's direct class)
     )
+    # The eval protocols' own texts and turn rules (``paravt.eval.benchmarks.release``); the
+    # defaults leave the episode as training runs it.
+    system_text: str | None = None  # the system prompt itself, instead of the mode's template
+    user_suffix: str = ""  # a line after the question and its options in the first user turn
+    call_cap: int | None = None  # only a turn's first N calls run; the rest are dropped unseen
+    forced_answer: ForcedAnswer | None = None  # after the last turn's tool round: ask, then stop
 
     @classmethod
     def from_config(

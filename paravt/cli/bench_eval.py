@@ -40,6 +40,7 @@ def protocol_from(cfg: TrainConfig) -> Protocol:
         max_pixels=ev.benchmark_max_pixels,
         prompt_class=ev.prompt_class,
         scoring=ev.scoring,
+        turns=ev.protocol,
     )
 
 

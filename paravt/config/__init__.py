@@ -15,6 +15,7 @@ from paravt.config.choices import (
     MAX_OVERVIEW_FRAMES,
     PROMPT_VERSION,
     DispatchMode,
+    EvalProtocol,
     KLKind,
     LrDecay,
     ModelFamily,
@@ -68,6 +69,7 @@ from paravt.config.training import (
 
 __all__ = [
     "DispatchMode",
+    "EvalProtocol",
     "PROMPT_VERSION",
     "RLFilter",
     "DistillConfig",

@@ -21,6 +21,8 @@ ToolMode = Literal["parse_bonus", "graduated", "accumulative", "off"]
 PromptClass = Literal["agentic", "reasoning", "direct"]
 #: `eval --benchmark` headline scorers: lmms-eval's task rules or our <answer> extraction.
 Scoring = Literal["lmms", "paravt"]
+#: `eval --benchmark`'s turn protocol for the agentic class (paravt.eval.benchmarks.release).
+EvalProtocol = Literal["release", "paravt"]
 #: Learning-rate schedules after the warm-up (paravt.rl.sft.lr_scale): constant, or cosine down to
 #: ``min_lr_ratio`` of the peak at the last step (a pretraining's schedule).
 LrDecay = Literal["constant", "cosine"]

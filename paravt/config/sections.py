@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from paravt.config.choices import (
     DispatchMode,
+    EvalProtocol,
     PromptClass,
     Scoring,
     backend_problem,
@@ -60,6 +61,15 @@ class EvalConfig(_Strict):
         description="`eval --benchmark` prompt class [paper §C]: agentic = the tool prompt (mode "
         "parallel/sequential); reasoning = think/answer, no tools; direct = "
         "the question only, no system prompt.",
+    )
+    protocol: EvalProtocol = Field(
+        "release",
+        description="`eval --benchmark`, agentic class: how a question's turns run. release = the "
+        "authors' eval driver (their agentic prompt, no think prefix, at most 5 calls a turn with "
+        "the rest dropped, after the 3rd tool round a forced answer turn of 64 tokens, 128 for "
+        "Charades-STA, which gets their grounding prompt); paravt = our tool prompt "
+        "(rollout.prompt_version), the think prefix, rollout.k_max and max_turns, no forced turn. "
+        "Both dispatch to sub-agents, as the paper does (paravt.eval.benchmarks.release).",
     )
     scoring: Scoring = Field(
         "lmms",

@@ -143,10 +143,10 @@ def system_prompt(
 def tool_section(tools: Sequence[ToolSpec], version: str = PROMPT_VERSION) -> str:
     """Name, description and JSON schema of each tool, then one call in the canonical form."""
     specs = "\n".join(
-        f"- {t.name}: {t.description} Arguments: {json.dumps(_strip_examples(t.parameters))}"
+        f"- {t.name}: {t.description} Arguments: {json.dumps(strip_examples(t.parameters))}"
         for t in tools
     )
-    example = T.render_tool_call(tools[0].name, _example_arguments(tools[0])) if tools else ""
+    example = T.render_tool_call(tools[0].name, example_arguments(tools[0])) if tools else ""
     return _render(version, "tools", specs=specs, example=example)
 
 
@@ -209,6 +209,12 @@ def sequential_observation_text(start: float, end: float, *, version: str = PROM
 # ----------------------------------------------------------------------------------- helpers
 
 
+def render_template(directory: str, name: str, **values: str) -> str:
+    """``templates/<directory>/<name>.txt`` with its ``$name`` placeholders filled (a prompt
+    version's directory, or an eval protocol's own, ``eval_release``)."""
+    return _render(directory, name, **values)
+
+
 def _render(version: str, name: str, **values: str) -> str:
     return string.Template(_template(version, name)).substitute(values).strip("\n")
 
@@ -226,13 +232,15 @@ def _template(version: str, name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _strip_examples(schema: Any) -> Any:
+def strip_examples(schema: Any) -> Any:
+    """A JSON schema without its ``examples`` keys (they feed the call example only)."""
     if isinstance(schema, dict):
-        return {k: _strip_examples(v) for k, v in schema.items() if k != "examples"}
+        return {k: strip_examples(v) for k, v in schema.items() if k != "examples"}
     return schema
 
 
-def _example_arguments(spec: ToolSpec) -> dict[str, Any]:
+def example_arguments(spec: ToolSpec) -> dict[str, Any]:
+    """Arguments of the tool's example call: each required property's first example."""
     props = spec.parameters.get("properties", {})
     defaults = {"number": 0, "integer": 0, "string": "...", "boolean": False}
     out = {}

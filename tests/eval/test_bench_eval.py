@@ -47,6 +47,7 @@ def test_videomme_writes_the_table_and_a_benchmark_section_by_duration(
         "max_frames": 64,
         "max_pixels": 224 * 224,
         "prompt_class": "agentic",
+        "protocol": "release",
         "scoring": "lmms",
         "decoding": "greedy",
     }

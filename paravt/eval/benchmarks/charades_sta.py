@@ -63,6 +63,7 @@ def load_charades_sta(root: Path) -> list[EvalSample]:
                 answer=f"[{float(s):.1f}, {float(e):.1f}]",
                 duration=lengths.get(vid),
                 subset="charades",
+                meta={"sentence": sentence},  # the release's protocol asks in its own words
             )
         )
     return out

@@ -5,8 +5,10 @@ Protocol (docs/eval.md; defaults in ``EvalConfig``): the overview is the video a
 ``video.overview_nframes`` (64) frames, all of them when fewer (``paravt.video.overview_count``);
 ``benchmark_max_pixels`` (224×224) per frame; greedy decoding; the tool
 limits of the config. Prompt classes [paper §C]: ``agentic`` runs the tool prompt in the dispatch
-mode(s) given (parallel by default); ``reasoning`` the think/answer prompt without tools (mode
-``none``); ``direct`` the question alone, no system prompt, no think prefix (mode ``none``).
+mode(s) given (parallel by default), its turns under ``eval.protocol`` (``release``: the authors'
+eval driver's, `paravt.eval.benchmarks.release`; ``paravt``: training's); ``reasoning`` the
+think/answer prompt without tools (mode ``none``); ``direct`` the question alone, no system
+prompt, no think prefix (mode ``none``).
 
 Each benchmark gets ``OUT/<benchmark>/<prompt class>/`` with the runner's ``results.jsonl``
 (resume by id) and ``metrics.json``, to which this module adds a ``benchmark`` section per mode
@@ -25,14 +27,16 @@ from statistics import fmean
 from typing import TYPE_CHECKING, Any, get_args
 
 from paravt.agent import EpisodeInput, EpisodeSettings
-from paravt.config import PromptClass
+from paravt.config import EvalProtocol, PromptClass
 from paravt.config.choices import Scoring
 from paravt.errors import VideoError
-from paravt.eval.benchmarks.base import EvalSample, Groups, Scored, ScoredItem
+from paravt.eval.benchmarks import release
+from paravt.eval.benchmarks.base import AnswerKind, EvalSample, Groups, Scored, ScoredItem
 from paravt.eval.benchmarks.registry import get_benchmark, load_benchmark
 from paravt.eval.benchmarks.scoring import aggregate, score_lmms, score_paravt
 from paravt.eval.metrics import TOKEN_FIELDS
 from paravt.eval.results import ResultRow, load_results
+from paravt.protocol.prompts import ToolSpec
 from paravt.protocol.tags import join_turns
 from paravt.video import overview_count, probe
 
@@ -53,7 +57,13 @@ class Protocol:
     max_pixels: int
     prompt_class: PromptClass
     scoring: Scoring
+    turns: EvalProtocol = "release"  # eval.protocol: the agentic class's turn protocol
     seed: int = 0  # LongVideoBench's random fallback
+
+    @property
+    def release_turns(self) -> bool:
+        """The authors' eval protocol runs this class's turns (`paravt.eval.benchmarks.release`)."""
+        return self.prompt_class == "agentic" and self.turns == "release"
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -61,31 +71,39 @@ class Protocol:
             "max_frames": self.max_frames,
             "max_pixels": self.max_pixels,
             "prompt_class": self.prompt_class,
+            "protocol": self.turns if self.prompt_class == "agentic" else None,
             "scoring": self.scoring,
             "decoding": "greedy",
         }
 
 
-def episode_inputs(samples: Sequence[EvalSample], proto: Protocol) -> list[EpisodeInput]:
-    """One episode input per sample, its overview budget from the video's own length. A video
-    that cannot be probed gets the cap; its episode then fails to open it and is counted wrong."""
+def episode_inputs(
+    samples: Sequence[EvalSample], proto: Protocol, kind: AnswerKind = "letter"
+) -> list[EpisodeInput]:
+    """One episode input per sample, its overview budget from the video's own length (the
+    question in the release's words under its protocol). A video that cannot be probed gets the
+    cap; its episode then fails to open it and is counted wrong."""
     out = []
     for s in samples:
         try:
             duration = probe(s.video).duration
         except VideoError:
             duration = float(proto.max_frames) / proto.fps
-        out.append(
-            s.to_episode_input(nframes=overview_count(proto.max_frames, duration, proto.fps))
-        )
+        inp = s.to_episode_input(nframes=overview_count(proto.max_frames, duration, proto.fps))
+        out.append(release.question(inp, kind) if proto.release_turns else inp)
     return out
 
 
 def class_settings(
-    base: EpisodeSettings, proto: Protocol, modes: Sequence[str]
+    base: EpisodeSettings,
+    proto: Protocol,
+    modes: Sequence[str],
+    kind: AnswerKind = "letter",
+    tools: Sequence[ToolSpec] = (),
 ) -> tuple[EpisodeSettings, list[str]]:
     """Episode settings and dispatch modes of the prompt class (greedy; overview pixels of the
-    protocol; everything else, tool limits included, from ``base``)."""
+    protocol; the agentic class under ``proto.turns``; everything else, tool limits included,
+    from ``base``). ``kind`` and ``tools``: the benchmark's answer kind and the tools shown."""
     s = replace(
         base,
         overview_max_pixels=proto.max_pixels,
@@ -94,6 +112,8 @@ def class_settings(
     )
     if proto.prompt_class == "agentic":
         tool_modes = [m for m in modes if m != "none"] or ["parallel"]
+        if proto.release_turns:
+            return release.settings(s, kind, tools), tool_modes
         return replace(s, system_prompt=True), tool_modes
     if proto.prompt_class == "reasoning":
         return replace(s, system_prompt=True), ["none"]
@@ -220,10 +240,11 @@ def run_benchmark(
     from paravt.eval.runner import evaluate
 
     samples = load_benchmark(bench, root, limit=plan.limit)
-    settings, run_modes = class_settings(base, proto, plan.modes)
+    kind = get_benchmark(bench).answer_kind
+    settings, run_modes = class_settings(base, proto, plan.modes, kind, backend.tools.specs)
     d = bench_dir(plan.out, bench, proto)
     metrics = evaluate(
-        episode_inputs(samples, proto),
+        episode_inputs(samples, proto, kind),
         backend,
         settings,
         modes=run_modes,
