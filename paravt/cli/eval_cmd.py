@@ -237,6 +237,7 @@ def print_modes_table(metrics: dict[str, Any], modes: Sequence[str], title: str 
     for col in (
         "mode",
         "n",
+        "failed",
         "score",
         "MCQ acc",
         "mIoU",
@@ -254,7 +255,16 @@ def print_modes_table(metrics: dict[str, Any], modes: Sequence[str], title: str 
             m,
             *(
                 _fmt(d.get(k))
-                for k in ("n", "score", "mcq_acc", "tvg_miou", "tvg_r@0.5", "oe_f1", "mean_calls")
+                for k in (
+                    "n",
+                    "n_failed",
+                    "score",
+                    "mcq_acc",
+                    "tvg_miou",
+                    "tvg_r@0.5",
+                    "oe_f1",
+                    "mean_calls",
+                )
             ),
             _fmt(tok),
             _fmt(d.get("latency_s")),

@@ -7,6 +7,10 @@ F1 for open-ended; computed by the rewards module); this module only aggregates.
 ``compute_metrics`` returns a `summary` of all rows plus the same summary broken down by task,
 subset, gated nframes and tool necessity, and the whole breakdown again for each dispatch mode
 under ``by_mode``. Groups with no row of a task report ``None`` for that task's metrics.
+
+A failed row (``ResultRow.failed``: the model server failed its request, the episode crashed) was
+never answered, so it is no wrong answer: every summary leaves it out of ``n`` and of every rate
+and mean, and counts it in ``n_failed`` beside them (``results.jsonl`` keeps it with its error).
 """
 
 from __future__ import annotations
@@ -50,17 +54,21 @@ def _token_metrics(rows: Sequence[ResultRow]) -> dict[str, float]:
 
 
 def summarize(rows: Sequence[ResultRow]) -> dict[str, Any]:
-    """Flat summary of one group of rows. ``score`` is the mean row score over all tasks (the
+    """Flat summary of one group of rows. ``n``: the rows that ran to an end (failed rows are
+    counted in ``n_failed`` and nowhere else); ``score`` is the mean row score over all tasks (the
     accuracy reward); ``correct_rate`` the fraction of rows marked correct; ``skip_tool_rate`` the
     fraction of rollouts with no tool call; tokens and latency are means per rollout."""
+    n_failed = sum(r.failed for r in rows)
+    rows = [r for r in rows if not r.failed]
     if not rows:
-        return {"n": 0}
+        return {"n": 0, "n_failed": n_failed}
     calls = [c for r in rows for c in r.calls]
     ends: dict[str, int] = {}
     for r in rows:
         ends[r.end_reason] = ends.get(r.end_reason, 0) + 1
     return {
         "n": len(rows),
+        "n_failed": n_failed,
         "score": fmean(r.score for r in rows),
         "correct_rate": fmean(1.0 if r.correct else 0.0 for r in rows),
         **_task_metrics(rows),
@@ -99,8 +107,8 @@ def _necessity(r: ResultRow) -> str | None:
 def tool_necessity_gap(rows: Sequence[ResultRow]) -> float | None:
     """Tool Necessity Gap: mean score on tool-unnecessary prompts minus mean score on
     tool-necessary prompts (positive = the model fails where it has to look). None unless both
-    kinds of prompt are present."""
-    g = _group(rows, _necessity)
+    kinds of prompt are present. Failed rows are left out."""
+    g = _group([r for r in rows if not r.failed], _necessity)
     if not g.get("necessary") or not g.get("unnecessary"):
         return None
     return fmean(r.score for r in g["unnecessary"]) - fmean(r.score for r in g["necessary"])

@@ -184,12 +184,14 @@ class EvalTableRow:
     tokens: float | None  # main + sub input tokens per rollout
     latency_s: float | None
     format_reward: float | None = None  # mean R_fmt (held-out format reward)
+    n_failed: Any = 0  # rows whose episode failed: out of n and of every mean (their count)
 
 
 EVAL_COLUMNS: tuple[tuple[str, str], ...] = (
     ("run", "model / run"),
     ("mode", "mode"),
     ("n", "n"),
+    ("n_failed", "failed"),
     ("mcq_acc", "MCQ acc"),
     ("tvg_miou", "mIoU"),
     ("tvg_r05", "R@0.5"),
@@ -228,6 +230,7 @@ def eval_table(metrics_by_run: Mapping[str, Mapping[str, Any]]) -> list[EvalTabl
                     run=run,
                     mode=mode,
                     n=s.get("n", 0),
+                    n_failed=s.get("n_failed", 0),  # metrics.json from before the count: none
                     mcq_acc=s.get("mcq_acc"),
                     tvg_miou=s.get("tvg_miou"),
                     tvg_r05=s.get("tvg_r@0.5"),

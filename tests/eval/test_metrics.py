@@ -131,7 +131,33 @@ def test_breakdowns_by_mode_nframes_subset_and_tool_necessity() -> None:
 
 def test_no_rows_gives_an_empty_summary() -> None:
     m = compute_metrics([])
-    assert m["summary"] == {"n": 0} and m["by_mode"] == {} and m["tool_necessity_gap"] is None
+    assert m["summary"] == {"n": 0, "n_failed": 0} and m["by_mode"] == {}
+    assert m["tool_necessity_gap"] is None
+
+
+def test_failed_rows_are_counted_apart_never_as_wrong_answers() -> None:
+    """Issue 48 item 5: an errored row (score 0 as written) stays out of n and every mean."""
+    from dataclasses import replace
+
+    def failed(r: ResultRow) -> ResultRow:
+        return replace(r, end_reason="error", error="HTTP 500")
+
+    rows = [
+        _r(1, "mcq", 1.0, nec=True),
+        failed(_r(2, "mcq", 0.0, nec=False)),
+        _r(3, "tvg", 0.6, nec=False, latency=3.0),
+        failed(_r(4, "tvg", 0.0, nec=True, latency=100.0)),
+        failed(_r(5, "oe", 0.0)),
+    ]
+    m = compute_metrics(rows)
+    s = m["summary"]
+    assert (s["n"], s["n_failed"]) == (2, 3) and s["end_reasons"] == {"answer": 2}
+    assert s["score"] == pytest.approx(0.8) and s["correct_rate"] == 1.0
+    assert (s["mcq_acc"], s["tvg_miou"], s["oe_f1"]) == (1.0, 0.6, None)
+    assert s["latency_s"] == pytest.approx(2.0)
+    assert m["by_task"]["oe"] == {"n": 0, "n_failed": 1}
+    assert m["tool_necessity_gap"] == pytest.approx(0.6 - 1.0)
+    assert m["by_mode"]["parallel"]["summary"]["n_failed"] == 3
 
 
 def test_skip_tool_rate_counts_calls_written_as_training_does() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from typer.testing import CliRunner
 
 from paravt.cli import app
@@ -27,19 +28,23 @@ from paravt.data.synth.build import build
 sys.path.insert(0, str(Path(__file__).parents[1]))
 from live_server import RunningServer, free_port  # noqa: E402
 
+LOGIN_PAGE = "<html><body>Sign in to the proxy</body></html>"
 DEEP_CALL = "<tool_call>crop_video(" + "[" * 990 + "]" * 990 + ", 5)</tool_call>"
 
 
 @dataclass
 class Script:
     """What the fake server does: the status of each completion request in turn (200 answers
-    ``text``; the last status repeats), and the key it wants (None: no key)."""
+    ``text``; the last status repeats, or with ``cycle`` the list starts over), and the key it
+    wants (None: no key)."""
 
     statuses: list[int] = field(default_factory=lambda: [200])
     text: str = "<answer>A</answer>"
     key: str | None = None
     models_status: int = 200
     served: int = 0
+    cycle: bool = False
+    not_json: tuple[str, ...] = ()  # routes ("models", "chat") that answer 200 with an HTML page
 
 
 def fake_server(script: Script) -> FastAPI:
@@ -57,16 +62,21 @@ def fake_server(script: Script) -> FastAPI:
             return no
         if script.models_status != 200:
             return JSONResponse({"error": "down"}, status_code=script.models_status)
+        if "models" in script.not_json:
+            return HTMLResponse(LOGIN_PAGE)
         return {"object": "list", "data": [{"id": "fake", "object": "model"}]}
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Any:
         if (no := refused(request)) is not None:
             return no
-        status = script.statuses[min(script.served, len(script.statuses) - 1)]
+        n = len(script.statuses)
+        status = script.statuses[script.served % n if script.cycle else min(script.served, n - 1)]
         script.served += 1
         if status != 200:
             return JSONResponse({"error": f"scripted {status}"}, status_code=status)
+        if "chat" in script.not_json:
+            return HTMLResponse(LOGIN_PAGE)
         message = {"role": "assistant", "content": script.text}
         return {"choices": [{"message": message, "finish_reason": "stop"}]}
 
@@ -124,6 +134,30 @@ def test_a_dead_refusing_or_failing_server_stops_eval_at_once(
 
 
 @pytest.mark.timeout(240)
+def test_a_server_that_answers_200_with_a_page_that_is_not_json_is_named_by_its_url(
+    data: Path, tiny_qwen3_dir: str, tmp_path: Path
+) -> None:
+    """Issue 48 item 4: a proxy's login page (200, HTML) on /models fails the pre-check; on the
+    completions only, every row fails and the last line still names the URL that answered."""
+    script = Script(not_json=("models",))
+    with RunningServer(fake_server(script)) as srv:
+        proc = run_eval(srv.url, tiny_qwen3_dir, data, tmp_path / "models")
+        assert proc.exit_code == 2
+        line = one_line(proc)
+        assert f"{srv.url}/v1/models" in line, line
+        assert "is not JSON" in line and "Sign in to the proxy" in line
+        assert "an OpenAI-compatible server" in line  # the fix: point model.path at one
+        assert script.served == 0  # no episode ever asked
+        assert not (tmp_path / "models" / "results.jsonl").exists()
+
+        script.not_json = ("chat",)
+        proc = run_eval(srv.url, tiny_qwen3_dir, data, tmp_path / "chat")
+        assert proc.exit_code == 2
+        line = one_line(proc)
+        assert f"{srv.url}/v1/chat/completions" in line and "is not JSON" in line, line
+
+
+@pytest.mark.timeout(240)
 def test_failed_rows_carry_their_error_all_failed_exits_2_and_a_rerun_retries_them(
     data: Path, tiny_qwen3_dir: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -147,7 +181,8 @@ def test_failed_rows_carry_their_error_all_failed_exits_2_and_a_rerun_retries_th
         warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert any(w.startswith("1 of 2 rows of") and "HTTP 500" in w for w in warned), warned
         metrics = json.loads((out / "metrics.json").read_text())
-        assert metrics["failed_rows"]["n"] == 1 and metrics["summary"]["n"] == 2
+        assert metrics["failed_rows"]["n"] == 1 and metrics["summary"]["n"] == 1
+        assert metrics["summary"]["n_failed"] == 1
         assert len((out / "results.jsonl").read_text().splitlines()) == 4  # appended, not lost
 
         script.statuses = [200]
@@ -155,6 +190,51 @@ def test_failed_rows_carry_their_error_all_failed_exits_2_and_a_rerun_retries_th
         assert proc.exit_code == 0, proc.stderr
         metrics = json.loads((out / "metrics.json").read_text())
         assert "failed_rows" not in metrics and metrics["summary"]["end_reasons"] == {"answer": 2}
+
+
+@pytest.mark.timeout(240)
+def test_rows_that_failed_are_not_scored_as_wrong_answers(
+    data: Path, tiny_qwen3_dir: str, tmp_path: Path
+) -> None:
+    """Issue 48 item 5: a server that fails every other completion (400: not retried). The failed
+    rows stay in results.jsonl with their error but out of n and out of every accuracy; their
+    count stands beside the table: metrics.json (n_failed, per group), the console table and
+    the HTML report."""
+    from paravt.report.page import build_report
+
+    out = tmp_path / "half"
+    # rows e0000-mcq (B), -tvg, -oe, e0001-mcq (D), -tvg, -oe: each task's second row fails
+    script = Script(statuses=[200, 400], cycle=True, text="<answer>B</answer>")
+    with RunningServer(fake_server(script)) as srv:
+        res = run_eval(srv.url, tiny_qwen3_dir, data, out, "--limit", "6")
+    assert res.exit_code == 0, res.stderr
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    bad = [r for r in rows if r["end_reason"] == "error"]
+    ok = [r for r in rows if r["end_reason"] != "error"]
+    assert len(rows) == 6 and len(bad) == 3 and all("HTTP 400" in r["error"] for r in bad)
+    assert {r["task"] for r in bad} == {"mcq", "tvg", "oe"}  # every task lost one row
+    metrics = json.loads((out / "metrics.json").read_text())
+    s = metrics["summary"]
+    assert (s["n"], s["n_failed"]) == (3, 3) and s["end_reasons"] == {"answer": 3}
+    assert s["score"] == pytest.approx(sum(r["score"] for r in ok) / 3)
+    mcq_ok = [r["score"] for r in ok if r["task"] == "mcq"]
+    assert mcq_ok == [1.0] and s["mcq_acc"] == 1.0  # e0000-mcq: B, right; e0001-mcq failed
+    for task in ("mcq", "tvg", "oe"):
+        assert metrics["by_task"][task]["n"] == metrics["by_task"][task]["n_failed"] == 1
+    assert metrics["by_mode"]["none"]["summary"]["n_failed"] == 3
+    assert metrics["failed_rows"]["n"] == 3
+
+    lines = [re.split("[│┃]", ln) for ln in res.stdout.splitlines()]
+    header = next(c for c in lines if len(c) > 2 and c[1].strip() == "mode")
+    row = next(c for c in lines if len(c) > 2 and c[1].strip() == "none")
+    cells = dict(zip([c.strip() for c in header], [c.strip() for c in row]))
+    assert cells["n"] == "3" and cells["failed"] == "3", res.stdout
+
+    page = build_report([out], tmp_path / "report.html").read_text(encoding="utf-8")
+    head = page.split('<table id="eval-table">')[1].split("</table>")[0]
+    assert '<th class="">failed</th>' in head
+    first = head.split("</tr>")[1]
+    assert ">3</td>" in first.split("<td")[3] and ">3</td>" in first.split("<td")[4]
 
 
 @pytest.mark.timeout(240)

@@ -69,6 +69,14 @@ class ServerCounters:
         return asdict(self)
 
 
+def not_json(url: str, head: str) -> str:
+    """The cause and the fix for a 200 whose body is not JSON (a proxy's or a web app's page)."""
+    return (
+        f"the answer of {url} (HTTP 200) is not JSON: {head!r}; point model.path at the base URL "
+        "of an OpenAI-compatible server (vLLM, SGLang: http://HOST:PORT/v1)"
+    )
+
+
 def _first_difference(a: Sequence[int], b: Sequence[int]) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
@@ -130,7 +138,8 @@ class OpenAIGenerator:
     async def check(self, key_file: str | None = None) -> None:
         """Ask the server for its models once, under the retry policy, before any episode runs.
         `ModelError` naming the URL and the cause when it refuses the key (401, 403) or fails
-        (connection refused, a timeout, 5xx after the retries): a run stops at once instead of
+        (connection refused, a timeout, 5xx after the retries) or answers 200 with a body that is
+        not JSON (a proxy's login page, a web app on that port): a run stops at once instead of
         recording every row as an error. A server without ``/models`` passes when the served
         model's name is set. ``key_file``: where the key came from, for the message."""
         where = f"model server {self.base_url}"
@@ -161,6 +170,13 @@ class OpenAIGenerator:
                 f"{where}: GET models answered HTTP {status} ({out.reply.head(120)}); fix "
                 "model.path, or set model.served_model_name for a server without that route"
             )
+        if status == 200:
+            try:
+                out.reply.json()
+            except ValueError:
+                raise ModelError(
+                    f"{where}: {not_json(out.reply.url, out.reply.head(120))}"
+                ) from None
 
     async def generate(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
         self._bind_loop()
@@ -194,9 +210,7 @@ class OpenAIGenerator:
         try:
             return out.reply.json(), out.attempts
         except ValueError:
-            raise _Fatal(
-                f"{path}: the server's answer is not JSON: {out.reply.head(200)!r}"
-            ) from None
+            raise _Fatal(not_json(out.reply.url, out.reply.head(200))) from None
 
     async def _model_name(self) -> str:
         if self.model is None:
