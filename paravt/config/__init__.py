@@ -5,8 +5,9 @@ docs/ARCHITECTURE.md §4–5. Objects below the CLI/trainer layer never receive 
 models: builders pass plain values. ``paravt config show`` prints the reference YAML.
 
 The package: `choices` (the ONE definition of each choice set), `sections` (the config models
-and their cross-field checks), `loading` (the ONE YAML loader, --set overrides, flags, validation
-messages). Import from ``paravt.config``; the modules are its layout, not separate APIs.
+and their cross-field checks), `loading` (config files, --set overrides, flags, validation
+messages), `yamltext` (the ONE YAML loader). Import from ``paravt.config``; the modules are its
+layout, not separate APIs.
 """
 
 from __future__ import annotations
@@ -35,15 +36,12 @@ from paravt.config.choices import (
 from paravt.config.episode import ModelConfig, RolloutConfig, SamplingConfig, VideoConfig
 from paravt.config.keys import is_loopback, read_key_file, require_key_beyond_loopback
 from paravt.config.loading import (
-    MAX_CONFIG_BYTES,
-    MAX_YAML_NODES,
     RUN_CONFIG,
     Flag,
     apply_override,
     dump,
     load,
     load_for_model,
-    parse_yaml,
     read_mapping,
     resolve,
     save,
@@ -66,6 +64,7 @@ from paravt.config.training import (
     SFTConfig,
     VerlConfig,
 )
+from paravt.config.yamltext import MAX_CONFIG_BYTES, MAX_YAML_NODES, parse_yaml
 
 __all__ = [
     "DispatchMode",

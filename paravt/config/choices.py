@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata, resources
+from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from pydantic import GetCoreSchemaHandler, ValidationInfo
+from pydantic_core import core_schema
 
 from paravt.errors import ConfigError
 
@@ -41,6 +48,150 @@ RL_FILTER_DOC = (
 KLKind = Literal["k1", "k3"]
 #: OpenAI-compatible serving engines (`paravt serve-model`, verl's rollout).
 ServeEngine = Literal["vllm", "sglang"]
+
+
+def prompt_versions() -> tuple[str, ...]:
+    """The packaged prompt template versions: the folders of paravt/protocol/templates/, sorted
+    (the ONE list: ``rollout.prompt_version`` is checked against it, the tokenizer corpus covers
+    each)."""
+    folder = resources.files("paravt") / "protocol" / "templates"
+    return tuple(sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name[0] not in "._"))
+
+
+#: The built-in tools' names (``paravt.tools.registry`` registers their classes; a test checks
+#: that the two agree) and the entry-point group of plugin tools. The tools layer sits above the
+#: config, so the config reads names only: the built-ins, the plugins' entry-point names (none
+#: imported) and the names ``register_tool`` noted (`note_tool`).
+BUILTIN_TOOLS = ("crop_video", "frame_select", "python")
+TOOL_ENTRY_POINTS = "paravt.tools"
+_CODE_TOOLS: set[str] = set()
+
+
+def note_tool(name: str, registered: bool = True) -> None:
+    """Called by ``paravt.tools.register_tool`` / ``unregister_tool``: a tool registered in code."""
+    (_CODE_TOOLS.add if registered else _CODE_TOOLS.discard)(name)
+
+
+def tool_names() -> tuple[str, ...]:
+    """The names ``rollout.tools`` may list: the built-ins, every ``paravt.tools`` entry point and
+    the tools registered in code."""
+    plugins = {ep.name for ep in metadata.entry_points(group=TOOL_ENTRY_POINTS)}
+    return tuple(sorted({*BUILTIN_TOOLS, *plugins, *_CODE_TOOLS}))
+
+
+#: The device types ``torch.device`` parses (its own list, from torch 2.x's error message "Expected
+#: one of cpu, cuda, ...", less the deprecated mkldnn); a device is a type, optionally ``:INDEX``.
+TORCH_DEVICE_TYPES = (
+    "cpu",
+    "cuda",
+    "ipu",
+    "xpu",
+    "opengl",
+    "opencl",
+    "ideep",
+    "hip",
+    "ve",
+    "fpga",
+    "maia",
+    "xla",
+    "lazy",
+    "vulkan",
+    "mps",
+    "meta",
+    "hpu",
+    "mtia",
+    "privateuseone",
+)
+
+
+def _device_type(device: str) -> str | None:
+    """The type of a ``TYPE`` or ``TYPE:INDEX`` device string (None when it has another shape)."""
+    kind, sep, index = device.partition(":")
+    return kind if not sep or index.isdigit() else None
+
+
+def _is_mcp_ref(name: str) -> bool:
+    return name.startswith("mcp:")  # paravt.tools.registry.MCP_PREFIX: a server lists its own
+
+
+@dataclass(frozen=True)
+class ValuesFrom:
+    """The marker of a ``str`` (or ``list[str]``) field whose valid values live outside the config
+    (a folder of templates, a registry, torch): ``Annotated[str, ValuesFrom(...)]`` checks the value
+    when the config loads, naming the values, so a wrong one never reaches the run (issue 48). The
+    config tests find every field that carries one.
+
+    ``what`` names one value ("prompt template version"), ``where`` says where the list lives,
+    ``values`` reads it, ``key`` maps a value to the part that must be listed (None: malformed),
+    ``passes`` accepts a value without the list, ``unless`` names an earlier field of the same
+    section that, when set, supplies the values itself (the check is then its job), and ``hints``
+    answers a common wrong value with what it likely means."""
+
+    what: str
+    where: str
+    values: Callable[[], tuple[str, ...]]
+    key: Callable[[str], str | None] = str
+    passes: Callable[[str], bool] = lambda _: False
+    unless: str | None = None
+    hints: tuple[tuple[str, str], ...] = ()  # (a common wrong value, what it means)
+
+    def problem(self, value: str) -> str | None:
+        """Why ``value`` is not one of the values (None when it is)."""
+        known = self.values()
+        if self.passes(value) or self.key(value) in known:
+            return None
+        close = [to for wrong, to in self.hints if wrong == value.strip().lower()]
+        close = close or difflib.get_close_matches(value.strip().lower(), known, n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return (
+            f"{value!r} is not a {self.what}{hint}; use one of {', '.join(known) or '(none)'} "
+            f"({self.where})"
+        )
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.with_info_after_validator_function(self._check, handler(source))
+
+    def _check(self, value: Any, info: ValidationInfo) -> Any:
+        if self.unless is not None and info.data.get(self.unless) is not None:
+            return value
+        for item in value if isinstance(value, list) else [value]:
+            if problem := self.problem(item):
+                raise ValueError(problem)
+        return value
+
+
+PROMPT_VERSIONS = ValuesFrom(
+    "prompt template version", "the folders of paravt/protocol/templates/", prompt_versions
+)
+TOOLS = ValuesFrom(
+    "registered tool",
+    "the tool registry: the built-ins and the paravt.tools entry-point plugins; or 'mcp:URL' / "
+    "'mcp:COMMAND' for an MCP server's tools",
+    tool_names,
+    passes=_is_mcp_ref,
+    unless="tool_server_url",
+)
+DEVICES = ValuesFrom(
+    "torch device",
+    "the device types torch knows, optionally with :INDEX, e.g. cuda:0",
+    lambda: TORCH_DEVICE_TYPES,
+    key=lambda d: _device_type(d) or "",
+    hints=(("gpu", "cuda"), ("auto", "cuda")),
+)
+
+# ---- Upper bounds of sizes no real run needs (issue 48): past them a value is a typo ------------
+#: Tokens one turn may generate: 256 Ki, Qwen3-VL's native context (the longest of the families
+#: paravt builds); a turn cannot generate more than its context holds (``10**11`` used to be run).
+MAX_NEW_TOKENS = 1 << 18
+#: Tool calls of one main turn: 8 times the paper's k_max of 8. Each call is a sub-agent request
+#: with up to 16 crop frames, so 64 calls already show ~1,000 frames in one turn.
+MAX_CALLS_PER_TURN = 64
+#: Episodes (eval) or rows (distill) run at once: 4 times the 256 concurrent sequences of a vLLM
+#: replica (verl.max_num_seqs); past it the requests only queue at the server, each worker holding
+#: its decoded frames (``eval.workers=10**7`` used to be accepted).
+MAX_WORKERS = 1024
 
 #: Most overview frames a prompt may carry (Qwen-VL's video frame cap); gating choices included.
 MAX_OVERVIEW_FRAMES = 768

@@ -3,13 +3,18 @@ parameters and the rollout limits (``paravt.config.sections`` gathers every sect
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
 from paravt.config.choices import (
+    DEVICES,
+    MAX_CALLS_PER_TURN,
+    MAX_NEW_TOKENS,
     MAX_OVERVIEW_FRAMES,
     PROMPT_VERSION,
+    PROMPT_VERSIONS,
+    TOOLS,
     DispatchMode,
     http_url_or_none,
 )
@@ -75,7 +80,9 @@ class ModelConfig(_Strict):
     backend: Literal["hf", "openai"] = Field(
         "hf", description="Inference backend of the Generator."
     )
-    device: str = Field("cpu", description="torch device for the hf backend.")
+    device: Annotated[str, DEVICES] = Field(
+        "cpu", description="torch device for the hf backend: cpu, cuda, cuda:1, mps, ..."
+    )
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         "float32", description="Parameter dtype for the hf backend."
     )
@@ -153,10 +160,17 @@ class SamplingConfig(_Strict):
         "reaches top_p; 1 = off.",
     )
     max_new_tokens: int = Field(
-        2048, ge=1, description="Max new tokens per main-agent turn [paper]."
+        2048,
+        ge=1,
+        le=MAX_NEW_TOKENS,
+        description="Max new tokens per main-agent turn [paper]; at most 262144 (a turn never "
+        "outgrows the longest context a served VLM has).",
     )
     sub_max_new_tokens: int = Field(
-        512, ge=1, description="Max tokens of a sub-agent summary [docs/ARCHITECTURE.md §2]."
+        512,
+        ge=1,
+        le=MAX_NEW_TOKENS,
+        description="Max tokens of a sub-agent summary [docs/ARCHITECTURE.md §2]; at most 262144.",
     )
 
 
@@ -168,7 +182,12 @@ class RolloutConfig(_Strict):
         description="Dispatch mode (paravt.agent.modes): parallel (the method), sequential (the "
         "baseline), eva (plan, then one frame_select per round), none.",
     )
-    k_max: int = Field(8, ge=1, description="Max tool calls per main turn.")
+    k_max: int = Field(
+        8,
+        ge=1,
+        le=MAX_CALLS_PER_TURN,
+        description="Max tool calls per main turn; at most 64 (8 times the paper's 8).",
+    )
     max_turns: int = Field(3, ge=1, description="Max main-agent turns.")
     min_window_s: float = Field(1.0, gt=0, description="Minimum crop window length in seconds.")
     max_context_tokens: int = Field(
@@ -192,11 +211,6 @@ class RolloutConfig(_Strict):
     subagent_timeout_s: float = Field(
         300.0, gt=0, description="Timeout of one batched sub-agent request."
     )
-    tools: list[str] = Field(
-        default_factory=lambda: ["crop_video"],
-        description="Enabled tools: registry names, or 'mcp:URL' / 'mcp:COMMAND ARGS' for every "
-        "tool of an MCP server (paravt[mcp]).",
-    )
     tool_server_url: str | None = Field(
         None, description="Use tools through this paravt tool server instead of in-process."
     )
@@ -206,17 +220,24 @@ class RolloutConfig(_Strict):
         "serve-tools --api-key-file` reads), sent as 'Authorization: Bearer' "
         "with every request; None: send none.",
     )
+    tools: Annotated[list[str], TOOLS] = Field(
+        default_factory=lambda: ["crop_video"],
+        description="Enabled tools: registry names, or 'mcp:URL' / 'mcp:COMMAND ARGS' for every "
+        "tool of an MCP server (paravt[mcp]); checked against the registry when the config loads, "
+        "unless tool_server_url names a server (its own list is checked when it connects).",
+    )
     python_weak_isolation: bool = Field(
         False,
         description="Let the in-process python tool run WITHOUT bubblewrap (weak isolation: the "
         "host filesystem is readable); off = its calls are refused "
         "(docs/tools.md).",
     )
-    prompt_version: str = Field(
+    prompt_version: Annotated[str, PROMPT_VERSIONS] = Field(
         PROMPT_VERSION,
         description="Version of the packaged prompt templates: v2 = the paper's RL system prompt "
         "(tools always, never <tool_code>; the user turn does not state the frame count); v1 = "
-        "the earlier one (answer directly if the overview is enough; 'N frames shown').",
+        "the earlier one (answer directly if the overview is enough; 'N frames shown'); the "
+        "versions are the folders of paravt/protocol/templates/.",
     )
 
     _server_url = field_validator("tool_server_url")(lambda url: http_url_or_none(url))

@@ -3,9 +3,10 @@ finite) and the fields that more than one section declares, each default written
 
 from __future__ import annotations
 
+import typing
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 def _micro_batch_tokens() -> Any:
@@ -61,3 +62,23 @@ class _Strict(BaseModel):
     model_config = ConfigDict(
         extra="forbid", validate_assignment=True, frozen=False, allow_inf_nan=False
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _yaml_off(cls, data: Any) -> Any:
+        """YAML 1.1 reads an unquoted ``off`` (and ``no``, ``false``) as false: a choice field whose
+        choices include 'off' takes false as 'off' (``reward.tool_mode: off`` as the docs write it;
+        issue 48). True is refused with the advice to quote (``loading.validation_message``)."""
+        if not isinstance(data, dict):
+            return data
+        fixed = {
+            name: "off"
+            for name, value in data.items()
+            if value is False and name in cls.model_fields and _offers_off(cls, name)
+        }
+        return {**data, **fixed} if fixed else data
+
+
+def _offers_off(cls: type[BaseModel], name: str) -> bool:
+    annotation = cls.model_fields[name].annotation
+    return typing.get_origin(annotation) is typing.Literal and "off" in typing.get_args(annotation)

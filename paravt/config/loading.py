@@ -3,6 +3,7 @@ messages that name the input, and the settings a trained model directory carries
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from difflib import get_close_matches
@@ -13,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from paravt.config.sections import TrainConfig
+from paravt.config.yamltext import MAX_CONFIG_BYTES, parse_yaml
 from paravt.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
@@ -94,9 +96,22 @@ def validation_message(
                 if cls
                 else []
             )
+            hint = f"did you mean {' or '.join(close)}?" if close else ""
+            leaves = _leaves(e.get("input"))  # `--set a.b.c.d=1`: name the whole path, not `a`
+            if leaves:
+                shown = ", ".join(f"{name}.{leaf}" for leaf in leaves[:3])
+                more = f" and {len(leaves) - 3} more" if len(leaves) > 3 else ""
+                parts.append(
+                    f"{shown}{more}: unknown field{'s' if len(leaves) > 1 else ''} ({name} is no "
+                    f"section{'; ' + hint if hint else ''})"
+                )
+            else:
+                parts.append(f"{name}: unknown field" + (f" ({hint})" if hint else ""))
+        elif e["type"] == "literal_error" and isinstance(e.get("input"), bool):
             parts.append(
-                f"{name}: unknown field"
-                + (f" (did you mean {' or '.join(close)}?)" if close else "")
+                f"{name}: YAML read an unquoted on/yes/true (or off/no/false) as "
+                f"{str(e['input']).lower()}, not a choice; write one of "
+                f"{e.get('ctx', {}).get('expected', 'its choices')} in quotes"
             )
         else:
             parts.append(f"{name or '<root>'}: {e['msg']} (got {_short(e.get('input'))})")
@@ -121,107 +136,27 @@ def _field_names(cls: type[BaseModel], loc: Sequence[Any]) -> list[str]:
     return list(model.model_fields)
 
 
+def _leaves(value: Any, depth: int = 0) -> list[str]:
+    """The dotted paths of the leaves under a mapping (``{"b": {"c": 1}}`` → ``["b.c"]``)."""
+    if not isinstance(value, dict) or depth > 16:
+        return []
+    out: list[str] = []
+    for key, sub in value.items():
+        below = _leaves(sub, depth + 1)
+        out += [f"{key}.{leaf}" for leaf in below] if below else [str(key)]
+    return out
+
+
 def _short(value: Any, width: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-# ---- YAML: the ONE loader of config text (files and --set values)
-# ---------------------------------
-#: Largest config file read (a config is a few KB) and most nodes its aliases may expand to: a
-#: small file of nested aliases ("billion laughs") is refused at once instead of expanded.
-MAX_CONFIG_BYTES = 1 << 20
-MAX_YAML_NODES = 100_000
-
-
-class _AliasBomb(yaml.YAMLError):
-    pass
-
-
-class _DuplicateKey(yaml.YAMLError):
-    pass
-
-
-class _Loader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses a document whose aliases expand past MAX_YAML_NODES nodes, and
-    a mapping that writes one key twice (YAML would keep the last silently: a second ``rl:`` block
-    would drop the first)."""
-
-    def compose_document(self) -> Any:
-        node = super().compose_document()
-        if node is not None:
-            _expanded_size(node, {}, set())
-        return node
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:  # the keys as written (a ``<<`` merge may be overridden)
-            if (
-                not isinstance(key_node, yaml.ScalarNode)
-                or key_node.tag == "tag:yaml.org,2002:merge"
-            ):
-                continue
-            key = self.construct_object(key_node)
-            line = key_node.start_mark.line + 1
-            if key in seen:
-                raise _DuplicateKey(
-                    f"the key {key!r} is written twice (lines {seen[key]} and {line}), and "
-                    "YAML would silently keep only the second; merge the two into one"
-                )
-            seen[key] = line
-        return super().construct_mapping(node, deep=deep)
-
-
-def _expanded_size(node: yaml.Node, sizes: dict[int, int], active: set[int]) -> int:
-    """Nodes of ``node`` with every alias written out (memoised per node: linear time)."""
-    key = id(node)
-    if key in sizes:
-        return sizes[key]
-    if key in active:
-        raise _AliasBomb("an alias refers to itself (a recursive structure)")
-    active.add(key)
-    children: list[yaml.Node] = []
-    if isinstance(node, yaml.SequenceNode):
-        children = list(node.value)
-    elif isinstance(node, yaml.MappingNode):
-        children = [n for pair in node.value for n in pair]
-    size = 1 + sum(_expanded_size(c, sizes, active) for c in children)
-    active.discard(key)
-    if size > MAX_YAML_NODES:
-        raise _AliasBomb(f"its aliases expand to more than {MAX_YAML_NODES:,} values")
-    sizes[key] = size
-    return size
-
-
-def parse_yaml(text: str, what: str) -> Any:
-    """``text`` as YAML (safe, aliases bounded); `ConfigError` naming ``what`` when it is not."""
-    try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
-    except _AliasBomb as err:
-        raise ConfigError(
-            f"{what} is refused: {err}; write the values out instead of nesting aliases"
-        ) from None
-    except _DuplicateKey as err:
-        raise ConfigError(f"{what} is refused: {err}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(
-            f"{what} is not valid YAML ({_yaml_problem(err)}); fix the syntax "
-            "(quote a string that holds ': ', '[' or '{')"
-        ) from None
-    except RecursionError:
-        raise ConfigError(f"{what} nests too deeply to read; flatten it") from None
-
-
-def _yaml_problem(err: yaml.YAMLError) -> str:
-    if isinstance(err, yaml.MarkedYAMLError) and err.problem_mark is not None:
-        m = err.problem_mark
-        return f"{err.problem} at line {m.line + 1}, column {m.column + 1}"
-    return str(err).splitlines()[0] if str(err) else type(err).__name__
-
-
-def read_mapping(path: str | Path) -> dict[str, Any]:
+# ---- config files
+def read_mapping(path: str | Path, cls: type[BaseModel] | None = None) -> dict[str, Any]:
     """The top-level mapping of a YAML config file (not validated yet); `ConfigError` when the file
-    is missing, too large, not UTF-8, not YAML or not a mapping."""
+    is missing, too large (naming the key of its longest line, checked against ``cls``'s fields),
+    empty, not UTF-8, not YAML or not a mapping."""
     p = Path(path)
     if not p.is_file():
         what = "is a directory" if p.is_dir() else "does not exist"
@@ -231,7 +166,7 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
         if size > MAX_CONFIG_BYTES:
             raise ConfigError(
                 f"config file {p} is {size:,} bytes, over the {MAX_CONFIG_BYTES:,}-byte limit of a "
-                "config; pass the YAML config, not a data file"
+                f"config{_longest_line(p, size, cls)}; pass the YAML config, not a data file"
             )
         raw = p.read_bytes()
     except OSError as err:
@@ -246,13 +181,57 @@ def read_mapping(path: str | Path) -> dict[str, Any]:
             f"{err.start}); "
             "save it as UTF-8"
         ) from None
-    data = parse_yaml(text, f"config file {p}") or {}
+    data = parse_yaml(text, f"config file {p}")
+    if data is None:  # no document, or only comments: never "the defaults" by accident
+        raise ConfigError(
+            f"empty config file {p}: it sets no field; write the fields to change as in configs/ "
+            "(`paravt config show` prints them all), or `{}` for every default"
+        )
     if not isinstance(data, dict):
         raise ConfigError(
             f"config file {p} must hold a mapping at the top level, got {type(data).__name__}; "
             "write `section:` blocks as in configs/"
         )
     return data
+
+
+#: Largest oversized config file whose longest line is located by key (a bigger one is data).
+_SCAN_BYTES = 64 << 20
+_KEY_LINE = re.compile(r"^( *)(?:- +)?('[^']*'|\"[^\"]*\"|[^\s#'\"][^:#]*?) *:(?: |$)")
+
+
+def _longest_line(p: Path, size: int, cls: type[BaseModel] | None) -> str:
+    """``: line N (sec.key) holds B bytes ('xxx...')`` for the longest line of an oversized YAML
+    file, its key path read from the indentation (and whether ``cls`` has that field); empty when
+    the file is too big to scan or its longest line is no ``key: value``."""
+    if size > _SCAN_BYTES:
+        return ""
+    try:
+        lines = p.read_bytes().decode("utf-8", errors="replace").split("\n")
+    except OSError:
+        return ""
+    at = max(range(len(lines)), key=lambda i: len(lines[i]))
+    stack: list[tuple[int, str]] = []
+    for i, line in enumerate(lines[: at + 1]):
+        m = _KEY_LINE.match(line)
+        indent = len(line) - len(line.lstrip(" "))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        if m:
+            stack.append((indent, m.group(2).strip("'\"")))
+        elif i == at:
+            return ""
+    keys = [k for _, k in stack]
+    value = lines[at].partition(":")[2].strip()
+    where = f": line {at + 1} ({'.'.join(keys)}) holds a {len(value.encode()):,}-byte value "
+    where += f"({_short(value, 24)})"
+    if cls is not None and not _is_field(cls, keys):
+        where += f", and {'.'.join(keys)} is not a field of the config"
+    return where
+
+
+def _is_field(cls: type[BaseModel], keys: Sequence[str]) -> bool:
+    return bool(keys) and keys[-1] in _field_names(cls, keys[:-1])
 
 
 def load(
@@ -263,7 +242,7 @@ def load(
 ) -> M:
     """Load a YAML file into ``cls``; ``overrides`` are ``a.b.c=value`` strings (YAML values),
     ``flags`` command-line options applied last."""
-    return resolve(cls, read_mapping(path), str(path), overrides or (), flags)
+    return resolve(cls, read_mapping(path, cls), str(path), overrides or (), flags)
 
 
 def apply_override(data: dict[str, Any], item: str) -> None:
@@ -316,7 +295,7 @@ def load_for_model(
     carried = Path(model) / RUN_CONFIG
     path = config if config is not None else carried if carried.is_file() else None
     source = "defaults" if path is None else str(path)
-    data = {} if path is None else read_mapping(path)
+    data = {} if path is None else read_mapping(path, TrainConfig)
     if path is carried:  # written by an older paravt: its eval frame fields were never "as trained"
         for key in MOVED:
             section, _, field = key.partition(".")

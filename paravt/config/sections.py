@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from paravt.config.choices import (
+    MAX_WORKERS,
     DispatchMode,
     EvalProtocol,
     PromptClass,
@@ -44,7 +45,9 @@ class EvalConfig(_Strict):
     limit: int | None = Field(
         None, ge=1, description="Evaluate only the first N samples (None: all)."
     )
-    workers: int = Field(4, ge=1, description="Episodes run concurrently.")
+    workers: int = Field(
+        4, ge=1, le=MAX_WORKERS, description="Episodes run concurrently; at most 1024."
+    )
     temperature: float = Field(0.0, ge=0, description="Eval decodes greedily by default.")
     benchmark_fps: float = Field(
         1.0,
@@ -279,7 +282,9 @@ class DistillConfig(_Strict):
         description="'paravt': sequential crop_video traces converted to parallel [paper §B]; "
         "'eva': Executor-Reflector frame_select traces [EVA].",
     )
-    workers: int = Field(4, ge=1, description="Rows distilled concurrently.")
+    workers: int = Field(
+        4, ge=1, le=MAX_WORKERS, description="Rows distilled concurrently; at most 1024."
+    )
     max_turns: int = Field(4, ge=1, description="Teacher turns per row (paravt); EVA rounds (eva).")
     temperature: float = Field(0.0, ge=0, description="Teacher sampling temperature.")
     max_tokens: int = Field(1024, ge=1, description="Max tokens of one teacher turn.")

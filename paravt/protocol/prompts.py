@@ -31,11 +31,12 @@ from importlib import resources
 from typing import Any, get_args
 
 from paravt.config import PROMPT_VERSION, DispatchMode as Mode
+from paravt.config.choices import prompt_versions
 from paravt.errors import ConfigError
 from paravt.protocol import tags as T
 
 VIDEO_MARKER = "<video>"
-VERSIONS = ("v1", "v2")  # the template directories; the tokenizer corpus covers each
+VERSIONS = prompt_versions()  # the template directories; the tokenizer corpus covers each
 _LETTERED = ("A. ", "A) ", "(A) ")
 
 
@@ -223,11 +224,10 @@ def _render(version: str, name: str, **values: str) -> str:
 def _template(version: str, name: str) -> str:
     root = resources.files("paravt.protocol") / "templates"
     path = root / version / f"{name}.txt"
-    if not path.is_file():
-        have = sorted(p.name for p in root.iterdir() if p.is_dir())
+    if version not in VERSIONS or not path.is_file():  # the config refuses it at load already
         raise ConfigError(
             f"prompt template {version}/{name}.txt does not exist; "
-            f"rollout.prompt_version must be one of {have}"
+            f"rollout.prompt_version must be one of {list(VERSIONS)}"
         )
     return path.read_text(encoding="utf-8")
 

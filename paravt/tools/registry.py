@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from paravt.config.choices import TOOL_ENTRY_POINTS, note_tool
 from paravt.errors import ConfigError
 from paravt.tools.base import Tool
 
-ENTRY_POINT_GROUP = "paravt.tools"
+ENTRY_POINT_GROUP = TOOL_ENTRY_POINTS
 #: A ``rollout.tools`` entry ``mcp:URL`` or ``mcp:COMMAND`` names an MCP server
 #: (paravt.tools.mcp_tools).
 MCP_PREFIX = "mcp:"
@@ -55,10 +56,12 @@ def register_tool(name: str, factory: ToolFactory, *, origin: str | None = None)
             "rename one of the tools (tool names must be unique)"
         )
     _REGISTRY[name] = _Entry(factory, origin)
+    note_tool(name)  # `rollout.tools` accepts it from now on (checked when the config loads)
 
 
 def unregister_tool(name: str) -> None:
     _REGISTRY.pop(name, None)
+    note_tool(name, registered=False)
 
 
 def _register_builtins() -> None:

@@ -32,7 +32,7 @@ def bounded(fn: Callable[[], T], *, timeout_s: float, what: str) -> T:
     if t.is_alive():
         raise TrackerError(
             f"{what}: no answer within {timeout_s:g} s (logging.tracker_timeout_s); check the "
-            "tracker's address, or set logging.tracker_errors=warn to train without it"
+            "tracker's address"
         )
     err = box.get("error")
     if isinstance(err, ParavtError):
