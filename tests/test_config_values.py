@@ -237,8 +237,14 @@ def test_the_prompt_versions_are_the_packaged_template_folders() -> None:
     from paravt.protocol import prompts
 
     folders = resources.files("paravt") / "protocol" / "templates"
-    on_disk = sorted(p.name for p in folders.iterdir() if p.is_dir() and p.name[0] not in "._")
+    needs = {p.name for p in (folders / "v2").iterdir()}
+    on_disk = sorted(
+        p.name
+        for p in folders.iterdir()
+        if p.is_dir() and needs <= {f.name for f in p.iterdir()}  # eval_release is no version
+    )
     assert list(prompt_versions()) == on_disk == list(prompts.VERSIONS)
+    assert {"v1", "v2"} <= set(on_disk) and "eval_release" not in on_disk
     for v in on_disk:  # each one loads
         assert cfgmod.validate(cfgmod.TrainConfig, {"rollout": {"prompt_version": v}})
 

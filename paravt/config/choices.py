@@ -51,11 +51,19 @@ ServeEngine = Literal["vllm", "sglang"]
 
 
 def prompt_versions() -> tuple[str, ...]:
-    """The packaged prompt template versions: the folders of paravt/protocol/templates/, sorted
-    (the ONE list: ``rollout.prompt_version`` is checked against it, the tokenizer corpus covers
-    each)."""
+    """The packaged prompt template versions, sorted: the folders of paravt/protocol/templates/
+    that hold every template the default version has (another folder there, such as an eval
+    protocol's ``eval_release``, is no version). The ONE list: ``rollout.prompt_version`` is
+    checked against it, the tokenizer corpus covers each."""
     folder = resources.files("paravt") / "protocol" / "templates"
-    return tuple(sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name[0] not in "._"))
+    needs = {p.name for p in (folder / PROMPT_VERSION).iterdir() if p.name.endswith(".txt")}
+    return tuple(
+        sorted(
+            p.name
+            for p in folder.iterdir()
+            if p.is_dir() and p.name[0] not in "._" and needs <= {f.name for f in p.iterdir()}
+        )
+    )
 
 
 #: The built-in tools' names (``paravt.tools.registry`` registers their classes; a test checks
