@@ -36,7 +36,7 @@ ROLLOUT: dict[str, Any] = {
     "max_context_tokens": 5000,
     "think_prefix": False,
     "execute_tool_code": True,
-    "train_subagents": False,
+    "train_subagents": True,
     "subagent_timeout_s": 12.0,
     "tools": ["crop_video", "frame_select"],
     "tool_server_url": "http://127.0.0.1:9",

@@ -57,6 +57,13 @@ def _check(cfg: TrainConfig, verl: VerlConfig) -> None:
             "the verl "
             "lengths or lower rollout.max_context_tokens"
         )
+    if cfg.rl.kl_in == "reward" and cfg.rl.kl_coef > 0:
+        raise ConfigError(
+            "rl.kl_in=reward (the KL as a per-token reward added to the advantage) has no verl "
+            "0.9 counterpart (its use_kl_in_reward sums the KL into the score before the group "
+            "normalisation); set rl.kl_in=loss (with rl.kl_estimator=k3: verl's low_var_kl) or "
+            "rl.kl_coef=0 for a verl run"
+        )
     if verl.train_batch_size % verl.ppo_mini_batch_size:
         raise ConfigError(
             f"verl.train_batch_size={verl.train_batch_size} must be a multiple of "

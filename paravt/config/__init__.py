@@ -15,8 +15,10 @@ from __future__ import annotations
 from paravt.config.choices import (
     MAX_OVERVIEW_FRAMES,
     PROMPT_VERSION,
+    AdvNormUnit,
     DispatchMode,
     EvalProtocol,
+    KLIn,
     KLKind,
     LrDecay,
     ModelFamily,
@@ -62,8 +64,8 @@ from paravt.config.training import (
     RewardConfig,
     RLConfig,
     SFTConfig,
-    VerlConfig,
 )
+from paravt.config.verl import VerlConfig
 from paravt.config.yamltext import MAX_CONFIG_BYTES, MAX_YAML_NODES, parse_yaml
 
 __all__ = [
@@ -75,6 +77,8 @@ __all__ = [
     "EvalConfig",
     "Flag",
     "GatingConfig",
+    "AdvNormUnit",
+    "KLIn",
     "KLKind",
     "LrDecay",
     "MAX_CONFIG_BYTES",

@@ -44,8 +44,13 @@ RL_FILTER_DOC = (
     "`paravt repro`), every group is trained; online: oversample, drop zero-variance groups, keep "
     "the prompts_per_step of largest reward std."
 )
-#: KL estimators of the loss (paravt.rl.loss).
+#: KL estimators (paravt.rl.loss.kl_penalty), in the loss or in the per-token reward.
 KLKind = Literal["k1", "k3"]
+#: Where the KL to the reference acts (paravt.rl.update): a per-token reward whose return-to-go is
+#: added to the advantage (the release), or a term of the loss (verl's use_kl_loss).
+KLIn = Literal["reward", "loss"]
+#: Over what the batch advantage normalisation takes its mean and std (paravt.rl.update).
+AdvNormUnit = Literal["token", "episode"]
 #: OpenAI-compatible serving engines (`paravt serve-model`, verl's rollout).
 ServeEngine = Literal["vllm", "sglang"]
 

@@ -206,7 +206,11 @@ class RolloutConfig(_Strict):
         description="Execute <tool_code> blocks as calls (they are always counted as reversions).",
     )
     train_subagents: bool = Field(
-        True, description="Sub-agent trajectories are trained with their episode's advantage."
+        False,
+        description="Train the sub-agents' trajectories too, each with its episode's advantage. "
+        "Off [authors: the hierarchical actor's include_subagent_in_loss defaults off and is "
+        "never set]: only the main trajectories enter the loss, its token count and the "
+        "advantage normalisation.",
     )
     subagent_timeout_s: float = Field(
         300.0, gt=0, description="Timeout of one batched sub-agent request."

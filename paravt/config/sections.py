@@ -32,8 +32,8 @@ from paravt.config.training import (
     RewardConfig,
     RLConfig,
     SFTConfig,
-    VerlConfig,
 )
+from paravt.config.verl import VerlConfig
 
 
 class EvalConfig(_Strict):

@@ -1,25 +1,26 @@
 """The sections of training: the reward, nFrames gating, the RL, SFT and prior trainers (with their
-optimiser fields) and the verl engine (``paravt.config.sections`` gathers every section)."""
+optimiser fields); the verl engine's is ``paravt.config.verl`` (``paravt.config.sections`` gathers
+every section)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from paravt.config.choices import (
     RL_FILTER_DOC,
+    AdvNormUnit,
+    KLIn,
     KLKind,
     LrDecay,
     RLFilter,
-    ServeEngine,
     ToolMode,
     frame_budgets_problem,
     http_url_or_none,
 )
 from paravt.config.fields import _adam_betas, _Beta, _micro_batch_tokens, _Strict, _weight_decay
 from paravt.config.limits import _Steps
-from paravt.config.tracking import refuse_moved_verl_keys
 
 
 class RewardConfig(_Strict):
@@ -148,19 +149,43 @@ class RLConfig(_Strict):
         description="Rewards are multiplied by this before the group normalisation [authors: "
         "reward_scaling 10]; a no-op for the advantages when std_normalize is on.",
     )
+    reward_clip: float | None = Field(
+        20.0,
+        gt=0,
+        description="Clip reward_scale * (reward + bias) to [-reward_clip, +reward_clip] before "
+        "the group normalisation [authors: AReaL's reward_clip default 20, not overridden by the "
+        "recipe]: with scale 10 every reward >= 2.2 (bias -0.2 included) counts the same; None = "
+        "no clip.",
+    )
     adv_norm: Literal["none", "batch"] = Field(
         "batch",
         description="After the group normalisation: batch = centre and scale the step's "
         "advantages by their batch mean and std [authors: adv_norm batch]; none = keep them.",
+    )
+    adv_norm_unit: AdvNormUnit = Field(
+        "token",
+        description="rl.adv_norm batch: the mean and std are taken over every trained (loss-mask "
+        "1) token of the step, so long rollouts weigh more and the KL returns are included "
+        "[authors: adv_norm over the loss mask]; episode = over the kept episodes' advantages, "
+        "one value each, before any KL return is added.",
     )
     clip_eps: float = Field(0.2, gt=0, description="PPO clip epsilon [paper].")
     kl_coef: float = Field(
         0.01, ge=0, description="KL coefficient to the reference policy [paper]."
     )
     kl_estimator: KLKind = Field(
-        "k3",
-        description="Per-token estimator of KL(policy || reference): k1 = the log ratio; k3 = "
-        "exp(-d) + d - 1, unbiased and never negative (verl's low_var_kl).",
+        "k1",
+        description="Per-token estimator of KL(policy || reference): k1 = the log ratio [authors: "
+        "AReaL's default, not set by the recipe]; k3 = exp(-d) + d - 1, unbiased and never "
+        "negative (verl's low_var_kl).",
+    )
+    kl_in: KLIn = Field(
+        "reward",
+        description="Where the KL acts [authors]: reward = -kl_coef * estimate (sampling vs "
+        "reference logprob, clamped to +-10) is a per-token reward whose return-to-go (sum over "
+        "the trajectory's later trained tokens, itself included; not differentiated) is added to "
+        "each token's advantage; loss = kl_coef * token-mean estimate is a term of the loss "
+        "(verl's use_kl_loss; with k3, the earlier default). A verl run supports loss only.",
     )
     lr: float = Field(2e-6, gt=0, le=1e-2, description="Learning rate [paper]; at most 1e-2.")
     weight_decay: float = _weight_decay(0.01)  # [authors] actor.optimizer.weight_decay
@@ -315,86 +340,3 @@ class PriorConfig(_SupervisedConfig):
     min_lr_ratio: float = Field(
         0.1, ge=0, le=1, description="The cosine schedule's last learning rate, as a share of lr."
     )
-
-
-class VerlConfig(_Strict):
-    """Resources and engine settings of ``paravt train rl --engine verl`` (the ``verl:`` section).
-
-    Not PARA-GRPO hyper-parameters (those are ``rl`` / ``sampling`` / ``video``) but what a verl run
-    uses: nodes, GPUs, the rollout engine and its memory limits. Plain pydantic: the core never
-    imports verl."""
-
-    nnodes: int = Field(1, ge=1, description="Ray nodes (trainer.nnodes).")
-    n_gpus_per_node: int = Field(8, ge=1, description="GPUs per node (trainer.n_gpus_per_node).")
-    rollout_backend: ServeEngine = Field(
-        "vllm", description="Rollout engine (actor_rollout_ref.rollout.name)."
-    )
-    tensor_parallel_size: int = Field(
-        1, ge=1, description="Tensor parallel size of each rollout replica."
-    )
-    gpu_memory_utilization: float = Field(
-        0.6,
-        gt=0,
-        le=1,
-        description="Share of GPU memory the rollout engine may take (KV cache + weights).",
-    )
-    max_num_batched_tokens: int = Field(
-        16384,
-        ge=256,
-        description="Tokens per engine step; must exceed the longest single prompt (video "
-        "prompts are long).",
-    )
-    max_num_seqs: int = Field(256, ge=1, description="Concurrent sequences per rollout replica.")
-    prompt_length: int = Field(
-        8192,
-        ge=64,
-        description="Max prompt tokens of a trajectory row (overview video tokens included).",
-    )
-    response_length: int = Field(
-        8192, ge=64, description="Max response tokens of a row (all main turns + tool responses)."
-    )
-    train_batch_size: int = Field(
-        32,
-        ge=1,
-        description="Prompts per step (data.train_batch_size); each gets rl.group_size rollouts.",
-    )
-    ppo_mini_batch_size: int = Field(
-        8, ge=1, description="Prompts per PPO mini-batch (actor.ppo_mini_batch_size)."
-    )
-    micro_batch_size_per_gpu: int = Field(
-        1, ge=1, description="Rows per GPU per forward/backward (actor + log-prob passes)."
-    )
-    use_dynamic_bsz: bool = Field(
-        True, description="Pack rows by token count (actor.use_dynamic_bsz)."
-    )
-    max_token_len_per_gpu: int = Field(
-        32768, ge=1024, description="Token budget per GPU with dynamic batch size."
-    )
-    param_offload: bool = Field(False, description="FSDP parameter offload to CPU.")
-    optimizer_offload: bool = Field(False, description="FSDP optimizer-state offload to CPU.")
-    gradient_checkpointing: bool = Field(True, description="Activation checkpointing in the actor.")
-    agent_workers: int = Field(
-        8, ge=1, description="Agent-loop workers (rollout.agent.num_workers)."
-    )
-    total_epochs: _Steps = Field(
-        1, ge=1, description="Passes over the training parquet (trainer.total_epochs)."
-    )
-    val_data: str | None = Field(
-        None, description="Validation parquet in verl's layout (None: no validation)."
-    )
-    save_freq: int = Field(10, description="Checkpoint every N steps (-1: never).")
-    steps_per_epoch: int = Field(
-        1,
-        ge=1,
-        description="Steps per data epoch: the gating epoch is (global_step - 1) // "
-        "steps_per_epoch; launch_verl fills it from the parquet size.",
-    )
-    extra_overrides: list[str] = Field(
-        default_factory=list,
-        description="Raw Hydra overrides appended to the command (escape hatch).",
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _moved(cls, data: Any) -> Any:
-        return refuse_moved_verl_keys(data)  # verl.loggers → logging.loggers, …

@@ -10,10 +10,15 @@ which uses ``torch.std`` = the SAMPLE std with Bessel's correction, divisor G �
 A group of ONE reward follows verl too: mean 0 and std 1, so A = r / (1 + eps) (or r). With the
 paper's G = 8 this never happens; it is kept so both engines give identical numbers.
 
-Reward scaling and batch normalisation [authors: reward_scaling 10, reward_norm group,
-adv_norm batch]: the trainer multiplies the rewards by ``rl.reward_scale`` before the group step
-(a no-op with std normalisation, up to eps) and, with ``rl.adv_norm: batch``, then centres and
-scales the whole step's advantages by their batch mean and sample std (``batch_normalize``).
+Reward scaling, clip and batch normalisation [authors: reward_scaling 10, reward_clip 20,
+reward_norm group, adv_norm batch]: the trainer multiplies the rewards (bias included) by
+``rl.reward_scale`` and clips them to ±``rl.reward_clip`` before the group step
+(``scale_and_clip``; the scale alone is a no-op with std normalisation, up to eps; the clip is not:
+with scale 10 and bias −0.2 every reward ≥ 2.2 scores the same 20). With ``rl.adv_norm: batch``
+the step's advantages are then centred and scaled by a batch mean and sample std: over the
+episodes (``rl.adv_norm_unit: episode``, ``batch_normalize`` here) or over every trained token
+(``token``, the release's; ``paravt.rl.loss.token_normalize``, in the update, where the tokens
+and the KL returns are known).
 
 Reward bias [paper, docs/ARCHITECTURE.md §4]: adding a constant b to every reward of a group shifts
 the mean by b
@@ -36,6 +41,15 @@ def sample_std(values: Sequence[float]) -> float:
         return 0.0
     mean = math.fsum(values) / n
     return math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+
+
+def scale_and_clip(rewards: Sequence[float], scale: float, clip: float | None) -> list[float]:
+    """``scale · r`` clipped to [−clip, +clip] (``clip`` None: not clipped), for every reward
+    (bias already included): the release's ``(r + bias) · reward_scaling`` clipped to
+    ±``reward_clip`` before the group normalisation."""
+    if clip is None:
+        return [scale * r for r in rewards]
+    return [min(max(scale * r, -clip), clip) for r in rewards]
 
 
 def group_advantages(

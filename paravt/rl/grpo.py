@@ -14,9 +14,13 @@ One step, top to bottom:
    trained; online: drop zero-variance groups, keep the ``prompts_per_step`` groups with the
    largest reward std (PyVision-RL's oversample–filter–rank). Groups with a backend failure or a
    crashed episode are dropped in both;
-6. group advantages (with or without std normalisation), broadcast to the episode's sub-agent
-   trajectories when ``train_subagents``;
-7. PPO-clip update with KL to the frozen reference (``paravt.rl.update``);
+6. group advantages of the scaled, clipped rewards (with or without std normalisation; batch
+   normalised over episodes when ``rl.adv_norm_unit`` is episode), broadcast to the episode's
+   sub-agent trajectories when ``rollout.train_subagents`` (off by default, as the release: only
+   the main trajectories are trained);
+7. PPO-clip update (``paravt.rl.update``): the KL to the frozen reference as a per-token reward
+   (``rl.kl_in`` reward) or a loss term, the per-token advantages batch normalised over the
+   trained tokens (``rl.adv_norm_unit`` token);
 8. log every metric, checkpoint every ``save_every`` steps (atomic; resume is bit-for-bit).
 
 Every ablation of the paper is one flag: vanilla GRPO = ``reward.anchor=false``,
@@ -44,7 +48,12 @@ from paravt.models.openai.judge import judge_overrides
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rewards.metrics import RolloutRecord, aggregate
 from paravt.rl import filters
-from paravt.rl.advantages import batch_normalize, broadcast_to_trajectories, grouped
+from paravt.rl.advantages import (
+    batch_normalize,
+    broadcast_to_trajectories,
+    grouped,
+    scale_and_clip,
+)
 from paravt.rl.gating import overview_budget
 from paravt.rl.loss import ClipKL
 from paravt.rl.rollouts import RolloutLog, sample_rows
@@ -234,11 +243,14 @@ class GRPOTrainer:
             self.s.processor,
             self.s.optimizer,
             items,
-            clip=ClipKL(clip_eps=rl.clip_eps, kl_coef=rl.kl_coef, kl_kind=rl.kl_estimator),
+            clip=ClipKL(
+                clip_eps=rl.clip_eps, kl_coef=rl.kl_coef, kl_kind=rl.kl_estimator, kl_in=rl.kl_in
+            ),
             passes=UpdatePasses(
                 ppo_epochs=rl.ppo_epochs,
                 max_grad_norm=rl.max_grad_norm,
                 micro_batch_tokens=rl.micro_batch_tokens,
+                token_norm=rl.adv_norm == "batch" and rl.adv_norm_unit == "token",
             ),
             ref_model=self.s.ref_model,
             temperature=cfg.sampling.temperature,
@@ -334,17 +346,18 @@ class GRPOTrainer:
         groups: dict[str, list[int]],
         kept: list[str],
     ) -> tuple[list[TrainItem], dict[int, float]]:
-        """Group advantages per episode, then every trajectory of an episode (main, and its
-        sub-agents when ``train_subagents``) takes its episode's advantage. Also returns the
-        advantage of each kept rollout by its index (for ``rollouts.jsonl``)."""
+        """Group advantages per episode (rewards scaled and clipped first); every trajectory of an
+        episode (main, and its sub-agents when ``rollout.train_subagents``) takes its episode's.
+        Also returns each kept rollout's advantage by its index (for ``rollouts.jsonl``; with
+        ``rl.adv_norm_unit`` token, before the update's KL returns and token normalisation)."""
         rl = self.cfg.rl
         idx = [i for g in kept for i in groups[g]]
         adv = grouped(
-            [rl.reward_scale * rewards[i].reward for i in idx],
+            scale_and_clip([rewards[i].reward for i in idx], rl.reward_scale, rl.reward_clip),
             [g for g in kept for _ in groups[g]],
             std_normalize=rl.std_normalize,
         )
-        if rl.adv_norm == "batch":
+        if rl.adv_norm == "batch" and rl.adv_norm_unit == "episode":
             adv = batch_normalize(adv)
         episode_adv = {results[i].main.episode_id: a for i, a in zip(idx, adv, strict=True)}
         trajs = [

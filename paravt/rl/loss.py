@@ -16,19 +16,28 @@ micro-batch losses (and every reported metric) then SUM exactly to the full-batc
 Numerical guards, as in verl: the log ratio is clamped to [−20, 20] before ``exp``, and the k3
 estimator to at most 10. Not implemented: dual-clip PPO, entropy bonus (``token_entropy`` is
 logged, not trained).
+
+Where the KL acts (``ClipKL.kl_in``, the config's ``rl.kl_in``): "loss" adds
+``kl_coef · token_mean(kl_penalty)`` to the loss (``grpo_terms``); "reward" leaves it out of the
+loss and the update adds ``kl_returns`` to the per-token advantages instead (the release's AReaL
+PPO actor: the KL is a per-token reward, summed into a return-to-go with γ = λ = 1 and no critic,
+then the whole per-token advantage is normalised over the batch's tokens, ``token_normalize``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from paravt.config import KLKind
+from paravt.config import KLIn, KLKind
 from paravt.errors import ConfigError, DataError
 
 _LOG_RATIO_CLAMP = 20.0
 _K3_MAX = 10.0
+_KL_REWARD_CLAMP = 10.0  # the release clamps every estimate to [−10, 10] before it is a reward
+ADV_NORM_EPS = 1e-6  # the batch normalisation's eps (``advantages.batch_normalize`` alike)
 
 
 @dataclass(frozen=True)
@@ -197,12 +206,76 @@ def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, kind: KLKind)
 @dataclass(frozen=True)
 class ClipKL:
     """The PPO clip range and the KL penalty to the reference (the ``rl`` section's ``clip_eps``,
-    ``kl_coef`` and ``kl_estimator``; ``clip_eps_high`` None = symmetric)."""
+    ``kl_coef``, ``kl_estimator`` and ``kl_in``; ``clip_eps_high`` None = symmetric). ``kl_in``
+    "reward": the loss carries no KL term (``paravt.rl.update`` adds ``kl_returns`` to the
+    advantages)."""
 
     clip_eps: float
     clip_eps_high: float | None = None
     kl_coef: float = 0.0
     kl_kind: KLKind = "k3"
+    kl_in: KLIn = "loss"
+
+
+def kl_returns(
+    logprobs: torch.Tensor,
+    ref_logprobs: torch.Tensor,
+    counts: Sequence[int],
+    *,
+    kl_coef: float,
+    kind: KLKind,
+) -> torch.Tensor:
+    """The KL as a per-token reward and its return-to-go, over the scored tokens (N,) of rows
+    holding ``counts`` tokens each (rows in order, each row's tokens in position order).
+
+    r_t = −kl_coef · clamp(kl_penalty(logprobs, ref_logprobs)_t, −10, 10) and
+    G_t = Σ_{t' ≥ t, same row} r_t' (γ = λ = 1 and zero values: AReaL's GAE as the release runs
+    it; tokens of other turns count, tool responses are not scored so add nothing). Detached: a
+    reward, never differentiated. Returns (N,) float32.
+    """
+    if sum(counts) != logprobs.numel():
+        raise DataError(f"counts sum to {sum(counts)} but there are {logprobs.numel()} tokens")
+    k = kl_penalty(logprobs.detach().float(), ref_logprobs.detach().float(), kind)  # (N,)
+    r = -kl_coef * k.clamp(-_KL_REWARD_CLAMP, _KL_REWARD_CLAMP)  # (N,)
+    rows = r.split(list(counts))
+    return torch.cat([row.flip(0).cumsum(0).flip(0) for row in rows]) if rows else r
+
+
+def shape_advantages(
+    adv: Sequence[torch.Tensor],
+    sampling: Sequence[torch.Tensor],
+    ref: Sequence[torch.Tensor | None],
+    counts: Sequence[Sequence[int]],
+    clip: ClipKL,
+    *,
+    token_norm: bool,
+) -> list[torch.Tensor]:
+    """The per-token advantages of each chunk (a micro-batch or a row: (N_k,) each, its rows'
+    token ``counts``): with ``clip.kl_in`` "reward", ``kl_coef`` > 0 and reference logprobs,
+    ``kl_returns`` of the sampling logprobs (the release's decoupled PPO reads its behaviour
+    logprobs there) is added; with ``token_norm`` the result is normalised over every chunk's
+    tokens together (``token_normalize``)."""
+    out = list(adv)
+    if clip.kl_in == "reward" and clip.kl_coef > 0 and all(r is not None for r in ref):
+        out = [
+            a + kl_returns(s, r, n, kl_coef=clip.kl_coef, kind=clip.kl_kind).to(a)
+            for a, s, r, n in zip(out, sampling, ref, counts, strict=True)
+            if r is not None
+        ]
+    if token_norm and out:
+        flat = token_normalize(torch.cat(out))
+        out = [x.to(a) for x, a in zip(flat.split([len(a) for a in out]), out, strict=True)]
+    return out
+
+
+def token_normalize(advantages: torch.Tensor, eps: float = ADV_NORM_EPS) -> torch.Tensor:
+    """(A − mean) / (std + eps) over every element (every trained token of the batch; the sample
+    std, divisor N − 1, computed in float64): the release's ``adv_norm`` batch mean / std under
+    the loss mask. Fewer than two tokens, or all equal: zeros. Returns float32, same shape."""
+    a = advantages.detach().double()
+    if a.numel() < 2:
+        return torch.zeros_like(advantages, dtype=torch.float32)
+    return ((a - a.mean()) / (a.std(unbiased=True) + eps)).float()
 
 
 def grpo_loss(

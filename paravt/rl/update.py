@@ -15,6 +15,10 @@ sampling logprobs are NOT used as old logprobs (a remote server or another dtype
 slightly); they only feed ``logprob_mismatch``. Models with active dropout would need the separate
 pass; the tiny and Qwen-VL configs have none.
 
+Per-token advantages (``loss.shape_advantages``: + the KL return-to-go with ``clip.kl_in`` reward,
+normalised over all scored tokens with ``passes.token_norm``) need every micro-batch's reference
+logprobs before the first loss: the reference scores the micro-batches first, then the policy runs.
+
 ``batched=False`` is today's per-sequence path (old, reference and loss passes, one sequence at a
 time): the equivalence oracle of tests/rl/test_batched_passes.py and the baseline of the speed
 benchmarks; the same loss formula (``paravt.rl.loss.grpo_loss``) serves both.
@@ -40,7 +44,7 @@ from paravt.rl.batch import (
     score,
     vision_ids,
 )
-from paravt.rl.loss import ClipKL, LossTerms, grpo_terms
+from paravt.rl.loss import ClipKL, LossTerms, grpo_terms, shape_advantages
 
 __all__ = [
     "TrainItem",
@@ -174,12 +178,14 @@ def trajectory_logprobs(
 @dataclass(frozen=True)
 class UpdatePasses:
     """How an update passes over its rows: the PPO epochs (one optimizer step each), the
-    gradient-norm clip and the padded tokens of a micro-batch (the ``rl`` section's
-    ``ppo_epochs``, ``max_grad_norm``, ``micro_batch_tokens``)."""
+    gradient-norm clip, the padded tokens of a micro-batch (the ``rl`` section's ``ppo_epochs``,
+    ``max_grad_norm``, ``micro_batch_tokens``) and whether the per-token advantages are
+    normalised over every scored token (``rl.adv_norm`` batch, ``rl.adv_norm_unit`` token)."""
 
     max_grad_norm: float
     ppo_epochs: int = 1
     micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS
+    token_norm: bool = False
 
 
 def ppo_update(
@@ -195,8 +201,8 @@ def ppo_update(
     batched: bool = True,
 ) -> UpdateStats:
     """PPO-clip GRPO update over ``items`` (``passes.ppo_epochs`` passes, one optimizer step
-    each). With ``ref_model`` the KL to it is computed (and logged) and enters the loss ×
-    ``clip.kl_coef``."""
+    each). With ``ref_model`` the KL to it is computed (and logged) and acts × ``clip.kl_coef``
+    where ``clip.kl_in`` says (the loss, or the per-token advantages; the module docstring)."""
     items = [it for it in items if it.traj.n_sampled > 0]
     if not items:
         return UpdateStats(0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, skipped=True)
@@ -206,7 +212,7 @@ def ppo_update(
         processor,
         optimizer,
         items,
-        _LossArgs(clip, temperature),
+        _LossArgs(clip, temperature, passes.token_norm),
         ref_model=ref_model,
         ppo_epochs=passes.ppo_epochs,
         max_grad_norm=passes.max_grad_norm,
@@ -218,6 +224,7 @@ def ppo_update(
 class _LossArgs:
     clip: ClipKL
     temperature: float
+    token_norm: bool = False
 
     def loss(
         self,
@@ -229,12 +236,13 @@ class _LossArgs:
     ) -> LossTerms:
         """grpo_terms of one row or micro-batch, its scored tokens flattened into (1, N); ``adv``
         is (1, N) per token or (1,) per row; no mask: only scored tokens were gathered."""
+        in_loss = ref is not None and self.clip.kl_in == "loss"
         return grpo_terms(
             lp,
             old,
             adv.to(lp.dtype),
             None,
-            clip=self.clip if ref is not None else replace(self.clip, kl_coef=0.0),
+            clip=self.clip if in_loss else replace(self.clip, kl_coef=0.0),
             ref_logprobs=ref,
             global_tokens=total,
         )
@@ -259,17 +267,22 @@ def _batched_update(
         processor, trajs, micro_batch_tokens, device, model=model
     )  # positions once per row
     suppress = vision_ids(processor)
-    adv = [_token_advantages(items, mb, device) for mb in mbs]  # (N,) each
+    ref = [_frozen_score(ref_model, mb, args.temperature, suppress) for mb in mbs]  # (N,) each
+    adv = shape_advantages(
+        [_token_advantages(items, mb, device) for mb in mbs],
+        [sampling_logprobs(trajs, mb, torch.float32, device) for mb in mbs],
+        ref,
+        [mb.counts for mb in mbs],
+        args.clip,
+        token_norm=args.token_norm,
+    )  # (N,) each
     old: list[torch.Tensor] = []
-    ref: list[torch.Tensor | None] = []
     entropy = torch.zeros((), dtype=torch.float64, device=device)  # summed on the device
     stats = None
     for epoch in range(ppo_epochs):
         optimizer.zero_grad(set_to_none=True)
         sums = _Sums()
         for k, mb in enumerate(mbs):
-            if epoch == 0:
-                ref.append(_frozen_score(ref_model, mb, args.temperature, suppress))
             s = score(
                 model, mb, temperature=args.temperature, suppress_ids=suppress, entropy=epoch == 0
             )
@@ -353,6 +366,14 @@ def _per_sequence_update(
     sampled = [
         torch.tensor([it.traj.logprobs[t] for t in sampled_positions(it.traj)]) for it in items
     ]
+    adv = shape_advantages(
+        [torch.full((len(s),), float(it.advantage)) for it, s in zip(items, sampled, strict=True)],
+        sampled,
+        ref,
+        [(len(s),) for s in sampled],
+        args.clip,
+        token_norm=args.token_norm,
+    )  # (P,) each
     mismatch = float(
         torch.cat([(lp - s.to(lp)).abs() for lp, s in zip(old, sampled, strict=True)]).mean()
     )
@@ -366,7 +387,7 @@ def _per_sequence_update(
             out = args.loss(
                 lp[None],
                 old[i][None],
-                torch.tensor([it.advantage]),
+                adv[i][None],
                 None if r is None else r[None],
                 total,
             )

@@ -149,6 +149,7 @@ def _train_config(model_dir: str, out_dir: Path) -> TrainConfig:
     cfg.video.crop_max_frames = 4
     cfg.sampling.max_new_tokens, cfg.sampling.sub_max_new_tokens = 64, 12
     cfg.rollout.max_context_tokens = 4096
+    cfg.rollout.train_subagents = True  # the multi-trajectory rows are what this file checks
     return cfg
 
 
@@ -272,8 +273,23 @@ def test_all_rows_of_a_session_carry_the_main_reward_on_their_last_token(rollout
         for i in range(K + 1):
             scores = store.rows[f"u0_{s}_{i}"]["rm_scores"]
             assert float(scores[-1]) == r and float(scores[:-1].abs().sum()) == 0.0
-    # same format and calls; R_acc differs by 1 and the graduated R_tool's +0.5 for a right answer
-    assert rewards["B"] - rewards["A"] == pytest.approx(1.5)
+    # same format and calls; R_acc differs by 1 and the graduated R_tool's +0.5 for a right answer,
+    # 1.5 apart, but the reward clip (+-20 on 10 x reward: +-2.0) caps the right answer's 2.6 at 2.0
+    assert rewards["B"] == pytest.approx(2.0) and rewards["B"] - rewards["A"] == pytest.approx(0.9)
+
+
+def test_the_reward_clip_and_the_main_row_only_by_hand(rollout) -> None:
+    _, episodes, cfg, _ = rollout
+    assert paravt_loop.clipped_score(2.6, cfg.rl) == pytest.approx(2.0)
+    assert paravt_loop.clipped_score(-0.2, cfg.rl) == pytest.approx(-0.2)
+    no_clip = cfg.rl.model_copy(update={"reward_clip": None})
+    assert paravt_loop.clipped_score(2.6, no_clip) == pytest.approx(2.6)
+    res = episodes["u0-0"]
+    reward = paravt_loop.episode_reward(res, paravt_loop.RewardWeights.from_config(cfg.reward))
+    off = paravt_loop.episode_outputs(res, reward, train_subagents=False, score=1.25)
+    on = paravt_loop.episode_outputs(res, reward, train_subagents=True)
+    assert len(off) == 1 and off[0].extra_fields["paravt_role"] == "main"
+    assert off[0].reward_score == 1.25 and len(on) == K + 1
 
 
 def test_gating_gives_both_sessions_the_same_overview_budget(rollout) -> None:

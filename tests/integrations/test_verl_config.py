@@ -126,6 +126,16 @@ def test_episode_longer_than_a_verl_row_is_a_config_error(tmp_path: Path) -> Non
         )
 
 
+def test_the_kl_as_a_per_token_reward_is_refused_for_a_verl_run(tmp_path: Path, capsys) -> None:
+    cfg = TrainConfig(out_dir=str(tmp_path))
+    assert cfg.rl.kl_in == "reward" and cfg.rl.kl_coef > 0
+    with pytest.raises(ConfigError, match="rl.kl_in=reward .* set rl.kl_in=loss"):
+        launch_verl(cfg, dry_run=True)
+    cfg.rl.kl_in, cfg.rl.kl_estimator = "loss", "k3"
+    assert launch_verl(cfg, dry_run=True) == 0
+    assert "kl_loss_type: low_var_kl" in capsys.readouterr().out
+
+
 def test_unknown_verl_key_names_the_field(tmp_path: Path) -> None:
     p = tmp_path / "c.yaml"
     p.write_text("verl:\n  n_gpu: 4\n")

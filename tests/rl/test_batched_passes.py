@@ -38,6 +38,7 @@ from paravt.video import Frames, sample_frames, write_video
 from paravt.video.draw import solid
 
 ATOL, RTOL = 1e-5, 1e-4
+K3_IN_LOSS = ClipKL(clip_eps=0.2, kl_coef=0.1, kl_kind="k3", kl_in="loss")
 
 
 @pytest.fixture(scope="module")
@@ -230,6 +231,8 @@ def _update(
     batched: bool,
     epochs: int,
     budget: int = 10_000,
+    clip: ClipKL = K3_IN_LOSS,
+    token_norm: bool = False,
 ) -> tuple[UpdateStats, list[torch.Tensor], list[torch.Tensor]]:
     model = copy.deepcopy(policy.model)
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
@@ -238,8 +241,10 @@ def _update(
         policy.processor,
         opt,
         items,
-        clip=ClipKL(clip_eps=0.2, kl_coef=0.1, kl_kind="k3"),
-        passes=UpdatePasses(ppo_epochs=epochs, max_grad_norm=1e9, micro_batch_tokens=budget),
+        clip=clip,
+        passes=UpdatePasses(
+            ppo_epochs=epochs, max_grad_norm=1e9, micro_batch_tokens=budget, token_norm=token_norm
+        ),
         ref_model=ref,
         temperature=0.7,
         batched=batched,
@@ -276,6 +281,31 @@ def test_grpo_update_batched_gives_the_per_sequence_loss_gradients_and_stats(
         assert b.ppo_kl == 0.0  # one pass: the old policy IS the policy
     _assert_close(gb, gs)
     _assert_close(pb, ps)
+
+
+def test_kl_reward_and_token_normalisation_batched_equal_per_sequence(
+    family_policy, video_path
+) -> None:
+    """The release's defaults (KL as a k1 per-token reward, advantages normalised over every
+    trained token), in two micro-batches: the batched update gives the per-sequence oracle's loss,
+    KL and gradients, and, at ratio 1, loss = -(token-mean of the shaped advantages) = 0 exactly
+    (token normalisation centres them), while the same update with the KL in the loss is not 0."""
+    family, policy = family_policy
+    trajs = _batch(family, policy, video_path, "video")
+    items = [TrainItem(t, a) for t, a in zip(trajs, (1.0, -0.5, 0.25, -1.5), strict=True)]
+    ref = _perturbed(policy.model)
+    clip = ClipKL(clip_eps=0.2, kl_coef=0.1, kl_kind="k1", kl_in="reward")
+    kw: dict = {"epochs": 1, "clip": clip, "token_norm": True}
+    b, gb, _ = _update(policy, items, ref, batched=True, budget=300, **kw)
+    s, gs, _ = _update(policy, items, ref, batched=False, **kw)
+    for name in ("loss", "policy_loss", "kl", "grad_norm"):
+        assert getattr(b, name) == pytest.approx(getattr(s, name), rel=RTOL, abs=ATOL), name
+    _assert_close(gb, gs)
+    assert b.loss == pytest.approx(0.0, abs=1e-5) and abs(b.kl) > 1e-3 and b.grad_norm > 0
+    in_loss, _, _ = _update(
+        policy, items, ref, batched=True, epochs=1, clip=dataclasses.replace(clip, kl_in="loss")
+    )
+    assert abs(in_loss.loss) > 1e-3  # control: -mean(A) + 0.1 * mean(k1) is not centred
 
 
 def test_update_reports_the_entropy_of_the_sampling_distribution(family_policy, video_path) -> None:

@@ -6,12 +6,17 @@ One ``run`` = one rollout of one prompt (verl starts ``rollout.n`` = G sessions 
    trainer's own branch) — the same n for the G sessions of a prompt (same key), a new draw each
    epoch (epoch = (global_step − 1) // steps_per_epoch); gating off: ``video.overview_nframes``.
 2. ``run_episode`` with ``VerlServerGenerator`` (verl's server client) as the Generator.
-3. Our composite reward on the episode's completion.
-4. Outputs: one ``AgentLoopOutput`` per sub-agent trajectory (call order), then the MAIN one
-   LAST. verl's v1 worker copies the last output's ``reward_score`` (and ``reward_extra_info``)
-   to the others, and ``compute_advantage_for_multi_trajectories`` computes GRPO on the last
-   output of each session and broadcasts it to all its outputs: sub-agents take their
-   episode's advantage (docs/ARCHITECTURE.md §5, multi-trajectory credit).
+3. Our composite reward on the episode's completion; the row's ``reward_score`` is clipped as the
+   local trainer clips it (``rl.reward_clip`` on ``rl.reward_scale`` × reward, i.e. at
+   ±reward_clip / reward_scale in reward units; verl applies no scale, a no-op under its std
+   normalisation).
+4. Outputs: the MAIN trajectory's ``AgentLoopOutput``, preceded (``rollout.train_subagents`` on)
+   by one per sub-agent trajectory (call order). verl's v1 worker copies the last output's
+   ``reward_score`` (and ``reward_extra_info``) to the others, and
+   ``compute_advantage_for_multi_trajectories`` computes GRPO on the last output of each session
+   and broadcasts it to all its outputs: sub-agents take their episode's advantage
+   (docs/ARCHITECTURE.md §5, multi-trajectory credit). Off (the default, the release's): only
+   the main row is trained.
 
 Row = trajectory: ``prompt_ids`` = ids[:prompt_len], ``response_ids`` = the rest,
 ``response_mask`` = our loss mask after prompt_len (tool responses, scaffolding and the forced
@@ -43,7 +48,7 @@ from paravt.agent import (
 )
 from paravt.agent.backend import open_tools
 from paravt.agent.inputs import from_extra_info
-from paravt.config import RolloutConfig, TrainConfig, load
+from paravt.config import RLConfig, RolloutConfig, TrainConfig, load
 from paravt.integrations.verl.generator import (
     MM_PROCESSOR_KWARGS,
     VerlServerGenerator,
@@ -53,6 +58,7 @@ from paravt.integrations.verl.render import AGENT_NAME
 from paravt.models.chat import ChatCodec
 from paravt.models.openai.judge import judge_overrides
 from paravt.rewards import RewardBreakdown, RewardWeights
+from paravt.rl.advantages import scale_and_clip
 from paravt.rl.gating import overview_budget
 
 
@@ -86,9 +92,15 @@ def gating_epoch(global_steps: Any, steps_per_epoch: int) -> int:
 
 
 def trajectory_output(
-    traj: Trajectory, *, reward: RewardBreakdown | None, n_frames: int, latency_s: float
+    traj: Trajectory,
+    *,
+    reward: RewardBreakdown | None,
+    n_frames: int,
+    latency_s: float,
+    score: float | None = None,
 ) -> AgentLoopOutput:
-    """One verl row of a trajectory (reward only on the main one)."""
+    """One verl row of a trajectory (reward only on the main one; ``score``: its
+    ``reward_score``, default the reward itself)."""
     p = traj.prompt_len
     mm = verl_multi_modal_data(traj.videos, traj.images)
     extra: dict[str, Any] = {
@@ -108,7 +120,7 @@ def trajectory_output(
         response_logprobs=list(traj.logprobs[p:]),
         multi_modal_data=mm or None,
         mm_processor_kwargs=dict(MM_PROCESSOR_KWARGS) if traj.videos else None,
-        reward_score=None if reward is None else float(reward.reward),
+        reward_score=None if reward is None else float(reward.reward if score is None else score),
         num_turns=2 * max(1, len(traj.turns)) + 1,
         metrics=AgentLoopMetrics(generate_sequences=latency_s),
         extra_fields=extra,
@@ -116,17 +128,32 @@ def trajectory_output(
 
 
 def episode_outputs(
-    result: EpisodeResult, reward: RewardBreakdown, *, train_subagents: bool
+    result: EpisodeResult,
+    reward: RewardBreakdown,
+    *,
+    train_subagents: bool,
+    score: float | None = None,
 ) -> list[AgentLoopOutput]:
-    """Sub-agent rows in call order, then the main row (LAST: verl reads the reward from it)."""
+    """Sub-agent rows in call order (``train_subagents`` only), then the main row (LAST: verl
+    reads the reward from it; ``score`` its ``reward_score``, default the reward)."""
     n = result.input.nframes
     subs = [
         trajectory_output(s, reward=None, n_frames=n, latency_s=0.0)
         for s in result.subs
         if train_subagents and s.n_sampled > 0
     ]
-    main = trajectory_output(result.main, reward=reward, n_frames=n, latency_s=result.latency_s)
+    main = trajectory_output(
+        result.main, reward=reward, n_frames=n, latency_s=result.latency_s, score=score
+    )
     return [*subs, main]
+
+
+def clipped_score(reward: float, rl: RLConfig) -> float:
+    """The reward as a verl row's ``reward_score``: ``rl.reward_clip`` applied to
+    ``rl.reward_scale`` × reward as the local trainer does (``scale_and_clip``), then divided by
+    the scale again (verl applies none)."""
+    (scaled,) = scale_and_clip([reward], rl.reward_scale, rl.reward_clip)
+    return scaled / rl.reward_scale
 
 
 @register(AGENT_NAME)
@@ -188,7 +215,12 @@ class ParavtAgentLoop(AgentLoopBase):
             [result], url=r.judge_url, model=r.judge_model, timeout_s=r.judge_timeout_s
         )
         reward = episode_reward(result, self.weights, override)
-        outputs = episode_outputs(result, reward, train_subagents=self.cfg.rollout.train_subagents)
+        outputs = episode_outputs(
+            result,
+            reward,
+            train_subagents=self.cfg.rollout.train_subagents,
+            score=clipped_score(reward.reward, self.cfg.rl),
+        )
         # a turn's calls share one dispatch: count each turn's latency once
         outputs[-1].metrics.tool_calls = float(
             sum({c.turn: c.latency_s for c in result.calls}.values())
@@ -197,4 +229,10 @@ class ParavtAgentLoop(AgentLoopBase):
         return outputs
 
 
-__all__ = ["ParavtAgentLoop", "episode_outputs", "gating_epoch", "trajectory_output"]
+__all__ = [
+    "ParavtAgentLoop",
+    "clipped_score",
+    "episode_outputs",
+    "gating_epoch",
+    "trajectory_output",
+]

@@ -11,7 +11,8 @@ Mapping (ours → verl):
 | rl.group_size | actor_rollout_ref.rollout.n |
 | rl.std_normalize | algorithm.norm_adv_by_std_in_grpo (adv_estimator = grpo) |
 | rl.clip_eps | actor.clip_ratio (= clip_ratio_low = _high); dual clip off (clip_ratio_c 1e9) |
-| rl.kl_coef, rl.kl_estimator k3/k1 | actor.use_kl_loss, kl_loss_coef, kl_loss_type low_var_kl/k1 |
+| rl.kl_coef, kl_estimator k3/k1 (kl_in loss) | actor.use_kl_loss, kl_loss_coef, kl_loss_type |
+| rl.reward_clip | the agent loop clips the row's reward_score (``agent_loop.clipped_score``) |
 | token-mean loss | actor.loss_agg_mode = token-mean |
 | rl.lr, max_grad_norm, ppo_epochs | actor.optim.lr, actor.grad_clip, actor.ppo_epochs |
 | rl.weight_decay, adam_betas | actor.optim.weight_decay, betas (torch.optim's AdamW, as locally) |
@@ -23,7 +24,12 @@ Not mapped: the online filters (``rl.drop_zero_variance``, ``rl.oversample``): a
 group already gets zero GRPO advantage in verl, so dropping it only changes the token-mean
 denominator; the reward ``bias`` is a no-op under std normalisation (docs/ARCHITECTURE.md §4),
 and so is ``rl.reward_scale``. ``rl.adv_norm: batch`` (the release's batch normalisation after the
-group step) has no verl 0.9 switch: a verl run normalises per group only (docs/fidelity.md).
+group step, over tokens or episodes: ``rl.adv_norm_unit``) has no verl 0.9 switch: a verl run
+normalises per group only (docs/fidelity.md). Not supported: ``rl.kl_in: reward`` (the release's
+per-token KL return added to the advantage): verl's ``algorithm.use_kl_in_reward`` sums the KL
+into the sequence score BEFORE the GRPO group normalisation, another estimator, so
+``paravt train rl --engine verl`` refuses it (``paravt.cli.train_verl``) and a verl run sets
+``rl.kl_in: loss`` (configs/qwen3vl_8b_paragrpo.yaml).
 """
 
 from __future__ import annotations
