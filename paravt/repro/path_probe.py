@@ -7,12 +7,13 @@ built by ``paths.path_table``. No update is made: this is the initial condition 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from paravt.config import TrainConfig
-from paravt.repro.paths import PathRow, path_table
+from paravt.repro.paths import AdvantageFn, PathRow, path_table
 from paravt.rewards.metrics import classify_path
 
 
@@ -85,6 +86,22 @@ def _rows_for_cell(
     return out
 
 
+def trainer_advantages(vcfg: TrainConfig) -> AdvantageFn:
+    """The group step of ``vcfg``'s trainer: rewards × ``rl.reward_scale`` clipped to
+    ±``rl.reward_clip``, then normalised within each group. The batch normalisation that follows
+    in training is one affine map of the whole step: it rescales the executed − direct contrast
+    and keeps its sign, so the probe stops before it."""
+    from paravt.rl.advantages import grouped, scale_and_clip
+
+    rl = vcfg.rl
+
+    def adv(rewards: Sequence[float], groups: Sequence[Hashable]) -> list[float]:
+        scaled = scale_and_clip(rewards, rl.reward_scale, rl.reward_clip)
+        return grouped(scaled, groups, std_normalize=rl.std_normalize)
+
+    return adv
+
+
 def reward_by_path(
     model: str, rl_parquet: Path, cfg: TrainConfig, spec: PathProbeSpec, root: Path | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -108,7 +125,9 @@ def reward_by_path(
                 prompts=spec.prompts,
                 seed=spec.seed,
             )
-            tables[name][str(n)] = path_table([r for r, _ in cell], seed=spec.seed)
+            tables[name][str(n)] = path_table(
+                [r for r, _ in cell], seed=spec.seed, advantages=trainer_advantages(vcfg)
+            )
             raw += [{"variant": name, "n": n, **x} for _, x in cell]
     return tables, raw
 

@@ -189,3 +189,24 @@ def test_a_think_that_never_closed_is_broken_though_the_reward_reads_its_last_li
     done = "<think>\nThe frames are grey.\n</think>\nA"
     d = compute_reward(done, task="mcq", answer="A", options=["x", "y"], weights=w, prefix="")
     assert d.finished and RolloutRecord(d, task="mcq", executed_calls=0).path == "direct"
+
+
+def test_the_probe_scores_advantages_as_the_trainer_does_clip_included() -> None:
+    """With the release's clip (±20 on 10 × (r + bias)), a right answer with a call (2.6) and one
+    without (2.2) score the same: the call's premium is gone from the advantage."""
+    from paravt.config import TrainConfig
+    from paravt.repro.path_probe import trainer_advantages
+
+    rows = [
+        PathRow("executed", 0, 1.0, 2.6),
+        PathRow("direct", 0, 1.0, 2.2),
+        PathRow("broken", 0, 0.0, -0.2),
+        PathRow("broken", 0, 0.0, -0.2),
+    ]
+    cfg = TrainConfig()
+    clipped = path_table(rows, advantages=trainer_advantages(cfg))
+    assert clipped["call_minus_direct"]["advantage"]["mean"] == pytest.approx(0.0, abs=1e-9)
+    cfg.rl.reward_clip = None
+    free = path_table(rows, advantages=trainer_advantages(cfg))
+    z = _z([26.0, 22.0, -2.0, -2.0])
+    assert free["call_minus_direct"]["advantage"]["mean"] == pytest.approx(z[0] - z[1])
