@@ -145,9 +145,13 @@ class RLConfig(_Strict):
     )
     reward_scale: float = Field(
         10.0,
-        gt=0,
+        ge=1e-3,
+        le=1e3,
         description="Rewards are multiplied by this before the group normalisation [authors: "
-        "reward_scaling 10]; a no-op for the advantages when std_normalize is on.",
+        "reward_scaling 10]; a no-op for the advantages when std_normalize is on. In 1e-3..1e3: "
+        "the default rewards span about 3, so with neither normalisation |advantage| stays "
+        "near 3e3, inside the loss range the divergence check allows (paravt.rl.health); below "
+        "1e-3 the group std's eps of 1e-6 starts to eat the signal.",
     )
     reward_clip: float | None = Field(
         20.0,

@@ -12,14 +12,17 @@ checkpoint and before the final save, so no non-finite model is ever written: th
 on disk is the last good one and ``--resume`` continues from it (``paravt.rl.checkpoint``).
 
 A step whose update was skipped by the NaN/inf guard of ``paravt.rl.update.optimizer_step`` (a
-non-finite gradient norm at a finite loss) leaves the parameters unchanged; it goes on, counted in
-``update_skipped``.
+non-finite gradient norm at a finite loss), or that had nothing to train on, leaves the parameters
+unchanged; it goes on, counted in ``update_skipped``. A run in which EVERY step skipped its update
+ends with one `TrainingError` line instead of "done" (``no_update_problem``), its model unsaved.
+A divergence names the knob whose quantity overflowed: the advantages (``rl.reward_scale``) when
+they alone carry the loss out of range, else the learning rate.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,12 @@ from paravt.rl.checkpoint import latest_checkpoint
 #: the run's start, for a model that starts above it), or when the loss leaves ``±MAX_LOSS``.
 GROWTH, FLOOR, CEILING, CEILING_FACTOR = 4.0, 1.0, 1e4, 10.0
 MAX_LOSS = 1e4
+#: The PPO loss is at most about max |A| × (1 + clip_eps) plus a capped KL, so advantages past
+#: half of ``MAX_LOSS`` carry the loss out of range alone: the rewards' scale (``rl.reward_scale``,
+#: reaching the loss unnormalised with ``rl.adv_norm: none`` and ``rl.std_normalize: false``), not
+#: the learning rate. ``rl.reward_scale`` ≤ 1e3 keeps the default rewards' |A| near 3e3 (they
+#: span about 3), below it.
+ADV_CEILING = MAX_LOSS / 2
 
 
 @dataclass(frozen=True)
@@ -140,8 +149,67 @@ def _diverged(
     )
     lr = metrics.get("lr")
     at = f" (this step ran at lr={lr:g})" if isinstance(lr, float) and math.isfinite(lr) else ""
+    knob = f"{kind}.lr{at}: lower it (or {kind}.max_grad_norm)"
+    loss = float(metrics.get("loss", 0.0))
+    peak = advantage_peak(metrics)
+    if not (math.isfinite(loss) and abs(loss) <= MAX_LOSS) and _scale_overflowed(peak):
+        knob = _REWARD_SCALE.format(peak=peak)  # the loss left its range through the advantages
     return TrainingError(
         f"train {kind}: step {step} diverged: {'; '.join(what)}; the run is stopped and this "
-        f"model is not saved; {kept}; the likely knob is {kind}.lr{at}: lower it "
-        f"(or {kind}.max_grad_norm)"
+        f"model is not saved; {kept}; the likely knob is {knob}"
+    )
+
+
+_REWARD_SCALE = (
+    "rl.reward_scale: the step's advantages reached |advantage| up to {peak:.3g}, enough alone to "
+    "carry the loss out of range; lower it (or set rl.adv_norm: batch / rl.std_normalize: true)"
+)
+
+
+def advantage_peak(metrics: Mapping[str, float]) -> float | None:
+    """The largest |advantage| of an RL step (``critic/advantages/{max,min}``); None without."""
+    ends = [metrics.get(f"critic/advantages/{k}") for k in ("max", "min")]
+    values = [abs(float(v)) for v in ends if v is not None]
+    return max(values) if values else None
+
+
+def _scale_overflowed(peak: float | None) -> bool:
+    return peak is not None and not peak <= ADV_CEILING  # nan counts as overflowed
+
+
+def no_update_problem(
+    kind: str, first: int, steps: Sequence[Mapping[str, float]], *, dtype: str
+) -> str | None:
+    """Why a run whose ``steps`` (the metrics of steps ``first``, ``first + 1``, ...) ALL skipped
+    their update changed nothing, naming the likely knob; None when one step updated (or none ran).
+    A run that ends so says success over the model it started from (issue 48: rl.reward_scale=1e30
+    ran 30 skipped steps to "rl done", exit 0)."""
+    if not steps or any(float(m.get("update_skipped", 0.0)) < 1.0 for m in steps):
+        return None
+    empty = sum(1 for m in steps if float(m.get("tokens/trained", 1.0)) == 0.0)
+    overflow = sum(1 for m in steps if not math.isfinite(float(m.get("grad_norm", 0.0))))
+    peaks = [p for m in steps if (p := advantage_peak(m)) is not None]
+    peak = max(peaks, default=None) if all(math.isfinite(p) for p in peaks) else math.inf
+    why = [f"{overflow} with a non-finite gradient norm"] if overflow else []
+    why += [f"{empty} with nothing to train on"] if empty else []
+    rest = len(steps) - overflow - empty
+    why += [f"{rest} with a non-finite loss"] if rest > 0 else []
+    if overflow and _scale_overflowed(peak):
+        knob = _REWARD_SCALE.format(peak=peak)
+    elif overflow:
+        knob = (
+            f"the numbers of the model: a gradient overflowed at sane advantages; check "
+            f"model.dtype ({dtype} here; float32 is the safe one) and lower {kind}.lr"
+        )
+    else:
+        knob = (
+            "the data: no step kept a rollout or token to train on (rl.filter: online drops "
+            "equal-reward groups; a prompt set the model always or never solves gives only those)"
+        )
+    last = first + len(steps) - 1
+    return (
+        f"train {kind}: no update happened in steps {first}-{last}: every step skipped its "
+        f"update ({', '.join(why)}), so the model is the one the run started from and is not "
+        f"saved as the trained model (train_log.jsonl keeps every step); the likely cause is "
+        f"{knob}"
     )

@@ -29,7 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from paravt import runlock
 from paravt.config import RUN_CONFIG, TrainConfig, save
-from paravt.errors import Interrupted
+from paravt.errors import Interrupted, TrainingError
 from paravt.rl.checkpoint import (
     load_trainer_state,
     resume_point,
@@ -37,7 +37,7 @@ from paravt.rl.checkpoint import (
     save_final_model,
     set_rng_state,
 )
-from paravt.rl.health import check_step, param_peaks
+from paravt.rl.health import check_step, no_update_problem, param_peaks
 from paravt.rl.logger import MetricsLogger
 from paravt.rl.model_card import write_model_card
 from paravt.rl.registry import TRAINERS, Kind
@@ -223,6 +223,7 @@ def _steps(
     with _progress(progress) as bar:
         task = bar.add_task(f"{saves.kind} {saves.out.name}", total=total, completed=start)
         first = peaks = param_peaks(session.model)  # the divergence check's reference
+        skipped: list[dict[str, float]] | None = []  # every step so far skipped; None: one updated
         for step in range(start, total):
             if stop_after is not None and step - start >= stop_after:
                 return False
@@ -237,6 +238,10 @@ def _steps(
                 before=peaks,
                 start=first,
             )
+            if skipped is not None and metrics.get("update_skipped", 0.0) < 1.0:
+                skipped = None
+            elif skipped is not None:
+                skipped.append(metrics)
             took = time.perf_counter() - t0
             metrics["timing_s/step"] = took
             metrics.update(perf_metrics(metrics, took, logger.cumulative_tokens))
@@ -257,6 +262,9 @@ def _steps(
                     state={"kind": saves.kind, **trainer.state_dict()},
                     write_config=functools.partial(_card_at, saves.card, step + 1, metrics),
                 )
+    dtype = str(next(iter(session.model.parameters()), torch.empty(0)).dtype).removeprefix("torch.")
+    if skipped and (problem := no_update_problem(saves.kind, start + 1, skipped, dtype=dtype)):
+        raise TrainingError(problem)  # the model is the one the run started from: not "done"
     return True
 
 
