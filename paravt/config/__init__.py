@@ -18,6 +18,7 @@ from paravt.config.choices import (
     AdvNormUnit,
     DispatchMode,
     EvalProtocol,
+    FormatRules,
     KLIn,
     KLKind,
     LrDecay,
@@ -51,6 +52,7 @@ from paravt.config.loading import (
     validate,
     validation_message,
 )
+from paravt.config.reward import RewardConfig
 from paravt.config.sections import (
     DistillConfig,
     EvalConfig,
@@ -61,7 +63,6 @@ from paravt.config.sections import (
 from paravt.config.training import (
     GatingConfig,
     PriorConfig,
-    RewardConfig,
     RLConfig,
     SFTConfig,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "ServeEngine",
     "TaskType",
     "ToolMode",
+    "FormatRules",
     "ToolServerConfig",
     "TrainConfig",
     "VerlConfig",

@@ -24,6 +24,9 @@ TaskType = Literal["mcq", "tvg", "oe"]
 ModelFamily = Literal["qwen2_5_vl", "qwen3_vl"]
 #: R_tool variants (paravt.rewards.terms.tool_reward).
 ToolMode = Literal["parse_bonus", "graduated", "accumulative", "off"]
+#: How R_fmt reads a broken output (paravt.rewards.terms): release = the authors' format.py
+#: rules, paravt = our stricter next-tag rules (docs/rewards.md).
+FormatRules = Literal["release", "paravt"]
 #: `eval --benchmark` prompt classes [paper §C] (paravt.eval.benchmarks.protocol).
 PromptClass = Literal["agentic", "reasoning", "direct"]
 #: `eval --benchmark` headline scorers: lmms-eval's task rules or our <answer> extraction.

@@ -1,8 +1,9 @@
 """The config sections: every knob of paravt, typed, with its one default and description.
 
 The sections of an episode are ``paravt.config.episode``, those of training
-``paravt.config.training``, the shared base and fields ``paravt.config.fields``; here the eval,
-tool-server and distillation sections, the whole ``TrainConfig`` and its cross-field checks."""
+``paravt.config.training`` and ``paravt.config.reward``, the shared base and fields
+``paravt.config.fields``; here the eval, tool-server and distillation sections, the whole
+``TrainConfig`` and its cross-field checks."""
 
 from __future__ import annotations
 
@@ -26,10 +27,10 @@ from paravt.config.episode import (
 )
 from paravt.config.fields import _max_row_bytes, _Strict
 from paravt.config.limits import step_size_problems
+from paravt.config.reward import RewardConfig
 from paravt.config.tracking import LoggingConfig
 from paravt.config.training import (
     PriorConfig,
-    RewardConfig,
     RLConfig,
     SFTConfig,
 )

@@ -40,12 +40,18 @@ Definitions (each flag is used by exactly one reward term or metric, named in br
   whose body (to the next tag or the end) holds a line with a call in it: a ``(`` on a line that
   is not a ``#`` comment (the authors' ``has_parseable_tool_call`` rule for ``<tool_code>``).
 - ``n_calls`` [kappa]: calls the parser returns (``<tool_call>`` blocks, valid or not).
+
+``release`` (a ``ReleaseStats``) reads the same text as the authors' released reward reads it
+(``reward.format_rules: release``, the default): substring and first-pair rules instead of the
+next-tag rules above. Its flags are defined on ``ReleaseStats``.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
+from paravt.config.choices import FormatRules
 from paravt.protocol import tags as T
 from paravt.protocol.parser import parse_calls
 
@@ -58,6 +64,46 @@ _PAIRS = (
     (T.TOOL_CODE_OPEN, T.TOOL_CODE_CLOSE),
     (T.TOOL_RESPONSE_OPEN, T.TOOL_RESPONSE_CLOSE),
 )
+
+
+@dataclass(frozen=True)
+class ReleaseStats:
+    """The release's reading of a text (release ``paravt/rl/rewards/format.py`` and ``utils.py``,
+    commit cf55249; docs/rewards.md lists the rules with their lines). Each flag is used by the
+    term named in brackets under ``reward.format_rules: release``.
+
+    - ``think_chars`` [base think credit, ordering, alpha, beta: >= 10]: stripped content of the
+      first ``<think>``: to the first ``</think>`` after it, or, with none after it, to the first
+      ``<tool_``, ``<answer>`` or ``<|im_end|>`` (or the end).
+    - ``think_closed`` [alpha]: a ``</think>`` comes after the first ``<think>`` (the release
+      asks only for a ``</think>`` anywhere; the paper's "correctly closed" rules out one that
+      closes nothing).
+    - ``think_unclosed`` [gamma]: a ``<think>`` and no ``</think>`` anywhere.
+    - ``answer`` [base answer credit]: some ``<answer>`` … ``</answer>`` pair (each opening to
+      the first closing after it) holds non-whitespace text.
+    - ``flow`` [beta]: such a pair opens after the ``</think>`` that closes the first ``<think>``
+      (the release asks for both anywhere; the paper's flow is think -> /think -> answer).
+    - ``counts_equal`` [balance]: as many openings as closings of think, tool_call, tool_code
+      and answer (a text with none of them has equal counts).
+    - ``json_calls`` [ordering, R_tool]: ``<tool_call>`` bodies, each to the first
+      ``</tool_call>`` after it or to the end of the text, that are a strict JSON object with a
+      ``name`` key: a trailing unclosed block counts when nothing but whitespace follows it.
+    - ``code_calls`` [ordering, R_tool with ``reward.credit_tool_code``]: ``<tool_code>`` bodies
+      (to ``</tool_code>`` or the end) with a line that holds ``(`` and is not a ``#`` comment.
+    - ``think_before_call`` / ``think_before_any`` [ordering]: the first ``<think>`` opens before
+      the first ``<tool_call>`` / the first ``<tool_call>`` or ``<tool_code>``.
+    """
+
+    think_chars: int
+    think_closed: bool
+    think_unclosed: bool
+    answer: bool
+    flow: bool
+    counts_equal: bool
+    json_calls: int
+    code_calls: int
+    think_before_call: bool
+    think_before_any: bool
 
 
 @dataclass(frozen=True)
@@ -76,6 +122,7 @@ class FormatStats:
     n_tool_call_ok: int
     n_tool_code: int
     n_calls: int
+    release: ReleaseStats
     n_tool_code_ok: int = 0
     think_first_any: bool = False
 
@@ -88,9 +135,12 @@ class FormatStats:
     def tool_code(self) -> bool:
         return self.n_tool_code > 0
 
-    def parseable_calls(self, *, credit_tool_code: bool) -> int:
-        """Parseable tool calls: closed JSON ``<tool_call>`` blocks, plus ``<tool_code>`` blocks
-        holding a call when ``credit_tool_code`` (the authors' rule)."""
+    def parseable_calls(self, *, credit_tool_code: bool, rules: FormatRules) -> int:
+        """Parseable tool calls: JSON ``<tool_call>`` blocks (``paravt``: closed and read by the
+        parser's tolerant JSON; ``release``: ``ReleaseStats.json_calls``), plus ``<tool_code>``
+        blocks holding a call when ``credit_tool_code`` (the authors' rule)."""
+        if rules == "release":
+            return self.release.json_calls + (self.release.code_calls if credit_tool_code else 0)
         return self.n_tool_call_ok + (self.n_tool_code_ok if credit_tool_code else 0)
 
 
@@ -121,9 +171,93 @@ def format_stats(text: str) -> FormatStats:
         n_tool_call_ok=ok,
         n_tool_code=parsed.n_tool_code,
         n_calls=len(parsed.calls),
+        release=release_stats(text),
         n_tool_code_ok=code_ok,
         think_first_any=ok + code_ok > 0 and _think_first(names, any_tool=True),
     )
+
+
+def release_stats(text: str) -> ReleaseStats:
+    """``ReleaseStats`` of ``text`` (observation contents already removed). Never raises."""
+    think = text.find(T.THINK_OPEN)
+    body_at = think + len(T.THINK_OPEN)
+    closing = text.find(T.THINK_CLOSE, body_at) if think >= 0 else -1
+    if think < 0:
+        think_body = ""
+    elif closing >= 0:
+        think_body = text[body_at:closing]
+    else:
+        ends = [text.find(m, body_at) for m in ("<tool_", T.ANSWER_OPEN, T.IM_END)]
+        think_body = text[body_at : min([e for e in ends if e >= 0], default=len(text))]
+    answers = [at for at, body in _pairs(text, T.ANSWER_OPEN, T.ANSWER_CLOSE, closed=True) if body]
+    call_at = text.find(T.TOOL_CALL_OPEN)
+    code_at = text.find(T.TOOL_CODE_OPEN)
+    return ReleaseStats(
+        think_chars=len(think_body.strip()),
+        think_closed=closing >= 0,
+        think_unclosed=think >= 0 and T.THINK_CLOSE not in text,
+        answer=bool(answers),
+        flow=closing >= 0 and any(at > closing for at in answers),
+        counts_equal=all(
+            text.count(o) == text.count(c)
+            for o, c in (
+                (T.THINK_OPEN, T.THINK_CLOSE),
+                (T.TOOL_CALL_OPEN, T.TOOL_CALL_CLOSE),
+                (T.TOOL_CODE_OPEN, T.TOOL_CODE_CLOSE),
+                (T.ANSWER_OPEN, T.ANSWER_CLOSE),
+            )
+        ),
+        json_calls=sum(
+            _json_call(body) for _, body in _pairs(text, T.TOOL_CALL_OPEN, T.TOOL_CALL_CLOSE)
+        ),
+        code_calls=sum(
+            _code_call(body) for _, body in _pairs(text, T.TOOL_CODE_OPEN, T.TOOL_CODE_CLOSE)
+        ),
+        think_before_call=0 <= think < _first(call_at),
+        think_before_any=0 <= think < min(_first(call_at), _first(code_at)),
+    )
+
+
+def _first(pos: int) -> float:
+    return float("inf") if pos < 0 else pos
+
+
+def _pairs(
+    text: str, open_tag: str, close_tag: str, *, closed: bool = False
+) -> list[tuple[int, str]]:
+    """``(position, stripped body)`` of each ``open_tag`` block, left to right: the body runs to
+    the first ``close_tag`` after it, or (unless ``closed``) to the end of the text, and the next
+    block is looked for after it."""
+    out: list[tuple[int, str]] = []
+    at = text.find(open_tag)
+    while at >= 0:
+        start = at + len(open_tag)
+        end = text.find(close_tag, start)
+        if end < 0:
+            if not closed:
+                out.append((at, text[start:].strip()))
+            break
+        out.append((at, text[start:end].strip()))
+        at = text.find(open_tag, end + len(close_tag))
+    return out
+
+
+def _json_call(body: str) -> bool:
+    """A strict JSON object with a ``name`` key (the release's ``json.loads``)."""
+    if not body or body.startswith(T.IM_END):
+        return False
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and "name" in data
+
+
+def _code_call(body: str) -> bool:
+    if not body or body.startswith(T.IM_END):
+        return False
+    lines = (ln.strip() for ln in body.splitlines())
+    return any(ln and "(" in ln and not ln.startswith("#") for ln in lines)
 
 
 def _tool_code_calls(text: str, tags: list[tuple[int, str]]) -> int:

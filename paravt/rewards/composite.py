@@ -52,7 +52,7 @@ class RewardBreakdown:
     closed_answer: bool  # FormatStats.answer_closed
     tool_code: bool  # a <tool_code> block was emitted (reversion)
     n_calls: int  # <tool_call> blocks, valid or not
-    n_parseable: int = 0  # parseable calls (FormatStats.parseable_calls under credit_tool_code)
+    n_parseable: int = 0  # parseable calls (FormatStats.parseable_calls under the run's rules)
     answer_level: int = 0  # protocol.answer.answer_level: 1 <answer>, 2 after </think>, 3 last line
 
     @property
@@ -115,8 +115,7 @@ def compute_reward(
     stats = format_stats(text)
     pred = extract_answer(text)
     acc = accuracy(task, pred, answer, options) if acc_override is None else float(acc_override)
-    # what a degenerate text scores (every term 0, reward = bias); a scored text replaces the
-    # numbers
+    # what a degenerate text scores (every term 0, reward = bias); a scored text replaces it
     zero = RewardBreakdown(
         reward=weights.bias,
         terms={t.name: 0.0 for t in TERMS},
@@ -132,17 +131,14 @@ def compute_reward(
         closed_answer=stats.answer_closed,
         tool_code=stats.tool_code,
         n_calls=stats.n_calls,
-        n_parseable=stats.parseable_calls(credit_tool_code=weights.credit_tool_code),
+        n_parseable=stats.parseable_calls(
+            credit_tool_code=weights.credit_tool_code, rules=weights.format_rules
+        ),
         answer_level=answer_level(text),
     )
     if is_degenerate(text):
         return zero
-    x = TermInput(
-        stats=stats,
-        acc=acc,
-        successful_calls=successful_calls,
-        has_response=T.TOOL_RESPONSE_OPEN in text,
-    )
+    x = TermInput(stats, acc, successful_calls, has_response=T.TOOL_RESPONSE_OPEN in text)
     terms = {t.name: t.value(x, weights) for t in TERMS}
     return replace(
         zero,

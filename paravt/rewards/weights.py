@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from paravt.config import ToolMode
+from paravt.config import FormatRules, ToolMode
 
 if TYPE_CHECKING:
     from paravt.config import RewardConfig
@@ -33,6 +33,8 @@ class RewardWeights:
     tool_mode: ToolMode
     tool_bonus: float
     bias: float
+    format_rules: FormatRules
+    tool_sees_responses: bool
     answer_suffix: bool = True
     format_cap_includes_anchor: bool = True
     credit_tool_code: bool = True

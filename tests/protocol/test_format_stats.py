@@ -76,3 +76,18 @@ def test_answer_filled_reads_the_last_answer_body() -> None:
     assert format_stats(PRE + "x</think><answer>B").answer_filled  # unclosed but filled
     empty = format_stats(PRE + "ok fine\n</think><answer></answer>")
     assert empty.answer_closed and not empty.flow  # closed tags, no flow for an empty answer
+
+
+def test_release_flags_read_first_pairs_and_substrings() -> None:
+    # release utils.py:12: an unclosed think's content stops at <tool_, <answer> or <|im_end|>
+    r = format_stats(PRE + "short<|im_end|>\nmuch more text here").release
+    assert (r.think_chars, r.think_closed, r.think_unclosed) == (5, False, True)
+    # a think closed only after a tool call: its content runs to that </think> (utils.py:11)
+    r = format_stats(PRE + "go" + render_crop_call(0, 5) + "</think>").release
+    assert r.think_closed and r.think_chars > 10 and r.json_calls == 1 and r.think_before_call
+    # an unclosed <tool_code> reads to the end of the text (utils.py:9): "(B)" is a call line
+    s = format_stats("<tool_code>\nlook closer\n<answer>(B)</answer>")
+    assert (s.release.code_calls, s.n_tool_code_ok) == (1, 0)
+    # counts, not alternation (format.py:120-121); a pair's body is to the FIRST close after it
+    s = format_stats("</answer><answer>A")
+    assert s.release.counts_equal and not s.balanced and not s.release.answer

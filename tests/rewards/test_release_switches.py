@@ -61,7 +61,8 @@ def test_joint_cap_against_anchor_outside() -> None:
         successful_calls=2,
     )
     assert joint.format == pytest.approx(1.0) and apart.format == pytest.approx(1.35)
-    assert joint.reward == pytest.approx(1 + 1.0 + 0.8 - 0.2)
+    # R_tool as released: 0.1 parseable + 0.5 right answer (the 0.3 executed level is never seen)
+    assert joint.reward == pytest.approx(1 + 1.0 + 0.6 - 0.2)
 
 
 def test_score_prefix_off_scores_only_the_generated_tokens() -> None:
@@ -80,7 +81,12 @@ def test_collapsed_rollout_of_appendix_d_earns_tool_credit_under_the_release() -
         + '<tool_code>python\ncrop_video("video.mp4", start=80, end=150)\n</tool_code>'
     )
     b = score(collapsed, PARA, successful_calls=0)
-    # unclosed think: base think 0.2 + balanced? (<think> open, never closed: no); no ordering (no
-    # closed think before the call); anchor -gamma 0.3: R_fmt = 0.2 - 0.15; R_tool 0.1
-    assert b.format == pytest.approx(0.05) and b.tool == pytest.approx(0.1)
+    # release rules: think 0.2 (content up to "<tool_", utils.py:12) + ordering 0.3 (<think>
+    # opens before <tool_code>, utils.py:101-110, and the block holds a call line, utils.py:82-89)
+    # + anchor 0.5 * -0.3 (no </think> anywhere, format.py:113); counts unequal (think 1 / 0): no
+    # balance. R_fmt = 0.5 - 0.15 = 0.35; R_tool 0.1
+    assert b.format == pytest.approx(0.35) and b.tool == pytest.approx(0.1)
     assert b.n_parseable == 1 and b.tool_code
+    ours = score(collapsed, RewardWeights.default(format_rules="paravt"), successful_calls=0)
+    # our rules: no ordering (no CLOSED think before the call): R_fmt = 0.2 - 0.15
+    assert ours.format == pytest.approx(0.05) and ours.tool == pytest.approx(0.1)

@@ -61,9 +61,10 @@ def test_reward_is_finite_and_within_documented_bounds(text, task, prefix) -> No
 
 @settings(max_examples=500, deadline=None)
 @given(texts, prefixes)
-def test_anchor_fires_only_as_defined(text, prefix) -> None:
+def test_anchor_fires_only_as_defined_under_our_rules(text, prefix) -> None:
     full = prefix + text
-    b = compute_reward(text, task="mcq", answer="B", prefix=prefix, weights=RewardWeights.default())
+    w = RewardWeights.default(format_rules="paravt")
+    b = compute_reward(text, task="mcq", answer="B", prefix=prefix, weights=w)
     if b.degenerate:
         return
     plain = T.strip_observations(full)
@@ -84,6 +85,27 @@ def test_anchor_fires_only_as_defined(text, prefix) -> None:
         and thought
         and b.closed_answer
         and T.ANSWER_OPEN in plain
+    )
+
+
+@settings(max_examples=500, deadline=None)
+@given(texts, prefixes)
+def test_anchor_fires_only_as_defined_under_the_release_rules(text, prefix) -> None:
+    b = compute_reward(text, task="mcq", answer="B", prefix=prefix, weights=RewardWeights.default())
+    if b.degenerate:
+        return
+    plain = T.strip_observations(prefix + text)
+    opened = plain.find(T.THINK_OPEN)
+    closed_after = opened >= 0 and T.THINK_CLOSE in plain[opened:]
+    if b.anchor > 0:
+        assert closed_after
+    # gamma exactly when a <think> is open and no </think> is anywhere (release format.py:113)
+    assert (b.anchor < 0) == (opened >= 0 and T.THINK_CLOSE not in plain)
+    r = format_stats(prefix + text).release
+    thought = r.think_chars >= THINK_MIN_CHARS
+    residual = b.anchor - 0.4 * (closed_after and thought) + 0.3 * r.think_unclosed
+    assert math.isclose(residual, 0.0, abs_tol=1e-9) or (
+        math.isclose(residual, 0.3, abs_tol=1e-9) and thought and T.ANSWER_CLOSE in plain
     )
 
 

@@ -56,3 +56,30 @@ def test_every_cell_matches_paravt_score(scored: list[dict], i: int) -> None:
         "tool_call": YES_NO[row["tool_call"]],
         "answer": YES_NO[row["answer_closed"]],
     }
+
+
+def test_the_other_settings_change_only_row_one_s_tool_reward() -> None:
+    # docs/rewards.md: under format_rules paravt every cell is the same; with tool_sees_responses
+    # row 1's two executed calls reach the 0.3 level: tool 0.8, reward 2.6
+    from paravt.protocol.tags import with_prefix
+    from paravt.rewards import RewardWeights, compute_reward
+
+    table = doc_table()
+    for rules, sees in (("paravt", False), ("release", True), ("paravt", True)):
+        w = RewardWeights.default(format_rules=rules, tool_sees_responses=sees)
+        for i, line in enumerate(EXAMPLES.read_text().splitlines()):
+            ex = json.loads(line)
+            b = compute_reward(
+                with_prefix(ex["prefix"], ex["completion"]),
+                task=ex["task"],
+                answer=ex["answer"],
+                options=ex.get("options"),
+                prefix="",
+                weights=w,
+                successful_calls=ex.get("successful_calls"),
+                generated=ex["completion"],
+            )
+            bump = 0.2 if sees and i == 0 else 0.0
+            assert b.format == pytest.approx(float(table[i]["format"]), abs=1e-6)
+            assert b.tool == pytest.approx(float(table[i]["tool"]) + bump, abs=1e-6)
+            assert b.reward == pytest.approx(float(table[i]["reward"]) + bump, abs=1e-6)
