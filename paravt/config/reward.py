@@ -57,9 +57,9 @@ class RewardConfig(_Strict):
     )
     tool_mode: ToolMode = Field(
         "graduated",
-        description="R_tool: the authors' released graduated reward (0.1 parseable, 0.3 executed, "
-        "+0.5 when R_acc > 0, cap 1; the default), the paper text's parse bonus, PyVision-RL "
-        "accumulative, or off.",
+        description="R_tool: the authors' released graduated reward (0.1 parseable, 0.3 executed "
+        "with tool_sees_responses, +0.5 when R_acc > 0, cap 1; the default), the paper text's "
+        "parse bonus, PyVision-RL accumulative, or off.",
     )
     tool_sees_responses: bool = Field(
         False,

@@ -273,9 +273,11 @@ def test_all_rows_of_a_session_carry_the_main_reward_on_their_last_token(rollout
         for i in range(K + 1):
             scores = store.rows[f"u0_{s}_{i}"]["rm_scores"]
             assert float(scores[-1]) == r and float(scores[:-1].abs().sum()) == 0.0
-    # same format and calls; R_acc differs by 1 and the graduated R_tool's +0.5 for a right answer,
-    # 1.5 apart, but the reward clip (+-20 on 10 x reward: +-2.0) caps the right answer's 2.6 at 2.0
-    assert rewards["B"] == pytest.approx(2.0) and rewards["B"] - rewards["A"] == pytest.approx(0.9)
+    # same format and calls; R_acc differs by 1 and the graduated R_tool's +0.5 for a right answer
+    # (0.1 + 0.5 vs 0.1: the release's R_tool never sees the calls run), 1.5 apart, but the reward
+    # clip (+-20 on 10 x reward: +-2.0) caps the right answer's 1 + 1.0 + 0.6 - 0.2 = 2.4 at 2.0,
+    # and the wrong one is 0 + 1.0 + 0.1 - 0.2 = 0.9
+    assert rewards["B"] == pytest.approx(2.0) and rewards["B"] - rewards["A"] == pytest.approx(1.1)
 
 
 def test_the_reward_clip_and_the_main_row_only_by_hand(rollout) -> None:
