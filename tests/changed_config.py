@@ -38,6 +38,7 @@ ROLLOUT: dict[str, Any] = {
     "execute_tool_code": True,
     "train_subagents": True,
     "subagent_timeout_s": 12.0,
+    "subagent_prompt": "question",
     "tools": ["crop_video", "frame_select"],
     "tool_server_url": "http://127.0.0.1:9",
     "tool_server_key_file": "KEY",

@@ -39,7 +39,7 @@ from paravt.protocol.parser import ParsedCall, parse_calls
 from paravt.protocol.prompts import positional_params
 from paravt.protocol.validate import validate_calls
 from paravt.tools import Observation, ToolContext, ToolSet, build_toolset
-from paravt.video import probe, sample_frames
+from paravt.video import overview_count, probe, sample_frames
 from paravt.video.types import Frames, VideoInfo
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class _Run:
                 self.inp.video,
                 0.0,
                 info.duration,
-                nframes=self.inp.nframes,
+                nframes=overview_count(self.inp.nframes, info.duration, s.overview_fps),
                 max_pixels=s.overview_max_pixels,
                 size_factor=s.size_factor,
                 whole=True,

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from paravt.agent.subagents import SubagentCall, run_subagents
+from paravt.agent.subagents import SubagentAsk, SubagentCall, run_subagents
 from paravt.agent.tally import TokenRow, count_vision_tokens
 from paravt.agent.trajectory import Trajectory
 from paravt.config import DispatchMode as PromptMode
@@ -102,14 +102,13 @@ class Parallel(DispatchMode):
         s = run.settings
         results = await run_subagents(
             jobs,
-            question=run.inp.question,
+            ask=SubagentAsk(run.inp.question, s.subagent_prompt, s.prompt_version),
             generator=run.generator,
             codec=run.codec,
             sampling=s.sub_sampling,
             timeout_s=s.subagent_timeout_s,
             episode_id=run.episode_id,
             first_index=run.n_sub_issued + 1,
-            version=s.prompt_version,
         )
         out, subs = list(obs), []
         visual = text = generated = 0

@@ -11,6 +11,7 @@ from paravt.config import (
     DispatchMode,
     RolloutConfig,
     SamplingConfig,
+    SubagentPrompt,
     TaskType,
     TrainConfig,
     VideoConfig,
@@ -90,6 +91,9 @@ class EpisodeSettings:
     think_prefix: bool = _R.think_prefix
     execute_tool_code: bool = _R.execute_tool_code
     overview_max_pixels: int = _V.overview_max_pixels
+    # None: the overview is exactly the input's n frames (eval, infer); a rate: min(n, round(
+    # duration × rate)) frames (RL rollouts: from_config(training=True), video.overview_fps)
+    overview_fps: float | None = None
     crop_max_frames: int = _V.crop_max_frames
     crop_fps: float = _V.crop_fps
     crop_max_pixels: int = _V.crop_max_pixels
@@ -99,6 +103,7 @@ class EpisodeSettings:
         default_factory=lambda: SamplingParams(max_new_tokens=_S.sub_max_new_tokens)
     )
     subagent_timeout_s: float = _R.subagent_timeout_s
+    subagent_prompt: SubagentPrompt = _R.subagent_prompt
     prompt_version: str = _R.prompt_version
     system_prompt: bool = (
         True  # False: no system prompt at all (the question only; eval's direct class)
@@ -112,10 +117,20 @@ class EpisodeSettings:
 
     @classmethod
     def from_config(
-        cls, cfg: TrainConfig, *, mode: Mode | None = None, temperature: float | None = None
+        cls,
+        cfg: TrainConfig,
+        *,
+        mode: Mode | None = None,
+        temperature: float | None = None,
+        training: bool = False,
     ) -> EpisodeSettings:
+        """``temperature``: an eval's or a probe's own, for the main agent and the sub-agents;
+        ``training``: RL rollouts and what stands for them (the τ = 0.7 probes, the offline
+        filter): the overview follows ``video.overview_fps``; otherwise exactly n frames."""
         r, v, s = cfg.rollout, cfg.video, cfg.sampling
         temp = s.temperature if temperature is None else temperature
+        own = s.sub_temperature
+        sub_temp = temp if temperature is not None or own is None else own
         return cls(
             mode=mode or r.mode,
             k_max=r.k_max,
@@ -125,6 +140,7 @@ class EpisodeSettings:
             think_prefix=r.think_prefix,
             execute_tool_code=r.execute_tool_code,
             overview_max_pixels=v.overview_max_pixels,
+            overview_fps=v.overview_fps if training else None,
             crop_max_frames=v.crop_max_frames,
             crop_fps=v.crop_fps,
             crop_max_pixels=v.crop_max_pixels,
@@ -133,9 +149,10 @@ class EpisodeSettings:
                 temperature=temp, top_p=s.top_p, max_new_tokens=s.max_new_tokens
             ),
             sub_sampling=SamplingParams(
-                temperature=temp, top_p=s.top_p, max_new_tokens=s.sub_max_new_tokens
+                temperature=sub_temp, top_p=s.top_p, max_new_tokens=s.sub_max_new_tokens
             ),
             subagent_timeout_s=r.subagent_timeout_s,
+            subagent_prompt=r.subagent_prompt,
             prompt_version=r.prompt_version,
         )
 

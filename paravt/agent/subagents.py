@@ -1,9 +1,11 @@
 """Sub-agents: one short generation per crop window, all windows of a turn in ONE batched request.
 
-A sub-agent shares the policy's weights, sees the question and only its window's frames, and
-returns a text summary (≤ ``sampling.max_new_tokens`` tokens; a summary cut by the limit ends with
-``TRUNCATED``). Its trajectory belongs to the episode (same ``episode_id``) and is trained with the
-episode's advantage when ``train_subagents`` is on.
+A sub-agent shares the policy's weights and sees only its window's frames, with the prompt of
+``rollout.subagent_prompt`` (``prompts.subagent_messages``: a generic summary request by default,
+or the question). Its summary is at most N = ``sampling.max_new_tokens`` tokens of its output: it
+generates up to N + 1, and an output longer than N is cut to its first N tokens plus ``TRUNCATED``
+(the authors' 512-token cut of a sub-agent's reply). Its trajectory belongs to the episode (same
+``episode_id``) and is trained with the episode's advantage when ``train_subagents`` is on.
 """
 
 from __future__ import annotations
@@ -11,16 +13,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from paravt.agent.settings import derive_seed
 from paravt.agent.trajectory import EndReason, Trajectory, TrajectoryBuilder, TurnRecord
-from paravt.models.base import ChatMessage, Generator, GenRequest, SamplingParams
+from paravt.config import SubagentPrompt
+from paravt.models.base import ChatMessage, Generator, GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.protocol import prompts
 from paravt.video.types import Frames
 
-TRUNCATED = " [summary truncated]"
+TRUNCATED = " [truncated]"
 
 
 @dataclass(frozen=True)
@@ -38,18 +41,39 @@ class SubagentResult:
     backend_error: bool = False  # the inference backend failed (a timeout is not: it is data)
 
 
-def _builder(
-    job: SubagentCall, question: str, codec: ChatCodec, episode_id: str, index: int, version: str
-) -> tuple[TrajectoryBuilder, tuple[ChatMessage, ...]]:
+@dataclass(frozen=True)
+class SubagentAsk:
+    """What every sub-agent of a turn is asked: the episode's question (read only by the
+    ``question`` prompt), which prompt, and the template version."""
+
+    question: str
+    prompt: SubagentPrompt
+    version: str
+
+
+def subagent_request_messages(job: SubagentCall, ask: SubagentAsk) -> tuple[ChatMessage, ...]:
+    """The chat a sub-agent reads: its prompt (``prompts.subagent_messages``) with its window's
+    frames as the user turn's video."""
     start, end = job.window
-    msgs = (
-        ChatMessage("system", prompts.subagent_system_prompt(version=version)),
-        ChatMessage(
-            "user",
-            prompts.subagent_user_prompt(question, start, end, version=version),
-            videos=(job.frames,),
-        ),
+    system, user = prompts.subagent_messages(
+        ask.prompt, ask.question, start, end, version=ask.version
     )
+    head = () if system is None else (ChatMessage("system", system),)
+    return (*head, ChatMessage("user", user, videos=(job.frames,)))
+
+
+def summary_of(out: GenOutput, codec: ChatCodec, cap: int) -> str:
+    """The text the main agent reads of a sub-agent's output: all of it when it holds at most
+    ``cap`` tokens (its stop token not counted), else its first ``cap`` tokens + ``TRUNCATED``."""
+    if out.finish_reason != "length" or len(out.token_ids) <= cap:
+        return out.text.strip()
+    return codec.decode(out.token_ids[:cap]).strip() + TRUNCATED
+
+
+def _builder(
+    job: SubagentCall, ask: SubagentAsk, codec: ChatCodec, episode_id: str, index: int
+) -> tuple[TrajectoryBuilder, tuple[ChatMessage, ...]]:
+    msgs = subagent_request_messages(job, ask)
     b = TrajectoryBuilder(episode_id, "sub", index)
     for m in msgs:
         enc = codec.encode_message(m)
@@ -61,27 +85,26 @@ def _builder(
 async def run_subagents(
     jobs: Sequence[SubagentCall],
     *,
-    question: str,
+    ask: SubagentAsk,
     generator: Generator,
     codec: ChatCodec,
     sampling: SamplingParams,
     timeout_s: float,
     episode_id: str,
     first_index: int = 1,
-    version: str = "v1",
 ) -> list[SubagentResult]:
-    """Generate every job's summary in one batched request; failures are per job, as data."""
-    built = [
-        _builder(j, question, codec, episode_id, first_index + n, version)
-        for n, j in enumerate(jobs)
-    ]
+    """Generate every job's summary in one batched request; failures are per job, as data.
+    ``sampling.max_new_tokens`` is the summary's cap N (the request asks for N + 1 tokens)."""
+    built = [_builder(j, ask, codec, episode_id, first_index + n) for n, j in enumerate(jobs)]
+    cap = sampling.max_new_tokens
+    one_more = replace(sampling, max_new_tokens=cap + 1)
     reqs = [
         GenRequest(
             tuple(b.ids),
             msgs,
             tuple(b.videos),
             (),
-            derive_seed(sampling, episode_id, "sub", b.index),
+            derive_seed(one_more, episode_id, "sub", b.index),
         )
         for b, msgs in built
     ]
@@ -100,7 +123,7 @@ async def run_subagents(
             continue
         b.add_sampled(out.token_ids, out.logprobs)
         b.add_context(codec.close_turn(out.token_ids))
-        summary = out.text.strip() + (TRUNCATED if out.finish_reason == "length" else "")
+        summary = summary_of(out, codec, cap)
         b.turns.append(
             TurnRecord(
                 out.text,

@@ -43,7 +43,7 @@ _NFrames = Annotated[
     typer.Option(
         "--nframes",
         help="Overview frame budget: sets video.overview_nframes (with --benchmark: the cap of "
-        "the frames at eval.benchmark_fps)",
+        "the frames at eval.benchmark_fps; with --data: exactly this many)",
     ),
 ]
 _Out = Annotated[Path, typer.Option("--out")]

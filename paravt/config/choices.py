@@ -39,6 +39,13 @@ LrDecay = Literal["constant", "cosine"]
 #: The packaged prompt templates' default version (paravt/protocol/templates/<version>/): v2 is the
 #: paper's RL system prompt (Appendix C: tools always, never ``<tool_code>``), v1 the earlier one.
 PROMPT_VERSION = "v2"
+#: What a sub-agent is asked (paravt.protocol.prompts.subagent_messages): summary = a generic
+#: request to summarise its window, no question (the authors' release); question = the question
+#: and its window, with a system prompt saying what to look for (ours before issue 46).
+SubagentPrompt = Literal["summary", "question"]
+#: The default of rollout.subagent_prompt; ParaVT-Synth's and distillation's sub-agent rows are
+#: written in it (as the templates' PROMPT_VERSION).
+SUBAGENT_PROMPT: SubagentPrompt = "summary"
 #: RL prompt filtering (paravt.rl.grpo): offline = the DAPO pre-filter run once before RL
 #: (paravt.rl.prefilter) and every group trained; online = drop zero-variance groups and rank.
 RLFilter = Literal["offline", "online"]

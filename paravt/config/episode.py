@@ -14,8 +14,10 @@ from paravt.config.choices import (
     MAX_OVERVIEW_FRAMES,
     PROMPT_VERSION,
     PROMPT_VERSIONS,
+    SUBAGENT_PROMPT,
     TOOLS,
     DispatchMode,
+    SubagentPrompt,
     http_url_or_none,
 )
 from paravt.config.fields import _Strict
@@ -33,13 +35,19 @@ class VideoConfig(_Strict):
             "agent sees "
             "first (0 = on-demand context: metadata only). `--nframes` of `infer`, `eval` "
             "(--data and "
-            "--benchmark) and `data import` sets it. Used as is by infer, `eval --data` and RL "
-            "with "
-            "rl.gating.enabled=false (gating draws from rl.gating.choices instead); `eval "
-            "--benchmark` "
-            "takes min(budget, round(duration × eval.benchmark_fps)), at least 1 "
-            "(paravt.video.overview_count)."
+            "--benchmark) and `data import` sets it. Eval and infer show exactly this many "
+            "frames, uniformly spread; RL with rl.gating.enabled=false uses it as the budget "
+            "(gating draws from rl.gating.choices instead), capped by overview_fps."
         ),
+    )
+    overview_fps: float | None = Field(
+        1.0,
+        gt=0,
+        description="RL rollouts (and the τ = 0.7 probes and the offline filter that stand for "
+        "them): an overview of budget n (the gated n, or overview_nframes) shows min(n, "
+        "round(duration × overview_fps)) frames, at least 1, uniformly spread "
+        "(paravt.video.overview_count): the authors' RL decodes at 1 fps capped at 64 frames. "
+        "None: exactly n. Eval and infer always show exactly n.",
     )
     overview_max_pixels: int = Field(
         64 * 64, ge=16, description="Max pixels per overview frame (resized keeping aspect)."
@@ -170,7 +178,17 @@ class SamplingConfig(_Strict):
         512,
         ge=1,
         le=MAX_NEW_TOKENS,
-        description="Max tokens of a sub-agent summary [docs/ARCHITECTURE.md §2]; at most 262144.",
+        description="A sub-agent's output cap N: the main agent reads at most N tokens of a "
+        "summary; a longer one is cut to its first N tokens plus ' [truncated]' (the authors' "
+        "512-token cut). The sub-agent generates up to N + 1 tokens, the last only to tell a cut "
+        "[docs/ARCHITECTURE.md §2]; at most 262144.",
+    )
+    sub_temperature: float | None = Field(
+        None,
+        ge=0,
+        description="The sub-agents' sampling temperature; None: the main agent's (temperature, "
+        "τ = 0.7 in RL), as the authors sample theirs with the rollout's own settings. An eval's "
+        "or a probe's own temperature (greedy eval) applies to both.",
     )
 
 
@@ -214,6 +232,13 @@ class RolloutConfig(_Strict):
     )
     subagent_timeout_s: float = Field(
         300.0, gt=0, description="Timeout of one batched sub-agent request."
+    )
+    subagent_prompt: SubagentPrompt = Field(
+        SUBAGENT_PROMPT,
+        description="What a sub-agent is asked: summary = a concise summary of its window "
+        "(MM:SS), no question, no system prompt (the authors' release); question = the "
+        "question and its window, with a system prompt (paravt.protocol.prompts."
+        "subagent_messages). Training and eval use the same.",
     )
     tool_server_url: str | None = Field(
         None, description="Use tools through this paravt tool server instead of in-process."

@@ -50,12 +50,13 @@ class EvalConfig(_Strict):
         4, ge=1, le=MAX_WORKERS, description="Episodes run concurrently; at most 1024."
     )
     temperature: float = Field(0.0, ge=0, description="Eval decodes greedily by default.")
-    benchmark_fps: float = Field(
+    benchmark_fps: float | None = Field(
         1.0,
         gt=0,
         description="`eval --benchmark`: overview frames per second of video, capped by the "
-        "budget video.overview_nframes (64: the paper's ≤ 64 frames at 1 "
-        "fps) [paper Table 1 protocol].",
+        "budget video.overview_nframes (64: the paper's 1 fps, subsampled to 64 when longer) "
+        "[paper]; None: exactly the budget, uniformly spread, whatever the length (the authors' "
+        "eval).",
     )
     benchmark_max_pixels: int = Field(
         224 * 224, ge=16, description="`eval --benchmark`: max pixels per overview frame [paper]."

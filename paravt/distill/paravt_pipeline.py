@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from paravt.config import SUBAGENT_PROMPT
 from paravt.data.check import check_row
 from paravt.data.convert import convert_row
 from paravt.data.rows import Message, SFTRow, VideoPart
@@ -154,6 +155,8 @@ async def _summaries(
 ) -> list[str]:
     out = []
     for c in crops:
+        # the teacher is told the question (a summary the trace can use); the sub-agent's own
+        # row is written in the default sub-agent prompt (`_sub_row`), as it will be asked
         user = prompts.subagent_user_prompt(job.extra.question, c.start, c.end)
         msgs: list[ChatMsg] = [
             {"role": "system", "content": prompts.subagent_system_prompt()},
@@ -201,10 +204,9 @@ async def _finish(
 
 
 def _sub_row(job: RowJob, c: Crop, summary: str, index: int) -> SFTRow:
-    text = prompts.subagent_user_prompt(job.extra.question, c.start, c.end)
-    msgs = (
-        Message("system", prompts.subagent_system_prompt()),
-        Message("user", split_marker(text, VideoPart(job.rel, c.start, c.end, len(c.frames)))),
-        Message("assistant", summary),
-    )
+    """A sub-agent row in the default sub-agent prompt (``SUBAGENT_PROMPT``)."""
+    system, user = prompts.subagent_messages(SUBAGENT_PROMPT, job.extra.question, c.start, c.end)
+    part = VideoPart(job.rel, c.start, c.end, len(c.frames))
+    head = () if system is None else (Message("system", system),)
+    msgs = (*head, Message("user", split_marker(user, part)), Message("assistant", summary))
     return SFTRow(f"{job.row.id}-distill-sub{index}", "sub", "sub", msgs, (job.rel,), job.extra)

@@ -18,6 +18,14 @@ Versions (the default, ``PROMPT_VERSION``, is written once in ``paravt.config``)
   ``none`` is the reasoning prompt (think, then answer). The user turn gives the video, its
   duration, the question and the options, not the number of overview frames. Sub-agent prompts and
   the sequential observation are v1's text.
+
+Sub-agent prompts (``subagent_messages``, picked by ``rollout.subagent_prompt``, the same text in
+every version): ``summary`` (``subagent_summary.txt``, the default): no system prompt and no
+question, a request for a concise factual summary of the window, given as MM:SS to MM:SS and its
+length in seconds (the authors' release asks its sub-agents this way); ``question``
+(``subagent_system.txt`` + ``subagent_user.txt``): a system prompt saying to report what helps
+answer the question, and the question with the window. A saved run's ``prompt_version`` and
+``subagent_prompt`` together name the text it ran.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, get_args
 
-from paravt.config import PROMPT_VERSION, DispatchMode as Mode
+from paravt.config import PROMPT_VERSION, DispatchMode as Mode, SubagentPrompt
 from paravt.config.choices import prompt_versions
 from paravt.errors import ConfigError
 from paravt.protocol import tags as T
@@ -200,6 +208,40 @@ def subagent_user_prompt(
         start=_secs(start),
         end=_secs(end),
         question=question.strip(),
+    )
+
+
+def subagent_summary_prompt(start: float, end: float, *, version: str = PROMPT_VERSION) -> str:
+    """The ``summary`` sub-agent's one user turn: the window in MM:SS, its length, no question."""
+    return _render(
+        version,
+        "subagent_summary",
+        start=T.fmt_time(start),
+        end=T.fmt_time(end),
+        length=f"{max(0.0, float(end) - float(start)):.1f}",
+    )
+
+
+def subagent_messages(
+    kind: SubagentPrompt,
+    question: str,
+    start: float,
+    end: float,
+    *,
+    version: str = PROMPT_VERSION,
+) -> tuple[str | None, str]:
+    """A sub-agent's (system prompt or None, user text) for ``rollout.subagent_prompt`` =
+    ``kind``; the user text holds one ``<video>`` marker (the window's frames). ``summary``
+    ignores ``question``."""
+    if kind == "summary":
+        return None, subagent_summary_prompt(start, end, version=version)
+    if kind == "question":
+        return (
+            subagent_system_prompt(version),
+            subagent_user_prompt(question, start, end, version=version),
+        )
+    raise ConfigError(
+        f"sub-agent prompt {kind!r} is unknown; use one of {', '.join(get_args(SubagentPrompt))}"
     )
 
 

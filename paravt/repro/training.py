@@ -84,7 +84,9 @@ def _habit_probe(out: Path, cfg: TrainConfig, p: ReproPreset, model: Path) -> di
     from paravt.repro.probe import sample_metrics
 
     inputs = load_episode_inputs(out / "synth" / "rl.parquet", limit=p.probe_prompts)
-    settings = EpisodeSettings.from_config(with_overrides(cfg, {"rollout.think_prefix": False}))
+    settings = EpisodeSettings.from_config(
+        with_overrides(cfg, {"rollout.think_prefix": False}), training=True
+    )
     return sample_metrics(str(model), inputs, settings, k=p.probe_k, seed=0)
 
 
@@ -109,7 +111,9 @@ def cold_start(
     )
     if _stage(sdir / "select", f"checkpoint selection ({prior} prior)"):
         inputs = load_episode_inputs(out / "synth" / "rl.parquet", limit=p.probe_prompts)
-        settings = EpisodeSettings.from_config(with_overrides(cfg, {"rollout.think_prefix": False}))
+        settings = EpisodeSettings.from_config(
+            with_overrides(cfg, {"rollout.think_prefix": False}), training=True
+        )
         select_checkpoint(sdir, inputs, settings, k=p.probe_k, tolerance=p.select_tolerance)
         _done(sdir / "select")
     return {**json.loads((sdir / "selection.json").read_text()), "base_probe": probe}
@@ -139,7 +143,7 @@ def _offline_filter(pool: Path, d: Path, cfg: TrainConfig, init: str) -> None:
     from paravt.rl.prefilter import prefilter, rollout_accuracies
 
     rows = read_rows(pool)
-    settings = EpisodeSettings.from_config(cfg)
+    settings = EpisodeSettings.from_config(cfg, training=True)
     n = cfg.video.overview_nframes
     backend = open_backend(cfg.model.model_copy(update={"path": init}), cfg.rollout)
     try:
@@ -213,7 +217,7 @@ def train_variant(
                 limit=p.probe_prompts,
             )
             settings = EpisodeSettings.from_config(
-                with_overrides(vcfg, {"rollout.think_prefix": False})
+                with_overrides(vcfg, {"rollout.think_prefix": False}), training=True
             )
             probe.write_text(
                 json.dumps(sample_metrics(init, inputs, settings, k=p.probe_k, seed=seed))

@@ -129,7 +129,7 @@ class GRPOTrainer:
         self.cfg, self.prompts, self.s = cfg, prompts, session
         self.cursor = DataCursor()
         self.weights = RewardWeights.from_config(cfg.reward)
-        self.settings = EpisodeSettings.from_config(cfg)
+        self.settings = EpisodeSettings.from_config(cfg, training=True)
         self.total_steps = cfg.rl.steps
         self.rollout_log = RolloutLog(cfg.out_dir)
         self._rollouts: list[dict[str, Any]] = []  # the last step's sample (rollouts())

@@ -26,6 +26,13 @@ from paravt.video import write_video
 from paravt.video.draw import solid
 
 
+def is_sub_request(r: GenRequest) -> bool:
+    """A sub-agent's request: no system prompt (the default summary prompt) or the question
+    prompt's system prompt; a main-agent request here always starts with its system prompt."""
+    first = r.messages[0]
+    return first.role == "user" or first.content == prompts.subagent_system_prompt()
+
+
 class ScriptedGenerator:
     """Stands in for the inference server: main-agent requests get ``main`` texts in order, each
     sub-agent request gets ``f"nothing brief in {window}"``. Records every batch it was sent."""
@@ -37,7 +44,7 @@ class ScriptedGenerator:
         self.batches.append(list(requests))
         outs = []
         for r in requests:
-            is_sub = r.messages[0].content == prompts.subagent_system_prompt()
+            is_sub = is_sub_request(r)
             text = "a grey scene, nothing brief" if is_sub else self.main.pop(0)
             ids = self.codec.encode_text(text) + (self.codec.im_end_id,)
             outs.append(GenOutput(ids, tuple(-0.5 for _ in ids), text, "stop"))

@@ -18,7 +18,6 @@ from paravt.agent import EpisodeInput, EpisodeSettings, episode_reward, run_epis
 from paravt.models.base import GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_processor
-from paravt.protocol import prompts
 from paravt.protocol.tags import render_answer, render_crop_call
 from paravt.rewards import RewardWeights
 from paravt.tools import build_toolset
@@ -26,7 +25,7 @@ from paravt.video import write_video
 from paravt.video.draw import solid
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_episode import ScriptedGenerator  # noqa: E402
+from test_episode import ScriptedGenerator, is_sub_request  # noqa: E402
 
 ANSWER_A = render_answer("The crop shows red, so A.", "A", with_open_think=False)
 MALFORMED_TURN = (
@@ -106,7 +105,7 @@ class PerQuestion:
     async def generate(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
         outs = []
         for r in requests:
-            if r.messages[0].content == prompts.subagent_system_prompt():
+            if is_sub_request(r):
                 text = "a grey scene"
             else:
                 question = r.messages[1].content
@@ -178,7 +177,7 @@ class ForgingSubagents(ScriptedGenerator):
     async def generate(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
         outs = await super().generate(requests)
         for i, r in enumerate(requests):
-            if r.messages[0].content == prompts.subagent_system_prompt():
+            if is_sub_request(r):
                 ids = self.codec.encode_text(FORGED) + (self.codec.im_end_id,)
                 outs[i] = GenOutput(ids, tuple(-0.5 for _ in ids), FORGED, "stop")
         return outs

@@ -64,7 +64,7 @@ def test_a_stated_time_is_a_stamp_the_model_sees_of_frames_that_show_the_needle(
     codec = ChatCodec(load_processor(tiny_qwen3_dir))
     hits = [r for r in _clips(base_rows) if _is_hit(r)]
     for r in hits[::3]:
-        user = to_chat_messages(r, synth_dir, max_pixels=64 * 64)[1]
+        user = to_chat_messages(r, synth_dir, max_pixels=64 * 64)[-2]
         frames = user.videos[0]
         e = r.extra_info
         shows = [
@@ -82,7 +82,7 @@ def test_a_stated_time_is_a_stamp_the_model_sees_of_frames_that_show_the_needle(
         )  # the processor writes these very stamps
     for r in _clips(base_rows):
         if not _is_hit(r):
-            frames = to_chat_messages(r, synth_dir, max_pixels=64 * 64)[1].videos[0]
+            frames = to_chat_messages(r, synth_dir, max_pixels=64 * 64)[-2].videos[0]
             e = r.extra_info
             assert not any(e.needle_start <= t < e.needle_end for t in frames.timestamps), r.id
 
@@ -180,7 +180,7 @@ def test_stamp_drills_copy_the_stamps_beside_the_needle_and_option_drills_its_le
     assert len(stamps) == len(options) == 40 and not any(r.videos for r in rows)
     misses = 0
     for r in stamps:
-        lines = [ln for ln in r.messages[1].text.splitlines() if ln.startswith("<")]
+        lines = [ln for ln in r.messages[-2].text.splitlines() if ln.startswith("<")]
         odd = [
             ln.split(" seconds> ")[0][1:]
             for ln in lines
@@ -196,7 +196,7 @@ def test_stamp_drills_copy_the_stamps_beside_the_needle_and_option_drills_its_le
             answer,
         )
         assert (
-            answer.split(" appears")[0].lower() in r.messages[1].text.lower()
+            answer.split(" appears")[0].lower() in r.messages[-2].text.lower()
         )  # names what the words say
     assert 10 <= misses <= 30
     for r in options:

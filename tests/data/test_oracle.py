@@ -73,7 +73,7 @@ def test_the_window_reported_as_holding_the_needle_shows_it_when_decoded(synth_d
             or r.messages[-1].text == oracle.NOTHING
         ):
             continue
-        part = r.messages[1].content[0]
+        part = r.messages[-2].content[0]  # the user turn: the window first
         frames = sample_frames(
             synth_dir / part.video, part.video_start, part.video_end, fps=1.0, max_frames=16
         )

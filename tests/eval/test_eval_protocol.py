@@ -25,6 +25,8 @@ from paravt.tools import build_toolset
 from paravt.video import write_video
 from paravt.video.draw import solid
 
+SUB_ASK = prompts.subagent_summary_prompt(0, 1).splitlines()[-1]  # the summary request's line
+
 
 class Scripted:
     """Main-agent requests get ``main`` in order, sub-agents a fixed summary; keeps every
@@ -36,7 +38,9 @@ class Scripted:
     async def generate(self, requests: Sequence[GenRequest]) -> list[GenOutput]:
         outs = []
         for r in requests:
-            is_sub = r.messages[0].content == prompts.subagent_system_prompt()
+            is_sub = SUB_ASK in r.messages[-1].content or (
+                r.messages[0].content == prompts.subagent_system_prompt()
+            )
             if not is_sub:
                 self.requests.append(r)
             text = "a grey scene" if is_sub else self.main.pop(0)

@@ -63,7 +63,7 @@ class ScriptedLLMServer:
         self.codec, self.hf = codec, hf
         self.main_turns: dict[str, int] = {}
         self.answers = ["B", "A"]
-        self.sub_marker = prompts.subagent_system_prompt()[:40]
+        self.sub_marker = prompts.subagent_summary_prompt(0, 1).splitlines()[-1][:40]
 
     async def generate(
         self, request_id, *, prompt_ids, sampling_params, image_data=None, video_data=None, **kw

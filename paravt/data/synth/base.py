@@ -101,16 +101,10 @@ def clip_windows(
 def _clip_row(
     spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, w: Window, rid: str
 ) -> SFTRow:
-    from paravt.data.synth.oracle import _split_marker
-    from paravt.protocol import prompts
+    from paravt.data.synth.oracle import sub_messages
 
-    text = prompts.subagent_user_prompt(q.question, w.start, w.end)
     part = VideoPart(rel, w.start, w.end, crop_nframes(w.start, w.end))
-    msgs = (
-        Message("system", prompts.subagent_system_prompt()),
-        Message("user", _split_marker(text, part)),
-        Message("assistant", describe_clip(spec, w.start, w.end, w.nframes)),
-    )
+    msgs = sub_messages(q.question, part, describe_clip(spec, w.start, w.end, w.nframes))
     return SFTRow(rid, "sub", "sub", msgs, (rel,), extra)
 
 

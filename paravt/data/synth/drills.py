@@ -39,6 +39,7 @@ FILLERS = (
 
 def stamp_drill(rid: str, extra: ExtraInfo, needle: Needle, rng: np.random.Generator) -> SFTRow:
     """A clip written out as text → its description (a miss about half the time)."""
+    from paravt.config import SUBAGENT_PROMPT
     from paravt.protocol import prompts
 
     step = float(rng.choice([1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0]))
@@ -55,16 +56,12 @@ def stamp_drill(rid: str, extra: ExtraInfo, needle: Needle, rng: np.random.Gener
         for t, s in zip(stamps, shown)
     )
     start, end = stamps[0] - step / 2, stamps[-1] + step / 2
-    text = prompts.subagent_user_prompt(extra.question, start, end).replace(
-        "<video>", f"[the clip, in words]\n{lines}"
-    )
+    system, user = prompts.subagent_messages(SUBAGENT_PROMPT, extra.question, start, end)
+    text = user.replace("<video>", f"[the clip, in words]\n{lines}")
     hit = [stamp_text(t) for t, s in zip(stamps, shown) if s]
     answer = sighting(needle, hit[0], hit[-1]) if hit else NOTHING
-    msgs = (
-        Message("system", prompts.subagent_system_prompt()),
-        Message("user", text),
-        Message("assistant", answer),
-    )
+    head = () if system is None else (Message("system", system),)
+    msgs = (*head, Message("user", text), Message("assistant", answer))
     return SFTRow(rid, "sub", "sub", msgs, (), extra)
 
 

@@ -258,16 +258,23 @@ def sequential_tool_body(
     return render_tool_response_body([render_result_line(1, w.start, w.end, body)])
 
 
+def sub_messages(question: str, part: VideoPart, reply: str) -> tuple[Message, ...]:
+    """A sub-agent row's messages in the default sub-agent prompt (``SUBAGENT_PROMPT``:
+    ``prompts.subagent_messages``) on the window ``part`` → ``reply``."""
+    from paravt.config import SUBAGENT_PROMPT
+    from paravt.protocol import prompts
+
+    system, user = prompts.subagent_messages(
+        SUBAGENT_PROMPT, question, part.video_start, part.video_end
+    )
+    head = () if system is None else (Message("system", system),)
+    return (*head, Message("user", _split_marker(user, part)), Message("assistant", reply))
+
+
 def sub_row(
     spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo, w: Window, index: int
 ) -> SFTRow:
-    """A sub-agent training row: system + user(question + window video) → the summary."""
-    from paravt.protocol import prompts
-
-    text = prompts.subagent_user_prompt(q.question, w.start, w.end)
-    msgs = (
-        Message("system", prompts.subagent_system_prompt()),
-        Message("user", _split_marker(text, VideoPart(rel, w.start, w.end, w.nframes))),
-        Message("assistant", sub_summary(spec, w)),
-    )
+    """A sub-agent training row: the sub-agent prompt on the window's video → the summary."""
+    part = VideoPart(rel, w.start, w.end, w.nframes)
+    msgs = sub_messages(q.question, part, sub_summary(spec, w))
     return SFTRow(f"{extra.id}-sub{index}", "sub", "sub", msgs, (rel,), extra)

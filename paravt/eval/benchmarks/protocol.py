@@ -2,7 +2,8 @@
 
 Protocol (docs/eval.md; defaults in ``EvalConfig``): the overview is the video at
 ``benchmark_fps`` (1 fps) uniformly subsampled to at most the overview budget
-``video.overview_nframes`` (64) frames, all of them when fewer (``paravt.video.overview_count``);
+``video.overview_nframes`` (64) frames, all of them when fewer (``paravt.video.overview_count``;
+``benchmark_fps`` None: exactly the budget, the authors' eval);
 ``benchmark_max_pixels`` (224×224) per frame; greedy decoding; the tool
 limits of the config. Prompt classes [paper §C]: ``agentic`` runs the tool prompt in the dispatch
 mode(s) given (parallel by default), its turns under ``eval.protocol`` (``release``: the authors'
@@ -52,7 +53,7 @@ class Protocol:
     """How every benchmark sample is shown and scored (plain values from ``EvalConfig``; the
     overview budget ``max_frames`` from ``video.overview_nframes``)."""
 
-    fps: float
+    fps: float | None  # None: exactly max_frames
     max_frames: int
     max_pixels: int
     prompt_class: PromptClass
@@ -85,6 +86,9 @@ def episode_inputs(
     cap; its episode then fails to open it and is counted wrong."""
     out = []
     for s in samples:
+        if proto.fps is None:
+            out.append(s.to_episode_input(nframes=proto.max_frames))
+            continue
         try:
             duration = probe(s.video).duration
         except VideoError:

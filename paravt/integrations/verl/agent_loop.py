@@ -171,9 +171,11 @@ class ParavtAgentLoop(AgentLoopBase):
         self.tools = rollout_toolset(self.cfg)
 
     def _settings(self, sampling_params: dict[str, Any]) -> EpisodeSettings:
+        temperature = sampling_params.get("temperature")  # verl's own: main and sub-agents
         base = EpisodeSettings.from_config(
             self.cfg,
-            temperature=float(sampling_params.get("temperature", self.cfg.sampling.temperature)),
+            temperature=None if temperature is None else float(temperature),
+            training=True,
         )
         top_p = float(sampling_params.get("top_p", base.sampling.top_p))
         return replace(
