@@ -50,33 +50,16 @@ def repro(
 ) -> None:
     """The paper's Table 2 variants from one cold start, with intervals over seeds →
     DIR/summary.json."""
-    from paravt.repro.base_seeds import CHECKS_ONLY_VARIANTS, run_over_base_seeds
     from paravt.repro.presets import PRESETS
     from paravt.repro.run import run_repro
-    from paravt.repro.table import checks_table, print_summary
+    from paravt.repro.table import print_summary
 
     name = preset or ("quick" if quick else "full")
     if name not in PRESETS:
         raise ConfigError(f"--preset {name!r} is not a preset; choose from {', '.join(PRESETS)}")
-    if checks_only:
-        if variants and variants != CHECKS_ONLY_VARIANTS:
-            raise ConfigError(
-                f"--checks-only runs the {CHECKS_ONLY_VARIANTS!r} variant alone (no RL); drop "
-                f"--variants {variants!r} or --checks-only"
-            )
-        variants = CHECKS_ONLY_VARIANTS
+    variants = _checks_variants(variants) if checks_only else variants
     if base_seeds:
-        checks = run_over_base_seeds(
-            out,
-            preset=name,
-            base_seeds=base_seeds,
-            seeds=seeds or (3 if name == "full" else 1),
-            variants=variants or None,
-            eval_limit=eval_limit or None,
-            overrides=set_ or (),
-        )
-        stdout_console().print(checks_table(json.loads(checks.read_text())))
-        stdout_console().print(f"checks: {checks}", soft_wrap=True)
+        _over_base_seeds(out, name, base_seeds, seeds, variants, eval_limit, set_ or ())
         return
     path = run_repro(
         out,
@@ -87,3 +70,41 @@ def repro(
         overrides=set_ or (),
     )
     print_summary(json.loads(path.read_text()), stdout_console())
+
+
+def _checks_variants(variants: str) -> str:
+    """``--checks-only``: the ``sft`` variant alone (no RL); another variant is refused."""
+    from paravt.repro.base_seeds import CHECKS_ONLY_VARIANTS
+
+    if variants and variants != CHECKS_ONLY_VARIANTS:
+        raise ConfigError(
+            f"--checks-only runs the {CHECKS_ONLY_VARIANTS!r} variant alone (no RL); drop "
+            f"--variants {variants!r} or --checks-only"
+        )
+    return CHECKS_ONLY_VARIANTS
+
+
+def _over_base_seeds(
+    out: Path,
+    preset: str,
+    base_seeds: int,
+    seeds: int,
+    variants: str,
+    eval_limit: int,
+    overrides: list[str] | tuple[str, ...],
+) -> None:
+    """``--base-seeds N``: one run per base seed, then the checks × seeds table."""
+    from paravt.repro.base_seeds import run_over_base_seeds
+    from paravt.repro.table import checks_table
+
+    checks = run_over_base_seeds(
+        out,
+        preset=preset,
+        base_seeds=base_seeds,
+        seeds=seeds or (3 if preset == "full" else 1),
+        variants=variants or None,
+        eval_limit=eval_limit or None,
+        overrides=overrides,
+    )
+    stdout_console().print(checks_table(json.loads(checks.read_text())))
+    stdout_console().print(f"checks: {checks}", soft_wrap=True)

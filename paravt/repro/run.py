@@ -87,6 +87,31 @@ def _stage_checks(strong: dict[str, Any], chosen_metrics: dict[str, float]) -> d
     }
 
 
+def _every_stage_check(
+    selections: Mapping[Any, dict[str, Any]],
+    summaries: Mapping[str, Any],
+    eval_rows: Mapping[str, list[dict[str, Any]]],
+    strong: dict[str, Any],
+    chosen_metrics: dict[str, float],
+) -> dict[str, Any]:
+    """The stage checks (base, habits, cold start, the weak prior's when both priors ran, and the
+    cold start's eval checks), each ``{"value", "want", "holds"}``."""
+    from paravt.repro.task_check import COLD_START, cold_start_task_checks
+
+    task = _stage_checks(strong, chosen_metrics)
+    if "weak" in selections and "strong" in selections:
+        task.update(_weak_checks(selections["weak"], chosen_metrics))
+    cold = summaries.get(COLD_START, {})
+    task.update(
+        cold_start_task_checks(
+            eval_rows.get(COLD_START, []),
+            cold.get("diagnosis", {}),
+            {**chosen_metrics, **_at_budget(cold)},
+        )
+    )
+    return task
+
+
 def run_repro(
     out: Path,
     *,
@@ -190,7 +215,6 @@ def _run_repro(
     overrides: Sequence[str],
 ) -> Path:
     from paravt.repro.claims import check_claims
-    from paravt.repro.task_check import COLD_START, cold_start_task_checks
 
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
@@ -208,17 +232,7 @@ def _run_repro(
     chosen_metrics = next(
         c["metrics"] for c in strong["candidates"] if c["path"] == strong["chosen_path"]
     )
-    task.update(_stage_checks(strong, chosen_metrics))
-    if "weak" in selections and "strong" in selections:
-        task.update(_weak_checks(selections["weak"], chosen_metrics))
-    cold = summaries.get(COLD_START, {})
-    task.update(
-        cold_start_task_checks(
-            eval_rows.get(COLD_START, []),
-            cold.get("diagnosis", {}),
-            {**chosen_metrics, **_at_budget(cold)},
-        )
-    )
+    task.update(_every_stage_check(selections, summaries, eval_rows, strong, chosen_metrics))
     summary = {
         "variants": summaries,
         "sft_emits_think_without_prefix": chosen_metrics.get("closed/think"),
