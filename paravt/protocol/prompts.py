@@ -253,9 +253,10 @@ def sequential_observation_text(start: float, end: float, *, version: str = PROM
 
 
 def render_template(directory: str, name: str, **values: str) -> str:
-    """``templates/<directory>/<name>.txt`` with its ``$name`` placeholders filled (a prompt
-    version's directory, or an eval protocol's own, ``eval_release``)."""
-    return _render(directory, name, **values)
+    """``templates/<directory>/<name>.txt`` with its ``$name`` placeholders filled: a folder of
+    the package's own that is no prompt version (an eval protocol's, ``eval_release``)."""
+    path = resources.files("paravt.protocol") / "templates" / directory / f"{name}.txt"
+    return string.Template(path.read_text(encoding="utf-8")).substitute(values).strip("\n")
 
 
 def _render(version: str, name: str, **values: str) -> str:
