@@ -12,7 +12,7 @@ from rich.table import Table
 
 from paravt.cli.checks import output_dir
 from paravt.cli.output import SET_HELP, stdout_console
-from paravt.errors import ConfigError
+from paravt.errors import ConfigError, DataError
 
 console = stdout_console()
 
@@ -98,6 +98,7 @@ def distill_cmd(
     from paravt import config as cfgmod
     from paravt.data.screen import screen_rows
     from paravt.distill import distill
+    from paravt.distill.run import nothing_accepted
     from paravt.distill.teacher import read_api_key
 
     flags = [
@@ -128,8 +129,10 @@ def distill_cmd(
     )
     if as_json:
         typer.echo(json.dumps(report))
-        return
-    _print_report(report, out)
+    else:
+        _print_report(report, out)
+    if problem := nothing_accepted(report, Path(out)):
+        raise DataError(problem)  # exit 2: there is nothing to train on
 
 
 def _endpoints(
@@ -162,4 +165,5 @@ def _print_report(report: dict[str, Any], out: str) -> None:
     for k, v in report.items():
         t.add_row(k, json.dumps(v) if isinstance(v, dict) else str(v))
     console.print(t)
-    console.print(f"wrote {Path(out) / 'sft.parquet'} and {Path(out) / 'report.json'}")
+    wrote = [p for p in (Path(out) / "sft.parquet", Path(out) / "report.json") if p.exists()]
+    console.print(f"wrote {' and '.join(map(str, wrote))}")

@@ -318,6 +318,28 @@ def _teacher_usage(recs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def nothing_accepted(report: dict[str, Any], out: Path) -> str | None:
+    """One line on a run whose report accepts no row (None when it accepted one): the counts of
+    ``report.json`` and the fix their cause suggests."""
+    if report["accepted"] or report["rows_written"]:
+        return None
+    rejected = ", ".join(f"{k} {v}" for k, v in report["rejected"].items()) or "none"
+    bad = int(report["data_errors"].get("error_rows", 0))
+    if report["errored"]:
+        fix = "the teacher's requests failed: check --teacher and --teacher-model (a rerun retries"
+        fix += " the errored rows)"
+    elif report["rejected"]:
+        fix = "check the teacher's traces in progress.jsonl, or pass --keep-incorrect to keep"
+        fix += " traces whose answer is wrong"
+    else:
+        fix = "the input had no usable row: `paravt data check` names each data error"
+    return (
+        f"data distill: 0 of {report['requested']} rows accepted (rejected: {rejected}; errored: "
+        f"{report['errored']}; input rows with data errors: {bad}), so no {SFT} was written; "
+        f"{out / REPORT} and {out / PROGRESS} keep every row; {fix}"
+    )
+
+
 def finalize(
     out: Path,
     *,
@@ -327,7 +349,8 @@ def finalize(
     pipeline: str,
     data_errors: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Rebuild ``sft.parquet`` and ``report.json`` from the progress file (latest record per id)."""
+    """Rebuild ``sft.parquet`` and ``report.json`` from the progress file (latest record per id);
+    with no accepted row there is no ``sft.parquet`` (`nothing_accepted` says why)."""
     recs = read_jsonl(out / PROGRESS)  # a line cut by a killed run is skipped (that row re-runs)
     latest = {r["id"]: r for r in recs}
     rows = [
@@ -336,7 +359,10 @@ def finalize(
         if r["status"] == "accepted"
         for d in r["rows"]
     ]
-    write_rows(out / SFT, rows)
+    if rows:
+        write_rows(out / SFT, rows)
+    else:  # never an empty sft.parquet that the next command reads as valid input
+        (out / SFT).unlink(missing_ok=True)
     ended = list(latest.values())
     repairs: Counter = Counter()
     reflector: Counter = Counter()

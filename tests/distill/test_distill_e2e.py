@@ -34,9 +34,10 @@ def _scripts(rows: list) -> dict:
     return scripts_for(rows, {i: behaviour for i, (behaviour, _) in SPECIAL.items()})
 
 
-def _distill(args: list[str]) -> dict:
+def _distill(args: list[str], exit_code: int = 0) -> dict:
+    """The JSON report of one run (exit 2 when it accepted nothing: issue 48 item 6)."""
     res = runner.invoke(cli, ["data", "distill", "--json", *args])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == exit_code, res.output
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -262,7 +263,8 @@ def test_rows_whose_teachers_fail_are_errors_and_are_retried_on_resume(
     ]
     down = State(scripts, fail_first=1000)
     with RunningServer(make_app(down)) as p:
-        failed = _distill([*args, "--teacher", p.url])
+        failed = _distill([*args, "--teacher", p.url], exit_code=2)
+    assert not (tmp_path / "o" / "sft.parquet").exists()
     assert (
         failed["errored"] == 2
         and failed["accepted"] == 0

@@ -25,9 +25,10 @@ from paravt.runlock import LOCK_NAME
 runner = CliRunner()
 
 
-def _distill(args: list[str]) -> dict:
+def _distill(args: list[str], exit_code: int = 0) -> dict:
+    """The JSON report of one run (exit 2 when it accepted nothing: issue 48 item 6)."""
     res = runner.invoke(cli, ["data", "distill", "--json", *args])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == exit_code, res.output
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -168,7 +169,8 @@ def test_an_oversized_or_malformed_reply_is_that_rows_teacher_error(
                 "max_reply_bytes=1048576",
                 "--set",
                 "max_retries=0",
-            ]
+            ],
+            exit_code=2,
         )
     assert (
         report["errored"] == 2
