@@ -111,11 +111,13 @@ def check(
 ) -> None:
     """Check traces against the strict rules (paravt.data.check) and every row's data and videos
     (paravt.data.screen: each video probed once); exit 1 if any row fails, 2 if none is usable."""
-    from paravt.data.check import check_rows
+    from paravt.data.check import check_rows, duplicates_line
     from paravt.data.screen import screen_rows
 
     screened = screen_rows(file, root, max_row_bytes=max_row_bytes, warn=False)
     report = check_rows(screened.rows, k_max=k_max, errors=screened.errors)
+    if twice := duplicates_line(file, report):
+        typer.echo(twice, err=True)
     if as_json:
         typer.echo(
             json.dumps(

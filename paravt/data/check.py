@@ -23,6 +23,8 @@ Rules (a row fails when any fires; each violation names its rule):
 - ``tool_response``: the tool message after K calls has K result lines ``[1]``…``[K]``, each
   labelled with its call's window (`render_result_line`).
 - ``answer``: the final answer equals the row's ground truth (oracle traces must be right).
+- ``duplicate_row`` (the file, not one row): each id is written once; one violation per id written
+  more than once, with its count.
 
 Before these rules, every row is screened (`paravt.data.screen`, as every command that reads rows
 does): an error row is one violation whose rule is its cause (``too_large``, ``malformed``,
@@ -71,6 +73,7 @@ class Violation:
 class CheckReport:
     rows: int
     violations: tuple[Violation, ...] = field(default_factory=tuple)
+    duplicates: tuple[tuple[str, int], ...] = ()  # (id, times written) of each id written twice+
 
     @property
     def failed_rows(self) -> int:
@@ -355,4 +358,27 @@ def check_rows(
     violations: list[Violation] = [Violation(e.id, e.cause, e.detail) for e in errors]
     for r in rows:
         violations.extend(check_row(r, k_max=k_max))
-    return CheckReport(len(rows) + len(errors), tuple(violations))
+    twice = duplicate_ids([*(r.id for r in rows), *(e.id for e in errors)])
+    violations += [
+        Violation(i, "duplicate_row", f"id {i} is written {n} times") for i, n in twice.items()
+    ]
+    return CheckReport(len(rows) + len(errors), tuple(violations), tuple(twice.items()))
+
+
+def duplicate_ids(ids: Sequence[str]) -> dict[str, int]:
+    """Each id written more than once, with its count, in first-seen order."""
+    return {i: n for i, n in Counter(ids).items() if n > 1}
+
+
+def duplicates_line(file: str, report: CheckReport) -> str | None:
+    """One line on the ids a file writes more than once (None when it writes each once)."""
+    twice = dict(report.duplicates)
+    if not twice:
+        return None
+    shown = ", ".join(f"{i} ×{n}" for i, n in list(twice.items())[:5])
+    more = f" and {len(twice) - 5} more" if len(twice) > 5 else ""
+    return (
+        f"{file}: {len(twice)} ids are written more than once ({sum(twice.values()) - len(twice)} "
+        f"extra rows: {shown}{more}); keep one row per id (a step would draw those rows more often "
+        "than the rest, and an id names one row in every report)"
+    )

@@ -313,7 +313,8 @@ def read_rows(path: str | Path) -> list[Row]:
 
 def check_columns(path: str | Path) -> pa.Schema:
     """The parquet's schema (footer only) when its columns are ours and it has rows: `DataError`
-    naming a missing column, a column of another type (e.g. ``messages`` of int64) with the type it
+    naming a missing column (every column of ``SCHEMA``: ``mode`` and ``videos`` may hold nulls,
+    never be absent), a column of another type (e.g. ``messages`` of int64) with the type it
     has, or a file of 0 rows."""
     p = Path(path)
     meta = pq.read_metadata(str(p))
@@ -323,11 +324,13 @@ def check_columns(path: str | Path) -> pa.Schema:
             "(`paravt data synth`) or point at another file"
         )
     schema = meta.schema.to_arrow_schema()
-    missing = [c for c in ("id", "kind", "messages", "extra_info") if c not in schema.names]
+    missing = [c for c in SCHEMA.names if c not in schema.names]  # every column of the schema
     if missing:
         raise DataError(
-            f"{p} lacks columns {missing}; if it is an authors' release file (columns "
-            f"{schema.names}), convert it with `paravt data import`"
+            f"{p} lacks columns {missing} of paravt's schema {SCHEMA.names} "
+            "(paravt/data/schema.py); write rows with paravt.data.schema.write_rows, or, if it "
+            f"is an authors' release file (columns {schema.names}), convert it with "
+            "`paravt data import`"
         )
     for name, (types, want) in _COLUMN_TYPES.items():
         if name in schema.names and schema.field(name).type not in types:
