@@ -11,7 +11,7 @@ alternated ``--reps`` times (median). For each: the rollout's wall time, ``rows_
 limits.py's ``bound_time``); and how many trajectories came out token-identical in the two
 modes (they sample with per-row seeds, so they should all be, up to float near-ties).
 
-``--execute-tool-code``: run ``<tool_code>`` blocks as calls (``rollout.execute_tool_code``), so
+``--execute-tool-code``: run ``<tool_code>`` blocks as calls (``rollout.call_forms=release``), so
 that a checkpoint that writes its calls that way (the demo's pretrained base before SFT) still
 spawns sub-agents and second turns; ``--out`` may then hold that base as ``sft/model`` beside a
 ``synth/`` dataset.
@@ -94,12 +94,12 @@ def main() -> None:
     )
     args = ap.parse_args()
     cfg = workload_config(ensure_checkpoint(Path(args.out), 150))
-    cfg.rollout.execute_tool_code = args.execute_tool_code
+    cfg.rollout.call_forms = "release" if args.execute_tool_code else "per_call"
     policy = load_policy(cfg.model.path)
     policy.model.eval()
     codec, tools = ChatCodec(policy.processor), build_toolset(["crop_video"])
     engines = {"off": HFGenerator(policy), "on": HFGenerator(policy, continuous=True)}
-    settings = EpisodeSettings.from_config(cfg)
+    settings = EpisodeSettings.from_config(cfg, training=True)  # an RL step's rollouts
     seed = 1_000 + args.step
     settings = replace(
         settings,

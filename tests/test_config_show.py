@@ -53,3 +53,25 @@ def test_a_folded_frame_field_names_its_new_home_and_old_checkpoints_still_load(
     )
     cfg, _ = cfgmod.load_for_model(str(ckpt))
     assert (cfg.video.overview_nframes, cfg.eval.workers) == (16, 2)
+
+
+def test_execute_tool_code_names_call_forms_and_old_checkpoints_still_load(tmp_path) -> None:
+    import pytest
+
+    from paravt import config as cfgmod
+    from paravt.errors import ConfigError
+
+    (tmp_path / "c.yaml").write_text("rollout:\n  execute_tool_code: true\n")
+    with pytest.raises(
+        ConfigError,
+        match=r"rollout.execute_tool_code: gone; its value is set by rollout.call_forms",
+    ):
+        cfgmod.load(tmp_path / "c.yaml")
+    (tmp_path / "d.yaml").write_text("rollout:\n  call_forms: hermes\n")
+    with pytest.raises(ConfigError, match=r"rollout.call_forms: .*'release' or 'per_call'"):
+        cfgmod.load(tmp_path / "d.yaml")
+    ckpt = tmp_path / "ckpt"  # trained before issue 46
+    ckpt.mkdir()
+    (ckpt / cfgmod.RUN_CONFIG).write_text("rollout:\n  execute_tool_code: false\n  k_max: 4\n")
+    cfg, _ = cfgmod.load_for_model(str(ckpt))
+    assert (cfg.rollout.k_max, cfg.rollout.call_forms) == (4, "release")

@@ -57,8 +57,8 @@ class ToyShout(DispatchMode):
 
     name, prompt, reinjects_frames = "toy_shout", "parallel", False
 
-    def call_limit(self, k_max: int) -> int:
-        return 2
+    def call_limit(self, k_max: int | None) -> int | None:
+        return 2  # its own cap, under either rollout.turn_rules
 
     async def deliver(self, run: EpisodeView, obs: Sequence[Observation]) -> Dispatched:
         return Dispatched(tuple(replace(o, text=o.text.upper()) for o in obs))
@@ -112,8 +112,9 @@ def toys(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def _episode(video: str, codec: ChatCodec) -> EpisodeResult:
     settings = EpisodeSettings(
-        mode="toy_shout",
-        overview_max_pixels=64 * 64,  # type: ignore[arg-type]
+        mode="toy_shout",  # type: ignore[arg-type]
+        call_forms="per_call",  # python-style calls inside <tool_call> run (docs/tools.md)
+        overview_max_pixels=64 * 64,
         sampling=SamplingParams(temperature=0.0, max_new_tokens=128),
     )
     inp = EpisodeInput("toy", video, "Which colour?", "mcq", "A", ("A. teal", "B. red"), 2)

@@ -6,13 +6,23 @@ dispatch mode's (``paravt.agent.modes``): ``parallel`` (K calls at once, each cr
 sub-agent, K summaries in ONE tool turn), ``sequential`` and ``eva`` (one call per turn, frames
 re-injected), ``none`` (no tools; the first response is final).
 
-Failures are data: a malformed call, a bad window, a broken video or a sub-agent timeout becomes
-an ``error:`` line in the tool response, and the episode goes on. An observation that would
-overflow the context is rolled back and the episode ends with reason ``length`` (vision spans never
-cut). An unexpected exception (a bug, not model behaviour) ends only ITS episode: the result
-carries ``crashed=True`` and the error, the traceback goes to the log, and the other episodes of
-``run_group`` (the GRPO group) go on. The result and its reward are ``paravt.agent.result``; the
-text of the turns (opening messages, the tool-response turn) is ``paravt.agent.messages``.
+Turns are counted as the release counts them (``rollout.max_turns`` = R): up to R + 1 main
+generations; the calls of each of the first R run and the next generation reads their results.
+The final generation's calls run and count (``n_successful_calls``, kappa) under the release's
+per-turn rules (``rollout.turn_rules=release``) though no generation reads them, so their tool turn
+is not appended; under ``paravt`` they do not run. Which calls a turn holds is
+``rollout.call_forms`` (``paravt.protocol.parser``): under ``release`` a turn with no call ends the
+episode (reason ``answer``), and a turn cut by the token budget whose calls read still runs them;
+under ``per_call`` a cut turn ends the episode (``length``).
+
+Failures are data: a malformed call (``per_call``), a bad window, a broken video or a sub-agent
+timeout becomes an ``error:`` line in the tool response, and the episode goes on. An observation
+that would overflow the context is rolled back and the episode ends with reason ``length`` (vision
+spans never cut). An unexpected exception (a bug, not model behaviour) ends only ITS episode: the
+result carries ``crashed=True`` and the error, the traceback goes to the log, and the other
+episodes of ``run_group`` (the GRPO group) go on. The result and its reward are
+``paravt.agent.result``; the text of the turns (opening messages, the tool-response turn) is
+``paravt.agent.messages``.
 """
 
 from __future__ import annotations
@@ -138,13 +148,15 @@ class _Run:
 
     def _stop_reason(self, out: GenOutput, has_calls: bool, turn: int) -> EndReason | None:
         """Why the episode ends after this turn (None: run its tool calls and go on)."""
-        if out.finish_reason == "length":
-            return "length"
-        if not self.mode.uses_tools or not has_calls:
+        s = self.settings
+        runs = has_calls and self.mode.uses_tools
+        if out.finish_reason == "length" and not (s.call_forms == "release" and runs):
+            return "length"  # per_call: a cut turn ends; release: its calls that read still run
+        if not runs:
             return "answer"
-        if turn == self.settings.max_turns - 1 and self.settings.forced_answer is None:
+        if turn == s.max_generations - 1:
             return "max_turns"  # calls on the last turn: no turn is left to read their results
-        return None  # (with a forced answer the last turn's calls run, then the answer is asked)
+        return None  # a forced answer (eval) is asked after turn max_turns - 1, before this one
 
     def _take(self, gen: MainGeneration, t0: float) -> str | None:
         """The generation's text, recorded; None when the backend failed (its error turn kept)."""
@@ -234,7 +246,7 @@ class _Run:
 
     async def _loop(self, info: VideoInfo | None) -> EndReason:
         s = self.settings
-        for turn in range(s.max_turns):
+        for turn in range(s.max_generations):
             t0 = time.perf_counter()
             gen = await self._generate_main()
             if gen is None:
@@ -244,12 +256,20 @@ class _Run:
             if text is None:
                 return "error"
             parsed = parse_calls(
-                text, execute_tool_code=s.execute_tool_code, positional=self.positional
+                text,
+                forms=s.call_forms,
+                positional=self.positional,
+                at_end_of_turn=out.finish_reason == "stop",
             ).calls
             if s.call_cap is not None:
                 parsed = parsed[: s.call_cap]  # the calls past the cap are dropped unseen
             stop = self._stop_reason(out, bool(parsed), turn)
-            records, fits = ([], True) if stop else await self._act(turn, parsed, info)
+            if stop is None:
+                records, fits = await self._act(turn, parsed, info)
+            elif stop == "max_turns" and s.turn_rules == "release":
+                records, fits = await self._act(turn, parsed, info, read=False)
+            else:
+                records, fits = [], True
             kept = tuple(records) if fits else ()  # a rolled-back tool turn leaves no trace
             self._record_turn(gen, text, kept, t0)
             if stop:
@@ -296,20 +316,24 @@ class _Run:
         s = self.settings
         if info is None:
             return [replace(c, error=c.error or f"video unavailable: {self.error}") for c in parsed]
-        duration = info.duration
+        ours = s.turn_rules == "paravt"  # the release's RL: no cap, no minimum, no de-duplication
         return list(
             validate_calls(
                 parsed,
-                duration=duration,
-                k_max=self.mode.call_limit(s.k_max),
-                min_window=s.min_window_s,
+                duration=info.duration,
+                k_max=self.mode.call_limit(s.k_max if ours else None),
+                min_window=s.min_window_s if ours else 0.0,
                 known_tools=set(self.tools.names),
+                dedup=ours,
             )
         )
 
     async def _act(
-        self, turn: int, parsed: Sequence[ParsedCall], info: VideoInfo | None
+        self, turn: int, parsed: Sequence[ParsedCall], info: VideoInfo | None, read: bool = True
     ) -> tuple[list[CallRecord], bool]:
+        """Run the turn's calls and append their tool turn. ``read=False`` (the final turn under
+        the release's rules): they run and are recorded (kappa, sub-agents), but no generation
+        reads them, so no tool turn is appended."""
         t0 = time.perf_counter()
         calls = self._validate(parsed, info)
         valid = [c for c in calls if c.error is None]
@@ -323,6 +347,10 @@ class _Run:
         lines, videos, records = compose_tool_turn(
             turn, calls, done.observations, time.perf_counter() - t0
         )
+        if not read:
+            self._apply(done, True)
+            self.calls.extend(records)
+            return records, True
         msg = ChatMessage("tool", tags.render_tool_response_body(lines), videos=tuple(videos))
         enc = self.codec.encode_message(msg)
         prefix = tags.THINK_PREFIX if self.settings.think_prefix else ""

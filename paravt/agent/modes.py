@@ -3,7 +3,9 @@ mode, one registry line each (``MODES``); the episode's turn loop asks its mode:
 
 - ``prompt``: which system prompt the main agent reads (``paravt.protocol.prompts``);
 - ``uses_tools``: whether calls are run at all (``none``: the first response is final);
-- ``call_limit(k_max)``: calls run per turn (the rest become error lines);
+- ``call_limit(k_max)``: calls run per turn (the rest become error lines); ``k_max`` is None under
+  the release's per-turn rules (``rollout.turn_rules=release``: no cap), and a mode may still
+  keep its own (``sequential``: one call a turn, the baseline's definition);
 - ``reinjects_frames``: whether the frames of a call come back into the main agent's context
   (the sequential token model T_seq of ``paravt.eval.tokens``) or not (T_par);
 - ``deliver``: where the observations go: to sub-agents whose text summaries come back
@@ -77,7 +79,7 @@ class DispatchMode:
     uses_tools: ClassVar[bool] = True
     reinjects_frames: ClassVar[bool] = True  # token model: T_seq (True) or T_par (False)
 
-    def call_limit(self, k_max: int) -> int:
+    def call_limit(self, k_max: int | None) -> int | None:
         return k_max
 
     async def deliver(self, run: EpisodeView, obs: Sequence[Observation]) -> Dispatched:
@@ -141,7 +143,7 @@ class Sequential(DispatchMode):
     name = "sequential"
     prompt: ClassVar[PromptMode] = "sequential"  # declared again: Eva below overrides it
 
-    def call_limit(self, k_max: int) -> int:
+    def call_limit(self, k_max: int | None) -> int | None:
         return 1
 
 

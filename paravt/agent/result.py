@@ -22,6 +22,9 @@ class EpisodeResult:
     )
     answer: str | None
     calls: tuple[CallRecord, ...]
+    # kappa: calls that ran without an error, as the release's tool_call_count counts them (each
+    # sub-agent that returned; <tool_code> calls that call_forms=release runs; the final turn's
+    # calls under turn_rules=release, which no generation reads, included)
     n_successful_calls: int
     # input tokens summed over every generation request (docs/ARCHITECTURE.md §7), generated tokens
     tokens: TokenRow

@@ -8,12 +8,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from paravt.config import (
+    CallForms,
     DispatchMode,
     RolloutConfig,
     SamplingConfig,
     SubagentPrompt,
     TaskType,
     TrainConfig,
+    TurnRules,
     VideoConfig,
 )
 from paravt.models.base import SamplingParams
@@ -89,7 +91,8 @@ class EpisodeSettings:
     min_window_s: float = _R.min_window_s
     max_context_tokens: int = _R.max_context_tokens
     think_prefix: bool = _R.think_prefix
-    execute_tool_code: bool = _R.execute_tool_code
+    call_forms: CallForms = _R.call_forms
+    turn_rules: TurnRules = _R.turn_rules
     overview_max_pixels: int = _V.overview_max_pixels
     # None: the overview is exactly the input's n frames (eval, infer); a rate: min(n, round(
     # duration × rate)) frames (RL rollouts: from_config(training=True), video.overview_fps)
@@ -115,6 +118,12 @@ class EpisodeSettings:
     call_cap: int | None = None  # only a turn's first N calls run; the rest are dropped unseen
     forced_answer: ForcedAnswer | None = None  # after the last turn's tool round: ask, then stop
 
+    @property
+    def max_generations(self) -> int:
+        """Main-agent generations at most: ``max_turns`` tool rounds read, then one more
+        (``rollout.max_turns``, counted as the release counts)."""
+        return self.max_turns + 1
+
     @classmethod
     def from_config(
         cls,
@@ -126,7 +135,10 @@ class EpisodeSettings:
     ) -> EpisodeSettings:
         """``temperature``: an eval's or a probe's own, for the main agent and the sub-agents;
         ``training``: RL rollouts and what stands for them (the τ = 0.7 probes, the offline
-        filter): the overview follows ``video.overview_fps``; otherwise exactly n frames."""
+        filter): the overview follows ``video.overview_fps`` and the calls follow
+        ``rollout.call_forms`` and ``rollout.turn_rules``; otherwise (eval, infer) exactly n
+        frames, and eval's own call forms and per-turn rules (``per_call``, ``paravt``: k_max,
+        min window, de-duplication) whatever those two say."""
         r, v, s = cfg.rollout, cfg.video, cfg.sampling
         temp = s.temperature if temperature is None else temperature
         own = s.sub_temperature
@@ -138,7 +150,8 @@ class EpisodeSettings:
             min_window_s=r.min_window_s,
             max_context_tokens=r.max_context_tokens,
             think_prefix=r.think_prefix,
-            execute_tool_code=r.execute_tool_code,
+            call_forms=r.call_forms if training else "per_call",
+            turn_rules=r.turn_rules if training else "paravt",
             overview_max_pixels=v.overview_max_pixels,
             overview_fps=v.overview_fps if training else None,
             crop_max_frames=v.crop_max_frames,

@@ -17,6 +17,7 @@ from paravt.config.choices import (
     PROMPT_VERSION,
     SUBAGENT_PROMPT,
     AdvNormUnit,
+    CallForms,
     DispatchMode,
     EvalProtocol,
     FormatRules,
@@ -31,6 +32,7 @@ from paravt.config.choices import (
     SubagentPrompt,
     TaskType,
     ToolMode,
+    TurnRules,
     backend_of,
     backend_problem,
     check_url,
@@ -72,6 +74,8 @@ from paravt.config.verl import VerlConfig
 from paravt.config.yamltext import MAX_CONFIG_BYTES, MAX_YAML_NODES, parse_yaml
 
 __all__ = [
+    "CallForms",
+    "TurnRules",
     "DispatchMode",
     "EvalProtocol",
     "PROMPT_VERSION",

@@ -18,6 +18,15 @@ from paravt.errors import ConfigError
 #: Dispatch modes (each is a class in paravt.agent.modes, registered in MODES): parallel (the
 #: method), sequential (the baseline), eva (EVA's plan-then-select rounds), none.
 DispatchMode = Literal["parallel", "sequential", "eva", "none"]
+#: Which call forms of a main turn run (paravt.protocol.parser.parse_calls, docs/tools.md): the
+#: release's Hermes rules (JSON in <tool_call>, all or none; <tool_code> as the fallback; a turn
+#: with no call ends the episode) or ours, each call judged alone with errors shown to the model.
+CallForms = Literal["release", "per_call"]
+#: The per-turn rules of an RL episode (paravt.protocol.validate, paravt.agent.episode): the
+#: release's (no call cap, no minimum window, no de-duplication; the final turn's calls run and
+#: count) or ours (rollout.k_max, rollout.min_window_s, de-duplicated windows; the final turn's
+#: calls do not run).
+TurnRules = Literal["release", "paravt"]
 #: Task types of a sample: multiple choice, temporal grounding, open-ended.
 TaskType = Literal["mcq", "tvg", "oe"]
 #: Model families paravt builds and loads.

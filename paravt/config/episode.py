@@ -16,8 +16,10 @@ from paravt.config.choices import (
     PROMPT_VERSIONS,
     SUBAGENT_PROMPT,
     TOOLS,
+    CallForms,
     DispatchMode,
     SubagentPrompt,
+    TurnRules,
     http_url_or_none,
 )
 from paravt.config.fields import _Strict
@@ -204,10 +206,26 @@ class RolloutConfig(_Strict):
         8,
         ge=1,
         le=MAX_CALLS_PER_TURN,
-        description="Max tool calls per main turn; at most 64 (8 times the paper's 8).",
+        description="Max tool calls per main turn under turn_rules=paravt (and eval); at most "
+        "64 (8 times the paper's 8). The release's RL has no cap. The system prompt states it "
+        "either way.",
     )
-    max_turns: int = Field(3, ge=1, description="Max main-agent turns.")
-    min_window_s: float = Field(1.0, gt=0, description="Minimum crop window length in seconds.")
+    max_turns: int = Field(
+        3,
+        ge=0,
+        description="Tool rounds, counted as the release counts (`while turn <= max_turns`): "
+        "the main agent generates up to max_turns + 1 times; the calls of each of the first "
+        "max_turns generations run and the next generation reads their results; the calls of "
+        "the final generation run and count in kappa but no generation reads them "
+        "(turn_rules=paravt: they do not run). 3 [release]: up to 4 generations, 3 tool rounds "
+        "read. The earlier count (generations) N is max_turns=N-1 with turn_rules=paravt.",
+    )
+    min_window_s: float = Field(
+        1.0,
+        gt=0,
+        description="Minimum crop window length in seconds under turn_rules=paravt (and eval); "
+        "the release's RL only needs a non-empty window inside the video.",
+    )
     max_context_tokens: int = Field(
         16384,
         ge=64,
@@ -219,9 +237,25 @@ class RolloutConfig(_Strict):
         description="Force '<think>\\n' at the start of every main-agent response (Exploration "
         "Anchoring).",
     )
-    execute_tool_code: bool = Field(
-        False,
-        description="Execute <tool_code> blocks as calls (they are always counted as reversions).",
+    call_forms: CallForms = Field(
+        "release",
+        description="Which calls of a main turn run (docs/tools.md, paravt.protocol.parser). "
+        "release [release]: JSON in <tool_call> only, and all of the turn's blocks or none (one "
+        "block that is not a JSON object with name and arguments drops them all; a last block "
+        "left open runs if the turn was cut before its end-of-turn token); else python-style "
+        "calls in <tool_code> run (one per line); a turn with no call ends the episode. "
+        "per_call: each <tool_call> block judged alone (JSON, lenient JSON or a python-style "
+        "call), an unreadable one is an error line the model reads and the episode goes on; "
+        "<tool_code> never runs. <tool_code> is counted as a reversion under both. RL only: "
+        "eval and infer keep per_call.",
+    )
+    turn_rules: TurnRules = Field(
+        "release",
+        description="Per-turn rules of RL episodes. release [release]: no call cap, no minimum "
+        "window, no de-duplication (a window must still be non-empty inside the video), and "
+        "the final turn's calls run and count in kappa. paravt: at most k_max calls a turn, "
+        "windows of at least min_window_s, a window repeated in a turn refused, the final "
+        "turn's calls not run. Eval and infer keep paravt (their own limits).",
     )
     train_subagents: bool = Field(
         False,

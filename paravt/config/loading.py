@@ -53,6 +53,7 @@ def resolve(
 MOVED = {
     "eval.nframes": "video.overview_nframes",
     "eval.benchmark_max_frames": "video.overview_nframes",
+    "rollout.execute_tool_code": "rollout.call_forms",  # issue 46: release runs <tool_code>
 }
 
 

@@ -15,6 +15,23 @@ What is recognised
   when ``execute_tool_code=True``.
 - Python-style calls in free text (e.g. inside ``<think>``) are NOT calls.
 
+Two rule sets decide which of these become calls (``forms``, config ``rollout.call_forms``):
+
+- ``per_call`` (the default here; eval, format statistics): each ``<tool_call>`` block is judged
+  alone, as described above and below; a block that cannot be read is a call with an error, so
+  the episode shows the model an error line and goes on.
+- ``release``: the authors' RL parser (a Hermes-style reader). A ``<tool_call>`` block runs from
+  its opening to the next ``</tool_call>`` (protocol tags inside it included) or, when none
+  follows, to the end of the turn; ``at_end_of_turn`` says whether the turn ended with its
+  end-of-turn token, which the release's decoded text still holds, so that a last block left open
+  is read only when the turn was cut (by the token budget). EVERY block must be one strict JSON
+  object with ``"name"`` and ``"arguments"``; if one is not, the turn's ``<tool_call>`` blocks
+  all yield nothing. Only then (no ``<tool_call>``, or a bad one) ``<tool_code>`` blocks are read,
+  each line a python-style call; a line that is not a call, or a call with no argument the tool's
+  spec can name, is skipped. No call at all: the episode ends. What the blocks hold is
+  normalised as below (times, aliases), and a call the JSON names but cannot run (an unknown tool,
+  ``"arguments"`` that is not an object) is still a call that fails.
+
 Block boundaries: a block opened by ``<tool_call>`` ends at the next protocol tag. If that tag is
 ``</tool_call>`` the block is closed; otherwise (another opening, ``<answer>``, end of text…) the
 call is unclosed and carries an error. So every opening yields exactly one ``ParsedCall`` (or one
@@ -33,12 +50,14 @@ readers (``ast``) are captured, never printed. So any string parses in time line
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from paravt.config import CallForms
 from paravt.errors import ToolCallError
 from paravt.protocol import tags as T
 from paravt.protocol.literals import block_problem, load_object, python_call
@@ -54,6 +73,7 @@ __all__ = [
     "ParsedCall",
     "ParseResult",
     "parse_calls",
+    "CallForms",
     "crop_window",
     "parse_time",
     "TIME_KEYS",
@@ -107,7 +127,8 @@ class ParseResult:
     calls: tuple[ParsedCall, ...]  # one per <tool_call> (and per <tool_code> when executed)
     n_tool_code: int  # <tool_code> openings (reversions), executed or not
     n_tool_call: int = 0  # <tool_call> openings
-    executed_tool_code: bool = False
+    executed_tool_code: bool = False  # <tool_code> blocks were read as calls (per_call's switch,
+    # or the release's fallback when it found them)
 
     @property
     def valid(self) -> tuple[ParsedCall, ...]:
@@ -137,16 +158,22 @@ def _finite(x: Any) -> float | None:
 def parse_calls(
     text: str,
     *,
+    forms: CallForms = "per_call",
     execute_tool_code: bool = False,
     positional: Mapping[str, Sequence[str]] | None = None,
+    at_end_of_turn: bool = True,
 ) -> ParseResult:
-    """All tool calls of one model output, in text order. Never raises on any string.
-    ``positional``: tool name → the parameter names of its positional arguments, in order
-    (``prompts.positional_params(specs)``; default ``DEFAULT_POSITIONAL``). A python-style call
-    of a tool not in it keeps its positional arguments as ``{"args": [...]}``."""
+    """All tool calls of one model output, in text order, under ``forms`` (module doc). Never
+    raises on any string. ``positional``: tool name → the parameter names of its positional
+    arguments, in order (``prompts.positional_params(specs)``; default ``DEFAULT_POSITIONAL``). A
+    python-style call of a tool not in it keeps its positional arguments as ``{"args": [...]}``.
+    ``execute_tool_code``: per_call only (the release reads ``<tool_code>`` as its fallback).
+    ``at_end_of_turn``: release only, the turn ended with its end-of-turn token (not cut)."""
     if not isinstance(text, str):
         text = "" if text is None else str(text)
     pos = DEFAULT_POSITIONAL if positional is None else positional
+    if forms == "release":
+        return _parse_release(text, pos, at_end_of_turn)
     tags = T.find_tags(text)
     calls: list[ParsedCall] = []
     n_code = n_call = 0
@@ -168,6 +195,94 @@ def parse_calls(
             source = "json"
         calls.append(_make_call(len(calls), body, raw, source, closed, tag, pos))
     return ParseResult(tuple(calls), n_code, n_call, execute_tool_code)
+
+
+# ------------------------------------------------------------------------- the release's rules
+
+
+def _parse_release(
+    text: str, pos: Mapping[str, Sequence[str]], at_end_of_turn: bool
+) -> ParseResult:
+    """``forms="release"`` (module doc): every ``<tool_call>`` block a strict JSON call, or the
+    ``<tool_code>`` lines, or nothing."""
+    found = T.find_tags(text)
+    n_call = sum(1 for _, t in found if t == T.TOOL_CALL_OPEN)
+    n_code = sum(1 for _, t in found if t == T.TOOL_CODE_OPEN)
+    blocks = _release_blocks(text, T.TOOL_CALL_OPEN, T.TOOL_CALL_CLOSE, at_end_of_turn)
+    calls = _release_json_calls(blocks)
+    if calls:
+        return ParseResult(calls, n_code, n_call)
+    code = _release_blocks(text, T.TOOL_CODE_OPEN, T.TOOL_CODE_CLOSE, at_end_of_turn)
+    calls = _release_code_calls(code, pos)
+    return ParseResult(calls, n_code, n_call, executed_tool_code=bool(calls))
+
+
+def _release_blocks(
+    text: str, open_tag: str, close_tag: str, at_end_of_turn: bool
+) -> list[tuple[str, str, bool]]:
+    """``(body, raw, closed)`` of each block as the release's pattern cuts them: from an opening
+    to the first closing tag after it (whatever lies between), else to the end of the turn. The
+    release decodes a turn with its end-of-turn token, so an open block of a turn that ended there
+    holds that token (``<|im_end|>``), which no JSON reader accepts."""
+    out: list[tuple[str, str, bool]] = []
+    at = text.find(open_tag)
+    while at >= 0:
+        start = at + len(open_tag)
+        end = text.find(close_tag, start)
+        if end < 0:
+            body = text[start:] + (T.IM_END if at_end_of_turn else "")
+            out.append((body, text[at:], False))
+            break
+        out.append((text[start:end], text[at : end + len(close_tag)], True))
+        at = text.find(open_tag, end + len(close_tag))
+    return out
+
+
+def _release_json_calls(blocks: Sequence[tuple[str, str, bool]]) -> tuple[ParsedCall, ...]:
+    """One call per block when every block is a strict JSON object with ``name`` and
+    ``arguments``; otherwise none (one bad block drops the turn's blocks)."""
+    objects: list[dict[str, Any]] = []
+    for body, _, _ in blocks:
+        if block_problem(body) is not None:
+            return ()
+        try:
+            obj = json.loads(body)
+        except (ValueError, RecursionError):
+            return ()
+        if not isinstance(obj, dict) or "name" not in obj or "arguments" not in obj:
+            return ()
+        objects.append(obj)
+    calls: list[ParsedCall] = []
+    for i, (obj, (_, raw, closed)) in enumerate(zip(objects, blocks, strict=True)):
+        name, args, error = _call_from_object(obj)
+        if error is None and not isinstance(obj["arguments"], dict):
+            error = f'"arguments" must be an object, got {type(obj["arguments"]).__name__}'
+            args = {}
+        if name is not None:
+            args, arg_error = _normalise_args(args)
+            error = error or arg_error
+        calls.append(ParsedCall(i, name, args, raw, "json", closed, error))
+    return tuple(calls)
+
+
+def _release_code_calls(
+    blocks: Sequence[tuple[str, str, bool]], pos: Mapping[str, Sequence[str]]
+) -> tuple[ParsedCall, ...]:
+    """Each line of each ``<tool_code>`` block that is a python-style call with at least one
+    argument the tool's spec names (or a keyword); other lines are skipped."""
+    calls: list[ParsedCall] = []
+    for body, raw, closed in blocks:
+        for line in body.split("\n"):
+            s = line.strip()
+            if not s or block_problem(s) is not None or not _NAME_RE.match(s):
+                continue
+            name, args, error = _parse_python_call(s, pos)
+            if name is None or (error is None and (not args or "args" in args)):
+                continue
+            if error is None:
+                args, error = _normalise_args(args)
+            calls.append(ParsedCall(len(calls), name, args, raw, "tool_code", closed, error))
+    return tuple(calls)
 
 
 def _make_call(

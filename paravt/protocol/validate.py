@@ -2,8 +2,10 @@
 before it runs.
 
 Parsing (``paravt.protocol.parser``) reads what the model wrote; validation decides what of it
-can run against one video: known tool, a window inside the video, not too short, not a duplicate,
-at most ``k_max`` per turn.
+can run against one video: known tool, a non-empty window inside the video, and under our per-turn
+rules (``rollout.turn_rules=paravt``, and eval) not too short, not a duplicate, at most ``k_max``
+per turn. The release's RL rules (``turn_rules=release``) are ``k_max=None, min_window=0,
+dedup=False``.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ def validate_calls(
     calls: Iterable[ParsedCall],
     *,
     duration: float,
-    k_max: int,
+    k_max: int | None,
     min_window: float,
     known_tools: set[str] | frozenset[str],
     window_tools: frozenset[str] = WINDOW_TOOLS,
+    dedup: bool = True,
 ) -> tuple[ParsedCall, ...]:
     """Each call validated independently (docs/ARCHITECTURE.md §2); returns the calls in order, with
     ``error`` set on the ones that cannot run. Rules, first failing one wins:
@@ -30,15 +33,16 @@ def validate_calls(
     1. a parse error stays; 2. the tool must be in ``known_tools``; 3. a window tool needs
     ``start_time`` and ``end_time`` with start < end (as written); 4. the window is clamped to
     ``[0, duration]`` and the CLAMPED window is recorded in ``arguments``; 5. the clamped window
-    must be at least ``min_window`` long; 6. it must not repeat the window of an earlier valid
-    call of the same turn; 7. at most ``k_max`` calls are accepted: a valid call beyond the
-    first ``k_max`` valid ones is rejected ("beyond k_max").
+    must be non-empty (a window that starts at or after the end of the video is refused) and at
+    least ``min_window`` long; 6. with ``dedup``, it must not repeat the window of an earlier valid
+    call of the same turn; 7. at most ``k_max`` calls are accepted (None: no cap): a valid call
+    beyond the first ``k_max`` valid ones is rejected ("beyond k_max").
     """
-    if not duration > 0 or k_max < 1 or min_window < 0:
+    if not duration > 0 or (k_max is not None and k_max < 1) or min_window < 0:
         raise ToolCallError(
-            f"validate_calls needs duration > 0, k_max >= 1, min_window >= 0; got duration="
-            f"{duration}, k_max={k_max}, min_window={min_window}: pass the video's probed duration "
-            "and the rollout limits"
+            f"validate_calls needs duration > 0, k_max >= 1 or None, min_window >= 0; got "
+            f"duration={duration}, k_max={k_max}, min_window={min_window}: pass the video's "
+            "probed duration and the rollout limits"
         )
     out: list[ParsedCall] = []
     seen: set[tuple[float, float]] = set()
@@ -46,11 +50,11 @@ def validate_calls(
     for call in calls:
         checked = _check_call(call, duration, min_window, known_tools, window_tools, seen)
         if checked.error is None:
-            if accepted >= k_max:
+            if k_max is not None and accepted >= k_max:
                 checked = replace(checked, error=f"beyond k_max: only {k_max} calls run per turn")
             else:
                 accepted += 1
-                if checked.window is not None and checked.name in window_tools:
+                if dedup and checked.window is not None and checked.name in window_tools:
                     seen.add(_key(checked.window))
         out.append(checked)
     return tuple(out)
@@ -80,6 +84,11 @@ def _check_call(
     cs, ce = min(max(start, 0.0), float(duration)), min(max(end, 0.0), float(duration))
     args = {**call.arguments, "start_time": cs, "end_time": ce}
     call = replace(call, arguments=args)
+    if ce <= cs:
+        return replace(
+            call,
+            error=f"window {start:g}-{end:g} s lies outside the {duration:g} s video",
+        )
     if ce - cs < min_window:
         return replace(
             call,

@@ -173,9 +173,17 @@ def test_direct_mode_answers_in_one_turn_and_runs_no_tool(video: str, codec: Cha
 
 
 def test_calls_on_the_last_turn_end_with_max_turns(video: str, codec: ChatCodec) -> None:
-    res, gen = _run(video, codec, [TURN1, TURN1], max_turns=2)
+    """max_turns=1: one tool round read, so two generations; ours does not run the last turn's
+    calls, the release's rules run and count them (no turn reads them: no tool turn appended)."""
+    res, gen = _run(video, codec, [TURN1, TURN1], max_turns=1, turn_rules="paravt")
     assert res.end_reason == "max_turns" and len(res.main.turns) == 2
     assert [len(b) for b in gen.batches] == [1, 2, 1]  # tools of the last turn are not run
+    assert res.n_successful_calls == 2 and len(res.subs) == 2
+    rel, gen = _run(video, codec, [TURN1, TURN1], max_turns=1, turn_rules="release")
+    assert rel.end_reason == "max_turns" and len(rel.main.turns) == 2
+    assert [len(b) for b in gen.batches] == [1, 2, 1, 2]  # the last turn's 2 windows run too
+    assert rel.n_successful_calls == 4 and len(rel.subs) == 4 and len(rel.calls) == 6
+    assert rel.main.ids == res.main.ids  # ... and append nothing after the final turn
 
 
 def test_observation_that_overflows_is_rolled_back(video: str, codec: ChatCodec) -> None:

@@ -42,7 +42,7 @@ def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> dict[
             "crop_max_frames": 4,
         },
         "sampling": {"max_new_tokens": 16, "sub_max_new_tokens": 8},
-        "rollout": {"max_turns": 1},
+        "rollout": {"max_turns": 0},
         "sft": {"batch_size": 2, "warmup_steps": 0, "save_every": 1, "max_steps": 4},
         "prior": {"batch_size": 2, "warmup_steps": 0, "save_every": 1, "steps": 3},
         "rl": {

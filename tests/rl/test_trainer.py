@@ -89,7 +89,7 @@ def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> Train
             "crop_max_frames": 4,
         },
         "sampling": {"max_new_tokens": 24, "sub_max_new_tokens": 12},
-        "rollout": {"max_turns": 2},
+        "rollout": {"max_turns": 1},
         "sft": {"lr": 3e-3, "batch_size": 4, "warmup_steps": 0, "save_every": 100},
         "rl": {
             "group_size": 2,
@@ -305,7 +305,7 @@ def test_think_prefix_off_leaves_the_response_start_to_the_policy(
         tmp_path,
         synth,
         tiny_qwen3_dir,
-        rollout={"think_prefix": False, "max_turns": 1},
+        rollout={"think_prefix": False, "max_turns": 0},
         rl={"kl_coef": 0.0},
     )
     bare = s.codec.generation_prompt("")
@@ -320,7 +320,7 @@ def test_think_prefix_on_forces_the_tag_as_context(
     tmp_path: Path, synth: Path, tiny_qwen3_dir: str
 ) -> None:
     cfg, s, results = _one_step(
-        tmp_path, synth, tiny_qwen3_dir, rollout={"max_turns": 1}, rl={"kl_coef": 0.0}
+        tmp_path, synth, tiny_qwen3_dir, rollout={"max_turns": 0}, rl={"kl_coef": 0.0}
     )
     forced = s.codec.generation_prompt(THINK_PREFIX)
     for r in results:
@@ -335,7 +335,7 @@ def test_gating_off_gives_every_prompt_the_configured_overview(
         tmp_path,
         synth,
         tiny_qwen3_dir,
-        rollout={"max_turns": 1},
+        rollout={"max_turns": 0},
         rl={"kl_coef": 0.0, "gating": {"enabled": False, "choices": [4, 8]}},
     )
     assert cfg.video.overview_nframes == 6  # not one of the gating choices
@@ -347,7 +347,7 @@ def test_gating_on_draws_overviews_from_the_choices_per_group(
     tmp_path: Path, synth: Path, tiny_qwen3_dir: str
 ) -> None:
     _, _, results = _one_step(
-        tmp_path, synth, tiny_qwen3_dir, rollout={"max_turns": 1}, rl={"kl_coef": 0.0}
+        tmp_path, synth, tiny_qwen3_dir, rollout={"max_turns": 0}, rl={"kl_coef": 0.0}
     )
     ns = [r.input.nframes for r in results]
     assert set(ns) <= {4, 8}

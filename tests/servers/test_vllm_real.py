@@ -195,7 +195,8 @@ def test_parallel_episode_with_subagents_and_a_tool_turn_is_token_exact(
     gen = ForcedFirstTurn(client, codec, call)
     settings = EpisodeSettings(
         mode="parallel",
-        max_turns=2,
+        max_turns=1,
+        turn_rules="paravt",
         overview_max_pixels=64 * 64,
         crop_max_pixels=64 * 64,
         crop_max_frames=4,

@@ -51,7 +51,7 @@ def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> Train
             "crop_max_frames": 2,
         },
         "sampling": {"max_new_tokens": 16, "sub_max_new_tokens": 8},
-        "rollout": {"max_turns": 1},
+        "rollout": {"max_turns": 0},
         "sft": {
             "lr": 1e-3,
             "batch_size": 1,

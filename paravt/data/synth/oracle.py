@@ -18,7 +18,8 @@ The builder asserts, per trace, that some window's sampled frames really show th
 Sequential trace (mode ``sequential``): one call per turn, windows in time order, the cropped
 frames shown in the tool turn as the episode composes it (`sequential_tool_body`); it stops at the
 first window showing the needle. Only written when
-that takes at most ``seq_max_calls`` calls (default 2, so the trace fits max_turns = 3).
+that takes at most ``seq_max_calls`` calls (default 2: two tool rounds and the answer fit the
+default ``rollout.max_turns`` = 3 tool rounds).
 
 Direct trace (mode ``none``, the reasoning system prompt): no tools, think then answer, written
 only when the overview shows the needle.

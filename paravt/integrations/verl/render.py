@@ -17,7 +17,7 @@ Mapping (ours → verl):
 | rl.lr, max_grad_norm, ppo_epochs | actor.optim.lr, actor.grad_clip, actor.ppo_epochs |
 | rl.weight_decay, adam_betas | actor.optim.weight_decay, betas (torch.optim's AdamW, as locally) |
 | sampling.temperature, top_p | rollout.temperature, rollout.top_p |
-| rollout.max_turns, k_max | rollout.multi_turn.max_assistant_turns, max_parallel_calls |
+| rollout.max_turns + 1, k_max | rollout.multi_turn.max_assistant_turns, max_parallel_calls |
 | everything the Episode needs | the agent-loop YAML → ``ParavtAgentLoop(paravt_config=...)`` |
 
 Not mapped: the online filters (``rl.drop_zero_variance``, ``rl.oversample``): a zero-variance
@@ -174,7 +174,7 @@ def _rollout(cfg: TrainConfig, verl: VerlConfig, run_dir: str | Path) -> dict[st
         "calculate_log_probs": True,
         "multi_turn": {
             "enable": True,
-            "max_assistant_turns": r.max_turns,
+            "max_assistant_turns": r.max_turns + 1,  # generations (rollout.max_turns: tool rounds)
             "max_parallel_calls": r.k_max,
         },
         "agent": {
