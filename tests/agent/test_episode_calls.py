@@ -267,3 +267,15 @@ def test_a_cut_turn_without_tools_ends_with_length_under_both_forms(
     for forms in ("release", "per_call"):
         res, s = _play(video, codec, [(THINK + CROP_0_5, "length")], mode="none", call_forms=forms)
         assert (s.main_requests, res.end_reason, res.calls) == (1, "length", ()), forms
+
+
+def test_a_forced_answer_comes_after_max_turns_tool_rounds(video: str, codec: ChatCodec) -> None:
+    """The release's eval (eval.protocol=release) asks for the answer once max_turns tool rounds
+    are read: the same count, so 3 rounds and the forced turn make 4 generations."""
+    from paravt.agent.settings import ForcedAnswer
+
+    calls = [THINK + render_crop_call(i, i + 4) for i in range(3)]
+    forced = ForcedAnswer("Answer with the letter only.", 8)
+    res, s = _play(video, codec, [*calls, "B"], forced_answer=forced, turn_rules="paravt")
+    assert (s.main_requests, s.sub_requests, res.n_successful_calls) == (4, 3, 3)
+    assert res.end_reason == "max_turns" and res.main.turns[-1].text.endswith("B")

@@ -138,7 +138,9 @@ def test_an_answer_before_the_third_round_ends_without_a_forced_turn(video, code
 
 
 def test_paravt_turns_stop_at_max_turns_with_no_forced_turn(video, codec) -> None:
-    s = replace(BASE, max_turns=3)
+    # eval's own rules (EpisodeSettings.from_config without training); max_turns counts the tool
+    # rounds read, as the release counts them: 2 rounds, so 3 generations
+    s = replace(BASE, max_turns=2, call_forms="per_call", turn_rules="paravt")
     rounds = [_calls((0, 2)), _calls((4, 6)), _calls((8, 10))]
     res, reqs = _run(video, codec, rounds, s)
     # 3 generations; the third turn's call never runs (no turn is left to read it)
