@@ -71,6 +71,12 @@ _R, _V, _S = (
 )  # the defaults, written once in config
 
 
+#: What eval and infer run whatever ``rollout.call_forms`` / ``rollout.turn_rules`` say (those are
+#: RL's, read with ``from_config(training=True)``): each call judged alone, our per-turn limits.
+EVAL_CALL_FORMS: CallForms = "per_call"
+EVAL_TURN_RULES: TurnRules = "paravt"
+
+
 @dataclass(frozen=True)
 class ForcedAnswer:
     """A last user turn asking for the answer once the episode's last tool round is read (the
@@ -91,8 +97,9 @@ class EpisodeSettings:
     min_window_s: float = _R.min_window_s
     max_context_tokens: int = _R.max_context_tokens
     think_prefix: bool = _R.think_prefix
-    call_forms: CallForms = _R.call_forms
-    turn_rules: TurnRules = _R.turn_rules
+    # eval's; RL rollouts take rollout.call_forms / turn_rules (from_config(training=True))
+    call_forms: CallForms = EVAL_CALL_FORMS
+    turn_rules: TurnRules = EVAL_TURN_RULES
     overview_max_pixels: int = _V.overview_max_pixels
     # None: the overview is exactly the input's n frames (eval, infer); a rate: min(n, round(
     # duration × rate)) frames (RL rollouts: from_config(training=True), video.overview_fps)
@@ -150,8 +157,8 @@ class EpisodeSettings:
             min_window_s=r.min_window_s,
             max_context_tokens=r.max_context_tokens,
             think_prefix=r.think_prefix,
-            call_forms=r.call_forms if training else "per_call",
-            turn_rules=r.turn_rules if training else "paravt",
+            call_forms=r.call_forms if training else EVAL_CALL_FORMS,
+            turn_rules=r.turn_rules if training else EVAL_TURN_RULES,
             overview_max_pixels=v.overview_max_pixels,
             overview_fps=v.overview_fps if training else None,
             crop_max_frames=v.crop_max_frames,

@@ -214,7 +214,14 @@ def test_max_turns_counts_tool_rounds_and_release_runs_the_last_turns_calls(
 def test_a_tool_code_call_on_the_last_turn_counts_under_release(
     video: str, codec: ChatCodec
 ) -> None:
-    rel, s = _play(video, codec, [THINK + CROP_0_5, THINK + CODE], max_turns=1)
+    rel, s = _play(
+        video,
+        codec,
+        [THINK + CROP_0_5, THINK + CODE],
+        max_turns=1,
+        call_forms="release",
+        turn_rules="release",
+    )
     assert (s.main_requests, s.sub_requests, rel.n_successful_calls) == (2, 2, 2)
     assert [c.start for c in rel.calls] == [0.0, 3.0]
 
