@@ -48,7 +48,7 @@ def _rows_for_cell(
     inputs = load_episode_inputs(rl_parquet, root, nframes=n, limit=prompts)
     if not inputs:
         raise ValueError(f"{rl_parquet}: no usable RL prompt for the path probe")
-    settings = EpisodeSettings.from_config(vcfg)
+    settings = EpisodeSettings.from_config(vcfg, training=True)  # as the RL rollouts run
     settings = replace(
         settings,
         sampling=replace(settings.sampling, seed=seed),
