@@ -44,7 +44,7 @@ ROLLOUT: dict[str, Any] = {
     "tool_server_url": "http://127.0.0.1:9",
     "tool_server_key_file": "KEY",
     "python_weak_isolation": True,
-    "prompt_version": "v0",
+    "prompt_version": "v1",  # a version the config accepts, not the default v2
 }
 OPTIM: dict[str, dict[str, Any]] = {
     "rl": {"lr": 3e-6, "weight_decay": 0.05, "adam_betas": (0.8, 0.95)},
