@@ -162,6 +162,19 @@ def test_release_runs_five_calls_of_six_and_drops_the_sixth_unseen(video, codec)
     assert "[5]" in tool_turn and "[6]" not in tool_turn  # no error line for the sixth either
 
 
+def test_release_keeps_no_minimum_window_and_no_de_duplication(video, codec) -> None:
+    turn = _calls((0, 0.5), (4, 6), (4, 6))  # a half-second window, then one window twice
+    rel, _ = _run(
+        video,
+        codec,
+        [turn, render_answer("ok", "B", with_open_think=False)],
+        release.settings(BASE, "letter", ()),
+    )
+    assert [c.ok for c in rel.calls] == [True, True, True] and len(rel.subs) == 3
+    ours, _ = _run(video, codec, [turn, render_answer("ok", "B", with_open_think=False)], BASE)
+    assert [c.ok for c in ours.calls] == [False, True, False]  # min_window_s 1, the repeat
+
+
 def test_paravt_runs_all_six_calls_under_k_max_8(video, codec) -> None:
     res, _ = _run(
         video, codec, [_calls(*SIX), render_answer("ok", "B", with_open_think=False)], BASE
@@ -172,6 +185,7 @@ def test_paravt_runs_all_six_calls_under_k_max_8(video, codec) -> None:
 def test_the_protocol_changes_only_the_agentic_class() -> None:
     rel, modes = class_settings(BASE, PROTO, ["parallel"], "letter")
     assert (rel.call_cap, rel.k_max, rel.max_turns, rel.think_prefix) == (5, 5, 3, False)
+    assert (rel.turn_rules, rel.call_forms) == ("release", "per_call")
     assert rel.forced_answer == release.forced_answer("letter") and modes == ["parallel"]
     assert rel.sampling.temperature == 0.0 and rel.sub_sampling.temperature == 0.0
     ours, _ = class_settings(BASE, replace(PROTO, turns="paravt"), ["parallel"], "letter")

@@ -10,13 +10,17 @@ turn with the rest answered as errors, no forced turn):
   multiple choice gets "answer with the option letter only" after the options;
 - no think prefix;
 - at most `CALL_CAP` calls a turn: the calls past it are dropped unseen (not run, not shown, not
-  counted);
+  counted); no minimum window and no de-duplication (``turn_rules="release"``: their driver crops
+  every window it is given);
 - `TOOL_ROUNDS` tool rounds, then one user turn asks for the answer (`FORCED_MAX_TOKENS` new
   tokens: 64 for a letter, 128 for an interval) and that reply is final.
 
 The texts are ours (``paravt/protocol/templates/eval_release/``): the same contract in our words.
 Dispatch stays the paper's (sub-agents summarise the crops): their driver shows the crops to the
-main agent itself, which the paper's text does not do.
+main agent itself, which the paper's text does not do. The calls are read as eval reads them
+(``call_forms="per_call"``): their driver also reads each ``<tool_call>`` block alone, but skips a
+malformed one unseen where ours answers it with an error line, runs keyword ``<tool_code>``
+calls, which ours does not, and skips python-style calls inside ``<tool_call>``, which ours runs.
 """
 
 from __future__ import annotations
@@ -82,6 +86,7 @@ def settings(base: EpisodeSettings, kind: AnswerKind, tools: Sequence[ToolSpec])
         think_prefix=False,
         call_cap=CALL_CAP,
         k_max=CALL_CAP,
+        turn_rules="release",
         max_turns=TOOL_ROUNDS,
         forced_answer=forced_answer(kind),
     )
