@@ -24,6 +24,8 @@ from paravt.report.repro_checks import (
     diagnosis_html,
     necessity_html,
     paths_html,
+    prefilter_html,
+    prefilter_note_html,
     task_check_html,
 )
 from paravt.report.repro_figures import acc_vs_n_figure, dynamics_figure, paths_figure
@@ -238,6 +240,7 @@ def run_html(run: ReproRun) -> str:
     s = run.summary
     parts = [
         f'<p class="note bad">{html.escape(run.note)}</p>' if run.note else "",
+        _guard(lambda: prefilter_note_html(s, run.path), "the offline filter's note"),
         "<h3>Training dynamics: f<sub>τ</sub> and κ per step (the analogue of the paper's Figure "
         "4)</h3>",
         _guard(lambda: dynamics_html(run), "training dynamics"),
@@ -288,6 +291,8 @@ def run_html(run: ReproRun) -> str:
             "overlapping window reported (docs/repro.md).</p>"
         ),
         _guard(lambda: diagnosis_html(s), "diagnosis"),
+        "<h3>The offline DAPO filter of the RL prompts</h3>",
+        _guard(lambda: prefilter_html(s), "the offline filter"),
         "<h3>Can the method show here? (task check)</h3>",
         _guard(lambda: task_check_html(s), "task check"),
         "<h3>Run</h3>",

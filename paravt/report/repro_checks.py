@@ -1,15 +1,80 @@
-"""The repro section's checks of the pipeline: the parallel diagnosis (does a window that overlaps
-the needle report it), the Tool Necessity Gap per variant and mode, and the task check (can the
-method show on this task at this size, ``repro/task_check.py``)."""
+"""The repro section's checks of the pipeline: the offline filter of the RL prompts (what it kept,
+and a line in red when it kept too few and RL trained on the whole pool), the parallel diagnosis
+(does a window that overlaps the needle report it), the Tool Necessity Gap per variant and mode,
+and the task check (can the method show on this task at this size, ``repro/task_check.py``)."""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from paravt.report.html_parts import fmt, iv_cell, num, real, table
 from paravt.report.repro_runs import get
+
+
+def _offline_filters(s: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(prior, its offline filter's report) for each prior whose RL prompts went through it."""
+    sel = get(s, "selection")
+    return [
+        (str(prior), pf)
+        for prior, block in (sel.items() if isinstance(sel, Mapping) else ())
+        if isinstance(pf := get(block, "prefilter"), Mapping) and get(pf, "filter") == "offline"
+    ]
+
+
+def prefilter_note_html(s: Mapping[str, Any], run_dir: Path) -> str:
+    """One red line per prior whose offline filter kept too few prompts (RL trained on the whole,
+    unfiltered pool): the words `paravt repro` printed (``paravt.rl.prefilter.fallback_line``)."""
+    from paravt.rl.prefilter import fallback_line
+
+    return "".join(
+        '<p class="note bad">'
+        + html.escape(
+            fallback_line(prior, pf, run_dir / f"sft_{prior}" / "prefilter" / "prefilter.json")
+        )
+        + "</p>"
+        for prior, pf in _offline_filters(s)
+        if get(pf, "fallback")
+    )
+
+
+def prefilter_html(s: Mapping[str, Any]) -> str:
+    """The offline DAPO filter per prior: the pool, what it kept and dropped by rule, the mean
+    accuracy of its rollouts, and which prompts RL trained on."""
+    head = (
+        "<tr><th class='l'>prior</th><th>pool</th><th>kept</th><th class='l'>dropped by rule</th>"
+        "<th>G</th><th>mean rollout accuracy</th><th class='l'>RL trained on</th></tr>"
+    )
+    rows = []
+    for prior, pf in _offline_filters(s):
+        rules = get(pf, "by_rule")
+        by_rule = (
+            ", ".join(f"{html.escape(str(k))} {num(v)}" for k, v in rules.items())
+            if isinstance(rules, Mapping) and rules
+            else "none"
+        )
+        fell_back = bool(get(pf, "fallback"))
+        rows.append(
+            [
+                html.escape(prior),
+                num(get(pf, "pool")),
+                num(get(pf, "kept")),
+                by_rule,
+                num(get(pf, "g")),
+                fmt(get(pf, "mean_accuracy")),
+                '<span class="bad">the whole pool (too few kept)</span>'
+                if fell_back
+                else "the kept prompts",
+            ]
+        )
+    return (
+        table(head, rows, "prefilter", (0, 3, 6))
+        if rows
+        else '<p class="muted">No offline filter in summary.json (rl.filter online).</p>'
+    )
+
 
 DIAGNOSIS_KEYS = ("coverage", "recall", "false_reports", "timed_right", "acc_given_report")
 

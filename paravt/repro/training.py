@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from paravt.repro.presets import ReproPreset
 from paravt.repro.stages import finish_stage, start_stage
 from paravt.repro.variants import Variant, with_overrides
 
+log = logging.getLogger(__name__)
 MODES = ("parallel", "sequential", "none")
 _stage, _done = start_stage, finish_stage
 
@@ -124,8 +126,12 @@ def rl_pool(out: Path, cfg: TrainConfig, prior: str, init: str) -> tuple[Path, d
     offline [paper]: the DAPO pre-filter (``paravt.rl.prefilter``) ONCE, on the chosen cold start
     ``init``: G = ``rl.group_size`` rollouts per prompt of ``synth/rl.parquet`` (the pool, sized to
     the run) at the RL temperature and the default overview budget, all-wrong and unanimous groups
-    dropped (``sft_PRIOR/prefilter/``). If fewer than ``rl.prompts_per_step`` prompts would stay,
-    the pool is kept whole and the report says so (``fallback``). Online: the pool as it is."""
+    dropped (``sft_PRIOR/prefilter/``: the kept rows, ``prefilter.json``, and every rollout with
+    its answer and accuracy in ``rollouts.jsonl``). The rollouts are seeded by ``rl.seed``
+    (`paravt.rl.prefilter`), so a resumed run filters exactly as an uninterrupted one. If fewer
+    than ``rl.prompts_per_step`` prompts would stay, the pool is kept whole, the report says so
+    (``fallback``) and so does one line on stderr, on every run that trains on that pool (the
+    HTML report shows it too). Online: the pool as it is."""
     pool = out / "synth" / "rl.parquet"
     if cfg.rl.filter != "offline":
         return pool, {"filter": "online"}
@@ -133,22 +139,28 @@ def rl_pool(out: Path, cfg: TrainConfig, prior: str, init: str) -> tuple[Path, d
     if _stage(d, f"offline DAPO filter of the RL prompts ({prior} prior)"):
         _offline_filter(pool, d, cfg, init)
         _done(d)
-    return d / "rl.parquet", json.loads((d / "prefilter.json").read_text())
+    report = json.loads((d / "prefilter.json").read_text())
+    if report.get("fallback"):
+        from paravt.rl.prefilter import fallback_line
+
+        log.warning("%s", fallback_line(prior, report, d / "prefilter.json"))
+    return d / "rl.parquet", report
 
 
 def _offline_filter(pool: Path, d: Path, cfg: TrainConfig, init: str) -> None:
     from paravt.agent import EpisodeSettings
     from paravt.agent.backend import open_backend
     from paravt.data.schema import read_rows, write_rows
-    from paravt.rl.prefilter import prefilter, rollout_accuracies
+    from paravt.jsonl import rewrite_jsonl, write_atomic
+    from paravt.rl.prefilter import accuracies_of, filter_rollouts, prefilter
 
     rows = read_rows(pool)
     settings = EpisodeSettings.from_config(cfg, training=True)
     n = cfg.video.overview_nframes
     backend = open_backend(cfg.model.model_copy(update={"path": init}), cfg.rollout)
     try:
-        accs = asyncio.run(
-            rollout_accuracies(
+        rollouts = asyncio.run(
+            filter_rollouts(
                 rows,
                 pool.parent,
                 generator=backend.generator,
@@ -157,19 +169,24 @@ def _offline_filter(pool: Path, d: Path, cfg: TrainConfig, init: str) -> None:
                 g=cfg.rl.group_size,
                 tools=backend.tools,
                 nframes=n,
+                seed=cfg.rl.seed,
             )
         )
     finally:
         asyncio.run(backend.generator.aclose())
-    kept, report = prefilter(rows, accs)
+    kept, report = prefilter(rows, accuracies_of(rollouts))
     fallback = None
     if len(kept) < cfg.rl.prompts_per_step:
         fallback = f"{len(kept)} kept < rl.prompts_per_step={cfg.rl.prompts_per_step}: pool kept"
         kept = list(rows)
     write_rows(d / "rl.parquet", kept)
+    rewrite_jsonl(d / "rollouts.jsonl", [r.to_json() for r in rollouts])
     meta = {"filter": "offline", "pool": len(rows), "g": cfg.rl.group_size, "nframes": n}
-    meta |= {"temperature": settings.sampling.temperature, "fallback": fallback}
-    (d / "prefilter.json").write_text(json.dumps({**meta, **report.to_json()}, indent=1))
+    meta |= {"temperature": settings.sampling.temperature, "seed": cfg.rl.seed}
+    mean = sum(r.accuracy for r in rollouts) / len(rollouts) if rollouts else None
+    meta |= {"mean_accuracy": mean, "fallback": fallback}
+    text = json.dumps({**meta, **report.to_json()}, indent=1)
+    write_atomic(d / "prefilter.json", text, "the offline filter's report")
 
 
 def path_probe_stage(

@@ -14,12 +14,18 @@ Three rules, applied in order; each dropped prompt is recorded with its rule:
 `paravt repro` runs it once, before RL, on the cold start (G rollouts per prompt at the RL
 temperature, on the pool of prompts the run draws from, ``rl.filter`` offline: the paper's); the
 RL steps then train every group they roll out. Rule 1 and the decisions of rules 2 and 3 are pure
-functions; `rollout_accuracies` runs the G rollouts
-through the episode (`paravt.agent.run_group`) with the rollout's own answer extraction.
+functions; `filter_rollouts` runs the G rollouts through the episode (`paravt.agent.run_group`)
+with the rollout's own answer extraction, and `rollout_accuracies` keeps their accuracies.
+
+The rollouts are seeded: each request's seed derives from ``seed`` and the rollout's id
+(`paravt.agent.settings.derive_seed`), so the filter samples the same rollouts whatever ran before
+it in the process (a resumed `paravt repro` skips the stages that ran before it; unseeded, its
+samples came from wherever the process's global RNG stood, and its accuracies differed).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +65,27 @@ class PrefilterReport:
             "by_rule": self.by_rule,
             "rows": [{"id": d.id, "rule": d.rule, "detail": d.detail} for d in self.dropped],
         }
+
+
+def fallback_line(prior: str, report: Mapping[str, Any], path: Path) -> str:
+    """The one line that says the offline filter kept too few prompts and RL trains on the whole
+    pool, from its report (`paravt repro` prints it on stderr, the HTML report shows it; a report
+    of another shape gives the line without the parts it lacks)."""
+    by_rule = report.get("by_rule")
+    rules = (
+        ", ".join(f"{k} {v}" for k, v in by_rule.items())
+        if isinstance(by_rule, Mapping) and by_rule
+        else "none"
+    )
+    acc = report.get("mean_accuracy")
+    real = isinstance(acc, (int, float)) and not isinstance(acc, bool) and math.isfinite(acc)
+    at = f", mean rollout accuracy {acc:.2f}" if real else ""
+    return (
+        f"the offline filter ({prior} prior) kept {report.get('kept')} of {report.get('pool')} "
+        f"RL prompts (dropped: {rules}{at}), fewer than rl.prompts_per_step: RL trains on the "
+        f"whole unfiltered pool ({path}); a larger preset (a longer cold start, more RL prompts) "
+        "gives the filter prompts to keep, --set rl.filter=online filters each step instead"
+    )
 
 
 def answer_too_long(task: str, answer: str, *, max_words: int = MAX_ANSWER_WORDS) -> bool:
@@ -116,6 +143,36 @@ def prefilter(
     return kept, PrefilterReport(tuple(r.id for r in kept), tuple(dropped), acc)
 
 
+@dataclass(frozen=True)
+class FilterRollout:
+    """One of the G rollouts of a prompt: what it answered and how it scored."""
+
+    id: str  # the prompt's row id
+    index: int  # 0..G-1
+    accuracy: float
+    answer: str | None
+    end_reason: str
+    generated: str  # what the model sampled (its turns, without forced prefixes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "index": self.index,
+            "accuracy": self.accuracy,
+            "answer": self.answer,
+            "end_reason": self.end_reason,
+            "generated": self.generated,
+        }
+
+
+def accuracies_of(rollouts: Sequence[FilterRollout]) -> dict[str, tuple[float, ...]]:
+    """Each prompt's rollout accuracies, by row id, in rollout order."""
+    out: dict[str, list[float]] = {}
+    for r in rollouts:
+        out.setdefault(r.id, []).append(r.accuracy)
+    return {k: tuple(v) for k, v in out.items()}
+
+
 async def rollout_accuracies(
     rows: Sequence[Row],
     root: str | Path,
@@ -126,21 +183,63 @@ async def rollout_accuracies(
     g: int = 8,
     tools: Any = None,
     nframes: int | None = None,
+    seed: int = 0,
 ) -> dict[str, tuple[float, ...]]:
+    """`filter_rollouts` → the accuracy of each rollout, by row id."""
+    return accuracies_of(
+        await filter_rollouts(
+            rows,
+            root,
+            generator=generator,
+            codec=codec,
+            settings=settings,
+            g=g,
+            tools=tools,
+            nframes=nframes,
+            seed=seed,
+        )
+    )
+
+
+async def filter_rollouts(
+    rows: Sequence[Row],
+    root: str | Path,
+    *,
+    generator: Any,
+    codec: Any,
+    settings: EpisodeSettings,
+    g: int = 8,
+    tools: Any = None,
+    nframes: int | None = None,
+    seed: int = 0,
+) -> list[FilterRollout]:
     """G rollouts per row (all concurrently through `run_group`, with ``tools``: default the crop
-    tool; at ``nframes`` overview frames, default each row's own) → accuracy of each, by row id."""
+    tool; at ``nframes`` overview frames, default each row's own), sampled with ``seed`` (module
+    docstring; a seed already in ``settings.sampling`` is kept) → each one scored, row by row."""
+    from dataclasses import replace
+
     from paravt.agent import run_group
     from paravt.agent.inputs import to_episode_input
     from paravt.rewards import accuracy
 
+    if settings.sampling.seed is None:
+        settings = replace(
+            settings,
+            sampling=replace(settings.sampling, seed=seed),
+            sub_sampling=replace(settings.sub_sampling, seed=seed),
+        )
     inputs = [to_episode_input(r, root, nframes=nframes) for r in rows for _ in range(g)]
     ids = [f"prefilter-{r.id}-{j}" for r in rows for j in range(g)]
     results = await run_group(
         inputs, generator=generator, codec=codec, settings=settings, tools=tools, episode_ids=ids
     )
-    out: dict[str, list[float]] = {r.id: [] for r in rows}
+    out = []
     for r_idx, res in enumerate(results):
-        row = rows[r_idx // g]
-        e = row.extra_info
-        out[row.id].append(float(accuracy(e.task, res.answer, e.answer, e.options)))
-    return {k: tuple(v) for k, v in out.items()}
+        e = rows[r_idx // g].extra_info
+        acc = float(accuracy(e.task, res.answer, e.answer, e.options))
+        out.append(
+            FilterRollout(
+                rows[r_idx // g].id, r_idx % g, acc, res.answer, res.end_reason, res.generated
+            )
+        )
+    return out
