@@ -154,6 +154,24 @@ def test_a_trailing_unclosed_json_block() -> None:
     assert fmt(later) == (0.7, 0.7, 1.0) and later.tool == 0.0 and later.n_parseable == 0
 
 
+def test_turn_ends_as_the_releases_training_text_holds_them() -> None:
+    # The release's reward reads each turn's sampled tokens (workflow.py:545 appends
+    # resp.output_tokens, :679-682 decodes the loss-mask-1 ones): a turn that stopped at its end
+    # token ends with <|im_end|>, a length-cut turn with nothing. Ours, given that same text, reads
+    # it as the release does (our episodes end turns differently: docs/rewards.md, "as it runs").
+    think = "<think>\nCheck the first half.\n</think>\n"
+    stopped = score(think + UNCLOSED_JSON + "<|im_end|>", RELEASE, calls=1)
+    # the unclosed block's body runs to the end (utils.py:8) through "<|im_end|>": not JSON
+    # (utils.py:75-80): think 0.2, alpha 0.4, counts 1 / 0: no balance. 0.2 + 0.2 = 0.4; R_tool 0
+    assert fmt(stopped) == (0.2, 0.4, 0.4) and stopped.tool == 0.0 and stopped.n_parseable == 0
+    # a turn cut after "<tool_call>\n", the next one writing the JSON and the close: one block,
+    # a call (utils.py:71-78). think 0.2 + answer 0.5 + ordering 0.3 + balance 0.1 (counts 1 / 1
+    # each) = 1.1; alpha + beta 0.35; min(1.45, 1) = 1.0. R_tool 0.1 + 0.5 (right answer) = 0.6
+    cut = think + "<tool_call>\n" + CALL.removeprefix("<tool_call>\n") + "\n<answer>A</answer>"
+    b = score(cut + "<|im_end|>", RELEASE, calls=1)
+    assert fmt(b) == (1.0, 0.7, 1.0) and b.tool == pytest.approx(0.6) and b.n_parseable == 1
+
+
 def test_an_answer_before_the_think_has_no_flow() -> None:
     text = "<answer>A</answer><think>\nThe flash is red at 12 s.\n</think>"
     # the release pays beta for </think> and a filled pair anywhere (format.py:106-112); the paper's
