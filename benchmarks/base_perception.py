@@ -91,7 +91,7 @@ def main() -> None:
     )
     t0, losses = time.perf_counter(), []
     for step in range(a.steps):
-        losses.append(trainer.step(step)["loss"])
+        losses.append(trainer.step(step)["train/loss"])
         if (step + 1) % 100 == 0:
             print(
                 f"step {step + 1} loss {sum(losses[-100:]) / 100:.3f} "

@@ -60,62 +60,20 @@ VISION = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>"
 
 
 # ---------------------------------------------------------------------------------- the limit
-def matmul_limit(
-    hidden: int, inter: int, heads_dim: int, kv_dim: int, vocab: int, tokens: int, repeats: int
-) -> tuple[float, dict[str, float]]:
-    """Achievable FLOP/s of one layer's linears + the lm_head at ``tokens`` rows (fp32), and the
-    rate of each shape."""
-    shapes = {
-        "q": (hidden, heads_dim),
-        "k": (hidden, kv_dim),
-        "v": (hidden, kv_dim),
-        "o": (heads_dim, hidden),
-        "gate": (hidden, inter),
-        "up": (hidden, inter),
-        "down": (inter, hidden),
-        "lm_head": (hidden, vocab),
-    }
-    rates, total_f, total_t = {}, 0.0, 0.0
-    for name, (k, n) in shapes.items():
-        x, w = torch.randn(tokens, k), torch.randn(n, k)
-        torch.nn.functional.linear(x, w)  # warm-up
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            torch.nn.functional.linear(x, w)
-            times.append(time.perf_counter() - t0)
-        t, f = statistics.median(times), 2.0 * tokens * k * n
-        rates[name], total_f, total_t = f / t, total_f + f, total_t + t
-    return total_f / total_t, rates
+# the FLOP model and the measured matmul rate are the trainer's own (``perf/mfu/actor``)
+from paravt.rl.mfu import (  # noqa: E402
+    Flops as _Flops,  # noqa: E402
+    Shapes,
+    matmul_limit,
+)
 
 
-@dataclass(frozen=True)
-class _Flops:
-    """Forward FLOPs of the tiny model (module docstring)."""
-
-    per_token: float  # 2 × text matmul params (lm_head included)
-    attn_per_t2: float  # causal attention: 2 × heads × head_dim × layers per T²
-    per_patch: float  # 2 × vision params
-
-    @classmethod
-    def of(cls, model: Any) -> _Flops:
-        t = model.config.text_config
-        hd = t.head_dim
-        per_layer = (
-            t.hidden_size * hd * (2 * t.num_attention_heads + 2 * t.num_key_value_heads)
-            + 3 * t.hidden_size * t.intermediate_size
-        )
-        matmul = t.num_hidden_layers * per_layer + t.hidden_size * t.vocab_size
-        vision = sum(p.numel() for n, p in model.named_parameters() if ".visual." in f".{n}")
-        return cls(
-            2.0 * matmul, 2.0 * t.num_attention_heads * hd * t.num_hidden_layers, 2.0 * vision
-        )
-
-    def forward(self, seq_lens: list[int], patches: int = 0) -> float:
-        return (
-            sum(self.per_token * n + self.attn_per_t2 * n * n for n in seq_lens)
-            + self.per_patch * patches
-        )
+def _flops_of(model: Any) -> _Flops:
+    """Text FLOPs with the vision tower's 2 × params per patch."""
+    shapes = Shapes.of(model)
+    assert shapes is not None, "the tiny model's config has its text shapes"
+    vision = sum(p.numel() for n, p in model.named_parameters() if ".visual." in f".{n}")
+    return _Flops.of_shapes(shapes, vision)
 
 
 # ---------------------------------------------------------------------------------- the workload
@@ -457,27 +415,12 @@ def main() -> None:
         cfg.model.continuous_batching = args.continuous == "on"
     cfg.rollout.tools = ["crop_video"]
     session = PolicySession.create(cfg.model, cfg.rl, rollout=cfg.rollout, reference=cfg.model.path)
-    fl = _Flops.of(session.model)
+    fl = _flops_of(session.model)
     t = session.model.config.text_config
-    hd = t.head_dim
-    rep.limit, rates = matmul_limit(
-        t.hidden_size,
-        t.intermediate_size,
-        hd * t.num_attention_heads,
-        hd * t.num_key_value_heads,
-        t.vocab_size,
-        4096,
-        5 if quick else 20,
-    )
-    decode_limit, _ = matmul_limit(
-        t.hidden_size,
-        t.intermediate_size,
-        hd * t.num_attention_heads,
-        hd * t.num_key_value_heads,
-        t.vocab_size,
-        16,
-        20 if quick else 100,
-    )
+    shapes = Shapes.of(session.model)
+    assert shapes is not None
+    rep.limit, rates = matmul_limit(shapes, 4096, 5 if quick else 20)
+    decode_limit, _ = matmul_limit(shapes, 16, 20 if quick else 100)
     rep.out |= {
         "limit_flops": rep.limit,
         "limit_matmul_rates": rates,

@@ -204,7 +204,7 @@ def _track(cfg: TrainConfig, out: Path, metrics: dict[str, Any]) -> None:
     from paravt.tracking import TrackingSettings
     from paravt.tracking.results import log_result_run
 
-    s = TrackingSettings.from_config(cfg.logging)
+    s = TrackingSettings.from_config(cfg.logging).tagged("eval")
     log_result_run(out, s, run_name=cfg.logging.run_name or out.resolve().name, metrics=metrics)
 
 

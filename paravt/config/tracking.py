@@ -19,10 +19,15 @@ MOVED_FROM_VERL = {
 }
 
 
-#: The tracking URI schemes MLflow stores to (a database URI may name its driver:
-#: ``postgresql+psycopg2://``); a plain path is a local file store.
+#: The tracking URI schemes MLflow 3 stores to (a database URI may name its driver:
+#: ``postgresql+psycopg2://``). Its plain-file store (``file://`` or a bare path) is refused by
+#: MLflow 3 itself unless an environment variable opts in, so it is refused here, at load.
 MLFLOW_SCHEMES = frozenset(
-    {"http", "https", "file", "sqlite", "postgresql", "mysql", "mssql", "databricks"}
+    {"http", "https", "sqlite", "postgresql", "mysql", "mssql", "databricks"}
+)
+FILE_STORE_FIX = (
+    "MLflow 3 no longer stores to plain files (file:// or a bare path); use a SQLite file, e.g. "
+    "sqlite:///ABSOLUTE/PATH/mlflow.db, or leave it unset for a local store under the run"
 )
 
 
@@ -55,6 +60,13 @@ class LoggingConfig(BaseModel):
         description="Tracker group of related runs (wandb group, MLflow tag paravt.group); None: "
         "none, except `paravt repro`, which groups its variants and seeds "
         "under its output directory's name.",
+    )
+    variant: str | None = Field(
+        None,
+        description="The variant a run belongs to, as a tag of its tracker runs (MLflow "
+        "paravt.variant, wandb variant:NAME) beside the automatic kind, seed and commit tags; "
+        "`paravt repro` sets it per stage (prior_strong, sft_strong, paragrpo, ...); None: no "
+        "variant tag.",
     )
     wandb_mode: Literal["online", "offline"] = Field(
         "online",
@@ -91,15 +103,17 @@ class LoggingConfig(BaseModel):
     def _known_scheme(cls, v: str | None) -> str | None:
         if v is None:
             return v
+        if not v.strip():
+            raise ValueError("is empty; leave it unset for a local store under the run")
         scheme = v.split("://", 1)[0].split("+", 1)[0].lower() if "://" in v else ""
-        if scheme and scheme not in MLFLOW_SCHEMES:
+        if scheme in ("", "file"):
+            raise ValueError(f"{v!r}: {FILE_STORE_FIX}")
+        if scheme not in MLFLOW_SCHEMES:
             raise ValueError(
                 f"{v!r} has the scheme {scheme!r}, which MLflow does not store to; use one of "
                 + ", ".join(f"{x}://" for x in sorted(MLFLOW_SCHEMES))
                 + " (or leave it unset: a local store under the run)"
             )
-        if not v.strip():
-            raise ValueError("is empty; leave it unset for a local store under the run")
         return v
 
     @field_validator("loggers")

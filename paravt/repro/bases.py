@@ -154,6 +154,7 @@ def _ensure_base(
         c.out_dir, c.data, c.data_root = str(train), str(synth / "base.parquet"), None
         c.model = c.model.model_copy(update={"path": str(init), "replicas": 1})
         c.logging.run_name = f"prior_{name}/{bdir.name}"  # its trackers' run: not "train"
+        c.logging.variant = f"prior_{name}"
         run_training(c, kind="prior", resume=True)
         finish_stage(train)
     probe = bdir / "probe"

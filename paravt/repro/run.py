@@ -18,7 +18,7 @@ from paravt.config import TrainConfig
 from paravt.jsonl import write_atomic
 from paravt.repro.presets import PRESETS, ReproPreset, base_config, with_config_overrides
 from paravt.repro.stages import console, finish_stage, stage_times, start_stage
-from paravt.repro.tracked import track_evals, track_summary
+from paravt.repro.tracked import SUMMARY_DIR, attach_summary_report, track_evals, track_summary
 from paravt.repro.training import cold_start, eval_variant, train_variant
 from paravt.repro.variants import Variant, pick
 
@@ -164,6 +164,26 @@ def _synth_stage(out: Path, p: ReproPreset) -> None:
         _done(out / "synth")
 
 
+def _report_to_trackers(out: Path) -> None:
+    """With a tracker listed: ``OUT/report.html`` (`paravt report`'s page) as an artifact of the
+    summary run. A report that cannot be built is one warning; summary.json stands."""
+    from paravt.errors import ParavtError
+    from paravt.report.page import build_report
+    from paravt.tracking import STATE_FILE
+
+    if not (out / SUMMARY_DIR / STATE_FILE).is_file():
+        return
+    try:
+        report = build_report([out], out / "report.html")
+    except (ParavtError, OSError) as err:
+        console.print(
+            f"[yellow]warning:[/yellow] report.html not built ({err}); summary.json stands"
+        )
+        return
+    attach_summary_report(out, report)
+    console.print(f"[bold green]report:[/bold green] {report} (in the summary run)", soft_wrap=True)
+
+
 def _run_variants(
     out: Path,
     cfg: TrainConfig,
@@ -198,7 +218,14 @@ def _run_variants(
             model = init if not v.rl else str(out / v.name / f"seed{s}" / "model")
             if v.rl or s == 0:  # greedy eval of the one cold-start model: the same for every seed
                 rows += eval_variant(out, cfg, p, v, s, model, eval_limit)
-                track_evals(out / v.name / f"seed{s}", cfg, f"{v.name}/seed{s}")
+                trained = out / (v.name if v.rl else f"sft_{v.prior}")
+                track_evals(
+                    out / v.name / f"seed{s}",
+                    cfg,
+                    variant=v.name,
+                    seed=s,
+                    trained=trained / f"seed{s}" if v.rl else trained,
+                )
         summaries[v.name], eval_rows[v.name] = variant_summary(per_seed, rows), rows
         summaries[v.name]["diagnosis"] = _diagnosis(out, v, needles)
     return summaries, eval_rows
@@ -253,5 +280,6 @@ def _run_repro(
     path = out / "summary.json"
     write_atomic(path, json.dumps(summary, indent=1, default=float), "the repro summary")
     track_summary(out, cfg, summary)
+    _report_to_trackers(out)
     console.print(f"[bold green]summary:[/bold green] {path}", soft_wrap=True)
     return path

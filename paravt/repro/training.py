@@ -30,6 +30,7 @@ def train_stage(
     c = cfg.model_copy(deep=True)
     c.out_dir = str(out)
     c.logging.run_name = run_name
+    c.logging.variant = run_name.split("/", 1)[0]  # its tracker runs' variant tag
     for k, v in fields.items():
         setattr(c, k, v)
     if _stage(out, what):

@@ -72,6 +72,9 @@ class TokenScores:
     entropy: (
         torch.Tensor | None
     )  # (N,) entropy of that distribution at each position (no grad); None unless asked
+    # (N,) 1.0 where the distribution's most likely token is the scored one (no grad); None
+    # unless asked (``entropy=True`` computes both)
+    correct: torch.Tensor | None = None
 
 
 def sampled_positions(traj: Trajectory) -> list[int]:
@@ -169,11 +172,12 @@ def score(
     )  # N×V: token t is predicted at t − 1
     logp = sampling_log_softmax(logits, temperature=temperature, suppress_ids=suppress_ids)  # N×V
     target = mb.inputs["input_ids"][mb.token_row, mb.token_pos]  # (N,)
-    ent = None
+    ent = hit = None
     if entropy:
         with torch.no_grad():
             ent = token_entropy(logp.detach())  # (N,)
-    return TokenScores(logp.gather(-1, target[:, None])[:, 0], ent)
+            hit = (logp.detach().argmax(-1) == target).to(logp.dtype)  # (N,)
+    return TokenScores(logp.gather(-1, target[:, None])[:, 0], ent, hit)
 
 
 def sampling_logprobs(

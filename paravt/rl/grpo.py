@@ -56,10 +56,17 @@ from paravt.rl.advantages import (
 )
 from paravt.rl.gating import overview_budget
 from paravt.rl.loss import ClipKL
+from paravt.rl.mfu import Mfu
 from paravt.rl.rollouts import RolloutLog, sample_rows
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import require_rows, screen_data
-from paravt.rl.step_stats import PhaseTimer, response_length, reward_stats, tool_seconds
+from paravt.rl.step_stats import (
+    PhaseTimer,
+    prompt_length,
+    response_length,
+    reward_stats,
+    tool_seconds,
+)
 from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import TrainItem, UpdatePasses, UpdateStats, ppo_update
 
@@ -134,6 +141,7 @@ class GRPOTrainer:
         self.rollout_log = RolloutLog(cfg.out_dir)
         self._rollouts: list[dict[str, Any]] = []  # the last step's sample (rollouts())
         self._ref_timer = PhaseTimer(session.ref_model)  # timing_s/ref
+        self._mfu = Mfu.of(session.model)  # perf/mfu/actor
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -167,7 +175,7 @@ class GRPOTrainer:
 
     def describe(self, m: Mapping[str, float]) -> str:
         return (
-            f"R={m.get('reward/mean', 0):+.2f} acc={m.get('acc', 0):.2f} "
+            f"R={m.get('critic/rewards/mean', 0):+.2f} acc={m.get('acc', 0):.2f} "
             f"f_tau={m.get('f_tau', 0):.2f} kappa={m.get('kappa', 0):.2f}"
         )
 
@@ -197,27 +205,42 @@ class GRPOTrainer:
         t2 = time.perf_counter()
         kept, drop_counts = self._filter(groups, [b.reward for b in rewards], results)
         items, episode_adv = self._items(results, rewards, groups, kept)
+        t_adv = time.perf_counter()
         self._ref_timer.take()
         stats = self._update(items, step)
         t3 = time.perf_counter()
         ref_s = self._ref_timer.take()
+        update_s = t3 - t_adv - ref_s
         records = [rollout_record(r, b) for r, b in zip(results, rewards, strict=True)]
+        summary = aggregate(records)
+        summary.pop("reward/mean", None)  # critic/rewards/mean (verl's name), below
         metrics = {
-            **aggregate(records),
+            **summary,
             **stats.to_metrics(),
             **drop_counts,
             **judge_counts,
             "groups/kept": float(len(kept)),
-            "lr": self.s.optimizer.param_groups[0]["lr"],
+            "actor/lr": self.s.optimizer.param_groups[0]["lr"],
+            "actor/kl_coef": rl.kl_coef,
+            "training/epoch": float(picks[-1][1]) if picks else float(self.cursor.epoch),
             "tokens/input_per_rollout": _mean([r.tokens.total_input for r in results]),
             "tokens/generated_per_rollout": _mean([r.tokens.generated for r in results]),
             **response_length(results),
+            **prompt_length(results),
             **reward_stats([b.reward for b in rewards], groups, list(episode_adv.values())),
             "timing_s/gen": t1 - t0,
             "timing_s/reward": t2 - t1,
+            "timing_s/adv": t_adv - t2,
+            "timing_s/old_log_prob": 0.0,  # no separate pass: the update's first forward
             "timing_s/ref": ref_s,
-            "timing_s/update_actor": t3 - t2 - ref_s,
+            "timing_s/update_actor": update_s,
             "timing_s/tools": tool_seconds(results),
+            **self._mfu.metrics(
+                "perf/mfu/actor",
+                [len(it.traj.ids) for it in items if it.traj.n_sampled > 0],
+                update_s,
+                passes=rl.ppo_epochs,
+            ),
             "perf/total_num_tokens": float(
                 sum(r.tokens.total_input + r.tokens.generated for r in results)
             ),

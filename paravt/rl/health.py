@@ -103,18 +103,18 @@ def check_step(
     before: Peaks | None = None,
     start: Peaks | None = None,
 ) -> Peaks:
-    """`TrainingError` when 1-based ``step`` left the loss (``metrics["loss"]``) non-finite or
-    outside ``±MAX_LOSS``, a parameter of ``model`` non-finite, or a parameter's peak out of its
-    range (``before``: the peaks before this step, ``start``: at the run's start; see ``GROWTH``);
-    ``kind`` names the config section whose knobs the fix names. Returns the peaks after the step
-    (the next step's ``before``)."""
+    """`TrainingError` when 1-based ``step`` left the loss (``actor/loss``, ``train/loss``)
+    non-finite or outside ``±MAX_LOSS``, a parameter of ``model`` non-finite, or a parameter's peak
+    out of its range (``before``: the peaks before this step, ``start``: at the run's start; see
+    ``GROWTH``); ``kind`` names the config section whose knobs the fix names. Returns the peaks
+    after the step (the next step's ``before``)."""
     if (failed := _every_group_failed(metrics)) is not None:
         raise TrainingError(
             f"train {kind}: step {step}: every rollout group failed ({failed} dropped as errors: "
             "the generator failed the requests or the episodes crashed, logged above); nothing "
             "can be learned from it, so the run is stopped"
         )
-    loss = float(metrics.get("loss", 0.0))
+    loss = float(_first(metrics, LOSS_KEYS, 0.0))
     now = param_peaks(model)
     broken = [n for n, v in zip(now.names, now.values, strict=True) if not math.isfinite(v)]
     what = [] if math.isfinite(loss) else [f"the loss is {loss}"]
@@ -127,6 +127,14 @@ def check_step(
     if not what:
         return now
     raise _diverged(step, what, metrics, kind=kind, checkpoints=checkpoints)
+
+
+#: A step's loss and learning rate, by trainer: RL (verl's actor names), SFT and prior (verl's SFT).
+LOSS_KEYS, LR_KEYS = ("actor/loss", "train/loss"), ("actor/lr", "train/lr")
+
+
+def _first(metrics: Mapping[str, Any], keys: Sequence[str], default: Any) -> Any:
+    return next((metrics[k] for k in keys if k in metrics), default)
 
 
 def _every_group_failed(metrics: Mapping[str, float]) -> int | None:
@@ -147,7 +155,7 @@ def _diverged(
         else f"no checkpoint was written before it (nothing under {checkpoints}), so a rerun "
         "starts over"
     )
-    lr = metrics.get("lr")
+    lr = _first(metrics, LR_KEYS, None)
     at = f" (this step ran at lr={lr:g})" if isinstance(lr, float) and math.isfinite(lr) else ""
     knob = f"{kind}.lr{at}: lower it (or {kind}.max_grad_norm)"
     loss = float(metrics.get("loss", 0.0))

@@ -46,8 +46,9 @@ class MetricsLogger:
         )
 
     def truncate_after(self, step: int) -> list[int]:
-        """On resume: forget lines logged after the checkpoint (they will be logged again), and
-        re-send to each tracker the steps up to it that its store lacks; returns those steps."""
+        """On resume: forget lines logged after the checkpoint (they will be logged again, in the
+        trackers too: `Trackers.rewind`), and re-send to each tracker the steps up to it that its
+        store lacks; returns those steps."""
         if not self.path.exists():
             return []
         kept = [r for r in read_jsonl(self.path) if _step(r) <= step]
@@ -56,6 +57,7 @@ class MetricsLogger:
         self.cumulative_tokens = float(last) if isinstance(last, (int, float)) else 0.0
         if not self.trackers.runs:
             return []
+        self.trackers.rewind(step)
         rollouts: dict[int, list[dict[str, Any]]] = {}
         for r in read_rollouts(self.run_dir):
             if isinstance(r.get("step"), int) and r["step"] <= step:

@@ -45,6 +45,7 @@ from paravt.rl.session import PolicySession
 from paravt.rl.step_stats import perf_metrics
 from paravt.rl.trainer import Trainer, TrainerSettings
 from paravt.tracking import TrackingSettings, require_all
+from paravt.tracking.tags import OF_TRAINER
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,8 @@ def _run_training(
     cls = TRAINERS[kind]
     ts = cls.trainer_settings(cfg)
     cls.check_data(cfg)  # a wrong data file is refused before the model loads
-    tracking = TrackingSettings.from_config(cfg.logging)
+    # tagged with the run's kind (prior: base), seed, variant and commit
+    tracking = TrackingSettings.from_config(cfg.logging).tagged(OF_TRAINER[kind], seed=ts.seed)
     require_all(tracking.loggers)  # so is a tracker whose package is missing
     out = Path(cfg.out_dir)
     ckpt = _resume_checkpoint(out / "checkpoints") if resume else None

@@ -144,6 +144,9 @@ class LossTerms:
     clip_frac: torch.Tensor
     approx_kl: torch.Tensor
     ratio_mean: torch.Tensor
+    # share of tokens clipped at 1 + ε_high (advantage > 0: TRL's clip_ratio/high_mean); the rest
+    # of ``clip_frac`` is clipped at 1 − ε (advantage < 0: clip_ratio/low_mean)
+    clip_high: torch.Tensor | None = None
 
 
 def _policy_terms(
@@ -177,11 +180,13 @@ def _policy_terms(
     per_token = torch.maximum(unclipped, clipped)  # (B, T)
     loss = token_mean(per_token, mask, global_tokens)  # ()
     with torch.no_grad():
-        clip_frac = token_mean((clipped > unclipped).to(ratio.dtype), mask, global_tokens)
+        active = clipped > unclipped  # (B, T)
+        clip_frac = token_mean(active.to(ratio.dtype), mask, global_tokens)
+        clip_high = token_mean((active & (advantages > 0)).to(ratio.dtype), mask, global_tokens)
         approx_kl = token_mean(-log_ratio, mask, global_tokens)
         ratio_mean = token_mean(ratio, mask, global_tokens)
     zero = torch.zeros((), dtype=loss.dtype, device=loss.device)
-    return LossTerms(loss, loss.detach(), zero, clip_frac, approx_kl, ratio_mean)
+    return LossTerms(loss, loss.detach(), zero, clip_frac, approx_kl, ratio_mean, clip_high)
 
 
 def kl_penalty(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, kind: KLKind) -> torch.Tensor:
@@ -357,6 +362,7 @@ def grpo_terms(
         pol.clip_frac,
         pol.approx_kl,
         pol.ratio_mean,
+        pol.clip_high,
     )
 
 

@@ -1,10 +1,12 @@
 """The model card (``README.md``) of every model directory a trainer saves (each checkpoint's
-``model/`` and the final ``OUT/model``): the base model, the data, the command that made it, the
+``model/`` and the final ``OUT/model``): the base model (also ``base_model`` in the metadata
+header, as the Hugging Face Hub reads it), the data, the command that made it, the
 step, its last logged metrics and the settings that differ from the defaults (the full settings are
 ``paravt_config.yaml`` beside it)."""
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 import sys
@@ -17,14 +19,18 @@ from paravt.config import TrainConfig
 CARD = "README.md"
 #: The headline metrics of the card, when the step logged them.
 HEADLINE = (
-    "loss",
-    "reward/mean",
+    "actor/loss",
+    "train/loss",
+    "critic/rewards/mean",
     "acc",
     "f_tau",
     "kappa",
-    "kl",
-    "grad_norm",
-    "lr",
+    "actor/kl_loss",
+    "actor/grad_norm",
+    "train/grad_norm",
+    "actor/lr",
+    "train/lr",
+    "mean_token_accuracy",
     "perf/cumulative_tokens",
 )
 
@@ -36,6 +42,7 @@ def write_model_card(
     changed = _changed(cfg.model_dump(mode="json"), TrainConfig().model_dump(mode="json"))
     lines = [
         "---",
+        f"base_model: {json.dumps(str(base))}",  # a YAML string (JSON's quoting is YAML's too)
         "library_name: transformers",
         "pipeline_tag: image-text-to-text",
         "tags: [paravt, video, agentic-rl]",

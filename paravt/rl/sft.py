@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl.batch import DEFAULT_MICRO_BATCH_TOKENS, micro_batches, score, vision_ids
+from paravt.rl.mfu import Mfu
 from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import optimizer_step, trajectory_logprobs
 
@@ -101,6 +103,11 @@ def build_sequence(
 class SFTLoss:
     loss: float  # token-mean NLL over the assistant (loss-mask 1) tokens of the whole batch
     n_tokens: int  # those tokens
+    # token-means over them (batched path; NaN on the per-sequence one): the entropy of the
+    # model's distribution, and the share of tokens that are its most likely one (TRL's
+    # ``entropy`` and ``mean_token_accuracy``)
+    entropy: float = math.nan
+    token_accuracy: float = math.nan
 
 
 def sft_backward(
@@ -120,19 +127,31 @@ def sft_backward(
     if batched:
         device = next(model.parameters()).device
         suppress = vision_ids(processor)
-        parts = (
-            score(model, mb, suppress_ids=suppress).logprobs
+        parts: Iterator[tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]] = (
+            (s.logprobs, s.entropy, s.correct)
             for mb in micro_batches(processor, batch, micro_batch_tokens, device, model=model)
+            for s in (score(model, mb, suppress_ids=suppress, entropy=True),)
         )  # (N,) each
     else:
-        parts = (trajectory_logprobs(model, processor, t) for t in batch)  # (P,) each
-    nll: torch.Tensor | None = None  # float64 on the device: one read for the whole batch
-    for lp in parts:
+        parts = ((trajectory_logprobs(model, processor, t), None, None) for t in batch)  # (P,)
+    # float64 sums on the device (nll, entropy, correct): one read for the whole batch
+    sums: torch.Tensor | None = None
+    for lp, ent, hit in parts:
         loss = -lp.sum() / total  # token-mean over the whole batch
         loss.backward()
-        part = loss.detach().double()
-        nll = part if nll is None else nll + part
-    return SFTLoss(0.0 if nll is None else float(nll), total)
+        nan = torch.full((), math.nan, dtype=torch.float64, device=lp.device)
+        part = torch.stack(
+            [
+                loss.detach().double(),
+                nan if ent is None else ent.sum().double() / total,
+                nan if hit is None else hit.sum().double() / total,
+            ]
+        )
+        sums = part if sums is None else sums + part
+    if sums is None:
+        return SFTLoss(0.0, total)
+    nll, ent_mean, acc = sums.tolist()
+    return SFTLoss(nll, total, ent_mean, acc)
 
 
 @dataclass
@@ -153,6 +172,10 @@ class SFTTrainer:
     micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS
     lr_decay: LrDecay = "constant"
     min_lr_ratio: float = 0.1
+    _mfu: Mfu = field(init=False, repr=False)  # train/mfu (its limit measured here, once)
+
+    def __post_init__(self) -> None:
+        self._mfu = Mfu.of(self.model)
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -214,7 +237,7 @@ class SFTTrainer:
         pass
 
     def describe(self, metrics: Mapping[str, float]) -> str:
-        return f"loss={metrics.get('loss', 0):.3f}"
+        return f"loss={metrics.get('train/loss', 0):.3f}"
 
     def rollouts(self) -> list[dict[str, Any]]:
         return []  # SFT samples nothing
@@ -238,18 +261,27 @@ class SFTTrainer:
         return out
 
     def step(self, step: int) -> dict[str, float]:
+        """One optimizer step; verl's SFT names (``train/*``) where verl has one, TRL's
+        ``entropy`` and ``mean_token_accuracy`` (docs/tracking.md)."""
+        t0 = time.perf_counter()
         self._set_lr(step)
         self.optimizer.zero_grad(set_to_none=True)
+        batch = self.batch(step)
         out = sft_backward(
-            self.model, self.processor, self.batch(step), micro_batch_tokens=self.micro_batch_tokens
+            self.model, self.processor, batch, micro_batch_tokens=self.micro_batch_tokens
         )
         res = optimizer_step(self.model, self.optimizer, self.max_grad_norm, out.loss)
+        took = time.perf_counter() - t0
         return {
-            "loss": out.loss,
-            "grad_norm": res.grad_norm,
+            "train/loss": out.loss,
+            "train/grad_norm": res.grad_norm,
+            "train/lr": self.optimizer.param_groups[0]["lr"],
+            "entropy": out.entropy,
+            "mean_token_accuracy": out.token_accuracy,
             "tokens/trained": float(out.n_tokens),
             "update_skipped": float(res.skipped),
-            "lr": self.optimizer.param_groups[0]["lr"],
+            "training/epoch": step * self.batch_size / max(1, len(self.examples)),
+            **self._mfu.metrics("train/mfu", [len(t.ids) for t in batch], took),
         }
 
 

@@ -4,13 +4,16 @@ advantages, its phase times (PARA-GRPO) and the step's time and token count (the
 trainers).
 
 - ``response_length/{mean,max,min,clip_ratio}``: sampled tokens of each main trajectory; the clip
-  ratio is the share of episodes that stopped on ``max_new_tokens`` (end reason ``length``)
-- ``critic/score/{mean,std,max,min}``: every rollout's reward; ``critic/advantages/*``: the kept
-  rollouts' advantages; ``critic/frac_reward_zero_std``: the share of groups whose rewards are all
-  equal (no learning signal; TRL's ``frac_reward_zero_std``)
-- ``timing_s/{gen,reward,ref,update_actor,tools}``: the step's phases (tools: the summed latency of
-  the tool and sub-agent calls, which overlap across concurrent episodes)
-- ``perf/{throughput,samples_per_s,total_num_tokens,cumulative_tokens,max_rss_gb,
+  ratio is the share of episodes that stopped on ``max_new_tokens`` (end reason ``length``);
+  TRL's ``completions/{mean,max,min}_terminated_length``: the same over the episodes that did not
+- ``prompt_length/{mean,max,min}``: the tokens of each main trajectory before its first sampled one
+- ``critic/score/{mean,std,max,min}`` and ``critic/rewards/{mean,max,min}``: every rollout's reward
+  (verl's two differ by a KL-in-reward penalty, which paravt does not use); ``critic/advantages/*``:
+  the kept rollouts' advantages; ``critic/frac_reward_zero_std``: the share of groups whose rewards
+  are all equal (no learning signal; TRL's ``frac_reward_zero_std``)
+- ``timing_s/{gen,reward,adv,ref,update_actor,tools}``: the step's phases (tools: the summed
+  latency of the tool and sub-agent calls, which overlap across concurrent episodes)
+- ``perf/{throughput,samples_per_s,total_num_tokens,cumulative_tokens,time_per_step,max_rss_gb,
   max_memory_allocated_gb,max_memory_reserved_gb}`` (`perf_metrics`, added by the loop)
 """
 
@@ -50,7 +53,17 @@ def response_length(results: Sequence[EpisodeResult]) -> dict[str, float]:
         out["response_length/clip_ratio"] = sum(
             r.main.end_reason == "length" for r in results
         ) / len(results)
+    ended = [n for n, r in zip(lengths, results, strict=True) if r.main.end_reason != "length"]
+    if ended:
+        out["completions/mean_terminated_length"] = math.fsum(ended) / len(ended)
+        out["completions/max_terminated_length"] = max(ended)
+        out["completions/min_terminated_length"] = min(ended)
     return out
+
+
+def prompt_length(results: Sequence[EpisodeResult]) -> dict[str, float]:
+    lengths = [float(r.main.prompt_len) for r in results]
+    return {k: v for k, v in spread("prompt_length", lengths).items() if not k.endswith("std")}
 
 
 def reward_stats(
@@ -58,6 +71,7 @@ def reward_stats(
 ) -> dict[str, float]:
     """Score and advantage spreads and the share of zero-std groups (before the filters)."""
     out = {**spread("critic/score", rewards), **spread("critic/advantages", advantages)}
+    out |= {k: v for k, v in spread("critic/rewards", rewards).items() if not k.endswith("std")}
     if groups:
         flat = sum(1 for idx in groups.values() if len({rewards[i] for i in idx}) <= 1)
         out["critic/frac_reward_zero_std"] = flat / len(groups)
@@ -103,6 +117,7 @@ def perf_metrics(
         "perf/max_rss_gb": _peak_rss_bytes() / 2**30,
     }
     if step_s > 0:
+        out["perf/time_per_step"] = step_s
         out["perf/throughput"] = float(tokens) / step_s
         if "n" in metrics:
             out["perf/samples_per_s"] = float(metrics["n"]) / step_s

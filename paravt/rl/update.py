@@ -85,16 +85,20 @@ class UpdateStats:
     # token-mean of old − new logprob over the update's passes (verl's actor/ppo_kl); 0 with one
     # PPO epoch, whose single pass IS the old policy
     ppo_kl: float = 0.0
+    clip_high: float = 0.0  # the part of clip_frac clipped at 1 + ε_high (advantage > 0)
 
     def to_metrics(self) -> dict[str, float]:
+        """verl's names where verl has one, TRL's where only TRL has (docs/tracking.md)."""
         return {
-            "loss": self.loss,
-            "policy_loss": self.policy_loss,
-            "kl": self.kl,
+            "actor/loss": self.loss,
+            "actor/pg_loss": self.policy_loss,
+            "actor/kl_loss": self.kl,
             "actor/ppo_kl": self.ppo_kl,
-            "clip_frac": self.clip_frac,
-            "entropy": self.entropy,
-            "grad_norm": self.grad_norm,
+            "actor/pg_clipfrac": self.clip_frac,
+            "clip_ratio/low_mean": self.clip_frac - self.clip_high,
+            "clip_ratio/high_mean": self.clip_high,
+            "actor/entropy": self.entropy,
+            "actor/grad_norm": self.grad_norm,
             "tokens/trained": float(self.n_tokens),
             "logprob_mismatch": self.logprob_mismatch,
             "update_skipped": float(self.skipped),
@@ -127,33 +131,34 @@ class _Sums:
     would make) and read back once, by ``read``: no device→host sync per micro-batch."""
 
     def __init__(self) -> None:
-        self.parts: torch.Tensor | None = None  # (5,) loss, policy, kl, clip, ppo_kl
+        self.parts: torch.Tensor | None = None  # (6,) loss, policy, kl, clip, ppo_kl, high
 
     def add(self, out: LossTerms) -> None:
+        high = torch.zeros_like(out.clip_frac) if out.clip_high is None else out.clip_high
         terms = torch.stack(
-            [out.loss.detach(), out.policy_loss, out.kl, out.clip_frac, out.approx_kl]
+            [out.loss.detach(), out.policy_loss, out.kl, out.clip_frac, out.approx_kl, high]
         )
         self.parts = terms.double() if self.parts is None else self.parts + terms.double()
 
-    def read(self) -> tuple[float, float, float, float, float]:
-        """(loss, policy, kl, clip, ppo_kl): one sync."""
+    def read(self) -> tuple[float, float, float, float, float, float]:
+        """(loss, policy, kl, clip, ppo_kl, clip_high): one sync."""
         if self.parts is None:
-            return 0.0, 0.0, 0.0, 0.0, 0.0
-        loss, policy, kl, clip, ppo_kl = self.parts.tolist()
-        return loss, policy, kl, clip, ppo_kl
+            return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        loss, policy, kl, clip, ppo_kl, high = self.parts.tolist()
+        return loss, policy, kl, clip, ppo_kl, high
 
 
 def _stats(
-    parts: tuple[float, float, float, float, float],
+    parts: tuple[float, float, float, float, float, float],
     step: StepResult,
     total: int,
     mismatch: float,
     entropy: float = math.nan,
 ) -> UpdateStats:
     """One epoch's `UpdateStats` from `_Sums.read` and its optimizer step."""
-    loss, policy, kl, clip, ppo_kl = parts
+    loss, policy, kl, clip, ppo_kl, high = parts
     return UpdateStats(
-        loss, policy, kl, clip, step.grad_norm, total, mismatch, step.skipped, entropy, ppo_kl
+        loss, policy, kl, clip, step.grad_norm, total, mismatch, step.skipped, entropy, ppo_kl, high
     )
 
 

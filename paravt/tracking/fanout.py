@@ -42,6 +42,8 @@ class TrackerRun(Protocol):
         self, step: int, tables: Mapping[str, tuple[list[str], list[list[Any]]]]
     ) -> None: ...
 
+    def rewind(self, step: int) -> None: ...
+
     def close(self, status: str = "FINISHED") -> None: ...
 
 
@@ -163,6 +165,23 @@ class Trackers:
 
             if self._call(r.name, call, "tables") is None:
                 self._drop(r)
+
+    def rewind(self, step: int) -> None:
+        """On resume from the checkpoint at ``step``: every tracker forgets the steps after it
+        that the killed attempt logged (each adapter's ``rewind``), so the re-run's values of
+        those steps replace the killed attempt's (timing and throughput differ)."""
+        for r in list(self.runs):
+            if max(r.held, default=0) <= step:
+                continue
+
+            def call(r: TrackerRun = r) -> bool:
+                r.rewind(step)
+                return True
+
+            if self._call(r.name, call, f"forgetting the steps after {step}") is None:
+                self._drop(r)
+        if self.runs:
+            self._save()
 
     def backfill(
         self, rows: Mapping[int, Mapping[str, Any]], rollouts: Mapping[int, Sequence[Any]]

@@ -10,6 +10,7 @@ in a global): several runs in one process (`paravt repro`) never mix."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -20,6 +21,7 @@ from paravt.errors import ConfigError
 from paravt.tracking.settings import TrackingSettings, require
 from paravt.tracking.stores import STEP_KEY
 from paravt.tracking.table import numeric, rollout_table
+from paravt.tracking.tags import mlflow_tags
 
 _BAD_KEY = re.compile(r"[^\w\-. /:]")  # MLflow's allowed key characters
 PARAM_MAX = 6000  # MLflow's longest param value
@@ -48,10 +50,8 @@ class MlflowRun:
         if local:
             root.mkdir(parents=True, exist_ok=True)
         uri = f"sqlite:///{root / 'mlflow.db'}" if local else s.mlflow_tracking_uri
-        if uri is not None and uri.startswith("sqlite:///"):  # SQLite makes the file, not its dir
-            Path(uri.removeprefix("sqlite:///").split("?", 1)[0]).parent.mkdir(
-                parents=True, exist_ok=True
-            )
+        if uri is not None and uri.startswith("sqlite:///"):
+            _writable_sqlite(uri)  # one line naming the cause, not MLflow's retries
         self.client = mlflow.MlflowClient(tracking_uri=uri)
         self._entities = mlflow.entities
         try:
@@ -91,6 +91,7 @@ class MlflowRun:
             else self.client.create_experiment(s.project, artifact_location=artifacts)
         )
         tags = {"paravt.group": s.group} if s.group else {}
+        tags |= mlflow_tags(s.tags, s.parent_run_id)  # kind, variant, seed, commit; the nesting
         run_id = self.client.create_run(exp_id, run_name=run_name, tags=tags).info.run_id
         for chunk in _chunks(list(_params(config or {})), BATCH):
             self.client.log_batch(run_id, params=[self._entities.Param(k, v) for k, v in chunk])
@@ -126,6 +127,47 @@ class MlflowRun:
                 artifact_file=f"{_key(name)}.json",
             )
 
+    def rewind(self, step: int) -> None:
+        """Forget the steps after ``step`` (a resumed run re-runs them): in a database store
+        (sqlite, postgresql, ...) their values are deleted, so the re-run's replace them (MLflow's
+        API only appends; this uses its own store's tables). A tracking server's history only
+        grows: there the first attempt's values of those steps stay."""
+        from mlflow.store.tracking.dbmodels.models import SqlLatestMetric, SqlMetric
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+        store = getattr(getattr(self.client, "_tracking_client", None), "store", None)
+        if not isinstance(store, SqlAlchemyStore):
+            return
+        try:  # MLflow 3 marks a writing session; older ones take no argument
+            writing = store.ManagedSessionMaker(read_only=False)
+        except TypeError:
+            writing = store.ManagedSessionMaker()
+        with writing as session:
+            mine = SqlMetric.run_uuid == self.id
+            session.query(SqlMetric).filter(mine, SqlMetric.step > step).delete()
+            session.query(SqlLatestMetric).filter(SqlLatestMetric.run_uuid == self.id).delete()
+            latest: dict[str, Any] = {}  # each key's latest as MLflow orders them
+            for m in session.query(SqlMetric).filter(mine).all():
+                old = latest.get(m.key)
+                if old is None or (m.step, m.timestamp, m.value) > (
+                    old.step,
+                    old.timestamp,
+                    old.value,
+                ):
+                    latest[m.key] = m
+            for m in latest.values():
+                session.add(
+                    SqlLatestMetric(
+                        key=m.key,
+                        value=m.value,
+                        timestamp=m.timestamp,
+                        step=m.step,
+                        is_nan=m.is_nan,
+                        run_uuid=self.id,
+                    )
+                )
+        self.held = {s for s in self.held if s <= step}
+
     def close(self, status: str = "FINISHED") -> None:
         """FINISHED, FAILED (an exception) or KILLED (SIGTERM, SIGINT)."""
         self.client.set_terminated(self.id, status=status)
@@ -136,6 +178,25 @@ class MlflowRun:
         mlflow.MlflowClient(tracking_uri=state["tracking_uri"]).log_artifact(
             state["run_id"], str(path)
         )
+
+
+def _writable_sqlite(uri: str) -> None:
+    """Make the directory of a ``sqlite:///`` store (SQLite makes the file, not its directory),
+    or `ConfigError` naming the path and the cause when the store cannot be written there: a
+    read-only directory or file system otherwise costs MLflow's half a minute of retries and ends
+    in a message about the tracker's address."""
+    db = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
+    fix = "point logging.mlflow_tracking_uri at a writable place (unset: a store under the run)"
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        why = err.strerror or type(err).__name__
+        raise ConfigError(f"MLflow store {uri}: cannot make {db.parent} ({why}); {fix}") from None
+    # SQLite writes a journal beside the file: the directory must be writable, and the file too
+    for path in (db.parent, db) if db.exists() else (db.parent,):
+        if not os.access(path, os.W_OK):
+            what = "directory" if path.is_dir() else "file"
+            raise ConfigError(f"MLflow store {uri}: the {what} {path} is read-only; {fix}")
 
 
 def artifacts_beside(uri: str) -> str | None:

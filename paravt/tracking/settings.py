@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,9 @@ class TrackingSettings:
     mlflow_tracking_uri: str | None = None  # None: OUT/mlruns/mlflow.db
     timeout_s: float = 30.0  # each tracker call's deadline (logging.tracker_timeout_s)
     errors: str = "fail"  # "fail" or "warn" (logging.tracker_errors)
+    tags: tuple[tuple[str, str], ...] = ()  # kind, variant, seed, commit (`paravt.tracking.tags`)
+    parent_run_id: str | None = None  # MLflow: the run this one nests under (an eval's training)
+    variant: str | None = None  # logging.variant, for `tagged`
 
     @classmethod
     def from_config(cls, c: LoggingConfig) -> TrackingSettings:
@@ -43,6 +46,20 @@ class TrackingSettings:
             c.mlflow_tracking_uri,
             c.tracker_timeout_s,
             c.tracker_errors,
+            variant=c.variant,
+        )
+
+    def tagged(
+        self, kind: str, *, seed: int | None = None, parent_run_id: str | None = None
+    ) -> TrackingSettings:
+        """These settings for a run of ``kind`` (`paravt.tracking.tags.KINDS`) and ``seed``, in the
+        variant ``logging.variant``, nested (MLflow) under ``parent_run_id``."""
+        from paravt.tracking.tags import run_tags
+
+        return replace(
+            self,
+            tags=run_tags(kind, variant=self.variant, seed=seed),
+            parent_run_id=parent_run_id,
         )
 
     @property

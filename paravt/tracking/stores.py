@@ -44,9 +44,39 @@ def wandb_steps(root: Path, run_id: str) -> set[int]:
 def wandb_record_blobs(data: bytes) -> Iterator[bytes]:
     """LevelDB-log records after the 7-byte ``:W&B`` header: 32 KiB blocks of chunks, each with a
     7-byte header (crc32, length u16, type u8: 1 full, 2 first, 3 middle, 4 last)."""
+    for _, blob in wandb_records_at(data):
+        yield blob
+
+
+def cut_wandb_history(path: Path, step: int) -> bool:
+    """Cut the run file ``path`` (a finished or killed process's ``run-<id>.wandb``) just before
+    its first history record of a step after ``step``: a resumed run re-runs those steps, and its
+    values replace the killed attempt's. True when the file was cut."""
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    data = path.read_bytes()
+    for start, blob in wandb_records_at(data):
+        rec = pb.Record()
+        try:
+            rec.ParseFromString(blob)
+        except Exception:  # noqa: BLE001 - a torn record: the file ends here
+            return False
+        if rec.WhichOneof("record_type") != "history":
+            continue
+        for item in rec.history.item:
+            if (item.key or "/".join(item.nested_key)) == "_step":
+                if int(json.loads(item.value_json)) > step:
+                    with path.open("r+b") as f:
+                        f.truncate(start)
+                    return True
+    return False
+
+
+def wandb_records_at(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """`wandb_record_blobs` with the offset of each record's first chunk."""
     if data[:4] != b":W&B":
         return
-    pos, buf = _WANDB_HEADER, b""
+    pos, buf, start = _WANDB_HEADER, b"", _WANDB_HEADER
     while pos + _WANDB_HEADER <= len(data):
         left = _WANDB_BLOCK - pos % _WANDB_BLOCK
         if left < _WANDB_HEADER:
@@ -56,10 +86,12 @@ def wandb_record_blobs(data: bytes) -> Iterator[bytes]:
         end = pos + _WANDB_HEADER + n
         if (kind == 0 and n == 0) or end > len(data):
             return
+        if kind in (1, 2):
+            start = pos
         buf += data[pos + _WANDB_HEADER : end]
         pos = end
         if kind in (1, 4):
-            yield buf
+            yield start, buf
             buf = b""
 
 

@@ -33,11 +33,14 @@ class TensorboardRun:
         self.held: set[int] = tensorboard_steps(root) if prev is not None else set()
         # after the held steps; a fresh run (or one holding none) voids whatever OUT/tb had
         purge = max(self.held) + 1 if self.held else (1 if root.exists() else None)
-        self._w = require("tensorboard").SummaryWriter(str(root), purge_step=purge)
+        self._root, self._writer = root, require("tensorboard").SummaryWriter
+        self._w = self._writer(str(root), purge_step=purge)
         self.state: dict[str, Any] = {"dir": str(root)}
         if prev is None and config is not None:  # the TEXT tab's config (hparams need a metric)
             text = json.dumps(dict(config), indent=1, default=str)
             self._w.add_text("config", "```\n" + text + "\n```", 0)
+        if prev is None and s.tags:  # kind, variant, seed, commit
+            self._w.add_text("tags", "\n".join(f"- {k}: `{v}`" for k, v in s.tags), 0)
 
     def log(
         self, step: int, metrics: Mapping[str, Any], rollouts: Sequence[Mapping[str, Any]]
@@ -55,6 +58,13 @@ class TensorboardRun:
         for name, (columns, rows) in tables.items():
             self._w.add_text(name, _markdown(columns, rows), step)
         self._w.flush()
+
+    def rewind(self, step: int) -> None:
+        """Forget the steps after ``step`` (a resumed run re-runs them): a writer reopened with
+        ``purge_step=step + 1`` makes TensorBoard's reader discard what was written after it."""
+        self._w.close()
+        self._w = self._writer(str(self._root), purge_step=step + 1)
+        self.held = {s for s in self.held if s <= step}
 
     def close(self, status: str = "FINISHED") -> None:
         self._w.close()

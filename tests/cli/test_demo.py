@@ -36,7 +36,7 @@ def test_quick_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> No
             for x in (out / run / "seed0" / "train_log.jsonl").read_text().splitlines()
         ]
         assert log and log[-1]["step"] == len(log)
-        assert {"f_tau", "kappa", "acc", "kl", "loss"} <= set(log[0])
+        assert {"f_tau", "kappa", "acc", "actor/kl_loss", "actor/loss"} <= set(log[0])
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary["variants"]) == ["sft", "vanilla_grpo", "paragrpo"]
     for v in summary["variants"].values():

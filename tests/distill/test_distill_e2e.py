@@ -136,8 +136,8 @@ def test_paravt_pipeline_end_to_end_into_check_and_sft(
     res = runner.invoke(cli, ["train", "sft", "--config", str(tmp_path / "sft.yaml")])
     assert res.exit_code == 0, res.output
     log = [json.loads(x) for x in (tmp_path / "sft" / "train_log.jsonl").read_text().splitlines()]
-    assert len([x for x in log if "loss" in x]) == 3 and all(
-        x["loss"] > 0 for x in log if "loss" in x
+    assert len([x for x in log if "train/loss" in x]) == 3 and all(
+        x["train/loss"] > 0 for x in log if "train/loss" in x
     )
 
 

@@ -111,15 +111,15 @@ def write_train_run(d: Path, name: str, kind: str, steps: int, seed: int) -> Non
             p = 1 - math.exp(-s / 15)
             row = {
                 "step": s,
-                "loss": 2.0 * (1 - p) + 0.1,
+                ("actor/loss" if kind == "rl" else "train/loss"): 2.0 * (1 - p) + 0.1,
                 "f_tau": 0.5 + 0.5 * p,
                 "acc": 0.2 + 0.5 * p + rng.uniform(-0.05, 0.05),
             }
             if kind == "rl":
                 row |= {
                     "kappa": 1 + 2 * p,
-                    "kl": 0.001 * s,
-                    "reward/mean": 0.8 + p,
+                    "actor/kl_loss": 0.001 * s,
+                    "critic/rewards/mean": 0.8 + p,
                     "reward/acc": 0.2 + 0.5 * p,
                     "reward/format": 0.6 + 0.4 * p,
                     "reward/tool": 0.1,

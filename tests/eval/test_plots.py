@@ -11,7 +11,7 @@ from paravt.report import plots
 
 def test_only_metrics_present_in_some_log_are_plotted() -> None:
     logs = {
-        "a": [{"step": 0, "f_tau": 0.5, "kl": None}, {"step": 1, "f_tau": 0.7}],
+        "a": [{"step": 0, "f_tau": 0.5, "actor/kl_loss": None}, {"step": 1, "f_tau": 0.7}],
         "b": [{"step": 0, "kappa": 2}],
     }
     assert plots.present_metrics(logs) == ["f_tau", "kappa"]

@@ -235,10 +235,14 @@ def write_hostile_runs(root: Path) -> Path:
         *(m for _, m in mutations(rollout_row())),
     ]
     (rl / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rollouts))
-    log = [{"step": s, "loss": 1.0 / s, "f_tau": 0.1 * s, "acc/n/4": 0.5} for s in range(1, 5)]
+    log = [
+        {"step": s, "train/loss": 1.0 / s, "f_tau": 0.1 * s, "acc/n/4": 0.5} for s in range(1, 5)
+    ]
     log += [
         m
-        for _, m in mutations({"step": 5, "loss": 0.2, "f_tau": 0.5, "kappa": 1.0, "acc/n/4": 0.5})
+        for _, m in mutations(
+            {"step": 5, "train/loss": 0.2, "f_tau": 0.5, "kappa": 1.0, "acc/n/4": 0.5}
+        )
     ]
     (rl / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
     (root / "kinds").mkdir()

@@ -248,7 +248,9 @@ def test_one_mlflow_store_holds_every_stage_eval_and_the_summary(
     run: Path, summary: dict[str, Any]
 ) -> None:
     """Read back with MlflowClient: every training stage, every eval and ONE summary run (the
-    second invocation above skipped every stage and logged nothing again), all in the group."""
+    second invocation above skipped every stage and logged nothing again), all in the group,
+    each tagged with its kind, variant, seed and commit, each eval nested under its training
+    run, the report an artifact of the summary run."""
     mlflow = pytest.importorskip("mlflow")
     client = mlflow.MlflowClient(f"sqlite:///{run / 'mlruns' / 'mlflow.db'}")
     runs = client.search_runs([client.get_experiment_by_name("paravt").experiment_id])
@@ -270,3 +272,23 @@ def test_one_mlflow_store_holds_every_stage_eval_and_the_summary(
     variants = json.loads(Path(path).read_text())
     rows = {r[variants["columns"].index("variant")] for r in variants["data"]}
     assert rows == set(summary["variants"])
+    # issue 49 item 2: what each run is, evals nested under their training run, the report
+    by_name = {r.info.run_name: r for r in runs}
+    kinds = {n: r.data.tags.get("paravt.kind") for n, r in by_name.items()}
+    assert {kinds["sft_strong"], kinds["vanilla_grpo/seed0"], kinds["summary"]} == {
+        "sft",
+        "rl",
+        "summary",
+    }
+    assert {k for n, k in kinds.items() if n.startswith("prior_strong/")} == {"base"}
+    assert all(kinds[e] == "eval" for e in evals)
+    tags = by_name["vanilla_grpo/seed0"].data.tags
+    assert (tags["paravt.variant"], tags["paravt.seed"]) == ("vanilla_grpo", "0")
+    assert len(tags.get("mlflow.source.git.commit", "x" * 40)) == 40
+    for e in evals:  # the RL seed's run, or the cold start's for the sft variant
+        trained = "sft_strong" if e.startswith("sft/") else e.rsplit("/", 1)[0]
+        assert by_name[e].data.tags["mlflow.parentRunId"] == by_name[trained].info.run_id, e
+        assert by_name[e].data.tags["paravt.variant"] == e.split("/")[0]
+    assert "report.html" in tables  # the summary run's artifact: paravt report's page
+    page = client.download_artifacts(s.info.run_id, "report.html", str(run / "dl"))
+    assert 'id="paper-vs-ours"' in Path(page).read_text(encoding="utf-8")

@@ -329,7 +329,7 @@ def test_update_reports_the_entropy_of_the_sampling_distribution(family_policy, 
         < stats.entropy
         <= torch.log(torch.tensor(float(policy.model.config.text_config.vocab_size)))
     )
-    assert stats.to_metrics()["entropy"] == stats.entropy
+    assert stats.to_metrics()["actor/entropy"] == stats.entropy
 
 
 def test_batched_update_forwards_policy_and_reference_once_per_micro_batch(

@@ -126,6 +126,6 @@ def test_sft_resume_past_a_truncated_latest_checkpoint_equals_an_uninterrupted_r
     assert "continuing from" in caplog.text and "step_000002" in caplog.text
     a, b = read_log(straight / "train_log.jsonl"), read_log(resumed / "train_log.jsonl")
     assert [r["step"] for r in b] == [1, 2, 3, 4, 5, 6]
-    assert [r["loss"] for r in a] == [
-        r["loss"] for r in b
+    assert [r["train/loss"] for r in a] == [
+        r["train/loss"] for r in b
     ]  # steps 3-6 recomputed from step 2, exactly

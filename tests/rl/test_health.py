@@ -154,7 +154,9 @@ def test_rl_step_that_breaks_a_parameter_stops_before_its_checkpoint(
 def test_a_nan_loss_at_the_first_step_says_no_checkpoint_was_written(
     tmp_path: Path, synth: Path, tiny_qwen3_dir: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(SFTTrainer, "step", lambda self, step: {"loss": math.nan, "lr": 1e-3})
+    monkeypatch.setattr(
+        SFTTrainer, "step", lambda self, step: {"train/loss": math.nan, "train/lr": 1e-3}
+    )
     cfg = TrainConfig.model_validate(_cfg(tmp_path / "run", synth / "rl.parquet", tiny_qwen3_dir))
     with pytest.raises(
         TrainingError,
@@ -171,7 +173,7 @@ def test_a_nan_loss_at_the_first_step_says_no_checkpoint_was_written(
 def test_broken_parameters_names_only_the_non_finite_tensors(tmp_path: Path) -> None:
     model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Linear(2, 1))
     assert broken_parameters(model) == []
-    check_step(1, {"loss": 0.5}, model, kind="sft", checkpoints=tmp_path)  # finite: goes on
+    check_step(1, {"train/loss": 0.5}, model, kind="sft", checkpoints=tmp_path)  # finite: goes on
     with torch.no_grad():
         model[1].bias[0] = math.nan
         model[0].weight[1, 2] = -math.inf
@@ -180,7 +182,7 @@ def test_broken_parameters_names_only_the_non_finite_tensors(tmp_path: Path) -> 
         TrainingError,
         match=r"step 7 diverged: 2 parameter tensor\(s\) hold inf or nan \(first: 0.weight\)",
     ):
-        check_step(7, {"loss": 0.5}, model, kind="sft", checkpoints=tmp_path)
+        check_step(7, {"train/loss": 0.5}, model, kind="sft", checkpoints=tmp_path)
 
 
 def test_a_jump_past_the_floor_a_ceiling_or_a_huge_loss_is_divergence(tmp_path: Path) -> None:
@@ -190,11 +192,11 @@ def test_a_jump_past_the_floor_a_ceiling_or_a_huge_loss_is_divergence(tmp_path: 
     with torch.no_grad():
         model[0].weight.fill_(0.5)
         model[0].bias.zero_()
-    start = check_step(1, {"loss": 0.5}, model, kind="rl", checkpoints=tmp_path)
+    start = check_step(1, {"train/loss": 0.5}, model, kind="rl", checkpoints=tmp_path)
     with torch.no_grad():
         model[0].bias.fill_(0.9)  # from 0: a large ratio, but below FLOOR: a normal update
         model[0].weight.fill_(1.9)  # 3.8 times: within GROWTH
-    after = check_step(2, {"loss": 0.5}, model, kind="rl", checkpoints=tmp_path, before=start)
+    after = check_step(2, {"train/loss": 0.5}, model, kind="rl", checkpoints=tmp_path, before=start)
     with torch.no_grad():
         model[0].weight.fill_(8.0)  # 4.2 times the step before and past FLOOR
     with pytest.raises(
@@ -202,15 +204,15 @@ def test_a_jump_past_the_floor_a_ceiling_or_a_huge_loss_is_divergence(tmp_path: 
         match=r"step 3 diverged: parameter 0.weight grew from "
         r"\|w\| = 1.9 to 8 in one step .*rl\.lr",
     ):
-        check_step(3, {"loss": 0.5}, model, kind="rl", checkpoints=tmp_path, before=after)
+        check_step(3, {"train/loss": 0.5}, model, kind="rl", checkpoints=tmp_path, before=after)
     with torch.no_grad():
         model[0].weight.fill_(2e4)
     with pytest.raises(TrainingError, match=r"parameter 0.weight reached \|w\| = 2e\+04"):
-        check_step(4, {"loss": 0.5}, model, kind="rl", checkpoints=tmp_path, start=start)
+        check_step(4, {"train/loss": 0.5}, model, kind="rl", checkpoints=tmp_path, start=start)
     with torch.no_grad():
         model[0].weight.fill_(0.5)
     with pytest.raises(TrainingError, match=r"the loss is -2e\+05, outside the sane range"):
-        check_step(5, {"loss": -2e5}, model, kind="rl", checkpoints=tmp_path, before=start)
+        check_step(5, {"train/loss": -2e5}, model, kind="rl", checkpoints=tmp_path, before=start)
 
 
 def test_an_rl_step_whose_every_rollout_failed_stops_the_run(
@@ -242,5 +244,5 @@ def test_an_empty_parameter_tensor_is_no_divergence(tmp_path: Path) -> None:
     model = torch.nn.Module()
     model.empty = torch.nn.Parameter(torch.empty(0))
     model.w = torch.nn.Parameter(torch.ones(2))
-    peaks = check_step(1, {"loss": 0.1}, model, kind="sft", checkpoints=tmp_path)
+    peaks = check_step(1, {"train/loss": 0.1}, model, kind="sft", checkpoints=tmp_path)
     assert peaks.values == (0.0, 1.0) and broken_parameters(model) == []

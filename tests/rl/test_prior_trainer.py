@@ -52,11 +52,11 @@ def test_prior_is_a_registered_trainer_and_lowers_the_loss(
     out = run_training(
         _cfg(tmp_path / "prior", synth, tiny_qwen3_dir), kind="prior", progress=False
     )
-    losses = [r["loss"] for r in read_log(out / "train_log.jsonl")]
+    losses = [r["train/loss"] for r in read_log(out / "train_log.jsonl")]
     assert len(losses) == 8
     assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3
     assert (out / "model" / "config.json").is_file()
-    lrs = [r["lr"] for r in read_log(out / "train_log.jsonl")]  # the default cosine schedule
+    lrs = [r["train/lr"] for r in read_log(out / "train_log.jsonl")]  # the default cosine schedule
     assert lrs[0] == pytest.approx(3e-3) and lrs[-1] == pytest.approx(3e-4)
     assert all(a > b for a, b in zip(lrs, lrs[1:]))
 

@@ -8,6 +8,7 @@ Budget: about a minute on 2 cores (small frames, 24-token turns, 2 rollouts per 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,7 @@ from paravt.rl.grpo import GRPOTrainer
 from paravt.rl.loop import run_training
 from paravt.rl.session import PolicySession
 from paravt.rl.sft import build_sequence
+from paravt.tracking.names import RL_RENAMED
 from paravt.video import Frames, sample_frames
 
 #: docs/ARCHITECTURE.md §6 keys every RL step must log (the report plots these).
@@ -34,10 +36,27 @@ RL_KEYS = (
     "f_tau",
     "kappa",
     "acc",
-    "kl",
-    "loss",
-    "clip_frac",
-    "grad_norm",
+    "actor/kl_loss",
+    "actor/kl_coef",
+    "actor/loss",
+    "actor/pg_loss",
+    "actor/pg_clipfrac",
+    "clip_ratio/low_mean",
+    "clip_ratio/high_mean",
+    "actor/entropy",
+    "actor/grad_norm",
+    "critic/rewards/mean",
+    "critic/rewards/max",
+    "critic/rewards/min",
+    "prompt_length/mean",
+    "prompt_length/max",
+    "prompt_length/min",
+    "training/epoch",
+    "timing_s/adv",
+    "timing_s/old_log_prob",
+    "perf/time_per_step",
+    "perf/mfu/actor",
+    "perf/mfu_limit_flops",
     "reward/acc",
     "reward/format",
     "reward/anchor",
@@ -66,7 +85,7 @@ RL_KEYS = (
     "perf/cumulative_tokens",
     "perf/max_rss_gb",
     "actor/ppo_kl",
-    "lr",
+    "actor/lr",
 )
 
 
@@ -75,6 +94,13 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = Path(tmp_path_factory.mktemp("synth"))
     build(out, videos=4, eval_videos=0, seed=0, workers=1)
     return out
+
+
+def load_examples_count(path: Path) -> list[Any]:
+    """The SFT rows the trainer trains on (main and sub-agent rows: the default)."""
+    from paravt.data.schema import read_rows
+
+    return [r for r in read_rows(path) if r.kind in ("main", "sub")]
 
 
 def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> TrainConfig:
@@ -113,8 +139,15 @@ def test_sft_lowers_the_loss_in_ten_steps(tmp_path: Path, synth: Path, tiny_qwen
         tmp_path / "run", synth / "sft.parquet", tiny_qwen3_dir, sft={"max_steps": 10, "epochs": 3}
     )
     out = run_training(cfg, kind="sft", progress=False)
-    losses = [r["loss"] for r in read_log(out / "train_log.jsonl")]
+    log = read_log(out / "train_log.jsonl")
+    losses = [r["train/loss"] for r in log]
     assert len(losses) == 10
+    for r in log:  # verl's SFT names, TRL's entropy and token accuracy (docs/tracking.md)
+        assert not {"loss", "lr", "grad_norm"} & set(r)
+        assert r["train/lr"] > 0 and r["train/grad_norm"] > 0 and 0 < r["train/mfu"]
+        assert 0 < r["entropy"] <= math.log(2058) and 0 <= r["mean_token_accuracy"] <= 1
+    rows = len(load_examples_count(synth / "sft.parquet"))
+    assert [r["training/epoch"] for r in log[:2]] == [0.0, 4 / rows]  # rows seen / rows
     assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3
     assert (out / "model" / "config.json").is_file()
     _check_the_model_carries_its_settings(out / "model", synth)
@@ -182,8 +215,10 @@ def test_sft_resume_logs_the_same_losses_as_an_uninterrupted_run(
     a = read_log(straight / "train_log.jsonl")
     b = read_log(resumed / "train_log.jsonl")
     assert [r["step"] for r in b] == [1, 2, 3, 4, 5, 6]
-    assert [r["loss"] for r in a] == [r["loss"] for r in b]  # exact on the CPU
-    assert [r["lr"] for r in a] == [r["lr"] for r in b]
+    assert [r["train/loss"] for r in a] == [r["train/loss"] for r in b]  # exact on the CPU
+    assert [r["train/lr"] for r in a] == [r["train/lr"] for r in b]
+    for k in ("entropy", "mean_token_accuracy"):
+        assert [r[k] for r in a] == [r[k] for r in b]
 
 
 @pytest.fixture(scope="module")
@@ -258,6 +293,7 @@ def test_rl_run_logs_every_design_metric_each_step(rl_run: list[dict[str, Any]])
     assert second["perf/cumulative_tokens"] == pytest.approx(
         first["perf/total_num_tokens"] + second["perf/total_num_tokens"]
     )
+    assert first["training/epoch"] == 0.0
     for row in rl_run:
         missing = [k for k in RL_KEYS if k not in row]
         assert not missing, f"step {row['step']} lacks {missing}"
@@ -268,7 +304,18 @@ def test_rl_run_logs_every_design_metric_each_step(rl_run: list[dict[str, Any]])
         )
         assert 0.0 <= row["response_length/clip_ratio"] <= 1.0
         assert row["critic/score/min"] <= row["critic/score/mean"] <= row["critic/score/max"]
-        assert row["critic/score/mean"] == pytest.approx(row["reward/mean"])
+        assert row["critic/score/mean"] == pytest.approx(row["critic/rewards/mean"])
+        assert row["critic/rewards/min"] <= row["critic/rewards/mean"] <= row["critic/rewards/max"]
+        assert row["clip_ratio/low_mean"] + row["clip_ratio/high_mean"] == pytest.approx(
+            row["actor/pg_clipfrac"]
+        )
+        assert row["perf/time_per_step"] == row["timing_s/step"]
+        assert row["timing_s/old_log_prob"] == 0.0 and row["timing_s/adv"] >= 0
+        assert 0 < row["perf/mfu/actor"] and row["perf/mfu_limit_flops"] > 0
+        assert row["actor/kl_coef"] == TrainConfig().rl.kl_coef
+        assert row["training/epoch"] == int(row["training/epoch"])  # verl's: the data epoch
+        assert 0 < row["prompt_length/min"] <= row["prompt_length/max"]
+        assert not set(RL_RENAMED) & set(row)  # the old names are gone
         assert row["perf/throughput"] == pytest.approx(
             row["perf/total_num_tokens"] / row["timing_s/step"]
         )
@@ -283,10 +330,16 @@ def test_rl_run_logs_every_design_metric_each_step(rl_run: list[dict[str, Any]])
 
 
 def test_rl_log_uses_the_contract_names_the_report_plots(rl_run: list[dict[str, Any]]) -> None:
-    """The metrics name the mean reward ``reward/mean`` (the progress bar of ``paravt.rl.loop``
-    reads it) and the closure and reversion rates ``closed/*`` and ``tool_code_rate``
-    (``paravt.report.plots.TRAIN_METRICS`` plots ``reward/mean`` and ``tool_code_rate``)."""
-    wanted = ("reward/mean", "closed/think", "closed/tool_call", "closed/answer", "tool_code_rate")
+    """The metrics name the mean reward ``critic/rewards/mean`` (verl's; the progress bar of
+    ``paravt.rl.loop`` reads it) and the closure and reversion rates ``closed/*`` and
+    ``tool_code_rate`` (``paravt.report.plots.TRAIN_METRICS`` plots them)."""
+    wanted = (
+        "critic/rewards/mean",
+        "closed/think",
+        "closed/tool_call",
+        "closed/answer",
+        "tool_code_rate",
+    )
     missing = [k for k in wanted if k not in rl_run[0]]
     assert not missing, f"train_log.jsonl lacks {missing}; it has {sorted(rl_run[0])}"
 

@@ -3,8 +3,9 @@ with TensorBoard, wandb (offline) and MLflow is stopped once step 3 is in ``trai
 by kill -9 of the real command's process group, or by SIGTERM / SIGINT (in this process: the
 handlers are the same) - or by SIGTERM while step 3 computes, then resumed; each tracker, read
 back with its own reader (MlflowClient, TensorBoard's EventAccumulator, the wandb run files),
-holds every step 1-4 exactly once, in ONE run. SIGTERM and SIGINT end the MLflow run KILLED
-before the resume, never RUNNING."""
+holds every step 1-4 exactly once, in ONE run, with train_log.jsonl's values: step 3, which the
+stopped run had logged and the resume re-ran, holds the re-run's timing and throughput in every
+tracker. SIGTERM and SIGINT end the MLflow run KILLED before the resume, never RUNNING."""
 
 from __future__ import annotations
 
@@ -113,17 +114,41 @@ def _mlflow(cfg: TrainConfig) -> tuple[Any, list[int], list[int]]:
     (mr,) = client.search_runs([client.get_experiment_by_name(cfg.logging.project).experiment_id])
     steps = [
         sorted(m.step for m in client.get_metric_history(mr.info.run_id, key))
-        for key in ("loss", "training/global_step")
+        for key in ("train/loss", "training/global_step")
     ]
     return mr, steps[0], steps[1]
 
 
 def _tensorboard_steps(run: Path, tag: str) -> list[int]:
+    return [step for step, _ in _tensorboard(run, tag)]
+
+
+def _tensorboard(run: Path, tag: str) -> list[tuple[int, float]]:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     acc = EventAccumulator(str(run / "tb"))
     acc.Reload()
-    return [e.step for e in acc.Scalars(tag)]
+    return [(e.step, e.value) for e in acc.Scalars(tag)]
+
+
+#: The values a re-run step recomputes differently from the killed attempt's (issue 49 item 4).
+RERUN = ("timing_s/step", "perf/time_per_step", "perf/throughput", "train/loss")
+
+
+def _same_values_as_the_log(cfg: TrainConfig, run: Path, wandb_files: list[Path]) -> None:
+    """Every tracker holds train_log.jsonl's values of ``RERUN`` at every step: the re-run
+    step's replaced the killed attempt's."""
+    logged = {r["step"]: r for r in read_jsonl(run / "train_log.jsonl")}
+    want = {k: [(s, pytest.approx(logged[s][k], rel=1e-6)) for s in sorted(logged)] for k in RERUN}
+    client = mlflow.MlflowClient(cfg.logging.mlflow_tracking_uri)
+    (mr,) = client.search_runs([client.get_experiment_by_name(cfg.logging.project).experiment_id])
+    rows = sorted((r for f in wandb_files for r in history(f)), key=lambda r: r["_step"])
+    for k in RERUN:
+        got = sorted((m.step, m.value) for m in client.get_metric_history(mr.info.run_id, k))
+        assert got == want[k], ("mlflow", k)
+        assert _tensorboard(run, k) == want[k], ("tensorboard", k)
+        assert [(r["_step"], r[k]) for r in rows] == want[k], ("wandb", k)
+    assert mr.data.metrics["timing_s/step"] == pytest.approx(logged[4]["timing_s/step"])
 
 
 @pytest.mark.parametrize("how", ["kill9", "sigterm", "sigint", "sigterm_mid_step"])
@@ -167,4 +192,5 @@ def test_every_tracker_holds_every_step_once_after_a_stop_and_resume(
     files = [f for f in files if f not in empty]
     assert {run_record(f).run_id for f in files} == {read_state(run)["wandb"]["id"]}
     assert sorted(r["_step"] for f in files for r in history(f)) == [1, 2, 3, 4]
-    assert _tensorboard_steps(run, "loss") == [1, 2, 3, 4]
+    assert _tensorboard_steps(run, "train/loss") == [1, 2, 3, 4]
+    _same_values_as_the_log(cfg, run, files)

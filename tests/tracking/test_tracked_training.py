@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 pytest.importorskip("wandb")
 mlflow = pytest.importorskip("mlflow")
@@ -109,12 +110,14 @@ def test_sft_run_reaches_wandb_and_mlflow_with_its_config(
     assert (
         mr.data.params["sft.max_steps"] == "2" and mr.data.params["logging.wandb_mode"] == "offline"
     )
-    for key in ("loss", "lr", "timing_s/step"):
+    for key in ("train/loss", "train/lr", "timing_s/step"):
         assert _steps(client, mr.info.run_id, key) == [1, 2], key
     assert [
         m.value
-        for m in sorted(client.get_metric_history(mr.info.run_id, "loss"), key=lambda m: m.step)
-    ] == pytest.approx([r["loss"] for r in logged])
+        for m in sorted(
+            client.get_metric_history(mr.info.run_id, "train/loss"), key=lambda m: m.step
+        )
+    ] == pytest.approx([r["train/loss"] for r in logged])
     # wandb: one offline run, same id as tracking.json, project / name / group, every step's keys
     (wfile,) = offline_runs(run)
     rec = run_record(wfile)
@@ -128,8 +131,8 @@ def test_sft_run_reaches_wandb_and_mlflow_with_its_config(
     assert config["sft"]["max_steps"] == 2 and config["logging"]["group"] == "g1"
     rows = history(wfile)
     assert [r["_step"] for r in rows] == [1, 2]
-    assert all({"loss", "lr", "timing_s/step"} <= set(r) for r in rows)
-    assert [r["loss"] for r in rows] == pytest.approx([r["loss"] for r in logged])
+    assert all({"train/loss", "train/lr", "timing_s/step"} <= set(r) for r in rows)
+    assert [r["train/loss"] for r in rows] == pytest.approx([r["train/loss"] for r in logged])
     # the report, attached at the end: an MLflow artifact and a wandb artifact of the same run
     report = tmp_path / "report.html"
     report.write_text("<html>report</html>")
@@ -154,7 +157,13 @@ def test_rl_step_logs_the_rollouts_table(
     # wandb: step 1 holds the metrics and a table whose rows are the sampled rollouts
     (wfile,) = offline_runs(run)
     (row,) = history(wfile)
-    assert row["_step"] == 1 and {"reward/mean", "acc", "loss", "f_tau", "kappa"} <= set(row)
+    assert row["_step"] == 1 and {
+        "critic/rewards/mean",
+        "acc",
+        "actor/loss",
+        "f_tau",
+        "kappa",
+    } <= set(row)
     assert row["rollouts/_type"] == "table-file" and row["rollouts/nrows"] == len(sampled)
     table = json.loads((wfile.parent / "files" / row["rollouts/path"]).read_text())
     cols = table["columns"]
@@ -165,7 +174,7 @@ def test_rl_step_logs_the_rollouts_table(
     # MLflow: the same table as an artifact of step 1, the metrics at step 1
     (mr,) = _mlflow_runs(run)
     client = _mlflow(run)
-    assert _steps(client, mr.info.run_id, "reward/mean") == [1]
+    assert _steps(client, mr.info.run_id, "critic/rewards/mean") == [1]
     path = client.download_artifacts(
         mr.info.run_id, "rollouts/step_000001.json", str(tmp_path / "dl")
     )
@@ -191,7 +200,7 @@ def test_killed_and_resumed_run_is_one_tracker_run_without_a_step_twice(
     run = run_training(cfg, kind="sft", progress=False, resume=True)  # re-runs step 3, then 4
     assert [r["step"] for r in read_jsonl(run / "train_log.jsonl")] == [1, 2, 3, 4]
     (mr,) = _mlflow_runs(run)  # ONE MLflow run
-    assert _steps(_mlflow(run), mr.info.run_id, "loss") == [1, 2, 3, 4]
+    assert _steps(_mlflow(run), mr.info.run_id, "train/loss") == [1, 2, 3, 4]
     files = offline_runs(run)  # one offline directory per process, all the SAME wandb run
     assert len(files) == 2 and {run_record(f).run_id for f in files} == {
         read_state(run)["wandb"]["id"]
@@ -204,4 +213,7 @@ def test_killed_and_resumed_run_is_one_tracker_run_without_a_step_twice(
         assert load(d / "paravt_config.yaml", TrainConfig).sft.max_steps == 4
         card = (d / "README.md").read_text()
         assert f"step {step}" in card and tiny_qwen3_dir in card and str(cfg.data) in card
-        assert "| loss |" in card and "- command: `" in card and "`sft.max_steps`: `4`" in card
+        assert (
+            "| train/loss |" in card and "- command: `" in card and "`sft.max_steps`: `4`" in card
+        )
+        assert yaml.safe_load(card.split("---")[1])["base_model"] == tiny_qwen3_dir  # the Hub's key
