@@ -53,6 +53,7 @@ FREE_TEXT = {
     "TrainConfig.logging.project",
     "TrainConfig.logging.run_name",
     "TrainConfig.logging.group",
+    "TrainConfig.logging.variant",
     "TrainConfig.logging.wandb_entity",
     "TrainConfig.logging.mlflow_tracking_uri",
     "ToolServerConfig.video_roots",

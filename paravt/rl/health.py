@@ -131,6 +131,7 @@ def check_step(
 
 #: A step's loss and learning rate, by trainer: RL (verl's actor names), SFT and prior (verl's SFT).
 LOSS_KEYS, LR_KEYS = ("actor/loss", "train/loss"), ("actor/lr", "train/lr")
+GRAD_KEYS = ("actor/grad_norm", "train/grad_norm")
 
 
 def _first(metrics: Mapping[str, Any], keys: Sequence[str], default: Any) -> Any:
@@ -158,7 +159,7 @@ def _diverged(
     lr = _first(metrics, LR_KEYS, None)
     at = f" (this step ran at lr={lr:g})" if isinstance(lr, float) and math.isfinite(lr) else ""
     knob = f"{kind}.lr{at}: lower it (or {kind}.max_grad_norm)"
-    loss = float(metrics.get("loss", 0.0))
+    loss = float(_first(metrics, LOSS_KEYS, 0.0))
     peak = advantage_peak(metrics)
     if not (math.isfinite(loss) and abs(loss) <= MAX_LOSS) and _scale_overflowed(peak):
         knob = _REWARD_SCALE.format(peak=peak)  # the loss left its range through the advantages
@@ -195,7 +196,7 @@ def no_update_problem(
     if not steps or any(float(m.get("update_skipped", 0.0)) < 1.0 for m in steps):
         return None
     empty = sum(1 for m in steps if float(m.get("tokens/trained", 1.0)) == 0.0)
-    overflow = sum(1 for m in steps if not math.isfinite(float(m.get("grad_norm", 0.0))))
+    overflow = sum(1 for m in steps if not math.isfinite(float(_first(m, GRAD_KEYS, 0.0))))
     peaks = [p for m in steps if (p := advantage_peak(m)) is not None]
     peak = max(peaks, default=None) if all(math.isfinite(p) for p in peaks) else math.inf
     why = [f"{overflow} with a non-finite gradient norm"] if overflow else []

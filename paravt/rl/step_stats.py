@@ -8,7 +8,8 @@ trainers).
   TRL's ``completions/{mean,max,min}_terminated_length``: the same over the episodes that did not
 - ``prompt_length/{mean,max,min}``: the tokens of each main trajectory before its first sampled one
 - ``critic/score/{mean,std,max,min}`` and ``critic/rewards/{mean,max,min}``: every rollout's reward
-  (verl's two differ by a KL-in-reward penalty, which paravt does not use); ``critic/advantages/*``:
+  (equal here: with ``rl.kl_in: reward`` the KL penalty acts per token inside the update and is
+  reported as ``actor/kl_loss``, not subtracted from these); ``critic/advantages/*``:
   the kept rollouts' advantages; ``critic/frac_reward_zero_std``: the share of groups whose rewards
   are all equal (no learning signal; TRL's ``frac_reward_zero_std``)
 - ``timing_s/{gen,reward,adv,ref,update_actor,tools}``: the step's phases (tools: the summed

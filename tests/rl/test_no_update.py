@@ -56,21 +56,26 @@ def test_a_loss_carried_out_of_range_by_the_advantages_names_the_reward_scale(
     """|loss| ≤ max |A| × (1 + clip) plus a capped KL: advantages of 1e100 carried a loss of 1e100
     out of ±1e4 and the message blamed rl.lr; a parameter jump at sane advantages is the lr's."""
     model = torch.nn.Linear(2, 1)
-    huge = {"loss": -1e100, "critic/advantages/max": 1e100, "critic/advantages/min": -1e100}
+    huge = {"actor/loss": -1e100, "critic/advantages/max": 1e100, "critic/advantages/min": -1e100}
     with pytest.raises(TrainingError) as err:
-        check_step(1, {**huge, "lr": 2e-6}, model, kind="rl", checkpoints=tmp_path)
+        check_step(1, {**huge, "actor/lr": 2e-6}, model, kind="rl", checkpoints=tmp_path)
     msg = str(err.value)
     assert "rl.reward_scale" in msg and "|advantage| up to 1e+100" in msg
     assert "the likely knob is rl.lr" not in msg
-    sane = {"loss": 2e5, "critic/advantages/max": 1.5, "critic/advantages/min": -1.5}
+    sane = {"actor/loss": 2e5, "critic/advantages/max": 1.5, "critic/advantages/min": -1.5}
     with pytest.raises(TrainingError, match=r"the likely knob is rl\.lr"):
-        check_step(1, {**sane, "lr": 2e-6}, model, kind="rl", checkpoints=tmp_path)
+        check_step(1, {**sane, "actor/lr": 2e-6}, model, kind="rl", checkpoints=tmp_path)
 
 
 def test_no_update_problem_says_why_each_step_was_skipped() -> None:
-    skipped = {"update_skipped": 1.0, "grad_norm": math.inf, "loss": 0.3}
-    empty = {"update_skipped": 1.0, "grad_norm": 0.0, "tokens/trained": 0.0, "loss": 0.0}
-    done = {"update_skipped": 0.0, "grad_norm": 0.4, "loss": 0.3}
+    skipped = {"update_skipped": 1.0, "actor/grad_norm": math.inf, "actor/loss": 0.3}
+    empty = {
+        "update_skipped": 1.0,
+        "actor/grad_norm": 0.0,
+        "tokens/trained": 0.0,
+        "actor/loss": 0.0,
+    }
+    done = {"update_skipped": 0.0, "actor/grad_norm": 0.4, "actor/loss": 0.3}
     assert no_update_problem("rl", 1, [skipped, done], dtype="float32") is None
     assert no_update_problem("rl", 1, [], dtype="float32") is None  # nothing to run: a finished run
     msg = no_update_problem("rl", 1, [skipped, skipped, empty], dtype="float32")
@@ -90,7 +95,12 @@ def test_a_run_whose_every_update_was_skipped_exits_2_and_saves_no_model(
     monkeypatch.setattr(
         SFTTrainer,
         "step",
-        lambda self, step: {"loss": 0.5, "grad_norm": math.nan, "update_skipped": 1.0, "lr": 1e-3},
+        lambda self, step: {
+            "train/loss": 0.5,
+            "train/grad_norm": math.nan,
+            "update_skipped": 1.0,
+            "train/lr": 1e-3,
+        },
     )
     out = tmp_path / "run"
     cfg = tmp_path / "c.yaml"
@@ -112,7 +122,12 @@ def test_a_run_with_one_real_update_finishes(
     def mostly_skipped(self: SFTTrainer, step: int) -> dict[str, float]:
         if step == 1:
             return real(self, step)
-        return {"loss": 0.5, "grad_norm": math.nan, "update_skipped": 1.0, "lr": 1e-3}
+        return {
+            "train/loss": 0.5,
+            "train/grad_norm": math.nan,
+            "update_skipped": 1.0,
+            "train/lr": 1e-3,
+        }
 
     monkeypatch.setattr(SFTTrainer, "step", mostly_skipped)
     cfg = TrainConfig.model_validate(_cfg(tmp_path / "run", tmp_path / "x.parquet", tiny_qwen3_dir))

@@ -32,14 +32,18 @@ def _cfg(root: Path, out: str) -> TrainConfig:
 
 
 def _log(run: Path) -> list[dict]:
-    """Logged metrics without wall times. ``logprob_mismatch`` compares against the SAMPLING
-    logprobs, whose last bits depend on how the backend padded its batch; it is rounded."""
+    """Logged metrics without wall times (and MFU: a rate over a limit each process measures).
+    ``logprob_mismatch`` compares against the SAMPLING logprobs, whose last bits depend on how the
+    backend padded its batch; it is rounded."""
     rows = [json.loads(x) for x in (run / "train_log.jsonl").read_text().splitlines()]
     return [
         {
             k: (round(v, 6) if k == "logprob_mismatch" else v)
             for k, v in r.items()
-            if not k.startswith(("timing_s/", "perf/throughput", "perf/samples", "perf/max_"))
+            if not k.startswith(
+                ("timing_s/", "perf/throughput", "perf/samples", "perf/max_", "perf/time_per_step")
+            )
+            and not k.startswith("perf/mfu")  # wall time, and the limit measured per process
         }
         for r in rows
     ]
