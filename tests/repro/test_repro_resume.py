@@ -49,8 +49,10 @@ RESULTS = (
     "train_log.jsonl",
     "results.jsonl",
 )
+#: (perf/mfu*, train/mfu: a rate over the matmul limit each process measures)
 TIMING = re.compile(
-    r"^(timing_s/.*|perf/(max_rss_gb|samples_per_s|throughput)|.*latency.*|wall_s)$"
+    r"^(timing_s/.*|perf/(max_rss_gb|samples_per_s|throughput|time_per_step|mfu.*)|train/mfu"
+    r"|.*latency.*|wall_s)$"
 )
 DONE = ".repro-stage-done"
 
