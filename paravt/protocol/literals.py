@@ -23,7 +23,14 @@ import threading
 import warnings
 from typing import Any
 
-__all__ = ["MAX_BLOCK_CHARS", "MAX_DEPTH", "block_problem", "load_object", "python_call"]
+__all__ = [
+    "MAX_BLOCK_CHARS",
+    "MAX_DEPTH",
+    "block_problem",
+    "load_object",
+    "python_call",
+    "python_line",
+]
 
 #: A tool-call block longer than this many characters is an error, never parsed (a real call,
 #: even a python tool's code, is a few hundred).
@@ -32,6 +39,9 @@ MAX_BLOCK_CHARS = 65536
 MAX_DEPTH = 64
 
 PyCall = tuple[str, list[Any], list[tuple[str, Any]]]
+#: ``python_line``: the name, each positional argument as ``(read, value)`` in its place, and the
+#: keyword arguments whose value reads.
+PyLine = tuple[str, list[tuple[bool, Any]], list[tuple[str, Any]]]
 
 _TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
 _CALL_RE = re.compile(r"^(?:print\s*\(\s*)?([A-Za-z_][\w.]*)\s*\((.*?)\)\s*\)?$", re.S)
@@ -90,6 +100,54 @@ def python_call(s: str) -> PyCall | None:
     except _READ_ERRORS:
         parsed = None
     return parsed or _python_call_split(s)
+
+
+def python_line(s: str) -> PyLine | None:
+    """One ``<tool_code>`` line read as the authors' RL parser reads it (the release's
+    ``paravt/rl/utils/tool_parser.py:50-104``): strict Python only (``crop_video(1:20, 2:30)`` is
+    not a call), ``print(call(…))`` unwrapped, the name of a plain or dotted callee; each argument
+    that is not a literal (a variable, an expression) is left out, the others kept. None when the
+    line is not one call. The release's repair of a stray quote (``end_time=20')``, its
+    ``:53-65``) is not reproduced: such a line is not a call (docs/tools.md)."""
+    try:
+        with _WARN_LOCK, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            node = ast.parse(s, mode="eval").body
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "print"
+                and node.args
+                and isinstance(node.args[0], ast.Call)
+            ):
+                node = node.args[0]
+            if not isinstance(node, ast.Call):
+                return None
+            func = node.func
+            if isinstance(func, ast.Name):
+                name = func.id
+            elif isinstance(func, ast.Attribute):
+                name = func.attr
+            else:
+                return None
+            positional = [_literal(a) for a in node.args]
+            keywords = [
+                (k.arg, value)
+                for k in node.keywords
+                if k.arg is not None
+                for read, value in [_literal(k.value)]
+                if read
+            ]
+    except _READ_ERRORS:
+        return None
+    return name, positional, keywords
+
+
+def _literal(node: ast.expr) -> tuple[bool, Any]:
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return False, None
 
 
 def _python_call_ast(s: str) -> PyCall | None:

@@ -26,11 +26,15 @@ Two rule sets decide which of these become calls (``forms``, config ``rollout.ca
   end-of-turn token, which the release's decoded text still holds, so that a last block left open
   is read only when the turn was cut (by the token budget). EVERY block must be one strict JSON
   object with ``"name"`` and ``"arguments"``; if one is not, the turn's ``<tool_call>`` blocks
-  all yield nothing. Only then (no ``<tool_call>``, or a bad one) ``<tool_code>`` blocks are read,
-  each line a python-style call; a line that is not a call, or a call with no argument the tool's
-  spec can name, is skipped. No call at all: the episode ends. What the blocks hold is
-  normalised as below (times, aliases), and a call the JSON names but cannot run (an unknown tool,
-  ``"arguments"`` that is not an object) is still a call that fails.
+  all yield nothing; a name is kept as written. Only then (no ``<tool_call>``, or a bad one)
+  ``<tool_code>`` blocks are read, each line alone as one strict Python call
+  (``literals.python_line``): a line Python cannot read (``crop_video(1:20, 2:30)``, a call over
+  two lines, a stray quote) is skipped, and so is an argument that is not a literal; keyword
+  arguments, when one reads, are the call's arguments (its positional ones are left out),
+  otherwise the positional ones take the names of the tool's spec (a window tool's leading video
+  path dropped); a line left with no argument is skipped. No call at all: the episode ends. What
+  the blocks hold is normalised as below (times, aliases), and a call the JSON names but cannot
+  run (an unknown tool, ``"arguments"`` that is not an object) is still a call that fails.
 
 Block boundaries: a block opened by ``<tool_call>`` ends at the next protocol tag. If that tag is
 ``</tool_call>`` the block is closed; otherwise (another opening, ``<answer>``, end of text…) the
@@ -60,7 +64,7 @@ from typing import Any, Literal
 from paravt.config import CallForms
 from paravt.errors import ToolCallError
 from paravt.protocol import tags as T
-from paravt.protocol.literals import block_problem, load_object, python_call
+from paravt.protocol.literals import block_problem, load_object, python_call, python_line
 from paravt.protocol.prompts import (
     CROP_VIDEO_SPEC,
     FRAME_SELECT_SPEC,
@@ -255,6 +259,8 @@ def _release_json_calls(blocks: Sequence[tuple[str, str, bool]]) -> tuple[Parsed
     calls: list[ParsedCall] = []
     for i, (obj, (_, raw, closed)) in enumerate(zip(objects, blocks, strict=True)):
         name, args, error = _call_from_object(obj)
+        if name is not None:
+            name = obj["name"]  # as written: the release looks " crop_video" up as it is
         if error is None and not isinstance(obj["arguments"], dict):
             error = f'"arguments" must be an object, got {type(obj["arguments"]).__name__}'
             args = {}
@@ -268,21 +274,42 @@ def _release_json_calls(blocks: Sequence[tuple[str, str, bool]]) -> tuple[Parsed
 def _release_code_calls(
     blocks: Sequence[tuple[str, str, bool]], pos: Mapping[str, Sequence[str]]
 ) -> tuple[ParsedCall, ...]:
-    """Each line of each ``<tool_code>`` block that is a python-style call with at least one
-    argument the tool's spec names (or a keyword); other lines are skipped."""
+    """Each line of each ``<tool_code>`` block that is one strict Python call with at least one
+    argument that reads (``literals.python_line``); other lines are skipped. Keyword arguments,
+    when one reads, are the call's arguments and its positional ones are left out (the release's
+    ``tool_parser.py:95-104``); otherwise the positional ones take the names of the tool's spec
+    (``_release_positional``)."""
     calls: list[ParsedCall] = []
     for body, raw, closed in blocks:
         for line in body.split("\n"):
             s = line.strip()
-            if not s or block_problem(s) is not None or not _NAME_RE.match(s):
+            if not s or block_problem(s) is not None:
                 continue
-            name, args, error = _parse_python_call(s, pos)
-            if name is None or (error is None and (not args or "args" in args)):
+            read = python_line(s)
+            if read is None:
                 continue
-            if error is None:
-                args, error = _normalise_args(args)
+            name, positional, keywords = read
+            args = dict(keywords) if keywords else _release_positional(name, positional, pos)
+            if not args:
+                continue
+            args, error = _normalise_args(args)
             calls.append(ParsedCall(len(calls), name, args, raw, "tool_code", closed, error))
     return tuple(calls)
+
+
+def _release_positional(
+    name: str, positional: Sequence[tuple[bool, Any]], pos: Mapping[str, Sequence[str]]
+) -> dict[str, Any]:
+    """Positional arguments named by the tool's spec, in order (ours: the release names them
+    ``video_path, start_time, end_time``). A window tool's first argument is dropped when it is a
+    video path: a string that is not a time, or a name (``crop_video(video, 80, 150)``). An
+    argument that does not read, or one past the spec's names, is left out."""
+    if name in WINDOW_TOOLS and positional:
+        read, first = positional[0]
+        if not read or _is_path_like(first):
+            positional = positional[1:]
+    names = pos.get(name, ())
+    return {k: v for k, (read, v) in zip(names, positional) if read}
 
 
 def _make_call(
