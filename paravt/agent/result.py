@@ -75,4 +75,5 @@ def episode_reward(
         weights=weights,
         acc_override=acc_override,
         generated=res.generated,
+        stopped=bool(res.main.turns) and res.main.turns[-1].finish_reason == "stop",
     )

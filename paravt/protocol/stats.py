@@ -144,8 +144,11 @@ class FormatStats:
         return self.n_tool_call_ok + (self.n_tool_code_ok if credit_tool_code else 0)
 
 
-def format_stats(text: str) -> FormatStats:
-    """Format statistics of ``text`` (pass the think prefix + completion). Never raises."""
+def format_stats(text: str, *, stopped: bool = False) -> FormatStats:
+    """Format statistics of ``text`` (pass the think prefix + completion). ``stopped``: the last
+    turn ended at its stop token, which the release's decoded training text keeps (its
+    ``release`` reading then sees ``<|im_end|>`` at the end, so a trailing unclosed JSON block
+    does not parse, as its parser does not run it; a cut turn has none). Never raises."""
     if not isinstance(text, str):
         text = ""
     text = T.strip_observations(text)
@@ -171,7 +174,7 @@ def format_stats(text: str) -> FormatStats:
         n_tool_call_ok=ok,
         n_tool_code=parsed.n_tool_code,
         n_calls=len(parsed.calls),
-        release=release_stats(text),
+        release=release_stats(text + T.IM_END if stopped else text),
         n_tool_code_ok=code_ok,
         think_first_any=ok + code_ok > 0 and _think_first(names, any_tool=True),
     )

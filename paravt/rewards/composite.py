@@ -104,15 +104,17 @@ def compute_reward(
     successful_calls: int | None = None,
     acc_override: float | None = None,
     generated: str | None = None,
+    stopped: bool = False,
 ) -> RewardBreakdown:
     """The reward of one rollout (main-agent text). ``acc_override`` replaces R_acc (e.g. an LLM
     judge's score). ``generated``: the sampled text without forced prefixes (default
-    ``completion``: the prefix is passed apart). Never raises on any completion; an unknown
-    ``task`` raises DataError."""
+    ``completion``: the prefix is passed apart). ``stopped``: the last turn ended at its stop
+    token (``format_stats``; False: cut by the budget, or not known, e.g. `paravt score`). Never
+    raises on any completion; an unknown ``task`` raises DataError."""
     completion = completion if isinstance(completion, str) else ""
     gen = completion if not isinstance(generated, str) else generated
     text = (prefix or "") + completion if weights.score_prefix else gen
-    stats = format_stats(text)
+    stats = format_stats(text, stopped=stopped)
     pred = extract_answer(text)
     acc = accuracy(task, pred, answer, options) if acc_override is None else float(acc_override)
     # what a degenerate text scores (every term 0, reward = bias); a scored text replaces it
@@ -146,7 +148,9 @@ def compute_reward(
         terms=terms,
         components={t.name: t.value(x, weights) for t in COMPONENTS},
         format=terms["format"],
-        format_generated=0.0 if is_degenerate(gen) else format_reward(format_stats(gen), weights),
+        format_generated=0.0
+        if is_degenerate(gen)
+        else format_reward(format_stats(gen, stopped=stopped), weights),
         format_ref=reference_format(stats),
         degenerate=False,
     )
