@@ -107,12 +107,15 @@ def python_line(s: str) -> PyLine | None:
     ``paravt/rl/utils/tool_parser.py:50-104``): strict Python only (``crop_video(1:20, 2:30)`` is
     not a call), ``print(call(…))`` unwrapped, the name of a plain or dotted callee; each argument
     that is not a literal (a variable, an expression) is left out, the others kept. None when the
-    line is not one call. The release's repair of a stray quote (``end_time=20')``, its
-    ``:53-65``) is not reproduced: such a line is not a call (docs/tools.md)."""
+    line is not one call. A line that does not parse gets the release's one repair of a stray
+    quote (its ``:53-65``): a quote left after the call's closing parenthesis, or just before it
+    (``end_time=20')``), is dropped and the line read again."""
     try:
         with _WARN_LOCK, warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            node = ast.parse(s, mode="eval").body
+            node = _parse_repaired(s)
+            if node is None:
+                return None
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
@@ -141,6 +144,25 @@ def python_line(s: str) -> PyLine | None:
     except _READ_ERRORS:
         return None
     return name, positional, keywords
+
+
+_QUOTE_AFTER_CALL = re.compile(r"\)\s*['\"].*$")  # func(...)') → func(...)
+_QUOTE_BEFORE_CLOSE = re.compile(r"['\"](\s*\))")  # end_time=20') → end_time=20)
+
+
+def _parse_repaired(s: str) -> ast.expr | None:
+    """``s`` parsed as one expression; on a syntax error, once more with its stray quotes dropped
+    (``python_line``); None when neither parses."""
+    try:
+        return ast.parse(s, mode="eval").body
+    except SyntaxError:
+        fixed = _QUOTE_BEFORE_CLOSE.sub(r"\1", _QUOTE_AFTER_CALL.sub(")", s))
+        if fixed == s:
+            return None
+        try:
+            return ast.parse(fixed, mode="eval").body
+        except SyntaxError:
+            return None
 
 
 def _literal(node: ast.expr) -> tuple[bool, Any]:

@@ -29,7 +29,8 @@ Two rule sets decide which of these become calls (``forms``, config ``rollout.ca
   all yield nothing; a name is kept as written. Only then (no ``<tool_call>``, or a bad one)
   ``<tool_code>`` blocks are read, each line alone as one strict Python call
   (``literals.python_line``): a line Python cannot read (``crop_video(1:20, 2:30)``, a call over
-  two lines, a stray quote) is skipped, and so is an argument that is not a literal; keyword
+  two lines), even once its stray quotes at the closing parenthesis are dropped, is skipped, and so
+  is an argument that is not a literal; keyword
   arguments, when one reads, are the call's arguments (its positional ones are left out),
   otherwise the positional ones take the names of the tool's spec (a window tool's leading video
   path dropped); a line left with no argument is skipped. No call at all: the episode ends. What

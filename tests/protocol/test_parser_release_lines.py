@@ -21,8 +21,8 @@ def _calls(text: str, at_end_of_turn: bool = True) -> list[tuple[str | None, dic
 
 
 def test_a_tool_code_line_that_is_not_python_is_not_a_call() -> None:
-    """tool_parser.py:50-65: a line ``ast`` cannot read is skipped (the stray-quote repair aside),
-    so unquoted MM:SS never runs; we used to read it with the lenient splitter and run 80-150."""
+    """tool_parser.py:50-65: a line ``ast`` cannot read, even after the stray-quote repair, is
+    skipped, so unquoted MM:SS never runs (the lenient splitter used to run 80-150)."""
     assert _calls(_code("crop_video(start_time=1:20, end_time=150)")) == []
     assert _calls(_code("crop_video(1:20, 2:30)"), at_end_of_turn=False) == []
     # quoted, it is Python: the tool gets the string, our times read it as 80 s
@@ -33,10 +33,21 @@ def test_a_tool_code_line_that_is_not_python_is_not_a_call() -> None:
     assert _calls(_code("crop_video(start_time=3,", "    end_time=8)")) == []
 
 
-def test_the_stray_quote_repair_is_not_reproduced() -> None:
-    """tool_parser.py:53-65 strips a quote before the closing parenthesis and runs 10-20; ours
-    does not repair (docs/tools.md): the line is not a call, so this turn has none."""
-    assert _calls(_code("crop_video(start_time=10, end_time=20')")) == []
+def test_the_stray_quote_repair_is_the_releases() -> None:
+    """tool_parser.py:53-65: a line that does not parse loses a quote left before its closing
+    parenthesis, or after it, and is read again: 10-20 runs. The paper is silent, so the release
+    as it runs."""
+    assert _calls(_code("crop_video(start_time=10, end_time=20')")) == [
+        ("crop_video", {"start_time": 10.0, "end_time": 20.0})
+    ]
+    assert _calls(_code("crop_video(start_time=10, end_time=20)'  ")) == [
+        ("crop_video", {"start_time": 10.0, "end_time": 20.0})
+    ]
+    # a line the repair cannot save stays skipped; a line that parses is never "repaired"
+    assert _calls(_code("crop_video(start_time=1:20, end_time=20')")) == []
+    assert _calls(_code("crop_video(start_time=10, end_time='20')")) == [
+        ("crop_video", {"start_time": 10.0, "end_time": 20.0})
+    ]
 
 
 def test_positional_arguments_are_left_out_when_a_keyword_reads() -> None:
