@@ -6,9 +6,8 @@ built by ``paths.path_table``. No update is made: this is the initial condition 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,37 +39,27 @@ def _rows_for_cell(
     prompts: int | None,
     seed: int,
 ) -> list[tuple[PathRow, dict[str, Any]]]:
-    from paravt.agent import EpisodeSettings, episode_reward, run_group
-    from paravt.agent.backend import open_backend
+    from paravt.agent import EpisodeSettings, episode_reward
     from paravt.agent.inputs import load_episode_inputs
+    from paravt.repro.probe import sample_results
     from paravt.rewards import RewardWeights
 
     inputs = load_episode_inputs(rl_parquet, root, nframes=n, limit=prompts)
     if not inputs:
         raise ValueError(f"{rl_parquet}: no usable RL prompt for the path probe")
     settings = EpisodeSettings.from_config(vcfg, training=True)  # as the RL rollouts run
-    settings = replace(
-        settings,
-        sampling=replace(settings.sampling, seed=seed),
-        sub_sampling=replace(settings.sub_sampling, seed=seed),
-    )
     weights = RewardWeights.from_config(vcfg.reward)
-    batch = [inp for inp in inputs for _ in range(k)]
     groups = [i for i in range(len(inputs)) for _ in range(k)]
-    backend = open_backend(vcfg.model.model_copy(update={"path": model}), vcfg.rollout)
-    try:
-        results = asyncio.run(
-            run_group(
-                batch,
-                generator=backend.generator,
-                codec=backend.codec,
-                settings=settings,
-                tools=backend.tools,
-                episode_ids=[f"path-{n}-{seed}-{i}" for i in range(len(batch))],
-            )
-        )
-    finally:
-        asyncio.run(backend.generator.aclose())
+    results = sample_results(
+        model,
+        inputs,
+        settings,
+        k=k,
+        seed=seed,
+        temperature=vcfg.sampling.temperature,
+        config=vcfg,
+        id_prefix=f"path-{n}",
+    )
     out: list[tuple[PathRow, dict[str, Any]]] = []
     for g, res in zip(groups, results, strict=True):
         b = episode_reward(res, weights)
