@@ -68,7 +68,15 @@ def _add_video_stream(
     stream.codec_context.gop_size = gop
     # sc_threshold=0 turns off scene-cut keyframes so keyframes come exactly every `gop` frames
     # (synthetic videos change abruptly; the benchmark relies on a fixed keyframe interval).
-    stream.options = {"crf": str(crf), "bf": "3" if bframes else "0", "sc_threshold": "0"}
+    # mbtree=0: x264's macroblock-tree rate control made different files of the same frames from
+    # one process to the next (2 to 10 of 32 encodes), so a rebuilt ParaVT-Synth (a repro killed
+    # inside that stage, a second run) held other videos and every number after it moved.
+    stream.options = {
+        "crf": str(crf),
+        "bf": "3" if bframes else "0",
+        "sc_threshold": "0",
+        "x264-params": "mbtree=0",
+    }
     return stream
 
 

@@ -1,23 +1,28 @@
 """Issue 48 item 8: a `paravt repro` killed with SIGKILL inside a stage and run again ends with the
 numbers of an uninterrupted run, every one of them. One run is killed in turn inside the SFT (after
-its step-1 checkpoint), the checkpoint selection (between two checkpoints' probes), the offline
-filter (after its rollouts, before its files) and the RL run (after its last step, before its
-final model), each time resumed by the next command; a second run goes through uninterrupted
-(both fresh processes, the same shared base and ParaVT-Synth). Every result file of the two is
-compared: the summary, the selection, the filter's report and rollouts, the reward-by-path probe,
-the training logs, the eval rows and metrics, the probes, and the weights of every final model.
-Only wall times differ. The killer: ``tests/repro/kill_inside.py``.
+its step-1 checkpoint), the checkpoint selection (between two checkpoints' probes) and the offline
+filter (after its rollouts, before its files), each time resumed by the next command; a second run
+goes through uninterrupted (both fresh processes sharing one base; each builds its own
+ParaVT-Synth). Every result file of the two is compared: the summary, the selection, the filter's
+report and rollouts, the reward-by-path probe, the training log, the cold start's probe, eval rows
+and metrics, the weights of every final model and every synthetic video. Only wall times differ.
+The killer: ``tests/repro/kill_inside.py``.
 
 The filter used to sample from the process's global torch RNG: an uninterrupted run reached it
 after the SFT had seeded that RNG, a resumed one did not, so their rollouts (and accuracies)
-differed."""
+differed. And x264 encoded the same frames to other files from one process to the next, so two
+builds of ParaVT-Synth (a kill inside that stage rebuilds it) trained other models.
+
+Left out: an RL variant. Its first update is not bit-reproducible between two uninterrupted runs
+on the CPU either (the same rollouts, grad_norm 0.01492 or 0.01263 at step 1 of the micro
+preset's vanilla_grpo, one rerun in three), so a comparison through it tests that, not resuming
+(``kill_inside.py rl`` kills one after its last step, for when it is)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,14 +32,13 @@ from typing import Any
 import pytest
 
 KILLER = Path(__file__).with_name("kill_inside.py")
-ARGS = ("repro", "--preset", "micro", "--seeds", "1", "--variants", "sft,vanilla_grpo")
+ARGS = ("repro", "--preset", "micro", "--seeds", "1", "--variants", "sft")
 ARGS += ("--eval-limit", "1")
 #: where each kill lands (the stage directory left without its done marker)
 STAGES = {
     "sft": "sft_strong",
     "select": "sft_strong/select",
     "filter": "sft_strong/prefilter",
-    "rl": "vanilla_grpo/seed0",
 }
 #: the measured numbers; wall times and memory peaks are no result
 RESULTS = (
@@ -73,7 +77,7 @@ def numbers(x: Any) -> Any:
 
 def results(out: Path) -> dict[str, Any]:
     """Every result file under ``out`` (paths relative, ``out`` itself written OUT) → its numbers;
-    every final model's weights → their SHA-256."""
+    every final model's weights and every video → their SHA-256."""
     found: dict[str, Any] = {}
     for f in sorted(out.rglob("*")):
         rel = f.relative_to(out).as_posix()
@@ -83,7 +87,9 @@ def results(out: Path) -> dict[str, Any]:
                 found[rel] = [numbers(json.loads(ln)) for ln in text.splitlines()]
             else:
                 found[rel] = numbers(json.loads(text))
-        elif f.suffix == ".safetensors" and f.parent.name == "model" and "checkpoints" not in rel:
+        elif f.suffix == ".mp4" or (
+            f.suffix == ".safetensors" and f.parent.name == "model" and "checkpoints" not in rel
+        ):
             found[rel] = hashlib.sha256(f.read_bytes()).hexdigest()
     return found
 
@@ -96,9 +102,6 @@ def test_a_repro_killed_inside_each_stage_resumes_to_the_uninterrupted_numbers(
     whole, killed = tmp_path / "whole", tmp_path / "killed"  # one shared base: tmp_path/bases
     done = repro("none", whole)
     assert done.returncode == 0, done.stderr[-3000:]
-    # the same ParaVT-Synth for both: two builds of it need not encode every frame alike (the
-    # H.264 encoder's output varies between processes here; the stages after it are the test)
-    shutil.copytree(whole / "synth", killed / "synth")
     for stage, where in STAGES.items():
         run = repro(stage, killed)
         assert run.returncode == -signal.SIGKILL, (stage, run.returncode, run.stderr[-3000:])
@@ -111,9 +114,10 @@ def test_a_repro_killed_inside_each_stage_resumes_to_the_uninterrupted_numbers(
     assert len(said) == (1 if fell_back else 0), last.stderr[-3000:]
 
     want, got = results(whole), results(killed)
-    assert "sft_strong/prefilter/rollouts.jsonl" in want and "vanilla_grpo/seed0/model" in str(
-        list(want)
+    assert {"sft_strong/prefilter/rollouts.jsonl", "sft_strong/model/model.safetensors"} <= set(
+        want
     )
+    assert "synth/videos/train/v0001.mp4" in want
     assert sorted(got) == sorted(want)
     for rel in want:
         assert got[rel] == want[rel], rel

@@ -3,6 +3,7 @@ start offset, audio."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import av
@@ -68,3 +69,23 @@ def test_bad_frames_raise_video_error(tmp_path: Path, frames: list[np.ndarray], 
 def test_non_increasing_timestamps_are_rejected(tmp_path: Path) -> None:
     with pytest.raises(VideoError, match="must increase"):
         write_video(tmp_path / "t.mp4", barcoded(3), 25, timestamps=[0.0, 0.5, 0.5])
+
+
+def _encode_noise(path: str) -> str:
+    rng = np.random.default_rng(0)
+    frames = [
+        np.clip(rng.normal(128, 40, (48, 64, 3)), 0, 255).astype(np.uint8) for _ in range(140)
+    ]
+    data = write_video(path, frames, 4.0, encoding=Encoding(gop=8)).read_bytes()
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_the_same_frames_encode_to_the_same_bytes_in_every_process(tmp_path: Path) -> None:
+    """Issue 48 item 8: a rebuilt ParaVT-Synth (a repro killed inside its synth stage, or a second
+    run) must hold the very videos of the first build. With x264's macroblock-tree rate control,
+    32 encodes of these frames, 4 processes at a time, made 2 to 4 different files."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(4) as pool:
+        digests = set(pool.map(_encode_noise, [str(tmp_path / f"{i}.mp4") for i in range(32)]))
+    assert len(digests) == 1
