@@ -65,8 +65,9 @@ def episode_reward(
     successful calls for the tool reward (docs/ARCHITECTURE.md §4). ``acc_override`` replaces
     R_acc (an LLM judge's score, ``paravt.models.openai.judge``)."""
     inp = res.input
+    stopped = bool(res.main.turns) and res.main.turns[-1].finish_reason == "stop"
     return compute_reward(
-        res.completion,
+        res.completion + (tags.IM_END if stopped else ""),
         task=inp.task,
         answer=inp.answer,
         options=inp.options,
@@ -75,5 +76,4 @@ def episode_reward(
         weights=weights,
         acc_override=acc_override,
         generated=res.generated,
-        stopped=bool(res.main.turns) and res.main.turns[-1].finish_reason == "stop",
     )

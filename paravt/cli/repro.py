@@ -50,8 +50,10 @@ def repro(
 ) -> None:
     """The paper's Table 2 variants from one cold start, with intervals over seeds →
     DIR/summary.json."""
+    from paravt.report.summary_run import report_to_summary_run
     from paravt.repro.presets import PRESETS
     from paravt.repro.run import run_repro
+    from paravt.repro.stages import console
     from paravt.repro.table import print_summary
 
     name = preset or ("quick" if quick else "full")
@@ -69,6 +71,7 @@ def repro(
         eval_limit=eval_limit or None,
         overrides=set_ or (),
     )
+    report_to_summary_run(out, console)
     print_summary(json.loads(path.read_text()), stdout_console())
 
 
@@ -94,7 +97,9 @@ def _over_base_seeds(
     overrides: list[str] | tuple[str, ...],
 ) -> None:
     """``--base-seeds N``: one run per base seed, then the checks × seeds table."""
+    from paravt.report.summary_run import report_to_summary_run
     from paravt.repro.base_seeds import run_over_base_seeds
+    from paravt.repro.stages import console
     from paravt.repro.table import checks_table
 
     checks = run_over_base_seeds(
@@ -106,5 +111,7 @@ def _over_base_seeds(
         eval_limit=eval_limit or None,
         overrides=overrides,
     )
+    for s in range(base_seeds):
+        report_to_summary_run(out / f"base_seed{s}", console)
     stdout_console().print(checks_table(json.loads(checks.read_text())))
     stdout_console().print(f"checks: {checks}", soft_wrap=True)

@@ -236,6 +236,27 @@ def _guard(make: Callable[[], str], what: str) -> str:
         )
 
 
+def _paths_parts(s: Mapping[str, Any]) -> list[str]:
+    """The RL init's reward by path (``repro.paths``): heading, note, figure and table."""
+    return [
+        "<h3>Reward by path: the RL init before any update</h3>",
+        (
+            '<p class="muted">τ = 0.7 rollouts of the chosen cold start, each variant with its own '
+            "rollout settings and reward; a rollout's path: a call executed, a call written but "
+            "not run, answered without a call, broken (no call, no finished answer). The executed "
+            "− direct advantage predicts the sign of GRPO's first push on calls "
+            "(docs/repro.md).</p>"
+        ),
+        _guard(
+            lambda: figure_html(
+                lambda: paths_figure(get(s, "reward_by_path") or {}), "reward by path"
+            ),
+            "reward by path figure",
+        ),
+        _guard(lambda: paths_html(s), "reward by path table"),
+    ]
+
+
 def run_html(run: ReproRun) -> str:
     s = run.summary
     parts = [
@@ -258,20 +279,7 @@ def run_html(run: ReproRun) -> str:
         _guard(lambda: table2_html(s), "Table 2"),
         "<h3>Table 5 layout: closure rates in raw τ = 0.7 rollouts</h3>",
         _guard(lambda: table5_html(s), "Table 5"),
-        "<h3>Reward by path: the RL init before any update</h3>",
-        (
-            '<p class="muted">τ = 0.7 rollouts of the chosen cold start, each variant with its own '
-            "rollout settings and reward; a rollout's path: a call executed, a call written but "
-            "not run, answered without a call, broken (no call, no answer). The executed − direct "
-            "advantage predicts the sign of GRPO's first push on calls (docs/repro.md).</p>"
-        ),
-        _guard(
-            lambda: figure_html(
-                lambda: paths_figure(get(s, "reward_by_path") or {}), "reward by path"
-            ),
-            "reward by path figure",
-        ),
-        _guard(lambda: paths_html(s), "reward by path table"),
+        *_paths_parts(s),
         "<h3>Accuracy vs n per dispatch mode (the Tool Necessity Gap curve)</h3>",
         _guard(
             lambda: figure_html(lambda: acc_vs_n_figure(acc_curves(s)), "accuracy vs n per mode"),

@@ -18,7 +18,7 @@ from paravt.config import TrainConfig
 from paravt.jsonl import write_atomic
 from paravt.repro.presets import PRESETS, ReproPreset, base_config, with_config_overrides
 from paravt.repro.stages import console, finish_stage, stage_times, start_stage
-from paravt.repro.tracked import SUMMARY_DIR, attach_summary_report, track_evals, track_summary
+from paravt.repro.tracked import track_evals, track_summary
 from paravt.repro.training import cold_start, eval_variant, train_variant
 from paravt.repro.variants import Variant, pick
 
@@ -164,26 +164,6 @@ def _synth_stage(out: Path, p: ReproPreset) -> None:
         _done(out / "synth")
 
 
-def _report_to_trackers(out: Path) -> None:
-    """With a tracker listed: ``OUT/report.html`` (`paravt report`'s page) as an artifact of the
-    summary run. A report that cannot be built is one warning; summary.json stands."""
-    from paravt.errors import ParavtError
-    from paravt.report.page import build_report
-    from paravt.tracking import STATE_FILE
-
-    if not (out / SUMMARY_DIR / STATE_FILE).is_file():
-        return
-    try:
-        report = build_report([out], out / "report.html")
-    except (ParavtError, OSError) as err:
-        console.print(
-            f"[yellow]warning:[/yellow] report.html not built ({err}); summary.json stands"
-        )
-        return
-    attach_summary_report(out, report)
-    console.print(f"[bold green]report:[/bold green] {report} (in the summary run)", soft_wrap=True)
-
-
 def _run_variants(
     out: Path,
     cfg: TrainConfig,
@@ -280,6 +260,5 @@ def _run_repro(
     path = out / "summary.json"
     write_atomic(path, json.dumps(summary, indent=1, default=float), "the repro summary")
     track_summary(out, cfg, summary)
-    _report_to_trackers(out)
     console.print(f"[bold green]summary:[/bold green] {path}", soft_wrap=True)
     return path

@@ -104,21 +104,46 @@ def compute_reward(
     successful_calls: int | None = None,
     acc_override: float | None = None,
     generated: str | None = None,
-    stopped: bool = False,
 ) -> RewardBreakdown:
     """The reward of one rollout (main-agent text). ``acc_override`` replaces R_acc (e.g. an LLM
     judge's score). ``generated``: the sampled text without forced prefixes (default
-    ``completion``: the prefix is passed apart). ``stopped``: the last turn ended at its stop
-    token (``format_stats``; False: cut by the budget, or not known, e.g. `paravt score`). Never
-    raises on any completion; an unknown ``task`` raises DataError."""
+    ``completion``: the prefix is passed apart). A ``completion`` that ends with ``<|im_end|>``
+    is one whose last turn stopped at its stop token, as the release's decoded training text
+    holds it (``episode_reward`` appends it so): the ``release`` reading of ``format_stats`` sees
+    it, every other term reads the text without it; without it, a turn cut by the budget (or one
+    not known). Never raises on any completion; an unknown ``task`` raises DataError."""
     completion = completion if isinstance(completion, str) else ""
-    gen = completion if not isinstance(generated, str) else generated
+    stopped, completion = completion.endswith(T.IM_END), completion.removesuffix(T.IM_END)
+    gen = completion if not isinstance(generated, str) else generated.removesuffix(T.IM_END)
     text = (prefix or "") + completion if weights.score_prefix else gen
     stats = format_stats(text, stopped=stopped)
     pred = extract_answer(text)
     acc = accuracy(task, pred, answer, options) if acc_override is None else float(acc_override)
-    # what a degenerate text scores (every term 0, reward = bias); a scored text replaces it
-    zero = RewardBreakdown(
+    zero = _degenerate(stats, weights, pred, answer_level(text))
+    if is_degenerate(text):
+        return zero
+    x = TermInput(stats, acc, successful_calls, has_response=T.TOOL_RESPONSE_OPEN in text)
+    terms = {t.name: t.value(x, weights) for t in TERMS}
+    return replace(
+        zero,
+        reward=sum(t.coef(weights) * terms[t.name] for t in TERMS) + weights.bias,
+        terms=terms,
+        components={t.name: t.value(x, weights) for t in COMPONENTS},
+        format=terms["format"],
+        format_generated=0.0
+        if is_degenerate(gen)
+        else format_reward(format_stats(gen, stopped=stopped), weights),
+        format_ref=reference_format(stats),
+        degenerate=False,
+    )
+
+
+def _degenerate(
+    stats: FormatStats, weights: RewardWeights, pred: str | None, level: int
+) -> RewardBreakdown:
+    """What a degenerate text scores: every term 0, reward = bias (a scored text replaces the
+    numbers)."""
+    return RewardBreakdown(
         reward=weights.bias,
         terms={t.name: 0.0 for t in TERMS},
         components={t.name: 0.0 for t in COMPONENTS},
@@ -136,23 +161,7 @@ def compute_reward(
         n_parseable=stats.parseable_calls(
             credit_tool_code=weights.credit_tool_code, rules=weights.format_rules
         ),
-        answer_level=answer_level(text),
-    )
-    if is_degenerate(text):
-        return zero
-    x = TermInput(stats, acc, successful_calls, has_response=T.TOOL_RESPONSE_OPEN in text)
-    terms = {t.name: t.value(x, weights) for t in TERMS}
-    return replace(
-        zero,
-        reward=sum(t.coef(weights) * terms[t.name] for t in TERMS) + weights.bias,
-        terms=terms,
-        components={t.name: t.value(x, weights) for t in COMPONENTS},
-        format=terms["format"],
-        format_generated=0.0
-        if is_degenerate(gen)
-        else format_reward(format_stats(gen, stopped=stopped), weights),
-        format_ref=reference_format(stats),
-        degenerate=False,
+        answer_level=level,
     )
 
 

@@ -172,22 +172,21 @@ def test_turn_ends_as_the_releases_training_text_holds_them() -> None:
     assert fmt(b) == (1.0, 0.7, 1.0) and b.tool == pytest.approx(0.6) and b.n_parseable == 1
 
 
-def test_our_episode_says_how_its_last_turn_ended() -> None:
-    """Our episode text drops each turn's stop token; ``stopped`` (episode_reward passes the last
-    turn's finish reason) puts the release's <|im_end|> back for its reading, so a stopped turn's
-    trailing unclosed block scores as the release's training text does (0.4, R_tool 0: the test
-    above), and a cut one as a call (0.7, R_tool 0.1)."""
+def test_a_completion_ending_in_its_stop_token_is_a_stopped_turn() -> None:
+    """Our episode text drops each turn's stop token; ``episode_reward`` appends <|im_end|> when the
+    last turn stopped at it (as the release's decoded text holds it), so a stopped turn's trailing
+    unclosed block scores as the release's training text does (0.4, R_tool 0: the test above) and
+    a cut one as a call (0.7, R_tool 0.1); the other terms read the text without the token."""
     text = "<think>\nCheck the first half.\n</think>\n" + UNCLOSED_JSON
-    kw = {"task": "mcq", "answer": "A", "options": OPTIONS, "prefix": "", "successful_calls": 0}
-    stopped = compute_reward(text, weights=RELEASE, stopped=True, **kw)  # type: ignore[arg-type]
+    stopped, cut = score(text + "<|im_end|>", RELEASE, calls=0), score(text, RELEASE, calls=0)
     assert fmt(stopped) == (0.2, 0.4, 0.4) and stopped.tool == 0.0 and stopped.n_parseable == 0
-    cut = compute_reward(text, weights=RELEASE, stopped=False, **kw)  # type: ignore[arg-type]
     assert fmt(cut) == (0.5, 0.4, 0.7) and cut.tool == pytest.approx(0.1)
     # the generated-text format (f_tau) reads it the same way
     assert stopped.format_generated == pytest.approx(0.4) and cut.format_generated == 0.7
-    # our own rules never counted an unclosed block: the stop token changes nothing there
-    ours = [compute_reward(text, weights=OURS, stopped=s, **kw) for s in (True, False)]  # type: ignore[arg-type]
-    assert fmt(ours[0]) == fmt(ours[1]) == (0.2, 0.4, 0.4)
+    # our own rules never counted an unclosed block, and the answer is read without the token
+    assert fmt(score(text + "<|im_end|>", OURS)) == fmt(score(text, OURS)) == (0.2, 0.4, 0.4)
+    done = "<think>\nCheck it.\n</think>\n<answer>A</answer><|im_end|>"
+    assert score(done, RELEASE).answer == "A" and score(done, OURS).acc == 1.0
 
 
 def test_an_answer_before_the_think_has_no_flow() -> None:
