@@ -7,13 +7,8 @@ sub-agent, K summaries in ONE tool turn), ``sequential`` and ``eva`` (one call p
 re-injected), ``none`` (no tools; the first response is final).
 
 Turns are counted as the release counts them (``rollout.max_turns`` = R): up to R + 1 main
-generations; the calls of each of the first R run and the next generation reads their results.
-The final generation's calls run and count (``n_successful_calls``, kappa) under the release's
-per-turn rules (``rollout.turn_rules=release``) though no generation reads them, so their tool turn
-is not appended; under ``paravt`` they do not run. Which calls a turn holds is
-``rollout.call_forms`` (``paravt.protocol.parser``): under ``release`` a turn with no call ends the
-episode (reason ``answer``), and a turn cut by the token budget whose calls read still runs them;
-under ``per_call`` a cut turn ends the episode (``length``).
+generations. Which calls a turn holds, which run, and when the episode ends after a turn
+(``rollout.call_forms``, ``rollout.turn_rules``) are ``paravt.agent.turn_rules``.
 
 Failures are data: a malformed call (``per_call``), a bad window, a broken video or a sub-agent
 timeout becomes an ``error:`` line in the tool response, and the episode goes on. An observation
@@ -40,14 +35,14 @@ from paravt.agent.result import EpisodeResult
 from paravt.agent.settings import EpisodeInput, EpisodeSettings, ForcedAnswer, derive_seed
 from paravt.agent.tally import Tally, count_vision_tokens
 from paravt.agent.trajectory import CallRecord, EndReason, Trajectory, TrajectoryBuilder, TurnRecord
+from paravt.agent.turn_rules import read_calls, stop_reason, validate_turn
 from paravt.errors import VideoError
 from paravt.models.base import ChatMessage, Generator, GenOutput, GenRequest, SamplingParams
 from paravt.models.chat import ChatCodec
 from paravt.protocol import tags
 from paravt.protocol.answer import extract_answer
-from paravt.protocol.parser import ParsedCall, parse_calls
+from paravt.protocol.parser import ParsedCall
 from paravt.protocol.prompts import positional_params
-from paravt.protocol.validate import validate_calls
 from paravt.tools import Observation, ToolContext, ToolSet, build_toolset
 from paravt.video import overview_count, probe, sample_frames
 from paravt.video.types import Frames, VideoInfo
@@ -146,18 +141,6 @@ class _Run:
         self.tally.generated += len(out.token_ids)
         return MainGeneration(out, prefix, visual, len(prompt_ids))
 
-    def _stop_reason(self, out: GenOutput, has_calls: bool, turn: int) -> EndReason | None:
-        """Why the episode ends after this turn (None: run its tool calls and go on)."""
-        s = self.settings
-        runs = has_calls and self.mode.uses_tools
-        if out.finish_reason == "length" and not (s.call_forms == "release" and runs):
-            return "length"  # per_call: a cut turn ends; release: its calls that read still run
-        if not runs:
-            return "answer"
-        if turn == s.max_generations - 1:
-            return "max_turns"  # calls on the last turn: no turn is left to read their results
-        return None  # a forced answer (eval) is asked after turn max_turns - 1, before this one
-
     def _take(self, gen: MainGeneration, t0: float) -> str | None:
         """The generation's text, recorded; None when the backend failed (its error turn kept)."""
         out = gen.out
@@ -255,15 +238,8 @@ class _Run:
             text = self._take(gen, t0)
             if text is None:
                 return "error"
-            parsed = parse_calls(
-                text,
-                forms=s.call_forms,
-                positional=self.positional,
-                at_end_of_turn=out.finish_reason == "stop",
-            ).calls
-            if s.call_cap is not None:
-                parsed = parsed[: s.call_cap]  # the calls past the cap are dropped unseen
-            stop = self._stop_reason(out, bool(parsed), turn)
+            parsed = read_calls(text, s, self.positional, out.finish_reason)
+            stop = stop_reason(s, self.mode, out.finish_reason, bool(parsed), turn)
             if stop is None:
                 records, fits = await self._act(turn, parsed, info)
             elif stop == "max_turns" and s.turn_rules == "release":
@@ -312,22 +288,6 @@ class _Run:
         )
         return self.ctx
 
-    def _validate(self, parsed: Sequence[ParsedCall], info: VideoInfo | None) -> list[ParsedCall]:
-        s = self.settings
-        if info is None:
-            return [replace(c, error=c.error or f"video unavailable: {self.error}") for c in parsed]
-        ours = s.turn_rules == "paravt"  # the release's RL: no cap, no minimum, no de-duplication
-        return list(
-            validate_calls(
-                parsed,
-                duration=info.duration,
-                k_max=self.mode.call_limit(s.k_max if ours else None),
-                min_window=s.min_window_s if ours else 0.0,
-                known_tools=set(self.tools.names),
-                dedup=ours,
-            )
-        )
-
     async def _act(
         self, turn: int, parsed: Sequence[ParsedCall], info: VideoInfo | None, read: bool = True
     ) -> tuple[list[CallRecord], bool]:
@@ -335,7 +295,7 @@ class _Run:
         the release's rules): they run and are recorded (kappa, sub-agents), but no generation
         reads them, so no tool turn is appended."""
         t0 = time.perf_counter()
-        calls = self._validate(parsed, info)
+        calls = validate_turn(parsed, info, self.settings, self.mode, self.tools.names, self.error)
         valid = [c for c in calls if c.error is None]
         if info is None:
             obs_valid = [Observation(error=f"video unavailable: {self.error}") for _ in valid]

@@ -45,8 +45,9 @@ count in ``n_tool_code``): nothing is silently dropped.
 Arguments: ``video_path`` is dropped (the video is bound to the episode); ``start``/``end`` are
 aliases of ``start_time``/``end_time``; those two are normalised to finite float seconds
 (``times.parse_time``); a value that is not a time (NaN, ``Infinity``, ``1e999``, a 400-digit
-integer, a word) is the call's error and is removed from ``arguments``. ``validate_calls`` then
-applies the per-turn limits.
+integer, a word) is the call's error and is removed from ``arguments`` (these readers of a call's
+name and arguments are ``paravt.protocol.arguments``). ``validate_calls`` then applies the per-turn
+limits.
 
 Bounds (``paravt.protocol.literals``): a block longer than ``MAX_BLOCK_CHARS`` or with brackets
 nested deeper than ``MAX_DEPTH`` is the call's error and is not read; warnings of Python's own
@@ -63,16 +64,20 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from paravt.config import CallForms
-from paravt.errors import ToolCallError
 from paravt.protocol import tags as T
-from paravt.protocol.literals import block_problem, load_object, python_call, python_line
+from paravt.protocol.arguments import (
+    call_from_object,
+    normalise_args,
+    python_call_args,
+    release_positional,
+)
+from paravt.protocol.literals import block_problem, load_object, python_line
 from paravt.protocol.prompts import (
     CROP_VIDEO_SPEC,
     FRAME_SELECT_SPEC,
     PYTHON_SPEC,
     positional_params,
 )
-from paravt.protocol.times import parse_time
 
 __all__ = [
     "ParsedCall",
@@ -80,10 +85,7 @@ __all__ = [
     "parse_calls",
     "CallForms",
     "crop_window",
-    "parse_time",
-    "TIME_KEYS",
     "DEFAULT_POSITIONAL",
-    "WINDOW_TOOLS",
 ]
 
 Source = Literal["json", "python", "tool_code"]
@@ -94,12 +96,6 @@ Source = Literal["json", "python", "tool_code"]
 DEFAULT_POSITIONAL: Mapping[str, tuple[str, ...]] = positional_params(
     (CROP_VIDEO_SPEC, FRAME_SELECT_SPEC, PYTHON_SPEC)
 )
-#: Tools whose calls carry a ``[start_time, end_time]`` window (validated and clamped).
-WINDOW_TOOLS: frozenset[str] = frozenset({"crop_video"})
-
-_ALIASES = {"start": "start_time", "end": "end_time"}
-_IGNORED_ARGS = ("video_path",)
-TIME_KEYS = ("start_time", "end_time")
 _FENCE_RE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n?(.*?)\n?```$", re.S)
 _NAME_RE = re.compile(r"^[A-Za-z_][\w.]*\s*\(")
 
@@ -259,14 +255,14 @@ def _release_json_calls(blocks: Sequence[tuple[str, str, bool]]) -> tuple[Parsed
         objects.append(obj)
     calls: list[ParsedCall] = []
     for i, (obj, (_, raw, closed)) in enumerate(zip(objects, blocks, strict=True)):
-        name, args, error = _call_from_object(obj)
+        name, args, error = call_from_object(obj)
         if name is not None:
             name = obj["name"]  # as written: the release looks " crop_video" up as it is
         if error is None and not isinstance(obj["arguments"], dict):
             error = f'"arguments" must be an object, got {type(obj["arguments"]).__name__}'
             args = {}
         if name is not None:
-            args, arg_error = _normalise_args(args)
+            args, arg_error = normalise_args(args)
             error = error or arg_error
         calls.append(ParsedCall(i, name, args, raw, "json", closed, error))
     return tuple(calls)
@@ -279,7 +275,7 @@ def _release_code_calls(
     argument that reads (``literals.python_line``); other lines are skipped. Keyword arguments,
     when one reads, are the call's arguments and its positional ones are left out (the release's
     ``tool_parser.py:95-104``); otherwise the positional ones take the names of the tool's spec
-    (``_release_positional``)."""
+    (``arguments.release_positional``)."""
     calls: list[ParsedCall] = []
     for body, raw, closed in blocks:
         for line in body.split("\n"):
@@ -290,27 +286,12 @@ def _release_code_calls(
             if read is None:
                 continue
             name, positional, keywords = read
-            args = dict(keywords) if keywords else _release_positional(name, positional, pos)
+            args = dict(keywords) if keywords else release_positional(name, positional, pos)
             if not args:
                 continue
-            args, error = _normalise_args(args)
+            args, error = normalise_args(args)
             calls.append(ParsedCall(len(calls), name, args, raw, "tool_code", closed, error))
     return tuple(calls)
-
-
-def _release_positional(
-    name: str, positional: Sequence[tuple[bool, Any]], pos: Mapping[str, Sequence[str]]
-) -> dict[str, Any]:
-    """Positional arguments named by the tool's spec, in order (ours: the release names them
-    ``video_path, start_time, end_time``). A window tool's first argument is dropped when it is a
-    video path: a string that is not a time, or a name (``crop_video(video, 80, 150)``). An
-    argument that does not read, or one past the spec's names, is left out."""
-    if name in WINDOW_TOOLS and positional:
-        read, first = positional[0]
-        if not read or _is_path_like(first):
-            positional = positional[1:]
-    names = pos.get(name, ())
-    return {k: v for k, (read, v) in zip(names, positional) if read}
 
 
 def _make_call(
@@ -326,7 +307,7 @@ def _make_call(
     if source != "tool_code":
         source = style
     if name is not None:
-        args, arg_error = _normalise_args(args)
+        args, arg_error = normalise_args(args)
         error = error or arg_error
     if not closed:
         unclosed = f"unclosed {tag}: the block has no closing tag before the next tag or the end"
@@ -347,94 +328,10 @@ def _parse_body(
     if not s:
         return None, {}, "json", "empty call block"
     if _NAME_RE.match(s):
-        name, args, error = _parse_python_call(s, pos)
+        name, args, error = python_call_args(s, pos)
         return name, args, "python", error
     obj, error = load_object(s)
     if error is not None:
         return None, {}, "json", error
-    name, args, error = _call_from_object(obj)
+    name, args, error = call_from_object(obj)
     return name, args, "json", error
-
-
-def _call_from_object(obj: Any) -> tuple[str | None, dict[str, Any], str | None]:
-    if not isinstance(obj, dict):
-        return None, {}, f"expected one JSON object per block, got {type(obj).__name__}"
-    name = obj.get("name")
-    if not isinstance(name, str) or not name.strip():
-        return None, {}, 'the call has no "name" string'
-    args = obj.get("arguments", obj.get("parameters", {}))
-    if isinstance(args, str):
-        loaded, err = _load_arguments(args)
-        if err is not None:
-            return name.strip(), {}, f'"arguments" is a string that is {err}'
-        args = loaded
-    if args is None:
-        args = {}
-    if not isinstance(args, dict):
-        return name.strip(), {}, f'"arguments" must be an object, got {type(args).__name__}'
-    return name.strip(), {str(k): v for k, v in args.items()}, None
-
-
-def _load_arguments(text: str) -> tuple[Any, str | None]:
-    """An ``"arguments"`` string (OpenAI style), read under the same bounds as a block."""
-    if not text.strip():
-        return {}, None
-    problem = block_problem(text)
-    return (None, f"not read: {problem}") if problem else load_object(text)
-
-
-def _parse_python_call(
-    s: str, pos: Mapping[str, Sequence[str]]
-) -> tuple[str | None, dict[str, Any], str | None]:
-    parsed = python_call(s)
-    if parsed is None:
-        return None, {}, f"not a call: {s[:60]!r}"
-    name, positional, keywords = parsed
-    if name == "print" and not positional and not keywords:
-        return None, {}, "empty print()"
-    names = list(pos.get(name, ()))
-    if name in WINDOW_TOOLS and positional and _is_path_like(positional[0]):
-        positional = positional[1:]  # crop_video("v.mp4", 80, 150): the path is ignored
-    args: dict[str, Any] = {}
-    if names:
-        if len(positional) > len(names):
-            return (
-                name,
-                {},
-                f"{name} takes at most {len(names)} positional arguments "
-                f"({', '.join(names)}), got {len(positional)}",
-            )
-        args.update(zip(names, positional))
-    elif positional:
-        args["args"] = list(positional)
-    for key, value in keywords:
-        if key in args:
-            return name, {}, f"argument {key!r} given twice"
-        args[key] = value
-    return name, args, None
-
-
-def _is_path_like(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        parse_time(value)
-    except ToolCallError:
-        return True
-    return False
-
-
-def _normalise_args(args: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    out = {k: v for k, v in args.items() if k not in _IGNORED_ARGS}
-    for alias, canon in _ALIASES.items():
-        if alias in out and canon not in out:
-            out[canon] = out.pop(alias)
-    error = None
-    for key in TIME_KEYS:
-        if key in out:
-            try:
-                out[key] = parse_time(out[key])
-            except ToolCallError as err:
-                del out[key]  # the error reports it; an invalid value never reaches a window
-                error = error or f"{key}: {err}"
-    return out, error

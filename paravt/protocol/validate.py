@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from paravt.errors import ToolCallError
-from paravt.protocol.parser import TIME_KEYS, WINDOW_TOOLS, ParsedCall
+from paravt.protocol.arguments import TIME_KEYS, WINDOW_TOOLS
+from paravt.protocol.parser import ParsedCall
 
 
 def validate_calls(
