@@ -106,8 +106,9 @@ class RLConfig(_Strict):
     )
     kl_in: KLIn = Field(
         "reward",
-        description="Where the KL acts [authors]: reward = -kl_coef * estimate (sampling vs "
-        "reference logprob, clamped to +-10) is a per-token reward whose return-to-go (sum over "
+        description="Where the KL acts [authors]: reward = -kl_coef * estimate (the policy's "
+        "logprob at the update's start, recomputed by the trainer, vs the reference's; clamped "
+        "to +-10) is a per-token reward whose return-to-go (sum over "
         "the trajectory's later trained tokens, itself included; not differentiated) is added to "
         "each token's advantage; loss = kl_coef * token-mean estimate is a term of the loss "
         "(verl's use_kl_loss; with k3, the earlier default). A verl run supports loss only.",

@@ -210,7 +210,7 @@ class GRPOTrainer:
         stats = self._update(items, step)
         t3 = time.perf_counter()
         ref_s = self._ref_timer.take()
-        update_s = t3 - t_adv - ref_s
+        update_s = t3 - t_adv - ref_s - stats.old_logprob_s
         records = [rollout_record(r, b) for r, b in zip(results, rewards, strict=True)]
         summary = aggregate(records)
         summary.pop("reward/mean", None)  # critic/rewards/mean (verl's name), below
@@ -231,7 +231,9 @@ class GRPOTrainer:
             "timing_s/gen": t1 - t0,
             "timing_s/reward": t2 - t1,
             "timing_s/adv": t_adv - t2,
-            "timing_s/old_log_prob": 0.0,  # no separate pass: the update's first forward
+            # the KL reward's no-grad policy pass (paravt.rl.update); the loss's old logprobs
+            # need none: the update's first forward gives them
+            "timing_s/old_log_prob": stats.old_logprob_s,
             "timing_s/ref": ref_s,
             "timing_s/update_actor": update_s,
             "timing_s/tools": tool_seconds(results),

@@ -248,7 +248,7 @@ def kl_returns(
 
 def shape_advantages(
     adv: Sequence[torch.Tensor],
-    sampling: Sequence[torch.Tensor],
+    policy: Sequence[torch.Tensor | None],
     ref: Sequence[torch.Tensor | None],
     counts: Sequence[Sequence[int]],
     clip: ClipKL,
@@ -257,16 +257,17 @@ def shape_advantages(
 ) -> list[torch.Tensor]:
     """The per-token advantages of each chunk (a micro-batch or a row: (N_k,) each, its rows'
     token ``counts``): with ``clip.kl_in`` "reward", ``kl_coef`` > 0 and reference logprobs,
-    ``kl_returns`` of the sampling logprobs (the release's decoupled PPO reads its behaviour
-    logprobs there) is added; with ``token_norm`` the result is normalised over every chunk's
-    tokens together (``token_normalize``)."""
+    ``kl_returns`` of ``policy`` (the policy's own logprobs at the update's start, recomputed on
+    the chunk's tensors: ``paravt.rl.update``; None where that reward is off) is added; with
+    ``token_norm`` the result is normalised over every chunk's tokens together
+    (``token_normalize``)."""
     out = list(adv)
     if clip.kl_in == "reward" and clip.kl_coef > 0 and all(r is not None for r in ref):
-        out = [
-            a + kl_returns(s, r, n, kl_coef=clip.kl_coef, kind=clip.kl_kind).to(a)
-            for a, s, r, n in zip(out, sampling, ref, counts, strict=True)
-            if r is not None
-        ]
+        out = []
+        for a, p, r, n in zip(adv, policy, ref, counts, strict=True):
+            if p is None or r is None:
+                raise ValueError("the KL reward needs the policy's and the reference's logprobs")
+            out.append(a + kl_returns(p, r, n, kl_coef=clip.kl_coef, kind=clip.kl_kind).to(a))
     if token_norm and out:
         flat = token_normalize(torch.cat(out))
         out = [x.to(a) for x, a in zip(flat.split([len(a) for a in out]), out, strict=True)]

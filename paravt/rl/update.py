@@ -18,6 +18,15 @@ pass; the tiny and Qwen-VL configs have none.
 Per-token advantages (``loss.shape_advantages``: + the KL return-to-go with ``clip.kl_in`` reward,
 normalised over all scored tokens with ``passes.token_norm``) need every micro-batch's reference
 logprobs before the first loss: the reference scores the micro-batches first, then the policy runs.
+The KL reward compares the reference with the POLICY'S OWN logprobs, recomputed by a no-grad
+forward of every micro-batch before the first loss (one extra policy forward per micro-batch, only
+with that reward on), never with the generator's sampling logprobs: the sampler is these weights,
+but the last bits of its logprobs depend on which rows shared its forwards (continuous batching,
+the batch window: timing), and token normalisation scales those bits up to whole advantages when
+a step's group advantages are all 0 (the same rollouts gave grad_norm 0.0260 or 0.0235 as the
+generator served them one by one or together; docs/reliability.md). The recompute is a function
+of the tokens and the weights alone, so an update is the same in every run: at the first step,
+where the policy IS the reference, the KL reward is exactly 0.
 
 ``batched=False`` is today's per-sequence path (old, reference and loss passes, one sequence at a
 time): the equivalence oracle of tests/rl/test_batched_passes.py and the baseline of the speed
@@ -27,6 +36,7 @@ benchmarks; the same loss formula (``paravt.rl.loss.grpo_loss``) serves both.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -86,6 +96,9 @@ class UpdateStats:
     # PPO epoch, whose single pass IS the old policy
     ppo_kl: float = 0.0
     clip_high: float = 0.0  # the part of clip_frac clipped at 1 + ε_high (advantage > 0)
+    # wall seconds of the KL reward's no-grad policy pass (the trainer's timing_s/old_log_prob;
+    # 0 without that reward or on the per-sequence path, whose old pass always runs)
+    old_logprob_s: float = 0.0
 
     def to_metrics(self) -> dict[str, float]:
         """verl's names where verl has one, TRL's where only TRL has (docs/tracking.md)."""
@@ -231,6 +244,10 @@ class _LossArgs:
     temperature: float
     token_norm: bool = False
 
+    def kl_reward(self, ref_model: Any | None) -> bool:
+        """Whether the KL acts as a per-token reward (``shape_advantages`` adds its returns)."""
+        return ref_model is not None and self.clip.kl_in == "reward" and self.clip.kl_coef > 0
+
     def loss(
         self,
         lp: torch.Tensor,
@@ -273,9 +290,17 @@ def _batched_update(
     )  # positions once per row
     suppress = vision_ids(processor)
     ref = [_frozen_score(ref_model, mb, args.temperature, suppress) for mb in mbs]  # (N,) each
+    # the KL reward's policy logprobs: a no-grad forward of the policy before any loss (only
+    # when that reward is on; shape_advantages reads nothing else from them)
+    t0 = time.perf_counter()
+    behaviour = [
+        _frozen_score(model if args.kl_reward(ref_model) else None, mb, args.temperature, suppress)
+        for mb in mbs
+    ]
+    old_s = time.perf_counter() - t0
     adv = shape_advantages(
         [_token_advantages(items, mb, device) for mb in mbs],
-        [sampling_logprobs(trajs, mb, torch.float32, device) for mb in mbs],
+        behaviour,
         ref,
         [mb.counts for mb in mbs],
         args.clip,
@@ -307,7 +332,7 @@ def _batched_update(
         step = optimizer_step(model, optimizer, max_grad_norm, parts[0])
         stats = _stats(parts, step, total, mismatch, ent / total)
     assert stats is not None
-    return stats
+    return replace(stats, old_logprob_s=old_s)
 
 
 @torch.no_grad()
@@ -373,7 +398,7 @@ def _per_sequence_update(
     ]
     adv = shape_advantages(
         [torch.full((len(s),), float(it.advantage)) for it, s in zip(items, sampled, strict=True)],
-        sampled,
+        old,  # the KL reward's policy logprobs (the module docstring)
         ref,
         [(len(s),) for s in sampled],
         args.clip,

@@ -1,22 +1,23 @@
 """Issue 48 item 8: a `paravt repro` killed with SIGKILL inside a stage and run again ends with the
 numbers of an uninterrupted run, every one of them. One run is killed in turn inside the SFT (after
-its step-1 checkpoint), the checkpoint selection (between two checkpoints' probes) and the offline
-filter (after its rollouts, before its files), each time resumed by the next command; a second run
-goes through uninterrupted (both fresh processes sharing one base; each builds its own
-ParaVT-Synth). Every result file of the two is compared: the summary, the selection, the filter's
-report and rollouts, the reward-by-path probe, the training log, the cold start's probe, eval rows
-and metrics, the weights of every final model and every synthetic video. Only wall times differ.
+its step-1 checkpoint), the checkpoint selection (between two checkpoints' probes), the offline
+filter (after its rollouts, before its files) and the RL of vanilla_grpo (after its last step,
+before its final model), each time resumed by the next command; a second run goes through
+uninterrupted (both fresh processes sharing one base; each builds its own ParaVT-Synth). Every
+result file of the two is compared: the summary, the selection, the filter's report and rollouts,
+the reward-by-path probe, the training logs, the RL rollouts, the cold start's probe, eval rows and
+metrics, the weights of every final model and every synthetic video. Only wall times differ, and
+the RL's ``logprob_mismatch`` in its last bits: it measures the generator's sampling logprobs,
+whose bits depend on how the generator happened to batch the rollouts (compared within 1e-5).
 The killer: ``tests/repro/kill_inside.py``.
 
 The filter used to sample from the process's global torch RNG: an uninterrupted run reached it
 after the SFT had seeded that RNG, a resumed one did not, so their rollouts (and accuracies)
-differed. And x264 encoded the same frames to other files from one process to the next, so two
-builds of ParaVT-Synth (a kill inside that stage rebuilds it) trained other models.
-
-Left out: an RL variant. Its first update is not bit-reproducible between two uninterrupted runs
-on the CPU either (the same rollouts, grad_norm 0.01492 or 0.01263 at step 1 of the micro
-preset's vanilla_grpo, one rerun in three), so a comparison through it tests that, not resuming
-(``kill_inside.py rl`` kills one after its last step, for when it is)."""
+differed. x264 encoded the same frames to other files from one process to the next, so two
+builds of ParaVT-Synth (a kill inside that stage rebuilds it) trained other models. And the RL
+update read the KL reward from those sampling logprobs, so two runs with the same rollouts trained
+other weights (grad_norm 0.01492 or 0.01263 at step 1, one rerun in three; now the policy's own
+recompute, ``paravt.rl.update``)."""
 
 from __future__ import annotations
 
@@ -32,14 +33,17 @@ from typing import Any
 import pytest
 
 KILLER = Path(__file__).with_name("kill_inside.py")
-ARGS = ("repro", "--preset", "micro", "--seeds", "1", "--variants", "sft")
+ARGS = ("repro", "--preset", "micro", "--seeds", "1", "--variants", "sft,vanilla_grpo")
 ARGS += ("--eval-limit", "1")
 #: where each kill lands (the stage directory left without its done marker)
 STAGES = {
     "sft": "sft_strong",
     "select": "sft_strong/select",
     "filter": "sft_strong/prefilter",
+    "rl": "vanilla_grpo/seed0",
 }
+#: the sampler's float bits against the trainer's (the module docstring): compared within this
+MISMATCH, MISMATCH_TOL = "logprob_mismatch", 1e-5
 #: the measured numbers; wall times and memory peaks are no result
 RESULTS = (
     "summary.json",
@@ -118,6 +122,12 @@ def test_a_repro_killed_inside_each_stage_resumes_to_the_uninterrupted_numbers(
         want
     )
     assert "synth/videos/train/v0001.mp4" in want
+    rl = "vanilla_grpo/seed0/"
+    assert {rl + "train_log.jsonl", rl + "rollouts.jsonl", rl + "model/model.safetensors"} <= set(
+        want
+    )
     assert sorted(got) == sorted(want)
+    for w, g in zip(want[rl + "train_log.jsonl"], got[rl + "train_log.jsonl"], strict=True):
+        assert abs(w.pop(MISMATCH) - g.pop(MISMATCH)) <= MISMATCH_TOL
     for rel in want:
         assert got[rel] == want[rel], rel

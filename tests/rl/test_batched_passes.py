@@ -336,12 +336,14 @@ def test_batched_update_forwards_policy_and_reference_once_per_micro_batch(
     family_policy, video_path
 ) -> None:
     """No old-logprob pass: one policy forward and one reference forward per micro-batch (the
-    per-sequence path: two policy forwards and one reference forward per trajectory)."""
+    per-sequence path: two policy forwards and one reference forward per trajectory). With the KL
+    as a per-token reward, one more (no-grad) policy forward per micro-batch: the reward's policy
+    logprobs, needed before the first loss (paravt.rl.update)."""
     family, policy = family_policy
     trajs = _batch(family, policy, video_path, "video")
     items = [TrainItem(t, 1.0) for t in trajs]
     counts = {}
-    for batched in (True, False):
+    for batched in (True, False, "kl reward"):
         model, ref = copy.deepcopy(policy.model), _perturbed(policy.model)
         calls = {"policy": 0, "ref": 0}
         model.model.register_forward_hook(
@@ -355,14 +357,20 @@ def test_batched_update_forwards_policy_and_reference_once_per_micro_batch(
             policy.processor,
             torch.optim.SGD(model.parameters(), lr=0.0),
             items,
-            clip=ClipKL(clip_eps=0.2, kl_coef=0.1, kl_kind="k3"),
+            clip=ClipKL(
+                clip_eps=0.2,
+                kl_coef=0.1,
+                kl_kind="k3",
+                kl_in="reward" if batched == "kl reward" else "loss",
+            ),
             passes=UpdatePasses(max_grad_norm=1.0, micro_batch_tokens=10_000),
             ref_model=ref,
-            batched=batched,
+            batched=bool(batched),
         )
         counts[batched] = calls
     assert counts[True] == {"policy": 1, "ref": 1}
     assert counts[False] == {"policy": 2 * len(items), "ref": len(items)}
+    assert counts["kl reward"] == {"policy": 2, "ref": 1}
 
 
 def _own_syncs(counter: SyncCounter) -> int:

@@ -40,8 +40,9 @@ def test_the_clip_changes_a_groups_advantages() -> None:
 
 # -- item 6: the KL in the reward or in the loss ----------------------------------------------
 
-# two episodes x three trained tokens; sampling and reference logprobs per token
-SAMPLING = torch.tensor([-1.0, -0.5, -2.0, -0.3, -0.3, -0.3])
+# two episodes x three trained tokens; the policy's (at the update's start) and the reference's
+# logprobs per token
+POLICY = torch.tensor([-1.0, -0.5, -2.0, -0.3, -0.3, -0.3])
 REF = torch.tensor([-1.2, -0.5, -1.0, -0.6, -0.1, -0.3])
 COUNTS = (3, 3)
 EPISODE_ADV = torch.tensor([1.0, 1.0, 1.0, -1.0, -1.0, -1.0])
@@ -50,7 +51,7 @@ EPISODE_ADV = torch.tensor([1.0, 1.0, 1.0, -1.0, -1.0, -1.0])
 def test_kl_returns_by_hand() -> None:
     # k1 = [0.2, 0, -1.0 | 0.3, -0.2, 0]; reward -0.1 * k1 = [-0.02, 0, 0.1 | -0.03, 0.02, 0]
     # return-to-go within each episode: [0.08, 0.1, 0.1 | -0.01, 0.02, 0]
-    got = kl_returns(SAMPLING, REF, COUNTS, kl_coef=0.1, kind="k1")
+    got = kl_returns(POLICY, REF, COUNTS, kl_coef=0.1, kind="k1")
     assert got.tolist() == pytest.approx([0.08, 0.1, 0.1, -0.01, 0.02, 0.0], abs=1e-6)
 
 
@@ -63,10 +64,10 @@ def test_kl_returns_are_clamped_and_never_differentiated() -> None:
 
 def _shaped_and_loss(clip: ClipKL) -> tuple[list[float], float]:
     """The two episodes' per-token advantages as the update shapes them (KL returns added when
-    the KL is a reward) and the loss at ratio 1 (logprobs = old = sampling)."""
+    the KL is a reward) and the loss at ratio 1 (logprobs = old = POLICY)."""
     args = _LossArgs(clip, 1.0)
-    (adv,) = shape_advantages([EPISODE_ADV], [SAMPLING], [REF], [COUNTS], clip, token_norm=False)
-    out = args.loss(SAMPLING[None], SAMPLING[None], adv[None], REF[None], 6)
+    (adv,) = shape_advantages([EPISODE_ADV], [POLICY], [REF], [COUNTS], clip, token_norm=False)
+    out = args.loss(POLICY[None], POLICY[None], adv[None], REF[None], 6)
     return adv.tolist(), float(out.loss)
 
 

@@ -261,3 +261,52 @@ def test_zero_advantage_still_moves_parameters_through_kl_to_a_different_referen
     )
     assert stats.kl > 0 and stats.grad_norm > 0
     assert not all(torch.equal(a, b) for a, b in zip(before, _params(model)))
+
+
+#: the release's KL (a k1 per-token reward, coefficient 0.01) and advantage normalisation over
+#: every trained token: the defaults of `rl`
+KL_REWARD = ClipKL(clip_eps=0.2, kl_coef=0.01, kl_kind="k1", kl_in="reward")
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_the_update_never_reads_the_last_bits_of_the_sampling_logprobs(
+    policy, codec, frames, batched
+) -> None:
+    """Issue 48 item 8: the generator's logprobs of the same tokens differ in their last bits with
+    the rows that shared its forwards (its batch layout: timing). A group whose rewards tie (every
+    advantage 0, as in each step of the micro preset) used to be trained on the KL reward of those
+    bits, scaled up by the token normalisation: the same rollouts gave grad_norm 0.0260 or 0.0235.
+    Now the KL reward reads the policy's own recompute: sampling logprobs one ulp apart give the
+    same update, bit for bit, and at the first step (the policy IS its reference) nothing at all."""
+    traj = _two_turn(codec, frames)
+    with torch.no_grad():
+        recomputed = trajectory_logprobs(policy.model, policy.processor, traj, 0.7)  # (P,)
+    pos = sampled_positions(traj)
+    runs = []
+    for nudge in (False, True):  # the same tokens sampled in two batch layouts
+        lp = list(traj.logprobs)
+        for p, v in zip(pos, recomputed, strict=True):
+            lp[p] = float(torch.nextafter(v, v - 1.0) if nudge else v)
+        items = [TrainItem(dataclasses.replace(traj, logprobs=tuple(lp)), 0.0) for _ in range(2)]
+        model = copy.deepcopy(policy.model)
+        stats = ppo_update(
+            model,
+            policy.processor,
+            torch.optim.SGD(model.parameters(), lr=0.0),
+            items,
+            clip=KL_REWARD,
+            passes=UpdatePasses(max_grad_norm=1.0, token_norm=True),
+            ref_model=copy.deepcopy(policy.model).eval(),
+            temperature=0.7,
+            batched=batched,
+        )
+        grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in model.parameters()]
+        runs.append((stats, grads))
+    (a, ga), (b, gb) = runs
+    assert a.logprob_mismatch != b.logprob_mismatch  # control: the sampling logprobs did differ
+    assert dataclasses.replace(a, logprob_mismatch=0.0, old_logprob_s=0.0) == dataclasses.replace(
+        b, logprob_mismatch=0.0, old_logprob_s=0.0
+    )
+    assert all(torch.equal(x, y) for x, y in zip(ga, gb, strict=True))
+    assert a.grad_norm == 0.0 and a.loss == 0.0 and a.kl == 0.0 and not a.skipped
+    assert all(not g.any() for g in ga)
