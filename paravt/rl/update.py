@@ -18,15 +18,11 @@ pass; the tiny and Qwen-VL configs have none.
 Per-token advantages (``loss.shape_advantages``: + the KL return-to-go with ``clip.kl_in`` reward,
 normalised over all scored tokens with ``passes.token_norm``) need every micro-batch's reference
 logprobs before the first loss: the reference scores the micro-batches first, then the policy runs.
-The KL reward compares the reference with the POLICY'S OWN logprobs, recomputed by a no-grad
-forward of every micro-batch before the first loss (one extra policy forward per micro-batch, only
-with that reward on), never with the generator's sampling logprobs: the sampler is these weights,
-but the last bits of its logprobs depend on which rows shared its forwards (continuous batching,
-the batch window: timing), and token normalisation scales those bits up to whole advantages when
-a step's group advantages are all 0 (the same rollouts gave grad_norm 0.0260 or 0.0235 as the
-generator served them one by one or together; docs/reliability.md). The recompute is a function
-of the tokens and the weights alone, so an update is the same in every run: at the first step,
-where the policy IS the reference, the KL reward is exactly 0.
+The KL reward reads the POLICY'S OWN logprobs, a no-grad forward of every micro-batch before the
+first loss (``_kl_policy``), never the generator's: their last bits follow which rows shared its
+forwards (timing), and token normalisation made those bits whole advantages when a step's groups
+tied (docs/reliability.md). The recompute depends on tokens and weights alone (at the first
+step, where the policy IS the reference, the KL reward is exactly 0).
 
 ``batched=False`` is today's per-sequence path (old, reference and loss passes, one sequence at a
 time): the equivalence oracle of tests/rl/test_batched_passes.py and the baseline of the speed
@@ -290,17 +286,10 @@ def _batched_update(
     )  # positions once per row
     suppress = vision_ids(processor)
     ref = [_frozen_score(ref_model, mb, args.temperature, suppress) for mb in mbs]  # (N,) each
-    # the KL reward's policy logprobs: a no-grad forward of the policy before any loss (only
-    # when that reward is on; shape_advantages reads nothing else from them)
-    t0 = time.perf_counter()
-    behaviour = [
-        _frozen_score(model if args.kl_reward(ref_model) else None, mb, args.temperature, suppress)
-        for mb in mbs
-    ]
-    old_s = time.perf_counter() - t0
+    start, old_s = _kl_policy(model if args.kl_reward(ref_model) else None, mbs, args, suppress)
     adv = shape_advantages(
         [_token_advantages(items, mb, device) for mb in mbs],
-        behaviour,
+        start,
         ref,
         [mb.counts for mb in mbs],
         args.clip,
@@ -344,6 +333,16 @@ def _frozen_score(
         if model is None
         else score(model, mb, temperature=temperature, suppress_ids=suppress).logprobs
     )
+
+
+def _kl_policy(
+    model: Any | None, mbs: Sequence[MicroBatch], args: _LossArgs, suppress: Sequence[int]
+) -> tuple[list[torch.Tensor | None], float]:
+    """The KL reward's policy logprobs (the module docstring), a no-grad forward of each
+    micro-batch before any loss, and its wall seconds; Nones without a ``model`` (reward off)."""
+    t0 = time.perf_counter()
+    out = [_frozen_score(model, mb, args.temperature, suppress) for mb in mbs]
+    return out, time.perf_counter() - t0
 
 
 def _token_advantages(
