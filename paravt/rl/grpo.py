@@ -231,9 +231,7 @@ class GRPOTrainer:
             "timing_s/gen": t1 - t0,
             "timing_s/reward": t2 - t1,
             "timing_s/adv": t_adv - t2,
-            # the KL reward's no-grad policy pass (paravt.rl.update); the loss's old logprobs
-            # need none: the update's first forward gives them
-            "timing_s/old_log_prob": stats.old_logprob_s,
+            "timing_s/old_log_prob": stats.old_logprob_s,  # the KL reward's (paravt.rl.update)
             "timing_s/ref": ref_s,
             "timing_s/update_actor": update_s,
             "timing_s/tools": tool_seconds(results),
