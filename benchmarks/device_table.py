@@ -60,8 +60,9 @@ def trainer_times(
     """Seconds per row of an SFT step and of a GRPO update on ``rows``."""
     from batch_bench import items_from_rows
     from paravt.rl.loss import ClipKL
+    from paravt.rl.optim_step import optimizer_step
     from paravt.rl.sft import sft_backward
-    from paravt.rl.update import UpdatePasses, optimizer_step, ppo_update
+    from paravt.rl.update import UpdatePasses, ppo_update
 
     device = next(model.parameters()).device
     model = copy.deepcopy(model).train()

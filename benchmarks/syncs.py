@@ -33,8 +33,8 @@ def _count_sft(
     model: Any, processor: Any, optimizer: Any, rows: Sequence[Any], device: str | None = None
 ) -> SyncCounter:
     from paravt.rl import batch as batch_mod
+    from paravt.rl.optim_step import optimizer_step
     from paravt.rl.sft import sft_backward
-    from paravt.rl.update import optimizer_step
 
     dev = next(model.parameters()).device
     built = batch_mod.micro_batches(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -13,6 +13,9 @@ from rich.table import Table
 from paravt.cli.checks import output_dir
 from paravt.cli.output import SET_HELP, stdout_console
 from paravt.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from paravt.config import DistillConfig
 
 console = stdout_console()
 
@@ -95,19 +98,12 @@ def distill_cmd(
     """Distill cold-start SFT traces from a teacher (paravt.distill)."""
     import asyncio
 
-    from paravt import config as cfgmod
     from paravt.data.screen import screen_rows
     from paravt.distill import distill
     from paravt.distill.run import nothing_accepted
     from paravt.distill.teacher import read_api_key
 
-    flags = [
-        cfgmod.Flag("--pipeline", "pipeline", pipeline),
-        cfgmod.Flag("--workers", "workers", workers),
-        cfgmod.Flag("--keep-incorrect", "keep_incorrect", True if keep_incorrect else None),
-    ]
-    mapping = cfgmod.read_mapping(config) if config else {}
-    cfg = cfgmod.resolve(cfgmod.DistillConfig, mapping, config or "defaults", set_, flags)
+    cfg = _settings(config, set_, pipeline, workers, keep_incorrect)
     eps = _endpoints(
         (teacher, teacher_model),
         (fallback, fallback_model),
@@ -133,6 +129,26 @@ def distill_cmd(
         _print_report(report, out)
     if problem := nothing_accepted(report, Path(out)):
         raise DataError(problem)  # exit 2: there is nothing to train on
+
+
+def _settings(
+    config: str | None,
+    set_: list[str],
+    pipeline: str | None,
+    workers: int | None,
+    keep_incorrect: bool,
+) -> DistillConfig:
+    """The distill settings: the ``--config`` YAML (or the defaults), ``--set`` and the flags that
+    name a field."""
+    from paravt import config as cfgmod
+
+    flags = [
+        cfgmod.Flag("--pipeline", "pipeline", pipeline),
+        cfgmod.Flag("--workers", "workers", workers),
+        cfgmod.Flag("--keep-incorrect", "keep_incorrect", True if keep_incorrect else None),
+    ]
+    mapping = cfgmod.read_mapping(config) if config else {}
+    return cfgmod.resolve(cfgmod.DistillConfig, mapping, config or "defaults", set_, flags)
 
 
 def _endpoints(

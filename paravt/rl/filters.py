@@ -6,7 +6,8 @@ oversample–filter–rank step: roll out more prompts than needed, keep the ``k
 largest reward std. The offline DAPO pre-filter lives with the data: ``paravt.rl.prefilter``.
 
 Each filter returns a ``FilterResult`` with the kept ids and every dropped id with its reason, so
-the trainer can log ``filter/<reason>`` counts.
+the trainer can log ``filter/<reason>`` counts; ``filter_groups`` is a step's whole filter (the
+groups with a failure dropped first, then the online filters) with those counts.
 """
 
 from __future__ import annotations
@@ -14,9 +15,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from paravt.errors import ConfigError, DataError
 from paravt.rl.advantages import sample_std
+
+if TYPE_CHECKING:
+    from paravt.agent import EpisodeResult
+    from paravt.config import RLConfig
 
 ZERO_VARIANCE = "zero_variance"
 RANK = "rank"
@@ -74,3 +80,37 @@ def rank_by_std(groups: Mapping[str, Sequence[float]], keep: int) -> FilterResul
     _check_groups(groups)
     order = sorted(groups, key=lambda gid: (-round(sample_std(groups[gid]), _STD_DIGITS), gid))
     return FilterResult(tuple(order[:keep]), tuple(DroppedGroup(g, RANK) for g in order[keep:]))
+
+
+def filter_groups(
+    rl: RLConfig,
+    groups: dict[str, list[int]],
+    rewards: list[float],
+    results: list[EpisodeResult],
+) -> tuple[list[str], dict[str, float]]:
+    """The online filters (``rl.filter`` online; offline keeps every group); a group with an
+    inference-backend failure (a main or sub-agent request that errored, not model behaviour)
+    or a crashed episode (an exception inside it) is dropped first, so a crash is never a
+    training signal."""
+    failed = {
+        g
+        for g, idx in groups.items()
+        if any(results[i].backend_errors or results[i].crashed for i in idx)
+    }
+    by_group = {g: [rewards[i] for i in idx] for g, idx in groups.items() if g not in failed}
+    kept = list(by_group)
+    counts: dict[str, float] = {
+        "filter/error_dropped": float(len(failed)),
+        "filter/zero_var_dropped": 0.0,
+        "filter/rank_dropped": 0.0,
+        "episodes/crashed": float(sum(r.crashed for r in results)),
+    }
+    if rl.filter == "offline":
+        return kept, counts
+    if rl.drop_zero_variance:
+        res = drop_zero_variance(by_group)
+        kept = list(res.kept)
+        counts["filter/zero_var_dropped"] = float(len(res.dropped))
+    ranked = rank_by_std({g: by_group[g] for g in kept}, keep=rl.prompts_per_step)
+    counts["filter/rank_dropped"] = float(len(ranked.dropped))
+    return list(ranked.kept), counts

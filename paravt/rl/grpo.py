@@ -4,7 +4,7 @@
 One step, top to bottom:
 
 1. take ``prompts_per_step`` prompts from a seeded per-epoch permutation (``rl.filter`` online:
-   ``ceil(oversample · prompts_per_step)``);
+   ``ceil(oversample · prompts_per_step)``; ``paravt.rl.cursor``);
 2. nFrames Gating: each prompt gets n ~ U(choices) keyed by (seed, epoch, prompt id), the same n
    for its G rollouts (off: ``video.overview_nframes``);
 3. roll out G episodes per prompt (``paravt.agent.run_group``, all concurrently, so the batching
@@ -13,7 +13,7 @@ One step, top to bottom:
 5. ``rl.filter`` offline [paper] (the DAPO pre-filter ran once before training): every group is
    trained; online: drop zero-variance groups, keep the ``prompts_per_step`` groups with the
    largest reward std (PyVision-RL's oversample–filter–rank). Groups with a backend failure or a
-   crashed episode are dropped in both;
+   crashed episode are dropped in both (``paravt.rl.filters.filter_groups``);
 6. group advantages of the scaled, clipped rewards (with or without std normalisation; batch
    normalised over episodes when ``rl.adv_norm_unit`` is episode), broadcast to the episode's
    sub-agent trajectories when ``rollout.train_subagents`` (off by default, as the release: only
@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
-import random
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -47,13 +45,14 @@ from paravt.errors import DataError
 from paravt.models.openai.judge import judge_overrides
 from paravt.rewards import RewardBreakdown, RewardWeights
 from paravt.rewards.metrics import RolloutRecord, aggregate
-from paravt.rl import filters
 from paravt.rl.advantages import (
     batch_normalize,
     broadcast_to_trajectories,
     grouped,
     scale_and_clip,
 )
+from paravt.rl.cursor import DataCursor, rollout_prompts
+from paravt.rl.filters import filter_groups
 from paravt.rl.gating import overview_budget
 from paravt.rl.loss import ClipKL
 from paravt.rl.mfu import Mfu
@@ -71,41 +70,6 @@ from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import TrainItem, UpdatePasses, UpdateStats, ppo_update
 
 log = logging.getLogger(__name__)
-
-
-def rollout_prompts(rl: Any) -> int:
-    """Prompts one step rolls out (``rl``: an ``RLConfig``): ``prompts_per_step`` (``rl.filter``
-    offline, the paper's: every group is trained), ``ceil(oversample · prompts_per_step)`` online
-    (the filters then keep ``prompts_per_step``)."""
-    if rl.filter == "online":
-        return math.ceil(rl.oversample * rl.prompts_per_step)
-    return int(rl.prompts_per_step)
-
-
-@dataclass
-class DataCursor:
-    """Where the trainer is in the prompt stream (saved in checkpoints)."""
-
-    epoch: int = 0
-    position: int = 0
-
-    def take(self, n_rows: int, k: int, seed: int) -> list[tuple[int, int]]:
-        """``k`` (row index, epoch) pairs; a new seeded permutation each epoch."""
-        out = []
-        for _ in range(k):
-            if self.position >= n_rows:
-                self.epoch, self.position = self.epoch + 1, 0
-            perm = _permutation(n_rows, seed, self.epoch)
-            out.append((perm[self.position], self.epoch))
-            self.position += 1
-        return out
-
-
-def _permutation(n: int, seed: int, epoch: int) -> list[int]:
-    rng = random.Random(f"perm:{seed}:{epoch}")
-    idx = list(range(n))
-    rng.shuffle(idx)
-    return idx
 
 
 @dataclass
@@ -203,7 +167,7 @@ class GRPOTrainer:
             episode_reward(r, self.weights, o) for r, o in zip(results, overrides, strict=True)
         ]
         t2 = time.perf_counter()
-        kept, drop_counts = self._filter(groups, [b.reward for b in rewards], results)
+        kept, drop_counts = filter_groups(rl, groups, [b.reward for b in rewards], results)
         items, episode_adv = self._items(results, rewards, groups, kept)
         t_adv = time.perf_counter()
         self._ref_timer.take()
@@ -235,18 +199,36 @@ class GRPOTrainer:
             "timing_s/ref": ref_s,
             "timing_s/update_actor": update_s,
             "timing_s/tools": tool_seconds(results),
-            **self._mfu.metrics(
-                "perf/mfu/actor",
-                [len(it.traj.ids) for it in items if it.traj.n_sampled > 0],
-                update_s,
-                passes=rl.ppo_epochs,
-            ),
+            **self._actor_mfu(items, update_s),
             "perf/total_num_tokens": float(
                 sum(r.tokens.total_input + r.tokens.generated for r in results)
             ),
         }
+        samples = self._samples(step, results, rewards, groups, episode_adv)
+        return StepOutput(metrics, results, samples)
+
+    def _actor_mfu(self, items: list[TrainItem], update_s: float) -> dict[str, float]:
+        """``perf/mfu/actor``: the update's rows (those with a sampled token) over its time."""
+        return self._mfu.metrics(
+            "perf/mfu/actor",
+            [len(it.traj.ids) for it in items if it.traj.n_sampled > 0],
+            update_s,
+            passes=self.cfg.rl.ppo_epochs,
+        )
+
+    def _samples(
+        self,
+        step: int,
+        results: list[EpisodeResult],
+        rewards: list[RewardBreakdown],
+        groups: dict[str, list[int]],
+        episode_adv: dict[int, float],
+    ) -> list[dict[str, Any]]:
+        """This step's rows of ``rollouts.jsonl`` (``rl.log_rollouts`` of them, seeded by the
+        step)."""
+        rl = self.cfg.rl
         group_of = [g for g, idx in sorted(groups.items(), key=lambda kv: kv[1][0]) for _ in idx]
-        samples = sample_rows(
+        return sample_rows(
             step + 1,
             results,
             rewards,
@@ -255,7 +237,6 @@ class GRPOTrainer:
             n=rl.log_rollouts,
             seed=step_seed(rl.seed, step),
         )
-        return StepOutput(metrics, results, samples)
 
     def _update(self, items: list[TrainItem], step: int) -> UpdateStats:
         """The policy update on the kept rollouts; warns when the recomputed logprobs drift from the
@@ -331,37 +312,6 @@ class GRPOTrainer:
         )
         return results, overrides, counts
 
-    def _filter(
-        self, groups: dict[str, list[int]], rewards: list[float], results: list[EpisodeResult]
-    ) -> tuple[list[str], dict[str, float]]:
-        """The online filters (``rl.filter`` online; offline keeps every group); a group with an
-        inference-backend failure (a main or sub-agent request that errored, not model behaviour)
-        or a crashed episode (an exception inside it) is dropped first, so a crash is never a
-        training signal."""
-        rl = self.cfg.rl
-        failed = {
-            g
-            for g, idx in groups.items()
-            if any(results[i].backend_errors or results[i].crashed for i in idx)
-        }
-        by_group = {g: [rewards[i] for i in idx] for g, idx in groups.items() if g not in failed}
-        kept = list(by_group)
-        counts: dict[str, float] = {
-            "filter/error_dropped": float(len(failed)),
-            "filter/zero_var_dropped": 0.0,
-            "filter/rank_dropped": 0.0,
-            "episodes/crashed": float(sum(r.crashed for r in results)),
-        }
-        if rl.filter == "offline":
-            return kept, counts
-        if rl.drop_zero_variance:
-            res = filters.drop_zero_variance(by_group)
-            kept = list(res.kept)
-            counts["filter/zero_var_dropped"] = float(len(res.dropped))
-        ranked = filters.rank_by_std({g: by_group[g] for g in kept}, keep=rl.prompts_per_step)
-        counts["filter/rank_dropped"] = float(len(ranked.dropped))
-        return list(ranked.kept), counts
-
     def _items(
         self,
         results: list[EpisodeResult],
@@ -420,4 +370,4 @@ def _mean(xs: list[float] | list[int]) -> float:
     return float(sum(xs)) / len(xs) if xs else 0.0
 
 
-__all__ = ["DataCursor", "GRPOTrainer", "StepOutput", "step_seed", "rollout_record"]
+__all__ = ["GRPOTrainer", "StepOutput", "step_seed", "rollout_record"]

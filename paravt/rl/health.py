@@ -11,10 +11,11 @@ on, learning nothing, to "rl done". The check runs before the step's
 checkpoint and before the final save, so no non-finite model is ever written: the newest checkpoint
 on disk is the last good one and ``--resume`` continues from it (``paravt.rl.checkpoint``).
 
-A step whose update was skipped by the NaN/inf guard of ``paravt.rl.update.optimizer_step`` (a
-non-finite gradient norm at a finite loss), or that had nothing to train on, leaves the parameters
-unchanged; it goes on, counted in ``update_skipped``. A run in which EVERY step skipped its update
-ends with one `TrainingError` line instead of "done" (``no_update_problem``), its model unsaved.
+A step whose update was skipped by the NaN/inf guard of
+``paravt.rl.optim_step.optimizer_step`` (a non-finite gradient norm at a finite loss), or that had
+nothing to train on, leaves the parameters unchanged; it goes on, counted in ``update_skipped``.
+A run in which EVERY step skipped its update ends with one `TrainingError` line instead of "done"
+(``no_update_problem``), its model unsaved.
 A divergence names the knob whose quantity overflowed: the advantages (``rl.reward_scale``) when
 they alone carry the loss out of range, else the learning rate.
 """

@@ -33,8 +33,9 @@ from paravt.models.chat import ChatCodec
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl.batch import DEFAULT_MICRO_BATCH_TOKENS, micro_batches, score, vision_ids
 from paravt.rl.mfu import Mfu
+from paravt.rl.optim_step import optimizer_step
 from paravt.rl.trainer import TrainerSettings
-from paravt.rl.update import optimizer_step, trajectory_logprobs
+from paravt.rl.update import trajectory_logprobs
 
 if TYPE_CHECKING:
     from paravt.config import LrDecay, TrainConfig

@@ -51,13 +51,12 @@ from paravt.rl.batch import (
     vision_ids,
 )
 from paravt.rl.loss import ClipKL, LossTerms, grpo_terms, shape_advantages
+from paravt.rl.optim_step import LossSums, StepResult, optimizer_step
 
 __all__ = [
     "TrainItem",
     "UpdateStats",
-    "StepResult",
     "ppo_update",
-    "optimizer_step",
     "trajectory_logprobs",
     "sampled_positions",
 ]
@@ -114,49 +113,6 @@ class UpdateStats:
         }
 
 
-@dataclass(frozen=True)
-class StepResult:
-    grad_norm: float
-    skipped: bool  # the loss or the gradient norm was not finite: gradients dropped, no step
-
-
-def optimizer_step(
-    model: Any, optimizer: torch.optim.Optimizer, max_grad_norm: float, loss: float
-) -> StepResult:
-    """Clip the accumulated gradients and step, unless ``loss`` or the gradient norm is not finite
-    (then the gradients are dropped and no parameter or optimizer state changes)."""
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
-    skipped = not (math.isfinite(loss) and math.isfinite(grad_norm))
-    if skipped:
-        optimizer.zero_grad(set_to_none=True)
-    else:
-        optimizer.step()
-    return StepResult(grad_norm, skipped)
-
-
-class _Sums:
-    """Running sums of the micro-batch loss parts (each already divided by the batch token
-    count), kept on the device in float64 (the sums of the same float32 values that Python floats
-    would make) and read back once, by ``read``: no device→host sync per micro-batch."""
-
-    def __init__(self) -> None:
-        self.parts: torch.Tensor | None = None  # (6,) loss, policy, kl, clip, ppo_kl, high
-
-    def add(self, out: LossTerms) -> None:
-        high = torch.zeros_like(out.clip_frac) if out.clip_high is None else out.clip_high
-        terms = torch.stack(
-            [out.loss.detach(), out.policy_loss, out.kl, out.clip_frac, out.approx_kl, high]
-        )
-        self.parts = terms.double() if self.parts is None else self.parts + terms.double()
-
-    def read(self) -> tuple[float, float, float, float, float, float]:
-        """(loss, policy, kl, clip, ppo_kl, clip_high): one sync."""
-        if self.parts is None:
-            return 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-        loss, policy, kl, clip, ppo_kl, high = self.parts.tolist()
-        return loss, policy, kl, clip, ppo_kl, high
-
-
 def _stats(
     parts: tuple[float, float, float, float, float, float],
     step: StepResult,
@@ -164,7 +120,7 @@ def _stats(
     mismatch: float,
     entropy: float = math.nan,
 ) -> UpdateStats:
-    """One epoch's `UpdateStats` from `_Sums.read` and its optimizer step."""
+    """One epoch's `UpdateStats` from `LossSums.read` and its optimizer step."""
     loss, policy, kl, clip, ppo_kl, high = parts
     return UpdateStats(
         loss, policy, kl, clip, step.grad_norm, total, mismatch, step.skipped, entropy, ppo_kl, high
@@ -300,7 +256,7 @@ def _batched_update(
     stats = None
     for epoch in range(ppo_epochs):
         optimizer.zero_grad(set_to_none=True)
-        sums = _Sums()
+        sums = LossSums()
         for k, mb in enumerate(mbs):
             s = score(
                 model, mb, temperature=args.temperature, suppress_ids=suppress, entropy=epoch == 0
@@ -409,7 +365,7 @@ def _per_sequence_update(
     stats = None
     for _ in range(ppo_epochs):
         optimizer.zero_grad(set_to_none=True)
-        sums = _Sums()
+        sums = LossSums()
         for i, it in enumerate(items):
             lp = trajectory_logprobs(model, processor, it.traj, args.temperature)  # (P,)
             r = ref[i]

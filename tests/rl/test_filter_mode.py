@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import pytest
 
 from paravt.config import TrainConfig
-from paravt.rl.grpo import GRPOTrainer, rollout_prompts
+from paravt.rl.cursor import rollout_prompts
+from paravt.rl.filters import filter_groups
 
 
 def _cfg(**rl: object) -> TrainConfig:
@@ -19,7 +20,7 @@ def _cfg(**rl: object) -> TrainConfig:
 def _filter(cfg: TrainConfig, rewards: list[float], crashed: int | None = None):
     groups = {"a": [0, 1], "b": [2, 3], "c": [4, 5]}
     results = [SimpleNamespace(backend_errors=0, crashed=i == crashed) for i in range(len(rewards))]
-    return GRPOTrainer._filter(SimpleNamespace(cfg=cfg), groups, rewards, results)  # type: ignore[arg-type]
+    return filter_groups(cfg.rl, groups, rewards, results)  # type: ignore[arg-type]
 
 
 def test_offline_is_the_default_and_rolls_out_only_the_prompts_it_trains() -> None:
