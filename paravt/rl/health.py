@@ -141,7 +141,7 @@ def _first(metrics: Mapping[str, Any], keys: Sequence[str], default: Any) -> Any
 
 def _every_group_failed(metrics: Mapping[str, float]) -> int | None:
     """The number of groups of an RL step when every one was dropped as an error (a failed
-    generation or a crashed episode: ``GRPOTrainer._filter``), else None."""
+    generation or a crashed episode: ``paravt.rl.filters.filter_groups``), else None."""
     failed = int(metrics.get("filter/error_dropped", 0.0))
     others = ("filter/zero_var_dropped", "filter/rank_dropped", "groups/kept")
     return failed if failed > 0 and not any(metrics.get(k, 0.0) for k in others) else None
