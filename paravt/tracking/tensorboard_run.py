@@ -8,6 +8,7 @@ by TensorBoard and every step reads back once."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ class TensorboardRun:
         # after the held steps; a fresh run (or one holding none) voids whatever OUT/tb had
         purge = max(self.held) + 1 if self.held else (1 if root.exists() else None)
         self._root, self._writer = root, require("tensorboard").SummaryWriter
-        self._w = self._writer(str(root), purge_step=purge)
+        self._w = self._open(purge)
         self.state: dict[str, Any] = {"dir": str(root)}
         if prev is None and config is not None:  # the TEXT tab's config (hparams need a metric)
             text = json.dumps(dict(config), indent=1, default=str)
@@ -63,11 +64,31 @@ class TensorboardRun:
         """Forget the steps after ``step`` (a resumed run re-runs them): a writer reopened with
         ``purge_step=step + 1`` makes TensorBoard's reader discard what was written after it."""
         self._w.close()
-        self._w = self._writer(str(self._root), purge_step=step + 1)
+        self._w = self._open(step + 1)
         self.held = {s for s in self.held if s <= step}
+
+    def _open(self, purge: int | None) -> Any:
+        """A writer whose new event file sorts after every file ``OUT/tb`` holds. TensorBoard reads
+        the files in name order and applies a purge to what it read BEFORE it; a name starts with
+        the second the file was opened, and within one second its other parts (host, pid, a
+        counter) compare as text ("…10" < "…9"), so a file opened in the same second as an older
+        one can be read first and the purge void nothing. Waits for the next second when needed
+        (at most one: only a resume within the second of the last file)."""
+        newest = max(
+            (_opened_at(f.name) for f in self._root.glob("events.out.tfevents.*")), default=0
+        )
+        while int(time.time()) <= newest:
+            time.sleep(0.05)
+        return self._writer(str(self._root), purge_step=purge)
 
     def close(self, status: str = "FINISHED") -> None:
         self._w.close()
+
+
+def _opened_at(name: str) -> int:
+    """The second an event file was opened, from its name (``events.out.tfevents.SECONDS.…``)."""
+    part = name.split(".")[3] if name.count(".") >= 3 else ""
+    return int(part) if part.isdigit() else 0
 
 
 def _markdown(columns: list[str], rows: list[list[Any]]) -> str:
