@@ -295,7 +295,8 @@ def test_infer_and_eval_take_a_v1_url(served: Served, synth: Path, tmp_path: Pat
 def test_distill_talks_to_a_served_teacher(served: Served, synth: Path, tmp_path: Path) -> None:
     """`paravt data distill` against a real vLLM teacher (issue 16): requests with frames reach the
     server and come back, every row ends (accepted or rejected with a reason; a random tiny
-    teacher writes no valid trace), no teacher errors, tokens counted."""
+    teacher writes no valid trace, so the run accepts none and exits 2), no teacher errors, tokens
+    counted."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = tmp_path / "distilled"
     proc = subprocess.run(
@@ -326,7 +327,10 @@ def test_distill_talks_to_a_served_teacher(served: Served, synth: Path, tmp_path
         env=env,
         timeout=600,
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    # a random tiny teacher writes no valid trace: 0 accepted is exit 2 with one line and no
+    # sft.parquet (issue 48 item 6), report.json and progress.jsonl keep every row
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "0 of 2 rows accepted" in proc.stderr and not (out / "sft.parquet").exists()
     report = json.loads((out / "report.json").read_text())
     assert report["requested"] == 2 and report["finished"] == 2 and report["errored"] == 0
     assert report["teacher_errors"] == {"primary": 0, "fallback": 0}
