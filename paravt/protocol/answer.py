@@ -45,6 +45,11 @@ def answer_level(text: str) -> int:
     return _extract(text)[1]
 
 
+def extract_with_level(text: str) -> tuple[str | None, int]:
+    """``(extract_answer(text), answer_level(text))`` from one pass over the text."""
+    return _extract(text)
+
+
 def _extract(text: str) -> tuple[str | None, int]:
     if not isinstance(text, str):
         return None, 0

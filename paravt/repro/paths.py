@@ -118,12 +118,6 @@ def path_table(
     }
 
 
-def path_shares(paths: Sequence[PathName]) -> dict[str, float]:
-    """The share of each path among ``paths`` (every path present, 0.0 when absent)."""
-    n = len(paths)
-    return {p: (sum(1 for x in paths if x == p) / n if n else 0.0) for p in PATHS}
-
-
 def predicted_sign(table: Mapping[str, Any]) -> int | None:
     """+1 / −1 when the call-minus-direct ADVANTAGE interval excludes 0 (GRPO's first update
     pushes calls up / down), 0 when it straddles 0, None when either path is empty."""
@@ -140,7 +134,6 @@ def predicted_sign(table: Mapping[str, Any]) -> int | None:
 __all__ = [
     "PathRow",
     "grpo_advantages",
-    "path_shares",
     "path_table",
     "predicted_sign",
     "unpaired_bootstrap_diff",

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from paravt.protocol import tags as T
-from paravt.protocol.answer import answer_level, extract_answer, is_degenerate
+from paravt.protocol.answer import extract_with_level, is_degenerate
 from paravt.protocol.stats import FormatStats, format_stats
 from paravt.rewards.accuracy import accuracy
 from paravt.rewards.terms import COMPONENTS, TERMS, TermInput, format_reward
@@ -117,9 +117,9 @@ def compute_reward(
     gen = completion if not isinstance(generated, str) else generated.removesuffix(T.IM_END)
     text = (prefix or "") + completion if weights.score_prefix else gen
     stats = format_stats(text, stopped=stopped)
-    pred = extract_answer(text)
+    pred, level = extract_with_level(text)
     acc = accuracy(task, pred, answer, options) if acc_override is None else float(acc_override)
-    zero = _degenerate(stats, weights, pred, answer_level(text))
+    zero = _degenerate(stats, weights, pred, level)
     if is_degenerate(text):
         return zero
     x = TermInput(stats, acc, successful_calls, has_response=T.TOOL_RESPONSE_OPEN in text)

@@ -59,6 +59,12 @@ def classify_path(
     return "direct" if answered else "broken"
 
 
+def path_shares(paths: Sequence[PathName]) -> dict[str, float]:
+    """The share of each path of ``PATHS`` among ``paths`` (0.0 for a path absent or no path)."""
+    n = len(paths)
+    return {p: (sum(1 for x in paths if x == p) / n if n else 0.0) for p in PATHS}
+
+
 @dataclass(frozen=True)
 class RolloutRecord:
     breakdown: RewardBreakdown
@@ -111,9 +117,7 @@ def aggregate(records: Sequence[RolloutRecord]) -> dict[str, float]:
     out["closed/all"] = _mean(well_formed(x) for x in b)
     out["tool_code_rate"] = _mean(x.tool_code for x in b)
     out["skip_tool_rate"] = _mean(r.calls == 0 for r in recs)
-    paths = [r.path for r in recs]
-    for p in PATHS:
-        out[f"path/{p}"] = _mean(x == p for x in paths)
+    out.update({f"path/{p}": v for p, v in path_shares([r.path for r in recs]).items()})
     out["degenerate_rate"] = _mean(x.degenerate for x in b)
     out["acc"] = _mean(x.acc for x in b)
     for key, vals in _grouped(recs, lambda r: f"acc/task/{r.task}").items():

@@ -9,12 +9,11 @@ import pytest
 
 from paravt.repro.paths import (
     PathRow,
-    path_shares,
     path_table,
     predicted_sign,
     unpaired_bootstrap_diff,
 )
-from paravt.rewards.metrics import classify_path
+from paravt.rewards.metrics import classify_path, path_shares
 
 
 @pytest.mark.parametrize(
