@@ -247,6 +247,14 @@ class PriorConfig(_SupervisedConfig):
         "think is think_sentences long): the long-think tail of a strong prior, some of whose "
         "sampled thinks run past the RL turn budget (paper §H.3).",
     )
+    think_runaway: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Share of thinks that run on for 115–140 filler sentences (~370–460 "
+        "tokens), past the RL turn budget: the runaway thinks of a strong prior, a share of "
+        "which its sampled thinks repeat unclosed (paper §H.3).",
+    )
     json_share: float = Field(
         0.0,
         ge=0,

@@ -48,7 +48,7 @@ def pretrained_base(
 
     pc = cfg.model_copy(deep=True)
     if prior != "strong":  # the weak prior: no tool form, short thinks (paper: Qwen2.5-VL)
-        pc.prior.tool_mix, pc.prior.think_tail = 0.0, 0.0
+        pc.prior.tool_mix, pc.prior.think_tail, pc.prior.think_runaway = 0.0, 0.0, 0.0
     settings = base_settings(
         pc,
         videos=p.base.videos,

@@ -65,7 +65,9 @@ class PriorTrainer(SFTTrainer):
             root,
             session.codec,
             tool_mix=p.tool_mix,
-            habit=Habit(p.think_sentences, p.think_tail, p.json_share, p.max_calls),
+            habit=Habit(
+                p.think_sentences, p.think_tail, p.json_share, p.max_calls, p.think_runaway
+            ),
             seed=p.seed,
             copies=p.habit_copies,
             video=cfg.video,

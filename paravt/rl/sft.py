@@ -174,6 +174,9 @@ class SFTTrainer:
     lr_decay: LrDecay = "constant"
     min_lr_ratio: float = 0.1
     _mfu: Mfu = field(init=False, repr=False)  # train/mfu (its limit measured here, once)
+    # the epochs' permutations, drawn once each (a fresh shuffle per example was 19 % of a base
+    # step: docs/performance.md, "The base build")
+    _perms: dict[int, list[int]] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self._mfu = Mfu.of(self.model)
@@ -256,10 +259,16 @@ class SFTTrainer:
         out = []
         for j in range(step * self.batch_size, (step + 1) * self.batch_size):
             epoch, pos = divmod(j, n)
-            perm = list(range(n))
-            random.Random(f"sft:{self.seed}:{epoch}").shuffle(perm)
-            out.append(self.examples[perm[pos]])
+            out.append(self.examples[self.epoch_order(epoch)[pos]])
         return out
+
+    def epoch_order(self, epoch: int) -> list[int]:
+        """The seeded permutation of the examples in ``epoch`` (drawn once, then kept)."""
+        if epoch not in self._perms:
+            perm = list(range(len(self.examples)))
+            random.Random(f"sft:{self.seed}:{epoch}").shuffle(perm)
+            self._perms = {epoch: perm}  # batches move forward: only the current epoch is kept
+        return self._perms[epoch]
 
     def step(self, step: int) -> dict[str, float]:
         """One optimizer step; verl's SFT names (``train/*``) where verl has one, TRL's

@@ -128,3 +128,34 @@ def test_the_think_tail_is_geometric_and_capped() -> None:
     assert 5.6 < sum(draws) / len(draws) < 6.4  # 2 + a geometric of mean 4
     long = sum(d >= 12 for d in draws) / len(draws)  # P(extra ≥ 10) = 0.8^10 ≈ 0.107
     assert 0.08 < long < 0.14
+
+
+def test_runaway_thinks_run_past_the_budget_in_their_share() -> None:
+    import numpy as np
+
+    from paravt.data.synth.prior import RUNAWAY_SENTENCES
+
+    rng = np.random.default_rng(3)
+    habit = Habit(2, think_tail=4.0, runaway=0.25)
+    draws = [habit.sentences(rng) for _ in range(4000)]
+    runaway = [d for d in draws if d > MAX_THINK_SENTENCES]
+    assert 0.22 < len(runaway) / len(draws) < 0.28
+    assert min(runaway) >= RUNAWAY_SENTENCES[0] and max(runaway) <= RUNAWAY_SENTENCES[1]
+    short = [d for d in draws if d <= MAX_THINK_SENTENCES]
+    assert 5.6 < sum(short) / len(short) < 6.4  # the rest: 2 + a geometric of mean 4, as before
+
+
+def test_no_runaway_share_keeps_the_traces_as_they_were(prompts: list[RLRow]) -> None:
+    # a zero share draws nothing: the same seed gives the same traces with or without the field
+    old = prior_rows(prompts, tool_mix=1.0, habit=Habit(2, think_tail=3.0, json_share=0.5), seed=1)
+    new = prior_rows(
+        prompts, tool_mix=1.0, habit=Habit(2, think_tail=3.0, json_share=0.5, runaway=0.0), seed=1
+    )
+    assert old == new
+    ran = prior_rows(
+        prompts, tool_mix=1.0, habit=Habit(2, think_tail=3.0, json_share=0.5, runaway=1.0), seed=1
+    )
+    thinks = [
+        m.content.split("</think>")[0] for r in ran for m in r.messages if m.role == "assistant"
+    ]
+    assert all(t.count(".") >= 115 for t in thinks)  # every think a runaway

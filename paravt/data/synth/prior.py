@@ -5,9 +5,10 @@ a tiny model trained from scratch has none, so this module writes traces that te
 the same ParaVT-Synth prompts the later stages use:
 
 - thinks of varying length: ``think_sentences`` filler sentences inside ``<think>…</think>``,
-  plus, for a strong prior, a geometric tail of ``think_tail`` more sentences on average, so a
-  share of the thinks it samples runs past the RL turn budget without ``</think>`` (the
-  structural-boundary collapse of paper §H.3: a think that opens and runs on);
+  plus, for a strong prior, a geometric tail of ``think_tail`` more sentences on average, and a
+  share ``think_runaway`` of RUNAWAY thinks (``RUNAWAY_SENTENCES`` sentences, longer than the RL
+  turn budget), so a share of the thinks it samples runs past that budget without ``</think>``
+  (the structural-boundary collapse of paper §H.3: a think that opens and runs on);
 - answers WITHOUT tags: the bare answer text after ``</think>`` (no ``<answer>``);
 - tool calls (only in a ``tool`` trace), in the base's OWN forms, as Qwen3-VL has them: with
   probability ``json_share`` the native form, ``<tool_call>`` JSON blocks, one per window of the
@@ -47,6 +48,10 @@ from paravt.protocol.tags import (
 
 #: The longest think a trace writes (sentences): bounds the geometric tail.
 MAX_THINK_SENTENCES = 40
+#: A runaway think's length (sentences, uniform): a filler sentence is 3–5 tokens of the
+#: protocol tokenizer (3.25 a sentence in running text, measured), so 115–140 sentences are
+#: about 370–460 tokens, past the demo's 384-token RL turn budget (docs/repro.md)
+RUNAWAY_SENTENCES = (115, 140)
 
 _FILLER = (
     "Let me look at the video carefully before answering.",
@@ -82,10 +87,16 @@ class Habit:
     think_tail: float = 0.0  # mean of the geometric extra sentences (0: every think is as long)
     json_share: float = 0.0  # share of tool traces in the native <tool_call> JSON form
     max_calls: int = 2  # most <tool_code> turns of a python-form trace
+    runaway: float = 0.0  # share of thinks that run on for RUNAWAY_SENTENCES (0: none)
 
     def sentences(self, rng: np.random.Generator) -> int:
-        """One think's length: ``think_sentences`` plus a geometric tail of mean ``think_tail``
-        (support 0, 1, …), capped at ``MAX_THINK_SENTENCES``."""
+        """One think's length: with probability ``runaway`` a runaway think (uniform in
+        ``RUNAWAY_SENTENCES``), else ``think_sentences`` plus a geometric tail of mean
+        ``think_tail`` (support 0, 1, …), capped at ``MAX_THINK_SENTENCES``. A zero share or tail
+        draws nothing from ``rng`` (the traces without them stay as they were)."""
+        if self.runaway > 0 and rng.random() < self.runaway:
+            lo, hi = RUNAWAY_SENTENCES
+            return int(rng.integers(lo, hi + 1))
         extra = int(rng.geometric(1.0 / (1.0 + self.think_tail))) - 1 if self.think_tail > 0 else 0
         return min(MAX_THINK_SENTENCES, self.think_sentences + extra)
 
