@@ -263,6 +263,14 @@ class PriorConfig(_SupervisedConfig):
         "window of the crop plan in ONE turn (Qwen3-VL's own tool format); the rest use the "
         "second pretrained form, one <tool_code> python call per turn.",
     )
+    python_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Share of the native-form tool traces whose <tool_call> blocks hold a "
+        'python call, crop_video("video.mp4", start, end), as the paper\'s SFT output writes '
+        "(Appendix D): a call the release's JSON reader does not run.",
+    )
     max_calls: int = Field(
         2, ge=1, description="Most <tool_code> turns (one call each) in a python-form tool trace."
     )

@@ -31,6 +31,7 @@ class BaseSpec:
     think_tail: float = 0.0
     json_share: float = 0.0
     think_runaway: float = 0.0  # prior.think_runaway: the share of thinks that run on
+    python_share: float = 0.0  # prior.python_share: python bodies in the native <tool_call> form
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,12 @@ _BASE_S = BaseSpec(
     # thinks never reach it (2026-12-06: 98 of 98 closed, longest 252 tokens; the tail alone
     # cannot: a filler sentence is ~3.5 tokens, so 384 tokens are ~110 sentences)
     think_runaway=0.2,
-    json_share=0.8,  # native <tool_call> JSON in 4 of 5 tool traces, <tool_code> in the rest
+    json_share=0.8,  # the native <tool_call> tag in 4 of 5 tool traces, <tool_code> in the rest
+    # python bodies in 3 of 4 native-form traces, JSON in the rest: the paper's SFT output writes
+    # python calls inside <tool_call> (Appendix D), which the release does not run; without them
+    # this base's calls broke in 6-7 % of the RL init's call rollouts against 17-21 % for direct
+    # answers (2026-12-06, base seeds 0 and 1), the reverse of the paper's Format Fragility
+    python_share=0.75,
 )
 _DEMO = ReproPreset(
     train_videos=120,
@@ -204,7 +210,7 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     )
     cfg.prior.think_sentences, cfg.prior.habit_copies = b.think_sentences, b.habit_copies
     cfg.prior.think_tail, cfg.prior.json_share = b.think_tail, b.json_share
-    cfg.prior.think_runaway = b.think_runaway
+    cfg.prior.think_runaway, cfg.prior.python_share = b.think_runaway, b.python_share
     cfg.prior.batch_size = cfg.sft.batch_size = 2 if p.model_size == "xs" else 8
     cfg.sft.max_steps, cfg.sft.epochs, cfg.sft.save_every = p.sft_steps, 1000, p.sft_save_every
     cfg.sft.lr = p.sft_lr

@@ -66,7 +66,12 @@ class PriorTrainer(SFTTrainer):
             session.codec,
             tool_mix=p.tool_mix,
             habit=Habit(
-                p.think_sentences, p.think_tail, p.json_share, p.max_calls, p.think_runaway
+                p.think_sentences,
+                think_tail=p.think_tail,
+                json_share=p.json_share,
+                max_calls=p.max_calls,
+                runaway=p.think_runaway,
+                python_share=p.python_share,
             ),
             seed=p.seed,
             copies=p.habit_copies,

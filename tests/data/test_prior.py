@@ -159,3 +159,33 @@ def test_no_runaway_share_keeps_the_traces_as_they_were(prompts: list[RLRow]) ->
         m.content.split("</think>")[0] for r in ran for m in r.messages if m.role == "assistant"
     ]
     assert all(t.count(".") >= 115 for t in thinks)  # every think a runaway
+
+
+def test_python_share_writes_python_calls_the_release_reader_does_not_run(
+    prompts: list[RLRow],
+) -> None:
+    from paravt.protocol.parser import parse_calls
+
+    habit = Habit(1, json_share=1.0, python_share=0.5)
+    rows = prior_rows(prompts * 20, tool_mix=1.0, habit=habit, seed=2)
+    assert {r.mode for r in rows} == {"parallel"}  # every tool trace in the native tag
+    call_turns = [r.messages[-3].content for r in rows]  # think + calls, then tool, then answer
+    python = [t for t in call_turns if 'crop_video("video.mp4", ' in t]
+    assert 0.35 < len(python) / len(call_turns) < 0.65
+    for turn in call_turns:
+        release = parse_calls(turn, forms="release").calls
+        per_call = parse_calls(turn, forms="per_call").calls
+        assert len(per_call) >= 2 and all(c.ok for c in per_call)  # the windows of the plan
+        if turn in python:
+            assert release == () and {c.source for c in per_call} == {"python"}
+        else:
+            assert len(release) == len(per_call) and {c.source for c in release} == {"json"}
+
+
+def test_no_python_share_keeps_the_native_traces_as_they_were(prompts: list[RLRow]) -> None:
+    kw = {"tool_mix": 1.0, "seed": 4}
+    old = prior_rows(prompts, habit=Habit(2, think_tail=3.0, json_share=0.7), **kw)
+    new = prior_rows(
+        prompts, habit=Habit(2, think_tail=3.0, json_share=0.7, python_share=0.0), **kw
+    )
+    assert old == new

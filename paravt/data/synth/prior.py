@@ -15,7 +15,10 @@ the same ParaVT-Synth prompts the later stages use:
   crop plan, ALL in one turn (a tool-native model calls in parallel; the results come back in
   one tool turn); otherwise the second pretrained form, one python-call block
   ``<tool_code>crop_video(start, end)</tool_code>`` per turn, windows in time order until the one
-  holding the needle (at most ``max_calls``).
+  holding the needle (at most ``max_calls``). A share ``python_share`` of the native-form
+  traces writes each ``<tool_call>`` block's body as a python call,
+  ``crop_video("video.mp4", start, end)``: the form of the paper's own SFT output (Appendix D,
+  rollout 1), which the release's JSON reader does not run.
 
 ``tool_mix`` is the share of prompts that get a tool trace (decided per prompt, seeded): 0 is the
 "weak prior" (no tool form at all, short thinks: the Qwen2.5-VL side of the paper's Figure 2),
@@ -39,6 +42,8 @@ from paravt.errors import DataError
 from paravt.protocol.tags import (
     THINK_CLOSE,
     THINK_OPEN,
+    TOOL_CALL_CLOSE,
+    TOOL_CALL_OPEN,
     TOOL_CODE_CLOSE,
     TOOL_CODE_OPEN,
     render_crop_call,
@@ -70,6 +75,13 @@ def tool_code_call(start: float, end: float) -> str:
     return f"{TOOL_CODE_OPEN}crop_video({_num(start)}, {_num(end)}){TOOL_CODE_CLOSE}"
 
 
+def python_tool_call(start: float, end: float) -> str:
+    """One ``<tool_call>`` block holding a python call (paper, Appendix D rollout 1)."""
+    return (
+        f'{TOOL_CALL_OPEN}\ncrop_video("video.mp4", {_num(start)}, {_num(end)})\n{TOOL_CALL_CLOSE}'
+    )
+
+
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.2f}"
 
@@ -88,6 +100,7 @@ class Habit:
     json_share: float = 0.0  # share of tool traces in the native <tool_call> JSON form
     max_calls: int = 2  # most <tool_code> turns of a python-form trace
     runaway: float = 0.0  # share of thinks that run on for RUNAWAY_SENTENCES (0: none)
+    python_share: float = 0.0  # share of native-form traces with python bodies in <tool_call>
 
     def sentences(self, rng: np.random.Generator) -> int:
         """One think's length: with probability ``runaway`` a runaway think (uniform in
@@ -132,7 +145,9 @@ def _json_turns(e: ExtraInfo, rng: np.random.Generator, habit: Habit) -> list[Me
     holding every window's result, labelled in call order."""
     windows = plan_windows(e.duration)
     think = long_think(rng, habit.sentences(rng), f"I will crop {len(windows)} windows.")
-    calls = "\n".join(render_crop_call(w.start, w.end) for w in windows)
+    python = habit.python_share > 0 and rng.random() < habit.python_share  # no draw at 0
+    call = python_tool_call if python else render_crop_call
+    calls = "\n".join(call(w.start, w.end) for w in windows)
     lines = [
         render_result_line(i, w.start, w.end, _window_text(e, w.start, w.end))
         for i, w in enumerate(windows, 1)
