@@ -1,5 +1,5 @@
-"""`paravt repro [--quick] [--seeds N] [--variants a,b] [--base-seeds N] [--checks-only] [--out DIR]
-[--set a.b=v]`
+"""`paravt repro [--quick] [--seeds N] [--variants a,b] [--base-seeds N] [--checks-only]
+[--base-curve EVERY] [--out DIR] [--set a.b=v]`
 (docs/repro.md)."""
 
 from __future__ import annotations
@@ -41,6 +41,14 @@ def repro(
         help="Stop at the cold start: base, SFT, selection, the RL init's reward by path and the "
         "sft variant's probe and eval (every stage check, no RL).",
     ),
+    base_curve: int = typer.Option(
+        0,
+        "--base-curve",
+        min=0,
+        help="After the run, probe the base's checkpoints every EVERY steps (and its final "
+        "model) with the base and habit probes → DIR/prior_strong/curve.json and a table (0 = "
+        "no curve).",
+    ),
     set_: list[str] = typer.Option(
         None,
         "--set",
@@ -50,29 +58,56 @@ def repro(
 ) -> None:
     """The paper's Table 2 variants from one cold start, with intervals over seeds →
     DIR/summary.json."""
-    from paravt.report.summary_run import report_to_summary_run
     from paravt.repro.presets import PRESETS
-    from paravt.repro.run import run_repro
-    from paravt.repro.stages import console
-    from paravt.repro.table import print_summary
 
     name = preset or ("quick" if quick else "full")
     if name not in PRESETS:
         raise ConfigError(f"--preset {name!r} is not a preset; choose from {', '.join(PRESETS)}")
     variants = _checks_variants(variants) if checks_only else variants
+    sets = tuple(set_ or ())
     if base_seeds:
-        _over_base_seeds(out, name, base_seeds, seeds, variants, eval_limit, set_ or ())
+        _over_base_seeds(out, name, base_seeds, seeds, variants, eval_limit, sets)
+        for s in range(base_seeds):
+            _curve(out / f"base_seed{s}", name, base_curve, [*sets, f"prior.seed={s}"])
         return
+    _one_run(out, name, seeds, variants, eval_limit, sets)
+    _curve(out, name, base_curve, sets)
+
+
+def _one_run(
+    out: Path, name: str, seeds: int, variants: str, eval_limit: int, sets: tuple[str, ...]
+) -> None:
+    from paravt.report.summary_run import report_to_summary_run
+    from paravt.repro.run import run_repro
+    from paravt.repro.stages import console
+    from paravt.repro.table import print_summary
+
     path = run_repro(
         out,
         preset=name,
         seeds=seeds or (3 if name == "full" else 1),
         variants=variants or None,
         eval_limit=eval_limit or None,
-        overrides=set_ or (),
+        overrides=sets,
     )
     report_to_summary_run(out, console)
     print_summary(json.loads(path.read_text()), stdout_console())
+
+
+def _curve(out: Path, preset: str, every: int, overrides: list[str] | tuple[str, ...]) -> None:
+    """``--base-curve EVERY``: the learning curve of the run's strong base (0: none)."""
+    if not every:
+        return
+    from paravt.repro.base_curve import base_curve, curve_rows
+    from paravt.repro.presets import PRESETS, base_config, with_config_overrides
+    from paravt.repro.table import curve_table
+
+    p = PRESETS[preset]
+    cfg = with_config_overrides(base_config(out, p), overrides)
+    path = base_curve(out, cfg, p, every=every)
+    rows = curve_rows(json.loads(path.read_text()))
+    stdout_console().print(curve_table(rows, f"the base's learning curve ({out})"))
+    stdout_console().print(f"curve: {path}", soft_wrap=True)
 
 
 def _checks_variants(variants: str) -> str:

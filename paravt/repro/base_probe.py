@@ -108,7 +108,7 @@ def _check(value: Any, want: str, holds: bool) -> dict[str, Any]:
 
 def habit_checks(habit: Mapping[str, float] | None, *, strong: bool) -> dict[str, Any]:
     """Issue 39's checks of the base's own habits (its τ = 0.7 probe on the RL prompts, no think
-    prefix, the RL turn budget; ``repro.training._habit_probe``). The strong (tool-native) prior
+    prefix, the RL turn budget; ``repro.training.habit_probe``). The strong (tool-native) prior
     calls tools in BOTH of its forms, native ``<tool_call>`` JSON (parseable) and ``<tool_code>``,
     and some of its thinks run past the budget unclosed; the weak prior has no tool form."""
     h = habit or {}

@@ -5,7 +5,7 @@ the summary dict and builds rich tables; the HTML report has the full "paper vs 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -163,4 +163,23 @@ def checks_table(checks: Mapping[str, Any]) -> Table:
     for name, c in (checks.get("checks") or {}).items():
         marks = ["✓" if h else "✗" for h in c.get("holds") or []]
         t.add_row(name, *marks, "✓" if c.get("holds_on_all") else "✗")
+    return t
+
+
+def curve_table(rows: Sequence[Mapping[str, Any]], title: str) -> Table:
+    """``repro.base_curve.curve_rows``: one row per probed base checkpoint, one column per check
+    (its headline number, ✗ where it does not hold)."""
+    names = [k for r in rows for k in r if k != "step"]
+    names = list(dict.fromkeys(names))
+    t = Table(title=title)
+    t.add_column("step", justify="right")
+    for n in names:
+        t.add_column(n.removeprefix("base_"), justify="center")
+    for r in rows:
+        marks = []
+        for n in names:
+            value, holds = r.get(n, (None, False))
+            shown = f"{value:.2f}" if isinstance(value, float) else str(value)
+            marks.append(shown if holds else f"{shown} ✗")
+        t.add_row(str(r["step"]), *marks)
     return t

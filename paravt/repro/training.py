@@ -62,7 +62,7 @@ def pretrained_base(
     if _stage(pdir, f"{prior} prior: the simulated pretrained base {base_key(settings)}"):
         model, probe = ensure_base(bases, pc, settings, prior)
         copy_model(model, pdir / "model")
-        habit = _habit_probe(out, cfg, p, pdir / "model")
+        habit = habit_probe(out, cfg, p, pdir / "model")
         (pdir / "base.json").write_text(
             json.dumps(
                 {
@@ -78,7 +78,7 @@ def pretrained_base(
     return pdir / "model", json.loads((pdir / "base.json").read_text())["probe"]
 
 
-def _habit_probe(out: Path, cfg: TrainConfig, p: ReproPreset, model: Path) -> dict[str, float]:
+def habit_probe(out: Path, cfg: TrainConfig, p: ReproPreset, model: Path) -> dict[str, float]:
     """The base's own habits under τ = 0.7 on the RL prompts at the RL turn budget, no think prefix
     (``repro.probe``): closure, tool forms (JSON ``<tool_call>`` vs ``<tool_code>``) and how many
     of its thinks run past the budget unclosed (``closed/think``)."""

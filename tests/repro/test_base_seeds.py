@@ -53,7 +53,7 @@ def test_checks_only_over_two_base_seeds_builds_two_bases_and_no_rl(tmp_path: Pa
     res = CliRunner().invoke(
         app,
         ["repro", "--preset", "micro", "--base-seeds", "2", "--checks-only", "--eval-limit", "1"]
-        + ["--out", str(out)],
+        + ["--base-curve", "1", "--set", "prior.save_every=1", "--out", str(out)],
     )
     assert res.exit_code == 0, res.output
     checks = json.loads((out / "checks.json").read_text())
@@ -66,6 +66,16 @@ def test_checks_only_over_two_base_seeds_builds_two_bases_and_no_rl(tmp_path: Pa
     bases = sorted(p.name for p in (out / "bases").glob("strong-*"))
     assert len(bases) == 2  # one base per seed, each under its own key
     assert "cold_start_kappa" in checks["checks"] and "stage checks over 2 base seed" in res.output
+    # --base-curve 1: each base's step-1 checkpoint and its final model (step 2), probed
+    for s in (0, 1):
+        run = out / f"base_seed{s}"
+        curve = json.loads((run / "prior_strong" / "curve.json").read_text())
+        assert [pt["step"] for pt in curve] == [1, 2]
+        probe = json.loads((run / "prior_strong" / "base.json").read_text())["probe"]
+        final = curve[-1]["checks"]["base_clip_recall"]["value"]
+        assert final == probe["clip_recall"]  # the final point is the base the run used
+        assert set(curve[0]["checks"]) >= {"base_clip_recall", "base_think_overrun"}
+    assert "learning curve" in res.output
 
 
 def test_checks_only_refuses_an_rl_variant(tmp_path: Path) -> None:
