@@ -189,3 +189,15 @@ def test_no_python_share_keeps_the_native_traces_as_they_were(prompts: list[RLRo
         prompts, habit=Habit(2, think_tail=3.0, json_share=0.7, python_share=0.0), **kw
     )
     assert old == new
+
+
+def test_the_habit_of_a_prior_config_takes_each_of_its_fields() -> None:
+    from paravt.config import PriorConfig
+
+    p = PriorConfig(
+        think_sentences=3, think_tail=2.5, json_share=0.4, max_calls=3, think_runaway=0.1
+    )
+    p = p.model_copy(update={"python_share": 0.6})
+    assert Habit.of(p) == Habit(
+        3, think_tail=2.5, json_share=0.4, max_calls=3, runaway=0.1, python_share=0.6
+    )

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from paravt.data.synth.oracle import plan_windows
 from paravt.data.synth.perception import NOTHING
 from paravt.data.synth.questions import fmt_seconds
 from paravt.errors import DataError
+
+if TYPE_CHECKING:
+    from paravt.config import PriorConfig
 from paravt.protocol.tags import (
     THINK_CLOSE,
     THINK_OPEN,
@@ -101,6 +104,18 @@ class Habit:
     max_calls: int = 2  # most <tool_code> turns of a python-form trace
     runaway: float = 0.0  # share of thinks that run on for RUNAWAY_SENTENCES (0: none)
     python_share: float = 0.0  # share of native-form traces with python bodies in <tool_call>
+
+    @classmethod
+    def of(cls, prior: PriorConfig) -> Habit:
+        """The habits of a ``prior`` config section (its fields of the same meaning)."""
+        return cls(
+            prior.think_sentences,
+            think_tail=prior.think_tail,
+            json_share=prior.json_share,
+            max_calls=prior.max_calls,
+            runaway=prior.think_runaway,
+            python_share=prior.python_share,
+        )
 
     def sentences(self, rng: np.random.Generator) -> int:
         """One think's length: with probability ``runaway`` a runaway think (uniform in
