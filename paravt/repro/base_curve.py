@@ -3,7 +3,7 @@ probe and the habit probe of the base's saved checkpoints, and the base checks o
 
 ``paravt repro --base-curve EVERY`` runs it after the run (each ``base_seedS`` with
 ``--base-seeds``): the checkpoints ``prior.save_every`` left under the base's ``train/checkpoints``
-whose step is a multiple of ``EVERY``, then the final model, into
+whose step is a multiple of ``EVERY``, then the final model (the run's own probes), into
 ``OUT/prior_PRIOR/curve.json``; each point is ``{"step", "checks"}`` with the checks of
 ``repro.base_probe`` (``base_checks`` and ``habit_checks``: value, want, holds).
 """
@@ -25,10 +25,10 @@ if TYPE_CHECKING:
 _STEP = re.compile(r"step_(\d+)$")
 
 
-def checkpoint_models(train: Path, every: int) -> list[tuple[int, Path]]:
+def checkpoint_models(train: Path, every: int, *, final_step: int) -> list[tuple[int, Path]]:
     """(step, model dir) of each checkpoint under ``train/checkpoints`` whose step is a multiple
-    of ``every`` and that holds a model, in step order, then ``train/model`` (the final step,
-    read from its ``train_log.jsonl``) when it is there."""
+    of ``every``, is before ``final_step`` (the run's last step: its final model is probed by the
+    run itself) and holds a model, in step order."""
     if every < 1:
         raise ValueError(
             f"--base-curve must be ≥ 1 (steps between probed checkpoints), not {every}"
@@ -36,27 +36,18 @@ def checkpoint_models(train: Path, every: int) -> list[tuple[int, Path]]:
     points = []
     for d in sorted((train / "checkpoints").glob("step_*")):
         m = _STEP.search(d.name)
-        if m and int(m.group(1)) % every == 0 and (d / "model" / "config.json").is_file():
-            points.append((int(m.group(1)), d / "model"))
-    final = train / "model"
-    if (final / "config.json").is_file():
-        logged = (json.loads(line).get("step") for line in _lines(train / "train_log.jsonl"))
-        steps = [int(s) for s in logged if isinstance(s, int)]
-        last = max(steps, default=points[-1][0] + 1 if points else 0)
-        if not points or last > points[-1][0]:
-            points.append((last, final))
+        step = int(m.group(1)) if m else -1
+        if m and step % every == 0 and step < final_step and (d / "model/config.json").is_file():
+            points.append((step, d / "model"))
     return points
-
-
-def _lines(path: Path) -> list[str]:
-    return [ln for ln in path.read_text().splitlines() if ln.strip()] if path.is_file() else []
 
 
 def base_curve(
     out: Path, cfg: TrainConfig, p: ReproPreset, *, every: int, prior: str = "strong"
 ) -> Path:
     """Probe the base of the run in ``out`` (its ``prior_PRIOR/base.json``) at every ``every``
-    steps; returns ``OUT/prior_PRIOR/curve.json``."""
+    steps; the last point is the final model's, read from the run's own base and habit probes
+    (``base.json``), not probed again. Returns ``OUT/prior_PRIOR/curve.json``."""
     from paravt.repro.base_probe import base_checks, habit_checks, run_probe
     from paravt.repro.bases import base_paths
     from paravt.repro.stages import console
@@ -68,7 +59,8 @@ def base_curve(
     synth = base_paths(bdir.parent, settings, prior)[0]
     v = settings["video"]
     points = []
-    for step, model in checkpoint_models(bdir / "train", every):
+    final = int(settings["prior"]["steps"])
+    for step, model in checkpoint_models(bdir / "train", every, final_step=final):
         console.print(f"base curve ({prior}): step {step}")
         probe = run_probe(
             str(model),
@@ -81,6 +73,9 @@ def base_curve(
         habit = habit_probe(out, cfg, p, model)
         checks = {**base_checks(probe), **habit_checks(habit, strong=prior == "strong")}
         points.append({"step": step, "checks": checks})
+    final_checks = base_checks(base["probe"])
+    final_checks.update(habit_checks(base["probe"].get("habit"), strong=prior == "strong"))
+    points.append({"step": final, "checks": final_checks})
     path = pdir / "curve.json"
     write_atomic(path, json.dumps(points, indent=1, default=float), "the base's learning curve")
     return path

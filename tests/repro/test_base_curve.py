@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,40 +16,34 @@ def _model(d: Path) -> None:
     (d / "config.json").write_text("{}")
 
 
-def _train(tmp_path: Path, steps: list[int], *, final: int | None) -> Path:
+def _train(tmp_path: Path, steps: list[int]) -> Path:
     train = tmp_path / "train"
     for s in steps:
         _model(train / "checkpoints" / f"step_{s:06d}" / "model")
     (train / "checkpoints" / "step_000050").mkdir(parents=True)  # a step cut before its model
-    if final is not None:
-        _model(train / "model")
-        log = "\n".join(json.dumps({"step": s}) for s in range(1, final + 1))
-        (train / "train_log.jsonl").write_text(log + "\n")
+    _model(train / "model")  # the final model: the run's own probes hold its point
     return train
 
 
-def test_the_multiples_of_every_then_the_final_model(tmp_path: Path) -> None:
-    train = _train(tmp_path, [100, 200, 300, 400], final=450)
-    got = checkpoint_models(train, 200)
+def test_the_multiples_of_every_before_the_final_step(tmp_path: Path) -> None:
+    train = _train(tmp_path, [100, 200, 300, 400])
+    got = checkpoint_models(train, 200, final_step=450)
     assert [(s, p.relative_to(train).as_posix()) for s, p in got] == [
         (200, "checkpoints/step_000200/model"),
         (400, "checkpoints/step_000400/model"),
-        (450, "model"),
     ]
-    assert [s for s, _ in checkpoint_models(train, 100)] == [100, 200, 300, 400, 450]
+    assert [s for s, _ in checkpoint_models(train, 100, final_step=450)] == [100, 200, 300, 400]
 
 
-def test_a_final_model_at_a_probed_step_is_not_probed_twice(tmp_path: Path) -> None:
-    train = _train(tmp_path, [100, 200], final=200)
-    assert [s for s, _ in checkpoint_models(train, 100)] == [100, 200]
-    assert checkpoint_models(train, 100)[-1][1].parent.name == "step_000200"  # the checkpoint's
-    no_final = _train(tmp_path / "b", [100], final=None)
-    assert [s for s, _ in checkpoint_models(no_final, 100)] == [100]
+def test_the_final_steps_checkpoint_is_left_to_the_runs_probe(tmp_path: Path) -> None:
+    train = _train(tmp_path, [100, 200])
+    assert [s for s, _ in checkpoint_models(train, 100, final_step=200)] == [100]
+    assert checkpoint_models(train, 100, final_step=100) == []
 
 
 def test_every_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--base-curve"):
-        checkpoint_models(tmp_path, 0)
+        checkpoint_models(tmp_path, 0, final_step=100)
 
 
 def test_rows_carry_each_checks_headline_and_the_table_marks_what_fails() -> None:
