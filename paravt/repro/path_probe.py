@@ -70,6 +70,8 @@ def _rows_for_cell(
             answered=b.finished,
         )
         raw: dict[str, Any] = {"path": path, "group": g, "acc": b.acc, "reward": b.reward}
+        # the reward's unweighted terms and R_fmt's parts: which term a path earns its reward by
+        raw |= {"terms": dict(b.terms), "format_parts": dict(b.components)}
         raw |= {"answer": b.answer, "completion": res.completion}
         out.append((PathRow(path, g, b.acc, b.reward), raw))
     return out

@@ -19,6 +19,11 @@ interval. Two contrasts predict what GRPO does with the first update:
 - ``call_minus_direct``: mean reward and mean advantage of ``executed`` minus ``direct``
   (unpaired bootstrap). Positive: GRPO pushes calls up; the paper's Tool Necessity Gap at n = 64
   needs it near zero or below.
+- ``attempt_minus_skip``: the same two means for the call DECISION: every rollout that wrote a
+  call (``executed`` + ``written_not_run``) minus every rollout that wrote none (``direct`` +
+  ``broken``). The first update moves the decision to call by this advantage: the calls that
+  lose their credit count against it, which ``call_minus_direct`` leaves out (Format Fragility
+  acts here: a robust call path can out-earn a direct answer while the decision does not pay).
 - fragility: ``call_break_rate`` = written_not_run / (executed + written_not_run), the share of
   attempted calls that lose their credit, against ``direct_break_rate`` = broken / (direct +
   broken). The paper's Format Fragility needs the first above the second.
@@ -84,7 +89,7 @@ def path_table(
 ) -> dict[str, Any]:
     """The reward-by-path table of ``rows`` (JSON-ready; see the module docstring)."""
     if not rows:
-        return {"n": 0, "paths": {}, "call_minus_direct": None}
+        return {"n": 0, "paths": {}, "call_minus_direct": None, "attempt_minus_skip": None}
     adv = advantages([r.reward for r in rows], [r.group for r in rows])
     by: dict[PathName, list[int]] = {p: [] for p in PATHS}
     for i, r in enumerate(rows):
@@ -100,22 +105,34 @@ def path_table(
             "reward": _interval([rows[i].reward for i in idx], seed),
             "advantage": _interval([adv[i] for i in idx], seed),
         }
-    ex, di = by["executed"], by["direct"]
-    reward_diff = unpaired_bootstrap_diff(
-        [rows[i].reward for i in ex], [rows[i].reward for i in di], seed=seed
-    )
-    adv_diff = unpaired_bootstrap_diff([adv[i] for i in ex], [adv[i] for i in di], seed=seed)
+    rewards = [r.reward for r in rows]
     n_ex, n_wr, n_di, n_br = (len(by[p]) for p in PATHS)
     return {
         "n": n,
         "paths": paths,
-        "call_minus_direct": {
-            "reward": None if reward_diff is None else reward_diff.to_dict(),
-            "advantage": None if adv_diff is None else adv_diff.to_dict(),
-        },
+        "call_minus_direct": _contrast(rewards, adv, by["executed"], by["direct"], seed),
+        "attempt_minus_skip": _contrast(
+            rewards,
+            adv,
+            by["executed"] + by["written_not_run"],
+            by["direct"] + by["broken"],
+            seed,
+        ),
         "call_break_rate": _rate(n_wr, n_ex + n_wr),
         "direct_break_rate": _rate(n_br, n_di + n_br),
     }
+
+
+def _contrast(
+    rewards: Sequence[float], adv: Sequence[float], a: list[int], b: list[int], seed: int
+) -> dict[str, Any]:
+    """Mean reward and mean advantage of the rollouts ``a`` minus those of ``b`` (unpaired
+    bootstrap; None where either side is empty)."""
+    out: dict[str, Any] = {}
+    for name, v in (("reward", rewards), ("advantage", adv)):
+        d = unpaired_bootstrap_diff([v[i] for i in a], [v[i] for i in b], seed=seed)
+        out[name] = None if d is None else d.to_dict()
+    return out
 
 
 def predicted_sign(table: Mapping[str, Any]) -> int | None:

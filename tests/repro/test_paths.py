@@ -72,6 +72,28 @@ def test_shares_accuracy_and_reward_by_path_by_hand() -> None:
     assert t["call_minus_direct"]["reward"]["mean"] == pytest.approx(1.0)
     assert t["call_break_rate"] == pytest.approx(1 / 4)
     assert t["direct_break_rate"] == pytest.approx(1 / 4)
+    # the decision: wrote a call (2.0, 1.2, 1.2, 0.4) minus wrote none (1.0, 0.0, -0.2, 0.4)
+    assert t["attempt_minus_skip"]["reward"]["mean"] == pytest.approx(4.8 / 4 - 1.2 / 4)
+
+
+def test_a_call_path_that_out_earns_direct_answers_while_the_decision_does_not_pay() -> None:
+    # one group of 8: executed calls earn 1.5, but 3 of 5 attempted calls break (0.0); the three
+    # direct answers earn 1.0. Executed beats direct; attempting a call (mean 0.6) loses to 1.0.
+    rows = [PathRow("executed", "g", 1.0, 1.5)] * 2
+    rows += [PathRow("written_not_run", "g", 0.0, 0.0)] * 3
+    rows += [PathRow("direct", "g", 1.0, 1.0)] * 3
+    t = path_table(rows)
+    assert t["call_minus_direct"]["reward"]["mean"] == pytest.approx(0.5)
+    assert t["attempt_minus_skip"]["reward"]["mean"] == pytest.approx(0.6 - 1.0)
+    z = _z([1.5, 1.5, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    assert t["attempt_minus_skip"]["advantage"]["mean"] == pytest.approx(
+        sum(z[:5]) / 5 - sum(z[5:]) / 3, abs=1e-6
+    )
+    assert (
+        t["attempt_minus_skip"]["advantage"]["mean"]
+        < 0
+        < t["call_minus_direct"]["advantage"]["mean"]
+    )
 
 
 def test_advantage_by_path_is_the_group_normalised_reward() -> None:
@@ -97,9 +119,11 @@ def test_a_path_with_no_rollouts_has_no_interval_and_no_contrast() -> None:
         "advantage": None,
     }
     assert t["call_minus_direct"] == {"reward": None, "advantage": None}
+    assert t["attempt_minus_skip"] == {"reward": None, "advantage": None}  # no call written
     assert t["call_break_rate"] is None and t["direct_break_rate"] == pytest.approx(0.5)
     assert predicted_sign(t) is None
-    assert path_table([]) == {"n": 0, "paths": {}, "call_minus_direct": None}
+    empty = {"n": 0, "paths": {}, "call_minus_direct": None, "attempt_minus_skip": None}
+    assert path_table([]) == empty
 
 
 def test_predicted_sign_follows_the_advantage_interval() -> None:

@@ -156,6 +156,8 @@ def test_the_reward_by_path_table_is_the_probes_rollouts(
                 assert block["n"] == len(rewards)
                 if rewards:
                     assert block["reward"]["mean"] == pytest.approx(fmean(rewards))
+    # each row carries the reward's terms: R_acc among them, the row's own accuracy
+    assert all(r["terms"]["acc"] == r["acc"] and "format_base" in r["format_parts"] for r in raw)
     # the vanilla cell is rolled out without the think prefix, PARA-GRPO's with it
     assert all(r["completion"].startswith("<think>") for r in raw if r["variant"] == "paragrpo")
 
@@ -214,6 +216,8 @@ def test_the_report_puts_the_run_beside_the_paper(run: Path, summary: dict[str, 
         f"<td>vanilla_grpo</td><td>64</td><td>direct</td><td>{n64['share']:.3f} ({n64['n']})"
         in text
     )
+    assert "vanilla_grpo n=64: executed − direct advantage" in text
+    assert "wrote a call − wrote none" in text  # the call decision's contrast, beside it
 
 
 def test_unknown_variant_is_a_clear_error(tmp_path: Path) -> None:
