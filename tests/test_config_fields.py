@@ -66,6 +66,7 @@ def test_sft_and_prior_share_one_definition_of_their_common_fields() -> None:
         "seed",
         "save_every",
         "micro_batch_tokens",
+        "loss_agg",
     }
     base = config.SFTConfig.__mro__[1]
     assert base is config.PriorConfig.__mro__[1] and set(base.model_fields) == common

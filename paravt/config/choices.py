@@ -45,6 +45,9 @@ EvalProtocol = Literal["release", "paravt"]
 #: Learning-rate schedules after the warm-up (paravt.rl.sft.lr_scale): constant, or cosine down to
 #: ``min_lr_ratio`` of the peak at the last step (a pretraining's schedule).
 LrDecay = Literal["constant", "cosine"]
+#: How a supervised batch's token NLLs become its loss (paravt.rl.sft.sft_backward; verl's names):
+#: the mean over every loss token, or the mean over rows of each row's token-mean.
+LossAgg = Literal["token-mean", "seq-mean-token-mean"]
 #: The packaged prompt templates' default version (paravt/protocol/templates/<version>/): v2 is the
 #: paper's RL system prompt (Appendix C: tools always, never ``<tool_code>``), v1 the earlier one.
 PROMPT_VERSION = "v2"

@@ -13,6 +13,7 @@ from paravt.config.choices import (
     AdvNormUnit,
     KLIn,
     KLKind,
+    LossAgg,
     LrDecay,
     RLFilter,
     frame_budgets_problem,
@@ -188,6 +189,11 @@ class _SupervisedConfig(_Strict):
         description="Checkpoint every N steps (the final model is saved at the end in any case).",
     )
     micro_batch_tokens: int = _micro_batch_tokens()
+    loss_agg: LossAgg = Field(
+        "token-mean",
+        description="The batch's loss: token-mean (every loss token weighs the same: a long row "
+        "weighs more) or seq-mean-token-mean (each row's token-mean, then the mean over rows).",
+    )
 
 
 class SFTConfig(_SupervisedConfig):

@@ -84,6 +84,7 @@ class PriorTrainer(SFTTrainer):
             micro_batch_tokens=p.micro_batch_tokens,
             lr_decay=p.lr_decay,
             min_lr_ratio=p.min_lr_ratio,
+            loss_agg=p.loss_agg,
         )
 
 

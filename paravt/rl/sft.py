@@ -38,7 +38,7 @@ from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import trajectory_logprobs
 
 if TYPE_CHECKING:
-    from paravt.config import LrDecay, TrainConfig
+    from paravt.config import LossAgg, LrDecay, TrainConfig
     from paravt.data.screen import Screened
     from paravt.rl.session import PolicySession
 
@@ -102,7 +102,7 @@ def build_sequence(
 
 @dataclass(frozen=True)
 class SFTLoss:
-    loss: float  # token-mean NLL over the assistant (loss-mask 1) tokens of the whole batch
+    loss: float  # NLL over the assistant (loss-mask 1) tokens of the batch, as ``loss_agg`` says
     n_tokens: int  # those tokens
     # token-means over them (batched path; NaN on the per-sequence one): the entropy of the
     # model's distribution, and the share of tokens that are its most likely one (TRL's
@@ -118,27 +118,42 @@ def sft_backward(
     *,
     batched: bool = True,
     micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS,
+    loss_agg: LossAgg = "token-mean",
 ) -> SFTLoss:
-    """Accumulate into ``.grad`` the gradient of the batch's token-mean NLL (logits at τ = 1, vision
-    placeholder ids suppressed, as the generator samples). ``batched``: right-padded micro-batches
-    of at most ``micro_batch_tokens`` padded tokens with their media (``paravt.rl.batch``); else one
-    forward per sequence (the equivalence oracle and the speed baseline)."""
+    """Accumulate into ``.grad`` the gradient of the batch's NLL (logits at τ = 1, vision
+    placeholder ids suppressed, as the generator samples), aggregated by ``loss_agg``: the mean
+    over every loss token of the batch (``token-mean``) or the mean over the rows of each row's
+    token-mean (``seq-mean-token-mean``: a long row weighs what a short one does). ``batched``:
+    right-padded micro-batches of at most ``micro_batch_tokens`` padded tokens with their media
+    (``paravt.rl.batch``); else one forward per sequence (the equivalence oracle and the speed
+    baseline). Entropy and token accuracy are token-means either way."""
     batch = [t for t in batch if t.n_sampled > 0]
     total = sum(t.n_sampled for t in batch)
+
+    def weights(rows: Sequence[Trajectory]) -> torch.Tensor:  # (N,) each token's loss weight
+        if loss_agg == "token-mean":
+            return torch.full((sum(t.n_sampled for t in rows),), 1.0 / total)
+        return torch.cat(
+            [torch.full((t.n_sampled,), 1.0 / (len(batch) * t.n_sampled)) for t in rows]
+        )
+
+    Part = tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor]
     if batched:
         device = next(model.parameters()).device
         suppress = vision_ids(processor)
-        parts: Iterator[tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]] = (
-            (s.logprobs, s.entropy, s.correct)
+        parts: Iterator[Part] = (
+            (s.logprobs, s.entropy, s.correct, weights([batch[r] for r in mb.rows]))
             for mb in micro_batches(processor, batch, micro_batch_tokens, device, model=model)
             for s in (score(model, mb, suppress_ids=suppress, entropy=True),)
         )  # (N,) each
     else:
-        parts = ((trajectory_logprobs(model, processor, t), None, None) for t in batch)  # (P,)
+        parts = (
+            (trajectory_logprobs(model, processor, t), None, None, weights([t])) for t in batch
+        )  # (P,)
     # float64 sums on the device (nll, entropy, correct): one read for the whole batch
     sums: torch.Tensor | None = None
-    for lp, ent, hit in parts:
-        loss = -lp.sum() / total  # token-mean over the whole batch
+    for lp, ent, hit, w in parts:
+        loss = -(lp * w.to(lp.device, lp.dtype)).sum()
         loss.backward()
         nan = torch.full((), math.nan, dtype=torch.float64, device=lp.device)
         part = torch.stack(
@@ -157,8 +172,8 @@ def sft_backward(
 
 @dataclass
 class SFTTrainer:
-    """Supervised cold start (``paravt.rl.trainer.Trainer``): token-mean NLL over the assistant
-    tokens of a seeded batch, linear warm-up of the learning rate."""
+    """Supervised cold start (``paravt.rl.trainer.Trainer``): the NLL over the assistant tokens of
+    a seeded batch (``loss_agg``), linear warm-up of the learning rate."""
 
     examples: list[Trajectory]
     model: Any
@@ -173,6 +188,7 @@ class SFTTrainer:
     micro_batch_tokens: int = DEFAULT_MICRO_BATCH_TOKENS
     lr_decay: LrDecay = "constant"
     min_lr_ratio: float = 0.1
+    loss_agg: LossAgg = "token-mean"
     _mfu: Mfu = field(init=False, repr=False)  # train/mfu (its limit measured here, once)
     # the epochs' permutations, drawn once each (a fresh shuffle per example was 19 % of a base
     # step: docs/performance.md, "The base build")
@@ -232,6 +248,7 @@ class SFTTrainer:
             warmup_steps=cfg.sft.warmup_steps,
             seed=cfg.sft.seed,
             micro_batch_tokens=cfg.sft.micro_batch_tokens,
+            loss_agg=cfg.sft.loss_agg,
         )
 
     def state_dict(self) -> dict[str, Any]:
@@ -278,7 +295,11 @@ class SFTTrainer:
         self.optimizer.zero_grad(set_to_none=True)
         batch = self.batch(step)
         out = sft_backward(
-            self.model, self.processor, batch, micro_batch_tokens=self.micro_batch_tokens
+            self.model,
+            self.processor,
+            batch,
+            micro_batch_tokens=self.micro_batch_tokens,
+            loss_agg=self.loss_agg,
         )
         res = optimizer_step(self.model, self.optimizer, self.max_grad_norm, out.loss)
         took = time.perf_counter() - t0

@@ -172,6 +172,35 @@ def test_sft_batched_gives_the_per_sequence_loss_and_gradients(
     _assert_close(g_batched, _grads(model))
 
 
+@pytest.mark.parametrize("budget", [10_000, 300])
+def test_sft_seq_mean_weighs_each_row_alike(family_policy, video_path, budget) -> None:
+    """``seq-mean-token-mean``: the mean over rows of each row's token-mean NLL (by hand), the same
+    loss and gradients batched or one sequence at a time, and not the token-mean on rows of
+    different lengths."""
+    family, policy = family_policy
+    trajs = _batch(family, policy, video_path, "mixed")
+    assert len({t.n_sampled for t in trajs}) > 1  # rows of different lengths: the means differ
+    model = copy.deepcopy(policy.model)
+    agg = "seq-mean-token-mean"
+    model.zero_grad(set_to_none=True)
+    b = sft_backward(model, policy.processor, trajs, micro_batch_tokens=budget, loss_agg=agg)
+    g_batched = _grads(model)
+    model.zero_grad(set_to_none=True)
+    s = sft_backward(model, policy.processor, trajs, batched=False, loss_agg=agg)
+    assert b.loss == pytest.approx(s.loss, rel=RTOL, abs=ATOL)
+    _assert_close(g_batched, _grads(model))
+    with torch.no_grad():
+        per_row = [-float(trajectory_logprobs(model, policy.processor, t).mean()) for t in trajs]
+    n = [t.n_sampled for t in trajs]
+    by_rows = sum(per_row) / len(per_row)
+    by_tokens = sum(m * k for m, k in zip(per_row, n, strict=True)) / sum(n)
+    assert abs(by_rows - by_tokens) > 1e-3  # these rows tell the two apart
+    assert b.loss == pytest.approx(by_rows, rel=RTOL, abs=ATOL)
+    assert b.n_tokens == sum(n)
+    token_mean = sft_backward(model, policy.processor, trajs).loss
+    assert token_mean == pytest.approx(by_tokens, rel=RTOL, abs=ATOL)
+
+
 def test_sft_loss_counts_only_model_tokens(family_policy, video_path) -> None:
     """Hand check: the NLL is −mean log p over exactly the loss-mask-1 tokens, computed from a plain
     forward of each sequence; flipping one tool-response token to mask 1 adds that token."""
