@@ -45,9 +45,9 @@ def repro(
         0,
         "--base-curve",
         min=0,
-        help="After the run, probe the base's checkpoints every EVERY steps (and its final "
-        "model) with the base and habit probes → DIR/prior_strong/curve.json and a table (0 = "
-        "no curve).",
+        help="After the run, probe the base's checkpoints every EVERY steps with the base and "
+        "habit probes, the final model's point read from the run's own probes → "
+        "DIR/prior_strong/curve.json and a table (0 = no curve).",
     ),
     set_: list[str] = typer.Option(
         None,

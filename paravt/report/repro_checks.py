@@ -239,8 +239,9 @@ def paths_html(s: Mapping[str, Any]) -> str:
             sign = {1: "calls up", -1: "calls down", 0: "no clear push", None: "–"}
             notes.append(
                 f"<li>{html.escape(v)} n={html.escape(str(n))}: executed − direct advantage "
-                f"{iv_cell(diff) if diff else '–'} → {sign[predicted_sign(t)]}; wrote a call − "
-                f"wrote none {iv_cell(decision) if decision else '–'}; call break rate "
+                f"{iv_cell(diff) if diff else '–'}; wrote a call − wrote none "
+                f"{iv_cell(decision) if decision else '–'} → {sign[predicted_sign(t)]}; "
+                f"call break rate "
                 f"{fmt(get(t, 'call_break_rate'))} vs direct break rate "
                 f"{fmt(get(t, 'direct_break_rate'))}</li>"
             )

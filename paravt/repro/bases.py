@@ -63,7 +63,11 @@ def base_settings(
             "durations": list(durations),
         },
         "model_size": model_size,
-        "prior": cfg.prior.model_dump(mode="json"),
+        # a field added to the prior keeps the keys built before it while it is at its old
+        # behaviour: loss_agg joins the key only when it is not token-mean
+        "prior": cfg.prior.model_dump(
+            mode="json", exclude={"loss_agg"} if cfg.prior.loss_agg == "token-mean" else None
+        ),
         # the init's tokenizer is trained on it (synth/corpus.py)
         "tokenizer_corpus": corpus_digest(),
         "video": {

@@ -14,16 +14,17 @@ Every rollout takes exactly one PATH (``paravt.rewards.metrics.classify_path``, 
 
 Per path: its share of the rollouts, its accuracy, its mean reward and its mean GRPO advantage
 (rewards normalised within each prompt's group, as the trainer does), each with a seeded bootstrap
-interval. Two contrasts predict what GRPO does with the first update:
+interval. Two contrasts and two rates:
 
 - ``call_minus_direct``: mean reward and mean advantage of ``executed`` minus ``direct``
-  (unpaired bootstrap). Positive: GRPO pushes calls up; the paper's Tool Necessity Gap at n = 64
-  needs it near zero or below.
+  (unpaired bootstrap): what a call that RAN earns over a direct answer; the paper's Tool
+  Necessity Gap at n = 64 needs it near zero or below.
 - ``attempt_minus_skip``: the same two means for the call DECISION: every rollout that wrote a
   call (``executed`` + ``written_not_run``) minus every rollout that wrote none (``direct`` +
-  ``broken``). The first update moves the decision to call by this advantage: the calls that
-  lose their credit count against it, which ``call_minus_direct`` leaves out (Format Fragility
-  acts here: a robust call path can out-earn a direct answer while the decision does not pay).
+  ``broken``). The first update moves the decision to call by this advantage (its sign is
+  ``predicted_sign``): the calls that lose their credit count against it, which
+  ``call_minus_direct`` leaves out (Format Fragility acts here: a robust call path can out-earn a
+  direct answer while the decision does not pay).
 - fragility: ``call_break_rate`` = written_not_run / (executed + written_not_run), the share of
   attempted calls that lose their credit, against ``direct_break_rate`` = broken / (direct +
   broken). The paper's Format Fragility needs the first above the second.
@@ -136,9 +137,10 @@ def _contrast(
 
 
 def predicted_sign(table: Mapping[str, Any]) -> int | None:
-    """+1 / −1 when the call-minus-direct ADVANTAGE interval excludes 0 (GRPO's first update
-    pushes calls up / down), 0 when it straddles 0, None when either path is empty."""
-    diff = (table.get("call_minus_direct") or {}).get("advantage")
+    """+1 / −1 when the call DECISION's advantage interval (``attempt_minus_skip``: wrote a call
+    minus wrote none) excludes 0 (GRPO's first update pushes calling up / down), 0 when it
+    straddles 0, None when either side is empty."""
+    diff = (table.get("attempt_minus_skip") or {}).get("advantage")
     if diff is None or diff["lo"] is None or diff["hi"] is None:
         return None
     if diff["lo"] > 0:

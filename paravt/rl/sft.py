@@ -111,6 +111,19 @@ class SFTLoss:
     token_accuracy: float = math.nan
 
 
+def _batch_loss(
+    lp: torch.Tensor, rows: Sequence[Trajectory], agg: LossAgg, *, n_rows: int, n_tokens: int
+) -> torch.Tensor:
+    """The share of the batch's loss that the tokens ``lp`` (of ``rows``, in order) carry."""
+    if agg == "token-mean":
+        return -lp.sum() / n_tokens  # token-mean over the whole batch
+    # each row's token-mean, then the mean over the batch's rows (built on the device: no copy)
+    w = torch.cat(
+        [torch.full((t.n_sampled,), 1.0 / (n_rows * t.n_sampled), device=lp.device) for t in rows]
+    )
+    return -(lp * w.to(lp.dtype)).sum()
+
+
 def sft_backward(
     model: Any,
     processor: Any,
@@ -130,30 +143,21 @@ def sft_backward(
     batch = [t for t in batch if t.n_sampled > 0]
     total = sum(t.n_sampled for t in batch)
 
-    def weights(rows: Sequence[Trajectory]) -> torch.Tensor:  # (N,) each token's loss weight
-        if loss_agg == "token-mean":
-            return torch.full((sum(t.n_sampled for t in rows),), 1.0 / total)
-        return torch.cat(
-            [torch.full((t.n_sampled,), 1.0 / (len(batch) * t.n_sampled)) for t in rows]
-        )
-
-    Part = tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor]
+    Part = tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, Sequence[Trajectory]]
     if batched:
         device = next(model.parameters()).device
         suppress = vision_ids(processor)
         parts: Iterator[Part] = (
-            (s.logprobs, s.entropy, s.correct, weights([batch[r] for r in mb.rows]))
+            (s.logprobs, s.entropy, s.correct, [batch[r] for r in mb.rows])
             for mb in micro_batches(processor, batch, micro_batch_tokens, device, model=model)
             for s in (score(model, mb, suppress_ids=suppress, entropy=True),)
         )  # (N,) each
     else:
-        parts = (
-            (trajectory_logprobs(model, processor, t), None, None, weights([t])) for t in batch
-        )  # (P,)
+        parts = ((trajectory_logprobs(model, processor, t), None, None, [t]) for t in batch)  # (P,)
     # float64 sums on the device (nll, entropy, correct): one read for the whole batch
     sums: torch.Tensor | None = None
-    for lp, ent, hit, w in parts:
-        loss = -(lp * w.to(lp.device, lp.dtype)).sum()
+    for lp, ent, hit, rows in parts:
+        loss = _batch_loss(lp, rows, loss_agg, n_rows=len(batch), n_tokens=total)
         loss.backward()
         nan = torch.full((), math.nan, dtype=torch.float64, device=lp.device)
         part = torch.stack(

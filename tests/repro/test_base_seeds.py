@@ -23,7 +23,7 @@ def _summary(kappa: float, holds: bool, sign_gap: float | None) -> dict[str, Any
     )
     return {
         "task_check": t,
-        "reward_by_path": {"vanilla_grpo": {"64": {"call_minus_direct": {"advantage": adv}}}},
+        "reward_by_path": {"vanilla_grpo": {"64": {"attempt_minus_skip": {"advantage": adv}}}},
     }
 
 
@@ -66,7 +66,7 @@ def test_checks_only_over_two_base_seeds_builds_two_bases_and_no_rl(tmp_path: Pa
     bases = sorted(p.name for p in (out / "bases").glob("strong-*"))
     assert len(bases) == 2  # one base per seed, each under its own key
     assert "cold_start_kappa" in checks["checks"] and "stage checks over 2 base seed" in res.output
-    # --base-curve 1: each base's step-1 checkpoint and its final model (step 2), probed
+    # --base-curve 1: each base's step-1 checkpoint probed, then its final model (step 2) read
     for s in (0, 1):
         run = out / f"base_seed{s}"
         curve = json.loads((run / "prior_strong" / "curve.json").read_text())
@@ -74,6 +74,8 @@ def test_checks_only_over_two_base_seeds_builds_two_bases_and_no_rl(tmp_path: Pa
         probe = json.loads((run / "prior_strong" / "base.json").read_text())["probe"]
         final = curve[-1]["checks"]["base_clip_recall"]["value"]
         assert final == probe["clip_recall"]  # the final point is the base the run used
+        overrun = curve[-1]["checks"]["base_think_overrun"]["value"]
+        assert overrun == round(1.0 - probe["habit"]["closed/think"], 4)  # and its habit probe
         assert set(curve[0]["checks"]) >= {"base_clip_recall", "base_think_overrun"}
     assert "learning curve" in res.output
 

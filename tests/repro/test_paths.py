@@ -141,6 +141,12 @@ def test_predicted_sign_follows_the_advantage_interval() -> None:
         PathRow("direct", g, 1.0, 1.0) for g in range(10)
     ]
     assert predicted_sign(path_table(tie)) == 0
+    # calls that RUN win, but most calls break: the decision to call loses (Format Fragility)
+    fragile = [PathRow("executed", g, 1.0, 2.0) for g in range(20)]
+    fragile += [PathRow("written_not_run", g, 0.0, 0.0) for g in range(20) for _ in range(3)]
+    fragile += [PathRow("direct", g, 1.0, 1.5) for g in range(20) for _ in range(2)]
+    t = path_table(fragile)
+    assert t["call_minus_direct"]["advantage"]["lo"] > 0 and predicted_sign(t) == -1
 
 
 def test_unpaired_bootstrap_brackets_the_difference_and_is_seeded() -> None:

@@ -194,11 +194,12 @@ def test_sft_seq_mean_weighs_each_row_alike(family_policy, video_path, budget) -
     n = [t.n_sampled for t in trajs]
     by_rows = sum(per_row) / len(per_row)
     by_tokens = sum(m * k for m, k in zip(per_row, n, strict=True)) / sum(n)
-    assert abs(by_rows - by_tokens) > 1e-3  # these rows tell the two apart
-    assert b.loss == pytest.approx(by_rows, rel=RTOL, abs=ATOL)
+    tol = 2e-4  # fp32 sums of a few hundred logprobs of ~8, in another order
+    assert abs(by_rows - by_tokens) > 10 * tol  # these rows tell the two means apart
+    assert b.loss == pytest.approx(by_rows, abs=tol)
     assert b.n_tokens == sum(n)
     token_mean = sft_backward(model, policy.processor, trajs).loss
-    assert token_mean == pytest.approx(by_tokens, rel=RTOL, abs=ATOL)
+    assert token_mean == pytest.approx(by_tokens, abs=tol)
 
 
 def test_sft_loss_counts_only_model_tokens(family_policy, video_path) -> None:
