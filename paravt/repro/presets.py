@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from paravt.config import TrainConfig
+from paravt.config import LossAgg, TrainConfig
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class BaseSpec:
     json_share: float = 0.0
     think_runaway: float = 0.0  # prior.think_runaway: the share of thinks that run on
     python_share: float = 0.0  # prior.python_share: python bodies in the native <tool_call> form
+    loss_agg: LossAgg = "token-mean"  # prior.loss_agg: how the base's batch loss weighs its rows
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,11 @@ _BASE_S = BaseSpec(
     # this base's calls broke in 6-7 % of the RL init's call rollouts against 17-21 % for direct
     # answers (2026-12-06, base seeds 0 and 1), the reverse of the paper's Format Fragility
     python_share=0.75,
+    # each row's token-mean, then the mean over rows: under the token-mean the runaway thinks'
+    # ~400 filler tokens were ~60 % of the loss tokens and the base missed perception on 7 of 9
+    # builds (clip recall 0.45-0.85); without runaway thinks 3 of 3 saw, and so did the row mean
+    # WITH them, keeping the overrun in band (2026-12-06 b, docs/repro-log.md)
+    loss_agg="seq-mean-token-mean",
 )
 _DEMO = ReproPreset(
     train_videos=120,
@@ -211,6 +217,7 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     cfg.prior.think_sentences, cfg.prior.habit_copies = b.think_sentences, b.habit_copies
     cfg.prior.think_tail, cfg.prior.json_share = b.think_tail, b.json_share
     cfg.prior.think_runaway, cfg.prior.python_share = b.think_runaway, b.python_share
+    cfg.prior.loss_agg = b.loss_agg
     cfg.prior.batch_size = cfg.sft.batch_size = 2 if p.model_size == "xs" else 8
     cfg.sft.max_steps, cfg.sft.epochs, cfg.sft.save_every = p.sft_steps, 1000, p.sft_save_every
     cfg.sft.lr = p.sft_lr

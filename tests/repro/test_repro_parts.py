@@ -257,5 +257,21 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     assert key(gpu) == key(plain)
     assert key(with_config_overrides(plain, ["prior.steps=100"])) != key(plain)
     assert key(with_config_overrides(gpu, ["model.dtype=bfloat16"])) != key(gpu)  # another base
+    # the loss aggregation: another base when it changes; token-mean (the field's default) keeps
+    # the key the bases built before the field had
+    token_mean = with_config_overrides(plain, ["prior.loss_agg=token-mean"])
+    assert plain.prior.loss_agg == "seq-mean-token-mean"  # the preset's base: the row mean
+    assert key(token_mean) != key(plain)
+    assert key(with_config_overrides(plain, ["prior.loss_agg=seq-mean-token-mean"])) == key(plain)
+    settings = base_settings(
+        token_mean,
+        videos=p.base.videos,
+        probe_videos=p.base.probe_videos,
+        model_size=p.model_size,
+        probe_max_new_tokens=p.sub_max_new_tokens,
+        needle_kinds=p.needle_kinds,
+        durations=p.durations,
+    )
+    assert "loss_agg" not in settings["prior"]  # the keys built before the field stay valid
     with pytest.raises(ConfigError, match="model.replicas=1"):
         with_config_overrides(plain, ["model.device=cuda"])
