@@ -241,18 +241,19 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     )  # the preset is not changed
     assert with_config_overrides(plain, []) is plain
 
-    def key(cfg: TrainConfig) -> str:
-        return base_key(
-            base_settings(
-                cfg,
-                videos=p.base.videos,
-                probe_videos=p.base.probe_videos,
-                model_size=p.model_size,
-                probe_max_new_tokens=p.sub_max_new_tokens,
-                needle_kinds=p.needle_kinds,
-                durations=p.durations,
-            )
+    def settings(cfg: TrainConfig) -> dict[str, Any]:
+        return base_settings(
+            cfg,
+            videos=p.base.videos,
+            probe_videos=p.base.probe_videos,
+            model_size=p.model_size,
+            probe_max_new_tokens=p.sub_max_new_tokens,
+            needle_kinds=p.needle_kinds,
+            durations=p.durations,
         )
+
+    def key(cfg: TrainConfig) -> str:
+        return base_key(settings(cfg))
 
     assert key(gpu) == key(plain)
     assert key(with_config_overrides(plain, ["prior.steps=100"])) != key(plain)
@@ -263,15 +264,8 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     assert plain.prior.loss_agg == "seq-mean-token-mean"  # the preset's base: the row mean
     assert key(token_mean) != key(plain)
     assert key(with_config_overrides(plain, ["prior.loss_agg=seq-mean-token-mean"])) == key(plain)
-    settings = base_settings(
-        token_mean,
-        videos=p.base.videos,
-        probe_videos=p.base.probe_videos,
-        model_size=p.model_size,
-        probe_max_new_tokens=p.sub_max_new_tokens,
-        needle_kinds=p.needle_kinds,
-        durations=p.durations,
-    )
-    assert "loss_agg" not in settings["prior"]  # the keys built before the field stay valid
+    assert (
+        "loss_agg" not in settings(token_mean)["prior"]
+    )  # the keys built before the field stay valid
     with pytest.raises(ConfigError, match="model.replicas=1"):
         with_config_overrides(plain, ["model.device=cuda"])
