@@ -217,6 +217,20 @@ class SFTConfig(_SupervisedConfig):
         "instead of training it. Off: SFT teaches the whole format and the "
         "think prefix stays an RL-time constraint [paper].",
     )
+    prior_replay: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="Share of the SFT pool that is the simulated base's own habit traces "
+        "(the prior section's habits, on the prompts of replay_data): the pull of a pretraining "
+        "far larger than SFT, which a tiny base lacks (its habits die within 25 SFT steps "
+        "without it; docs/repro.md). 0: SFT traces only.",
+    )
+    replay_data: str | None = Field(
+        None,
+        description="The parquet whose prompt rows (kind rl) give the replayed habit traces: "
+        "the base's base.parquet. Needed when prior_replay > 0.",
+    )
 
 
 class PriorConfig(_SupervisedConfig):

@@ -46,6 +46,7 @@ class ReproPreset:
     sft_steps: int
     sft_save_every: int  # the selection's candidates
     sft_lr: float  # a fine-tune: below base.lr (the paper: pretraining ≫ SFT)
+    sft_replay: float  # sft.prior_replay: the base's habit traces' share of the SFT pool
     rl_steps: int
     group_size: int
     prompts_per_step: int
@@ -117,6 +118,7 @@ _DEMO = ReproPreset(
     sft_save_every=25,
     # the format schema on a tool-native base, 5× below its lr (paper: SFT ≪ pretraining; issue 39)
     sft_lr=2e-4,
+    sft_replay=0.0,
     rl_steps=12,
     group_size=8,  # G [paper, authors]
     prompts_per_step=1,  # 8 rollouts a step: the 3-seed demo within its 25 minutes (G stays 8)
@@ -151,6 +153,7 @@ PRESETS = {
         sft_steps=2,
         sft_save_every=1,
         sft_lr=3e-4,
+        sft_replay=0.0,
         rl_steps=1,
         group_size=2,
         prompts_per_step=1,
@@ -220,7 +223,8 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     cfg.prior.loss_agg = b.loss_agg
     cfg.prior.batch_size = cfg.sft.batch_size = 2 if p.model_size == "xs" else 8
     cfg.sft.max_steps, cfg.sft.epochs, cfg.sft.save_every = p.sft_steps, 1000, p.sft_save_every
-    cfg.sft.lr = p.sft_lr
+    cfg.sft.lr, cfg.sft.prior_replay = p.sft_lr, p.sft_replay
+    cfg.sft.replay_data = str(out / "synth" / "base.parquet")  # the base's first prompts
     cfg.rl.steps, cfg.rl.group_size, cfg.rl.prompts_per_step = (
         p.rl_steps,
         p.group_size,

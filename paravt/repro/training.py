@@ -39,6 +39,15 @@ def train_stage(
     return out
 
 
+def prior_config(cfg: TrainConfig, prior: str) -> TrainConfig:
+    """``cfg`` with the ``prior`` section of ``prior``'s base: the strong prior as set, the weak one
+    with no tool form and short thinks (paper: Qwen2.5-VL)."""
+    pc = cfg.model_copy(deep=True)
+    if prior != "strong":
+        pc.prior.tool_mix, pc.prior.think_tail, pc.prior.think_runaway = 0.0, 0.0, 0.0
+    return pc
+
+
 def pretrained_base(
     out: Path, cfg: TrainConfig, p: ReproPreset, prior: str, bases: Path
 ) -> tuple[Path, dict[str, Any]]:
@@ -46,9 +55,7 @@ def pretrained_base(
     ``out/prior_PRIOR/model``; returns that path and the base's held-out probe."""
     from paravt.repro.bases import base_key, base_settings, copy_model, ensure_base
 
-    pc = cfg.model_copy(deep=True)
-    if prior != "strong":  # the weak prior: no tool form, short thinks (paper: Qwen2.5-VL)
-        pc.prior.tool_mix, pc.prior.think_tail, pc.prior.think_runaway = 0.0, 0.0, 0.0
+    pc = prior_config(cfg, prior)
     settings = base_settings(
         pc,
         videos=p.base.videos,
@@ -111,6 +118,7 @@ def cold_start(
         run_name=f"sft_{prior}",
         data=str(out / "synth" / "sft.parquet"),
         model=cfg.model.model_copy(update={"path": str(model)}),
+        prior=prior_config(cfg, prior).prior,  # sft.prior_replay replays THIS base's habits
     )
     if _stage(sdir / "select", f"checkpoint selection ({prior} prior)"):
         inputs = load_episode_inputs(out / "synth" / "rl.parquet", limit=p.probe_prompts)

@@ -49,6 +49,13 @@ NO_TRACES_FIX = (
 )
 
 
+def no_replay_data(share: float) -> str:
+    return (
+        f"sft.prior_replay={share} replays the base's habit traces: set sft.replay_data to the "
+        "base's base.parquet (its prompt rows)"
+    )
+
+
 def require_rows(path: str | Path, kinds: Collection[str], what: str, fix: str) -> None:
     """`DataError` naming ``path`` when none of its rows has a ``kind`` in ``kinds`` (only that
     column is read: the trainers check their data with this before a model loads)."""
@@ -222,6 +229,15 @@ class SFTTrainer:
             + ("" if sub else "; sub-agent rows train only with sft.include_subagent_rows=true"),
         )
         screen_data(cfg, ("main", "sub") if sub else ("main",))
+        if cfg.sft.prior_replay > 0:
+            if not cfg.sft.replay_data:
+                raise DataError(no_replay_data(cfg.sft.prior_replay))
+            require_rows(
+                cfg.sft.replay_data,
+                ("rl",),
+                f"prompts for sft.prior_replay={cfg.sft.prior_replay} (the base's habit traces)",
+                "point sft.replay_data at the base's ParaVT-Synth base.parquet",
+            )
 
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> SFTTrainer:
@@ -238,6 +254,10 @@ class SFTTrainer:
         )
         if not examples:  # `check_data` refuses such a file before the model loads
             raise DataError(f"{cfg.data} holds no SFT traces; {NO_TRACES_FIX}")
+        if cfg.sft.prior_replay > 0:  # the base's own habit traces join the pool
+            from paravt.rl.prior import replay_examples
+
+            examples += replay_examples(cfg, session.codec, len(examples))
         per_epoch = math.ceil(len(examples) / cfg.sft.batch_size)
         total = per_epoch * cfg.sft.epochs
         return cls(
