@@ -27,8 +27,9 @@ from paravt.data.chat import to_chat_messages
 from paravt.data.schema import read_rows, write_rows
 from paravt.data.synth.base import OVQ, SEE, is_base_row
 from paravt.repro.base_probe import run_probe
+from paravt.rl.sequence import build_sequence
 from paravt.rl.session import PolicySession
-from paravt.rl.sft import SFTTrainer, build_sequence
+from paravt.rl.sft import SFTTrainer
 
 PIXELS, FACTOR = 64 * 64, 32  # the s presets' frames (paravt.repro.presets.base_config)
 

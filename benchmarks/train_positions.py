@@ -34,7 +34,7 @@ def _rows(out: Path, codec: Any, n: int) -> list[Any]:
     from paravt.data.chat import to_chat_messages
     from paravt.data.schema import read_rows
     from paravt.data.synth.base import is_base_row
-    from paravt.rl.sft import build_sequence
+    from paravt.rl.sequence import build_sequence
 
     rows = [r for r in read_rows(out / "synth" / "base.parquet") if is_base_row(r) and r.videos][:n]
     return [

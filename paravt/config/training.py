@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from paravt.config.choices import (
     RL_FILTER_DOC,
@@ -181,7 +181,9 @@ class _SupervisedConfig(_Strict):
         10, ge=0, description="Steps of linear learning-rate warm-up from lr / warmup_steps to lr."
     )
     seed: int = Field(
-        0, description="Seed of the batch order (a function of (seed, epoch)) and of the torch RNG."
+        0,
+        description="Seed of the batch order (a function of (seed, epoch)), of the torch RNG and "
+        "(sft) of the replayed traces' draw.",
     )
     save_every: int = Field(
         100,
@@ -202,8 +204,8 @@ class SFTConfig(_SupervisedConfig):
     epochs: _Steps = Field(
         1,
         ge=1,
-        description="Passes over the SFT traces; steps = ceil(examples / batch_size) × epochs, "
-        "capped by max_steps.",
+        description="Passes over the SFT pool; steps = ceil(examples / batch_size) × epochs, "
+        "capped by max_steps (examples: the SFT traces and any replayed habit traces).",
     )
     max_steps: _Steps | None = Field(
         None, ge=1, description="Stop after this many steps (None: all the epochs)."
@@ -229,8 +231,17 @@ class SFTConfig(_SupervisedConfig):
     replay_data: str | None = Field(
         None,
         description="The parquet whose prompt rows (kind rl) give the replayed habit traces: "
-        "the base's base.parquet. Needed when prior_replay > 0.",
+        "the base's base.parquet (its videos beside it). Needed when prior_replay > 0.",
     )
+
+    @model_validator(mode="after")
+    def _replay(self) -> SFTConfig:
+        if self.prior_replay > 0 and not self.replay_data:
+            raise ValueError(
+                f"sft.prior_replay={self.prior_replay} replays the base's habit traces: set "
+                "sft.replay_data to the base's base.parquet (its prompt rows)"
+            )
+        return self
 
 
 class PriorConfig(_SupervisedConfig):

@@ -223,8 +223,9 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     cfg.prior.loss_agg = b.loss_agg
     cfg.prior.batch_size = cfg.sft.batch_size = 2 if p.model_size == "xs" else 8
     cfg.sft.max_steps, cfg.sft.epochs, cfg.sft.save_every = p.sft_steps, 1000, p.sft_save_every
-    cfg.sft.lr, cfg.sft.prior_replay = p.sft_lr, p.sft_replay
+    cfg.sft.lr = p.sft_lr
     cfg.sft.replay_data = str(out / "synth" / "base.parquet")  # the base's first prompts
+    cfg.sft.prior_replay = p.sft_replay  # after replay_data: the config checks the pair
     cfg.rl.steps, cfg.rl.group_size, cfg.rl.prompts_per_step = (
         p.rl_steps,
         p.group_size,

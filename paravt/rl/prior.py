@@ -11,20 +11,18 @@ cold-started model carries a competing habit temperature sampling can resurface.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from paravt.errors import DataError
-from paravt.rl.sft import SFTTrainer, build_sequence, no_replay_data, require_rows
+from paravt.rl.sequence import trace_sequences
+from paravt.rl.sft import SFTTrainer, require_rows
 from paravt.rl.trainer import TrainerSettings
 
 if TYPE_CHECKING:
     from paravt.agent.trajectory import Trajectory
     from paravt.config import TrainConfig, VideoConfig
-    from paravt.data.rows import Row, SFTRow
+    from paravt.data.rows import Row
     from paravt.data.synth.prior import Habit
     from paravt.models.chat import ChatCodec
     from paravt.rl.session import PolicySession
@@ -107,67 +105,4 @@ def prior_examples(
     from paravt.data.synth.base import prior_traces
 
     traces = prior_traces(rows, tool_mix=tool_mix, habit=habit, seed=seed, copies=copies)
-    return _sequences(traces, root, codec, video)
-
-
-def _sequences(
-    traces: Sequence[SFTRow], root: Path, codec: ChatCodec, video: VideoConfig
-) -> list[Trajectory]:
-    from paravt.data.chat import to_chat_messages
-
-    return [
-        build_sequence(
-            to_chat_messages(
-                t,
-                root,
-                max_pixels=video.overview_max_pixels,
-                crop_max_pixels=video.crop_max_pixels,
-                size_factor=video.size_factor,
-            ),
-            codec,
-            row_id=t.id,
-        )
-        for t in traces
-    ]
-
-
-def replay_count(share: float, pool: int) -> int:
-    """How many replayed traces make ``share`` of a pool that holds ``pool`` SFT examples."""
-    return round(share / (1.0 - share) * pool)
-
-
-def replay_traces(cfg: TrainConfig, pool: int) -> list[SFTRow]:
-    """``sft.prior_replay``: the simulated base's OWN habit traces (``prior_rows`` on the prompts of
-    ``sft.replay_data`` with the ``prior`` section's habits, seed and copies: the traces the base
-    trained on), ``replay_count`` of them drawn without replacement (seeded by ``sft.seed``) so
-    that they are that share of the SFT pool; ids prefixed ``replay-``."""
-    from paravt.data.rows import RLRow
-    from paravt.data.schema import read_rows
-    from paravt.data.synth.prior import Habit, prior_rows
-
-    s, p = cfg.sft, cfg.prior
-    if s.prior_replay <= 0:
-        return []
-    if not s.replay_data:
-        raise DataError(no_replay_data(s.prior_replay))
-    prompts = [r for r in read_rows(Path(s.replay_data)) if isinstance(r, RLRow)]
-    traces = prior_rows(
-        prompts, tool_mix=p.tool_mix, habit=Habit.of(p), seed=p.seed, copies=p.habit_copies
-    )
-    n = replay_count(s.prior_replay, pool)
-    if n > len(traces):
-        raise DataError(
-            f"sft.prior_replay={s.prior_replay} of {pool} SFT examples needs {n} habit traces; "
-            f"{s.replay_data} gives {len(traces)} (lower the share or raise prior.habit_copies)"
-        )
-    pick = np.random.default_rng([s.seed, 0x5EA1]).choice(len(traces), size=n, replace=False)
-    return [replace(traces[int(i)], id=f"replay-{traces[int(i)].id}") for i in sorted(pick)]
-
-
-def replay_examples(cfg: TrainConfig, codec: ChatCodec, pool: int) -> list[Trajectory]:
-    """``replay_traces`` as training sequences, frames from the videos beside ``replay_data``."""
-    traces = replay_traces(cfg, pool)
-    if not traces:
-        return []
-    root = Path(cfg.data_root) if cfg.data_root else Path(str(cfg.sft.replay_data)).parent
-    return _sequences(traces, root, codec, cfg.video)
+    return trace_sequences(traces, root, codec, video)

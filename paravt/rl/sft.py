@@ -1,10 +1,8 @@
-"""SFT cold start on parallel tool traces (main-agent and sub-agent rows).
+"""SFT cold start on parallel tool traces (main-agent and sub-agent rows), and, with
+``sft.prior_replay``, a share of the simulated base's own habit traces (``paravt.rl.replay``).
 
-Sequences are built exactly as an episode builds its trajectory (docs/ARCHITECTURE.md §3): prompt
-messages via ``ChatCodec.encode_message`` (mask 0), then for each assistant turn the generation
-prompt (mask 0),
-the WHOLE response, ``<think>`` included, + ``<|im_end|>`` (mask 1) and the closing newline
-(mask 0); tool responses are context (mask 0). SFT teaches the format the think prefix later
+Sequences are built exactly as an episode builds its trajectory (``paravt.rl.sequence``). SFT
+teaches the format the think prefix later
 constrains: the prefix is an RL-time constraint ("reinforces what SFT has already taught"), so a
 model sampled without it must still open ``<think>`` itself. ``sft.mask_think_prefix`` (off by
 default) puts the ``<think>\\n`` into the prompt instead, as a forced prefix — for experiments only.
@@ -26,14 +24,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from paravt.agent.inputs import MAX_ROW_BYTES
-from paravt.agent.trajectory import Trajectory, TrajectoryBuilder
+from paravt.agent.trajectory import Trajectory
 from paravt.errors import DataError, VideoError
-from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
-from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl.batch import DEFAULT_MICRO_BATCH_TOKENS, micro_batches, score, vision_ids
 from paravt.rl.mfu import Mfu
 from paravt.rl.optim_step import optimizer_step
+from paravt.rl.sequence import build_sequence
 from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import trajectory_logprobs
 
@@ -47,13 +44,6 @@ NO_TRACES_FIX = (
     "point `data` at a ParaVT-Synth sft.parquet (`paravt data synth`); an rl.parquet holds "
     "prompts only, for `paravt train rl`"
 )
-
-
-def no_replay_data(share: float) -> str:
-    return (
-        f"sft.prior_replay={share} replays the base's habit traces: set sft.replay_data to the "
-        "base's base.parquet (its prompt rows)"
-    )
 
 
 def require_rows(path: str | Path, kinds: Collection[str], what: str, fix: str) -> None:
@@ -82,29 +72,6 @@ def screen_data(cfg: TrainConfig, kinds: Collection[str]) -> Screened:
     screened = screen_rows(cfg.data, cfg.data_root, kinds=kinds, max_row_bytes=cfg.max_row_bytes)
     write_data_errors(cfg.out_dir, screened)
     return screened
-
-
-def build_sequence(
-    messages: Sequence[ChatMessage],
-    codec: ChatCodec,
-    *,
-    mask_think_prefix: bool = False,
-    row_id: str = "",
-) -> Trajectory:
-    """The training sequence of one trace; assistant responses carry loss mask 1 (with
-    ``mask_think_prefix`` their leading ``<think>\\n`` is context, mask 0)."""
-    b = TrajectoryBuilder(row_id, "main", 0)
-    for m in messages:
-        if m.role != "assistant":
-            enc = codec.encode_message(m)
-            b.add_context(enc.ids, enc.videos, enc.images)
-            continue
-        prefix = THINK_PREFIX if mask_think_prefix and m.content.startswith(THINK_PREFIX) else ""
-        b.add_context(codec.generation_prompt(prefix))
-        body = codec.encode_text(m.content[len(prefix) :]) + (codec.im_end_id,)
-        b.add_sampled(body, [0.0] * len(body))
-        b.add_context(codec.close_turn(body))
-    return b.freeze("answer")
 
 
 @dataclass(frozen=True)
@@ -228,16 +195,17 @@ class SFTTrainer:
             NO_TRACES_FIX
             + ("" if sub else "; sub-agent rows train only with sft.include_subagent_rows=true"),
         )
-        screen_data(cfg, ("main", "sub") if sub else ("main",))
-        if cfg.sft.prior_replay > 0:
-            if not cfg.sft.replay_data:
-                raise DataError(no_replay_data(cfg.sft.prior_replay))
+        screened = screen_data(cfg, ("main", "sub") if sub else ("main",))
+        if cfg.sft.prior_replay > 0:  # the config requires replay_data with a share
+            from paravt.rl.replay import check_replay_size
+
             require_rows(
-                cfg.sft.replay_data,
+                str(cfg.sft.replay_data),
                 ("rl",),
                 f"prompts for sft.prior_replay={cfg.sft.prior_replay} (the base's habit traces)",
                 "point sft.replay_data at the base's ParaVT-Synth base.parquet",
             )
+            check_replay_size(cfg.sft, copies=cfg.prior.habit_copies, pool=len(screened.rows))
 
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> SFTTrainer:
@@ -255,9 +223,9 @@ class SFTTrainer:
         if not examples:  # `check_data` refuses such a file before the model loads
             raise DataError(f"{cfg.data} holds no SFT traces; {NO_TRACES_FIX}")
         if cfg.sft.prior_replay > 0:  # the base's own habit traces join the pool
-            from paravt.rl.prior import replay_examples
+            from paravt.rl.replay import replay_examples
 
-            examples += replay_examples(cfg, session.codec, len(examples))
+            examples += replay_examples(cfg, session.codec, pool=len(examples))
         per_epoch = math.ceil(len(examples) / cfg.sft.batch_size)
         total = per_epoch * cfg.sft.epochs
         return cls(

@@ -17,7 +17,8 @@ from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import LoadedPolicy
 from paravt.rl import batch, rope
 from paravt.rl.batch import micro_batches
-from paravt.rl.sft import build_sequence, sft_backward
+from paravt.rl.sequence import build_sequence
+from paravt.rl.sft import sft_backward
 from paravt.video import sample_frames, write_video
 from paravt.video.draw import solid
 

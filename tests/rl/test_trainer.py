@@ -26,8 +26,8 @@ from paravt.models.hf.loading import load_processor
 from paravt.protocol.tags import THINK_PREFIX
 from paravt.rl.grpo import GRPOTrainer
 from paravt.rl.loop import run_training
+from paravt.rl.sequence import build_sequence
 from paravt.rl.session import PolicySession
-from paravt.rl.sft import build_sequence
 from paravt.tracking.names import RL_RENAMED
 from paravt.video import Frames, sample_frames
 
