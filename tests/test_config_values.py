@@ -41,6 +41,7 @@ FREE_TEXT = {
     "TrainConfig.data",
     "TrainConfig.data_root",
     "TrainConfig.init_from",
+    "TrainConfig.sft.replay_data",
     "TrainConfig.model.path",
     "TrainConfig.model.served_model_name",
     "TrainConfig.model.api_key_file",
