@@ -4,10 +4,12 @@ tests/conftest.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from vl_families import FAMILIES
 
+from paravt.data.synth.build import SceneSpec, build
 from paravt.models.hf.loading import LoadedPolicy, load_policy
 
 
@@ -22,3 +24,11 @@ def family_policy(
 ) -> tuple[str, LoadedPolicy]:
     """Each tiny Qwen-VL family in turn: (family, its xs policy)."""
     return request.param, load_policy(tiny_model_dir(request.param, "xs"))
+
+
+@pytest.fixture(scope="module")
+def short_synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ParaVT-Synth of 3 train videos of at most 120 s (the supervised trainers' tests)."""
+    out = Path(tmp_path_factory.mktemp("synth"))
+    build(out, videos=3, eval_videos=0, seed=0, workers=1, scenes=SceneSpec(max_duration=120))
+    return out

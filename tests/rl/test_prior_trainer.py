@@ -11,25 +11,17 @@ from typer.testing import CliRunner
 
 from paravt.cli import app
 from paravt.config import TrainConfig, save
-from paravt.data.synth.build import SceneSpec, build
 from paravt.errors import DataError
 from paravt.jsonl import read_jsonl as read_log
 from paravt.rl.loop import run_training
 from paravt.rl.registry import TRAINERS
 
 
-@pytest.fixture(scope="module")
-def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = Path(tmp_path_factory.mktemp("synth"))
-    build(out, videos=3, eval_videos=0, seed=0, workers=1, scenes=SceneSpec(max_duration=120))
-    return out
-
-
-def _cfg(out: Path, synth: Path, model: str, **prior: object) -> TrainConfig:
+def _cfg(out: Path, short_synth: Path, model: str, **prior: object) -> TrainConfig:
     return TrainConfig.model_validate(
         {
             "out_dir": str(out),
-            "data": str(synth / "rl.parquet"),
+            "data": str(short_synth / "rl.parquet"),
             "model": {"path": model},
             "video": {"overview_max_pixels": 64 * 64},
             "prior": {
@@ -46,11 +38,11 @@ def _cfg(out: Path, synth: Path, model: str, **prior: object) -> TrainConfig:
 
 
 def test_prior_is_a_registered_trainer_and_lowers_the_loss(
-    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+    tmp_path: Path, short_synth: Path, tiny_qwen3_dir: str
 ) -> None:
     assert "prior" in TRAINERS
     out = run_training(
-        _cfg(tmp_path / "prior", synth, tiny_qwen3_dir), kind="prior", progress=False
+        _cfg(tmp_path / "prior", short_synth, tiny_qwen3_dir), kind="prior", progress=False
     )
     losses = [r["train/loss"] for r in read_log(out / "train_log.jsonl")]
     assert len(losses) == 8
@@ -74,25 +66,27 @@ def test_lr_scale_warms_up_then_holds_or_falls_by_cosine() -> None:
 
 
 def test_cli_train_prior_runs_the_configured_steps(
-    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+    tmp_path: Path, short_synth: Path, tiny_qwen3_dir: str
 ) -> None:
     cfg_path = tmp_path / "prior.yaml"
-    save(_cfg(tmp_path / "run", synth, tiny_qwen3_dir, steps=2, tool_mix=0.0), cfg_path)
+    save(_cfg(tmp_path / "run", short_synth, tiny_qwen3_dir, steps=2, tool_mix=0.0), cfg_path)
     res = CliRunner().invoke(app, ["train", "prior", "--config", str(cfg_path)])
     assert res.exit_code == 0, res.output
     assert len(read_log(tmp_path / "run" / "train_log.jsonl")) == 2
 
 
 def test_prior_on_a_file_without_prompts_is_a_clear_error(
-    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+    tmp_path: Path, short_synth: Path, tiny_qwen3_dir: str
 ) -> None:
-    cfg = _cfg(tmp_path / "bad", synth, tiny_qwen3_dir)
-    cfg.data = str(synth / "sft.parquet")
+    cfg = _cfg(tmp_path / "bad", short_synth, tiny_qwen3_dir)
+    cfg.data = str(short_synth / "sft.parquet")
     with pytest.raises(DataError, match="sft.parquet holds no prompts"):
         run_training(cfg, kind="prior", progress=False)
 
 
-def test_a_base_build_is_deterministic(tmp_path: Path, synth: Path, tiny_qwen3_dir: str) -> None:
+def test_a_base_build_is_deterministic(
+    tmp_path: Path, short_synth: Path, tiny_qwen3_dir: str
+) -> None:
     """The same code and settings give the same weights, bit for bit (a base is built once and
     shared by every run whose settings match: a rebuild must not be another base); another seed
     gives other weights (so the comparison can fail)."""
@@ -100,7 +94,7 @@ def test_a_base_build_is_deterministic(tmp_path: Path, synth: Path, tiny_qwen3_d
 
     def build_once(name: str, seed: int) -> dict[str, object]:
         out = run_training(
-            _cfg(tmp_path / name, synth, tiny_qwen3_dir, steps=3, seed=seed),
+            _cfg(tmp_path / name, short_synth, tiny_qwen3_dir, steps=3, seed=seed),
             kind="prior",
             progress=False,
         )

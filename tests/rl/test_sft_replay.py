@@ -21,18 +21,11 @@ from paravt.rl.replay import check_replay_size, replay_count, replay_traces
 from paravt.rl.sft import SFTTrainer
 
 
-@pytest.fixture(scope="module")
-def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = Path(tmp_path_factory.mktemp("synth"))
-    build(out, videos=3, eval_videos=0, seed=0, workers=1, scenes=SceneSpec(max_duration=120))
-    return out
-
-
-def _cfg(synth: Path, out: Path, share: float, **sft: object) -> TrainConfig:
+def _cfg(short_synth: Path, out: Path, share: float, **sft: object) -> TrainConfig:
     return TrainConfig.model_validate(
         {
             "out_dir": str(out),
-            "data": str(synth / "sft.parquet"),
+            "data": str(short_synth / "sft.parquet"),
             "video": {"overview_max_pixels": 64 * 64},
             "prior": {
                 "tool_mix": 1.0,
@@ -42,7 +35,7 @@ def _cfg(synth: Path, out: Path, share: float, **sft: object) -> TrainConfig:
                 "habit_copies": 2,
                 "seed": 3,
             },
-            "sft": {"prior_replay": share, "replay_data": str(synth / "base.parquet"), **sft},
+            "sft": {"prior_replay": share, "replay_data": str(short_synth / "base.parquet"), **sft},
         }
     )
 
@@ -66,10 +59,12 @@ def test_replay_count_makes_the_share_of_the_pool() -> None:
     assert replay_count(0.0, 100) == 0
 
 
-def test_replayed_traces_are_the_bases_own_habit_traces_seeded(synth: Path, tmp_path: Path) -> None:
-    cfg = _cfg(synth, tmp_path, 0.5)
+def test_replayed_traces_are_the_bases_own_habit_traces_seeded(
+    short_synth: Path, tmp_path: Path
+) -> None:
+    cfg = _cfg(short_synth, tmp_path, 0.5)
     got = _traces(cfg, pool=5)
-    prompts = [r for r in read_rows(synth / "base.parquet") if isinstance(r, RLRow)]
+    prompts = [r for r in read_rows(short_synth / "base.parquet") if isinstance(r, RLRow)]
     own = {
         t.id: t
         for t in prior_rows(prompts, tool_mix=1.0, habit=Habit.of(cfg.prior), seed=3, copies=2)
@@ -81,36 +76,38 @@ def test_replayed_traces_are_the_bases_own_habit_traces_seeded(synth: Path, tmp_
     # the python habit the base learnt is what SFT now sees replayed
     assert any('crop_video("video.mp4"' in m.text for t in got for m in t.messages)
     assert _traces(cfg, pool=5) == got  # seeded by sft.seed: a resumed run, the same pool
-    assert {t.id for t in _traces(_cfg(synth, tmp_path, 0.5, seed=1), pool=5)} != {
+    assert {t.id for t in _traces(_cfg(short_synth, tmp_path, 0.5, seed=1), pool=5)} != {
         t.id for t in got
     }
-    assert _traces(_cfg(synth, tmp_path, 0.0), pool=5) == []
+    assert _traces(_cfg(short_synth, tmp_path, 0.0), pool=5) == []
 
 
 def test_a_share_without_data_or_prompts_is_refused_before_any_model_loads(
-    synth: Path, tmp_path: Path
+    short_synth: Path, tmp_path: Path
 ) -> None:
     with pytest.raises(ValidationError, match="sft.replay_data"):
-        _cfg(synth, tmp_path, 0.3, replay_data=None)
-    too_many = _cfg(synth, tmp_path, 0.9)
+        _cfg(short_synth, tmp_path, 0.3, replay_data=None)
+    too_many = _cfg(short_synth, tmp_path, 0.9)
     with pytest.raises(DataError, match="lower sft.prior_replay"):
         check_replay_size(too_many.sft, copies=2, pool=1_000)
     with pytest.raises(DataError, match="lower sft.prior_replay"):
-        SFTTrainer.check_data(_cfg(synth, tmp_path, 0.99))
+        SFTTrainer.check_data(_cfg(short_synth, tmp_path, 0.99))
     with pytest.raises(DataError, match="lower sft.prior_replay"):
         _traces(too_many, pool=1_000)
-    no_prompts = _cfg(synth, tmp_path, 0.3, replay_data=str(synth / "sft.parquet"))
+    no_prompts = _cfg(short_synth, tmp_path, 0.3, replay_data=str(short_synth / "sft.parquet"))
     with pytest.raises(DataError, match="prompts for sft.prior_replay"):
         SFTTrainer.check_data(no_prompts)
-    SFTTrainer.check_data(_cfg(synth, tmp_path, 0.3))  # enough prompts: passes
+    SFTTrainer.check_data(_cfg(short_synth, tmp_path, 0.3))  # enough prompts: passes
 
 
 def test_the_replayed_traces_join_the_trained_pool(
-    tmp_path: Path, synth: Path, tiny_qwen3_dir: str
+    tmp_path: Path, short_synth: Path, tiny_qwen3_dir: str
 ) -> None:
     epochs = {}
     for share in (0.0, 0.5):
-        cfg = _cfg(synth, tmp_path / f"r{share}", share, max_steps=2, batch_size=2, warmup_steps=0)
+        cfg = _cfg(
+            short_synth, tmp_path / f"r{share}", share, max_steps=2, batch_size=2, warmup_steps=0
+        )
         cfg.model.path = tiny_qwen3_dir
         out = run_training(cfg, kind="sft", progress=False)
         epochs[share] = [r["training/epoch"] for r in read_jsonl(out / "train_log.jsonl")]
@@ -147,18 +144,18 @@ def test_each_prior_replays_its_own_habits_in_the_repro(
 
 
 def test_every_presets_run_replays_a_prefix_of_its_bases_prompts() -> None:
-    """`synth/base.parquet` of a run holds the base's FIRST prompts (seeded per index), so its
+    """`short_synth/base.parquet` of a run holds the base's FIRST prompts (seeded per index), so its
     habit traces are the base's own only while the run's train videos are within the base's."""
     from paravt.repro.presets import PRESETS
 
     assert all(p.train_videos <= p.base.videos for p in PRESETS.values())
 
 
-def test_a_runs_prompts_are_a_prefix_of_a_larger_builds(tmp_path: Path, synth: Path) -> None:
+def test_a_runs_prompts_are_a_prefix_of_a_larger_builds(tmp_path: Path, short_synth: Path) -> None:
     small = tmp_path / "small"
     build(small, videos=2, eval_videos=0, seed=0, workers=1, scenes=SceneSpec(max_duration=120))
     a = [r for r in read_rows(small / "base.parquet") if isinstance(r, RLRow)]
-    b = [r for r in read_rows(synth / "base.parquet") if isinstance(r, RLRow)]
+    b = [r for r in read_rows(short_synth / "base.parquet") if isinstance(r, RLRow)]
     assert 0 < len(a) < len(b)
     assert [(r.id, r.messages) for r in a] == [(r.id, r.messages) for r in b[: len(a)]]
     habit = Habit(2, json_share=1.0, python_share=1.0)
