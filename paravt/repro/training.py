@@ -48,16 +48,13 @@ def prior_config(cfg: TrainConfig, prior: str) -> TrainConfig:
     return pc
 
 
-def pretrained_base(
-    out: Path, cfg: TrainConfig, p: ReproPreset, prior: str, bases: Path
-) -> tuple[Path, dict[str, Any]]:
-    """The shared simulated pretrained base of this prior (``repro.bases``), copied into
-    ``out/prior_PRIOR/model``; returns that path and the base's held-out probe."""
-    from paravt.repro.bases import base_key, base_settings, copy_model, ensure_base
+def preset_base_settings(cfg: TrainConfig, p: ReproPreset) -> dict[str, Any]:
+    """What the base of ``cfg``'s prior section under preset ``p`` depends on (its cache key's
+    content, ``repro.bases.base_settings``)."""
+    from paravt.repro.bases import base_settings
 
-    pc = prior_config(cfg, prior)
-    settings = base_settings(
-        pc,
+    return base_settings(
+        cfg,
         videos=p.base.videos,
         probe_videos=p.base.probe_videos,
         model_size=p.model_size,
@@ -65,6 +62,17 @@ def pretrained_base(
         needle_kinds=p.needle_kinds,
         durations=p.durations,
     )
+
+
+def pretrained_base(
+    out: Path, cfg: TrainConfig, p: ReproPreset, prior: str, bases: Path
+) -> tuple[Path, dict[str, Any]]:
+    """The shared simulated pretrained base of this prior (``repro.bases``), copied into
+    ``out/prior_PRIOR/model``; returns that path and the base's held-out probe."""
+    from paravt.repro.bases import base_key, copy_model, ensure_base
+
+    pc = prior_config(cfg, prior)
+    settings = preset_base_settings(pc, p)
     pdir = out / f"prior_{prior}"
     if _stage(pdir, f"{prior} prior: the simulated pretrained base {base_key(settings)}"):
         model, probe = ensure_base(bases, pc, settings, prior)

@@ -228,8 +228,9 @@ def test_sft_checkpoints_lists_verified_checkpoints_and_the_final_model(tmp_path
 def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() -> None:
     """`paravt repro --set`: the overrides land in the preset's config (validated), and where a run
     happens (model.device) is not part of the shared base's cache key."""
-    from paravt.repro.bases import base_key, base_settings
+    from paravt.repro.bases import base_key
     from paravt.repro.presets import PRESETS, base_config, with_config_overrides
+    from paravt.repro.training import preset_base_settings
 
     p = PRESETS["quick"]
     plain = base_config(Path("/tmp/r"), p)
@@ -242,15 +243,7 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     assert with_config_overrides(plain, []) is plain
 
     def settings(cfg: TrainConfig) -> dict[str, Any]:
-        return base_settings(
-            cfg,
-            videos=p.base.videos,
-            probe_videos=p.base.probe_videos,
-            model_size=p.model_size,
-            probe_max_new_tokens=p.sub_max_new_tokens,
-            needle_kinds=p.needle_kinds,
-            durations=p.durations,
-        )
+        return preset_base_settings(cfg, p)
 
     def key(cfg: TrainConfig) -> str:
         return base_key(settings(cfg))
