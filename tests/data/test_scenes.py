@@ -5,6 +5,8 @@ from pathlib import Path
 import numpy as np
 
 from paravt.data.synth.scenes import (
+    MUTED,
+    NEEDLE_COLORS,
     Needle,
     Scene,
     VideoSpec,
@@ -61,3 +63,14 @@ def test_decoded_overview_shows_the_flash_exactly_when_predicted(tmp_path: Path)
             for f in frames.array
         )
         assert seen == caught_by_overview(spec, n), n
+
+
+def test_every_needle_colour_stands_apart_from_every_background() -> None:
+    # 2026-12-06 (c), docs/repro-log.md: bases missed whole colours, the ones nearest the muted
+    # backgrounds (green at 106, blue at 132 in RGB); every needle colour keeps ≥ 140 since
+    far = min(
+        float(np.linalg.norm(np.subtract(draw.COLORS[c], bg)))
+        for c in NEEDLE_COLORS
+        for bg in MUTED
+    )
+    assert far >= 140.0
