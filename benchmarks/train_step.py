@@ -256,6 +256,7 @@ def run_passes(args: argparse.Namespace) -> dict[str, Any]:
     import statistics
 
     from batch_bench import compare_passes, items_from_rows
+    from paravt.config import VideoConfig
     from paravt.models.chat import ChatCodec
     from paravt.models.hf.loading import load_policy
     from paravt.rl.sft import load_examples
@@ -271,10 +272,8 @@ def run_passes(args: argparse.Namespace) -> dict[str, Any]:
             work / "synth" / "sft.parquet",
             None,
             ChatCodec(policy.processor),
+            VideoConfig(overview_max_pixels=64 * 64, crop_max_pixels=64 * 64, size_factor=32),
             include_sub=True,
-            max_pixels=64 * 64,
-            crop_max_pixels=64 * 64,
-            size_factor=32,
         )
         random.Random(0).shuffle(rows)
         need = args.sft_rows + args.update_rows

@@ -228,6 +228,15 @@ class SFTConfig(_SupervisedConfig):
         "far larger than SFT, which a tiny base lacks (its habits die within 25 SFT steps "
         "without it; docs/repro.md). 0: SFT traces only.",
     )
+    tool_prompt_direct: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of the data's direct traces (main rows of mode none: think, then "
+        "answer, no call) trained under the tool system prompt instead of the reasoning one "
+        "(paravt.rl.direct): a direct-answer mode under the prompt RL samples with, which a "
+        "pretrained LMM brings and a tiny base does not (docs/repro.md). 0: as written.",
+    )
     replay_data: str | None = Field(
         None,
         description="The parquet whose prompt rows (kind rl) give the replayed habit traces: "

@@ -1,5 +1,7 @@
 """SFT cold start on parallel tool traces (main-agent and sub-agent rows), and, with
-``sft.prior_replay``, a share of the simulated base's own habit traces (``paravt.rl.replay``).
+``sft.prior_replay``, a share of the simulated base's own habit traces (``paravt.rl.replay``);
+``sft.tool_prompt_direct`` trains a share of the direct traces under the tool prompt
+(``paravt.rl.direct``).
 
 Sequences are built exactly as an episode builds its trajectory (``paravt.rl.sequence``). SFT
 teaches the format the think prefix later
@@ -28,6 +30,7 @@ from paravt.agent.trajectory import Trajectory
 from paravt.errors import DataError, VideoError
 from paravt.models.chat import ChatCodec
 from paravt.rl.batch import DEFAULT_MICRO_BATCH_TOKENS, micro_batches, score, vision_ids
+from paravt.rl.direct import ToolPromptDirect
 from paravt.rl.mfu import Mfu
 from paravt.rl.optim_step import optimizer_step
 from paravt.rl.sequence import build_sequence
@@ -35,7 +38,7 @@ from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import trajectory_logprobs
 
 if TYPE_CHECKING:
-    from paravt.config import LossAgg, LrDecay, TrainConfig
+    from paravt.config import LossAgg, LrDecay, TrainConfig, VideoConfig
     from paravt.data.screen import Screened
     from paravt.rl.session import PolicySession
 
@@ -196,6 +199,9 @@ class SFTTrainer:
             + ("" if sub else "; sub-agent rows train only with sft.include_subagent_rows=true"),
         )
         screened = screen_data(cfg, ("main", "sub") if sub else ("main",))
+        move = ToolPromptDirect.of(cfg)
+        if move is not None:  # its DataError (no direct traces) before the model loads
+            move.apply(screened.rows)
         if cfg.sft.prior_replay > 0:  # the config requires replay_data with a share
             from paravt.rl.replay import check_replay_size
 
@@ -213,12 +219,11 @@ class SFTTrainer:
             Path(cfg.data),
             Path(cfg.data_root) if cfg.data_root else None,
             session.codec,
+            cfg.video,
             include_sub=cfg.sft.include_subagent_rows,
-            max_pixels=cfg.video.overview_max_pixels,
-            crop_max_pixels=cfg.video.crop_max_pixels,
-            size_factor=cfg.video.size_factor,
             mask_think_prefix=cfg.sft.mask_think_prefix,
             max_row_bytes=cfg.max_row_bytes,
+            tool_prompt_direct=ToolPromptDirect.of(cfg),
         )
         if not examples:  # `check_data` refuses such a file before the model loads
             raise DataError(f"{cfg.data} holds no SFT traces; {NO_TRACES_FIX}")
@@ -326,26 +331,30 @@ def load_examples(
     path: Path,
     root: Path | None,
     codec: ChatCodec,
+    video: VideoConfig,
     *,
     include_sub: bool,
-    max_pixels: int,
-    crop_max_pixels: int,
-    size_factor: int,
     mask_think_prefix: bool = False,
     max_row_bytes: int = MAX_ROW_BYTES,
+    tool_prompt_direct: ToolPromptDirect | None = None,
 ) -> list[Trajectory]:
     """Every usable SFT row of a parquet file as a training sequence (the rows `screen_data`
-    passed: error rows are never trained on)."""
+    passed: error rows are never trained on) at ``video``'s overview and crop sizes, a share of
+    its direct traces under the tool prompt when ``tool_prompt_direct`` says so
+    (``paravt.rl.direct``)."""
     from paravt.data.chat import to_chat_messages
     from paravt.data.screen import screen_rows
 
     root = Path(root) if root else Path(path).parent
     kinds = ("main", "sub") if include_sub else ("main",)
+    rows = list(screen_rows(path, root, kinds=kinds, max_row_bytes=max_row_bytes, warn=False).rows)
+    if tool_prompt_direct is not None:
+        rows = tool_prompt_direct.apply(rows)
     out = []
-    for row in screen_rows(path, root, kinds=kinds, max_row_bytes=max_row_bytes, warn=False).rows:
-        mp = crop_max_pixels if row.kind == "sub" else max_pixels
+    for row in rows:
+        mp = video.crop_max_pixels if row.kind == "sub" else video.overview_max_pixels
         try:
-            msgs = to_chat_messages(row, root, max_pixels=mp, size_factor=size_factor)
+            msgs = to_chat_messages(row, root, max_pixels=mp, size_factor=video.size_factor)
         except (VideoError, DataError) as err:  # changed since the screening: name row and file
             raise DataError(f"{path}: row {row.id}: {err}") from None
         out.append(

@@ -74,3 +74,12 @@ def test_every_needle_colour_stands_apart_from_every_background() -> None:
         for bg in MUTED
     )
     assert far >= 140.0
+
+
+def test_every_needle_colour_is_brighter_on_average_than_every_background() -> None:
+    # 2026-12-06 (d): colours with the backgrounds' mean intensity collapsed onto the background
+    # in the base's vision tower (green in 2 of 5 builds for good)
+    gap = min(float(np.mean(draw.COLORS[c])) for c in NEEDLE_COLORS) - max(
+        float(np.mean(bg)) for bg in MUTED
+    )
+    assert gap >= 40.0
