@@ -17,6 +17,15 @@ from paravt.tools import Observation
 from paravt.video.types import Frames, VideoInfo
 
 
+def system_text(s: EpisodeSettings, mode: DispatchMode, specs: Sequence[ToolSpec]) -> str:
+    """The main agent's system prompt in ``mode`` with the tools ``specs``: ``s.system_text`` when
+    set, else the mode's template at ``s.prompt_version`` and ``s.k_max`` (the one text an episode
+    opens with and SFT's direct traces under the tool prompt get, ``paravt.rl.direct``)."""
+    return s.system_text or prompts.system_prompt(
+        mode.prompt, specs if mode.uses_tools else (), version=s.prompt_version, k_max=s.k_max
+    )
+
+
 def opening_messages(
     inp: EpisodeInput,
     s: EpisodeSettings,
@@ -26,12 +35,10 @@ def opening_messages(
     overview: Frames | None,
     error: str | None,
 ) -> list[ChatMessage]:
-    """The system prompt of the dispatch mode (``s.system_text`` when set; none with
-    ``system_prompt=False``) and the question with the overview video (or a note that the video
-    could not be opened), ``s.user_suffix`` on a line of its own after it."""
-    system = s.system_text or prompts.system_prompt(
-        mode.prompt, specs if mode.uses_tools else (), version=s.prompt_version, k_max=s.k_max
-    )
+    """The system prompt of the dispatch mode (``system_text``; none with ``system_prompt=False``)
+    and the question with the overview video (or a note that the video could not be opened),
+    ``s.user_suffix`` on a line of its own after it."""
+    system = system_text(s, mode, specs)
     if info is None:
         question = f"{inp.question}\n(The video could not be opened: {error})"
         user = prompts.user_prompt(

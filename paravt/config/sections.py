@@ -258,6 +258,12 @@ def cross_field_problems(c: TrainConfig) -> list[str]:
             "lacks "
             "frame_select; add it (--set 'rollout.tools=[frame_select]') or use another mode"
         )
+    if c.sft.tool_prompt_direct > 0 and r.mode == "none":
+        out.append(
+            f"sft.tool_prompt_direct={c.sft.tool_prompt_direct} trains direct traces under the "
+            "tool prompt RL samples with, but rollout.mode='none' samples under the reasoning "
+            "prompt; set it to 0 or use a tool mode"
+        )
     if r.mode != "none" and not r.tools:
         out.append(
             f"rollout.mode={r.mode!r} calls tools but rollout.tools is empty; list a tool "

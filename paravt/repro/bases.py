@@ -34,11 +34,9 @@ from paravt import runlock
 from paravt.config import TrainConfig
 from paravt.repro.stages import finish_stage, start_stage
 
-DATA_VERSION = 9  # bump when paravt.data.synth.base / perception change what the base learns
+DATA_VERSION = 7  # bump when paravt.data.synth.base / perception change what the base learns
 # (6: issue 38, the v2 prompts in the habit traces' prompts; RL videos apart from the base's;
-# 7: issue 46, the sub-agent rows in the default sub-agent prompt, a summary request;
-# 8: issue 47, green and blue moved away from the muted backgrounds: video.draw.COLORS;
-# 9: issue 47, darker backgrounds, every needle colour brighter on average: synth.scenes.MUTED)
+# 7: issue 46, the sub-agent rows in the default sub-agent prompt, a summary request)
 
 
 def base_settings(

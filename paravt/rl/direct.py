@@ -36,19 +36,28 @@ class ToolPromptDirect:
 
     @classmethod
     def of(cls, cfg: TrainConfig) -> ToolPromptDirect | None:
-        """``cfg``'s move (None at ``sft.tool_prompt_direct`` 0): the system prompt of the tool
-        mode RL samples with (``rollout.mode``, parallel when it is ``none``), at
-        ``rollout.prompt_version`` and ``rollout.k_max``; rows of mode sequential under the
-        sequential prompt, else parallel."""
-        from paravt.protocol import prompts
+        """``cfg``'s move (None at ``sft.tool_prompt_direct`` 0): the system prompt an RL episode
+        of ``cfg`` opens with (``agent.messages.system_text``: ``rollout.mode``'s template with
+        ``rollout.tools``' specs at ``rollout.prompt_version`` and ``rollout.k_max``); the rows'
+        mode sequential in sequential and eva mode, else parallel (the config refuses a share with
+        ``rollout.mode`` none)."""
+        import asyncio
+
+        from paravt.agent.backend import open_tools
+        from paravt.agent.messages import system_text
+        from paravt.agent.modes import MODES
+        from paravt.agent.settings import EpisodeSettings
 
         if cfg.sft.tool_prompt_direct <= 0:
             return None
-        prompt = cfg.rollout.mode if cfg.rollout.mode != "none" else "parallel"
-        system = prompts.system_prompt(
-            prompt, version=cfg.rollout.prompt_version, k_max=cfg.rollout.k_max
-        )
-        mode: Mode = "sequential" if prompt == "sequential" else "parallel"
+        tools = open_tools(cfg.rollout)
+        try:
+            specs = tools.specs
+        finally:
+            asyncio.run(tools.aclose())
+        settings = EpisodeSettings.from_config(cfg, training=True)
+        system = system_text(settings, MODES[cfg.rollout.mode], specs)
+        mode: Mode = "parallel" if cfg.rollout.mode == "parallel" else "sequential"
         return cls(cfg.sft.tool_prompt_direct, cfg.sft.seed, system, mode)
 
     def apply(self, rows: Sequence[Row]) -> list[Row]:
@@ -65,7 +74,8 @@ class ToolPromptDirect:
                 "sft.parquet with direct traces"
             )
         rng = random.Random(f"sft-tool-prompt-direct:{self.seed}")
-        moved = set(rng.sample(direct, round(self.share * len(direct))))
+        count = max(1, round(self.share * len(direct)))  # a share > 0 moves at least one
+        moved = set(rng.sample(direct, count))
         out = list(rows)
         for i in moved:
             r = rows[i]

@@ -21,8 +21,8 @@ RGB = tuple[int, int, int]
 #: `nearest_color`. Black and mid grey are left out on purpose: they are backgrounds/barcode ink.
 COLORS: dict[str, RGB] = {
     "red": (220, 30, 30),
-    "green": (30, 230, 30),
-    "blue": (20, 40, 250),
+    "green": (30, 180, 50),
+    "blue": (30, 60, 225),
     "yellow": (240, 220, 30),
     "cyan": (30, 210, 220),
     "magenta": (210, 40, 200),

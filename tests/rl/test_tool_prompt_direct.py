@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from paravt.config import TrainConfig, VideoConfig
 from paravt.data.rows import ExtraInfo, Message, SFTRow
@@ -71,7 +72,7 @@ def test_no_direct_trace_or_a_share_outside_0_1_is_refused() -> None:
         _move(1.5).apply(_rows())
 
 
-def test_the_tool_prompt_is_the_one_rl_samples_with_and_the_data_tool_traces_carry(
+def test_the_tool_prompt_is_the_episode_s_and_by_default_the_one_the_tool_traces_carry(
     short_synth: Path,
 ) -> None:
     assert ToolPromptDirect.of(TrainConfig()) is None  # 0 by default
@@ -85,6 +86,14 @@ def test_the_tool_prompt_is_the_one_rl_samples_with_and_the_data_tool_traces_car
     )
     got = ToolPromptDirect.of(seq)
     assert got is not None and got.mode == "sequential" and got.system != move.system
+    four = ToolPromptDirect.of(
+        TrainConfig.model_validate({"sft": {"tool_prompt_direct": 0.5}, "rollout": {"k_max": 4}})
+    )
+    assert four is not None and four.system != move.system  # the episode's own call limit
+    with pytest.raises(ValidationError, match="tool_prompt_direct"):
+        TrainConfig.model_validate(
+            {"sft": {"tool_prompt_direct": 0.5}, "rollout": {"mode": "none"}}
+        )
 
 
 def test_sft_trains_the_moved_traces_under_the_tool_prompt(

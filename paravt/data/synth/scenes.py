@@ -28,20 +28,16 @@ _TICKS = 90_000  # paravt.video.writer.TIME_BASE = 1/90000 s
 NEEDLE_KINDS: tuple[str, ...] = ("flash", "digit", "shape")
 SHAPES: tuple[str, ...] = ("circle", "square", "cross")
 NEEDLE_COLORS: tuple[str, ...] = ("red", "green", "blue", "yellow", "cyan", "magenta", "orange")
-# Muted (low-saturation) DARK backgrounds: every needle colour is far brighter on average (mean
-# channel ≥ 93 against ≤ 51). At mid brightness (×2.2 these) red, green and blue had the
-# backgrounds' mean intensity, the feature a tiny vision tower learns first: they collapsed onto
-# the background's embedding early in the base's training and in 2 of 5 builds green never came
-# back (docs/repro-log.md, 2026-12-06 d).
+# Muted (low-saturation, mid-brightness) backgrounds: far from every saturated needle colour.
 MUTED: tuple[tuple[int, int, int], ...] = (
-    (43, 43, 47),
-    (50, 45, 40),
-    (40, 47, 43),
-    (45, 41, 50),
-    (54, 52, 45),
-    (38, 43, 50),
-    (47, 50, 52),
-    (52, 45, 47),
+    (96, 96, 104),
+    (110, 100, 90),
+    (90, 105, 95),
+    (100, 92, 110),
+    (120, 115, 100),
+    (85, 95, 110),
+    (105, 110, 115),
+    (115, 100, 105),
 )
 
 
