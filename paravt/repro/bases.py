@@ -51,6 +51,7 @@ def base_settings(
 ) -> dict[str, Any]:
     """What the base depends on (``cfg.prior`` already holds the prior's ``tool_mix``)."""
     from paravt.data.synth.corpus import corpus_digest
+    from paravt.models.tiny import TINY_VERSION
 
     v = cfg.video
     return {
@@ -79,6 +80,9 @@ def base_settings(
         # the parameter dtype changes what the base learns (not where it runs): a bf16 base is
         # another base; fp32 adds nothing, so the keys of the bases built before stay valid
         **({"dtype": cfg.model.dtype} if cfg.model.dtype != "float32" else {}),
+        # the random init it trains from (its tokenizer): a new tiny factory is a new base; the
+        # version every cached base was built at (2) keeps their keys
+        **({"tiny": TINY_VERSION} if TINY_VERSION != 2 else {}),
     }
 
 

@@ -16,7 +16,7 @@ from paravt.protocol.tags import THINK_PREFIX
 
 if TYPE_CHECKING:
     from paravt.config import VideoConfig
-    from paravt.data.rows import SFTRow
+    from paravt.data.rows import Row
     from paravt.models.base import ChatMessage
     from paravt.models.chat import ChatCodec
 
@@ -45,7 +45,7 @@ def build_sequence(
 
 
 def trace_sequences(
-    traces: Sequence[SFTRow],
+    traces: Sequence[Row],
     root: Path,
     codec: ChatCodec,
     video: VideoConfig,
@@ -53,18 +53,21 @@ def trace_sequences(
     source: Path | str = "",
     mask_think_prefix: bool = False,
 ) -> list[Trajectory]:
-    """Generated traces (the base's, or SFT's replayed ones) as training sequences, frames decoded
-    from the videos under ``root`` at ``video``'s overview and crop sizes; a video that fails names
-    the trace and ``source``."""
+    """Traces (SFT rows, the base's, SFT's replayed ones) as training sequences, frames decoded
+    from the videos under ``root`` as an episode shows them: a main trace's whole-video parts at
+    ``video``'s overview size and its windows at the crop size, everything a sub-agent trace shows
+    at the crop size (it only ever sees its window); a video that fails names the trace and
+    ``source``."""
     from paravt.data.chat import to_chat_messages
 
     out = []
     for t in traces:
+        whole = video.crop_max_pixels if t.kind == "sub" else video.overview_max_pixels
         try:
             msgs = to_chat_messages(
                 t,
                 root,
-                max_pixels=video.overview_max_pixels,
+                max_pixels=whole,
                 crop_max_pixels=video.crop_max_pixels,
                 size_factor=video.size_factor,
             )

@@ -27,13 +27,13 @@ import torch
 
 from paravt.agent.inputs import MAX_ROW_BYTES
 from paravt.agent.trajectory import Trajectory
-from paravt.errors import DataError, VideoError
+from paravt.errors import DataError
 from paravt.models.chat import ChatCodec
 from paravt.rl.batch import DEFAULT_MICRO_BATCH_TOKENS, micro_batches, score, vision_ids
 from paravt.rl.direct import ToolPromptDirect
 from paravt.rl.mfu import Mfu
 from paravt.rl.optim_step import optimizer_step
-from paravt.rl.sequence import build_sequence
+from paravt.rl.sequence import trace_sequences
 from paravt.rl.trainer import TrainerSettings
 from paravt.rl.update import trajectory_logprobs
 
@@ -339,10 +339,9 @@ def load_examples(
     tool_prompt_direct: ToolPromptDirect | None = None,
 ) -> list[Trajectory]:
     """Every usable SFT row of a parquet file as a training sequence (the rows `screen_data`
-    passed: error rows are never trained on) at ``video``'s overview and crop sizes, a share of
+    passed: error rows are never trained on; frames as `trace_sequences` decodes them), a share of
     its direct traces under the tool prompt when ``tool_prompt_direct`` says so
     (``paravt.rl.direct``)."""
-    from paravt.data.chat import to_chat_messages
     from paravt.data.screen import screen_rows
 
     root = Path(root) if root else Path(path).parent
@@ -350,19 +349,6 @@ def load_examples(
     rows = list(screen_rows(path, root, kinds=kinds, max_row_bytes=max_row_bytes, warn=False).rows)
     if tool_prompt_direct is not None:
         rows = tool_prompt_direct.apply(rows)
-    out = []
-    for row in rows:
-        mp = video.crop_max_pixels if row.kind == "sub" else video.overview_max_pixels
-        try:
-            msgs = to_chat_messages(row, root, max_pixels=mp, size_factor=video.size_factor)
-        except (VideoError, DataError) as err:  # changed since the screening: name row and file
-            raise DataError(f"{path}: row {row.id}: {err}") from None
-        out.append(
-            build_sequence(
-                msgs,
-                codec,
-                mask_think_prefix=mask_think_prefix and row.kind == "main",
-                row_id=row.id,
-            )
-        )
-    return out
+    return trace_sequences(
+        rows, root, codec, video, source=path, mask_think_prefix=mask_think_prefix
+    )

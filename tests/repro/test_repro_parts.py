@@ -262,3 +262,23 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     )  # the keys built before the field stay valid
     with pytest.raises(ConfigError, match="model.replicas=1"):
         with_config_overrides(plain, ["model.device=cuda"])
+
+
+def test_a_new_tiny_factory_is_a_new_base(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base trains from the tiny factory's random init (its tokenizer): another
+    `TINY_VERSION` is another base key, not a cached base built from the old init; the version
+    the cached bases were built at keeps their keys."""
+    import paravt.models.tiny as tiny
+    from paravt.repro.bases import base_key
+    from paravt.repro.presets import PRESETS, base_config
+    from paravt.repro.training import preset_base_settings
+
+    p = PRESETS["demo"]
+    cfg = base_config(Path("/tmp/r"), p)
+    monkeypatch.setattr(tiny, "TINY_VERSION", 2)
+    at_2 = preset_base_settings(cfg, p)
+    assert "tiny" not in at_2
+    monkeypatch.setattr(tiny, "TINY_VERSION", 3)
+    at_3 = preset_base_settings(cfg, p)
+    assert at_3["tiny"] == 3
+    assert base_key(at_3) != base_key(at_2)
