@@ -73,6 +73,9 @@ def _rows_for_cell(
         # the reward's unweighted terms and R_fmt's parts: which term a path earns its reward by
         raw |= {"terms": dict(b.terms), "format_parts": dict(b.components)}
         raw |= {"answer": b.answer, "completion": res.completion}
+        # what the tools returned (each call's window, error or sub-agent report): the answer turn
+        # read these, and `completion` holds only the main agent's own turns
+        raw["calls"] = [c.to_json() for c in res.calls]
         out.append((PathRow(path, g, b.acc, b.reward), raw))
     return out
 

@@ -160,6 +160,10 @@ def test_the_reward_by_path_table_is_the_probes_rollouts(
     assert all(r["terms"]["acc"] == r["acc"] and "format_base" in r["format_parts"] for r in raw)
     # the vanilla cell is rolled out without the think prefix, PARA-GRPO's with it
     assert all(r["completion"].startswith("<think>") for r in raw if r["variant"] == "paragrpo")
+    # what the tools returned travels with each rollout (the reports its answer turn read): a
+    # list on every row, empty where no call was written
+    assert all(isinstance(r["calls"], list) for r in raw)
+    assert not any(r["calls"] for r in raw if r["path"] in ("direct", "broken"))
 
 
 def test_a_second_run_resumes_and_skips_every_stage(run: Path, summary: dict[str, Any]) -> None:
