@@ -62,6 +62,7 @@ def trace_sequences(
 
     out = []
     for t in traces:
+        # a whole-video part is the overview, except in a sub-agent's trace (its window is a crop)
         whole = video.crop_max_pixels if t.kind == "sub" else video.overview_max_pixels
         try:
             msgs = to_chat_messages(

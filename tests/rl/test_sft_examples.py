@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from paravt.agent.trajectory import Trajectory
 from paravt.config import VideoConfig
 from paravt.data.schema import read_rows
 from paravt.models.chat import ChatCodec
@@ -24,8 +25,8 @@ def test_sft_rows_show_their_frames_as_an_episode_does(
     got = load_examples(short_synth / "sft.parquet", None, codec, video, include_sub=True)
     rows = {r.id: r for r in read_rows(short_synth / "sft.parquet")}
 
-    def pixels(t: object) -> list[int]:
-        return [f.height * f.width for f in t.videos]  # type: ignore[attr-defined]
+    def pixels(t: Trajectory) -> list[int]:
+        return [f.height * f.width for f in t.videos]
 
     mains = [t for t in got if rows[t.episode_id].kind == "main" and t.videos]
     subs = [t for t in got if rows[t.episode_id].kind == "sub"]
