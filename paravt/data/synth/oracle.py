@@ -8,6 +8,16 @@ sub-agent frames show the needle report it with the time stamps of those frames
 (`perception.describe_clip`), the others report that nothing brief appears; the final turn
 answers from the summaries.
 
+Final turn after a tool response (parallel and sequential): a think that says only what the
+question asks for (`asks`), then the answer, read from the evidence the tool turn put in the
+context (the summaries, or the last window's frames). The paper's SFT output answers bare after
+its calls (Appendix D, rollouts 1 and 3); the one-sentence think stays because the think prefix
+opens every turn. A think that first copied the reporting window's summary ("Window [3] reports:
+A full-frame green flash appears from 74.5 s to 79.0 s. The answer is green.") made the answer
+slow to learn: from the demo's base at the SFT's lr, text only, 0.35 of held-out answers right
+after 300 steps of such turns against 1.00 after 250 with the one-sentence think
+(docs/repro-log.md, 2026-12-06 (f)).
+
 Window sizing: a sub-agent samples ``min(16, round(W·1 fps))`` frames of its window W with the
 target rule t_i = start + (i + 0.5)·W/nframes, so the spacing of its frames is max(1, W/16) s.
 Windows are at most `MAX_WINDOW_S` = 40 s long (spacing ≤ 2.5 s < the 3 s minimum needle), so no
@@ -22,7 +32,8 @@ that takes at most ``seq_max_calls`` calls (default 2: two tool rounds and the a
 default ``rollout.max_turns`` = 3 tool rounds).
 
 Direct trace (mode ``none``, the reasoning system prompt): no tools, think then answer, written
-only when the overview shows the needle.
+only when the overview shows the needle; its think says what the overview shows (the decision
+not to call rests on it).
 
 Assistant messages of main traces start with ``THINK_PREFIX`` (see `paravt.data.schema`). Think
 texts are short fixed templates so a tiny tokenizer/model learns them fast.
@@ -154,7 +165,7 @@ def asks(q: Question, spec: VideoSpec) -> str:
 
 
 def _answer_think(spec: VideoSpec, q: Question, seen: str) -> str:
-    """The final think: what was asked, what was seen (``seen``, one sentence), and the step from it
+    """A direct answer's think: what was asked, what was seen (``seen``, one sentence), and the step from it
     to the answer: the option naming the needle for an MCQ, the colour (or label) for an open
     question,
     nothing more for a time span (the answer is the span)."""
@@ -187,15 +198,12 @@ def parallel_trace(
         render_result_line(i + 1, w.start, w.end, s)
         for i, (w, s) in enumerate(zip(windows, summaries))
     ]
-    think2 = _answer_think(
-        spec, q, " ".join(f"Window [{i + 1}] reports: {summaries[i]}" for i in found)
-    )
     msgs = (
         system,
         user,
         Message("assistant", render_tool_turn(think1, calls)),
         Message("tool", render_tool_response_body(lines)),
-        Message("assistant", render_answer(think2, q.answer)),
+        Message("assistant", render_answer(asks(q, spec), q.answer)),
     )
     return SFTRow(f"{extra.id}-par", "main", "parallel", msgs, (rel,), extra), windows
 
@@ -239,8 +247,7 @@ def sequential_trace(
         )
         part = VideoPart(rel, w.start, w.end, w.nframes)
         msgs.append(Message("tool", _split_marker(sequential_tool_body(spec, w), part)))
-    think = _answer_think(spec, q, f"The last window shows it: {sub_summary(spec, windows[first])}")
-    msgs.append(Message("assistant", render_answer(think, q.answer)))
+    msgs.append(Message("assistant", render_answer(asks(q, spec), q.answer)))
     return SFTRow(f"{extra.id}-seq", "main", "sequential", tuple(msgs), (rel,), extra)
 
 
