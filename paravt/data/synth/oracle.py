@@ -165,10 +165,9 @@ def asks(q: Question, spec: VideoSpec) -> str:
 
 
 def _answer_think(spec: VideoSpec, q: Question, seen: str) -> str:
-    """A direct answer's think: what was asked, what was seen (``seen``, one sentence), and the step from it
-    to the answer: the option naming the needle for an MCQ, the colour (or label) for an open
-    question,
-    nothing more for a time span (the answer is the span)."""
+    """A direct answer's think: what was asked, what was seen (``seen``, one sentence), and the
+    step from it to the answer: the option naming the needle for an MCQ, the colour (or label)
+    for an open question, nothing more for a time span (the answer is the span)."""
     if q.task == "mcq" and q.options:
         right = dict(o.split(". ", 1) for o in q.options)[q.answer]
         step = f" Option {q.answer} is {right}."
