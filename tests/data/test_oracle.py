@@ -88,3 +88,27 @@ def test_the_window_reported_as_holding_the_needle_shows_it_when_decoded(synth_d
             assert colour.split()[0] in names
         checked += 1
     assert checked > 0
+
+
+def test_the_final_turn_after_a_tool_response_reads_the_evidence_not_a_copy_of_it(
+    synth_dir: Path,
+) -> None:
+    """After a tool response the oracle thinks only what is asked, then answers: the answer is
+    read from the context (an open question's colour is in the parallel summaries), never first
+    copied into the think. A direct answer's think still says what the overview shows."""
+    rows = [r for r in read_rows(synth_dir / "sft.parquet") if r.kind == "main"]
+    by_mode: dict[str, int] = {}
+    for r in rows:
+        final = r.messages[-1].text
+        think = final.split(T.THINK_CLOSE)[0].removeprefix(T.THINK_PREFIX).strip()
+        e = r.extra_info
+        if r.mode in ("parallel", "sequential"):
+            assert think == oracle.ASKS.get(e.task, "The question asks for the event."), final
+            assert final.endswith(f"{T.ANSWER_OPEN}{e.answer}{T.ANSWER_CLOSE}")
+        if r.mode == "parallel" and e.task == "oe":
+            (tool,) = [m.text for m in r.messages if m.role == "tool"]
+            assert e.answer in tool  # what the answer is read from
+        if r.mode == "none":
+            assert "The overview shows" in think
+        by_mode[r.mode] = by_mode.get(r.mode, 0) + 1
+    assert by_mode.get("parallel", 0) > 0 and by_mode.get("none", 0) > 0
