@@ -14,8 +14,8 @@ context (the summaries, or the last window's frames). The paper's SFT output ans
 its calls (Appendix D, rollouts 1 and 3); the one-sentence think stays because the think prefix
 opens every turn. A think that first copied the reporting window's summary ("Window [3] reports:
 A full-frame green flash appears from 74.5 s to 79.0 s. The answer is green.") made the answer
-slow to learn: from the demo's base at the SFT's lr, text only, 0.35 of held-out answers right
-after 300 steps of such turns against 1.00 after 250 with the one-sentence think
+slow to learn: from the demo's base at the SFT's lr 2e-4, text only, 0.35 of held-out open
+answers right after 300 steps of such turns against 0.98 after 200 with the one-sentence think
 (docs/repro-log.md, 2026-12-06 (f)).
 
 Window sizing: a sub-agent samples ``min(16, round(W·1 fps))`` frames of its window W with the
@@ -157,8 +157,8 @@ ASKS = {
 
 
 def asks(q: Question, spec: VideoSpec) -> str:
-    """The think's first sentence for ``q`` (an open question about a digit or shape asks for the
-    event)."""
+    """The think's first sentence for ``q`` (after a tool response, the whole final think; an
+    open question about a digit or shape asks for the event)."""
     if q.task == "oe" and spec.needle.kind != "flash":
         return "The question asks for the event."
     return ASKS[q.task]
