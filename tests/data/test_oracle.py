@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from paravt.data.check import check_rows
@@ -97,7 +98,6 @@ def test_the_final_turn_after_a_tool_response_reads_the_evidence_not_a_copy_of_i
     read from the context (an open question's answer is in the parallel summaries), never first
     copied into the think. A direct answer's think still says what the overview shows."""
     rows = [r for r in read_rows(synth_dir / "sft.parquet") if r.kind == "main"]
-    by_mode: dict[str, int] = {}
     for r in rows:
         final = r.messages[-1].text
         think = final.split(T.THINK_CLOSE)[0].removeprefix(T.THINK_PREFIX).strip()
@@ -111,5 +111,5 @@ def test_the_final_turn_after_a_tool_response_reads_the_evidence_not_a_copy_of_i
             assert e.answer in tool  # what the answer is read from
         if r.mode == "none":
             assert "The overview shows" in think
-        by_mode[r.mode] = by_mode.get(r.mode, 0) + 1
-    assert by_mode.get("parallel", 0) > 0 and by_mode.get("none", 0) > 0
+    modes = Counter(r.mode for r in rows)
+    assert modes["parallel"] > 0 and modes["none"] > 0

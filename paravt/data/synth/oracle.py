@@ -164,7 +164,7 @@ def asks(q: Question, spec: VideoSpec) -> str:
     return ASKS[q.task]
 
 
-def _answer_think(spec: VideoSpec, q: Question, seen: str) -> str:
+def _direct_think(spec: VideoSpec, q: Question, seen: str) -> str:
     """A direct answer's think: what was asked, what was seen (``seen``, one sentence), and the
     step from it to the answer: the option naming the needle for an MCQ, the colour (or label)
     for an open question, nothing more for a time span (the answer is the span)."""
@@ -214,7 +214,7 @@ def direct_trace(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo) -> SF
     if t is None:
         return None
     system, user = main_prompt(spec, rel, q, extra.nframes, "none")
-    think = _answer_think(
+    think = _direct_think(
         spec, q, f"The overview shows {spec.needle.description} at {fmt_seconds(t)} s."
     )
     msgs = (system, user, Message("assistant", render_answer(think, q.answer)))
