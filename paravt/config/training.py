@@ -211,7 +211,10 @@ class SFTConfig(_SupervisedConfig):
         None, ge=1, description="Stop after this many steps (None: all the epochs)."
     )
     include_subagent_rows: bool = Field(
-        True, description="Train the sub-agents' turns of a trace too (off: only the main agent's)."
+        False,
+        description="Train the sub-agent rows of the data too (kind=sub: a window's frames -> its "
+        "summary). Off: only the main agent's traces, as the paper's SFT sources and the "
+        "release's manifest, which hold no sub-agent rows (docs/fidelity.md row 69).",
     )
     mask_think_prefix: bool = Field(
         False,
