@@ -210,11 +210,13 @@ class SFTConfig(_SupervisedConfig):
     max_steps: _Steps | None = Field(
         None, ge=1, description="Stop after this many steps (None: all the epochs)."
     )
-    include_subagent_rows: bool = Field(
-        False,
-        description="Train the sub-agent rows of the data too (kind=sub: a window's frames -> its "
-        "summary). Off: only the main agent's traces, as the paper's SFT sources and the "
-        "release's manifest, which hold no sub-agent rows (docs/fidelity.md row 69).",
+    subagent_rows: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of the data's sub-agent rows (kind=sub: a window's frames -> its "
+        "summary) SFT trains beside the main agent's traces, drawn by sft.seed. 0: none, as the "
+        "paper's SFT sources and the release's manifest (docs/fidelity.md row 69); 1: all.",
     )
     mask_think_prefix: bool = Field(
         False,

@@ -149,6 +149,7 @@ TASK_CHECKS = (
         "subagent_recall",
         "the cold start's sub-agent given the needle's window reports it (≥ 30 windows)",
     ),
+    ("subagent_clean", "the cold start's sub-agent summaries stay one clean sentence"),
     # issue 31: the tools pay, and only where the overview misses the needle (task_check.py)
     ("tools_pay_at_4", "the cold start at n = 4: tool use beats answering directly"),
     ("overview_suffices_at_64", "the cold start answers directly at n = 64 better than at n = 4"),

@@ -11,7 +11,11 @@ Per parallel-mode episode with at least one executed window (``CallRow.ok``):
   ``paravt.data.synth.perception``) overlaps the needle within ``TIME_SLACK_S``:
   a report at the wrong time is a hallucination that happened to land in the right window;
 - ``acc_given_report``: over episodes where an overlapping window reported, the share answered
-  correctly (the main agent's last step).
+  correctly (the main agent's last step);
+- ``clean``: over every executed window, the share whose summary is what the testbed's sub-agent
+  learnt to write (``clean``: one line, no tag of the main agent's protocol, not cut at the token
+  cap): a sub-agent that leaks the main agent's format ("… at 65.0 s.\n</think>\n<answer>…")
+  still reports, so recall does not see it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from paravt.agent.subagents import TRUNCATED
 from paravt.data.synth.perception import NOTHING
 from paravt.eval.results import ResultRow
 
@@ -27,6 +32,7 @@ _NOTHING_HEAD = NOTHING.split()[0].lower()  # "nothing"
 _SPAN_RE = re.compile(r"from\s+(\d+(?:\.\d+)?)\s*s\s+to\s+(\d+(?:\.\d+)?)\s*s", re.IGNORECASE)
 _AT_RE = re.compile(r"\bat\s+(\d+(?:\.\d+)?)\s*s\b", re.IGNORECASE)
 TIME_SLACK_S = 1.0
+_TAG_RE = re.compile(r"</?[a-z_]+>|<\|im_(start|end)\|>")  # <think>, </answer>, <|im_end|>, …
 
 
 def timed_right(summary: str, needle: tuple[float, float], slack: float = TIME_SLACK_S) -> bool:
@@ -48,6 +54,13 @@ def reports(summary: str) -> bool:
     return bool(s) and not s.startswith(_NOTHING_HEAD) and not s.startswith("error")
 
 
+def clean(summary: str) -> bool:
+    """A summary as ParaVT-Synth's sub-agent learnt to write it (one sentence of
+    ``perception.describe_clip``): one line, no protocol tag, not cut at the token cap."""
+    s = summary.strip()
+    return bool(s) and "\n" not in s and not _TAG_RE.search(s) and not s.endswith(TRUNCATED)
+
+
 def _share(hits: int, total: int) -> dict[str, Any]:
     return {"rate": hits / total if total else None, "hits": hits, "of": total}
 
@@ -58,7 +71,7 @@ def diagnose(
     """The pipeline diagnosis of the parallel-mode ``rows`` (``needles``: id → needle window)."""
     episodes = covered = cover_w = cover_rep = other_w = other_rep = reported = correct_rep = (
         timed
-    ) = 0
+    ) = tidy = 0
     for r in rows:
         if r.mode != "parallel" or r.id not in needles:
             continue
@@ -76,6 +89,7 @@ def diagnose(
         timed += sum(timed_right(c.summary, (ns, ne)) for c in hit_said)
         other_w += len(wins) - sum(overlaps)
         other_rep += sum(s for o, s in zip(overlaps, said) if not o)
+        tidy += sum(clean(c.summary) for c in wins)
         if hit_said:
             reported += 1
             correct_rep += bool(r.correct)
@@ -86,6 +100,7 @@ def diagnose(
         "false_reports": _share(other_rep, other_w),
         "timed_right": _share(timed, cover_rep),
         "acc_given_report": _share(correct_rep, reported),
+        "clean": _share(tidy, cover_w + other_w),
     }
 
 

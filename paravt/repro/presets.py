@@ -47,6 +47,7 @@ class ReproPreset:
     sft_save_every: int  # the selection's candidates
     sft_lr: float  # a fine-tune: below base.lr (the paper: pretraining ≫ SFT)
     sft_replay: float  # sft.prior_replay: the base's habit traces' share of the SFT pool
+    sft_subagent_rows: float  # sft.subagent_rows: the data's sub-agent rows SFT trains (a share)
     rl_steps: int
     group_size: int
     prompts_per_step: int
@@ -119,6 +120,10 @@ _DEMO = ReproPreset(
     # the format schema on a tool-native base, 5× below its lr (paper: SFT ≪ pretraining; issue 39)
     sft_lr=2e-4,
     sft_replay=0.0,
+    # a tenth of the data's sub-agent rows (the base's clip form), the smallest share measured whose
+    # cold-start sub-agents stay clean on 3 base seeds (subagent_clean: 1.00 each; none: 1.00 /
+    # 0.88 / 0.63); the paper's SFT trains none (docs/fidelity.md rows 69-70, 2026-12-06 g)
+    sft_subagent_rows=0.1,
     rl_steps=12,
     group_size=8,  # G [paper, authors]
     prompts_per_step=1,  # 8 rollouts a step: the 3-seed demo within its 25 minutes (G stays 8)
@@ -154,6 +159,7 @@ PRESETS = {
         sft_save_every=1,
         sft_lr=3e-4,
         sft_replay=0.0,
+        sft_subagent_rows=0.0,
         rl_steps=1,
         group_size=2,
         prompts_per_step=1,
@@ -226,6 +232,7 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     cfg.sft.lr = p.sft_lr
     cfg.sft.replay_data = str(out / "synth" / "base.parquet")  # the base's first prompts
     cfg.sft.prior_replay = p.sft_replay  # after replay_data: the config checks the pair
+    cfg.sft.subagent_rows = p.sft_subagent_rows
     cfg.rl.steps, cfg.rl.group_size, cfg.rl.prompts_per_step = (
         p.rl_steps,
         p.group_size,

@@ -18,7 +18,10 @@ Issue 31's checks (``cold_start_task_checks``) are measured on the chosen cold s
 ``sft`` variant): the tools pay at n = 4, the overview suffices at n = 64, the cold start's κ, and
 ``subagent_recall``: a sub-agent whose window holds the needle reports something in ≥ 80% of such
 windows AND in ≤ 20% of the windows without it (``repro.diagnosis``; a sub-agent that describes a
-needle in every window has recall 1.0 and tells the main agent nothing), on ≥ 30 windows.
+needle in every window has recall 1.0 and tells the main agent nothing), on ≥ 30 windows;
+``subagent_clean``: ≥ 90% of the sub-agents' summaries stay one clean sentence (no tag of the main
+agent's protocol, not cut at the cap: ``repro.diagnosis.clean``), on ≥ 30 windows; a main agent
+that reads its summaries reads what the sub-agent writes, not only whether it saw.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ FALSE_REPORTS_MAX = 0.2
 RECALL_WINDOWS_MIN = (
     30  # windows holding the needle that subagent_recall scores (1 window is no rate)
 )
+CLEAN_WANT = 0.9  # share of summaries that stay one clean sentence (the base's were all clean)
 COLD_START = "sft"  # the variant that IS the chosen RL init, evaluated without RL (repro.variants)
 TOOLS_PAY_MIN = 0.15  # parallel − none at n = 4 on the cold start
 SUFFICES_MIN = 0.2  # none at n = 64 − none at n = 4 on the cold start
@@ -190,14 +194,14 @@ def cold_start_task_checks(
       ``SUFFICES_MIN``;
     - ``cold_start_kappa``: κ of the τ = 0.7 probe within ``KAPPA_BAND`` (paper 2.50);
     - ``subagent_recall``: recall ≥ ``RECALL_WANT`` and false reports ≤ ``FALSE_REPORTS_MAX``, on
-      ≥ ``RECALL_WINDOWS_MIN`` windows holding the needle.
+      ≥ ``RECALL_WINDOWS_MIN`` windows holding the needle;
+    - ``subagent_clean``: the share of clean summaries ≥ ``CLEAN_WANT``, on ≥
+      ``RECALL_WINDOWS_MIN`` windows.
     Each is ``{"value", "want", "holds"}``; nothing measured never holds."""
     pay = _paired(eval_rows, "parallel", "none", 4)
     suff = _paired(eval_rows, "none", "none", 64, 4)
     kappa = metrics.get("kappa")
     lo_k, hi_k = KAPPA_BAND
-    recall, false = (diagnosis.get(k) or {} for k in ("recall", "false_reports"))
-    windows = int(recall.get("of") or 0)
     return {
         "tools_pay_at_4": {
             "value": {"parallel_minus_none": pay, "checkpoint": COLD_START},
@@ -217,6 +221,16 @@ def cold_start_task_checks(
             "want": f"in [{lo_k}, {hi_k}] (paper 2.50)",
             "holds": kappa is not None and lo_k <= float(kappa) <= hi_k,
         },
+        **_subagent_checks(diagnosis),
+    }
+
+
+def _subagent_checks(diagnosis: Mapping[str, Any]) -> dict[str, Any]:
+    """``subagent_recall`` and ``subagent_clean`` of ``cold_start_task_checks``, from the cold
+    start's pipeline diagnosis (``repro.diagnosis``)."""
+    recall, false, tidy = (diagnosis.get(k) or {} for k in ("recall", "false_reports", "clean"))
+    windows = int(recall.get("of") or 0)
+    return {
         "subagent_recall": {
             "value": {
                 "recall": recall or None,
@@ -230,5 +244,13 @@ def cold_start_task_checks(
             and recall["rate"] >= RECALL_WANT
             and false.get("rate") is not None
             and false["rate"] <= FALSE_REPORTS_MAX,
+        },
+        "subagent_clean": {
+            "value": {"clean": tidy or None, "checkpoint": COLD_START},
+            "want": f"≥ {CLEAN_WANT} of summaries one clean sentence, on ≥ {RECALL_WINDOWS_MIN} "
+            "windows",
+            "holds": int(tidy.get("of") or 0) >= RECALL_WINDOWS_MIN
+            and tidy.get("rate") is not None
+            and tidy["rate"] >= CLEAN_WANT,
         },
     }

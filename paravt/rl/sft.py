@@ -27,7 +27,7 @@ import torch
 
 from paravt.agent.inputs import MAX_ROW_BYTES
 from paravt.agent.trajectory import Trajectory
-from paravt.errors import DataError
+from paravt.errors import ConfigError, DataError
 from paravt.models.chat import ChatCodec
 from paravt.rl.batch import DEFAULT_MICRO_BATCH_TOKENS, micro_batches, score, vision_ids
 from paravt.rl.direct import ToolPromptDirect
@@ -39,6 +39,7 @@ from paravt.rl.update import trajectory_logprobs
 
 if TYPE_CHECKING:
     from paravt.config import LossAgg, LrDecay, TrainConfig, VideoConfig
+    from paravt.data.rows import Row
     from paravt.data.screen import Screened
     from paravt.rl.session import PolicySession
 
@@ -190,13 +191,13 @@ class SFTTrainer:
 
     @classmethod
     def check_data(cls, cfg: TrainConfig) -> None:
-        sub = cfg.sft.include_subagent_rows
+        sub = cfg.sft.subagent_rows > 0
         require_rows(
             cfg.data,
             ("main", "sub") if sub else ("main",),
             "SFT traces",
             NO_TRACES_FIX
-            + ("" if sub else "; sub-agent rows train only with sft.include_subagent_rows=true"),
+            + ("" if sub else "; sub-agent rows train only with sft.subagent_rows > 0"),
         )
         screened = screen_data(cfg, ("main", "sub") if sub else ("main",))
         move = ToolPromptDirect.of(cfg)
@@ -211,7 +212,8 @@ class SFTTrainer:
                 f"prompts for sft.prior_replay={cfg.sft.prior_replay} (the base's habit traces)",
                 "point sft.replay_data at the base's ParaVT-Synth base.parquet",
             )
-            check_replay_size(cfg.sft, copies=cfg.prior.habit_copies, pool=len(screened.rows))
+            pool = pick_subagent_rows(screened.rows, cfg.sft.subagent_rows, cfg.sft.seed)
+            check_replay_size(cfg.sft, copies=cfg.prior.habit_copies, pool=len(pool))
 
     @classmethod
     def build(cls, cfg: TrainConfig, session: PolicySession) -> SFTTrainer:
@@ -220,7 +222,8 @@ class SFTTrainer:
             Path(cfg.data_root) if cfg.data_root else None,
             session.codec,
             cfg.video,
-            include_sub=cfg.sft.include_subagent_rows,
+            subagent_rows=cfg.sft.subagent_rows,
+            seed=cfg.sft.seed,
             mask_think_prefix=cfg.sft.mask_think_prefix,
             max_row_bytes=cfg.max_row_bytes,
             tool_prompt_direct=ToolPromptDirect.of(cfg),
@@ -333,22 +336,35 @@ def load_examples(
     codec: ChatCodec,
     video: VideoConfig,
     *,
-    include_sub: bool,
+    subagent_rows: float,
+    seed: int = 0,
     mask_think_prefix: bool = False,
     max_row_bytes: int = MAX_ROW_BYTES,
     tool_prompt_direct: ToolPromptDirect | None = None,
 ) -> list[Trajectory]:
-    """Every usable SFT row of a parquet file as a training sequence (the rows `screen_data`
-    passed: error rows are never trained on; frames as `trace_sequences` decodes them), a share of
-    its direct traces under the tool prompt when ``tool_prompt_direct`` says so
+    """Every usable main SFT row of a parquet file as a training sequence (the rows `screen_data`
+    passed: error rows are never trained on; frames as `trace_sequences` decodes them), with a
+    share ``subagent_rows`` of its sub-agent rows drawn by ``seed`` (`pick_subagent_rows`), and a
+    share of its direct traces under the tool prompt when ``tool_prompt_direct`` says so
     (``paravt.rl.direct``)."""
     from paravt.data.screen import screen_rows
 
     root = Path(root) if root else Path(path).parent
-    kinds = ("main", "sub") if include_sub else ("main",)
+    kinds = ("main", "sub") if subagent_rows > 0 else ("main",)
     rows = list(screen_rows(path, root, kinds=kinds, max_row_bytes=max_row_bytes, warn=False).rows)
+    rows = pick_subagent_rows(rows, subagent_rows, seed)
     if tool_prompt_direct is not None:
         rows = tool_prompt_direct.apply(rows)
     return trace_sequences(
         rows, root, codec, video, source=path, mask_think_prefix=mask_think_prefix
     )
+
+
+def pick_subagent_rows(rows: Sequence[Row], share: float, seed: int) -> list[Row]:
+    """``rows`` with every main row and a seeded ``share`` of the sub-agent rows (round(share ×
+    count) of them), in their order: the same draw for the same rows and seed."""
+    if not 0.0 <= share <= 1.0:
+        raise ConfigError(f"sft.subagent_rows={share}: a share, in [0, 1]")
+    sub = [i for i, r in enumerate(rows) if r.kind == "sub"]
+    keep = set(random.Random(f"sft-subagent-rows:{seed}").sample(sub, round(share * len(sub))))
+    return [r for i, r in enumerate(rows) if r.kind != "sub" or i in keep]

@@ -18,13 +18,19 @@ def _rows(scores: dict[tuple[str, int], list[float]]) -> list[dict[str, Any]]:
     ]
 
 
-def _diag(hits: int, of: int, false: int, false_of: int) -> dict[str, Any]:
+def _diag(hits: int, of: int, false: int, false_of: int, dirty: int = 0) -> dict[str, Any]:
+    windows = of + false_of
     return {
         "recall": {"rate": hits / of if of else None, "hits": hits, "of": of},
         "false_reports": {
             "rate": false / false_of if false_of else None,
             "hits": false,
             "of": false_of,
+        },
+        "clean": {
+            "rate": (windows - dirty) / windows if windows else None,
+            "hits": windows - dirty,
+            "of": windows,
         },
     }
 
@@ -114,6 +120,25 @@ def test_subagent_recall_needs_enough_windows_and_few_false_reports() -> None:
     }
 
 
+def test_subagent_clean_needs_nine_in_ten_clean_summaries_on_enough_windows() -> None:
+    rows = _method_pays()
+    check = {
+        name: cold_start_task_checks(rows, d, {"kappa": 2.0})["subagent_clean"]["holds"]
+        for name, d in {
+            "all clean": _diag(30, 30, 0, 60),
+            "9 of 90 leak": _diag(30, 30, 0, 60, dirty=9),
+            "10 of 90 leak": _diag(30, 30, 0, 60, dirty=10),
+            "too few windows": _diag(10, 10, 0, 19),
+        }.items()
+    }
+    assert check == {
+        "all clean": True,
+        "9 of 90 leak": True,
+        "10 of 90 leak": False,
+        "too few windows": False,
+    }
+
+
 def test_nothing_measured_never_holds() -> None:
     out = cold_start_task_checks([], {}, {})
     assert set(out) == {
@@ -121,5 +146,6 @@ def test_nothing_measured_never_holds() -> None:
         "overview_suffices_at_64",
         "cold_start_kappa",
         "subagent_recall",
+        "subagent_clean",
     }
     assert not any(v["holds"] for v in out.values())

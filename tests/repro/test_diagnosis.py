@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from paravt.eval.results import CallRow, ResultRow
-from paravt.repro.diagnosis import diagnose, reports
+from paravt.repro.diagnosis import clean, diagnose, reports
 
 
 def _row(id_: str, calls: list[CallRow], correct: bool, mode: str = "parallel") -> ResultRow:
@@ -77,6 +77,7 @@ def test_diagnosis_counts_coverage_recall_false_reports_and_accuracy() -> None:
         "of": 3,
     }  # a [0,40], b [40,80], c [0,60]
     assert d["acc_given_report"] == {"rate": 1.0, "hits": 1, "of": 1}
+    assert d["clean"] == {"rate": 1.0, "hits": 5, "of": 5}  # every executed window's one line
 
 
 def test_no_parallel_episode_gives_empty_rates() -> None:
@@ -109,3 +110,34 @@ def test_timed_right_reads_the_stated_span_of_a_report() -> None:
         )
     ]
     assert diagnose(rows, needles)["timed_right"] == {"rate": 0.5, "hits": 1, "of": 2}
+
+
+def test_a_summary_that_leaks_the_main_agents_format_is_not_clean() -> None:
+    """Raw sub-agent replies of a cold start trained without sub-agent rows (docs/repro-log.md,
+    2026-12-06 g): they still report, so recall counts them, but they run on in the main agent's
+    format."""
+    leaks = [
+        "A full-frame blue flash appears at 65.0 s.\n</think>\n<answer>[65, 65]</answer>",
+        "A full-frame blue flash appears from 65.5 s to 65.5 s.\nA full-frame blue flash appears at"
+        " 85.5 s.",
+        "A full-frame cyan flash appears at 65.0 s.</answer>",
+        "A full-frame cyan flash appears at 65.0 s. The answer is cyan [truncated]",
+        "A flash appears.<|im_end|>",
+        "",
+    ]
+    fine = ["A full-frame blue flash appears at 65.0 s.", NOTHING, "A red flash (x < y) appears."]
+    assert [clean(s) for s in leaks] == [False] * len(leaks)
+    assert [clean(s) for s in fine] == [True] * len(fine)
+    rows = [
+        _row(
+            "a",
+            [
+                CallRow("crop_video", 0, 40, True, summary=fine[1]),
+                CallRow("crop_video", 40, 80, True, summary=leaks[0]),
+                CallRow("crop_video", 80, 90, False, error="bad", summary=""),
+            ],
+            True,
+        )
+    ]
+    d = diagnose(rows, {"a": (60.0, 66.0)})
+    assert d["recall"]["rate"] == 1.0 and d["clean"] == {"rate": 0.5, "hits": 1, "of": 2}

@@ -77,6 +77,7 @@ def test_summary_has_the_contract_keys(summary: dict[str, Any]) -> None:
             "false_reports",
             "timed_right",
             "acc_given_report",
+            "clean",
         }
     assert isinstance(summary["sft_emits_think_without_prefix"], float)
     assert summary["task_check"]["reference"] == "sft"  # the first full-grid variant that ran

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from paravt.agent.trajectory import Trajectory
 from paravt.config import VideoConfig
+from paravt.data.rows import ExtraInfo, Message, SFTRow
 from paravt.data.schema import read_rows
+from paravt.errors import ConfigError
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import LoadedPolicy
-from paravt.rl.sft import load_examples
+from paravt.rl.sft import load_examples, pick_subagent_rows
 
 
 def test_sft_rows_show_their_frames_as_an_episode_does(
@@ -22,7 +26,7 @@ def test_sft_rows_show_their_frames_as_an_episode_does(
     sub-agent trace shows at the crop size."""
     codec = ChatCodec(policy.processor)
     video = VideoConfig(overview_max_pixels=64 * 64, crop_max_pixels=32 * 32)
-    got = load_examples(short_synth / "sft.parquet", None, codec, video, include_sub=True)
+    got = load_examples(short_synth / "sft.parquet", None, codec, video, subagent_rows=1.0)
     rows = {r.id: r for r in read_rows(short_synth / "sft.parquet")}
 
     def pixels(t: Trajectory) -> list[int]:
@@ -36,3 +40,31 @@ def test_sft_rows_show_their_frames_as_an_episode_does(
     assert all(p <= 32 * 32 for t in seq for p in pixels(t)[1:])  # the windows it was shown
     assert all(len(pixels(t)) > 1 for t in seq)
     assert all(p <= 32 * 32 for t in subs for p in pixels(t))
+
+
+def _row(rid: str, kind: str) -> SFTRow:
+    extra = ExtraInfo(rid, "oe", "What colour is the brief flash?", "red", 60.0)
+    mode = "sub" if kind == "sub" else "parallel"
+    return SFTRow(rid, kind, mode, (Message("assistant", "x"),), ("v.mp4",), extra)  # type: ignore[arg-type]
+
+
+def test_sft_trains_every_main_row_and_a_seeded_share_of_the_sub_agent_rows() -> None:
+    """`sft.subagent_rows` (docs/fidelity.md rows 69-70): 0 keeps the main traces only (the
+    paper's pool), a share keeps round(share × count) sub-agent rows drawn by the seed, in order."""
+    rows = [_row(f"m{i}", "main") for i in range(4)] + [_row(f"s{i}", "sub") for i in range(10)]
+    rows = rows[::2] + rows[1::2]  # main and sub rows interleaved
+
+    def ids(share: float, seed: int = 0) -> list[str]:
+        return [r.id for r in pick_subagent_rows(rows, share, seed)]
+
+    assert ids(0.0) == [r.id for r in rows if r.kind == "main"]
+    assert ids(1.0) == [r.id for r in rows]
+    kept = ids(0.3)
+    assert [i for i in kept if i.startswith("m")] == ["m0", "m2", "m1", "m3"]
+    assert len([i for i in kept if i.startswith("s")]) == 3
+    assert kept == [r.id for r in rows if r.id in kept]  # the data's order
+    assert ids(0.3) == kept  # the same draw for the same seed
+    # another seed, another draw
+    assert {tuple(ids(0.3, seed)) for seed in range(6)} != {tuple(kept)}
+    with pytest.raises(ConfigError, match="subagent_rows"):
+        pick_subagent_rows(rows, 1.5, 0)

@@ -59,7 +59,7 @@ def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> Train
             "warmup_steps": 0,
             "save_every": 100,
             "max_steps": 2,
-            "include_subagent_rows": False,
+            "subagent_rows": 0.0,
         },
         "rl": {
             "group_size": 2,
