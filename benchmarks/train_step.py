@@ -274,6 +274,7 @@ def run_passes(args: argparse.Namespace) -> dict[str, Any]:
             ChatCodec(policy.processor),
             VideoConfig(overview_max_pixels=64 * 64, crop_max_pixels=64 * 64, size_factor=32),
             subagent_rows=1.0,
+            seed=0,
         )
         random.Random(0).shuffle(rows)
         need = args.sft_rows + args.update_rows

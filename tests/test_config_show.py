@@ -75,3 +75,23 @@ def test_execute_tool_code_names_call_forms_and_old_checkpoints_still_load(tmp_p
     (ckpt / cfgmod.RUN_CONFIG).write_text("rollout:\n  execute_tool_code: false\n  k_max: 4\n")
     cfg, _ = cfgmod.load_for_model(str(ckpt))
     assert (cfg.rollout.k_max, cfg.rollout.call_forms) == (4, "release")
+
+
+def test_include_subagent_rows_names_the_share_and_old_checkpoints_still_load(tmp_path) -> None:
+    """The boolean became a share (`sft.subagent_rows`, docs/fidelity.md rows 69-70): a config
+    that still sets it is told where it went, a checkpoint that carries it still loads."""
+    import pytest
+
+    from paravt import config as cfgmod
+    from paravt.errors import ConfigError
+
+    (tmp_path / "c.yaml").write_text("sft:\n  include_subagent_rows: true\n")
+    with pytest.raises(
+        ConfigError, match=r"sft.include_subagent_rows: gone; its value is set by sft.subagent_rows"
+    ):
+        cfgmod.load(tmp_path / "c.yaml")
+    ckpt = tmp_path / "ckpt"  # trained before the share
+    ckpt.mkdir()
+    (ckpt / cfgmod.RUN_CONFIG).write_text("sft:\n  include_subagent_rows: true\n  lr: 0.001\n")
+    cfg, _ = cfgmod.load_for_model(str(ckpt))
+    assert (cfg.sft.lr, cfg.sft.subagent_rows) == (0.001, 0.0)

@@ -54,6 +54,7 @@ MOVED = {
     "eval.nframes": "video.overview_nframes",
     "eval.benchmark_max_frames": "video.overview_nframes",
     "rollout.execute_tool_code": "rollout.call_forms",  # issue 46: release runs <tool_code>
+    "sft.include_subagent_rows": "sft.subagent_rows",  # issue 47: a share, the paper's 0
 }
 
 

@@ -183,7 +183,8 @@ class _SupervisedConfig(_Strict):
     seed: int = Field(
         0,
         description="Seed of the batch order (a function of (seed, epoch)), of the torch RNG and "
-        "(sft) of the replayed traces' draw.",
+        "(sft) of the draws of the replayed traces, of the sub-agent rows trained "
+        "(sft.subagent_rows) and of the direct traces moved (sft.tool_prompt_direct).",
     )
     save_every: int = Field(
         100,

@@ -76,7 +76,14 @@ def prefilter_html(s: Mapping[str, Any]) -> str:
     )
 
 
-DIAGNOSIS_KEYS = ("coverage", "recall", "false_reports", "timed_right", "acc_given_report")
+DIAGNOSIS_KEYS = (
+    "coverage",
+    "recall",
+    "false_reports",
+    "timed_right",
+    "acc_given_report",
+    "clean",
+)
 
 
 def _share_cell(x: Any) -> str:
@@ -93,7 +100,7 @@ def diagnosis_html(s: Mapping[str, Any]) -> str:
     head = (
         "<tr><th class='l'>variant</th><th>episodes with "
         "windows</th><th>coverage</th><th>recall</th>"
-        "<th>false reports</th><th>timed right</th><th>acc given report</th></tr>"
+        "<th>false reports</th><th>timed right</th><th>acc given report</th><th>clean</th></tr>"
     )
     rows = [
         [
@@ -149,7 +156,7 @@ TASK_CHECKS = (
         "subagent_recall",
         "the cold start's sub-agent given the needle's window reports it (≥ 30 windows)",
     ),
-    ("subagent_clean", "the cold start's sub-agent summaries stay one clean sentence"),
+    ("subagent_clean", "the cold start's sub-agent summaries stay one clean line (≥ 30 windows)"),
     # issue 31: the tools pay, and only where the overview misses the needle (task_check.py)
     ("tools_pay_at_4", "the cold start at n = 4: tool use beats answering directly"),
     ("overview_suffices_at_64", "the cold start answers directly at n = 64 better than at n = 4"),

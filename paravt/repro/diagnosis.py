@@ -32,7 +32,7 @@ _NOTHING_HEAD = NOTHING.split()[0].lower()  # "nothing"
 _SPAN_RE = re.compile(r"from\s+(\d+(?:\.\d+)?)\s*s\s+to\s+(\d+(?:\.\d+)?)\s*s", re.IGNORECASE)
 _AT_RE = re.compile(r"\bat\s+(\d+(?:\.\d+)?)\s*s\b", re.IGNORECASE)
 TIME_SLACK_S = 1.0
-_TAG_RE = re.compile(r"</?[a-z_]+>|<\|im_(start|end)\|>")  # <think>, </answer>, <|im_end|>, …
+_TAG_RE = re.compile(r"</?[a-z_]+>|<\|im_(?:start|end)\|>")  # <think>, </answer>, <|im_end|>, …
 
 
 def timed_right(summary: str, needle: tuple[float, float], slack: float = TIME_SLACK_S) -> bool:
@@ -55,10 +55,11 @@ def reports(summary: str) -> bool:
 
 
 def clean(summary: str) -> bool:
-    """A summary as ParaVT-Synth's sub-agent learnt to write it (one sentence of
-    ``perception.describe_clip``): one line, no protocol tag, not cut at the token cap."""
+    """A summary in the form ParaVT-Synth's sub-agent learnt (``perception.describe_clip``'s one
+    line): one line, no protocol tag, not cut at the token cap (only the line's form is read: a
+    second sentence on the same line passes)."""
     s = summary.strip()
-    return bool(s) and "\n" not in s and not _TAG_RE.search(s) and not s.endswith(TRUNCATED)
+    return bool(s) and "\n" not in s and not _TAG_RE.search(s) and not s.endswith(TRUNCATED.strip())
 
 
 def _share(hits: int, total: int) -> dict[str, Any]:
@@ -71,7 +72,7 @@ def diagnose(
     """The pipeline diagnosis of the parallel-mode ``rows`` (``needles``: id → needle window)."""
     episodes = covered = cover_w = cover_rep = other_w = other_rep = reported = correct_rep = (
         timed
-    ) = tidy = 0
+    ) = n_clean = 0
     for r in rows:
         if r.mode != "parallel" or r.id not in needles:
             continue
@@ -89,7 +90,7 @@ def diagnose(
         timed += sum(timed_right(c.summary, (ns, ne)) for c in hit_said)
         other_w += len(wins) - sum(overlaps)
         other_rep += sum(s for o, s in zip(overlaps, said) if not o)
-        tidy += sum(clean(c.summary) for c in wins)
+        n_clean += sum(clean(c.summary) for c in wins)
         if hit_said:
             reported += 1
             correct_rep += bool(r.correct)
@@ -100,7 +101,7 @@ def diagnose(
         "false_reports": _share(other_rep, other_w),
         "timed_right": _share(timed, cover_rep),
         "acc_given_report": _share(correct_rep, reported),
-        "clean": _share(tidy, cover_w + other_w),
+        "clean": _share(n_clean, cover_w + other_w),
     }
 
 

@@ -19,7 +19,7 @@ Issue 31's checks (``cold_start_task_checks``) are measured on the chosen cold s
 ``subagent_recall``: a sub-agent whose window holds the needle reports something in ≥ 80% of such
 windows AND in ≤ 20% of the windows without it (``repro.diagnosis``; a sub-agent that describes a
 needle in every window has recall 1.0 and tells the main agent nothing), on ≥ 30 windows;
-``subagent_clean``: ≥ 90% of the sub-agents' summaries stay one clean sentence (no tag of the main
+``subagent_clean``: ≥ 90% of the sub-agents' summaries stay one clean line (no tag of the main
 agent's protocol, not cut at the cap: ``repro.diagnosis.clean``), on ≥ 30 windows; a main agent
 that reads its summaries reads what the sub-agent writes, not only whether it saw.
 """
@@ -38,7 +38,8 @@ FALSE_REPORTS_MAX = 0.2
 RECALL_WINDOWS_MIN = (
     30  # windows holding the needle that subagent_recall scores (1 window is no rate)
 )
-CLEAN_WANT = 0.9  # share of summaries that stay one clean sentence (the base's were all clean)
+CLEAN_WANT = 0.9  # share of summaries that stay one clean line (the base's were all clean)
+CLEAN_WINDOWS_MIN = 30  # executed windows subagent_clean scores (any window, needle or not)
 COLD_START = "sft"  # the variant that IS the chosen RL init, evaluated without RL (repro.variants)
 TOOLS_PAY_MIN = 0.15  # parallel − none at n = 4 on the cold start
 SUFFICES_MIN = 0.2  # none at n = 64 − none at n = 4 on the cold start
@@ -196,7 +197,7 @@ def cold_start_task_checks(
     - ``subagent_recall``: recall ≥ ``RECALL_WANT`` and false reports ≤ ``FALSE_REPORTS_MAX``, on
       ≥ ``RECALL_WINDOWS_MIN`` windows holding the needle;
     - ``subagent_clean``: the share of clean summaries ≥ ``CLEAN_WANT``, on ≥
-      ``RECALL_WINDOWS_MIN`` windows.
+      ``CLEAN_WINDOWS_MIN`` executed windows.
     Each is ``{"value", "want", "holds"}``; nothing measured never holds."""
     pay = _paired(eval_rows, "parallel", "none", 4)
     suff = _paired(eval_rows, "none", "none", 64, 4)
@@ -228,7 +229,7 @@ def cold_start_task_checks(
 def _subagent_checks(diagnosis: Mapping[str, Any]) -> dict[str, Any]:
     """``subagent_recall`` and ``subagent_clean`` of ``cold_start_task_checks``, from the cold
     start's pipeline diagnosis (``repro.diagnosis``)."""
-    recall, false, tidy = (diagnosis.get(k) or {} for k in ("recall", "false_reports", "clean"))
+    recall, false, clean = (diagnosis.get(k) or {} for k in ("recall", "false_reports", "clean"))
     windows = int(recall.get("of") or 0)
     return {
         "subagent_recall": {
@@ -246,11 +247,10 @@ def _subagent_checks(diagnosis: Mapping[str, Any]) -> dict[str, Any]:
             and false["rate"] <= FALSE_REPORTS_MAX,
         },
         "subagent_clean": {
-            "value": {"clean": tidy or None, "checkpoint": COLD_START},
-            "want": f"≥ {CLEAN_WANT} of summaries one clean sentence, on ≥ {RECALL_WINDOWS_MIN} "
-            "windows",
-            "holds": int(tidy.get("of") or 0) >= RECALL_WINDOWS_MIN
-            and tidy.get("rate") is not None
-            and tidy["rate"] >= CLEAN_WANT,
+            "value": {"clean": clean or None, "checkpoint": COLD_START},
+            "want": f"≥ {CLEAN_WANT} of summaries one clean line, on ≥ {CLEAN_WINDOWS_MIN} windows",
+            "holds": int(clean.get("of") or 0) >= CLEAN_WINDOWS_MIN
+            and clean.get("rate") is not None
+            and clean["rate"] >= CLEAN_WANT,
         },
     }

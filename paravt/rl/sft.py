@@ -1,4 +1,5 @@
-"""SFT cold start on parallel tool traces (main-agent and sub-agent rows), and, with
+"""SFT cold start on parallel tool traces (the main agent's rows and a seeded share
+``sft.subagent_rows`` of the sub-agents', 0 by default as the paper's pool), and, with
 ``sft.prior_replay``, a share of the simulated base's own habit traces (``paravt.rl.replay``);
 ``sft.tool_prompt_direct`` trains a share of the direct traces under the tool prompt
 (``paravt.rl.direct``).
@@ -337,7 +338,7 @@ def load_examples(
     video: VideoConfig,
     *,
     subagent_rows: float,
-    seed: int = 0,
+    seed: int,
     mask_think_prefix: bool = False,
     max_row_bytes: int = MAX_ROW_BYTES,
     tool_prompt_direct: ToolPromptDirect | None = None,
@@ -362,9 +363,11 @@ def load_examples(
 
 def pick_subagent_rows(rows: Sequence[Row], share: float, seed: int) -> list[Row]:
     """``rows`` with every main row and a seeded ``share`` of the sub-agent rows (round(share ×
-    count) of them), in their order: the same draw for the same rows and seed."""
+    count) of them, at least one when the share is > 0), in their order: the same draw for the
+    same rows and seed."""
     if not 0.0 <= share <= 1.0:
-        raise ConfigError(f"sft.subagent_rows={share}: a share, in [0, 1]")
+        raise ConfigError(f"sft.subagent_rows={share}: set a share in [0, 1] (0: main rows only)")
     sub = [i for i, r in enumerate(rows) if r.kind == "sub"]
-    keep = set(random.Random(f"sft-subagent-rows:{seed}").sample(sub, round(share * len(sub))))
+    count = max(1, round(share * len(sub))) if share > 0 and sub else 0
+    keep = set(random.Random(f"sft-subagent-rows:{seed}").sample(sub, count))
     return [r for i, r in enumerate(rows) if r.kind != "sub" or i in keep]

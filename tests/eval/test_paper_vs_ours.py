@@ -261,7 +261,8 @@ def test_claims_diagnosis_and_meta(page: Tables) -> None:
         "0.000 (0/95)",
         "–",
         "0.167 (1/6)",
-    ]  # an older summary: no timed_right
+        "–",
+    ]  # an older summary: no timed_right, no clean
     assert "paper-vs-ours" in page.ids
     assert {"f_tau and kappa per RL step, per variant", "accuracy vs n per mode"} <= set(page.alts)
 

@@ -129,6 +129,7 @@ def test_subagent_clean_needs_nine_in_ten_clean_summaries_on_enough_windows() ->
             "9 of 90 leak": _diag(30, 30, 0, 60, dirty=9),
             "10 of 90 leak": _diag(30, 30, 0, 60, dirty=10),
             "too few windows": _diag(10, 10, 0, 19),
+            "30 windows, 10 with the needle": _diag(10, 10, 0, 20),
         }.items()
     }
     assert check == {
@@ -136,6 +137,7 @@ def test_subagent_clean_needs_nine_in_ten_clean_summaries_on_enough_windows() ->
         "9 of 90 leak": True,
         "10 of 90 leak": False,
         "too few windows": False,
+        "30 windows, 10 with the needle": True,  # every executed window counts, not recall's
     }
 
 

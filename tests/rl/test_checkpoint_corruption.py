@@ -107,7 +107,6 @@ def test_sft_resume_past_a_truncated_latest_checkpoint_equals_an_uninterrupted_r
         "save_every": 2,
         "batch_size": 1,
         "warmup_steps": 2,
-        "subagent_rows": 0.0,
     }
     straight = run_training(
         _cfg(tmp_path / "a", synth / "sft.parquet", tiny_qwen3_dir, sft=sft),

@@ -105,8 +105,10 @@ def test_sft_trains_the_moved_traces_under_the_tool_prompt(
     move = ToolPromptDirect.of(TrainConfig.model_validate({"sft": {"tool_prompt_direct": 1.0}}))
     video = VideoConfig(overview_max_pixels=64 * 64, crop_max_pixels=64 * 64)
     path = short_synth / "sft.parquet"
-    plain = load_examples(path, None, codec, video, subagent_rows=0.0)
-    moved = load_examples(path, None, codec, video, subagent_rows=0.0, tool_prompt_direct=move)
+    plain = load_examples(path, None, codec, video, subagent_rows=0.0, seed=0)
+    moved = load_examples(
+        path, None, codec, video, subagent_rows=0.0, seed=0, tool_prompt_direct=move
+    )
     tool = next(t for t in plain if t.episode_id.endswith("-par"))
     system = tool.ids[: tool.ids.index(codec.im_end_id) + 1]  # the tool trace's system turn
     got = [t for t in moved if t.episode_id.endswith("-tp")]

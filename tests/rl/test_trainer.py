@@ -200,7 +200,6 @@ def test_sft_resume_logs_the_same_losses_as_an_uninterrupted_run(
         "save_every": 3,
         "batch_size": 1,
         "warmup_steps": 2,
-        "subagent_rows": 0.0,
     }
     straight = run_training(
         _cfg(tmp_path / "a", synth / "sft.parquet", tiny_qwen3_dir, sft=sft),

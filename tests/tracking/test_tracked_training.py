@@ -59,7 +59,6 @@ def _cfg(out: Path, data: Path, model: str, **sections: dict[str, Any]) -> Train
             "warmup_steps": 0,
             "save_every": 100,
             "max_steps": 2,
-            "subagent_rows": 0.0,
         },
         "rl": {
             "group_size": 2,
