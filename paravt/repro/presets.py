@@ -122,7 +122,8 @@ _DEMO = ReproPreset(
     sft_replay=0.0,
     # a tenth of the data's sub-agent rows (the base's clip form), the smallest share measured whose
     # cold-start sub-agents stay clean on 3 base seeds (subagent_clean: 1.00 each; none: 1.00 /
-    # 0.88 / 0.63); the paper's SFT trains none (docs/fidelity.md rows 69-70, 2026-12-06 g)
+    # 0.88 / 0.63; 0.05: 1.00 / 1.00 / 0.89); the paper's SFT trains none (docs/fidelity.md
+    # rows 69-70, docs/repro-log.md 2026-12-06 g)
     sft_subagent_rows=0.1,
     rl_steps=12,
     group_size=8,  # G [paper, authors]
