@@ -27,12 +27,12 @@ from typing import Any
 from paravt.agent.subagents import TRUNCATED
 from paravt.data.synth.perception import NOTHING
 from paravt.eval.results import ResultRow
+from paravt.protocol.tags import TAG_RE
 
 _NOTHING_HEAD = NOTHING.split()[0].lower()  # "nothing"
 _SPAN_RE = re.compile(r"from\s+(\d+(?:\.\d+)?)\s*s\s+to\s+(\d+(?:\.\d+)?)\s*s", re.IGNORECASE)
 _AT_RE = re.compile(r"\bat\s+(\d+(?:\.\d+)?)\s*s\b", re.IGNORECASE)
 TIME_SLACK_S = 1.0
-_TAG_RE = re.compile(r"</?[a-z_]+>|<\|im_(?:start|end)\|>")  # <think>, </answer>, <|im_end|>, …
 
 
 def timed_right(summary: str, needle: tuple[float, float], slack: float = TIME_SLACK_S) -> bool:
@@ -59,7 +59,7 @@ def clean(summary: str) -> bool:
     line): one line, no protocol tag, not cut at the token cap (only the line's form is read: a
     second sentence on the same line passes)."""
     s = summary.strip()
-    return bool(s) and "\n" not in s and not _TAG_RE.search(s) and not s.endswith(TRUNCATED.strip())
+    return bool(s) and "\n" not in s and not TAG_RE.search(s) and not s.endswith(TRUNCATED.strip())
 
 
 def _share(hits: int, total: int) -> dict[str, Any]:

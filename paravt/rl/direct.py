@@ -73,9 +73,7 @@ class ToolPromptDirect:
                 "but the data holds none (main rows of mode none): set it to 0 or use an "
                 "sft.parquet with direct traces"
             )
-        rng = random.Random(f"sft-tool-prompt-direct:{self.seed}")
-        count = max(1, round(self.share * len(direct)))  # a share > 0 moves at least one
-        moved = set(rng.sample(direct, count))
+        moved = seeded_share(direct, self.share, f"sft-tool-prompt-direct:{self.seed}")
         out = list(rows)
         for i in moved:
             r = rows[i]
@@ -90,3 +88,10 @@ class ToolPromptDirect:
 def is_direct(row: Row) -> bool:
     """A direct trace: a main SFT row of mode ``none`` (no tool turn)."""
     return isinstance(row, SFTRow) and row.kind == "main" and row.mode == "none"
+
+
+def seeded_share(indices: Sequence[int], share: float, key: str) -> set[int]:
+    """A seeded draw of round(share × len(indices)) of ``indices``, at least one when the share is
+    > 0 and there is one to draw; ``key`` seeds it (the same key, the same draw)."""
+    count = max(1, round(share * len(indices))) if share > 0 and indices else 0
+    return set(random.Random(key).sample(list(indices), count))

@@ -31,7 +31,7 @@ from paravt.agent.trajectory import Trajectory
 from paravt.errors import ConfigError, DataError
 from paravt.models.chat import ChatCodec
 from paravt.rl.batch import DEFAULT_MICRO_BATCH_TOKENS, micro_batches, score, vision_ids
-from paravt.rl.direct import ToolPromptDirect
+from paravt.rl.direct import ToolPromptDirect, seeded_share
 from paravt.rl.mfu import Mfu
 from paravt.rl.optim_step import optimizer_step
 from paravt.rl.sequence import trace_sequences
@@ -192,15 +192,15 @@ class SFTTrainer:
 
     @classmethod
     def check_data(cls, cfg: TrainConfig) -> None:
-        sub = cfg.sft.subagent_rows > 0
+        kinds = sft_kinds(cfg.sft.subagent_rows)
         require_rows(
             cfg.data,
-            ("main", "sub") if sub else ("main",),
+            kinds,
             "SFT traces",
             NO_TRACES_FIX
-            + ("" if sub else "; sub-agent rows train only with sft.subagent_rows > 0"),
+            + ("" if "sub" in kinds else "; sub-agent rows train only with sft.subagent_rows > 0"),
         )
-        screened = screen_data(cfg, ("main", "sub") if sub else ("main",))
+        screened = screen_data(cfg, kinds)
         move = ToolPromptDirect.of(cfg)
         if move is not None:  # its DataError (no direct traces) before the model loads
             move.apply(screened.rows)
@@ -351,7 +351,7 @@ def load_examples(
     from paravt.data.screen import screen_rows
 
     root = Path(root) if root else Path(path).parent
-    kinds = ("main", "sub") if subagent_rows > 0 else ("main",)
+    kinds = sft_kinds(subagent_rows)
     rows = list(screen_rows(path, root, kinds=kinds, max_row_bytes=max_row_bytes, warn=False).rows)
     rows = pick_subagent_rows(rows, subagent_rows, seed)
     if tool_prompt_direct is not None:
@@ -361,6 +361,12 @@ def load_examples(
     )
 
 
+def sft_kinds(subagent_rows: float) -> tuple[str, ...]:
+    """The row kinds SFT reads: the main agent's, and the sub-agents' when a share of them
+    trains (``sft.subagent_rows`` > 0)."""
+    return ("main", "sub") if subagent_rows > 0 else ("main",)
+
+
 def pick_subagent_rows(rows: Sequence[Row], share: float, seed: int) -> list[Row]:
     """``rows`` with every main row and a seeded ``share`` of the sub-agent rows (round(share ×
     count) of them, at least one when the share is > 0), in their order: the same draw for the
@@ -368,6 +374,5 @@ def pick_subagent_rows(rows: Sequence[Row], share: float, seed: int) -> list[Row
     if not 0.0 <= share <= 1.0:
         raise ConfigError(f"sft.subagent_rows={share}: set a share in [0, 1] (0: main rows only)")
     sub = [i for i, r in enumerate(rows) if r.kind == "sub"]
-    count = max(1, round(share * len(sub))) if share > 0 and sub else 0
-    keep = set(random.Random(f"sft-subagent-rows:{seed}").sample(sub, count))
+    keep = seeded_share(sub, share, f"sft-subagent-rows:{seed}")
     return [r for i, r in enumerate(rows) if r.kind != "sub" or i in keep]
