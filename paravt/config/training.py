@@ -320,6 +320,14 @@ class PriorConfig(_SupervisedConfig):
     max_calls: int = Field(
         2, ge=1, description="Most <tool_code> turns (one call each) in a python-form tool trace."
     )
+    plain_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Share of prompts whose habit trace stands under the no-tool (reasoning) "
+        "system prompt and calls nothing: a pretrained model does not call a tool its prompt "
+        "does not offer (0: every trace keeps the prompt's own tool prompt).",
+    )
     lr_decay: LrDecay = Field(
         "cosine",
         description="After the warm-up: cosine down to min_lr_ratio × lr at the last step (a "

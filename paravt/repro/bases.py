@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from paravt import runlock
-from paravt.config import TrainConfig
+from paravt.config import PriorConfig, TrainConfig
 from paravt.repro.stages import finish_stage, start_stage
 
 DATA_VERSION = 7  # bump when paravt.data.synth.base / perception change what the base learns
@@ -65,10 +65,8 @@ def base_settings(
         },
         "model_size": model_size,
         # a field added to the prior keeps the keys built before it while it is at its old
-        # behaviour: loss_agg joins the key only when it is not token-mean
-        "prior": cfg.prior.model_dump(
-            mode="json", exclude={"loss_agg"} if cfg.prior.loss_agg == "token-mean" else None
-        ),
+        # behaviour: loss_agg joins the key only when it is not token-mean, plain_share when > 0
+        "prior": cfg.prior.model_dump(mode="json", exclude=_at_old_behaviour(cfg.prior)),
         # the init's tokenizer is trained on it (synth/corpus.py)
         "tokenizer_corpus": corpus_digest(),
         "video": {
@@ -84,6 +82,11 @@ def base_settings(
         # version every cached base was built at (2) keeps their keys
         **({"tiny": TINY_VERSION} if TINY_VERSION != 2 else {}),
     }
+
+
+def _at_old_behaviour(prior: PriorConfig) -> set[str]:
+    old = {"loss_agg": prior.loss_agg == "token-mean", "plain_share": prior.plain_share == 0}
+    return {k for k, at_old in old.items() if at_old}
 
 
 def base_paths(

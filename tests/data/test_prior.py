@@ -5,11 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from paravt.data.rows import RLRow
 from paravt.data.schema import read_rows
-from paravt.data.synth.prior import MAX_THINK_SENTENCES, Habit, prior_rows, tool_code_call
+from paravt.data.synth.prior import (
+    MAX_THINK_SENTENCES,
+    Habit,
+    prior_rows,
+    prior_trace,
+    tool_code_call,
+)
 from paravt.errors import DataError
 from paravt.protocol.parser import parse_calls
 from paravt.protocol.stats import format_stats
@@ -197,7 +204,43 @@ def test_the_habit_of_a_prior_config_takes_each_of_its_fields() -> None:
     p = PriorConfig(
         think_sentences=3, think_tail=2.5, json_share=0.4, max_calls=3, think_runaway=0.1
     )
-    p = p.model_copy(update={"python_share": 0.6})
+    p = p.model_copy(update={"python_share": 0.6, "plain_share": 0.2})
     assert Habit.of(p) == Habit(
-        3, think_tail=2.5, json_share=0.4, max_calls=3, runaway=0.1, python_share=0.6
+        3,
+        think_tail=2.5,
+        json_share=0.4,
+        max_calls=3,
+        runaway=0.1,
+        python_share=0.6,
+        plain_share=0.2,
     )
+
+
+def test_plain_share_answers_under_the_no_tool_prompt_without_a_call(
+    prompts: list[RLRow],
+) -> None:
+    """A plain trace swaps the prompt's tool system prompt for the reasoning one and calls
+    nothing (a pretrained model does not call a tool it is not offered); the others keep the
+    tool prompt and, at tool_mix 1, call; a zero share draws nothing."""
+    from paravt.protocol.prompts import system_prompt
+
+    kw = {"tool_mix": 1.0, "seed": 3}
+    habit = Habit(2, json_share=0.5)
+    by_hand = []  # the traces of before the field: the tool draw, then the trace, nothing between
+    for i, row in enumerate(prompts):
+        rng = np.random.default_rng([3, i])
+        by_hand.append(prior_trace(row, rng, tool=bool(rng.random() < 1.0), habit=habit))
+    assert prior_rows(prompts, habit=Habit(2, json_share=0.5, plain_share=0.0), **kw) == by_hand
+    rows = prior_rows(prompts * 20, habit=Habit(2, json_share=0.5, plain_share=0.4), **kw)
+    plain = [r for r in rows if r.messages[0].text == system_prompt("none")]
+    assert 0.3 < len(plain) / len(rows) < 0.5
+    by_id = {p.id: p for p in prompts}
+    for r in rows:
+        prompt = by_id[r.id.removesuffix("-prior")]
+        assert r.messages[1] == prompt.messages[1]  # the user's message as it was
+        calls = sum(t.count("<tool_call>") + t.count("<tool_code>") for t in _assistant(r))
+        if r in plain:
+            assert r.mode == "none" and calls == 0 and len(_assistant(r)) == 1
+            assert _assistant(r)[0].endswith("</think>\n" + prompt.extra_info.answer)
+        else:
+            assert r.messages[0] == prompt.messages[0] and r.mode != "none" and calls >= 1

@@ -260,6 +260,10 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     assert (
         "loss_agg" not in settings(token_mean)["prior"]
     )  # the keys built before the field stay valid
+    # the habit's share under the no-tool prompt: at 0 (its default) out of the key, else another
+    assert "plain_share" not in settings(plain)["prior"]
+    assert key(with_config_overrides(plain, ["prior.plain_share=0"])) == key(plain)
+    assert key(with_config_overrides(plain, ["prior.plain_share=0.3"])) != key(plain)
     with pytest.raises(ConfigError, match="model.replicas=1"):
         with_config_overrides(plain, ["model.device=cuda"])
 

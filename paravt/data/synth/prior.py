@@ -23,7 +23,10 @@ the same ParaVT-Synth prompts the later stages use:
 ``tool_mix`` is the share of prompts that get a tool trace (decided per prompt, seeded): 0 is the
 "weak prior" (no tool form at all, short thinks: the Qwen2.5-VL side of the paper's Figure 2),
 > 0 a "strong prior" (the Qwen3-VL side). The traces keep the prompt's system and user messages,
-so the habit is learnt in the very context SFT and RL later use: that is where it must compete.
+so the habit is learnt in the very context SFT and RL later use: that is where it must compete;
+except a share ``plain_share`` of the prompts (decided per prompt after ``tool_mix``, no draw at
+0), whose trace stands under the reasoning (no-tool) system prompt and calls nothing: a pretrained
+model does not call a tool its prompt does not offer.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from paravt.data.synth.oracle import plan_windows
 from paravt.data.synth.perception import NOTHING
 from paravt.data.synth.questions import fmt_seconds
 from paravt.errors import DataError
+from paravt.protocol.prompts import system_prompt
 
 if TYPE_CHECKING:
     from paravt.config import PriorConfig
@@ -104,6 +108,7 @@ class Habit:
     max_calls: int = 2  # most <tool_code> turns of a python-form trace
     runaway: float = 0.0  # share of thinks that run on for RUNAWAY_SENTENCES (0: none)
     python_share: float = 0.0  # share of native-form traces with python bodies in <tool_call>
+    plain_share: float = 0.0  # share of prompts whose trace is under the no-tool system prompt
 
     @classmethod
     def of(cls, prior: PriorConfig) -> Habit:
@@ -115,6 +120,7 @@ class Habit:
             max_calls=prior.max_calls,
             runaway=prior.think_runaway,
             python_share=prior.python_share,
+            plain_share=prior.plain_share,
         )
 
     def sentences(self, rng: np.random.Generator) -> int:
@@ -141,10 +147,17 @@ def _window_text(e: ExtraInfo, start: float, end: float) -> str:
     return f"A brief {kind} event appears from {fmt_seconds(s)} s to {fmt_seconds(t)} s."
 
 
-def prior_trace(row: RLRow, rng: np.random.Generator, *, tool: bool, habit: Habit) -> SFTRow:
-    """The pretraining-style trace of one prompt (see the module docstring)."""
+def prior_trace(
+    row: RLRow, rng: np.random.Generator, *, tool: bool, habit: Habit, plain: bool = False
+) -> SFTRow:
+    """The pretraining-style trace of one prompt (see the module docstring); ``plain``: under the
+    no-tool (reasoning) system prompt instead of the prompt's own, and without a call."""
     e = row.extra_info
     prompt = tuple(m for m in row.messages if m.role in ("system", "user"))
+    if plain:
+        tool = False
+        user = tuple(m for m in prompt if m.role == "user")
+        prompt = (Message("system", system_prompt("none")), *user)
     msgs: list[Message] = list(prompt)
     mode: Literal["parallel", "sequential", "none"] = "none"
     if tool and rng.random() < habit.json_share:
@@ -209,6 +222,7 @@ def prior_rows(
         for c in range(copies):
             rng = np.random.default_rng([seed, i] if c == 0 else [seed, i, c])
             tool = bool(rng.random() < tool_mix)
-            trace = prior_trace(row, rng, tool=tool, habit=habit)
+            plain = habit.plain_share > 0 and rng.random() < habit.plain_share  # no draw at 0
+            trace = prior_trace(row, rng, tool=tool, habit=habit, plain=plain)
             out.append(trace if c == 0 else replace(trace, id=f"{trace.id}{c}"))
     return out
