@@ -267,6 +267,13 @@ class PriorConfig(_SupervisedConfig):
     steps: _Steps = Field(
         200, ge=1, description="Optimisation steps of the simulated pretraining (prior strength)."
     )
+    align_steps: _Steps = Field(
+        0,
+        ge=0,
+        description="The first steps of `steps` on the perception rows alone (a window's frames "
+        "-> what appears: the vision-language alignment stage an LMM's pretraining opens with), "
+        "the whole mixture after them (0: the mixture from the first step).",
+    )
     habit_copies: int = Field(
         1,
         ge=1,
@@ -336,3 +343,12 @@ class PriorConfig(_SupervisedConfig):
     min_lr_ratio: float = Field(
         0.1, ge=0, le=1, description="The cosine schedule's last learning rate, as a share of lr."
     )
+
+    @model_validator(mode="after")
+    def _align(self) -> PriorConfig:
+        if self.align_steps >= self.steps:
+            raise ValueError(
+                f"prior.align_steps={self.align_steps} leaves no step of prior.steps={self.steps} "
+                "for the mixture: set align_steps below steps"
+            )
+        return self

@@ -65,7 +65,8 @@ def base_settings(
         },
         "model_size": model_size,
         # a field added to the prior keeps the keys built before it while it is at its old
-        # behaviour: loss_agg joins the key only when it is not token-mean, plain_share when > 0
+        # behaviour: loss_agg joins the key only when it is not token-mean, plain_share and
+        # align_steps when > 0
         "prior": cfg.prior.model_dump(mode="json", exclude=_at_old_behaviour(cfg.prior)),
         # the init's tokenizer is trained on it (synth/corpus.py)
         "tokenizer_corpus": corpus_digest(),
@@ -85,7 +86,11 @@ def base_settings(
 
 
 def _at_old_behaviour(prior: PriorConfig) -> set[str]:
-    old = {"loss_agg": prior.loss_agg == "token-mean", "plain_share": prior.plain_share == 0}
+    old = {
+        "loss_agg": prior.loss_agg == "token-mean",
+        "plain_share": prior.plain_share == 0,
+        "align_steps": prior.align_steps == 0,
+    }
     return {k for k, at_old in old.items() if at_old}
 
 

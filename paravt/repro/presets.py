@@ -26,6 +26,7 @@ class BaseSpec:
     habit_copies: int = (
         1  # habit traces per prompt (prior.habit_copies): the habit's share of the base's data
     )
+    align_steps: int = 0  # prior.align_steps: the first of `steps`, on the perception clips alone
     # the strong prior's tool-native habits (prior.think_tail, prior.json_share); the weak prior
     # has neither (no tool form, every think think_sentences long): repro.training.pretrained_base
     think_tail: float = 0.0
@@ -85,8 +86,13 @@ _BASE_S = BaseSpec(
     probe_videos=40,
     # 2,400 until 2026-12-06: its checkpoints' probe (docs/repro-log.md) shows every check that
     # holds at 2,400 holding by 1,200 (open question at 64: 0.35 at 800, 1.00 at 1,200) and the two
-    # that fail at 2,400 (MCQ at 64, stated time) failing at every checkpoint
-    steps=1200,
+    # that fail at 2,400 (MCQ at 64, stated time) failing at every checkpoint; then 1,400 with
+    # an alignment stage of 400: the clips alone first (0.08 s a step against the mixture's 0.18),
+    # the mixture's 1,000 after. In the mixture alone a build missed a colour whole by chance (1 of
+    # 3 seeds, 2 of 3 with tool_mix 0.8); with the stage every build saw every colour, 6 of 6
+    # (docs/repro-log.md, 2026-12-06 i)
+    steps=1400,
+    align_steps=400,
     lr=1e-3,
     tool_mix=1.0,
     think_sentences=2,
@@ -227,7 +233,7 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     cfg.prior.think_sentences, cfg.prior.habit_copies = b.think_sentences, b.habit_copies
     cfg.prior.think_tail, cfg.prior.json_share = b.think_tail, b.json_share
     cfg.prior.think_runaway, cfg.prior.python_share = b.think_runaway, b.python_share
-    cfg.prior.loss_agg = b.loss_agg
+    cfg.prior.loss_agg, cfg.prior.align_steps = b.loss_agg, b.align_steps
     cfg.prior.batch_size = cfg.sft.batch_size = 2 if p.model_size == "xs" else 8
     cfg.sft.max_steps, cfg.sft.epochs, cfg.sft.save_every = p.sft_steps, 1000, p.sft_save_every
     cfg.sft.lr = p.sft_lr

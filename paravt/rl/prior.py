@@ -5,16 +5,21 @@ QA, and habit traces of ``paravt.data.synth.prior``: long thinks, untagged answe
 ``prior.tool_mix`` of prompts, one ``<tool_code>`` python call per turn) from ``cfg.data`` (a
 ``base.parquet``; an ``rl.parquet`` gives the habit traces only). It runs before the SFT cold
 start (``init_from``/``model.path`` of the SFT stage = this stage's ``out_dir/model``), so the
-cold-started model carries a competing habit temperature sampling can resurface.
+cold-started model carries a competing habit temperature sampling can resurface. With
+``prior.align_steps`` its first steps draw from the perception rows alone
+(``is_perception_row``), then from the whole mixture in the order it has without them.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from paravt.errors import DataError
 from paravt.rl.sequence import trace_sequences
 from paravt.rl.sft import SFTTrainer, require_rows
 from paravt.rl.trainer import TrainerSettings
@@ -30,7 +35,11 @@ if TYPE_CHECKING:
 
 @dataclass
 class PriorTrainer(SFTTrainer):
-    """``SFTTrainer`` on ``paravt.data.synth.prior`` traces, with the ``prior`` config section."""
+    """``SFTTrainer`` on ``paravt.data.synth.prior`` traces, with the ``prior`` config section;
+    steps before ``align_steps`` draw from ``align`` (the perception rows) alone."""
+
+    align: list[Trajectory] = field(default_factory=list)
+    align_steps: int = 0
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -61,7 +70,7 @@ class PriorTrainer(SFTTrainer):
             Path(cfg.data)
         )  # no prompt rows: `check_data` (and `prior_traces`) refuse them
         root = Path(cfg.data_root) if cfg.data_root else Path(cfg.data).parent
-        examples = prior_examples(
+        examples, align = prior_examples(
             rows,
             root,
             session.codec,
@@ -71,6 +80,12 @@ class PriorTrainer(SFTTrainer):
             copies=p.habit_copies,
             video=cfg.video,
         )
+        if p.align_steps and not align:
+            raise DataError(
+                f"prior.align_steps={p.align_steps} trains on the perception rows, and "
+                f"{cfg.data} holds none (an rl.parquet: habit traces only); point `data` at a "
+                "ParaVT-Synth base.parquet or set prior.align_steps to 0"
+            )
         return cls(
             examples,
             session.model,
@@ -86,7 +101,28 @@ class PriorTrainer(SFTTrainer):
             lr_decay=p.lr_decay,
             min_lr_ratio=p.min_lr_ratio,
             loss_agg=p.loss_agg,
+            align=align,
+            align_steps=p.align_steps,
         )
+
+    def batch(self, step: int) -> list[Trajectory]:
+        """The alignment stage's batches (a seeded permutation of ``align`` per epoch), then the
+        mixture's, its step count starting at 0 after them."""
+        if step >= self.align_steps:
+            return super().batch(step - self.align_steps)
+        n = len(self.align)
+        out = []
+        for j in range(step * self.batch_size, (step + 1) * self.batch_size):
+            epoch, pos = divmod(j, n)
+            out.append(self.align[_align_order(self.seed, epoch, n)[pos]])
+        return out
+
+
+@lru_cache(maxsize=2)
+def _align_order(seed: int, epoch: int, n: int) -> list[int]:
+    perm = list(range(n))
+    random.Random(f"align:{seed}:{epoch}").shuffle(perm)
+    return perm
 
 
 def prior_examples(
@@ -99,10 +135,12 @@ def prior_examples(
     seed: int,
     video: VideoConfig,
     copies: int = 1,
-) -> list[Trajectory]:
+) -> tuple[list[Trajectory], list[Trajectory]]:
     """The base stage's training sequences of a ``base.parquet``'s rows (``prior_traces``), frames
-    decoded from the videos under ``root`` at ``video``'s overview and crop sizes."""
-    from paravt.data.synth.base import prior_traces
+    decoded from the videos under ``root`` at ``video``'s overview and crop sizes; and those of
+    its perception rows (``is_perception_row``), the alignment stage's."""
+    from paravt.data.synth.base import is_perception_row, prior_traces
 
     traces = prior_traces(rows, tool_mix=tool_mix, habit=habit, seed=seed, copies=copies)
-    return trace_sequences(traces, root, codec, video)
+    seqs = trace_sequences(traces, root, codec, video)
+    return seqs, [q for t, q in zip(traces, seqs, strict=True) if is_perception_row(t)]

@@ -249,7 +249,7 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
         return base_key(settings(cfg))
 
     assert key(gpu) == key(plain)
-    assert key(with_config_overrides(plain, ["prior.steps=100"])) != key(plain)
+    assert key(with_config_overrides(plain, ["prior.steps=1000"])) != key(plain)
     assert key(with_config_overrides(gpu, ["model.dtype=bfloat16"])) != key(gpu)  # another base
     # the loss aggregation: another base when it changes; token-mean (the field's default) keeps
     # the key the bases built before the field had
@@ -264,6 +264,10 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     assert "plain_share" not in settings(plain)["prior"]
     assert key(with_config_overrides(plain, ["prior.plain_share=0"])) == key(plain)
     assert key(with_config_overrides(plain, ["prior.plain_share=0.3"])) != key(plain)
+    # the alignment stage: out of the key at 0, another base with one
+    no_stage = with_config_overrides(plain, ["prior.align_steps=0"])
+    assert "align_steps" not in settings(no_stage)["prior"]
+    assert key(with_config_overrides(plain, ["prior.align_steps=300"])) != key(no_stage)
     with pytest.raises(ConfigError, match="model.replicas=1"):
         with_config_overrides(plain, ["model.device=cuda"])
 

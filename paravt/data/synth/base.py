@@ -176,6 +176,11 @@ def overview_rows(
     return rows
 
 
+def is_perception_row(row: Row) -> TypeGuard[SFTRow]:
+    """A clip row (``…-see-…``): a window's frames -> what appears (the alignment stage's)."""
+    return isinstance(row, SFTRow) and SEE in row.id
+
+
 def is_base_row(row: Row) -> TypeGuard[SFTRow]:
     from paravt.data.synth.drills import READ
 
