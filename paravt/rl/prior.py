@@ -15,13 +15,13 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from paravt.errors import DataError
 from paravt.rl.sequence import trace_sequences
-from paravt.rl.sft import SFTTrainer, require_rows
+from paravt.rl.sft import SFTTrainer, batch_indices, require_rows
 from paravt.rl.trainer import TrainerSettings
 
 if TYPE_CHECKING:
@@ -111,14 +111,11 @@ class PriorTrainer(SFTTrainer):
         if step >= self.align_steps:
             return super().batch(step - self.align_steps)
         n = len(self.align)
-        out = []
-        for j in range(step * self.batch_size, (step + 1) * self.batch_size):
-            epoch, pos = divmod(j, n)
-            out.append(self.align[_align_order(self.seed, epoch, n)[pos]])
-        return out
+        order = partial(_align_order, self.seed, n=n)
+        return [self.align[i] for i in batch_indices(step, self.batch_size, n, order)]
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=2)  # batches move forward: the current epoch's and the next
 def _align_order(seed: int, epoch: int, n: int) -> list[int]:
     perm = list(range(n))
     random.Random(f"align:{seed}:{epoch}").shuffle(perm)

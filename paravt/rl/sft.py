@@ -19,7 +19,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -273,12 +273,10 @@ class SFTTrainer:
 
     def batch(self, step: int) -> list[Trajectory]:
         """Deterministic batches: a seeded permutation per epoch, indexed by step."""
-        n = len(self.examples)
-        out = []
-        for j in range(step * self.batch_size, (step + 1) * self.batch_size):
-            epoch, pos = divmod(j, n)
-            out.append(self.examples[self.epoch_order(epoch)[pos]])
-        return out
+        return [
+            self.examples[i]
+            for i in batch_indices(step, self.batch_size, len(self.examples), self.epoch_order)
+        ]
 
     def epoch_order(self, epoch: int) -> list[int]:
         """The seeded permutation of the examples in ``epoch`` (drawn once, then kept)."""
@@ -315,6 +313,18 @@ class SFTTrainer:
             "training/epoch": step * self.batch_size / max(1, len(self.examples)),
             **self._mfu.metrics("train/mfu", [len(t.ids) for t in batch], took),
         }
+
+
+def batch_indices(
+    step: int, batch_size: int, n: int, epoch_order: Callable[[int], Sequence[int]]
+) -> list[int]:
+    """The indices of ``step``'s batch: picks ``step × batch_size`` onwards through the epochs'
+    permutations of ``n`` examples (``epoch_order(epoch)``), across epoch boundaries."""
+    out = []
+    for j in range(step * batch_size, (step + 1) * batch_size):
+        epoch, pos = divmod(j, n)
+        out.append(epoch_order(epoch)[pos])
+    return out
 
 
 def lr_scale(
