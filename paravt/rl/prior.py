@@ -12,7 +12,6 @@ cold-started model carries a competing habit temperature sampling can resurface.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from paravt.errors import DataError
 from paravt.rl.sequence import trace_sequences
-from paravt.rl.sft import SFTTrainer, batch_indices, require_rows
+from paravt.rl.sft import SFTTrainer, batch_indices, epoch_permutation, require_rows
 from paravt.rl.trainer import TrainerSettings
 
 if TYPE_CHECKING:
@@ -117,9 +116,7 @@ class PriorTrainer(SFTTrainer):
 
 @lru_cache(maxsize=2)  # batches move forward: the current epoch's and the next
 def _align_order(seed: int, epoch: int, n: int) -> list[int]:
-    perm = list(range(n))
-    random.Random(f"align:{seed}:{epoch}").shuffle(perm)
-    return perm
+    return epoch_permutation("align", seed, epoch, n)
 
 
 def prior_examples(

@@ -280,10 +280,8 @@ class SFTTrainer:
 
     def epoch_order(self, epoch: int) -> list[int]:
         """The seeded permutation of the examples in ``epoch`` (drawn once, then kept)."""
-        if epoch not in self._perms:
-            perm = list(range(len(self.examples)))
-            random.Random(f"sft:{self.seed}:{epoch}").shuffle(perm)
-            self._perms = {epoch: perm}  # batches move forward: only the current epoch is kept
+        if epoch not in self._perms:  # batches move forward: only the current epoch is kept
+            self._perms = {epoch: epoch_permutation("sft", self.seed, epoch, len(self.examples))}
         return self._perms[epoch]
 
     def step(self, step: int) -> dict[str, float]:
@@ -313,6 +311,13 @@ class SFTTrainer:
             "training/epoch": step * self.batch_size / max(1, len(self.examples)),
             **self._mfu.metrics("train/mfu", [len(t.ids) for t in batch], took),
         }
+
+
+def epoch_permutation(tag: str, seed: int, epoch: int, n: int) -> list[int]:
+    """The seeded permutation of ``n`` examples in ``epoch`` of the batches named ``tag``."""
+    perm = list(range(n))
+    random.Random(f"{tag}:{seed}:{epoch}").shuffle(perm)
+    return perm
 
 
 def batch_indices(
