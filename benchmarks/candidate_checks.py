@@ -6,13 +6,14 @@ one: the measurements that read the SFT's steps (docs/repro-log.md, 2026-12-07 j
     .venv/bin/python benchmarks/candidate_checks.py runs/m300/base_seed0 --out runs/cand/s0 \\
         --steps 50,100,150,200,250,300
 
-For each candidate (``repro.select.sft_checkpoints``) the greedy eval the ``sft`` variant runs
-(``none`` and ``parallel`` at n = 4, ``none`` at n = 64, the held-out questions, the preset's
-episode settings), then ``task_check.cold_start_task_checks`` on those rows with the selection
-probe's metrics (its κ is the selection's, at the RL prompts' budgets, not the ``sft`` variant's
-n = 64 probe), and whether the main agent reads its tool response: of the open questions at
-n = 4 where a window's summary names the right colour, the share answered with it (7 colours:
-chance ≈ 0.14). One JSON line per candidate; OUT/table.json holds them all.
+For each candidate (``repro.select.sft_checkpoints``) the part of the ``sft`` variant's greedy eval
+the checks read (``none`` and ``parallel`` at n = 4, ``none`` at n = 64, the held-out questions, the
+run's preset and ``--set`` overrides), then ``task_check.cold_start_task_checks`` on those rows with
+the selection probe's metrics (its κ is the selection's, at the RL prompts' budgets, not the ``sft``
+variant's n = 64 probe), and whether the main agent reads its tool response: of the open questions
+at n = 4 where a window's summary names the right colour, the share answered with it (7 colours:
+chance ≈ 0.14).
+One JSON line per candidate; OUT/table.json holds them all.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from typing import Any
 from paravt.agent import EpisodeSettings
 from paravt.agent.backend import open_backend
 from paravt.agent.inputs import load_episode_inputs
+from paravt.config import TrainConfig
 from paravt.data.synth.scenes import NEEDLE_COLORS
-from paravt.eval.results import load_results
+from paravt.eval.results import ResultRow, load_results
 from paravt.eval.runner import evaluate
-from paravt.repro.presets import PRESETS, base_config
+from paravt.repro.presets import PRESETS, base_config, with_config_overrides
 from paravt.repro.select import sft_checkpoints
 from paravt.repro.task_check import cold_start_task_checks
 
@@ -50,39 +52,46 @@ METRICS = (
 )
 
 
-def reads_reports(results: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def reads_reports(results: Sequence[ResultRow]) -> dict[str, int]:
     """Open questions of the ``parallel`` rows whose sub-agent summaries name the right colour,
     and how many of those the main agent answered with it."""
     named = answered = 0
     for r in results:
-        if r["mode"] != "parallel" or r["task"] != "oe":
+        if r.mode != "parallel" or r.task != "oe":
             continue
-        reports = " ".join(t["text"] for t in r["transcript"] if t["role"].startswith("sub"))
+        reports = " ".join(t.text for t in r.transcript if t.role.startswith("sub"))
         seen = {c for c in NEEDLE_COLORS if re.search(rf"\b{c}\b", reports)}
-        if r["answer"] in seen:
+        if r.answer in seen:
             named += 1
-            answered += (r["prediction"] or "").strip().lower() == r["answer"]
+            answered += (r.prediction or "").strip().lower() == r.answer
     return {"named": named, "answered": answered}
 
 
 def candidate_row(
-    run: Path, out: Path, step: int, model: Path, metrics: Mapping[str, float]
+    cfg: TrainConfig, run: Path, out: Path, step: int, model: Path, metrics: Mapping[str, float]
 ) -> dict[str, Any]:
-    cfg = base_config(run, PRESETS["demo"])
     settings = EpisodeSettings.from_config(cfg, temperature=0.0)
-    backend = open_backend(cfg.model.model_copy(update={"path": str(model)}), cfg.rollout)
+    backend = None
     rows: list[dict[str, Any]] = []
-    raw: list[dict[str, Any]] = []
-    for n, modes in PLAN:
-        d = out / f"step{step:04d}" / f"n{n}"
-        if not (d / "done").exists():
-            samples = load_episode_inputs(run / "synth" / "eval.parquet", nframes=n)
-            evaluate(samples, backend, settings, modes=list(modes), out=d, workers=cfg.eval.workers)
-            (d / "done").write_text("")
-        for r in load_results(d / "results.jsonl"):
-            rows.append({"id": r.id, "mode": r.mode, "nframes": n, "score": r.score})
-        raw += [json.loads(line) for line in (d / "results.jsonl").read_text().splitlines()]
-    asyncio.run(backend.generator.aclose())  # ends the replica processes
+    at4: list[ResultRow] = []
+    try:
+        for n, modes in PLAN:
+            d = out / f"step{step:04d}" / f"n{n}"
+            if not (d / "done").exists():
+                backend = backend or open_backend(
+                    cfg.model.model_copy(update={"path": str(model)}), cfg.rollout
+                )
+                samples = load_episode_inputs(run / "synth" / "eval.parquet", nframes=n)
+                evaluate(
+                    samples, backend, settings, modes=list(modes), out=d, workers=cfg.eval.workers
+                )
+                (d / "done").write_text("")
+            results = load_results(d / "results.jsonl")
+            rows += [{"id": r.id, "mode": r.mode, "nframes": n, "score": r.score} for r in results]
+            at4 += results if n == 4 else []
+    finally:
+        if backend is not None:
+            asyncio.run(backend.generator.aclose())  # ends the replica processes
     checks = cold_start_task_checks(rows, {}, metrics)
     acc = {
         f"{m}@{n}": sum(r["score"] for r in rows if r["mode"] == m and r["nframes"] == n)
@@ -95,7 +104,7 @@ def candidate_row(
         "tools_pay_at_4": checks["tools_pay_at_4"]["value"]["parallel_minus_none"],
         "overview_suffices_at_64": checks["overview_suffices_at_64"]["value"]["none64_minus_none4"],
         "acc": acc,
-        "reads_reports": reads_reports([r for r in raw if r["nframes"] == 4]),
+        "reads_reports": reads_reports(at4),
         **{k: metrics.get(k) for k in METRICS},
     }
 
@@ -105,14 +114,17 @@ def main() -> None:
     ap.add_argument("run", type=Path, help="a base_seedS directory of a checks-only demo run")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--steps", default="", help="comma list of SFT steps (default: every one)")
+    ap.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="the run's preset")
+    ap.add_argument("--set", action="append", default=[], help="the run's --set overrides")
     a = ap.parse_args()
+    cfg = with_config_overrides(base_config(a.run, PRESETS[a.preset]), a.set)
     want = {int(s) for s in a.steps.split(",") if s}
     sel = json.loads((a.run / "sft_strong" / "selection.json").read_text())
     metrics = {c["step"]: c["metrics"] for c in sel["candidates"]}
     table = []
     for step, model in sft_checkpoints(a.run / "sft_strong"):
         if not want or step in want:
-            row = candidate_row(a.run, a.out, step, model, metrics.get(step, {}))
+            row = candidate_row(cfg, a.run, a.out, step, model, metrics.get(step, {}))
             row["chosen"] = step == sel["chosen_step"]
             table.append(row)
             print(json.dumps(row), flush=True)

@@ -32,12 +32,13 @@ from paravt.agent.inputs import load_episode_inputs
 from paravt.agent.messages import opening_messages
 from paravt.agent.modes import MODES
 from paravt.agent.settings import EpisodeInput, EpisodeSettings
+from paravt.config import TrainConfig
 from paravt.data.synth.oracle import ASKS
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_policy, load_processor
 from paravt.models.media import model_inputs, sampling_log_softmax
 from paravt.protocol.tags import THINK_PREFIX
-from paravt.repro.presets import PRESETS, base_config
+from paravt.repro.presets import PRESETS, base_config, with_config_overrides
 from paravt.repro.variants import VARIANTS, with_overrides
 from paravt.video import overview_count, probe, sample_frames
 from paravt.video.types import Frames
@@ -59,9 +60,11 @@ def asks_of(inp: EpisodeInput) -> str:
     return ASKS_EVENT if inp.task == "oe" and kind != "flash" else ASKS[inp.task]
 
 
-def prompts_of(run: Path, nframes: int, limit: int, codec: ChatCodec) -> list[Prompt]:
+def prompts_of(
+    cfg: TrainConfig, run: Path, nframes: int, limit: int, codec: ChatCodec
+) -> list[Prompt]:
     """(input, opening ids with the generation prompt, videos, think head) per RL prompt."""
-    cfg = with_overrides(base_config(run, PRESETS["demo"]), dict(VARIANTS[VARIANT].overrides))
+    cfg = with_overrides(cfg, dict(VARIANTS[VARIANT].overrides))
     s = EpisodeSettings.from_config(cfg, training=True)
     specs = open_tools(cfg.rollout).specs
     prefix = THINK_PREFIX if s.think_prefix else ""
@@ -117,7 +120,9 @@ def score(path: str, prompts: list[Prompt]) -> list[dict[str, Any]]:
                 for name, c in (("tool", TOOL), ("direct", DIRECT))
             }
             t, d = seqs["tool"], seqs["direct"]
-            fork = next(i for i in range(min(len(t), len(d))) if t[i] != d[i])
+            fork = next((i for i in range(min(len(t), len(d))) if t[i] != d[i]), None)
+            if fork is None:
+                raise ValueError(f"{TOOL!r} and {DIRECT!r} tokenize alike after {head!r}")
             r: dict[str, Any] = {"id": inp.id, "task": inp.task, "fork": fork}
             for name, cont in seqs.items():
                 lp = token_logps(policy.model, codec, ids, videos, cont)
@@ -135,10 +140,17 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--nframes", type=int, default=64)
     ap.add_argument("--prompts", type=int, default=24)
+    ap.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="the run's preset")
+    ap.add_argument("--set", action="append", default=[], help="the run's --set overrides")
     a = ap.parse_args()
+    if any("=" not in m for m in a.models):
+        ap.error("each model is LABEL=MODEL_DIR")
     labels = [tuple(m.split("=", 1)) for m in a.models]
     codec = ChatCodec(load_processor(labels[0][1]))  # the checkpoints share one tokenizer
-    prompts = prompts_of(a.run, a.nframes, a.prompts, codec)
+    cfg = with_config_overrides(base_config(a.run, PRESETS[a.preset]), a.set)
+    prompts = prompts_of(cfg, a.run, a.nframes, a.prompts, codec)
+    if not prompts:
+        ap.error(f"{a.run}/synth/rl.parquet: no RL prompt")
     result: dict[str, Any] = {"run": str(a.run), "nframes": a.nframes, "checkpoints": {}}
     for label, path in labels:
         rows = score(path, prompts)
