@@ -267,6 +267,15 @@ class PriorConfig(_SupervisedConfig):
     steps: _Steps = Field(
         200, ge=1, description="Optimisation steps of the simulated pretraining (prior strength)."
     )
+    copy_steps: _Steps = Field(
+        0,
+        ge=0,
+        description="The first steps of `steps` on text-only copy runs (data/synth/copy_runs.py: "
+        "a run of the vocabulary's tokens repeated after others, the loss on the repeat): the "
+        "language stage in which a pretrained LM's in-context copy forms, before the alignment "
+        "stage; at a constant lr after the warm-up, the stages after it keep the schedule they "
+        "have without it (0: none).",
+    )
     align_steps: _Steps = Field(
         0,
         ge=0,
@@ -346,9 +355,9 @@ class PriorConfig(_SupervisedConfig):
 
     @model_validator(mode="after")
     def _align(self) -> PriorConfig:
-        if self.align_steps >= self.steps:
+        if self.copy_steps + self.align_steps >= self.steps:
             raise ValueError(
-                f"prior.align_steps={self.align_steps} leaves no step of prior.steps={self.steps} "
-                "for the mixture: set align_steps below steps"
+                f"prior.copy_steps={self.copy_steps} + prior.align_steps={self.align_steps} leave "
+                f"no step of prior.steps={self.steps} for the mixture: set their sum below steps"
             )
         return self

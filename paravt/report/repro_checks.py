@@ -172,6 +172,10 @@ TASK_CHECKS = (
     ("base_overview_mcq_at_4", "the base at a 4-frame overview is near chance"),
     ("base_overview_open_at_64", "the base names the needle from a 64-frame overview (exact)"),
     (
+        "base_copies_in_context",
+        "the base copies a run of tokens it saw 100 tokens before (an induction head)",
+    ),
+    (
         "cold_start_closure",
         "the strong-prior RL init's closure rates (%, τ = 0.7) vs the paper's Table 5",
     ),

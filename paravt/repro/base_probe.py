@@ -10,6 +10,9 @@ of each row is its target):
 - overview open question (plain prompt; for a flash "What colour is the brief flash?") at n = 4
   and n = 64: ``open`` = replies equal to the target after SQuAD normalisation (no partial credit);
   what the base SEES in an overview, apart from the letter lookup the MCQ adds;
+- ``induction`` (``induction_probe``): at gaps of 0, 100 and 250 tokens, the share of a repeated
+  run of random vocabulary tokens the base copies (``data.synth.copy_runs.induction``): the
+  in-context copy of a pretrained LM, which the final turn needs to read its tool response;
 - ``by_kind``: the same per needle kind (flash, digit, shape), with ``named_right`` = hit clips
   whose reply names the needle exactly as the description does ("A large digit 7"): which kind
   the base cannot yet see, a diagnosis (no check reads it).
@@ -37,6 +40,10 @@ OPEN64_MIN = 0.8  # the open question at n = 64: the overview shows the needle, 
 #: run on, paper §H.3) but most close (a base that never closes cannot be cold-started).
 OVERRUN_BAND = (0.05, 0.5)
 CHUNK = 16  # requests per generate call
+INDUCTION_GAPS = (0, 100, 250)
+#: The copy at a gap of 100 tokens (a tool response's summaries stand ~100 tokens before the
+#: answer they feed): a pretrained LM copies nearly every token of such a run
+INDUCTION_GAP, INDUCTION_MIN = 100, 0.8
 
 
 def _rate(hits: int, of: int) -> dict[str, Any]:
@@ -147,6 +154,7 @@ def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:
     m64, m4 = ((probe.get("mcq") or {}).get(n, {}).get("rate") for n in ("64", "4"))
     o64 = (probe.get("open") or {}).get("64", {}).get("rate")
     chance = probe.get("mcq_chance")
+    copied = (probe.get("induction") or {}).get(str(INDUCTION_GAP))
     return {
         "base_clip_recall": _check(
             probe.get("clip_recall"), f"≥ {RECALL_MIN}", recall is not None and recall >= RECALL_MIN
@@ -179,7 +187,22 @@ def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:
             f"≥ {OPEN64_MIN}",
             o64 is not None and o64 >= OPEN64_MIN,
         ),
+        "base_copies_in_context": _check(
+            probe.get("induction"),
+            f"≥ {INDUCTION_MIN} at a gap of {INDUCTION_GAP}",
+            copied is not None and copied >= INDUCTION_MIN,
+        ),
     }
+
+
+def induction_probe(model: str) -> dict[str, float]:
+    """The in-context copy of the model at ``model`` at each of ``INDUCTION_GAPS``."""
+    from paravt.data.synth.copy_runs import copy_pool, induction
+    from paravt.models.hf.loading import load_policy
+
+    policy = load_policy(model)
+    pool = copy_pool(policy.processor.tokenizer)
+    return {str(g): round(induction(policy.model, pool, g), 4) for g in INDUCTION_GAPS}
 
 
 def run_probe(
@@ -225,6 +248,7 @@ def run_probe(
     replies = asyncio.run(gen())
     return {
         **score_probe(rows, replies),
+        "induction": induction_probe(model),
         "samples": [
             {"id": r.id, "target": r.messages[-1].text, "reply": t}
             for r, t in list(zip(rows, replies))[:12]

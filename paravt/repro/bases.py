@@ -12,7 +12,9 @@ names the directory under the cache root (``paravt repro``: ``OUT/../bases``)::
                   size, the data
                   version and the tiny factory's version, so a tokenizer change builds a new one)
     PRIOR-KEY/    settings.json, train/ (``paravt train prior``: resumes from its checkpoints),
-                  probe.json (``repro.base_probe`` on the held-out probe rows, greedy)
+                  probe.json (``repro.base_probe`` on the held-out probe rows, greedy, and
+                  its in-context copy; a probe.json from before the copy was measured gets it
+                  added when the base is next used)
 
 Each piece is a resumable stage (``repro.stages``); a run copies the base's model into its own
 ``prior_PRIOR/model`` so the run directory stays self-contained. Two runs sharing the cache root
@@ -65,8 +67,8 @@ def base_settings(
         },
         "model_size": model_size,
         # a field added to the prior keeps the keys built before it while it is at its old
-        # behaviour: loss_agg joins the key only when it is not token-mean, plain_share and
-        # align_steps when > 0
+        # behaviour: loss_agg joins the key only when it is not token-mean, plain_share,
+        # align_steps and copy_steps when > 0
         "prior": cfg.prior.model_dump(mode="json", exclude=_at_old_behaviour(cfg.prior)),
         # the init's tokenizer is trained on it (synth/corpus.py)
         "tokenizer_corpus": corpus_digest(),
@@ -90,6 +92,7 @@ def _at_old_behaviour(prior: PriorConfig) -> set[str]:
         "loss_agg": prior.loss_agg == "token-mean",
         "plain_share": prior.plain_share == 0,
         "align_steps": prior.align_steps == 0,
+        "copy_steps": prior.copy_steps == 0,
     }
     return {k for k, at_old in old.items() if at_old}
 
@@ -140,7 +143,7 @@ def _ensure_base(
     from paravt.data.synth.build import SceneSpec, build
     from paravt.data.synth.corpus import protocol_corpus
     from paravt.models.tiny import build_tiny
-    from paravt.repro.base_probe import run_probe
+    from paravt.repro.base_probe import induction_probe, run_probe
     from paravt.rl.loop import run_training
 
     synth, init, bdir = base_paths(root, settings, name)
@@ -186,7 +189,11 @@ def _ensure_base(
         )
         (bdir / "probe.json").write_text(json.dumps(result, indent=1))
         finish_stage(probe)
-    return train / "model", json.loads((bdir / "probe.json").read_text())
+    result = json.loads((bdir / "probe.json").read_text())
+    if "induction" not in result:  # a base probed before the copy was measured: a few seconds
+        result["induction"] = induction_probe(str(train / "model"))
+        (bdir / "probe.json").write_text(json.dumps(result, indent=1))
+    return train / "model", result
 
 
 def copy_model(src: Path, dst: Path) -> None:

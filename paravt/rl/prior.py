@@ -7,7 +7,10 @@ QA, and habit traces of ``paravt.data.synth.prior``: long thinks, untagged answe
 start (``init_from``/``model.path`` of the SFT stage = this stage's ``out_dir/model``), so the
 cold-started model carries a competing habit temperature sampling can resurface. With
 ``prior.align_steps`` its first steps draw from the perception rows alone
-(``is_perception_row``), then from the whole mixture in the order it has without them.
+(``is_perception_row``), then from the whole mixture in the order it has without them. With
+``prior.copy_steps`` a language stage of text-only copy runs (``paravt.data.synth.copy_runs``)
+comes before both, at a constant learning rate after its warm-up; the stages after it run the
+schedule and the batches they have without it, their step count starting at 0 after it.
 """
 
 from __future__ import annotations
@@ -18,9 +21,16 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from paravt.data.synth.copy_runs import copy_batch, copy_pool
 from paravt.errors import DataError
 from paravt.rl.sequence import trace_sequences
-from paravt.rl.sft import SFTTrainer, batch_indices, epoch_permutation, require_rows
+from paravt.rl.sft import (
+    SFTTrainer,
+    batch_indices,
+    epoch_permutation,
+    lr_scale,
+    require_rows,
+)
 from paravt.rl.trainer import TrainerSettings
 
 if TYPE_CHECKING:
@@ -34,11 +44,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class PriorTrainer(SFTTrainer):
-    """``SFTTrainer`` on ``paravt.data.synth.prior`` traces, with the ``prior`` config section;
-    steps before ``align_steps`` draw from ``align`` (the perception rows) alone."""
+    """``SFTTrainer`` on ``paravt.data.synth.prior`` traces, with the ``prior`` config section:
+    ``copy_steps`` of copy runs over ``copy_pool``, then ``align_steps`` drawn from ``align`` (the
+    perception rows) alone, then the mixture."""
 
     align: list[Trajectory] = field(default_factory=list)
     align_steps: int = 0
+    copy_steps: int = 0
+    copy_pool: list[int] = field(default_factory=list)
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -102,11 +115,26 @@ class PriorTrainer(SFTTrainer):
             loss_agg=p.loss_agg,
             align=align,
             align_steps=p.align_steps,
+            copy_steps=p.copy_steps,
+            copy_pool=copy_pool(session.processor.tokenizer) if p.copy_steps else [],
         )
 
+    def lr_share(self, step: int) -> float:
+        """The language stage's constant rate after its warm-up, then the later stages' schedule
+        as it is without the stage."""
+        c = self.copy_steps
+        if step < c:
+            return lr_scale(step, c, self.warmup_steps, "constant", self.min_lr_ratio)
+        total = self.total_steps - c
+        return lr_scale(step - c, total, self.warmup_steps, self.lr_decay, self.min_lr_ratio)
+
     def batch(self, step: int) -> list[Trajectory]:
-        """The alignment stage's batches (a seeded permutation of ``align`` per epoch), then the
-        mixture's, its step count starting at 0 after them."""
+        """The language stage's copy rows, then the alignment stage's batches (a seeded
+        permutation of ``align`` per epoch), then the mixture's, each stage's step count starting
+        at 0 after the one before."""
+        if step < self.copy_steps:
+            return copy_batch(self.seed, step, self.batch_size, self.copy_pool)
+        step -= self.copy_steps
         if step >= self.align_steps:
             return super().batch(step - self.align_steps)
         n = len(self.align)

@@ -264,12 +264,13 @@ class SFTTrainer:
     def rollouts(self) -> list[dict[str, Any]]:
         return []  # SFT samples nothing
 
+    def lr_share(self, step: int) -> float:
+        """The learning rate of ``step`` as a share of ``lr`` (``lr_scale``)."""
+        return lr_scale(step, self.total_steps, self.warmup_steps, self.lr_decay, self.min_lr_ratio)
+
     def _set_lr(self, step: int) -> None:
-        scale = lr_scale(
-            step, self.total_steps, self.warmup_steps, self.lr_decay, self.min_lr_ratio
-        )
         for g in self.optimizer.param_groups:
-            g["lr"] = self.lr * scale
+            g["lr"] = self.lr * self.lr_share(step)
 
     def batch(self, step: int) -> list[Trajectory]:
         """Deterministic batches: a seeded permutation per epoch, indexed by step."""

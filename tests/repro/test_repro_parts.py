@@ -268,6 +268,11 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     no_stage = with_config_overrides(plain, ["prior.align_steps=0"])
     assert "align_steps" not in settings(no_stage)["prior"]
     assert key(with_config_overrides(plain, ["prior.align_steps=300"])) != key(no_stage)
+    # the language stage (copy runs): out of the key at 0, another base with one
+    assert "copy_steps" not in settings(plain)["prior"]
+    assert key(with_config_overrides(plain, ["prior.copy_steps=0"])) == key(plain)
+    with_copy = with_config_overrides(plain, ["prior.copy_steps=500", "prior.steps=1900"])
+    assert settings(with_copy)["prior"]["copy_steps"] == 500 and key(with_copy) != key(plain)
     with pytest.raises(ConfigError, match="model.replicas=1"):
         with_config_overrides(plain, ["model.device=cuda"])
 

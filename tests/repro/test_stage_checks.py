@@ -128,8 +128,9 @@ def test_a_base_that_sees_passes_the_base_checks() -> None:
         "4": {"rate": 0.5, "hits": 1, "of": 2},
         "64": {"rate": 0.8, "hits": 4, "of": 5},
     }
-    checks = base_checks(probe)
+    checks = base_checks({**probe, "induction": {"0": 0.97, "100": 0.9, "250": 0.8}})
     assert all(c["holds"] for c in checks.values()), checks
+    assert not base_checks(probe)["base_copies_in_context"]["holds"]  # its copy not measured
 
 
 def test_a_base_that_reports_everywhere_or_guesses_fails() -> None:

@@ -93,6 +93,6 @@ def test_an_alignment_stage_needs_perception_rows_and_a_mixture_after_it(
     session = PolicySession.create(cfg.model, cfg.prior)
     with pytest.raises(DataError, match="holds none"):
         PriorTrainer.build(cfg, session)
-    with pytest.raises(ValidationError, match="leaves no step"):
+    with pytest.raises(ValidationError, match="leave no step"):
         PriorConfig(steps=100, align_steps=100)
     assert PriorConfig(steps=100, align_steps=99).align_steps == 99

@@ -1,0 +1,79 @@
+"""Text-only copy runs: the simulated base's LANGUAGE stage (``prior.copy_steps``), in which the
+in-context copy of a pretrained language model forms before the model sees a frame.
+
+A row is a run of 8–24 tokens drawn from the base's own vocabulary (``copy_pool``: every token of
+its tokenizer but the special and protocol ones), then 0–250 other tokens, then the run again; the
+loss is on the repeat alone, the only part a model can predict. What it teaches is an induction
+head (after a token, predict what followed its earlier occurrence), which every pretrained LM has
+and a tiny base trained on our mixture alone never forms (docs/repro-log.md, 2026-12-06 h). The
+rows are a function of (seed, step), drawn afresh each step: nothing is stored.
+
+``induction`` is the stage's own check: the share of a held-out repeat's tokens 2–20 whose argmax is
+the copy, at a fixed gap (docs/repro.md, "The simulated pretrained base").
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from paravt.agent.trajectory import Trajectory
+
+RUN = (8, 24)  # tokens of a run
+GAP = (0, 250)  # tokens between the run and its repeat
+PROBE_RUN, PROBE_ROWS = 20, 32  # the induction probe's run length and rows per gap
+
+
+def copy_pool(tokenizer: Any) -> list[int]:
+    """Every token id of ``tokenizer`` but its special and added (protocol) tokens."""
+    skip = set(tokenizer.all_special_ids) | set(tokenizer.get_added_vocab().values())
+    return [i for i in range(len(tokenizer)) if i not in skip]
+
+
+def copy_row(
+    rng: random.Random, pool: Sequence[int], *, run: int | None = None, gap: int | None = None
+) -> tuple[list[int], list[int]]:
+    """(ids, loss mask) of one copy row: a run, a gap of other tokens, the run again (mask 1)."""
+    n = rng.randint(*RUN) if run is None else run
+    g = rng.randint(*GAP) if gap is None else gap
+    first = [rng.choice(pool) for _ in range(n)]
+    between = [rng.choice(pool) for _ in range(g)]
+    return first + between + first, [0] * (n + g) + [1] * n
+
+
+def copy_batch(seed: int, step: int, size: int, pool: Sequence[int]) -> list[Trajectory]:
+    """``size`` copy rows of ``step`` (a function of ``seed`` and ``step``) as text-only
+    sequences the supervised trainer takes."""
+    rng = random.Random(f"copy:{seed}:{step}")
+    out = []
+    for i in range(size):
+        ids, mask = copy_row(rng, pool)
+        zeros = tuple(0.0 for _ in ids)
+        out.append(
+            Trajectory(
+                f"copy-{step}-{i}", "main", 0, tuple(ids), tuple(mask), zeros, (), (), 1, "answer"
+            )
+        )
+    return out
+
+
+@torch.no_grad()
+def induction(model: Any, pool: Sequence[int], gap: int, *, rows: int = PROBE_ROWS) -> float:
+    """The share of held-out repeats' tokens 2..``PROBE_RUN`` whose greedy next token is the copy,
+    ``gap`` tokens after the run (rows drawn by ``gap`` alone: every model sees the same ones)."""
+    rng = random.Random(f"induction:{gap}")
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    hits = 0
+    for _ in range(rows):
+        ids, _ = copy_row(rng, pool, run=PROBE_RUN, gap=gap)
+        logits = model(input_ids=torch.tensor([ids], device=device)).logits[0]
+        start = PROBE_RUN + gap  # the repeat's first token; its second is the first predictable
+        guess = logits[start : start + PROBE_RUN - 1].argmax(-1).tolist()
+        hits += sum(g == t for g, t in zip(guess, ids[start + 1 :], strict=True))
+    model.train(was_training)
+    return hits / (rows * (PROBE_RUN - 1))
