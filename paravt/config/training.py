@@ -273,8 +273,9 @@ class PriorConfig(_SupervisedConfig):
         description="The first steps of `steps` on text-only copy runs (data/synth/copy_runs.py: "
         "a run of the vocabulary's tokens repeated after others, the loss on the repeat): the "
         "language stage in which a pretrained LM's in-context copy forms, before the alignment "
-        "stage; at a constant lr after the warm-up, the stages after it keep the schedule they "
-        "have without it (0: none).",
+        "stage; at a constant lr after the warm-up; the stages after it run the schedule of a "
+        "run of steps - copy_steps steps without it (raise steps by copy_steps to keep a base's "
+        "schedule; 0: none).",
     )
     align_steps: _Steps = Field(
         0,

@@ -10,8 +10,8 @@ of each row is its target):
 - overview open question (plain prompt; for a flash "What colour is the brief flash?") at n = 4
   and n = 64: ``open`` = replies equal to the target after SQuAD normalisation (no partial credit);
   what the base SEES in an overview, apart from the letter lookup the MCQ adds;
-- ``induction`` (``induction_probe``): at gaps of 0, 100 and 250 tokens, the share of a repeated
-  run of random vocabulary tokens the base copies (``data.synth.copy_runs.induction``): the
+- ``induction`` (``induction_probe``): at each gap of ``INDUCTION_GAPS`` tokens, the share of a
+  repeated run of random vocabulary tokens the base copies (``data.synth.copy_runs.induction``): the
   in-context copy of a pretrained LM, which the final turn needs to read its tool response;
 - ``by_kind``: the same per needle kind (flash, digit, shape), with ``named_right`` = hit clips
   whose reply names the needle exactly as the description does ("A large digit 7"): which kind
@@ -42,8 +42,9 @@ OVERRUN_BAND = (0.05, 0.5)
 CHUNK = 16  # requests per generate call
 INDUCTION_GAPS = (0, 100, 250)
 #: The copy at a gap of 100 tokens (a tool response's summaries stand ~100 tokens before the
-#: answer they feed): a pretrained LM copies nearly every token of such a run
+#: answer they feed): a pretrained LM copies nearly every token of such a run.
 INDUCTION_GAP, INDUCTION_MIN = 100, 0.8
+assert str(INDUCTION_GAP) in map(str, INDUCTION_GAPS)  # the check reads one of the probe's gaps
 
 
 def _rate(hits: int, of: int) -> dict[str, Any]:
@@ -188,7 +189,7 @@ def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:
             o64 is not None and o64 >= OPEN64_MIN,
         ),
         "base_copies_in_context": _check(
-            probe.get("induction"),
+            {"acc": copied, "by_gap": probe.get("induction")},
             f"≥ {INDUCTION_MIN} at a gap of {INDUCTION_GAP}",
             copied is not None and copied >= INDUCTION_MIN,
         ),

@@ -34,6 +34,7 @@ from typing import Any
 
 from paravt import runlock
 from paravt.config import PriorConfig, TrainConfig
+from paravt.jsonl import write_atomic
 from paravt.repro.stages import finish_stage, start_stage
 
 DATA_VERSION = 7  # bump when paravt.data.synth.base / perception change what the base learns
@@ -187,12 +188,12 @@ def _ensure_base(
             crop_max_pixels=v["crop_max_pixels"],
             size_factor=v["size_factor"],
         )
-        (bdir / "probe.json").write_text(json.dumps(result, indent=1))
+        write_atomic(bdir / "probe.json", json.dumps(result, indent=1), "the base probe")
         finish_stage(probe)
     result = json.loads((bdir / "probe.json").read_text())
     if "induction" not in result:  # a base probed before the copy was measured: a few seconds
         result["induction"] = induction_probe(str(train / "model"))
-        (bdir / "probe.json").write_text(json.dumps(result, indent=1))
+        write_atomic(bdir / "probe.json", json.dumps(result, indent=1), "the base probe")
     return train / "model", result
 
 

@@ -10,7 +10,8 @@ cold-started model carries a competing habit temperature sampling can resurface.
 (``is_perception_row``), then from the whole mixture in the order it has without them. With
 ``prior.copy_steps`` a language stage of text-only copy runs (``paravt.data.synth.copy_runs``)
 comes before both, at a constant learning rate after its warm-up; the stages after it run the
-schedule and the batches they have without it, their step count starting at 0 after it.
+batches they have without it and the schedule of a run of ``steps - copy_steps`` steps (raise
+``prior.steps`` by ``copy_steps`` to keep a base's schedule), their count starting at 0 after it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from paravt.data.synth.copy_runs import copy_batch, copy_pool
 from paravt.errors import DataError
@@ -42,16 +43,19 @@ if TYPE_CHECKING:
     from paravt.rl.session import PolicySession
 
 
+Stage = Literal["copy", "align", "mixture"]
+
+
 @dataclass
 class PriorTrainer(SFTTrainer):
     """``SFTTrainer`` on ``paravt.data.synth.prior`` traces, with the ``prior`` config section:
-    ``copy_steps`` of copy runs over ``copy_pool``, then ``align_steps`` drawn from ``align`` (the
+    ``copy_steps`` of copy runs over ``pool``, then ``align_steps`` drawn from ``align`` (the
     perception rows) alone, then the mixture."""
 
     align: list[Trajectory] = field(default_factory=list)
     align_steps: int = 0
     copy_steps: int = 0
-    copy_pool: list[int] = field(default_factory=list)
+    pool: list[int] = field(default_factory=list)  # the copy runs' tokens
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -116,30 +120,38 @@ class PriorTrainer(SFTTrainer):
             align=align,
             align_steps=p.align_steps,
             copy_steps=p.copy_steps,
-            copy_pool=copy_pool(session.processor.tokenizer) if p.copy_steps else [],
+            pool=copy_pool(session.processor.tokenizer) if p.copy_steps else [],
         )
 
+    def stage(self, step: int) -> tuple[Stage, int]:
+        """The stage of ``step`` and the step's count within it (from 0 at the stage's start; the
+        alignment stage and the mixture share one count, the schedule's)."""
+        if step < self.copy_steps:
+            return "copy", step
+        later = step - self.copy_steps
+        return ("align" if later < self.align_steps else "mixture"), later
+
     def lr_share(self, step: int) -> float:
-        """The language stage's constant rate after its warm-up, then the later stages' schedule
-        as it is without the stage."""
-        c = self.copy_steps
-        if step < c:
-            return lr_scale(step, c, self.warmup_steps, "constant", self.min_lr_ratio)
-        total = self.total_steps - c
-        return lr_scale(step - c, total, self.warmup_steps, self.lr_decay, self.min_lr_ratio)
+        """The language stage's constant rate after its warm-up; after it, the schedule (warm-up,
+        decay) of a run of ``total_steps - copy_steps`` steps without the stage."""
+        name, at = self.stage(step)
+        if name == "copy":
+            return lr_scale(at, self.copy_steps, self.warmup_steps, "constant", self.min_lr_ratio)
+        total = self.total_steps - self.copy_steps
+        return lr_scale(at, total, self.warmup_steps, self.lr_decay, self.min_lr_ratio)
 
     def batch(self, step: int) -> list[Trajectory]:
         """The language stage's copy rows, then the alignment stage's batches (a seeded
-        permutation of ``align`` per epoch), then the mixture's, each stage's step count starting
-        at 0 after the one before."""
-        if step < self.copy_steps:
-            return copy_batch(self.seed, step, self.batch_size, self.copy_pool)
-        step -= self.copy_steps
-        if step >= self.align_steps:
-            return super().batch(step - self.align_steps)
+        permutation of ``align`` per epoch), then the mixture's as a trainer without the two
+        stages has them from its step 0."""
+        name, at = self.stage(step)
+        if name == "copy":
+            return copy_batch(self.seed, at, self.batch_size, self.pool)
+        if name == "mixture":
+            return super().batch(at - self.align_steps)
         n = len(self.align)
         order = partial(_align_order, self.seed, n=n)
-        return [self.align[i] for i in batch_indices(step, self.batch_size, n, order)]
+        return [self.align[i] for i in batch_indices(at, self.batch_size, n, order)]
 
 
 @lru_cache(maxsize=2)  # batches move forward: the current epoch's and the next

@@ -19,17 +19,17 @@ from paravt.rl.session import PolicySession
 POOL = list(range(20, 60))
 
 
-def test_a_copy_row_repeats_its_run_after_the_gap_and_trains_the_repeat_only() -> None:
+def test_a_copy_row_repeats_its_run_after_the_gap_and_trains_the_predictable_repeat() -> None:
     rng = random.Random(3)
     for _ in range(50):
         ids, mask = copy_row(rng, POOL)
-        n = sum(mask)
+        n = sum(mask) + 1  # the repeat's first token follows a random one: not trained
         gap = len(ids) - 2 * n
         assert RUN[0] <= n <= RUN[1] and GAP[0] <= gap <= GAP[1]
         assert ids[:n] == ids[-n:] and set(ids) <= set(POOL)
-        assert mask == [0] * (n + gap) + [1] * n
+        assert mask == [0] * (n + gap + 1) + [1] * (n - 1)
     ids, mask = copy_row(rng, POOL, run=20, gap=100)
-    assert len(ids) == 140 and sum(mask) == 20
+    assert len(ids) == 140 and sum(mask) == 19
 
 
 def test_copy_batches_are_a_function_of_seed_and_step() -> None:
@@ -37,7 +37,8 @@ def test_copy_batches_are_a_function_of_seed_and_step() -> None:
     assert [t.ids for t in a] == [t.ids for t in b] and len(a) == 4
     assert [t.ids for t in a] != [t.ids for t in copy_batch(1, 6, 4, POOL)]
     assert [t.ids for t in a] != [t.ids for t in copy_batch(2, 5, 4, POOL)]
-    assert all(not t.videos and not t.images and t.n_sampled * 2 <= len(t.ids) for t in a)
+    assert all(not t.videos and not t.images and t.n_sampled * 2 < len(t.ids) for t in a)
+    assert all(t.prompt_len == t.loss_mask.index(1) for t in a)  # the prompt: all before the loss
 
 
 def test_the_pool_is_the_vocabulary_without_special_or_protocol_tokens(
@@ -87,7 +88,7 @@ def _trainer(copy: int, align: int, total: int = 40) -> PriorTrainer:
     return PriorTrainer(
         list(range(9)), model, None, opt, 4, 1.0, total_steps=total, lr=0.1, seed=4,
         warmup_steps=5, lr_decay="cosine", align=[100, 101, 102], align_steps=align,
-        copy_steps=copy, copy_pool=POOL,
+        copy_steps=copy, pool=POOL,
     )  # fmt: skip
 
 
@@ -102,6 +103,14 @@ def test_the_copy_stage_comes_first_and_the_later_stages_run_as_without_it() -> 
     without = _trainer(copy=0, align=3, total=28)  # the same steps after the stage
     assert shifted == [without.lr_share(s) for s in range(28)]
     assert shifted[0] == 0.2 and shifted[-1] == pytest.approx(0.1)  # warm-up again, cosine down
+    assert [staged.stage(s) for s in (0, 11, 12, 14, 15, 39)] == [
+        ("copy", 0), ("copy", 11), ("align", 0), ("align", 2), ("mixture", 3), ("mixture", 27)
+    ]  # fmt: skip
+    staged._set_lr(3)  # the optimiser's rate is the share's
+    assert staged.optimizer.param_groups[0]["lr"] == pytest.approx(0.1 * staged.lr_share(3))
+    again = _trainer(copy=12, align=3)  # a resumed trainer: everything a function of the step
+    assert [again.batch(s) for s in range(13, 18)] == [staged.batch(s) for s in range(13, 18)]
+    assert [t.ids for t in again.batch(10)] == [t.ids for t in staged.batch(10)]
 
 
 def test_the_trainer_takes_the_stage_and_its_pool_from_the_config(
@@ -118,7 +127,7 @@ def test_the_trainer_takes_the_stage_and_its_pool_from_the_config(
     )
     session = PolicySession.create(cfg.model, cfg.prior)
     t = PriorTrainer.build(cfg, session)
-    assert t.copy_steps == 2 and t.copy_pool == copy_pool(session.processor.tokenizer)
+    assert t.copy_steps == 2 and t.pool == copy_pool(session.processor.tokenizer)
     assert t.batch(1)[0].episode_id == "copy-1-0" and not t.batch(2)[0].episode_id.startswith("c")
     with pytest.raises(ValidationError, match="leave no step"):
         PriorConfig(steps=100, copy_steps=60, align_steps=40)

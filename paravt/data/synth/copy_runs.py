@@ -3,10 +3,10 @@ in-context copy of a pretrained language model forms before the model sees a fra
 
 A row is a run of 8–24 tokens drawn from the base's own vocabulary (``copy_pool``: every token of
 its tokenizer but the special and protocol ones), then 0–250 other tokens, then the run again; the
-loss is on the repeat alone, the only part a model can predict. What it teaches is an induction
-head (after a token, predict what followed its earlier occurrence), which every pretrained LM has
-and a tiny base trained on our mixture alone never forms (docs/repro-log.md, 2026-12-06 h). The
-rows are a function of (seed, step), drawn afresh each step: nothing is stored.
+loss is on the repeat's tokens after its first, the only ones a model can predict. What it
+teaches is an induction head (after a token, predict what followed its earlier occurrence), which
+every pretrained LM has and a tiny base trained on our mixture alone never forms (docs/repro-log.md,
+2026-12-06 h). The rows are a function of (seed, step), drawn afresh each step: nothing is stored.
 
 ``induction`` is the stage's own check: the share of a held-out repeat's tokens 2–20 whose argmax is
 the copy, at a fixed gap (docs/repro.md, "The simulated pretrained base").
@@ -36,12 +36,13 @@ def copy_pool(tokenizer: Any) -> list[int]:
 def copy_row(
     rng: random.Random, pool: Sequence[int], *, run: int | None = None, gap: int | None = None
 ) -> tuple[list[int], list[int]]:
-    """(ids, loss mask) of one copy row: a run, a gap of other tokens, the run again (mask 1)."""
+    """(ids, loss mask) of one copy row: a run, a gap of other tokens, the run again (mask 1 from
+    its second token: its first follows a random token)."""
     n = rng.randint(*RUN) if run is None else run
     g = rng.randint(*GAP) if gap is None else gap
     first = [rng.choice(pool) for _ in range(n)]
     between = [rng.choice(pool) for _ in range(g)]
-    return first + between + first, [0] * (n + g) + [1] * n
+    return first + between + first, [0] * (n + g + 1) + [1] * (n - 1)
 
 
 def copy_batch(seed: int, step: int, size: int, pool: Sequence[int]) -> list[Trajectory]:
@@ -51,10 +52,18 @@ def copy_batch(seed: int, step: int, size: int, pool: Sequence[int]) -> list[Tra
     out = []
     for i in range(size):
         ids, mask = copy_row(rng, pool)
-        zeros = tuple(0.0 for _ in ids)
         out.append(
             Trajectory(
-                f"copy-{step}-{i}", "main", 0, tuple(ids), tuple(mask), zeros, (), (), 1, "answer"
+                episode_id=f"copy-{step}-{i}",
+                role="main",
+                index=0,
+                ids=tuple(ids),
+                loss_mask=tuple(mask),
+                logprobs=tuple(0.0 for _ in ids),
+                videos=(),
+                images=(),
+                prompt_len=mask.index(1),
+                end_reason="answer",
             )
         )
     return out
