@@ -16,13 +16,15 @@ batches they have without it and the schedule of a run of ``steps - copy_steps``
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from paravt.data.synth.copy_runs import copy_batch, copy_pool
+from paravt.agent.trajectory import Trajectory
+from paravt.data.synth.copy_runs import copy_pool, copy_row
 from paravt.errors import DataError
 from paravt.rl.sequence import trace_sequences
 from paravt.rl.sft import (
@@ -35,7 +37,6 @@ from paravt.rl.sft import (
 from paravt.rl.trainer import TrainerSettings
 
 if TYPE_CHECKING:
-    from paravt.agent.trajectory import Trajectory
     from paravt.config import TrainConfig, VideoConfig
     from paravt.data.rows import Row
     from paravt.data.synth.prior import Habit
@@ -152,6 +153,30 @@ class PriorTrainer(SFTTrainer):
         n = len(self.align)
         order = partial(_align_order, self.seed, n=n)
         return [self.align[i] for i in batch_indices(at, self.batch_size, n, order)]
+
+
+def copy_batch(seed: int, step: int, size: int, pool: Sequence[int]) -> list[Trajectory]:
+    """``size`` copy rows of ``step`` (a function of ``seed`` and ``step``) as text-only
+    sequences the supervised trainer takes."""
+    rng = random.Random(f"copy:{seed}:{step}")
+    out = []
+    for i in range(size):
+        ids, mask = copy_row(rng, pool)
+        out.append(
+            Trajectory(
+                episode_id=f"copy-{step}-{i}",
+                role="main",
+                index=0,
+                ids=tuple(ids),
+                loss_mask=tuple(mask),
+                logprobs=tuple(0.0 for _ in ids),
+                videos=(),
+                images=(),
+                prompt_len=mask.index(1),
+                end_reason="answer",
+            )
+        )
+    return out
 
 
 @lru_cache(maxsize=2)  # batches move forward: the current epoch's and the next

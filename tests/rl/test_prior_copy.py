@@ -10,10 +10,10 @@ import torch
 from pydantic import ValidationError
 
 from paravt.config import PriorConfig, TrainConfig
-from paravt.data.synth.copy_runs import GAP, RUN, copy_batch, copy_pool, copy_row, induction
+from paravt.data.synth.copy_runs import GAP, RUN, copy_pool, copy_row, induction
 from paravt.models.hf.loading import load_policy
 from paravt.repro.base_probe import base_checks
-from paravt.rl.prior import PriorTrainer
+from paravt.rl.prior import PriorTrainer, copy_batch
 from paravt.rl.session import PolicySession
 
 POOL = list(range(20, 60))
@@ -41,15 +41,19 @@ def test_copy_batches_are_a_function_of_seed_and_step() -> None:
     assert all(t.prompt_len == t.loss_mask.index(1) for t in a)  # the prompt: all before the loss
 
 
-def test_the_pool_is_the_vocabulary_without_special_or_protocol_tokens(
+def test_the_pool_is_the_corpus_words_without_special_or_protocol_tokens(
     tiny_qwen3_dir: str,
 ) -> None:
     tok = load_policy(tiny_qwen3_dir).processor.tokenizer
     pool = copy_pool(tok)
     added = set(tok.get_added_vocab().values())
-    assert added and not added & set(pool)
-    assert tok.convert_tokens_to_ids("<tool_call>") not in pool
-    assert len(pool) == len(tok) - len(added | set(tok.all_special_ids))
+    assert added and not added & set(pool) and not set(tok.all_special_ids) & set(pool)
+    assert 100 < len(pool) < len(tok) and pool == sorted(pool)
+    frequent = copy_pool(tok, min_count=50)
+    assert set(frequent) < set(pool) and set(pool) < set(copy_pool(tok, min_count=1))
+    report = tok("A full-frame red flash appears at 66.8 s.", add_special_tokens=False)
+    assert set(report["input_ids"]) <= set(pool)  # a tool response's report is in it
+    assert not set(tok("The flash is red.", add_special_tokens=False)["input_ids"]) <= set(pool)
 
 
 class _Copier(torch.nn.Module):

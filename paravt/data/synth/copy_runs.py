@@ -1,12 +1,13 @@
 """Text-only copy runs: the simulated base's LANGUAGE stage (``prior.copy_steps``), in which the
 in-context copy of a pretrained language model forms before the model sees a frame.
 
-A row is a run of 8–24 tokens drawn from the base's own vocabulary (``copy_pool``: every token of
-its tokenizer but the special and protocol ones), then 0–250 other tokens, then the run again; the
-loss is on the repeat's tokens after its first, the only ones a model can predict. What it
-teaches is an induction head (after a token, predict what followed its earlier occurrence), which
-every pretrained LM has and a tiny base trained on our mixture alone never forms (docs/repro-log.md,
-2026-12-06 h). The rows are a function of (seed, step), drawn afresh each step: nothing is stored.
+A row is a run of 8–24 tokens drawn from the base's own words (``copy_pool``: the tokens its
+tokenizer's corpus holds at least 5 times, but the special and protocol ones), then 0–250 other
+tokens, then the run again; the loss is on the repeat's tokens after its first, the only ones a
+model can predict. What it teaches is an induction head (after a token, predict what followed its
+earlier occurrence), which every pretrained LM has and a tiny base trained on our mixture alone
+never forms (docs/repro-log.md, 2026-12-06 h). The trainer draws the rows afresh each step, as a
+function of (seed, step) (``rl.prior.copy_batch``): nothing is stored.
 
 ``induction`` is the stage's own check: the share of a held-out repeat's tokens 2–20 whose argmax is
 the copy, at a fixed gap (docs/repro.md, "The simulated pretrained base").
@@ -15,22 +16,31 @@ the copy, at a fixed gap (docs/repro.md, "The simulated pretrained base").
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 
-from paravt.agent.trajectory import Trajectory
-
 RUN = (8, 24)  # tokens of a run
 GAP = (0, 250)  # tokens between the run and its repeat
 PROBE_RUN, PROBE_ROWS = 20, 32  # the induction probe's run length and rows per gap
+#: a pool token occurs this often in the tokenizer's corpus: the words the base reads and writes,
+#: not the merges it never sees (a tiny model's copy formed over those, 2026-12-07 k)
+POOL_MIN_COUNT = 5
 
 
-def copy_pool(tokenizer: Any) -> list[int]:
-    """Every token id of ``tokenizer`` but its special and added (protocol) tokens."""
+def copy_pool(tokenizer: Any, min_count: int = POOL_MIN_COUNT) -> list[int]:
+    """The base's own words: the token ids of ``tokenizer`` that its training corpus
+    (``corpus.protocol_corpus``) holds at least ``min_count`` times, but the special and added
+    (protocol) tokens; sorted."""
+    from paravt.data.synth.corpus import protocol_corpus
+
+    counts: Counter[int] = Counter()
+    for text in protocol_corpus():
+        counts.update(tokenizer(text, add_special_tokens=False)["input_ids"])
     skip = set(tokenizer.all_special_ids) | set(tokenizer.get_added_vocab().values())
-    return [i for i in range(len(tokenizer)) if i not in skip]
+    return sorted(t for t, n in counts.items() if n >= min_count and t not in skip)
 
 
 def copy_row(
@@ -43,30 +53,6 @@ def copy_row(
     first = [rng.choice(pool) for _ in range(n)]
     between = [rng.choice(pool) for _ in range(g)]
     return first + between + first, [0] * (n + g + 1) + [1] * (n - 1)
-
-
-def copy_batch(seed: int, step: int, size: int, pool: Sequence[int]) -> list[Trajectory]:
-    """``size`` copy rows of ``step`` (a function of ``seed`` and ``step``) as text-only
-    sequences the supervised trainer takes."""
-    rng = random.Random(f"copy:{seed}:{step}")
-    out = []
-    for i in range(size):
-        ids, mask = copy_row(rng, pool)
-        out.append(
-            Trajectory(
-                episode_id=f"copy-{step}-{i}",
-                role="main",
-                index=0,
-                ids=tuple(ids),
-                loss_mask=tuple(mask),
-                logprobs=tuple(0.0 for _ in ids),
-                videos=(),
-                images=(),
-                prompt_len=mask.index(1),
-                end_reason="answer",
-            )
-        )
-    return out
 
 
 @torch.no_grad()
