@@ -8,8 +8,8 @@ SFT) keep it?
 
 For each ``LABEL=MODEL``, ``repro.base_probe.induction_probe``: at each gap of
 ``INDUCTION_GAPS`` the share of a held-out repeat's tokens the model copies (32 runs of 20
-tokens of its own vocabulary; ``data.synth.copy_runs.induction``). Prints one line per model; OUT
-holds every value.
+tokens of its own words, ``copy_runs.copy_pool``; ``data.synth.copy_runs.induction``). Prints
+one line per model; OUT holds every value.
 """
 
 from __future__ import annotations

@@ -271,7 +271,7 @@ class PriorConfig(_SupervisedConfig):
         0,
         ge=0,
         description="The first steps of `steps` on text-only copy runs (data/synth/copy_runs.py: "
-        "a run of the vocabulary's tokens repeated after others, the loss on the repeat): the "
+        "a run of the base's own words repeated after others, the loss on the repeat): the "
         "language stage in which a pretrained LM's in-context copy forms, before the alignment "
         "stage; at a constant lr after the warm-up; the stages after it run the schedule of a "
         "run of steps - copy_steps steps without it (raise steps by copy_steps to keep a base's "

@@ -11,8 +11,9 @@ of each row is its target):
   and n = 64: ``open`` = replies equal to the target after SQuAD normalisation (no partial credit);
   what the base SEES in an overview, apart from the letter lookup the MCQ adds;
 - ``induction`` (``induction_probe``): at each gap of ``INDUCTION_GAPS`` tokens, the share of a
-  repeated run of random vocabulary tokens the base copies (``data.synth.copy_runs.induction``): the
-  in-context copy of a pretrained LM, which the final turn needs to read its tool response;
+  repeated run of random tokens of its own words (``copy_runs.copy_pool``) the base copies
+  (``data.synth.copy_runs.induction``; ``induction_pool`` names the pool): the in-context copy of
+  a pretrained LM, which the final turn needs to read its tool response;
 - ``by_kind``: the same per needle kind (flash, digit, shape), with ``named_right`` = hit clips
   whose reply names the needle exactly as the description does ("A large digit 7"): which kind
   the base cannot yet see, a diagnosis (no check reads it).
@@ -30,6 +31,7 @@ from typing import Any
 
 from paravt.data.rows import SFTRow
 from paravt.data.synth.base import OVQ, SEE
+from paravt.data.synth.copy_runs import POOL_VERSION
 from paravt.data.synth.perception import NOTHING
 from paravt.repro.diagnosis import reports, timed_right
 from paravt.rewards.accuracy import normalize_text
@@ -250,6 +252,7 @@ def run_probe(
     return {
         **score_probe(rows, replies),
         "induction": induction_probe(model),
+        "induction_pool": POOL_VERSION,
         "samples": [
             {"id": r.id, "target": r.messages[-1].text, "reply": t}
             for r, t in list(zip(rows, replies))[:12]

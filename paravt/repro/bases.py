@@ -53,6 +53,7 @@ def base_settings(
     durations: tuple[int, int],
 ) -> dict[str, Any]:
     """What the base depends on (``cfg.prior`` already holds the prior's ``tool_mix``)."""
+    from paravt.data.synth.copy_runs import POOL_VERSION
     from paravt.data.synth.corpus import corpus_digest
     from paravt.models.tiny import TINY_VERSION
 
@@ -71,6 +72,8 @@ def base_settings(
         # behaviour: loss_agg joins the key only when it is not token-mean, plain_share,
         # align_steps and copy_steps when > 0
         "prior": cfg.prior.model_dump(mode="json", exclude=_at_old_behaviour(cfg.prior)),
+        # the copy runs' tokens: another pool is another base (only a base with the stage)
+        **({"copy_pool": POOL_VERSION} if cfg.prior.copy_steps else {}),
         # the init's tokenizer is trained on it (synth/corpus.py)
         "tokenizer_corpus": corpus_digest(),
         "video": {
@@ -142,6 +145,7 @@ def _ensure_base(
     root: Path, cfg: TrainConfig, settings: dict[str, Any], name: str
 ) -> tuple[Path, dict[str, Any]]:
     from paravt.data.synth.build import SceneSpec, build
+    from paravt.data.synth.copy_runs import POOL_VERSION
     from paravt.data.synth.corpus import protocol_corpus
     from paravt.models.tiny import build_tiny
     from paravt.repro.base_probe import induction_probe, run_probe
@@ -191,8 +195,9 @@ def _ensure_base(
         write_atomic(bdir / "probe.json", json.dumps(result, indent=1), "the base probe")
         finish_stage(probe)
     result = json.loads((bdir / "probe.json").read_text())
-    if "induction" not in result:  # a base probed before the copy was measured: a few seconds
+    if result.get("induction_pool") != POOL_VERSION:  # probed before the copy (or its pool)
         result["induction"] = induction_probe(str(train / "model"))
+        result["induction_pool"] = POOL_VERSION
         write_atomic(bdir / "probe.json", json.dumps(result, indent=1), "the base probe")
     return train / "model", result
 

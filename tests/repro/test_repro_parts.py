@@ -273,6 +273,7 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     assert key(with_config_overrides(plain, ["prior.copy_steps=0"])) == key(plain)
     with_copy = with_config_overrides(plain, ["prior.copy_steps=500", "prior.steps=1900"])
     assert settings(with_copy)["prior"]["copy_steps"] == 500 and key(with_copy) != key(plain)
+    assert "copy_pool" in settings(with_copy) and "copy_pool" not in settings(plain)
     with pytest.raises(ConfigError, match="model.replicas=1"):
         with_config_overrides(plain, ["model.device=cuda"])
 

@@ -37,8 +37,9 @@ def test_copy_batches_are_a_function_of_seed_and_step() -> None:
     assert [t.ids for t in a] == [t.ids for t in b] and len(a) == 4
     assert [t.ids for t in a] != [t.ids for t in copy_batch(1, 6, 4, POOL)]
     assert [t.ids for t in a] != [t.ids for t in copy_batch(2, 5, 4, POOL)]
-    assert all(not t.videos and not t.images and t.n_sampled * 2 < len(t.ids) for t in a)
-    assert all(t.prompt_len == t.loss_mask.index(1) for t in a)  # the prompt: all before the loss
+    rng = random.Random("copy:1:5")  # the rows copy_row draws from the step's own stream
+    assert [(list(t.ids), list(t.loss_mask)) for t in a] == [copy_row(rng, POOL) for _ in range(4)]
+    assert all(not t.videos and not t.images for t in a)
 
 
 def test_the_pool_is_the_corpus_words_without_special_or_protocol_tokens(
@@ -53,7 +54,6 @@ def test_the_pool_is_the_corpus_words_without_special_or_protocol_tokens(
     assert set(frequent) < set(pool) and set(pool) < set(copy_pool(tok, min_count=1))
     report = tok("A full-frame red flash appears at 66.8 s.", add_special_tokens=False)
     assert set(report["input_ids"]) <= set(pool)  # a tool response's report is in it
-    assert not set(tok("The flash is red.", add_special_tokens=False)["input_ids"]) <= set(pool)
 
 
 class _Copier(torch.nn.Module):

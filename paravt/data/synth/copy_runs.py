@@ -1,8 +1,8 @@
 """Text-only copy runs: the simulated base's LANGUAGE stage (``prior.copy_steps``), in which the
 in-context copy of a pretrained language model forms before the model sees a frame.
 
-A row is a run of 8–24 tokens drawn from the base's own words (``copy_pool``: the tokens its
-tokenizer's corpus holds at least 5 times, but the special and protocol ones), then 0–250 other
+A row is a run of 8–24 tokens drawn from the base's own words (``copy_pool``: the tokens the
+protocol corpus holds at least 5 times, but the special and protocol ones), then 0–250 other
 tokens, then the run again; the loss is on the repeat's tokens after its first, the only ones a
 model can predict. What it teaches is an induction head (after a token, predict what followed its
 earlier occurrence), which every pretrained LM has and a tiny base trained on our mixture alone
@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -28,19 +29,30 @@ PROBE_RUN, PROBE_ROWS = 20, 32  # the induction probe's run length and rows per 
 #: a pool token occurs this often in the tokenizer's corpus: the words the base reads and writes,
 #: not the merges it never sees (a tiny model's copy formed over those, 2026-12-07 k)
 POOL_MIN_COUNT = 5
+#: what the pool is, for the caches that hold a copy measured over it (a base's key, its probe)
+POOL_VERSION = f"protocol-corpus>={POOL_MIN_COUNT}"
 
 
 def copy_pool(tokenizer: Any, min_count: int = POOL_MIN_COUNT) -> list[int]:
-    """The base's own words: the token ids of ``tokenizer`` that its training corpus
-    (``corpus.protocol_corpus``) holds at least ``min_count`` times, but the special and added
-    (protocol) tokens; sorted."""
-    from paravt.data.synth.corpus import protocol_corpus
-
-    counts: Counter[int] = Counter()
-    for text in protocol_corpus():
-        counts.update(tokenizer(text, add_special_tokens=False)["input_ids"])
+    """The base's own words: the token ids that the protocol corpus (``corpus.protocol_corpus``,
+    the text the tiny tokenizer is trained on) holds at least ``min_count`` times under
+    ``tokenizer``, but the special and added (protocol) tokens; sorted."""
+    counts = _corpus_counts(tokenizer.backend_tokenizer.to_str())
     skip = set(tokenizer.all_special_ids) | set(tokenizer.get_added_vocab().values())
     return sorted(t for t, n in counts.items() if n >= min_count and t not in skip)
+
+
+@lru_cache(maxsize=2)  # per tokenizer (its JSON): a base's build and its probes share one count
+def _corpus_counts(tokenizer_json: str) -> Counter[int]:
+    from tokenizers import Tokenizer
+
+    from paravt.data.synth.corpus import protocol_corpus
+
+    tok = Tokenizer.from_str(tokenizer_json)
+    counts: Counter[int] = Counter()
+    for enc in tok.encode_batch(list(protocol_corpus()), add_special_tokens=False):
+        counts.update(enc.ids)
+    return counts
 
 
 def copy_row(
