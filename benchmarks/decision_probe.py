@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from labelled_models import HELP, labelled_model
 from paravt.agent.backend import open_tools
 from paravt.agent.inputs import load_episode_inputs
 from paravt.agent.messages import opening_messages
@@ -136,16 +137,14 @@ def score(path: str, prompts: list[Prompt]) -> list[dict[str, Any]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path, help="a `paravt repro --preset demo` output directory")
-    ap.add_argument("models", nargs="+", help="LABEL=MODEL_DIR, in order")
+    ap.add_argument("models", nargs="+", type=labelled_model, help=HELP)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--nframes", type=int, default=64)
     ap.add_argument("--prompts", type=int, default=24)
     ap.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="the run's preset")
     ap.add_argument("--set", action="append", default=[], help="the run's --set overrides")
     a = ap.parse_args()
-    if any("=" not in m for m in a.models):
-        ap.error("each model is LABEL=MODEL_DIR")
-    labels = [tuple(m.split("=", 1)) for m in a.models]
+    labels = a.models
     codec = ChatCodec(load_processor(labels[0][1]))  # the checkpoints share one tokenizer
     cfg = with_config_overrides(base_config(a.run, PRESETS[a.preset]), a.set)
     prompts = prompts_of(cfg, a.run, a.nframes, a.prompts, codec)

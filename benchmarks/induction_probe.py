@@ -16,29 +16,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
+from labelled_models import HELP, labelled_model
 from paravt.repro.base_probe import induction_probe
-
-
-def _pairs(items: list[str]) -> list[tuple[str, str]]:
-    out = []
-    for item in items:
-        label, sep, path = item.partition("=")
-        if not sep or not label or not Path(path, "config.json").is_file():
-            sys.exit(f"induction_probe: {item!r} is not LABEL=MODEL_DIR (a saved model directory)")
-        out.append((label, path))
-    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("models", nargs="+", help="LABEL=MODEL_DIR, in the order to report")
+    ap.add_argument("models", nargs="+", type=labelled_model, help=HELP)
     ap.add_argument("--out", type=Path, required=True, help="JSON of every model's copy by gap")
     args = ap.parse_args()
     result = {}
-    for label, path in _pairs(args.models):
+    for label, path in args.models:
         result[label] = {"model": path, "induction": induction_probe(path)}
         gaps = "  ".join(f"gap {g}: {v:.2f}" for g, v in result[label]["induction"].items())
         print(f"{label:>12}  {gaps}", flush=True)

@@ -26,10 +26,12 @@ from typing import Any
 
 import torch
 
+from labelled_models import HELP, labelled_model
 from paravt.data.chat import to_chat_messages
 from paravt.data.rows import SFTRow
 from paravt.data.schema import read_rows
 from paravt.data.synth.scenes import NEEDLE_COLORS
+from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_policy
 from paravt.models.media import model_inputs, sampling_log_softmax
@@ -57,28 +59,36 @@ def traces(run: Path, limit: int) -> list[SFTRow]:
     return out[:limit]
 
 
-def with_report(row: SFTRow, colour: str) -> SFTRow:
-    """``row`` with its last tool message's reported colour replaced by ``colour``."""
-    msgs = list(row.messages)
-    i = max(j for j, m in enumerate(msgs) if m.role == "tool")
-    text = msgs[i].content
-    assert isinstance(text, str), "a parallel trace's tool response is text"
-    msgs[i] = dataclasses.replace(
-        msgs[i], content=text.replace(f" {row.extra_info.answer} ", f" {colour} ")
-    )
-    return dataclasses.replace(row, messages=tuple(msgs))
+#: truth, swapped colour, the chat as written, the chat with the report swapped
+Case = tuple[str, str, list[ChatMessage], list[ChatMessage]]
 
 
-def first_colour(model: Any, codec: ChatCodec, row: SFTRow, run: Path, colours: list[int]) -> str:
+def cases(rows: list[SFTRow], run: Path) -> list[Case]:
+    """Each trace's chat (its frames decoded once, for every model) as written, and with the last
+    tool message's reported colour swapped."""
+    out = []
+    for r in rows:
+        truth = str(r.extra_info.answer)
+        other = swapped(truth)
+        written = to_chat_messages(r, run / "synth", max_pixels=PIXELS, crop_max_pixels=PIXELS)
+        i = max(j for j, m in enumerate(written) if m.role == "tool")
+        swap = list(written)
+        swap[i] = dataclasses.replace(
+            written[i], content=written[i].content.replace(f" {truth} ", f" {other} ")
+        )
+        out.append((truth, other, written, swap))
+    return out
+
+
+def first_colour(model: Any, codec: ChatCodec, chat: list[ChatMessage], colours: list[int]) -> str:
     """The colour ranked first at the token after the final turn's ``<answer>``."""
-    chat = to_chat_messages(row, run / "synth", max_pixels=PIXELS, crop_max_pixels=PIXELS)
     ids: list[int] = []
     videos: list[Any] = []
     for m in chat[:-1]:
         enc = codec.encode_message(m)
         ids += enc.ids
         videos += enc.videos
-    final = row.messages[-1].text
+    final = chat[-1].content
     head = final[: final.index(ANSWER) + len(ANSWER)]
     ctx = ids + list(codec.generation_prompt("")) + list(codec.encode_text(head))
     inputs = model_inputs(codec.processor, ctx, videos, device="cpu")
@@ -90,19 +100,18 @@ def first_colour(model: Any, codec: ChatCodec, row: SFTRow, run: Path, colours: 
     return NEEDLE_COLORS[int(torch.stack([logp[c] for c in colours]).argmax())]
 
 
-def probe(path: str, rows: list[SFTRow], run: Path) -> dict[str, int]:
+def probe(path: str, cases: list[Case]) -> dict[str, int]:
     policy = load_policy(path)
     codec, model = ChatCodec(policy.processor), policy.model.eval()
     ids = [codec.encode_text(c) for c in NEEDLE_COLORS]
     if any(len(t) != 1 for t in ids):
         sys.exit(f"reads_probe: a colour is not one token in {path}'s tokenizer: {ids}")
     colours = [t[0] for t in ids]
-    out = {"rows": len(rows), "right": 0, "follows": 0, "keeps": 0}
+    out = {"rows": len(cases), "right": 0, "follows": 0, "keeps": 0}
     with torch.no_grad():
-        for r in rows:
-            truth, other = r.extra_info.answer, swapped(str(r.extra_info.answer))
-            out["right"] += first_colour(model, codec, r, run, colours) == truth
-            got = first_colour(model, codec, with_report(r, other), run, colours)
+        for truth, other, written, swap in cases:
+            out["right"] += first_colour(model, codec, written, colours) == truth
+            got = first_colour(model, codec, swap, colours)
             out["follows"] += got == other
             out["keeps"] += got == truth
     return out
@@ -111,17 +120,14 @@ def probe(path: str, rows: list[SFTRow], run: Path) -> dict[str, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("run", type=Path, help="a `paravt repro` output directory (its synth/)")
-    ap.add_argument("models", nargs="+", help="LABEL=MODEL_DIR, in order")
+    ap.add_argument("models", nargs="+", type=labelled_model, help=HELP)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--rows", type=int, default=40)
     args = ap.parse_args()
-    rows = traces(args.run, args.rows)
+    todo = cases(traces(args.run, args.rows), args.run)
     result = {}
-    for item in args.models:
-        label, sep, path = item.partition("=")
-        if not sep or not Path(path, "config.json").is_file():
-            sys.exit(f"reads_probe: {item!r} is not LABEL=MODEL_DIR (a saved model directory)")
-        result[label] = {"model": path, **probe(path, rows, args.run)}
+    for label, path in args.models:
+        result[label] = {"model": path, **probe(path, todo)}
         print(json.dumps({"label": label, **result[label]}), flush=True)
     args.out.write_text(json.dumps(result, indent=1))
 
