@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
+import pandas as pd
 import pytest
 
 from paravt.agent import EpisodeInput, EpisodeSettings, run_episode
@@ -327,11 +328,19 @@ def test_distill_talks_to_a_served_teacher(served: Served, synth: Path, tmp_path
         env=env,
         timeout=600,
     )
-    # a random tiny teacher writes no valid trace: 0 accepted is exit 2 with one line and no
-    # sft.parquet (issue 48 item 6), report.json and progress.jsonl keep every row
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert "0 of 2 rows accepted" in proc.stderr and not (out / "sft.parquet").exists()
+    # a random tiny teacher rarely writes a valid trace, but an untagged last line that shares a
+    # word with an open-ended gold scores > 0 (it did once the tokenizer corpus named colours): 0
+    # accepted is exit 2 with one line and no sft.parquet (issue 48 item 6; its own test in
+    # tests/distill/test_zero_accepted.py), any accepted row is exit 0 and a row of sft.parquet
+    assert (out / "report.json").exists(), proc.stderr[-2000:]
     report = json.loads((out / "report.json").read_text())
+    if report["accepted"] == 0:
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert "0 of 2 rows accepted" in proc.stderr and not (out / "sft.parquet").exists()
+    else:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        written = sum(report["rows_written"].values())
+        assert len(pd.read_parquet(out / "sft.parquet")) == written >= 1
     assert report["requested"] == 2 and report["finished"] == 2 and report["errored"] == 0
     assert report["teacher_errors"] == {"primary": 0, "fallback": 0}
     assert (
