@@ -9,10 +9,12 @@ colour (the first ``--rows``), each with its frames (the demo's 64 × 64 pixels)
 teacher-forced through the oracle's final think to ``<answer>``; of the colour tokens
 (``scenes.NEEDLE_COLORS``, one token each) the one ranked first is counted, once with the tool
 response as written (``right``) and once with the reported colour swapped in the tool response
-(colour index + 3, the frames and the rest unchanged): ``follows`` (the swapped colour: the answer
-reads the report) and ``keeps`` (the true one: it answers from the frames or from memory). These
-are SFT's own training traces, so ``keeps`` may be memory; ``follows`` above chance is reading
-either way. One line per model; OUT holds the counts.
+(``scenes.other_color``, the frames and the rest unchanged): ``follows`` (the swapped colour:
+the answer reads the report) and ``keeps`` (the true one: it answers from the frames or from
+memory). By default these are SFT's own training traces, so ``keeps`` may be memory (``follows``
+above chance is reading either way); ``--held-out`` takes the oracle's traces of the held-out
+videos at n = 4 instead, where neither memory nor (mostly) the overview holds the colour. One
+line per model; OUT holds the counts.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ import torch
 
 from labelled_models import HELP, labelled_model
 from paravt.data.chat import to_chat_messages
-from paravt.data.rows import SFTRow
+from paravt.data.rows import RLRow, SFTRow
 from paravt.data.schema import read_rows
-from paravt.data.synth.scenes import NEEDLE_COLORS
+from paravt.data.synth.base import REPORT_N as HELD_OUT_N, question_of
+from paravt.data.synth.oracle import parallel_trace
+from paravt.data.synth.scenes import NEEDLE_COLORS, other_color
 from paravt.models.base import ChatMessage
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_policy
@@ -38,10 +42,6 @@ from paravt.models.media import model_inputs, sampling_log_softmax
 
 PIXELS = 64 * 64  # the demo preset's overview and crop sizes (repro.presets)
 ANSWER = "<answer>"
-
-
-def swapped(colour: str) -> str:
-    return NEEDLE_COLORS[(NEEDLE_COLORS.index(colour) + 3) % len(NEEDLE_COLORS)]
 
 
 def traces(run: Path, limit: int) -> list[SFTRow]:
@@ -59,6 +59,27 @@ def traces(run: Path, limit: int) -> list[SFTRow]:
     return out[:limit]
 
 
+def held_out(run: Path, limit: int) -> list[SFTRow]:
+    """The oracle's parallel traces of RUN's HELD-OUT open colour questions (``eval.parquet``,
+    videos no stage trains on) at an overview of ``HELD_OUT_N`` frames, which misses the flash
+    in most of them (the demo's: 10 of 16): then the right colour is in the tool response only."""
+    from paravt.data.synth.build import video_specs
+
+    params = json.loads((run / "synth" / "manifest.json").read_text())["params"]
+    specs = {s.name: s for s in video_specs(params)[2]}
+    out = []
+    for r in read_rows(run / "synth" / "eval.parquet"):
+        e = r.extra_info
+        if isinstance(r, RLRow) and e.task == "oe" and e.answer in NEEDLE_COLORS:
+            at_n = dataclasses.replace(e, nframes=HELD_OUT_N)
+            spec = specs[Path(r.videos[0]).stem]
+            row, _ = parallel_trace(spec, r.videos[0], question_of(e), at_n)
+            out.append(row)
+    if not out:
+        sys.exit(f"reads_probe: {run}/synth/eval.parquet holds no open colour question")
+    return out[:limit]
+
+
 #: truth, swapped colour, the chat as written, the chat with the report swapped
 Case = tuple[str, str, list[ChatMessage], list[ChatMessage]]
 
@@ -69,7 +90,7 @@ def cases(rows: list[SFTRow], run: Path) -> list[Case]:
     out = []
     for r in rows:
         truth = str(r.extra_info.answer)
-        other = swapped(truth)
+        other = other_color(truth)
         written = to_chat_messages(r, run / "synth", max_pixels=PIXELS, crop_max_pixels=PIXELS)
         i = max(j for j, m in enumerate(written) if m.role == "tool")
         swap = list(written)
@@ -123,8 +144,15 @@ def main() -> None:
     ap.add_argument("models", nargs="+", type=labelled_model, help=HELP)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--rows", type=int, default=40)
+    ap.add_argument(
+        "--held-out",
+        action="store_true",
+        help=f"the oracle's traces of the held-out open colour questions at n = {HELD_OUT_N} "
+        "instead of SFT's own training traces",
+    )
     args = ap.parse_args()
-    todo = cases(traces(args.run, args.rows), args.run)
+    rows = (held_out if args.held_out else traces)(args.run, args.rows)
+    todo = cases(rows, args.run)
     result = {}
     for label, path in args.models:
         result[label] = {"model": path, **probe(path, todo)}

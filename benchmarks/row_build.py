@@ -88,7 +88,7 @@ def measure(synth: Path, model: Path) -> dict[str, Any]:
     timer = _Timer(chat, "_decode")  # every frame the rows read goes through it
     t0 = time.perf_counter()
     try:
-        examples = prior_examples(
+        examples, _, _ = prior_examples(
             rows,
             synth,
             codec,

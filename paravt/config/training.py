@@ -284,6 +284,16 @@ class PriorConfig(_SupervisedConfig):
         "-> what appears: the vision-language alignment stage an LMM's pretraining opens with), "
         "the whole mixture after them (0: the mixture from the first step).",
     )
+    report_steps: _Steps = Field(
+        0,
+        ge=0,
+        description="The last steps of `steps` on the text report drills alone (data/synth/"
+        "drills.py: a tool transcript whose results name the answer -> the answer; the lookup "
+        "from a tool result a pretrained LM's function-calling data teaches), at a constant lr "
+        "after the warm-up; the stages before it run the schedule of a run of steps - "
+        "copy_steps - report_steps steps (raise steps by report_steps to keep a base's "
+        "schedule: the base without the stage, then the stage; 0: none).",
+    )
     habit_copies: int = Field(
         1,
         ge=1,
@@ -356,9 +366,10 @@ class PriorConfig(_SupervisedConfig):
 
     @model_validator(mode="after")
     def _align(self) -> PriorConfig:
-        if self.copy_steps + self.align_steps >= self.steps:
+        if self.copy_steps + self.align_steps + self.report_steps >= self.steps:
             raise ValueError(
-                f"prior.copy_steps={self.copy_steps} + prior.align_steps={self.align_steps} leave "
-                f"no step of prior.steps={self.steps} for the mixture: set their sum below steps"
+                f"prior.copy_steps={self.copy_steps} + prior.align_steps={self.align_steps} + "
+                f"prior.report_steps={self.report_steps} leave no step of prior.steps="
+                f"{self.steps} for the mixture: set their sum below steps"
             )
         return self

@@ -83,6 +83,8 @@ class ExtraInfo:
     needle_start: float | None = None
     needle_end: float | None = None
     needle_kind: str | None = None
+    #: what the needle looks like, in the perception's words ("a full-frame red flash")
+    needle_description: str | None = None
     tool_necessary_at_n: Mapping[int, bool] | None = None
     source: str = "paravt"
 

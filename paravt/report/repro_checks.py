@@ -172,6 +172,10 @@ TASK_CHECKS = (
     ("base_overview_mcq_at_4", "the base at a 4-frame overview is near chance"),
     ("base_overview_open_at_64", "the base names the needle from a 64-frame overview (exact)"),
     (
+        "base_reads_report",
+        "the base answers the colour its tool response reports, not the one its frames show",
+    ),
+    (
         "base_copies_in_context",
         "the base copies a run of tokens it saw 100 tokens before (an induction head)",
     ),

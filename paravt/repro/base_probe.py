@@ -10,6 +10,11 @@ of each row is its target):
 - overview open question (plain prompt; for a flash "What colour is the brief flash?") at n = 4
   and n = 64: ``open`` = replies equal to the target after SQuAD normalisation (no partial credit);
   what the base SEES in an overview, apart from the letter lookup the MCQ adds;
+- swapped report (``data.synth.base.report_row``: an open question in the native tool form whose
+  tool results name ANOTHER colour than the frames show), its final think forced
+  (``forced_think``): ``reads_report`` = replies whose answer (after the last ``</think>``, if
+  any) opens with the reported colour, ``keeps_truth`` = with the true one: whether the base
+  answers from its tool response, which the final turn of every tool episode needs;
 - ``induction`` (``induction_probe``): at each gap of ``INDUCTION_GAPS`` tokens, the share of a
   repeated run of random tokens of its own words (``copy_runs.copy_pool``) the base copies
   (``data.synth.copy_runs.induction``; ``induction_pool`` names the pool): the in-context copy of
@@ -30,14 +35,17 @@ from pathlib import Path
 from typing import Any
 
 from paravt.data.rows import SFTRow
-from paravt.data.synth.base import OVQ, SEE
+from paravt.data.synth.base import OVQ, REP, SEE
 from paravt.data.synth.copy_runs import POOL_VERSION
 from paravt.data.synth.perception import NOTHING
+from paravt.protocol.tags import THINK_CLOSE
 from paravt.repro.diagnosis import reports, timed_right
 from paravt.rewards.accuracy import normalize_text
 
 RECALL_MIN, TIMED_MIN, FALSE_MAX, MCQ64_MIN, MCQ4_BAND = 0.9, 0.8, 0.1, 0.8, 0.1
 OPEN64_MIN = 0.8  # the open question at n = 64: the overview shows the needle, the base names it
+#: The swapped report: a pretrained model answers from a tool result in its context nearly always.
+READS_MIN = 0.8
 #: The strong base's thinks left unclosed at the RL turn budget under τ = 0.7: a tail exists (some
 #: run on, paper §H.3) but most close (a base that never closes cannot be cold-started).
 OVERRUN_BAND = (0.05, 0.5)
@@ -63,6 +71,8 @@ def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any
         target = row.messages[-1].text
         e = row.extra_info
         k = kinds.setdefault(e.needle_kind or "?", {})
+        if REP in row.id:
+            continue  # report_rates
         if SEE in row.id and target != NOTHING:
             hit_of += 1
             said = reports(reply)
@@ -105,11 +115,41 @@ def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any
         "mcq": {str(n): _rate(sum(v), len(v)) for n, v in sorted(mcq.items())},
         "mcq_chance": round(sum(chance) / len(chance), 4) if chance else None,
         "open": {str(n): _rate(sum(v), len(v)) for n, v in sorted(open_.items())},
+        **report_rates(rows, replies),
         "by_kind": {
             kind: {key: _rate(sum(v), len(v)) for key, v in sorted(d.items())}
             for kind, d in sorted(kinds.items())
         },
     }
+
+
+def report_rates(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any]:
+    """The swapped-report rows' rates: replies whose answer's first word is the reported colour
+    (``reads_report``) or the true one (``keeps_truth``)."""
+    reads = keeps = of = 0
+    for row, reply in zip(rows, replies, strict=True):
+        if REP in row.id:
+            first = (answer_words(reply) or [""])[0]
+            of += 1
+            reads += first == answer_words(row.messages[-1].text)[0]
+            keeps += first == normalize_text(row.extra_info.answer)
+    return {"reads_report": _rate(reads, of), "keeps_truth": _rate(keeps, of)}
+
+
+def forced_think(row: SFTRow) -> str:
+    """What the probe forces before a row's reply: a swapped-report row's think (its target up to
+    the last ``</think>`` and its newline; a greedy think of the base loops on its filler and never
+    closes), nothing for the other rows."""
+    if REP not in row.id:
+        return ""
+    head, close, _ = row.messages[-1].text.rpartition(THINK_CLOSE)
+    return f"{head}{close}\n" if close else ""
+
+
+def answer_words(reply: str) -> list[str]:
+    """The normalised words of a reply's answer: what follows its last ``</think>`` (the whole
+    reply when it closes none)."""
+    return normalize_text(reply.rsplit(THINK_CLOSE, 1)[-1]).split()
 
 
 def _check(value: Any, want: str, holds: bool) -> dict[str, Any]:
@@ -158,6 +198,7 @@ def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:
     o64 = (probe.get("open") or {}).get("64", {}).get("rate")
     chance = probe.get("mcq_chance")
     copied = (probe.get("induction") or {}).get(str(INDUCTION_GAP))
+    reads = rate("reads_report")
     return {
         "base_clip_recall": _check(
             probe.get("clip_recall"), f"≥ {RECALL_MIN}", recall is not None and recall >= RECALL_MIN
@@ -189,6 +230,11 @@ def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:
             },
             f"≥ {OPEN64_MIN}",
             o64 is not None and o64 >= OPEN64_MIN,
+        ),
+        "base_reads_report": _check(
+            {"acc": probe.get("reads_report"), "keeps_truth": probe.get("keeps_truth")},
+            f"≥ {READS_MIN}",
+            reads is not None and reads >= READS_MIN,
         ),
         "base_copies_in_context": _check(
             {"acc": copied, "by_gap": probe.get("induction")},
@@ -237,9 +283,8 @@ def run_probe(
             size_factor=size_factor,
         )[:-1]  # the prompt: the target is the last message
         enc = codec.encode_messages(msgs)
-        reqs.append(
-            GenRequest(enc.ids + codec.generation_prompt(), tuple(msgs), enc.videos, enc.images, sp)
-        )
+        head = codec.generation_prompt(forced_think(r))
+        reqs.append(GenRequest(enc.ids + head, tuple(msgs), enc.videos, enc.images, sp))
 
     async def gen() -> list[str]:
         out = []

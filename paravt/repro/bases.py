@@ -37,9 +37,11 @@ from paravt.config import PriorConfig, TrainConfig
 from paravt.jsonl import write_atomic
 from paravt.repro.stages import finish_stage, start_stage
 
-DATA_VERSION = 7  # bump when paravt.data.synth.base / perception change what the base learns
+DATA_VERSION = 10  # bump when paravt.data.synth.base / perception change what the base learns
 # (6: issue 38, the v2 prompts in the habit traces' prompts; RL videos apart from the base's;
-# 7: issue 46, the sub-agent rows in the default sub-agent prompt, a summary request)
+# 7: issue 46, the sub-agent rows in the default sub-agent prompt, a summary request;
+# 10: issue 47 entry l, the habit's tool results name the needle, 8 text report drills a video,
+# the swapped-report probe rows; 8 and 9 were probes of entry l and earlier clone experiments)
 
 
 def base_settings(
@@ -70,7 +72,7 @@ def base_settings(
         "model_size": model_size,
         # a field added to the prior keeps the keys built before it while it is at its old
         # behaviour: loss_agg joins the key only when it is not token-mean, plain_share,
-        # align_steps and copy_steps when > 0
+        # align_steps, copy_steps and report_steps when > 0
         "prior": cfg.prior.model_dump(mode="json", exclude=_at_old_behaviour(cfg.prior)),
         # the copy runs' tokens: another pool is another base (only a base with the stage)
         **({"copy_pool": POOL_VERSION} if cfg.prior.copy_steps else {}),
@@ -97,6 +99,7 @@ def _at_old_behaviour(prior: PriorConfig) -> set[str]:
         "plain_share": prior.plain_share == 0,
         "align_steps": prior.align_steps == 0,
         "copy_steps": prior.copy_steps == 0,
+        "report_steps": prior.report_steps == 0,
     }
     return {k for k, at_old in old.items() if at_old}
 

@@ -12,6 +12,10 @@ cold-started model carries a competing habit temperature sampling can resurface.
 comes before both, at a constant learning rate after its warm-up; the stages after it run the
 batches they have without it and the schedule of a run of ``steps - copy_steps`` steps (raise
 ``prior.steps`` by ``copy_steps`` to keep a base's schedule), their count starting at 0 after it.
+With ``prior.report_steps`` a report stage of the text report drills alone
+(``drills.is_report_drill``) comes after the mixture, at a constant rate after its warm-up (as the
+copy stage); the stages before it run the schedule of a run ``report_steps`` shorter, so a base with
+the stage is the base without it (``prior.steps`` raised by ``report_steps``) trained on.
 """
 
 from __future__ import annotations
@@ -44,19 +48,22 @@ if TYPE_CHECKING:
     from paravt.rl.session import PolicySession
 
 
-Stage = Literal["copy", "align", "mixture"]
+Stage = Literal["copy", "align", "mixture", "report"]
 
 
 @dataclass
 class PriorTrainer(SFTTrainer):
     """``SFTTrainer`` on ``paravt.data.synth.prior`` traces, with the ``prior`` config section:
     ``copy_steps`` of copy runs over ``pool``, then ``align_steps`` drawn from ``align`` (the
-    perception rows) alone, then the mixture."""
+    perception rows) alone, then the mixture, then ``report_steps`` drawn from ``report`` (the
+    report drills) alone."""
 
     align: list[Trajectory] = field(default_factory=list)
     align_steps: int = 0
     copy_steps: int = 0
     pool: list[int] = field(default_factory=list)  # the copy runs' tokens
+    report: list[Trajectory] = field(default_factory=list)
+    report_steps: int = 0
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -87,7 +94,7 @@ class PriorTrainer(SFTTrainer):
             Path(cfg.data)
         )  # no prompt rows: `check_data` (and `prior_traces`) refuse them
         root = Path(cfg.data_root) if cfg.data_root else Path(cfg.data).parent
-        examples, align = prior_examples(
+        examples, align, report = prior_examples(
             rows,
             root,
             session.codec,
@@ -102,6 +109,12 @@ class PriorTrainer(SFTTrainer):
                 f"prior.align_steps={p.align_steps} trains on the perception rows, and "
                 f"{cfg.data} holds none (an rl.parquet: habit traces only); point `data` at a "
                 "ParaVT-Synth base.parquet or set prior.align_steps to 0"
+            )
+        if p.report_steps and not report:
+            raise DataError(
+                f"prior.report_steps={p.report_steps} trains on the report drills, and "
+                f"{cfg.data} holds none; point `data` at a ParaVT-Synth base.parquet or set "
+                "prior.report_steps to 0"
             )
         return cls(
             examples,
@@ -122,6 +135,8 @@ class PriorTrainer(SFTTrainer):
             align_steps=p.align_steps,
             copy_steps=p.copy_steps,
             pool=copy_pool(session.processor.tokenizer) if p.copy_steps else [],
+            report=report,
+            report_steps=p.report_steps,
         )
 
     def stage(self, step: int) -> tuple[Stage, int]:
@@ -130,29 +145,37 @@ class PriorTrainer(SFTTrainer):
         if step < self.copy_steps:
             return "copy", step
         later = step - self.copy_steps
+        if self.report_steps and later >= self._scheduled:
+            return "report", later - self._scheduled
         return ("align" if later < self.align_steps else "mixture"), later
 
+    @property
+    def _scheduled(self) -> int:
+        """The steps of the alignment stage and the mixture: the schedule's run."""
+        return self.total_steps - self.copy_steps - self.report_steps
+
     def lr_share(self, step: int) -> float:
-        """The language stage's constant rate after its warm-up; after it, the schedule (warm-up,
-        decay) of a run of ``total_steps - copy_steps`` steps without the stage."""
+        """The language and report stages' constant rate after their warm-up; between them, the
+        schedule (warm-up, decay) of a run of the steps of neither."""
         name, at = self.stage(step)
-        if name == "copy":
-            return lr_scale(at, self.copy_steps, self.warmup_steps, "constant", self.min_lr_ratio)
-        total = self.total_steps - self.copy_steps
-        return lr_scale(at, total, self.warmup_steps, self.lr_decay, self.min_lr_ratio)
+        spans = {"copy": self.copy_steps, "report": self.report_steps}
+        decay = "constant" if name in spans else self.lr_decay
+        return lr_scale(
+            at, spans.get(name, self._scheduled), self.warmup_steps, decay, self.min_lr_ratio
+        )
 
     def batch(self, step: int) -> list[Trajectory]:
         """The language stage's copy rows, then the alignment stage's batches (a seeded
-        permutation of ``align`` per epoch), then the mixture's as a trainer without the two
-        stages has them from its step 0."""
+        permutation of ``align`` per epoch), then the mixture's as a trainer without the other
+        stages has them from its step 0, then the report stage's (a permutation of ``report``)."""
         name, at = self.stage(step)
         if name == "copy":
             return copy_batch(self.seed, at, self.batch_size, self.pool)
         if name == "mixture":
             return super().batch(at - self.align_steps)
-        n = len(self.align)
-        order = partial(_align_order, self.seed, n=n)
-        return [self.align[i] for i in batch_indices(at, self.batch_size, n, order)]
+        rows = self.align if name == "align" else self.report
+        order = partial(_stage_order, name, self.seed, n=len(rows))
+        return [rows[i] for i in batch_indices(at, self.batch_size, len(rows), order)]
 
 
 def copy_batch(seed: int, step: int, size: int, pool: Sequence[int]) -> list[Trajectory]:
@@ -180,8 +203,8 @@ def copy_batch(seed: int, step: int, size: int, pool: Sequence[int]) -> list[Tra
 
 
 @lru_cache(maxsize=2)  # batches move forward: the current epoch's and the next
-def _align_order(seed: int, epoch: int, n: int) -> list[int]:
-    return epoch_permutation("align", seed, epoch, n)
+def _stage_order(stage: str, seed: int, epoch: int, n: int) -> list[int]:
+    return epoch_permutation(stage, seed, epoch, n)
 
 
 def prior_examples(
@@ -194,12 +217,19 @@ def prior_examples(
     seed: int,
     video: VideoConfig,
     copies: int = 1,
-) -> tuple[list[Trajectory], list[Trajectory]]:
+) -> tuple[list[Trajectory], list[Trajectory], list[Trajectory]]:
     """The base stage's training sequences of a ``base.parquet``'s rows (``prior_traces``), frames
     decoded from the videos under ``root`` at ``video``'s overview and crop sizes; and those of
-    its perception rows (``is_perception_row``), the alignment stage's."""
+    its perception rows (``is_perception_row``), the alignment stage's, and of its report drills
+    (``is_report_drill``), the report stage's."""
     from paravt.data.synth.base import is_perception_row, prior_traces
+    from paravt.data.synth.drills import is_report_drill
 
     traces = prior_traces(rows, tool_mix=tool_mix, habit=habit, seed=seed, copies=copies)
     seqs = trace_sequences(traces, root, codec, video)
-    return seqs, [q for t, q in zip(traces, seqs, strict=True) if is_perception_row(t)]
+    pairs = list(zip(traces, seqs, strict=True))
+    return (
+        seqs,
+        [q for t, q in pairs if is_perception_row(t)],
+        [q for t, q in pairs if is_report_drill(t)],
+    )

@@ -11,9 +11,18 @@ from pathlib import Path
 import pytest
 
 from paravt.data.chat import to_chat_messages
-from paravt.data.rows import RLRow, SFTRow
+from paravt.data.rows import RLRow, SFTRow, VideoPart
 from paravt.data.schema import read_rows
-from paravt.data.synth.base import MCQ_VARIANTS, OVQ, SEE, clip_counts, prior_traces
+from paravt.data.synth.base import (
+    MCQ_VARIANTS,
+    OVQ,
+    REP,
+    REPORT_N,
+    SEE,
+    clip_counts,
+    prior_traces,
+    probe_rows,
+)
 from paravt.data.synth.perception import NOTHING, patch_stamps
 from paravt.data.synth.prior import Habit
 from paravt.errors import DataError
@@ -204,3 +213,115 @@ def test_stamp_drills_copy_the_stamps_beside_the_needle_and_option_drills_its_le
         opts = dict(ln.split(". ", 1) for ln in r.messages[0].text.splitlines()[-4:])
         right = opts[r.messages[-1].text]
         assert right in shown and sum(o in shown for o in opts.values()) == 1, (shown, opts)
+
+
+def test_the_swapped_report_row_names_another_colour_than_its_frames_show() -> None:
+    """The base probe's report row: the native tool form, every hit result naming the other
+    colour (never the true one), the target that colour; one per flash video, none otherwise."""
+    import numpy as np
+
+    from paravt.data.synth.build import _extra
+    from paravt.data.synth.questions import questions_for
+    from paravt.data.synth.scenes import NEEDLE_COLORS, make_spec, other_color
+
+    assert [other_color(c) for c in NEEDLE_COLORS] == list(NEEDLE_COLORS[3:] + NEEDLE_COLORS[:3])
+    seen = Counter()
+    for i in range(16):
+        rng = np.random.default_rng([11, i])
+        spec = make_spec(f"v{i}", rng, needle_kinds=("flash", "digit"))
+        qs = questions_for(spec.needle, rng)
+        extras = [_extra(spec, q, spec.name, 64, "eval") for q in qs]
+        rows = probe_rows(spec, "v.mp4", qs, extras, rng)
+        reps = [r for r in rows if REP in r.id]
+        missed = bool(extras[0].tool_necessary_at_n and extras[0].tool_necessary_at_n[REPORT_N])
+        kind = spec.needle.kind if missed else f"{spec.needle.kind}, seen at {REPORT_N}"
+        seen[kind] += 1
+        if kind != "flash":  # a digit, or a flash its 4-frame overview shows: frames vs report
+            assert not reps
+            continue
+        (rep,) = reps
+        shown = other_color(spec.needle.color)
+        final = rep.messages[-1].text
+        assert final.endswith(f"</think>\n{shown}") and shown != spec.needle.color
+        assert rep.extra_info.answer == spec.needle.color
+        roles = ["system", "user", "assistant", "tool", "assistant"]
+        assert [m.role for m in rep.messages] == roles
+        (part,) = [p for p in rep.messages[1].content if isinstance(p, VideoPart)]
+        assert part.nframes == REPORT_N  # an overview that rarely shows the flash
+        tool = rep.messages[3].text
+        assert f"full-frame {shown} flash" in tool and spec.needle.color not in tool
+        assert format_stats(rep.messages[2].text).n_tool_call_ok >= 2
+    assert seen["flash"] >= 3 and seen["digit"] >= 1, seen  # both cases were met
+
+
+def test_report_drills_answer_from_the_tool_results_alone() -> None:
+    """A report drill is a tool transcript in text: no frames, the native form's calls over the
+    whole video, the results naming the drill's needle only in the window(s) holding it, and the
+    answer that needle's colour (or label): the results are the only evidence."""
+    import numpy as np
+
+    from paravt.data.rows import ExtraInfo
+    from paravt.data.synth.drills import drill_rows, is_report_drill
+    from paravt.data.synth.oracle import plan_windows
+    from paravt.protocol.parser import parse_calls
+
+    e = ExtraInfo(id="v1-oe", task="oe", question="q", answer="x", duration=130.0)
+    rows = [
+        r
+        for r in drill_rows(e, np.random.default_rng(3), ("flash", "digit"), 0, 30)
+        if is_report_drill(r)
+    ]
+    assert len(rows) == 30 and not any(r.videos for r in rows)
+    answers = set()
+    for r in rows:
+        system, user, calls, tool, final = r.messages
+        assert "<video>" not in user.text and isinstance(user.content, str)
+        windows = [
+            (c.arguments["start_time"], c.arguments["end_time"])
+            for c in parse_calls(calls.text).calls
+        ]
+        assert windows == [(w.start, w.end) for w in plan_windows(130.0)]
+        answer = final.text.split("</think>\n")[1]
+        hits = [ln for ln in tool.text.splitlines() if NOTHING not in ln]
+        assert 1 <= len(hits) <= 2 and all(answer in ln for ln in hits), (tool.text, answer)
+        answers.add(answer)
+    assert len(answers) >= 8  # colours and digits drawn afresh per drill
+
+
+LETTER_HEADS = ("A. ", "B. ", "C. ", "D. ")
+
+
+def test_report_drills_of_the_mcq_and_the_span_answer_from_the_results() -> None:
+    """The MCQ's report drill lists its options in the prompt and answers the letter of the one
+    naming the reported needle; the span's answers the first hit line's start to the last one's
+    end; an unknown task is refused. Flashes only: a digit's option would match the times."""
+    import re
+
+    import numpy as np
+
+    from paravt.data.rows import ExtraInfo
+    from paravt.data.synth.drills import report_drill
+    from paravt.data.synth.scenes import draw_needle
+
+    e = ExtraInfo(id="v2-oe", task="oe", question="q", answer="x", duration=140.0)
+    rng = np.random.default_rng(5)
+    letters, split = set(), 0  # split: span drills whose needle straddles two windows
+    for i in range(30):
+        needle = draw_needle(rng, ("flash",), 0, 1)
+        m = report_drill(f"m{i}", e, needle, rng, task="mcq").messages
+        t = report_drill(f"t{i}", e, needle, rng, task="tvg").messages
+        # the MCQ: the options in the prompt, the answer the letter whose option names the colour
+        letter = m[-1].text.split("</think>\n")[1]
+        options = dict(ln.split(". ", 1) for ln in m[1].text.splitlines() if ln[:3] in LETTER_HEADS)
+        hit = next(ln for ln in m[3].text.splitlines() if NOTHING not in ln and "appears" in ln)
+        assert options[letter] in hit and sum(o in hit for o in options.values()) == 1
+        letters.add(letter)
+        # the span: from the first hit's start to the last hit's end
+        span = t[-1].text.split("</think>\n")[1]
+        hits = [ln for ln in t[3].text.splitlines() if "appears" in ln and NOTHING not in ln]
+        split += len(hits) == 2
+        times = [float(x) for ln in hits for x in re.findall(r"(\d+(?:\.\d+)?) s", ln)]
+        assert span == f"[{int(min(times))}, {int(max(times))}]" and "[start, end]" in t[1].text
+    assert letters == {"A", "B", "C", "D"} and split >= 1
+    with pytest.raises(ValueError, match="not one of"):
+        report_drill("x", e, draw_needle(rng, ("flash",), 0, 1), rng, task="count")  # type: ignore[arg-type]

@@ -3,6 +3,7 @@ advertise."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 from paravt.data.rows import RLRow
 from paravt.data.schema import read_rows
+from paravt.data.synth.perception import NOTHING
 from paravt.data.synth.prior import (
     MAX_THINK_SENTENCES,
     Habit,
@@ -244,3 +246,19 @@ def test_plain_share_answers_under_the_no_tool_prompt_without_a_call(
             assert _assistant(r)[0].endswith("</think>\n" + prompt.extra_info.answer)
         else:
             assert r.messages[0] == prompt.messages[0] and r.mode != "none" and calls >= 1
+
+
+def test_a_tool_result_names_what_its_window_shows(prompts: list[RLRow]) -> None:
+    """The base's tool world is informative: a hit window's result names the needle in the
+    perception's words; a row without a description keeps the older sentence (no colour)."""
+    for row in prior_rows(prompts, tool_mix=1.0, habit=Habit(1, json_share=1.0)):
+        e = row.extra_info
+        assert e.needle_description and e.needle_kind
+        (tool,) = [m.text for m in row.messages if m.role == "tool"]
+        hits = [line for line in tool.split("\n") if NOTHING not in line]
+        said = e.needle_description[0].upper() + e.needle_description[1:] + " appears "
+        assert hits and all(said in line for line in hits), tool
+    bare = [replace(p, extra_info=replace(p.extra_info, needle_description=None)) for p in prompts]
+    for row in prior_rows(bare, tool_mix=1.0, habit=Habit(1, json_share=1.0)):
+        (tool,) = [m.text for m in row.messages if m.role == "tool"]
+        assert f"A brief {row.extra_info.needle_kind} event appears from" in tool

@@ -274,6 +274,10 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     with_copy = with_config_overrides(plain, ["prior.copy_steps=500", "prior.steps=1900"])
     assert settings(with_copy)["prior"]["copy_steps"] == 500 and key(with_copy) != key(plain)
     assert "copy_pool" in settings(with_copy) and "copy_pool" not in settings(plain)
+    # the report stage: out of the key at 0, another base with one
+    assert "report_steps" not in settings(plain)["prior"]
+    with_report = with_config_overrides(plain, ["prior.report_steps=250", "prior.steps=1650"])
+    assert settings(with_report)["prior"]["report_steps"] == 250 and key(with_report) != key(plain)
     with pytest.raises(ConfigError, match="model.replicas=1"):
         with_config_overrides(plain, ["model.device=cuda"])
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from paravt.data.rows import ExtraInfo, Message, SFTRow
 from paravt.data.synth.perception import NOTHING
-from paravt.repro.base_probe import base_checks, score_probe
+from paravt.repro.base_probe import base_checks, forced_think, score_probe
 from paravt.repro.task_check import cold_start_checks
 from paravt.rewards import RewardWeights
 from paravt.rewards.composite import compute_reward
@@ -104,10 +104,36 @@ def _open(i: int, n: int) -> SFTRow:
     return SFTRow(f"e{i}-oe-ovq-n{n}", "main", "none", (Message("assistant", "red"),), ("v",), e)
 
 
+THOUGHT = "<think>\nLet me look at the video carefully before answering.\n</think>\n"
+
+
+def _report(i: int) -> SFTRow:
+    """A swapped-report row: the frames show red, the tool results say blue (the target, after
+    the think the probe forces)."""
+    e = replace(_open(i, 4).extra_info, id=f"e{i}-oe")
+    final = Message("assistant", THOUGHT + "blue")
+    return SFTRow(f"e{i}-oe-rep-n4", "main", "parallel", (final,), ("v",), e)
+
+
+def test_a_base_that_reads_its_tool_response_answers_the_reported_colour() -> None:
+    rows = [_report(i) for i in range(5)]
+    replies = [THOUGHT + "blue"] * 3 + ["Blue."] + [THOUGHT + "red, not blue? red"]
+    probe = score_probe(rows, replies)
+    assert probe["reads_report"] == {"rate": 0.8, "hits": 4, "of": 5}  # after the last </think>
+    assert probe["keeps_truth"] == {"rate": 0.2, "hits": 1, "of": 5}
+    assert base_checks(probe)["base_reads_report"]["holds"]
+    # a think that names the reported colour, then the true answer: it did not answer from it
+    probe = score_probe(rows, ["<think>\nThe tool says blue.\n</think>\nred"] * 4 + ["blue"])
+    assert probe["reads_report"]["rate"] == 0.2 and probe["keeps_truth"]["rate"] == 0.8
+    assert not base_checks(probe)["base_reads_report"]["holds"]
+    assert forced_think(rows[0]) == THOUGHT and forced_think(_open(0, 4)) == ""
+
+
 def test_a_base_that_sees_passes_the_base_checks() -> None:
     rows = [_clip(i, True) for i in range(10)] + [_clip(i, False) for i in range(10)]
     rows += [_mcq(i, 64) for i in range(10)] + [_mcq(i, 4) for i in range(8)]
     rows += [_open(i, 64) for i in range(5)] + [_open(i, 4) for i in range(2)]
+    rows += [_report(i) for i in range(5)]
     replies = (
         ["A large digit 3 appears from 52.5 s to 54.5 s."] * 9
         + ["A red flash appears at 80.5 s."]
@@ -120,6 +146,7 @@ def test_a_base_that_sees_passes_the_base_checks() -> None:
         + ["green"]
         + ["red"]
         + ["blue"]
+        + [THOUGHT + "blue"] * 5
     )  # normalised: "Red." is "red"
     probe = score_probe(rows, replies)
     assert probe["clip_recall"]["rate"] == 1.0 and probe["clip_timed_right"]["rate"] == 0.9
@@ -190,3 +217,11 @@ def test_the_probe_breaks_its_rates_down_by_needle_kind() -> None:
     }  # the red flash is named right
     assert k["digit"]["false_reports"] == {"rate": 0.5, "hits": 1, "of": 2}
     assert k["digit"]["mcq_64"] == {"rate": 1.0, "hits": 1, "of": 1}
+
+
+def test_the_report_lists_every_base_check() -> None:
+    """report.html shows only the checks TASK_CHECKS names: a new base check must be there."""
+    from paravt.report.repro_checks import TASK_CHECKS
+
+    listed = {k for k, _ in TASK_CHECKS}
+    assert set(base_checks({})) <= listed, set(base_checks({})) - listed

@@ -4,6 +4,7 @@ alone, then the whole mixture comes in the order it has without the stage."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,23 +62,11 @@ def test_perception_rows_are_the_clip_rows(short_synth: Path) -> None:
     assert any(getattr(r, "kind", None) == "sub" for r in others)  # the stamp drills
 
 
-def _cfg(out: Path, data: Path, model: str, **prior: object) -> TrainConfig:
-    return TrainConfig.model_validate(
-        {
-            "out_dir": str(out),
-            "data": str(data),
-            "model": {"path": model},
-            "video": {"overview_max_pixels": 64 * 64},
-            "prior": {"steps": 4, "batch_size": 2, "tool_mix": 1.0, **prior},
-        }
-    )
-
-
 def test_the_trainer_aligns_on_exactly_the_clip_rows_sequences(
-    tmp_path: Path, short_synth: Path, tiny_qwen3_dir: str
+    short_synth: Path, prior_cfg: Callable[..., TrainConfig]
 ) -> None:
     data = short_synth / "base.parquet"
-    cfg = _cfg(tmp_path, data, tiny_qwen3_dir, align_steps=2)
+    cfg = prior_cfg(data, align_steps=2)
     session = PolicySession.create(cfg.model, cfg.prior)
     t = PriorTrainer.build(cfg, session)
     clips = [r for r in read_rows(data) if is_perception_row(r)]
@@ -87,9 +76,9 @@ def test_the_trainer_aligns_on_exactly_the_clip_rows_sequences(
 
 
 def test_an_alignment_stage_needs_perception_rows_and_a_mixture_after_it(
-    tmp_path: Path, short_synth: Path, tiny_qwen3_dir: str
+    short_synth: Path, prior_cfg: Callable[..., TrainConfig]
 ) -> None:
-    cfg = _cfg(tmp_path, short_synth / "rl.parquet", tiny_qwen3_dir, align_steps=2)
+    cfg = prior_cfg(short_synth / "rl.parquet", align_steps=2)
     session = PolicySession.create(cfg.model, cfg.prior)
     with pytest.raises(DataError, match="holds none"):
         PriorTrainer.build(cfg, session)

@@ -62,7 +62,8 @@ def test_a_step_trains_the_same_weights_whatever_the_generators_batch_layout(
     alone.pop("logprob_mismatch"), together.pop("logprob_mismatch")
     assert alone == together
     assert all(torch.equal(a, b) for a, b in zip(a_weights, t_weights, strict=True))
-    # the group's rewards tied (the tiny model writes no answer): every advantage 0, and the
-    # policy is its reference, so the KL reward is exactly 0 and nothing is trained
-    assert alone["critic/score/std"] == 0.0 and alone["actor/grad_norm"] == 0.0
+    # rewards tied in the group: every advantage 0 and the policy its reference, so the KL reward
+    # is exactly 0 and nothing is trained; else the step trained, to the same weights (above)
+    trained = alone["actor/grad_norm"] > 0.0
+    assert trained == (alone["critic/score/std"] > 0.0), alone
     assert math.isfinite(alone["actor/kl_loss"])

@@ -13,15 +13,17 @@ of an LMM's pretraining, before any of our tags. Built from TRAINING videos only
   matching what the frames show to a letter is a skill of its own, and one MCQ per video gave it
   120 examples, too few to learn (docs/repro.md);
 - text-only reading drills (``paravt.data.synth.drills``, id ``…-read-…``): a clip written out as
-  stamped words → its description, a stated sighting + an MCQ → the letter; ``DRILLS_PER_VIDEO``
-  of each per training video, of the video's needle kind;
+  stamped words → its description, a stated sighting + an MCQ → the letter (``DRILLS_PER_VIDEO``
+  of each), a tool transcript in text → the answer its results name (``REPORT_DRILLS_PER_VIDEO``);
+  per training video, of the video's needle kind;
 - the RL prompts themselves (``kind=rl``): ``prior_traces`` turns them into the habit traces of
   ``paravt.data.synth.prior`` (long thinks, untagged answers and, for a share ``tool_mix``, one
   ``<tool_code>`` python call per turn: the strong prior; ``tool_mix = 0``: the weak prior).
 
 The two priors share everything but the habit traces: one mixture each (docs/repro.md).
-``base_eval.parquet`` holds the same perception and MCQ rows for held-out videos: the probe of
-``paravt.repro.base_probe``.
+``base_eval.parquet`` holds the same perception and MCQ rows for held-out videos, and for each
+flash video its 4-frame overview misses, its open question in the native tool form with a SWAPPED
+tool report (``report_row``, id ``…-rep-n4``): the probe of ``paravt.repro.base_probe``.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ from typing import TypeGuard
 import numpy as np
 
 from paravt.data.rows import ExtraInfo, Message, RLRow, Row, SFTRow, VideoPart
-from paravt.data.synth.oracle import Window, crop_nframes, plan_windows
+from paravt.data.synth.oracle import Window, crop_nframes, main_prompt, plan_windows
 from paravt.data.synth.perception import NOTHING, describe_clip
-from paravt.data.synth.prior import Habit
+from paravt.data.synth.prior import Habit, json_turns, long_think
 from paravt.data.synth.questions import Question, overview_prompt
-from paravt.data.synth.scenes import VideoSpec
+from paravt.data.synth.scenes import VideoSpec, caught_by_overview, other_color
 from paravt.errors import DataError
 
 CLIPS_PER_VIDEO = 4  # hit clips of a video of the most frequent needle kind; as many misses
@@ -46,7 +48,13 @@ CLIP_LEN_S = (16, 40)  # random clip lengths (whole seconds): 16 frames, 1–2.5
 OVERVIEW_NS = (4, 8, 16, 32)  # the second overview of each question (the first is always 64)
 MCQ_VARIANTS = 4  # the n = 64 MCQ of a training video, each with its own distractors and order
 DRILLS_PER_VIDEO = 2  # stamp drills and option drills per training video (text only: cheap)
-SEE, OVQ = "-see-", "-ovq-"
+#: Report drills per training video (``drills.report_drill``): a quarter of the base's rows, ~2,000
+#: seen in the mixture, as many as formed the lookup when trained alone; inside the mixture the
+#: base reads 0.10–0.25 of its check's 0.8 (docs/repro-log.md, 2026-12-07 l: not yet calibrated).
+REPORT_DRILLS_PER_VIDEO = 8
+SEE, OVQ, REP = "-see-", "-ovq-", "-rep-"
+#: The swapped-report probe's overview budget (its rows only where that overview misses the flash).
+REPORT_N = 4
 
 
 def clip_counts(kinds: Sequence[str], clips: int = CLIPS_PER_VIDEO) -> dict[str, int]:
@@ -210,6 +218,22 @@ def prior_traces(
     return fixed + prior_rows(prompts, tool_mix=tool_mix, habit=habit, seed=seed, copies=copies)
 
 
+def report_row(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo) -> SFTRow:
+    """A held-out flash video's open question in the strong base's native tool form (its prompt
+    at n = ``REPORT_N``, a two-sentence think, a ``<tool_call>`` per window of the crop plan),
+    with the tool results naming ANOTHER colour (``scenes.other_color``); the target is a
+    two-sentence think (the probe forces it: a greedy think of the base loops) and that colour.
+    A base that reads its tool response answers it, one that answers from the frames (or from
+    memory) the true colour."""
+    shown = replace(spec.needle, color=other_color(spec.needle.color))
+    system, user = main_prompt(spec, rel, q, REPORT_N, "parallel")
+    rng = np.random.default_rng(0)
+    turns = json_turns(replace(extra, needle_description=shown.description), rng, Habit(2))
+    final = Message("assistant", long_think(rng, 2) + shown.color)
+    msgs = (system, user, *turns, final)
+    return SFTRow(f"{extra.id}{REP}n{REPORT_N}", "main", "parallel", msgs, (rel,), extra)
+
+
 def probe_rows(
     spec: VideoSpec,
     rel: str,
@@ -218,14 +242,18 @@ def probe_rows(
     rng: np.random.Generator,
 ) -> list[SFTRow]:
     """A held-out video's probe rows: ``CLIPS_PER_VIDEO`` hit clips (the crop plan's hit windows
-    first) and as many misses, and its MCQ and open question at n = 4 and 64 (the assistant message
-    is the target)."""
+    first) and as many misses, its MCQ and open question at n = 4 and 64, and for a flash that
+    the ``REPORT_N``-frame overview misses (frames and report would disagree otherwise) its open
+    question with a swapped tool report (``report_row``); the assistant message is the target."""
     rows: list[SFTRow] = perception_rows(spec, rel, questions, extras, rng, CLIPS_PER_VIDEO)
     rows += [overview_row(rel, e, n) for e in extras if e.task in ("mcq", "oe") for n in (4, 64)]
+    if spec.needle.kind == "flash" and not caught_by_overview(spec, REPORT_N):
+        rows += [report_row(spec, rel, q, e) for q, e in zip(questions, extras) if e.task == "oe"]
     return rows
 
 
-def _question(e: ExtraInfo) -> Question:
+def question_of(e: ExtraInfo) -> Question:
+    """The question an ``ExtraInfo`` holds."""
     return Question(e.task, e.question, e.answer, tuple(e.options) if e.options else None)
 
 
@@ -241,7 +269,7 @@ def video_rows(
     """One video's rows: for training, its perception clips, overview QA and prompts; for a
     held-out video (``held_out``), its probe rows (``probe_rows``)."""
     extras = [p.extra_info for p in prompts]
-    questions = [_question(e) for e in extras]
+    questions = [question_of(e) for e in extras]
     if held_out:
         return list(probe_rows(spec, rel, questions, extras, rng))
     from paravt.data.synth.drills import drill_rows
@@ -252,6 +280,6 @@ def video_rows(
     return [
         *perception_rows(spec, rel, questions, extras, rng, hits),
         *overview_rows(spec, rel, extras, rng),
-        *drill_rows(oe, rng, (spec.needle.kind,), DRILLS_PER_VIDEO),
+        *drill_rows(oe, rng, (spec.needle.kind,), DRILLS_PER_VIDEO, REPORT_DRILLS_PER_VIDEO),
         *prompts,
     ]

@@ -8,8 +8,8 @@ Layout of ``out_dir``::
                   traces under the tool prompt whatever the overview shows, sequential traces, the
                   rest direct reasoning traces) + sub-agent rows
     base.parquet  the simulated pretrained base's data from the TRAIN videos (``synth.base``)
-    base_eval.parquet  its probe on the eval videos (frame-supported clip descriptions, MCQ at
-                  n = 4, 64)
+    base_eval.parquet  its probe on the eval videos (frame-supported clip descriptions, MCQ and
+                  open question at n = 4, 64, an open question with a swapped tool report)
     rl.parquet    prompts (kind=rl) with ground truth, three tasks per RL video: disjoint from every
                   SFT and base trace (the paper's RL set is disjoint from its SFT)
     eval.parquet  prompts (kind=rl, split=eval, nframes=64) on the eval videos
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +81,7 @@ def _extra(spec: VideoSpec, q: Any, vid: str, nframes: int, split: str) -> Extra
         needle_start=float(spec.needle.start),
         needle_end=float(spec.needle.end),
         needle_kind=spec.needle.kind,
+        needle_description=spec.needle.description,
         tool_necessary_at_n={n: not caught_by_overview(spec, n) for n in OVERVIEW_NS},
         source="paravt-synth",
     )
@@ -195,6 +196,19 @@ def _specs(
             for i in range(count)
         ]
         for prefix, stream, count in zip("vre", (_TRAIN, _RL, _EVAL), counts, strict=True)
+    )
+
+
+def video_specs(
+    params: Mapping[str, Any],
+) -> tuple[list[VideoSpec], list[VideoSpec], list[VideoSpec]]:
+    """The training, RL and held-out videos' specs of a build, from its manifest's ``params``."""
+    return _specs(
+        int(params["seed"]),
+        (int(params["videos"]), int(params["rl_videos"]), int(params["eval_videos"])),
+        (int(params["duration_s"][0]), int(params["duration_s"][1])),
+        (int(params["size"][0]), int(params["size"][1])),
+        tuple(params["needle_kinds"]),
     )
 
 

@@ -111,6 +111,7 @@ def _trace_texts(n_videos: int, seed: int) -> Iterator[str]:
                 needle_start=float(spec.needle.start),
                 needle_end=float(spec.needle.end),
                 needle_kind=spec.needle.kind,
+                needle_description=spec.needle.description,
             )
             row, windows = oracle.parallel_trace(spec, rel, q, extra)
             rows = [

@@ -64,7 +64,13 @@ def describe_clip(spec: VideoSpec, start: float, end: float, nframes: int) -> st
 
 def sighting(needle: Needle, first: str, last: str) -> str:
     """The description's sentence for a needle seen from stamp ``first`` to stamp ``last``."""
-    what = needle.description[0].upper() + needle.description[1:]
+    return sighted(needle.description, first, last)
+
+
+def sighted(description: str, first: str, last: str) -> str:
+    """The sentence for ``description`` ("a full-frame red flash") seen from ``first`` to
+    ``last`` (the clip descriptions' words, and the base's habit tool results')."""
+    what = description[0].upper() + description[1:]
     return (
         f"{what} appears at {first} s."
         if first == last

@@ -18,7 +18,11 @@ the same ParaVT-Synth prompts the later stages use:
   holding the needle (at most ``max_calls``). A share ``python_share`` of the native-form
   traces writes each ``<tool_call>`` block's body as a python call,
   ``crop_video("video.mp4", start, end)``: the form of the paper's own SFT output (Appendix D,
-  rollout 1), which the release's JSON reader does not run.
+  rollout 1), which the release's JSON reader does not run. A result names what its window
+  shows in the perception's words ("A full-frame red flash appears from 61 s to 65 s.",
+  ``ExtraInfo.needle_description``) or ``NOTHING``: the base's tool world is informative, as a
+  pretrained model's is, so its answers after a tool turn can read the result (a row without a
+  description keeps the older "A brief flash event …", which names no colour).
 
 ``tool_mix`` is the share of prompts that get a tool trace (decided per prompt, seeded): 0 is the
 "weak prior" (no tool form at all, short thinks: the Qwen2.5-VL side of the paper's Figure 2),
@@ -39,7 +43,7 @@ import numpy as np
 
 from paravt.data.rows import ExtraInfo, Message, RLRow, SFTRow
 from paravt.data.synth.oracle import plan_windows
-from paravt.data.synth.perception import NOTHING
+from paravt.data.synth.perception import NOTHING, sighted
 from paravt.data.synth.questions import fmt_seconds
 from paravt.errors import DataError
 from paravt.protocol.prompts import system_prompt
@@ -143,6 +147,8 @@ def _window_text(e: ExtraInfo, start: float, end: float) -> str:
     s, t = max(e.needle_start, start), min(e.needle_end, end)
     if s >= t:
         return NOTHING
+    if e.needle_description:
+        return sighted(e.needle_description, fmt_seconds(s), fmt_seconds(t))
     kind = e.needle_kind or "brief"
     return f"A brief {kind} event appears from {fmt_seconds(s)} s to {fmt_seconds(t)} s."
 
@@ -161,14 +167,14 @@ def prior_trace(
     msgs: list[Message] = list(prompt)
     mode: Literal["parallel", "sequential", "none"] = "none"
     if tool and rng.random() < habit.json_share:
-        msgs, mode = msgs + _json_turns(e, rng, habit), "parallel"
+        msgs, mode = msgs + json_turns(e, rng, habit), "parallel"
     elif tool:
         msgs, mode = msgs + _tool_code_turns(e, rng, habit), "sequential"
     msgs.append(Message("assistant", long_think(rng, habit.sentences(rng)) + e.answer))
     return SFTRow(f"{row.id}-prior", "main", mode, tuple(msgs), row.videos, e)
 
 
-def _json_turns(e: ExtraInfo, rng: np.random.Generator, habit: Habit) -> list[Message]:
+def json_turns(e: ExtraInfo, rng: np.random.Generator, habit: Habit) -> list[Message]:
     """The native form: one turn with a ``<tool_call>`` per window of the plan, then ONE tool turn
     holding every window's result, labelled in call order."""
     windows = plan_windows(e.duration)

@@ -28,6 +28,8 @@ _TICKS = 90_000  # paravt.video.writer.TIME_BASE = 1/90000 s
 NEEDLE_KINDS: tuple[str, ...] = ("flash", "digit", "shape")
 SHAPES: tuple[str, ...] = ("circle", "square", "cross")
 NEEDLE_COLORS: tuple[str, ...] = ("red", "green", "blue", "yellow", "cyan", "magenta", "orange")
+#: How far along ``NEEDLE_COLORS`` a probe's swapped report moves a colour (``other_color``).
+COLOR_SHIFT = 3
 # Muted (low-saturation, mid-brightness) backgrounds: far from every saturated needle colour.
 MUTED: tuple[tuple[int, int, int], ...] = (
     (96, 96, 104),
@@ -85,6 +87,12 @@ class Needle:
         if self.kind == "digit":
             return f"a large digit {self.digit}"
         return f"a large {self.color} {self.shape}"
+
+
+def other_color(color: str, shift: int = COLOR_SHIFT) -> str:
+    """Another needle colour, ``shift`` places along ``NEEDLE_COLORS``: what a probe's swapped
+    report names instead of the true one."""
+    return NEEDLE_COLORS[(NEEDLE_COLORS.index(color) + shift) % len(NEEDLE_COLORS)]
 
 
 @dataclass(frozen=True)
