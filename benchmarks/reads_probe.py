@@ -59,25 +59,26 @@ def traces(run: Path, limit: int) -> list[SFTRow]:
     return out[:limit]
 
 
-def held_out(run: Path, limit: int) -> list[SFTRow]:
-    """The oracle's parallel traces of RUN's HELD-OUT open colour questions (``eval.parquet``,
-    videos no stage trains on) at an overview of ``HELD_OUT_N`` frames, which misses the flash
-    in most of them (the demo's: 10 of 16): then the right colour is in the tool response only."""
+def held_out(run: Path, limit: int, tasks: tuple[str, ...] = ("oe",)) -> list[SFTRow]:
+    """The oracle's parallel traces of RUN's HELD-OUT flash questions of ``tasks``
+    (``eval.parquet``, videos no stage trains on) at an overview of ``HELD_OUT_N`` frames, which
+    misses the flash in most of them (the demo's: 10 of 16): then the right answer is in the tool
+    response only. The first ``limit`` of each task."""
     from paravt.data.synth.build import video_specs
 
     params = json.loads((run / "synth" / "manifest.json").read_text())["params"]
     specs = {s.name: s for s in video_specs(params)[2]}
-    out = []
+    out: dict[str, list[SFTRow]] = {t: [] for t in tasks}
     for r in read_rows(run / "synth" / "eval.parquet"):
         e = r.extra_info
-        if isinstance(r, RLRow) and e.task == "oe" and e.answer in NEEDLE_COLORS:
+        spec = specs[Path(r.videos[0]).stem] if isinstance(r, RLRow) else None
+        if spec is not None and e.task in out and spec.needle.kind == "flash":
             at_n = dataclasses.replace(e, nframes=HELD_OUT_N)
-            spec = specs[Path(r.videos[0]).stem]
             row, _ = parallel_trace(spec, r.videos[0], question_of(e), at_n)
-            out.append(row)
-    if not out:
-        sys.exit(f"reads_probe: {run}/synth/eval.parquet holds no open colour question")
-    return out[:limit]
+            out[e.task].append(row)
+    if not all(out.values()):
+        sys.exit(f"{run}/synth/eval.parquet holds no flash question of {tasks} (got {list(out)})")
+    return [row for t in tasks for row in out[t][:limit]]
 
 
 #: truth, swapped colour, the chat as written, the chat with the report swapped

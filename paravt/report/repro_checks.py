@@ -176,6 +176,10 @@ TASK_CHECKS = (
         "the base answers the colour its tool response reports, not the one its frames show",
     ),
     (
+        "base_reads_report_by_task",
+        "the base answers what its tool response reports on every task (open, MCQ, span)",
+    ),
+    (
         "base_copies_in_context",
         "the base copies a run of tokens it saw 100 tokens before (an induction head)",
     ),

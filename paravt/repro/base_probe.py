@@ -10,11 +10,13 @@ of each row is its target):
 - overview open question (plain prompt; for a flash "What colour is the brief flash?") at n = 4
   and n = 64: ``open`` = replies equal to the target after SQuAD normalisation (no partial credit);
   what the base SEES in an overview, apart from the letter lookup the MCQ adds;
-- swapped report (``data.synth.base.report_row``: an open question in the native tool form whose
-  tool results name ANOTHER colour than the frames show), its final think forced
-  (``forced_think``): ``reads_report`` = replies whose answer (after the last ``</think>``, if
-  any) opens with the reported colour, ``keeps_truth`` = with the true one: whether the base
-  answers from its tool response, which the final turn of every tool episode needs;
+- swapped report (``data.synth.base.report_row``: a question in the native tool form whose tool
+  results disagree with the frames: another colour, for the span other times), its final think
+  forced (``forced_think``): ``reads_report`` = open questions whose answer (after the last
+  ``</think>``, if any) opens with the reported colour, ``keeps_truth`` = with the true one:
+  whether the base answers from its tool response, which the final turn of every tool episode
+  needs; ``report_by_task`` the same per task (the MCQ's letter of the reported colour's option,
+  the span overlapping the reported times: ``gives``);
 - ``induction`` (``induction_probe``): at each gap of ``INDUCTION_GAPS`` tokens, the share of a
   repeated run of random tokens of its own words (``copy_runs.copy_pool``) the base copies
   (``data.synth.copy_runs.induction``; ``induction_pool`` names the pool): the in-context copy of
@@ -37,10 +39,11 @@ from typing import Any
 from paravt.data.rows import SFTRow
 from paravt.data.synth.base import OVQ, REP, SEE
 from paravt.data.synth.copy_runs import POOL_VERSION
+from paravt.data.synth.drills import REPORT_TASKS
 from paravt.data.synth.perception import NOTHING
 from paravt.protocol.tags import THINK_CLOSE
 from paravt.repro.diagnosis import reports, timed_right
-from paravt.rewards.accuracy import normalize_text
+from paravt.rewards.accuracy import mcq_accuracy, normalize_text, tvg_iou
 
 RECALL_MIN, TIMED_MIN, FALSE_MAX, MCQ64_MIN, MCQ4_BAND = 0.9, 0.8, 0.1, 0.8, 0.1
 OPEN64_MIN = 0.8  # the open question at n = 64: the overview shows the needle, the base names it
@@ -124,16 +127,38 @@ def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any
 
 
 def report_rates(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any]:
-    """The swapped-report rows' rates: replies whose answer's first word is the reported colour
-    (``reads_report``) or the true one (``keeps_truth``)."""
-    reads = keeps = of = 0
+    """The swapped-report rows' rates: replies whose answer gives what the report says
+    (``reads_report``) or the truth (``keeps_truth``), of the open questions (the headline) and
+    per task (``report_by_task``, read by ``gives``)."""
+    counts: dict[str, list[int]] = {}
     for row, reply in zip(rows, replies, strict=True):
         if REP in row.id:
-            first = (answer_words(reply) or [""])[0]
-            of += 1
-            reads += first == answer_words(row.messages[-1].text)[0]
-            keeps += first == normalize_text(row.extra_info.answer)
-    return {"reads_report": _rate(reads, of), "keeps_truth": _rate(keeps, of)}
+            c = counts.setdefault(row.extra_info.task, [0, 0, 0])
+            c[0] += gives(reply, row.messages[-1].text, row)
+            c[1] += gives(reply, str(row.extra_info.answer), row)
+            c[2] += 1
+    oe = counts.get("oe", [0, 0, 0])
+    return {
+        "reads_report": _rate(oe[0], oe[2]),
+        "keeps_truth": _rate(oe[1], oe[2]),
+        "report_by_task": {
+            task: {"reads_report": _rate(r, of), "keeps_truth": _rate(k, of)}
+            for task, (r, k, of) in sorted(counts.items())
+        },
+    }
+
+
+def gives(reply: str, answer: str, row: SFTRow) -> bool:
+    """Whether ``reply`` gives ``answer`` (each read after its last ``</think>``) to ``row``'s
+    question: an overlapping interval for the span, the same letter for the MCQ (the eval's
+    ``mcq_letter``), the same first word for the open question."""
+    said, want = (text.rsplit(THINK_CLOSE, 1)[-1] for text in (reply, answer))
+    if row.extra_info.task == "tvg":
+        return tvg_iou(said, want) > 0
+    if row.extra_info.task == "mcq":
+        return mcq_accuracy(said, want, row.extra_info.options) == 1.0
+    got, target = answer_words(said), answer_words(want)
+    return bool(target) and got[:1] == target[:1]
 
 
 def forced_think(row: SFTRow) -> str:
@@ -187,6 +212,20 @@ def habit_checks(habit: Mapping[str, float] | None, *, strong: bool) -> dict[str
     }
 
 
+def report_task_check(probe: Mapping[str, Any]) -> dict[str, Any]:
+    """``base_reads_report_by_task``: the swapped report read on EVERY task, not only the open
+    question's colour (the final turn of a tool episode answers the question it was asked)."""
+    by_task = probe.get("report_by_task") or {}
+    rates = [(by_task.get(t) or {}).get("reads_report", {}).get("rate") for t in REPORT_TASKS]
+    return {
+        "base_reads_report_by_task": _check(
+            by_task or None,
+            f"≥ {READS_MIN} on each of {', '.join(REPORT_TASKS)}",
+            all(r is not None and r >= READS_MIN for r in rates),
+        )
+    }
+
+
 def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:
     """The base checks of issues 27 and 31 from a ``score_probe`` result."""
 
@@ -236,6 +275,7 @@ def base_checks(probe: Mapping[str, Any]) -> dict[str, Any]:
             f"≥ {READS_MIN}",
             reads is not None and reads >= READS_MIN,
         ),
+        **report_task_check(probe),
         "base_copies_in_context": _check(
             {"acc": copied, "by_gap": probe.get("induction")},
             f"≥ {INDUCTION_MIN} at a gap of {INDUCTION_GAP}",

@@ -37,7 +37,7 @@ from paravt.config import PriorConfig, TrainConfig
 from paravt.jsonl import write_atomic
 from paravt.repro.stages import finish_stage, start_stage
 
-DATA_VERSION = 10  # bump when paravt.data.synth.base / perception change what the base learns
+DATA_VERSION = 11  # bump when paravt.data.synth.base / perception change what the base learns
 # (6: issue 38, the v2 prompts in the habit traces' prompts; RL videos apart from the base's;
 # 7: issue 46, the sub-agent rows in the default sub-agent prompt, a summary request;
 # 10: issue 47 entry l, the habit's tool results name the needle, 8 text report drills a video,

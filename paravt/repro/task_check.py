@@ -190,7 +190,8 @@ def cold_start_task_checks(
     ``sft`` variant's probe) when that variant ran: the budget the paper's 2.50 is quoted at.
 
     - ``tools_pay_at_4``: ``parallel`` − ``none`` at n = 4, paired over questions: mean ≥
-      ``TOOLS_PAY_MIN`` AND the bootstrap lower bound > 0;
+      ``TOOLS_PAY_MIN`` AND the bootstrap lower bound > 0 (``by_task``: the same per task, where
+      the rows carry one; no check reads it);
     - ``overview_suffices_at_64``: ``none`` at n = 64 − ``none`` at n = 4, paired: mean ≥
       ``SUFFICES_MIN``;
     - ``cold_start_kappa``: κ of the τ = 0.7 probe within ``KAPPA_BAND`` (paper 2.50);
@@ -200,12 +201,17 @@ def cold_start_task_checks(
       ``CLEAN_WINDOWS_MIN`` executed windows.
     Each is ``{"value", "want", "holds"}``; nothing measured never holds."""
     pay = _paired(eval_rows, "parallel", "none", 4)
+    tasks = sorted({str(r["task"]) for r in eval_rows if r.get("task")})
+    by_task = {
+        t: _paired([r for r in eval_rows if r.get("task") == t], "parallel", "none", 4)
+        for t in tasks
+    }
     suff = _paired(eval_rows, "none", "none", 64, 4)
     kappa = metrics.get("kappa")
     lo_k, hi_k = KAPPA_BAND
     return {
         "tools_pay_at_4": {
-            "value": {"parallel_minus_none": pay, "checkpoint": COLD_START},
+            "value": {"parallel_minus_none": pay, "by_task": by_task, "checkpoint": COLD_START},
             "want": f"mean ≥ {TOOLS_PAY_MIN}, lower bound > 0",
             "holds": pay is not None
             and pay.get("lo") is not None

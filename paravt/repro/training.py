@@ -314,6 +314,7 @@ def eval_variant(
                 "nframes": n,
                 "score": r.score,
                 "seed": seed,
+                "task": r.task,
                 "tool_necessary": r.tool_necessary,
             }
             for r in load_results(d / "results.jsonl")

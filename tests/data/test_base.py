@@ -215,14 +215,18 @@ def test_stamp_drills_copy_the_stamps_beside_the_needle_and_option_drills_its_le
         assert right in shown and sum(o in shown for o in opts.values()) == 1, (shown, opts)
 
 
-def test_the_swapped_report_row_names_another_colour_than_its_frames_show() -> None:
-    """The base probe's report row: the native tool form, every hit result naming the other
-    colour (never the true one), the target that colour; one per flash video, none otherwise."""
+def test_the_swapped_report_rows_disagree_with_their_frames_on_every_task() -> None:
+    """The base probe's report rows, one per question of a flash video the 4-frame overview
+    misses (none otherwise), in the native tool form: the open question's results name another
+    colour (never the true one) and its target is that colour; the MCQ's name the colour of the
+    option after the right one and its target is that option's letter; the span's show the flash
+    half the video away and its target is those times, disjoint from the true span."""
     import numpy as np
 
     from paravt.data.synth.build import _extra
-    from paravt.data.synth.questions import questions_for
+    from paravt.data.synth.questions import questions_for, span_text
     from paravt.data.synth.scenes import NEEDLE_COLORS, make_spec, other_color
+    from paravt.rewards.accuracy import parse_interval, tvg_iou
 
     assert [other_color(c) for c in NEEDLE_COLORS] == list(NEEDLE_COLORS[3:] + NEEDLE_COLORS[:3])
     seen = Counter()
@@ -232,25 +236,41 @@ def test_the_swapped_report_row_names_another_colour_than_its_frames_show() -> N
         qs = questions_for(spec.needle, rng)
         extras = [_extra(spec, q, spec.name, 64, "eval") for q in qs]
         rows = probe_rows(spec, "v.mp4", qs, extras, rng)
-        reps = [r for r in rows if REP in r.id]
+        reps = {r.extra_info.task: r for r in rows if REP in r.id}
         missed = bool(extras[0].tool_necessary_at_n and extras[0].tool_necessary_at_n[REPORT_N])
         kind = spec.needle.kind if missed else f"{spec.needle.kind}, seen at {REPORT_N}"
         seen[kind] += 1
         if kind != "flash":  # a digit, or a flash its 4-frame overview shows: frames vs report
             assert not reps
             continue
-        (rep,) = reps
+        assert sorted(reps) == ["mcq", "oe", "tvg"]
+        for rep in reps.values():
+            assert [m.role for m in rep.messages] == [
+                "system",
+                "user",
+                "assistant",
+                "tool",
+                "assistant",
+            ]
+            (part,) = [p for p in rep.messages[1].content if isinstance(p, VideoPart)]
+            assert part.nframes == REPORT_N  # an overview that rarely shows the flash
+            assert format_stats(rep.messages[2].text).n_tool_call_ok >= 2
+            assert rep.messages[-1].text.count("</think>\n") == 1
+        target = {t: r.messages[-1].text.split("</think>\n")[1] for t, r in reps.items()}
+        tool = {t: r.messages[3].text for t, r in reps.items()}
         shown = other_color(spec.needle.color)
-        final = rep.messages[-1].text
-        assert final.endswith(f"</think>\n{shown}") and shown != spec.needle.color
-        assert rep.extra_info.answer == spec.needle.color
-        roles = ["system", "user", "assistant", "tool", "assistant"]
-        assert [m.role for m in rep.messages] == roles
-        (part,) = [p for p in rep.messages[1].content if isinstance(p, VideoPart)]
-        assert part.nframes == REPORT_N  # an overview that rarely shows the flash
-        tool = rep.messages[3].text
-        assert f"full-frame {shown} flash" in tool and spec.needle.color not in tool
-        assert format_stats(rep.messages[2].text).n_tool_call_ok >= 2
+        assert target["oe"] == shown != spec.needle.color == reps["oe"].extra_info.answer
+        assert f"full-frame {shown} flash" in tool["oe"] and spec.needle.color not in tool["oe"]
+        mcq = reps["mcq"].extra_info
+        assert target["mcq"] != mcq.answer and len(target["mcq"]) == 1
+        named = dict(o.split(". ", 1) for o in mcq.options or ())[target["mcq"]]
+        assert f"full-frame {named} flash" in tool["mcq"] and spec.needle.color not in tool["mcq"]
+        span = parse_interval(target["tvg"])
+        assert span is not None and tvg_iou(target["tvg"], reps["tvg"].extra_info.answer) == 0
+        assert span[1] - span[0] == pytest.approx(spec.needle.end - spec.needle.start)
+        assert reps["tvg"].extra_info.answer == span_text(spec.needle.start, spec.needle.end)
+        assert f"full-frame {spec.needle.color} flash" in tool["tvg"]
+        assert f"{span[0]:g}" in tool["tvg"]  # the reported times are the target's
     assert seen["flash"] >= 3 and seen["digit"] >= 1, seen  # both cases were met
 
 
@@ -272,8 +292,11 @@ def test_report_drills_answer_from_the_tool_results_alone() -> None:
         if is_report_drill(r)
     ]
     assert len(rows) == 30 and not any(r.videos for r in rows)
+    tails = [r.messages[-1].text.split("</think>\n")[1] for r in rows]
+    assert [t in LETTERS for t in tails] == [j % 3 == 1 for j in range(30)]  # oe, mcq, tvg in turn
+    assert [t.startswith("[") for t in tails] == [j % 3 == 2 for j in range(30)]
     answers = set()
-    for r in rows:
+    for r in rows[::3]:
         system, user, calls, tool, final = r.messages
         assert "<video>" not in user.text and isinstance(user.content, str)
         windows = [
@@ -285,10 +308,11 @@ def test_report_drills_answer_from_the_tool_results_alone() -> None:
         hits = [ln for ln in tool.text.splitlines() if NOTHING not in ln]
         assert 1 <= len(hits) <= 2 and all(answer in ln for ln in hits), (tool.text, answer)
         answers.add(answer)
-    assert len(answers) >= 8  # colours and digits drawn afresh per drill
+    assert len(answers) >= 5  # colours and digits drawn afresh per drill
 
 
 LETTER_HEADS = ("A. ", "B. ", "C. ", "D. ")
+LETTERS = ("A", "B", "C", "D")
 
 
 def test_report_drills_of_the_mcq_and_the_span_answer_from_the_results() -> None:

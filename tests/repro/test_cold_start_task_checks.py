@@ -151,3 +151,23 @@ def test_nothing_measured_never_holds() -> None:
         "subagent_clean",
     }
     assert not any(v["holds"] for v in out.values())
+
+
+def test_tools_pay_per_task_is_read_from_the_rows_task() -> None:
+    """``by_task`` pairs each task's questions alone: here the tools pay on the open questions
+    (+1 on each) and lose on the spans (−0.5 on each), +0.25 overall."""
+    rows = _rows(
+        {
+            ("parallel", 4): [1.0, 1.0, 0.0, 0.0],
+            ("none", 4): [0.0, 0.0, 0.5, 0.5],
+            ("none", 64): [0.0] * 4,
+        }
+    )
+    for r in rows:
+        r["task"] = "oe" if r["id"] in ("q0", "q1") else "tvg"
+    pay = cold_start_task_checks(rows, {}, {})["tools_pay_at_4"]["value"]
+    assert pay["parallel_minus_none"]["mean"] == 0.25
+    assert {t: d["mean"] for t, d in pay["by_task"].items()} == {"oe": 1.0, "tvg": -0.5}
+    assert (
+        cold_start_task_checks(_method_pays(), {}, {})["tools_pay_at_4"]["value"]["by_task"] == {}
+    )

@@ -129,11 +129,49 @@ def test_a_base_that_reads_its_tool_response_answers_the_reported_colour() -> No
     assert forced_think(rows[0]) == THOUGHT and forced_think(_open(0, 4)) == ""
 
 
+def _task_report(i: int, task: str, answer: str, target: str) -> SFTRow:
+    """A swapped-report row of ``task``: the truth ``answer``, the report's answer ``target``."""
+    e = replace(_open(i, 4).extra_info, id=f"e{i}-{task}", task=task, answer=answer)
+    final = Message("assistant", THOUGHT + target)
+    return SFTRow(f"e{i}-{task}-rep-n4", "main", "parallel", (final,), ("v",), e)
+
+
+def test_the_report_is_read_per_task_a_span_by_overlap_a_letter_by_its_first_word() -> None:
+    rows = [
+        _task_report(0, "oe", "red", "blue"),
+        _task_report(1, "mcq", "A", "C"),
+        _task_report(2, "mcq", "A", "C"),
+        _task_report(3, "tvg", "[10.0, 14.0]", "[160.0, 164.0]"),
+        _task_report(4, "tvg", "[10.0, 14.0]", "[160.0, 164.0]"),
+    ]
+    replies = [
+        THOUGHT + "blue",
+        THOUGHT + "C.",  # the reported option's letter
+        THOUGHT + "A, the red one",  # the true letter
+        THOUGHT + "[161.5, 170.0]",  # overlaps the reported span only
+        THOUGHT + "[12, 163]",  # overlaps both
+    ]
+    probe = score_probe(rows, replies)
+    by = {
+        t: (d["reads_report"]["rate"], d["keeps_truth"]["rate"])
+        for t, d in probe["report_by_task"].items()
+    }
+    assert by == {"mcq": (0.5, 0.5), "oe": (1.0, 0.0), "tvg": (1.0, 0.5)}
+    assert probe["reads_report"]["of"] == 1  # the headline counts the open questions only
+    check = base_checks(probe)["base_reads_report_by_task"]
+    assert not check["holds"] and check["value"] == probe["report_by_task"]  # the MCQ at 0.5
+    replies[2] = THOUGHT + "C"
+    assert base_checks(score_probe(rows, replies))["base_reads_report_by_task"]["holds"]
+    # a task never probed never holds
+    assert not base_checks(score_probe(rows[:3], replies[:3]))["base_reads_report_by_task"]["holds"]
+
+
 def test_a_base_that_sees_passes_the_base_checks() -> None:
     rows = [_clip(i, True) for i in range(10)] + [_clip(i, False) for i in range(10)]
     rows += [_mcq(i, 64) for i in range(10)] + [_mcq(i, 4) for i in range(8)]
     rows += [_open(i, 64) for i in range(5)] + [_open(i, 4) for i in range(2)]
     rows += [_report(i) for i in range(5)]
+    rows += [_task_report(9, "mcq", "A", "C"), _task_report(9, "tvg", "[1, 5]", "[90, 94]")]
     replies = (
         ["A large digit 3 appears from 52.5 s to 54.5 s."] * 9
         + ["A red flash appears at 80.5 s."]
@@ -147,6 +185,7 @@ def test_a_base_that_sees_passes_the_base_checks() -> None:
         + ["red"]
         + ["blue"]
         + [THOUGHT + "blue"] * 5
+        + [THOUGHT + "C", THOUGHT + "[90.0, 94.0]"]
     )  # normalised: "Red." is "red"
     probe = score_probe(rows, replies)
     assert probe["clip_recall"]["rate"] == 1.0 and probe["clip_timed_right"]["rate"] == 0.9

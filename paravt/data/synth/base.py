@@ -22,7 +22,7 @@ of an LMM's pretraining, before any of our tags. Built from TRAINING videos only
 
 The two priors share everything but the habit traces: one mixture each (docs/repro.md).
 ``base_eval.parquet`` holds the same perception and MCQ rows for held-out videos, and for each
-flash video its 4-frame overview misses, its open question in the native tool form with a SWAPPED
+flash video its 4-frame overview misses, its questions in the native tool form with a SWAPPED
 tool report (``report_row``, id ``…-rep-n4``): the probe of ``paravt.repro.base_probe``.
 """
 
@@ -39,7 +39,7 @@ from paravt.data.rows import ExtraInfo, Message, RLRow, Row, SFTRow, VideoPart
 from paravt.data.synth.oracle import Window, crop_nframes, main_prompt, plan_windows
 from paravt.data.synth.perception import NOTHING, describe_clip
 from paravt.data.synth.prior import Habit, json_turns, long_think
-from paravt.data.synth.questions import Question, overview_prompt
+from paravt.data.synth.questions import Question, overview_prompt, span_text
 from paravt.data.synth.scenes import VideoSpec, caught_by_overview, other_color
 from paravt.errors import DataError
 
@@ -219,19 +219,46 @@ def prior_traces(
 
 
 def report_row(spec: VideoSpec, rel: str, q: Question, extra: ExtraInfo) -> SFTRow:
-    """A held-out flash video's open question in the strong base's native tool form (its prompt
-    at n = ``REPORT_N``, a two-sentence think, a ``<tool_call>`` per window of the crop plan),
-    with the tool results naming ANOTHER colour (``scenes.other_color``); the target is a
-    two-sentence think (the probe forces it: a greedy think of the base loops) and that colour.
-    A base that reads its tool response answers it, one that answers from the frames (or from
-    memory) the true colour."""
-    shown = replace(spec.needle, color=other_color(spec.needle.color))
+    """A held-out flash video's question in the strong base's native tool form (its prompt at
+    n = ``REPORT_N``, a two-sentence think, a ``<tool_call>`` per window of the crop plan), with
+    tool results that DISAGREE with the video (``swapped_report``); the target is a two-sentence
+    think (the probe forces it: a greedy think of the base loops) and the answer the results
+    give. A base that reads its tool response answers it, one that answers from the frames (or
+    from memory) the truth."""
+    shown, answer = swapped_report(spec, q, extra)
     system, user = main_prompt(spec, rel, q, REPORT_N, "parallel")
     rng = np.random.default_rng(0)
-    turns = json_turns(replace(extra, needle_description=shown.description), rng, Habit(2))
-    final = Message("assistant", long_think(rng, 2) + shown.color)
+    turns = json_turns(shown, rng, Habit(2))
+    final = Message("assistant", long_think(rng, 2) + answer)
     msgs = (system, user, *turns, final)
     return SFTRow(f"{extra.id}{REP}n{REPORT_N}", "main", "parallel", msgs, (rel,), extra)
+
+
+def swapped_report(spec: VideoSpec, q: Question, extra: ExtraInfo) -> tuple[ExtraInfo, str]:
+    """What ``report_row``'s tool results show (the ``ExtraInfo`` its windows are described from)
+    and the answer they give: for the open question another colour (``scenes.other_color``); for
+    the MCQ the colour of the option after the right one, answered by that option's letter; for
+    the span the same flash half the video away, answered by its ``[start, end]``."""
+    needle = spec.needle
+    if q.task == "tvg":
+        start, length = needle.start + extra.duration / 2, needle.end - needle.start
+        if start + length > extra.duration:
+            start = needle.start - extra.duration / 2
+        moved = replace(
+            extra,
+            needle_start=start,
+            needle_end=start + length,
+            needle_description=needle.description,
+        )
+        return moved, span_text(start, start + length)
+    if q.task == "mcq":
+        options = [o.split(". ", 1) for o in q.options or ()]
+        i = next(j for j, (letter, _) in enumerate(options) if letter == q.answer)
+        letter, colour = options[(i + 1) % len(options)]
+        answer = letter
+    else:
+        colour = answer = other_color(needle.color)
+    return replace(extra, needle_description=replace(needle, color=colour).description), answer
 
 
 def probe_rows(
@@ -243,12 +270,12 @@ def probe_rows(
 ) -> list[SFTRow]:
     """A held-out video's probe rows: ``CLIPS_PER_VIDEO`` hit clips (the crop plan's hit windows
     first) and as many misses, its MCQ and open question at n = 4 and 64, and for a flash that
-    the ``REPORT_N``-frame overview misses (frames and report would disagree otherwise) its open
-    question with a swapped tool report (``report_row``); the assistant message is the target."""
+    the ``REPORT_N``-frame overview misses (frames and report would disagree otherwise) its
+    questions with a swapped tool report (``report_row``); the assistant message is the target."""
     rows: list[SFTRow] = perception_rows(spec, rel, questions, extras, rng, CLIPS_PER_VIDEO)
     rows += [overview_row(rel, e, n) for e in extras if e.task in ("mcq", "oe") for n in (4, 64)]
     if spec.needle.kind == "flash" and not caught_by_overview(spec, REPORT_N):
-        rows += [report_row(spec, rel, q, e) for q, e in zip(questions, extras) if e.task == "oe"]
+        rows += [report_row(spec, rel, q, e) for q, e in zip(questions, extras)]
     return rows
 
 

@@ -13,9 +13,10 @@ pretrained base").
   options → the letter of the option naming it: the letter lookup of an MCQ;
 - **report drill** (id ``…-read-rN``, ``report_drill``): a tool transcript in text, the results
   naming a needle → the answer: the lookup from a tool result (docs/repro-log.md, 2026-12-07 l).
-  The base's are open questions; ``task`` writes the MCQ's (the letter of the option naming it)
-  and the span's (the reported times), measured as a report stage in entry m's probe 6 and not
-  in ``base.parquet`` yet.
+  ``task`` writes the open question's (the colour or label), the MCQ's (the letter of the option
+  naming it) and the span's (the reported times); ``base.parquet`` holds the three in turn
+  (``REPORT_TASKS``; docs/repro-log.md, 2026-12-07 n: with open questions alone the base learned
+  "answer a colour" after every tool transcript).
 
 The drills carry no video, so they cost a few dozen tokens each. A drill clip is 8 patches with
 stamps 1–5 s apart starting anywhere in 0–280 s: the numbers of real crops (8 patches 2–5 s apart,
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     from paravt.config import TaskType
 
 READ = "-read-"
+#: The tasks of a video's report drills, in turn (``drill_rows``).
+REPORT_TASKS: tuple[TaskType, ...] = ("oe", "mcq", "tvg")
 REPORT = f"{READ}r"  # a report drill's id mark (the prior's report stage draws these alone)
 PATCHES = 8  # a 16-frame crop in Qwen3-VL's temporal patches of 2
 FILLERS = (
@@ -139,15 +142,16 @@ def drill_rows(
     per_kind: int,
     reports: int = 0,
 ) -> list[SFTRow]:
-    """``per_kind`` stamp drills and as many option drills, then ``reports`` report drills, their
-    needles drawn from ``kinds``."""
+    """``per_kind`` stamp drills and as many option drills, then ``reports`` report drills (their
+    tasks ``REPORT_TASKS`` in turn), their needles drawn from ``kinds``."""
     out = []
     for j in range(per_kind):
         out.append(stamp_drill(f"{extra.id}{READ}s{j}", extra, draw_needle(rng, kinds, 0, 1), rng))
         out.append(option_drill(f"{extra.id}{READ}o{j}", extra, draw_needle(rng, kinds, 0, 1), rng))
     for j in range(reports):
         needle = draw_needle(rng, kinds, 0, 1)
-        out.append(report_drill(f"{extra.id}{REPORT}{j}", extra, needle, rng))
+        task = REPORT_TASKS[j % len(REPORT_TASKS)]
+        out.append(report_drill(f"{extra.id}{REPORT}{j}", extra, needle, rng, task))
     return out
 
 
