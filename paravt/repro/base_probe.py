@@ -39,7 +39,6 @@ from typing import Any
 from paravt.data.rows import SFTRow
 from paravt.data.synth.base import OVQ, REP, SEE
 from paravt.data.synth.copy_runs import POOL_VERSION
-from paravt.data.synth.drills import REPORT_TASKS
 from paravt.data.synth.perception import NOTHING
 from paravt.protocol.tags import THINK_CLOSE
 from paravt.repro.diagnosis import reports, timed_right
@@ -54,6 +53,8 @@ READS_MIN = 0.8
 OVERRUN_BAND = (0.05, 0.5)
 CHUNK = 16  # requests per generate call
 INDUCTION_GAPS = (0, 100, 250)
+#: The tasks whose swapped report ``base_reads_report_by_task`` reads (``base.probe_rows``: all).
+PROBED_TASKS = ("oe", "mcq", "tvg")
 #: The copy at a gap of 100 tokens (a tool response's summaries stand ~100 tokens before the
 #: answer they feed): a pretrained LM copies nearly every token of such a run.
 INDUCTION_GAP, INDUCTION_MIN = 100, 0.8
@@ -216,11 +217,11 @@ def report_task_check(probe: Mapping[str, Any]) -> dict[str, Any]:
     """``base_reads_report_by_task``: the swapped report read on EVERY task, not only the open
     question's colour (the final turn of a tool episode answers the question it was asked)."""
     by_task = probe.get("report_by_task") or {}
-    rates = [(by_task.get(t) or {}).get("reads_report", {}).get("rate") for t in REPORT_TASKS]
+    rates = [(by_task.get(t) or {}).get("reads_report", {}).get("rate") for t in PROBED_TASKS]
     return {
         "base_reads_report_by_task": _check(
             by_task or None,
-            f"≥ {READS_MIN} on each of {', '.join(REPORT_TASKS)}",
+            f"≥ {READS_MIN} on each of {', '.join(PROBED_TASKS)}",
             all(r is not None and r >= READS_MIN for r in rates),
         )
     }

@@ -292,11 +292,8 @@ def test_report_drills_answer_from_the_tool_results_alone() -> None:
         if is_report_drill(r)
     ]
     assert len(rows) == 30 and not any(r.videos for r in rows)
-    tails = [r.messages[-1].text.split("</think>\n")[1] for r in rows]
-    assert [t in LETTERS for t in tails] == [j % 3 == 1 for j in range(30)]  # oe, mcq, tvg in turn
-    assert [t.startswith("[") for t in tails] == [j % 3 == 2 for j in range(30)]
     answers = set()
-    for r in rows[::3]:
+    for r in rows:
         system, user, calls, tool, final = r.messages
         assert "<video>" not in user.text and isinstance(user.content, str)
         windows = [
@@ -308,7 +305,31 @@ def test_report_drills_answer_from_the_tool_results_alone() -> None:
         hits = [ln for ln in tool.text.splitlines() if NOTHING not in ln]
         assert 1 <= len(hits) <= 2 and all(answer in ln for ln in hits), (tool.text, answer)
         answers.add(answer)
-    assert len(answers) >= 5  # colours and digits drawn afresh per drill
+    assert len(answers) >= 8  # colours and digits drawn afresh per drill
+
+
+def test_report_drills_ask_the_tasks_of_report_tasks_in_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``drill_rows`` writes its report drills' tasks in ``REPORT_TASKS``'s order, again and again:
+    the MCQ's answer a letter, the span's a ``[start, end]``, the open question's a colour."""
+    import numpy as np
+
+    from paravt.data.rows import ExtraInfo
+    from paravt.data.synth import drills
+    from paravt.data.synth.scenes import NEEDLE_COLORS
+
+    e = ExtraInfo(id="v1-oe", task="oe", question="q", answer="x", duration=130.0)
+
+    def tails() -> list[str]:
+        rows = drills.drill_rows(e, np.random.default_rng(3), ("flash",), 0, 9)
+        return [r.messages[-1].text.split("</think>\n")[1] for r in rows]
+
+    assert all(t in NEEDLE_COLORS for t in tails())  # the base's: open questions only
+    monkeypatch.setattr(drills, "REPORT_TASKS", ("oe", "mcq", "tvg"))
+    forms = ["oe" if t in NEEDLE_COLORS else "mcq" if t in LETTERS else "tvg" for t in tails()]
+    assert forms == ["oe", "mcq", "tvg"] * 3
+    assert all(t.startswith("[") for t in tails()[2::3])
 
 
 LETTER_HEADS = ("A. ", "B. ", "C. ", "D. ")

@@ -14,9 +14,8 @@ pretrained base").
 - **report drill** (id ``…-read-rN``, ``report_drill``): a tool transcript in text, the results
   naming a needle → the answer: the lookup from a tool result (docs/repro-log.md, 2026-12-07 l).
   ``task`` writes the open question's (the colour or label), the MCQ's (the letter of the option
-  naming it) and the span's (the reported times); ``base.parquet`` holds the three in turn
-  (``REPORT_TASKS``; docs/repro-log.md, 2026-12-07 n: with open questions alone the base learned
-  "answer a colour" after every tool transcript).
+  naming it) and the span's (the reported times); ``base.parquet`` holds the tasks of
+  ``REPORT_TASKS`` in turn: open questions only, as measured (docs/repro-log.md, 2026-12-07 n).
 
 The drills carry no video, so they cost a few dozen tokens each. A drill clip is 8 patches with
 stamps 1–5 s apart starting anywhere in 0–280 s: the numbers of real crops (8 patches 2–5 s apart,
@@ -42,8 +41,10 @@ if TYPE_CHECKING:
     from paravt.config import TaskType
 
 READ = "-read-"
-#: The tasks of a video's report drills, in turn (``drill_rows``).
-REPORT_TASKS: tuple[TaskType, ...] = ("oe", "mcq", "tvg")
+#: The tasks of a video's report drills, in turn (``drill_rows``). Open questions only: the three
+#: tasks in turn (3 base seeds, docs/repro-log.md 2026-12-07 n) read the swapped report of an open
+#: question 7 of 90 (open only: 13 of 90) and answered open questions with a stock MCQ letter.
+REPORT_TASKS: tuple[TaskType, ...] = ("oe",)
 REPORT = f"{READ}r"  # a report drill's id mark (the prior's report stage draws these alone)
 PATCHES = 8  # a 16-frame crop in Qwen3-VL's temporal patches of 2
 FILLERS = (
