@@ -87,7 +87,10 @@ def candidate_row(
                 )
                 (d / "done").write_text("")
             results = load_results(d / "results.jsonl")
-            rows += [{"id": r.id, "mode": r.mode, "nframes": n, "score": r.score} for r in results]
+            rows += [
+                {"id": r.id, "mode": r.mode, "nframes": n, "score": r.score, "task": r.task}
+                for r in results
+            ]
             at4 += results if n == 4 else []
     finally:
         if backend is not None:

@@ -77,7 +77,8 @@ def held_out(run: Path, limit: int, tasks: tuple[str, ...] = ("oe",)) -> list[SF
             row, _ = parallel_trace(spec, r.videos[0], question_of(e), at_n)
             out[e.task].append(row)
     if not all(out.values()):
-        sys.exit(f"{run}/synth/eval.parquet holds no flash question of {tasks} (got {list(out)})")
+        found = {t: len(v) for t, v in out.items()}
+        sys.exit(f"reads_probe: {run}/synth/eval.parquet lacks a flash question of a task: {found}")
     return [row for t in tasks for row in out[t][:limit]]
 
 

@@ -29,13 +29,13 @@ import torch
 
 from labelled_models import HELP, labelled_model
 from paravt.data.chat import to_chat_messages
+from paravt.data.rows import TASKS
 from paravt.models.chat import ChatCodec
 from paravt.models.hf.loading import load_policy
 from paravt.models.media import model_inputs, sampling_log_softmax
 from reads_probe import PIXELS, held_out
 
 HEAD = "The question asks f"
-TASKS = ("mcq", "oe", "tvg")
 TURNS = ("first", "final")
 
 #: one forced turn: its task, its turn, the context's ids, its videos, the task's next token
@@ -79,8 +79,8 @@ def probe(path: str, rows: list[Any], run: Path) -> dict[str, Any]:
         if owner.setdefault(token, task) != task:
             sys.exit(f"task_probe: token {token} follows {HEAD!r} in two tasks' traces")
     tokens = sorted(owner)
-    right: dict[str, Counter[str]] = {t: Counter() for t in TURNS}
-    named: dict[str, Counter[str]] = {t: Counter() for t in TURNS}
+    right = {t: dict.fromkeys(TASKS, 0) for t in TURNS}
+    named = {t: dict.fromkeys(TASKS, 0) for t in TURNS}
     with torch.no_grad():
         for task, turn, ctx, videos, _ in todo:
             inputs = model_inputs(codec.processor, ctx, videos, device="cpu")
@@ -95,7 +95,7 @@ def probe(path: str, rows: list[Any], run: Path) -> dict[str, Any]:
     of = Counter(task for task, turn, *_ in todo if turn == "first")
     return {
         "rows": dict(of),
-        **{t: {"right": dict(right[t]), "named": dict(named[t])} for t in TURNS},
+        **{t: {"right": right[t], "named": named[t]} for t in TURNS},
     }
 
 

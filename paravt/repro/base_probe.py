@@ -16,7 +16,7 @@ of each row is its target):
   ``</think>``, if any) opens with the reported colour, ``keeps_truth`` = with the true one:
   whether the base answers from its tool response, which the final turn of every tool episode
   needs; ``report_by_task`` the same per task (the MCQ's letter of the reported colour's option,
-  the span overlapping the reported times: ``gives``);
+  the span overlapping the reported times more than the true ones: ``follows``);
 - ``induction`` (``induction_probe``): at each gap of ``INDUCTION_GAPS`` tokens, the share of a
   repeated run of random tokens of its own words (``copy_runs.copy_pool``) the base copies
   (``data.synth.copy_runs.induction``; ``induction_pool`` names the pool): the in-context copy of
@@ -32,11 +32,12 @@ of each row is its target):
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from paravt.data.rows import SFTRow
+from paravt.data.rows import TASKS, SFTRow
 from paravt.data.synth.base import OVQ, REP, SEE
 from paravt.data.synth.copy_runs import POOL_VERSION
 from paravt.data.synth.perception import NOTHING
@@ -53,8 +54,6 @@ READS_MIN = 0.8
 OVERRUN_BAND = (0.05, 0.5)
 CHUNK = 16  # requests per generate call
 INDUCTION_GAPS = (0, 100, 250)
-#: The tasks whose swapped report ``base_reads_report_by_task`` reads (``base.probe_rows``: all).
-PROBED_TASKS = ("oe", "mcq", "tvg")
 #: The copy at a gap of 100 tokens (a tool response's summaries stand ~100 tokens before the
 #: answer they feed): a pretrained LM copies nearly every token of such a run.
 INDUCTION_GAP, INDUCTION_MIN = 100, 0.8
@@ -128,38 +127,46 @@ def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any
 
 
 def report_rates(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any]:
-    """The swapped-report rows' rates: replies whose answer gives what the report says
-    (``reads_report``) or the truth (``keeps_truth``), of the open questions (the headline) and
-    per task (``report_by_task``, read by ``gives``)."""
-    counts: dict[str, list[int]] = {}
+    """The swapped-report rows' rates: replies that follow the report (``reads_report``) or the
+    truth (``keeps_truth``; ``follows``), of the open questions (the headline) and per task
+    (``report_by_task``)."""
+    counts: dict[str, Counter[str | None]] = {}
     for row, reply in zip(rows, replies, strict=True):
         if REP in row.id:
-            c = counts.setdefault(row.extra_info.task, [0, 0, 0])
-            c[0] += gives(reply, row.messages[-1].text, row)
-            c[1] += gives(reply, str(row.extra_info.answer), row)
-            c[2] += 1
-    oe = counts.get("oe", [0, 0, 0])
+            counts.setdefault(row.extra_info.task, Counter())[follows(reply, row)] += 1
+
+    def rates(c: Counter[str | None]) -> dict[str, Any]:
+        of = c.total()
+        return {"reads_report": _rate(c["report"], of), "keeps_truth": _rate(c["truth"], of)}
+
     return {
-        "reads_report": _rate(oe[0], oe[2]),
-        "keeps_truth": _rate(oe[1], oe[2]),
-        "report_by_task": {
-            task: {"reads_report": _rate(r, of), "keeps_truth": _rate(k, of)}
-            for task, (r, k, of) in sorted(counts.items())
-        },
+        **rates(counts.get("oe", Counter())),
+        "report_by_task": {task: rates(c) for task, c in sorted(counts.items())},
     }
 
 
-def gives(reply: str, answer: str, row: SFTRow) -> bool:
-    """Whether ``reply`` gives ``answer`` (each read after its last ``</think>``) to ``row``'s
-    question: an overlapping interval for the span, the same letter for the MCQ (the eval's
-    ``mcq_letter``), the same first word for the open question."""
-    said, want = (text.rsplit(THINK_CLOSE, 1)[-1] for text in (reply, answer))
-    if row.extra_info.task == "tvg":
-        return tvg_iou(said, want) > 0
-    if row.extra_info.task == "mcq":
-        return mcq_accuracy(said, want, row.extra_info.options) == 1.0
-    got, target = answer_words(said), answer_words(want)
-    return bool(target) and got[:1] == target[:1]
+def follows(reply: str, row: SFTRow) -> str | None:
+    """Which answer a swapped-report row's ``reply`` gives (read after its last ``</think>``):
+    ``"report"`` (the row's target), ``"truth"`` (its ``extra_info.answer``) or None. The open
+    question by its first word, the MCQ by its letter (the eval's ``mcq_letter``), the span by the
+    interval it overlaps more (a span overlapping both alike follows neither)."""
+    said = reply.rsplit(THINK_CLOSE, 1)[-1]
+    report = row.messages[-1].text.rsplit(THINK_CLOSE, 1)[-1]
+    e = row.extra_info
+    if e.task == "tvg":
+        to_report, to_truth = tvg_iou(said, report), tvg_iou(said, e.answer)
+        if to_report == to_truth:
+            return None
+        return "report" if to_report > to_truth else "truth"
+    for name, want in (("report", report), ("truth", str(e.answer))):
+        if e.task == "mcq":
+            hit = mcq_accuracy(said, want, e.options) == 1.0
+        else:
+            target = answer_words(want)
+            hit = bool(target) and answer_words(said)[:1] == target[:1]
+        if hit:
+            return name
+    return None
 
 
 def forced_think(row: SFTRow) -> str:
@@ -217,11 +224,11 @@ def report_task_check(probe: Mapping[str, Any]) -> dict[str, Any]:
     """``base_reads_report_by_task``: the swapped report read on EVERY task, not only the open
     question's colour (the final turn of a tool episode answers the question it was asked)."""
     by_task = probe.get("report_by_task") or {}
-    rates = [(by_task.get(t) or {}).get("reads_report", {}).get("rate") for t in PROBED_TASKS]
+    rates = [(by_task.get(t) or {}).get("reads_report", {}).get("rate") for t in TASKS]
     return {
         "base_reads_report_by_task": _check(
             by_task or None,
-            f"≥ {READS_MIN} on each of {', '.join(PROBED_TASKS)}",
+            f"≥ {READS_MIN} on each of {', '.join(TASKS)}",
             all(r is not None and r >= READS_MIN for r in rates),
         )
     }

@@ -37,11 +37,13 @@ from paravt.config import PriorConfig, TrainConfig
 from paravt.jsonl import write_atomic
 from paravt.repro.stages import finish_stage, start_stage
 
-DATA_VERSION = 11  # bump when paravt.data.synth.base / perception change what the base learns
+DATA_VERSION = 12  # bump when paravt.data.synth.base / perception change what the base learns
 # (6: issue 38, the v2 prompts in the habit traces' prompts; RL videos apart from the base's;
 # 7: issue 46, the sub-agent rows in the default sub-agent prompt, a summary request;
 # 10: issue 47 entry l, the habit's tool results name the needle, 8 text report drills a video,
-# the swapped-report probe rows; 8 and 9 were probes of entry l and earlier clone experiments)
+# the swapped-report probe rows; 8 and 9 were probes of entry l and earlier clone experiments;
+# 11: entry n's report drills of three tasks (measured, reverted); 12: the swapped-report probe
+# rows of every task, the drills open questions as in 10)
 
 
 def base_settings(

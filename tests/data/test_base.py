@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -236,7 +237,9 @@ def test_the_swapped_report_rows_disagree_with_their_frames_on_every_task() -> N
         qs = questions_for(spec.needle, rng)
         extras = [_extra(spec, q, spec.name, 64, "eval") for q in qs]
         rows = probe_rows(spec, "v.mp4", qs, extras, rng)
-        reps = {r.extra_info.task: r for r in rows if REP in r.id}
+        listed = [r for r in rows if REP in r.id]
+        reps = {r.extra_info.task: r for r in listed}
+        assert len(listed) == len(reps)  # one a task
         missed = bool(extras[0].tool_necessary_at_n and extras[0].tool_necessary_at_n[REPORT_N])
         kind = spec.needle.kind if missed else f"{spec.needle.kind}, seen at {REPORT_N}"
         seen[kind] += 1
@@ -317,6 +320,7 @@ def test_report_drills_ask_the_tasks_of_report_tasks_in_turn(
 
     from paravt.data.rows import ExtraInfo
     from paravt.data.synth import drills
+    from paravt.data.synth.questions import LETTERS
     from paravt.data.synth.scenes import NEEDLE_COLORS
 
     e = ExtraInfo(id="v1-oe", task="oe", question="q", answer="x", duration=130.0)
@@ -333,7 +337,6 @@ def test_report_drills_ask_the_tasks_of_report_tasks_in_turn(
 
 
 LETTER_HEADS = ("A. ", "B. ", "C. ", "D. ")
-LETTERS = ("A", "B", "C", "D")
 
 
 def test_report_drills_of_the_mcq_and_the_span_answer_from_the_results() -> None:
@@ -370,3 +373,30 @@ def test_report_drills_of_the_mcq_and_the_span_answer_from_the_results() -> None
     assert letters == {"A", "B", "C", "D"} and split >= 1
     with pytest.raises(ValueError, match="not one of"):
         report_drill("x", e, draw_needle(rng, ("flash",), 0, 1), rng, task="count")  # type: ignore[arg-type]
+
+
+def test_the_swapped_span_lies_half_the_video_away_inside_it_for_any_start() -> None:
+    """``swapped_report``'s span for every whole-second start of a 3–8 s flash in 60–150 s videos
+    (entry n's review: ``start − D/2`` went below 0): inside the video, the flash's length,
+    disjoint from the truth, and the tool results state it."""
+    import numpy as np
+
+    from paravt.data.synth.base import swapped_report
+    from paravt.data.synth.build import _extra
+    from paravt.data.synth.questions import tvg
+    from paravt.data.synth.scenes import make_spec
+    from paravt.rewards.accuracy import parse_interval, tvg_iou
+
+    spec = make_spec("v", np.random.default_rng(0), needle_kinds=("flash",))
+    for duration in (60, 61, 97, 150):
+        for length in (3, 8):
+            for start in range(0, duration - length + 1):
+                needle = replace(spec.needle, start=float(start), end=float(start + length))
+                moved = replace(spec, duration=float(duration), needle=needle)
+                q = tvg(needle)
+                shown, answer = swapped_report(moved, q, _extra(moved, q, "v", 64, "eval"))
+                span = parse_interval(answer)
+                assert span is not None and 0 <= span[0] and span[1] <= duration, (duration, start)
+                assert span[1] - span[0] == pytest.approx(length)
+                assert tvg_iou(answer, q.answer) == 0
+                assert (shown.needle_start, shown.needle_end) == span

@@ -131,12 +131,15 @@ def test_a_base_that_reads_its_tool_response_answers_the_reported_colour() -> No
 
 def _task_report(i: int, task: str, answer: str, target: str) -> SFTRow:
     """A swapped-report row of ``task``: the truth ``answer``, the report's answer ``target``."""
-    e = replace(_open(i, 4).extra_info, id=f"e{i}-{task}", task=task, answer=answer)
+    options = OPTS if task == "mcq" else None
+    e = replace(
+        _open(i, 4).extra_info, id=f"e{i}-{task}", task=task, answer=answer, options=options
+    )
     final = Message("assistant", THOUGHT + target)
     return SFTRow(f"e{i}-{task}-rep-n4", "main", "parallel", (final,), ("v",), e)
 
 
-def test_the_report_is_read_per_task_a_span_by_overlap_a_letter_by_its_first_word() -> None:
+def test_the_report_is_read_per_task_a_span_by_the_larger_overlap_a_letter_as_the_eval() -> None:
     rows = [
         _task_report(0, "oe", "red", "blue"),
         _task_report(1, "mcq", "A", "C"),
@@ -146,21 +149,24 @@ def test_the_report_is_read_per_task_a_span_by_overlap_a_letter_by_its_first_wor
     ]
     replies = [
         THOUGHT + "blue",
-        THOUGHT + "C.",  # the reported option's letter
+        THOUGHT + "green",  # the reported option's text: its letter, as the eval reads it
         THOUGHT + "A, the red one",  # the true letter
         THOUGHT + "[161.5, 170.0]",  # overlaps the reported span only
-        THOUGHT + "[12, 163]",  # overlaps both
+        THOUGHT + "[11, 160.5]",  # overlaps both, the truth more (4/150.5 vs 0.5/150.5)
     ]
     probe = score_probe(rows, replies)
     by = {
         t: (d["reads_report"]["rate"], d["keeps_truth"]["rate"])
         for t, d in probe["report_by_task"].items()
     }
-    assert by == {"mcq": (0.5, 0.5), "oe": (1.0, 0.0), "tvg": (1.0, 0.5)}
+    assert by == {"mcq": (0.5, 0.5), "oe": (1.0, 0.0), "tvg": (0.5, 0.5)}
     assert probe["reads_report"]["of"] == 1  # the headline counts the open questions only
     check = base_checks(probe)["base_reads_report_by_task"]
-    assert not check["holds"] and check["value"] == probe["report_by_task"]  # the MCQ at 0.5
-    replies[2] = THOUGHT + "C"
+    assert not check["holds"] and check["value"] == probe["report_by_task"]  # MCQ, span at 0.5
+    replies[2], replies[4] = THOUGHT + "C", THOUGHT + "[0, 300]"  # the whole video: neither
+    assert score_probe(rows, replies)["report_by_task"]["tvg"]["keeps_truth"]["hits"] == 0
+    assert not base_checks(score_probe(rows, replies))["base_reads_report_by_task"]["holds"]
+    replies[4] = THOUGHT + "[150, 165]"
     assert base_checks(score_probe(rows, replies))["base_reads_report_by_task"]["holds"]
     # a task never probed never holds
     assert not base_checks(score_probe(rows[:3], replies[:3]))["base_reads_report_by_task"]["holds"]

@@ -238,12 +238,17 @@ def swapped_report(spec: VideoSpec, q: Question, extra: ExtraInfo) -> tuple[Extr
     """What ``report_row``'s tool results show (the ``ExtraInfo`` its windows are described from)
     and the answer they give: for the open question another colour (``scenes.other_color``); for
     the MCQ the colour of the option after the right one, answered by that option's letter; for
-    the span the same flash half the video away, answered by its ``[start, end]``."""
+    the span the same flash half the video away (inside the video), answered by its
+    ``[start, end]``."""
     needle = spec.needle
     if q.task == "tvg":
-        start, length = needle.start + extra.duration / 2, needle.end - needle.start
-        if start + length > extra.duration:
-            start = needle.start - extra.duration / 2
+        half, length = extra.duration / 2, needle.end - needle.start
+        # half the video on, inside it (a needle of ≤ 8 s, a video of ≥ 60 s: never the truth's)
+        start = (
+            min(needle.start + half, extra.duration - length)
+            if needle.start < half
+            else needle.start - half
+        )
         moved = replace(
             extra,
             needle_start=start,
