@@ -294,6 +294,14 @@ class PriorConfig(_SupervisedConfig):
         "copy_steps - report_steps steps (raise steps by report_steps to keep a base's "
         "schedule: the base without the stage, then the stage; 0: none).",
     )
+    report_replay: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="The share of each report-stage batch drawn from the mixture (its batches "
+        "going on where the mixture stopped), the rest from the report drills: a replay that "
+        "keeps the mixture's skills through the stage (0: the drills alone).",
+    )
     habit_copies: int = Field(
         1,
         ge=1,

@@ -74,7 +74,7 @@ def base_settings(
         "model_size": model_size,
         # a field added to the prior keeps the keys built before it while it is at its old
         # behaviour: loss_agg joins the key only when it is not token-mean, plain_share,
-        # align_steps, copy_steps and report_steps when > 0
+        # align_steps, copy_steps, report_steps and report_replay when > 0
         "prior": cfg.prior.model_dump(mode="json", exclude=_at_old_behaviour(cfg.prior)),
         # the copy runs' tokens: another pool is another base (only a base with the stage)
         **({"copy_pool": POOL_VERSION} if cfg.prior.copy_steps else {}),
@@ -102,6 +102,7 @@ def _at_old_behaviour(prior: PriorConfig) -> set[str]:
         "align_steps": prior.align_steps == 0,
         "copy_steps": prior.copy_steps == 0,
         "report_steps": prior.report_steps == 0,
+        "report_replay": prior.report_replay == 0,
     }
     return {k for k, at_old in old.items() if at_old}
 

@@ -15,7 +15,8 @@ batches they have without it and the schedule of a run of ``steps - copy_steps``
 With ``prior.report_steps`` a report stage of the text report drills alone
 (``drills.is_report_drill``) comes after the mixture, at a constant rate after its warm-up (as the
 copy stage); the stages before it run the schedule of a run ``report_steps`` shorter, so a base with
-the stage is the base without it (``prior.steps`` raised by ``report_steps``) trained on.
+the stage is the base without it (``prior.steps`` raised by ``report_steps``) trained on; with
+``prior.report_replay`` a share of each of its batches goes on with the mixture's batches.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class PriorTrainer(SFTTrainer):
     pool: list[int] = field(default_factory=list)  # the copy runs' tokens
     report: list[Trajectory] = field(default_factory=list)
     report_steps: int = 0
+    report_replay: float = 0.0  # the share of a report-stage batch from the mixture
 
     @classmethod
     def trainer_settings(cls, cfg: TrainConfig) -> TrainerSettings:
@@ -137,6 +139,7 @@ class PriorTrainer(SFTTrainer):
             pool=copy_pool(session.processor.tokenizer) if p.copy_steps else [],
             report=report,
             report_steps=p.report_steps,
+            report_replay=p.report_replay,
         )
 
     def stage(self, step: int) -> tuple[Stage, int]:
@@ -167,15 +170,19 @@ class PriorTrainer(SFTTrainer):
     def batch(self, step: int) -> list[Trajectory]:
         """The language stage's copy rows, then the alignment stage's batches (a seeded
         permutation of ``align`` per epoch), then the mixture's as a trainer without the other
-        stages has them from its step 0, then the report stage's (a permutation of ``report``)."""
+        stages has them from its step 0, then the report stage's (a permutation of ``report``; with
+        ``report_replay`` that share of the batch first from the mixture's next batch)."""
         name, at = self.stage(step)
         if name == "copy":
             return copy_batch(self.seed, at, self.batch_size, self.pool)
         if name == "mixture":
             return super().batch(at - self.align_steps)
         rows = self.align if name == "align" else self.report
+        replay = round(self.batch_size * self.report_replay) if name == "report" else 0
         order = partial(_stage_order, name, self.seed, n=len(rows))
-        return [rows[i] for i in batch_indices(at, self.batch_size, len(rows), order)]
+        picks = batch_indices(at, self.batch_size - replay, len(rows), order)
+        mixed = super().batch(self._scheduled - self.align_steps + at)[:replay] if replay else []
+        return mixed + [rows[i] for i in picks]
 
 
 def copy_batch(seed: int, step: int, size: int, pool: Sequence[int]) -> list[Trajectory]:

@@ -21,13 +21,14 @@ from paravt.rl.session import PolicySession
 REPORT = [200, 201, 202, 203, 204, 205]
 
 
-def _trainer(report: int, total: int = 40, copy: int = 0) -> PriorTrainer:
+def _trainer(report: int, total: int = 40, copy: int = 0, replay: float = 0.0) -> PriorTrainer:
     model = torch.nn.Linear(2, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     return PriorTrainer(
         list(range(9)), model, None, opt, 4, 1.0, total_steps=total, lr=0.1, seed=5,
         warmup_steps=5, lr_decay="cosine", align=[100, 101, 102], align_steps=3,
         copy_steps=copy, pool=list(range(20, 60)), report=list(REPORT), report_steps=report,
+        report_replay=replay,
     )  # fmt: skip
 
 
@@ -100,3 +101,23 @@ def test_a_report_stage_needs_report_drills_and_a_mixture_before_it(
     with pytest.raises(ValidationError, match="leave no step"):
         PriorConfig(steps=100, align_steps=40, report_steps=60)
     assert PriorConfig(steps=100, align_steps=40, report_steps=59).report_steps == 59
+
+
+def test_a_replay_share_of_the_report_stage_goes_on_with_the_mixture() -> None:
+    """``report_replay`` 0.5 of a batch of 4: the stage's batches open with the first 2 rows of
+    the batch the mixture would have next (as a base of 40 mixture steps has them), then 2 drills
+    in their own seeded order; the steps before the stage are unchanged."""
+    staged, longer = _trainer(report=10, replay=0.5), _trainer(report=0)
+    plain = _trainer(report=10)
+    assert [staged.batch(s) for s in range(30)] == [plain.batch(s) for s in range(30)]
+    drills = []
+    for s in range(30, 40):
+        batch = staged.batch(s)
+        assert batch[:2] == longer.batch(s)[:2] and all(x in range(9) for x in batch[:2])
+        drills += batch[2:]
+    perm = list(REPORT)
+    random.Random("report:5:0").shuffle(perm)
+    assert drills[:6] == perm and set(drills) <= set(REPORT) and len(drills) == 20
+    assert [staged.lr_share(s) for s in (30, 39)] == [plain.lr_share(s) for s in (30, 39)]
+    with pytest.raises(ValidationError, match="report_replay"):
+        PriorConfig(report_replay=1.0)
