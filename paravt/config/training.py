@@ -292,15 +292,17 @@ class PriorConfig(_SupervisedConfig):
         "from a tool result a pretrained LM's function-calling data teaches), at a constant lr "
         "after the warm-up; the stages before it run the schedule of a run of steps - "
         "copy_steps - report_steps steps (raise steps by report_steps to keep a base's "
-        "schedule: the base without the stage, then the stage; 0: none).",
+        "schedule: the base without the stage, then the stage; 0: none; report_replay mixes "
+        "the mixture's rows in).",
     )
     report_replay: float = Field(
         0.0,
         ge=0,
         lt=1,
-        description="The share of each report-stage batch drawn from the mixture (its batches "
-        "going on where the mixture stopped), the rest from the report drills: a replay that "
-        "keeps the mixture's skills through the stage (0: the drills alone).",
+        description="The share of each report-stage batch drawn from the mixture (the first rows "
+        "of the batch the mixture would have next), the rest from the report drills: a replay "
+        "that keeps the mixture's skills through the stage (0: the drills alone; with "
+        "report_steps, and a row of each kind in a batch).",
     )
     habit_copies: int = Field(
         1,
@@ -379,5 +381,12 @@ class PriorConfig(_SupervisedConfig):
                 f"prior.copy_steps={self.copy_steps} + prior.align_steps={self.align_steps} + "
                 f"prior.report_steps={self.report_steps} leave no step of prior.steps="
                 f"{self.steps} for the mixture: set their sum below steps"
+            )
+        replay = round(self.batch_size * self.report_replay)
+        if self.report_replay and not (self.report_steps and 0 < replay < self.batch_size):
+            raise ValueError(
+                f"prior.report_replay={self.report_replay} of a batch of {self.batch_size} is "
+                f"{replay} mixture rows with prior.report_steps={self.report_steps}: it needs "
+                "report steps and leaves a row of each kind in a batch (or set it to 0)"
             )
         return self

@@ -57,7 +57,7 @@ class PriorTrainer(SFTTrainer):
     """``SFTTrainer`` on ``paravt.data.synth.prior`` traces, with the ``prior`` config section:
     ``copy_steps`` of copy runs over ``pool``, then ``align_steps`` drawn from ``align`` (the
     perception rows) alone, then the mixture, then ``report_steps`` drawn from ``report`` (the
-    report drills) alone."""
+    report drills), alone or beside a ``report_replay`` share of the mixture's rows."""
 
     align: list[Trajectory] = field(default_factory=list)
     align_steps: int = 0

@@ -278,6 +278,9 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     assert "report_steps" not in settings(plain)["prior"]
     with_report = with_config_overrides(plain, ["prior.report_steps=250", "prior.steps=1650"])
     assert settings(with_report)["prior"]["report_steps"] == 250 and key(with_report) != key(plain)
+    assert "report_replay" not in settings(with_report)["prior"]
+    replayed = with_config_overrides(with_report, ["prior.report_replay=0.5"])
+    assert settings(replayed)["prior"]["report_replay"] == 0.5 and key(replayed) != key(with_report)
     with pytest.raises(ConfigError, match="model.replicas=1"):
         with_config_overrides(plain, ["model.device=cuda"])
 

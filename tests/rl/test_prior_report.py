@@ -121,3 +121,12 @@ def test_a_replay_share_of_the_report_stage_goes_on_with_the_mixture() -> None:
     assert [staged.lr_share(s) for s in (30, 39)] == [plain.lr_share(s) for s in (30, 39)]
     with pytest.raises(ValidationError, match="report_replay"):
         PriorConfig(report_replay=1.0)
+    # a share that rounds to a whole batch of the mixture, or to none, or without the stage
+    for bad in (
+        {"report_replay": 0.95, "batch_size": 8, "report_steps": 10},
+        {"report_replay": 0.05, "batch_size": 8, "report_steps": 10},
+        {"report_replay": 0.5},
+    ):
+        with pytest.raises(ValidationError, match="a row of each kind"):
+            PriorConfig(**bad)
+    assert PriorConfig(report_replay=0.5, batch_size=8, report_steps=10).report_replay == 0.5
