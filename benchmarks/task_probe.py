@@ -62,18 +62,11 @@ def forced_turns(codec: ChatCodec, chat: list[Any], task: str) -> list[Forced]:
     return out
 
 
-def probe(path: str, rows: list[Any], run: Path) -> dict[str, Any]:
+def probe(path: str, chats: list[tuple[str, list[Any]]]) -> dict[str, Any]:
+    """``chats``: each trace's task and chat, its frames decoded once for every model."""
     policy = load_policy(path)
     codec, model = ChatCodec(policy.processor), policy.model.eval()
-    todo = [
-        f
-        for r in rows
-        for f in forced_turns(
-            codec,
-            to_chat_messages(r, run / "synth", max_pixels=PIXELS, crop_max_pixels=PIXELS),
-            r.extra_info.task,
-        )
-    ]
+    todo = [f for task, chat in chats for f in forced_turns(codec, chat, task)]
     owner: dict[int, str] = {}
     for task, _, _, _, token in todo:
         if owner.setdefault(token, task) != task:
@@ -106,10 +99,16 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--rows", type=int, default=16, help="held-out traces per task")
     args = ap.parse_args()
-    rows = held_out(args.run, args.rows, TASKS)
+    chats = [
+        (
+            r.extra_info.task,
+            to_chat_messages(r, args.run / "synth", max_pixels=PIXELS, crop_max_pixels=PIXELS),
+        )
+        for r in held_out(args.run, args.rows, TASKS)
+    ]
     result = {}
     for label, path in args.models:
-        result[label] = {"model": path, **probe(path, rows, args.run)}
+        result[label] = {"model": path, **probe(path, chats)}
         print(json.dumps({"label": label, **result[label]}), flush=True)
     args.out.write_text(json.dumps(result, indent=1))
 

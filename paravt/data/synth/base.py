@@ -39,7 +39,7 @@ from paravt.data.rows import ExtraInfo, Message, RLRow, Row, SFTRow, VideoPart
 from paravt.data.synth.oracle import Window, crop_nframes, main_prompt, plan_windows
 from paravt.data.synth.perception import NOTHING, describe_clip
 from paravt.data.synth.prior import Habit, json_turns, long_think
-from paravt.data.synth.questions import Question, overview_prompt, span_text
+from paravt.data.synth.questions import Question, option_texts, overview_prompt, span_text
 from paravt.data.synth.scenes import VideoSpec, caught_by_overview, other_color
 from paravt.errors import DataError
 
@@ -257,10 +257,10 @@ def swapped_report(spec: VideoSpec, q: Question, extra: ExtraInfo) -> tuple[Extr
         )
         return moved, span_text(start, start + length)
     if q.task == "mcq":
-        options = [o.split(". ", 1) for o in q.options or ()]
-        i = next(j for j, (letter, _) in enumerate(options) if letter == q.answer)
-        letter, colour = options[(i + 1) % len(options)]
-        answer = letter
+        texts = option_texts(q.options)
+        letters = list(texts)
+        answer = letters[(letters.index(q.answer) + 1) % len(letters)]
+        colour = texts[answer]
     else:
         colour = answer = other_color(needle.color)
     return replace(extra, needle_description=replace(needle, color=colour).description), answer

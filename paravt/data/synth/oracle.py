@@ -48,7 +48,7 @@ import numpy as np
 
 from paravt.data.rows import ExtraInfo, Message, Part, SFTRow, TextPart, VideoPart
 from paravt.data.synth.perception import NOTHING, describe_clip
-from paravt.data.synth.questions import Question, fmt_seconds
+from paravt.data.synth.questions import Question, fmt_seconds, option_texts
 from paravt.data.synth.scenes import VideoSpec, overview_indices
 from paravt.errors import DataError
 from paravt.protocol.tags import (
@@ -169,7 +169,7 @@ def _direct_think(spec: VideoSpec, q: Question, seen: str) -> str:
     step from it to the answer: the option naming the needle for an MCQ, the colour (or label)
     for an open question, nothing more for a time span (the answer is the span)."""
     if q.task == "mcq" and q.options:
-        right = dict(o.split(". ", 1) for o in q.options)[q.answer]
+        right = option_texts(q.options)[q.answer]
         step = f" Option {q.answer} is {right}."
     elif q.task == "oe":
         step = f" The answer is {q.answer}."

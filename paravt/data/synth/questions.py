@@ -31,6 +31,11 @@ class Question:
     options: tuple[str, ...] | None = None
 
 
+def option_texts(options: Sequence[str] | None) -> dict[str, str]:
+    """An MCQ's options ("B. red") by letter, in order: {"A": …, "B": "red", …}."""
+    return dict(o.split(". ", 1) for o in options or ())
+
+
 def fmt_seconds(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.1f}"
 
