@@ -259,6 +259,12 @@ class SFTConfig(_SupervisedConfig):
         return self
 
 
+def report_replay_rows(batch_size: int, share: float) -> int:
+    """The rows of a report-stage batch of ``batch_size`` drawn from the mixture (``share``:
+    ``prior.report_replay``)."""
+    return round(batch_size * share)
+
+
 class PriorConfig(_SupervisedConfig):
     """The simulated pretrained tool prior (``paravt train prior``, paravt/data/synth/prior.py): SFT
     on
@@ -382,7 +388,7 @@ class PriorConfig(_SupervisedConfig):
                 f"prior.report_steps={self.report_steps} leave no step of prior.steps="
                 f"{self.steps} for the mixture: set their sum below steps"
             )
-        replay = round(self.batch_size * self.report_replay)
+        replay = report_replay_rows(self.batch_size, self.report_replay)
         if self.report_replay and not (self.report_steps and 0 < replay < self.batch_size):
             raise ValueError(
                 f"prior.report_replay={self.report_replay} of a batch of {self.batch_size} is "

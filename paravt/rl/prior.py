@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from paravt.agent.trajectory import Trajectory
+from paravt.config.training import report_replay_rows
 from paravt.data.synth.copy_runs import copy_pool, copy_row
 from paravt.errors import DataError
 from paravt.rl.sequence import trace_sequences
@@ -178,7 +179,7 @@ class PriorTrainer(SFTTrainer):
         if name == "mixture":
             return super().batch(at - self.align_steps)
         rows = self.align if name == "align" else self.report
-        replay = round(self.batch_size * self.report_replay) if name == "report" else 0
+        replay = report_replay_rows(self.batch_size, self.report_replay) if name == "report" else 0
         order = partial(_stage_order, name, self.seed, n=len(rows))
         picks = batch_indices(at, self.batch_size - replay, len(rows), order)
         mixed = super().batch(self._scheduled - self.align_steps + at)[:replay] if replay else []
