@@ -27,6 +27,9 @@ class BaseSpec:
         1  # habit traces per prompt (prior.habit_copies): the habit's share of the base's data
     )
     align_steps: int = 0  # prior.align_steps: the first of `steps`, on the perception clips alone
+    # prior.report_steps: the last of `steps`, on the text report drills alone (the strong prior's
+    # base only: its drills are its native tool transcripts; repro.training.prior_config)
+    report_steps: int = 0
     # the strong prior's tool-native habits (prior.think_tail, prior.json_share); the weak prior
     # has neither (no tool form, every think think_sentences long): repro.training.pretrained_base
     think_tail: float = 0.0
@@ -90,9 +93,14 @@ _BASE_S = BaseSpec(
     # an alignment stage of 400: the clips alone first (0.08 s a step against the mixture's 0.18),
     # the mixture's 1,000 after. In the mixture alone a build missed a colour whole by chance (1 of
     # 3 seeds, 2 of 3 with tool_mix 0.8); with the stage every build saw every colour, 6 of 6
-    # (docs/repro-log.md, 2026-12-06 i)
-    steps=1400,
+    # (docs/repro-log.md, 2026-12-06 i). Then 1,525: a report stage of 125 steps after those
+    # 1,400 (the same schedule), the length whose base reads its swapped tool report best over 3
+    # base seeds: 68 of 90 open questions (0.76) against 13 without it and 39 / 52 / 65 at 60 / 90 /
+    # 175 steps, the overview's open question at 64 kept (117 of 120) and the think overrun in
+    # band on all three (at 175 not: 0.65 on seed 2) (docs/repro-log.md, 2026-12-07 o and p)
+    steps=1525,
     align_steps=400,
+    report_steps=125,
     lr=1e-3,
     tool_mix=1.0,
     think_sentences=2,
@@ -234,6 +242,7 @@ def base_config(out: Path, p: ReproPreset) -> TrainConfig:
     cfg.prior.think_tail, cfg.prior.json_share = b.think_tail, b.json_share
     cfg.prior.think_runaway, cfg.prior.python_share = b.think_runaway, b.python_share
     cfg.prior.loss_agg, cfg.prior.align_steps = b.loss_agg, b.align_steps
+    cfg.prior.report_steps = b.report_steps
     cfg.prior.batch_size = cfg.sft.batch_size = 2 if p.model_size == "xs" else 8
     cfg.sft.max_steps, cfg.sft.epochs, cfg.sft.save_every = p.sft_steps, 1000, p.sft_save_every
     cfg.sft.lr = p.sft_lr

@@ -41,10 +41,14 @@ def train_stage(
 
 def prior_config(cfg: TrainConfig, prior: str) -> TrainConfig:
     """``cfg`` with the ``prior`` section of ``prior``'s base: the strong prior as set, the weak one
-    with no tool form and short thinks (paper: Qwen2.5-VL)."""
+    with no tool form and short thinks (paper: Qwen2.5-VL), and no report stage: its drills are the
+    strong prior's native tool transcripts, their call turns trained (the weak base is the strong
+    one's schedule without the stage: ``steps`` less ``report_steps``)."""
     pc = cfg.model_copy(deep=True)
     if prior != "strong":
-        pc.prior.tool_mix, pc.prior.think_tail, pc.prior.think_runaway = 0.0, 0.0, 0.0
+        p = pc.prior
+        p.tool_mix, p.think_tail, p.think_runaway = 0.0, 0.0, 0.0
+        p.steps, p.report_steps, p.report_replay = p.steps - p.report_steps, 0, 0.0
     return pc
 
 

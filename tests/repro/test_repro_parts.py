@@ -274,9 +274,11 @@ def test_repro_set_overrides_reach_every_stage_config_and_keep_the_base_key() ->
     with_copy = with_config_overrides(plain, ["prior.copy_steps=500", "prior.steps=1900"])
     assert settings(with_copy)["prior"]["copy_steps"] == 500 and key(with_copy) != key(plain)
     assert "copy_pool" in settings(with_copy) and "copy_pool" not in settings(plain)
-    # the report stage: out of the key at 0, another base with one
-    assert "report_steps" not in settings(plain)["prior"]
-    with_report = with_config_overrides(plain, ["prior.report_steps=250", "prior.steps=1650"])
+    # the report stage (the preset's base has one): out of the key at 0, another base with one
+    assert settings(plain)["prior"]["report_steps"] == p.base.report_steps > 0
+    without = with_config_overrides(plain, ["prior.report_steps=0", "prior.steps=1400"])
+    assert "report_steps" not in settings(without)["prior"]
+    with_report = with_config_overrides(without, ["prior.report_steps=250", "prior.steps=1650"])
     assert settings(with_report)["prior"]["report_steps"] == 250 and key(with_report) != key(plain)
     assert "report_replay" not in settings(with_report)["prior"]
     replayed = with_config_overrides(with_report, ["prior.report_replay=0.5"])

@@ -141,6 +141,9 @@ def test_each_prior_replays_its_own_habits_in_the_repro(
     assert weak == tr.prior_config(cfg, "weak").prior
     assert (weak.tool_mix, weak.think_tail, weak.think_runaway) == (0.0, 0.0, 0.0)
     assert tr.prior_config(cfg, "strong").prior == cfg.prior and cfg.prior.tool_mix == 1.0
+    # the report stage is the strong base's: the weak one runs the same schedule without it
+    assert cfg.prior.report_steps > 0 and (weak.report_steps, weak.report_replay) == (0, 0.0)
+    assert weak.steps == cfg.prior.steps - cfg.prior.report_steps
 
 
 def test_every_presets_run_replays_a_prefix_of_its_bases_prompts() -> None:
