@@ -161,6 +161,10 @@ TASK_CHECKS = (
     ("tools_pay_at_4", "the cold start at n = 4: tool use beats answering directly"),
     ("overview_suffices_at_64", "the cold start answers directly at n = 64 better than at n = 4"),
     ("cold_start_kappa", "the cold start's tool calls per τ = 0.7 rollout (paper 2.50)"),
+    (
+        "cold_start_answer_form",
+        "the cold start's answers at n = 4 come in their question's form (each task)",
+    ),
     # issue 27's stage targets (paravt/repro/base_probe.py, task_check.cold_start_checks)
     ("base_clip_recall", "the pretrained base, held-out clips with the needle: described"),
     (

@@ -21,7 +21,11 @@ windows AND in ≤ 20% of the windows without it (``repro.diagnosis``; a sub-age
 needle in every window has recall 1.0 and tells the main agent nothing), on ≥ 30 windows;
 ``subagent_clean``: ≥ 90% of the sub-agents' summaries stay one clean line (no tag of the main
 agent's protocol, not cut at the cap: ``repro.diagnosis.clean``), on ≥ 30 windows; a main agent
-that reads its summaries reads what the sub-agent writes, not only whether it saw.
+that reads its summaries reads what the sub-agent writes, not only whether it saw;
+``cold_start_answer_form``: the cold start's parallel answers at n = 4 come in their question's
+form (an option of the MCQ, a ``[start, end]`` span, words for the open question), ≥ 90% on each
+task: a final turn that copies its report but does not look back to the question answers an open
+question with a letter or an MCQ with a span (docs/repro-log.md, 2026-12-07 p).
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from paravt.data.rows import TASKS
 from paravt.repro.intervals import bootstrap_interval, paired_bootstrap_diff
 from paravt.repro.summary import per_question
+from paravt.rewards.accuracy import mcq_letter, parse_interval
 
 REFERENCE = ("paragrpo", "sft", "vanilla_grpo")
 RECALL_WANT = 0.8
@@ -44,6 +50,7 @@ COLD_START = "sft"  # the variant that IS the chosen RL init, evaluated without 
 TOOLS_PAY_MIN = 0.15  # parallel − none at n = 4 on the cold start
 SUFFICES_MIN = 0.2  # none at n = 64 − none at n = 4 on the cold start
 KAPPA_BAND = (1.5, 3.5)  # the cold start's tool calls per τ = 0.7 rollout (paper: 2.50)
+FORM_WANT = 0.9  # share of the cold start's answers at n = 4 in their task's form, each task
 
 
 def _paired(
@@ -229,6 +236,40 @@ def cold_start_task_checks(
             "holds": kappa is not None and lo_k <= float(kappa) <= hi_k,
         },
         **_subagent_checks(diagnosis),
+        **answer_form_check(eval_rows),
+    }
+
+
+def in_form(task: str, answer: str, options: Sequence[str] | None) -> bool:
+    """Whether ``answer`` has the form of ``task``'s answer, right or wrong: an MCQ's names one
+    option (its letter or its whole text, ``mcq_letter``), a span's holds two times
+    (``parse_interval``), an open question's is words that are neither."""
+    if task == "mcq":
+        return mcq_letter(answer, options) is not None
+    if task == "tvg":
+        return parse_interval(answer) is not None
+    return bool(answer.strip()) and parse_interval(answer) is None and mcq_letter(answer) is None
+
+
+def answer_form_check(eval_rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``cold_start_answer_form``: of the cold start's parallel episodes at n = 4 that answered,
+    the share per task whose answer is in its task's form (``in_form``); holds when each task's
+    is ≥ ``FORM_WANT``. Over seeds pooled; a task without an answered episode does not hold."""
+    hits: dict[str, list[bool]] = {t: [] for t in TASKS}
+    for r in eval_rows:
+        pred, task = r.get("prediction"), r.get("task")
+        if r["mode"] == "parallel" and int(r["nframes"]) == 4 and pred and task in hits:
+            hits[str(task)].append(in_form(str(task), str(pred), r.get("options")))
+    rates = {
+        t: {"rate": round(sum(h) / len(h), 4), "hits": sum(h), "of": len(h)} if h else None
+        for t, h in hits.items()
+    }
+    return {
+        "cold_start_answer_form": {
+            "value": {"by_task": rates, "checkpoint": COLD_START},
+            "want": f"≥ {FORM_WANT} of the answers at n = 4 in their task's form, on each task",
+            "holds": all(v is not None and v["rate"] >= FORM_WANT for v in rates.values()),
+        }
     }
 
 

@@ -46,8 +46,20 @@ def _method_pays() -> list[dict[str, Any]]:
     )
 
 
+def _answered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with a task each (in turn) and an answer in its task's form."""
+    said = {"mcq": "B", "oe": "red", "tvg": "[12, 16]"}
+    for i, r in enumerate(rows):
+        r["task"] = ("mcq", "oe", "tvg")[i % 3]
+        r["prediction"], r["options"] = (
+            said[r["task"]],
+            ["A. red", "B. blue", "C. cyan", "D. green"],
+        )
+    return rows
+
+
 def test_a_cold_start_whose_tools_pay_passes_every_check() -> None:
-    out = cold_start_task_checks(_method_pays(), _diag(36, 40, 3, 80), {"kappa": 2.4})
+    out = cold_start_task_checks(_answered(_method_pays()), _diag(36, 40, 3, 80), {"kappa": 2.4})
     assert out["tools_pay_at_4"]["value"]["parallel_minus_none"]["mean"] == 0.6  # (30 − 6) / 40
     assert (
         out["overview_suffices_at_64"]["value"]["none64_minus_none4"]["mean"] == 0.65
@@ -149,8 +161,51 @@ def test_nothing_measured_never_holds() -> None:
         "cold_start_kappa",
         "subagent_recall",
         "subagent_clean",
+        "cold_start_answer_form",
     }
     assert not any(v["holds"] for v in out.values())
+
+
+def _form_rows(answers: dict[str, list[str]], mode: str = "parallel", n: int = 4) -> list[Any]:
+    opts = ["A. red", "B. blue", "C. cyan", "D. green"]
+    return [
+        {
+            "id": f"{t}{i}",
+            "mode": mode,
+            "nframes": n,
+            "score": 0.0,
+            "seed": 0,
+            "task": t,
+            "prediction": a,
+            "options": opts if t == "mcq" else None,
+        }
+        for t, said in answers.items()
+        for i, a in enumerate(said)
+    ]
+
+
+def test_answer_form_counts_each_tasks_answers_in_its_form_right_or_wrong() -> None:
+    """An MCQ answered by a letter or an option's text, a span by two times, an open question by
+    words: in form, right or wrong. A letter for an open question, a span for an MCQ, a colour
+    for a span: not (the raw final turns of docs/repro-log.md, 2026-12-07 p)."""
+    rows = _form_rows(
+        {
+            "mcq": ["A", "blue", "D"] * 3 + ["[25, 35]"],  # 9 of 10
+            "oe": ["green", "orange"] * 4 + ["C", "[25, 35]"],  # 8 of 10
+            "tvg": ["[16, 20]", "from 3 s to 9 s"] * 5,  # 10 of 10
+        }
+    )
+    rows += _form_rows({"oe": ["C"] * 20}, mode="none") + _form_rows({"oe": ["C"] * 20}, n=64)
+    rows += _form_rows({"oe": [None, ""] * 5})  # no answer: not counted
+    check = cold_start_task_checks(rows, {}, {})["cold_start_answer_form"]
+    got = {t: (v["hits"], v["of"]) for t, v in check["value"]["by_task"].items()}
+    assert got == {"mcq": (9, 10), "oe": (8, 10), "tvg": (10, 10)}
+    assert not check["holds"]  # the open question's 0.8 < 0.9
+    fixed = [r for r in rows if r["prediction"] not in ("C", "[25, 35]") or r["task"] != "oe"]
+    assert cold_start_task_checks(fixed, {}, {})["cold_start_answer_form"]["holds"]
+    no_spans = [r for r in fixed if r["task"] != "tvg"]
+    by_task = cold_start_task_checks(no_spans, {}, {})["cold_start_answer_form"]
+    assert by_task["value"]["by_task"]["tvg"] is None and not by_task["holds"]
 
 
 def test_tools_pay_per_task_is_read_from_the_rows_task() -> None:
