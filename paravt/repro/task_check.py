@@ -254,12 +254,17 @@ def in_form(task: str, answer: str, options: Sequence[str] | None) -> bool:
 def answer_form_check(eval_rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``cold_start_answer_form``: of the cold start's parallel episodes at n = 4 that answered,
     the share per task whose answer is in its task's form (``in_form``); holds when each task's
-    is ≥ ``FORM_WANT``. Over seeds pooled; a task without an answered episode does not hold."""
-    hits: dict[str, list[bool]] = {t: [] for t in TASKS}
+    is ≥ ``FORM_WANT``. Over seeds pooled, on the tasks the eval asks (an eval of MCQs alone is
+    checked on them); a task asked and never answered, or no task at all, does not hold."""
+    hits: dict[str, list[bool]] = {}
     for r in eval_rows:
-        pred, task = r.get("prediction"), r.get("task")
-        if r["mode"] == "parallel" and int(r["nframes"]) == 4 and pred and task in hits:
-            hits[str(task)].append(in_form(str(task), str(pred), r.get("options")))
+        task = r.get("task")
+        if r["mode"] != "parallel" or int(r["nframes"]) != 4 or task not in TASKS:
+            continue
+        pred = r.get("prediction")
+        seen = hits.setdefault(str(task), [])
+        if pred:
+            seen.append(in_form(str(task), str(pred), r.get("options")))
     rates = {
         t: {"rate": round(sum(h) / len(h), 4), "hits": sum(h), "of": len(h)} if h else None
         for t, h in hits.items()
@@ -268,7 +273,8 @@ def answer_form_check(eval_rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "cold_start_answer_form": {
             "value": {"by_task": rates, "checkpoint": COLD_START},
             "want": f"≥ {FORM_WANT} of the answers at n = 4 in their task's form, on each task",
-            "holds": all(v is not None and v["rate"] >= FORM_WANT for v in rates.values()),
+            "holds": bool(rates)
+            and all(v is not None and v["rate"] >= FORM_WANT for v in rates.values()),
         }
     }
 

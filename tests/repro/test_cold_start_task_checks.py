@@ -203,9 +203,14 @@ def test_answer_form_counts_each_tasks_answers_in_its_form_right_or_wrong() -> N
     assert not check["holds"]  # the open question's 0.8 < 0.9
     fixed = [r for r in rows if r["prediction"] not in ("C", "[25, 35]") or r["task"] != "oe"]
     assert cold_start_task_checks(fixed, {}, {})["cold_start_answer_form"]["holds"]
+    # an eval without span questions is checked on the tasks it asks
     no_spans = [r for r in fixed if r["task"] != "tvg"]
-    by_task = cold_start_task_checks(no_spans, {}, {})["cold_start_answer_form"]
-    assert by_task["value"]["by_task"]["tvg"] is None and not by_task["holds"]
+    asked = cold_start_task_checks(no_spans, {}, {})["cold_start_answer_form"]
+    assert set(asked["value"]["by_task"]) == {"mcq", "oe"} and asked["holds"]
+    # span questions asked and never answered: that task does not hold
+    silent = no_spans + _form_rows({"tvg": [None, ""] * 3})
+    unanswered = cold_start_task_checks(silent, {}, {})["cold_start_answer_form"]
+    assert unanswered["value"]["by_task"]["tvg"] is None and not unanswered["holds"]
 
 
 def test_tools_pay_per_task_is_read_from_the_rows_task() -> None:
