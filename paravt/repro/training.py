@@ -320,6 +320,9 @@ def eval_variant(
                 "seed": seed,
                 "task": r.task,
                 "tool_necessary": r.tool_necessary,
+                # what the answer-form check reads (repro.task_check.answer_form_check)
+                "prediction": r.prediction,
+                "options": list(r.options) if r.options is not None else None,
             }
             for r in load_results(d / "results.jsonl")
         ]

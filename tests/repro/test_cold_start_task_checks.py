@@ -4,6 +4,7 @@ check is shown passing and failing."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from paravt.repro.task_check import cold_start_task_checks
@@ -231,3 +232,49 @@ def test_tools_pay_per_task_is_read_from_the_rows_task() -> None:
     assert (
         cold_start_task_checks(_method_pays(), {}, {})["tools_pay_at_4"]["value"]["by_task"] == {}
     )
+
+
+def test_the_repros_eval_rows_carry_what_the_answer_form_check_reads(tmp_path: Path) -> None:
+    """`repro.training.eval_variant` hands the checks rows with each answer and the options: a
+    finished eval (its results on disk, its stage marked done) read back runs no model, and its
+    rows score the form (without them every task counted no answer)."""
+    from paravt.eval.results import ResultRow
+    from paravt.repro.presets import PRESETS, base_config
+    from paravt.repro.stages import DONE
+    from paravt.repro.training import eval_variant
+    from paravt.repro.variants import VARIANTS
+
+    p = PRESETS["demo"]
+    said = {"mcq": "C", "oe": "C", "tvg": "[3, 9]"}  # a letter for the open question: out of form
+    for n in sorted(set(p.eval_ns) | set(p.grid_ns)):
+        d = tmp_path / "sft" / "seed0" / f"eval_n{n}"
+        d.mkdir(parents=True)
+        rows = [
+            ResultRow(
+                id=f"q-{t}",
+                mode="parallel",
+                task=t,
+                subset="synth",
+                nframes=n,
+                video="v.mp4",
+                duration=60.0,
+                question="?",
+                answer="A",
+                options=("A. red", "B. blue", "C. cyan", "D. green") if t == "mcq" else None,
+                prediction=a,
+                score=0.0,
+                correct=False,
+            )
+            for t, a in said.items()
+        ]
+        (d / "results.jsonl").write_text("".join(r.to_json() + "\n" for r in rows))
+        (d / DONE).write_text("1.0\n")
+    cfg = base_config(tmp_path, p)
+    got = eval_variant(tmp_path, cfg, p, VARIANTS["sft"], 0, "no/model", limit=None)
+    assert {(r["task"], r["prediction"]) for r in got if r["nframes"] == 4} == set(said.items())
+    form = cold_start_task_checks(got, {}, {})["cold_start_answer_form"]["value"]["by_task"]
+    assert {t: (v["hits"], v["of"]) for t, v in form.items()} == {
+        "mcq": (1, 1),
+        "oe": (0, 1),
+        "tvg": (1, 1),
+    }
