@@ -50,8 +50,11 @@ lint: $(STAMP)
 	.venv/bin/ruff format --check $(LINT_PATHS)
 	.venv/bin/mypy
 
+# Both cores: pytest-xdist, one worker per core, each test FILE on one worker (its module
+# fixtures built once; a file's tests keep their order). `make test WORKERS=auto` on more cores.
+WORKERS ?= 2
 test: $(STAMP) sandbox-deps
-	$(PY) -m pytest tests -rs --timeout=900
+	$(PY) -m pytest tests -rs --timeout=900 -n $(WORKERS) --dist loadfile
 
 test-servers: $(STAMP) $(VLLM_STAMP)
 	$(PY) -m pytest tests/servers --real-servers --timeout=1500

@@ -26,7 +26,7 @@ pytest.importorskip("tensorboard")
 mlflow = pytest.importorskip("mlflow")
 
 from test_tracked_training import _cfg  # noqa: E402
-from wandb_records import history, offline_runs, run_record, run_records  # noqa: E402
+from wandb_records import history, offline_runs, run_record, run_records, settled  # noqa: E402
 
 from paravt.config import TrainConfig, save  # noqa: E402
 from paravt.data.synth.build import build  # noqa: E402
@@ -60,6 +60,9 @@ def _killed_by_sigkill(config: Path, log: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, wandb's service included
+        # its OWN wandb service: a service this process started for an earlier test (wandb puts its
+        # address in WANDB_SERVICE) would outlive the kill holding the run's id "in use"
+        env={k: v for k, v in os.environ.items() if k != "WANDB_SERVICE"},
     )
     deadline = time.monotonic() + 240
     while not _logged(log, 3):
@@ -180,6 +183,8 @@ def test_every_tracker_holds_every_step_once_after_a_stop_and_resume(
             _stopped_by_signal(cfg, log, signal.SIGTERM if how == "sigterm" else signal.SIGINT)
         mr, loss, _ = _mlflow(cfg)  # flushed and ended on the signal: KILLED, not RUNNING
         assert mr.info.status == "KILLED" and loss == list(range(1, len(loss) + 1)), loss
+        for f in offline_runs(run):  # resumed in THIS process: its service must have closed the run
+            settled(f)
     run_training(cfg, kind="sft", progress=False, resume=True)
     assert [r["step"] for r in read_jsonl(log)] == [1, 2, 3, 4]
     mr, loss, marks = _mlflow(cfg)  # ONE MLflow run, every step once

@@ -4,6 +4,8 @@ reader any more; the chunk layout is read by ``paravt.tracking.stores.wandb_reco
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,10 +15,33 @@ from wandb.proto import wandb_internal_pb2 as pb
 from paravt.tracking.stores import wandb_record_blobs
 
 
+def _open_anywhere(path: Path) -> bool:
+    """Whether some process holds ``path`` open (wandb's service, still writing it)."""
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) == str(path) for fd in fd_dir.iterdir()):
+                return True
+        except OSError:  # the process ended, or is not ours to read
+            continue
+    return False
+
+
+def settled(path: Path, timeout_s: float = 30.0) -> Path:
+    """``path`` once no process writes it. ``Run.finish`` only INFORMS wandb's service that the
+    run is done (a message, not awaited): the service closes the run file, writing its buffered
+    records, after finish returns, so a read right after it can find the file still empty."""
+    deadline = time.monotonic() + timeout_s
+    while _open_anywhere(path.resolve()):
+        assert time.monotonic() < deadline, f"{path} still open after {timeout_s} s"
+        time.sleep(0.05)
+    return path
+
+
 def records(path: Path) -> Iterator[Any]:
-    """Every record of ``path``, parsed (the chunks are read by the library's own reader,
-    ``paravt.tracking.stores.wandb_record_blobs``, which resume uses too)."""
-    data = path.read_bytes()
+    """Every record of ``path``, parsed once the service has closed it (the chunks are read by
+    the library's own reader, ``paravt.tracking.stores.wandb_record_blobs``, which resume uses
+    too)."""
+    data = settled(path).read_bytes()
     assert data[:4] == b":W&B", f"{path} is not a wandb run file"
     for blob in wandb_record_blobs(data):
         rec = pb.Record()
