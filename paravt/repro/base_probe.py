@@ -16,7 +16,10 @@ of each row is its target):
   ``</think>``, if any) opens with the reported colour, ``keeps_truth`` = with the true one:
   whether the base answers from its tool response, which the final turn of every tool episode
   needs; ``report_by_task`` the same per task (the MCQ's letter of the reported colour's option,
-  the span overlapping the reported times more than the true ones: ``follows``);
+  the span overlapping the reported times more than the true ones: ``follows``), and ``in_form``
+  the replies in their task's answer form, right or wrong (``task_check.in_form``: a letter or an
+  option's text for the MCQ, two times for the span): whether the base knows WHICH question its
+  final turn answers, before what it answers;
 - ``induction`` (``induction_probe``): at each gap of ``INDUCTION_GAPS`` tokens, the share of a
   repeated run of random tokens of its own words (``copy_runs.copy_pool``) the base copies
   (``data.synth.copy_runs.induction``; ``induction_pool`` names the pool): the in-context copy of
@@ -43,6 +46,7 @@ from paravt.data.synth.copy_runs import POOL_VERSION
 from paravt.data.synth.perception import NOTHING
 from paravt.protocol.tags import THINK_CLOSE
 from paravt.repro.diagnosis import reports, timed_right
+from paravt.repro.task_check import in_form
 from paravt.rewards.accuracy import mcq_accuracy, normalize_text, tvg_iou
 
 RECALL_MIN, TIMED_MIN, FALSE_MAX, MCQ64_MIN, MCQ4_BAND = 0.9, 0.8, 0.1, 0.8, 0.1
@@ -131,17 +135,25 @@ def report_rates(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, An
     truth (``keeps_truth``; ``follows``), of the open questions (the headline) and per task
     (``report_by_task``)."""
     counts: dict[str, Counter[str | None]] = {}
+    forms: Counter[str] = Counter()  # per task, replies in its answer form
     for row, reply in zip(rows, replies, strict=True):
         if REP in row.id:
-            counts.setdefault(row.extra_info.task, Counter())[follows(reply, row)] += 1
+            e = row.extra_info
+            counts.setdefault(e.task, Counter())[follows(reply, row)] += 1
+            forms[e.task] += in_form(e.task, reply.rsplit(THINK_CLOSE, 1)[-1], e.options)
 
-    def rates(c: Counter[str | None]) -> dict[str, Any]:
+    def rates(task: str) -> dict[str, Any]:
+        c = counts.get(task, Counter())
         of = c.total()
-        return {"reads_report": _rate(c["report"], of), "keeps_truth": _rate(c["truth"], of)}
+        return {
+            "reads_report": _rate(c["report"], of),
+            "keeps_truth": _rate(c["truth"], of),
+            "in_form": _rate(forms[task], of),
+        }
 
     return {
-        **rates(counts.get("oe", Counter())),
-        "report_by_task": {task: rates(c) for task, c in sorted(counts.items())},
+        **rates("oe"),
+        "report_by_task": {task: rates(task) for task in sorted(counts)},
     }
 
 

@@ -172,6 +172,27 @@ def test_the_report_is_read_per_task_a_span_by_the_larger_overlap_a_letter_as_th
     assert not base_checks(score_probe(rows[:3], replies[:3]))["base_reads_report_by_task"]["holds"]
 
 
+def test_the_report_rows_count_each_reply_in_its_tasks_form_right_or_wrong() -> None:
+    rows = [_task_report(i, t, a, r) for i, (t, a, r) in enumerate([
+        ("oe", "red", "blue"), ("oe", "red", "blue"),
+        ("mcq", "A", "C"), ("mcq", "A", "C"), ("mcq", "A", "C"),
+        ("tvg", "[10.0, 14.0]", "[160.0, 164.0]"), ("tvg", "[10.0, 14.0]", "[160.0, 164.0]"),
+    ])]  # fmt: skip
+    replies = [
+        THOUGHT + "green",  # wrong, an open answer still
+        THOUGHT + "[3, 7]",  # a span for an open question
+        THOUGHT + "B",  # a wrong letter is the MCQ's form
+        THOUGHT + "green",  # an option's text is too
+        THOUGHT + "magenta",  # a colour no option names is not
+        THOUGHT + "blue",  # the base's colour for a span
+        "from 1 to 2 s</think>[161, 170]",  # the span after the LAST </think>
+    ]
+    by = {t: d["in_form"] for t, d in score_probe(rows, replies)["report_by_task"].items()}
+    assert {t: (d["hits"], d["of"]) for t, d in by.items()} == {
+        "oe": (1, 2), "mcq": (2, 3), "tvg": (1, 2),
+    }  # fmt: skip
+
+
 def test_a_base_that_sees_passes_the_base_checks() -> None:
     rows = [_clip(i, True) for i in range(10)] + [_clip(i, False) for i in range(10)]
     rows += [_mcq(i, 64) for i in range(10)] + [_mcq(i, 4) for i in range(8)]
