@@ -50,8 +50,9 @@ lint: $(STAMP)
 	.venv/bin/ruff format --check $(LINT_PATHS)
 	.venv/bin/mypy
 
-# Both cores: pytest-xdist, one worker per core, each test FILE on one worker (its module
-# fixtures built once; a file's tests keep their order). `make test WORKERS=auto` on more cores.
+# Both cores: pytest-xdist, two workers, each test FILE on one worker (its module fixtures built
+# once; a file's tests keep their order; the session fixtures once per worker).
+# `make test WORKERS=auto` on more cores; `WORKERS=0` runs the suite in one process.
 WORKERS ?= 2
 test: $(STAMP) sandbox-deps
 	$(PY) -m pytest tests -rs --timeout=900 -n $(WORKERS) --dist loadfile

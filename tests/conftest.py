@@ -7,8 +7,9 @@ treated as read-only (copy it before training into it).
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,15 @@ from paravt.models.tiny import build_tiny
 # Tiny models: one intra-op thread is faster than two that stall each other on a busy 2-core
 # machine (measured: the same forward 0.01 s vs 0.4–0.9 s).
 torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_wandb_service() -> Iterator[None]:
+    """After each test, forget the wandb service a test started in this process: wandb names it
+    in ``WANDB_SERVICE``, which every later subprocess would inherit and share (a killed run's
+    id left "in use" there; a disk test's run writing through a service outside its mounts)."""
+    yield
+    os.environ.pop("WANDB_SERVICE", None)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

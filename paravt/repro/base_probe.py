@@ -132,8 +132,8 @@ def score_probe(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any
 
 def report_rates(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, Any]:
     """The swapped-report rows' rates: replies that follow the report (``reads_report``) or the
-    truth (``keeps_truth``; ``follows``), of the open questions (the headline) and per task
-    (``report_by_task``)."""
+    truth (``keeps_truth``; ``follows``) and replies in their task's answer form (``in_form``), of
+    the open questions (the headline) and per task (``report_by_task``)."""
     counts: dict[str, Counter[str | None]] = {}
     forms: Counter[str] = Counter()  # per task, replies in its answer form
     for row, reply in zip(rows, replies, strict=True):

@@ -177,6 +177,7 @@ def test_the_report_rows_count_each_reply_in_its_tasks_form_right_or_wrong() -> 
         ("oe", "red", "blue"), ("oe", "red", "blue"),
         ("mcq", "A", "C"), ("mcq", "A", "C"), ("mcq", "A", "C"),
         ("tvg", "[10.0, 14.0]", "[160.0, 164.0]"), ("tvg", "[10.0, 14.0]", "[160.0, 164.0]"),
+        ("tvg", "[10.0, 14.0]", "[160.0, 164.0]"),
     ])]  # fmt: skip
     replies = [
         THOUGHT + "green",  # wrong, an open answer still
@@ -185,11 +186,12 @@ def test_the_report_rows_count_each_reply_in_its_tasks_form_right_or_wrong() -> 
         THOUGHT + "green",  # an option's text is too
         THOUGHT + "magenta",  # a colour no option names is not
         THOUGHT + "blue",  # the base's colour for a span
-        "from 1 to 2 s</think>[161, 170]",  # the span after the LAST </think>
+        "<think>a</think>from 1 to 2 s</think>[161, 170]",  # the span after the LAST </think>
+        "<think>a</think>from 1 to 2 s</think>\nblue",  # times before the LAST </think>: not it
     ]
     by = {t: d["in_form"] for t, d in score_probe(rows, replies)["report_by_task"].items()}
     assert {t: (d["hits"], d["of"]) for t, d in by.items()} == {
-        "oe": (1, 2), "mcq": (2, 3), "tvg": (1, 2),
+        "oe": (1, 2), "mcq": (2, 3), "tvg": (1, 3),
     }  # fmt: skip
 
 

@@ -15,24 +15,36 @@ from wandb.proto import wandb_internal_pb2 as pb
 from paravt.tracking.stores import wandb_record_blobs
 
 
-def _open_anywhere(path: Path) -> bool:
-    """Whether some process holds ``path`` open (wandb's service, still writing it)."""
+def _holders(path: Path) -> list[int]:
+    """The pids of the processes that hold ``path`` open (wandb's service, still writing it)."""
+    pids = []
     for fd_dir in Path("/proc").glob("[0-9]*/fd"):
         try:
-            if any(os.readlink(fd) == str(path) for fd in fd_dir.iterdir()):
-                return True
+            fds = list(fd_dir.iterdir())
         except OSError:  # the process ended, or is not ours to read
             continue
-    return False
+        if any(_link(fd) == str(path) for fd in fds):
+            pids.append(int(fd_dir.parent.name))
+    return pids
+
+
+def _link(fd: Path) -> str | None:
+    try:
+        return os.readlink(fd)
+    except OSError:  # that descriptor closed in between
+        return None
 
 
 def settled(path: Path, timeout_s: float = 30.0) -> Path:
-    """``path`` once no process writes it. ``Run.finish`` only INFORMS wandb's service that the
-    run is done (a message, not awaited): the service closes the run file, writing its buffered
-    records, after finish returns, so a read right after it can find the file still empty."""
+    """``path`` once no process holds it open. ``Run.finish`` only INFORMS wandb's service that
+    the run is done (a message, not awaited): the service closes the run file, writing its
+    buffered records, after finish returns, so a read right after it can find the file still
+    empty; and a killed run's service outlives it (its own session) until it sees its parent
+    gone."""
     deadline = time.monotonic() + timeout_s
-    while _open_anywhere(path.resolve()):
-        assert time.monotonic() < deadline, f"{path} still open after {timeout_s} s"
+    while holders := _holders(path.resolve()):
+        if os.getpid() in holders or time.monotonic() > deadline:
+            raise TimeoutError(f"{path} still held open by {holders} after {timeout_s} s")
         time.sleep(0.05)
     return path
 
