@@ -140,7 +140,7 @@ def report_rates(rows: Sequence[SFTRow], replies: Sequence[str]) -> dict[str, An
         if REP in row.id:
             e = row.extra_info
             counts.setdefault(e.task, Counter())[follows(reply, row)] += 1
-            forms[e.task] += in_form(e.task, reply.rsplit(THINK_CLOSE, 1)[-1], e.options)
+            forms[e.task] += in_form(e.task, after_think(reply), e.options)
 
     def rates(task: str) -> dict[str, Any]:
         c = counts.get(task, Counter())
@@ -162,8 +162,7 @@ def follows(reply: str, row: SFTRow) -> str | None:
     ``"report"`` (the row's target), ``"truth"`` (its ``extra_info.answer``) or None. The open
     question by its first word, the MCQ by its letter (the eval's ``mcq_letter``), the span by the
     interval it overlaps more (a span overlapping both alike follows neither)."""
-    said = reply.rsplit(THINK_CLOSE, 1)[-1]
-    report = row.messages[-1].text.rsplit(THINK_CLOSE, 1)[-1]
+    said, report = after_think(reply), after_think(row.messages[-1].text)
     e = row.extra_info
     if e.task == "tvg":
         to_report, to_truth = tvg_iou(said, report), tvg_iou(said, e.answer)
@@ -191,10 +190,16 @@ def forced_think(row: SFTRow) -> str:
     return f"{head}{close}\n" if close else ""
 
 
+def after_think(text: str) -> str:
+    """What follows ``text``'s last ``</think>`` (the whole text when it closes none): a reply's
+    answer, as every rate of the probe reads it."""
+    return text.rsplit(THINK_CLOSE, 1)[-1]
+
+
 def answer_words(reply: str) -> list[str]:
     """The normalised words of a reply's answer: what follows its last ``</think>`` (the whole
     reply when it closes none)."""
-    return normalize_text(reply.rsplit(THINK_CLOSE, 1)[-1]).split()
+    return normalize_text(after_think(reply)).split()
 
 
 def _check(value: Any, want: str, holds: bool) -> dict[str, Any]:
